@@ -1,0 +1,70 @@
+//! Deliberately broken protocol variants ("planted bugs").
+//!
+//! Each variant breaks one rule the CRAQ protocol relies on (3FS §3.9). The model checker and
+//! the simulator must catch every one of them with a counterexample; tests assert that they do,
+//! which proves the checkers can fail. A machine consults its configured bug at the one place
+//! the rule is enforced; `None` is the correct protocol.
+
+use core::fmt;
+
+/// A planted bug, selected with `--bug NAME`.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum PlantedBug {
+    /// The tail acknowledges an update upstream before its own commit is durable, so the client
+    /// can be acknowledged while the tail still serves the old version.
+    TailAckBeforeCommit,
+    /// Reads are served from the pending (uncommitted) version.
+    ReadPending,
+    /// The exactly-once filter is skipped: a retried update with the same channel and seqnum is
+    /// executed again as a new version instead of being answered from the cache.
+    ReplayAppliedTwice,
+    /// Replicas accept updates and reads whatever chain version the sender used.
+    SkipChainVersionCheck,
+    /// A predecessor commits as soon as its local write is done, before the successor
+    /// acknowledges (commit is no longer tail to head).
+    CommitBeforeSuccessorAck,
+}
+
+impl PlantedBug {
+    /// Every planted bug.
+    pub const ALL: [Self; 5] = [
+        Self::TailAckBeforeCommit,
+        Self::ReadPending,
+        Self::ReplayAppliedTwice,
+        Self::SkipChainVersionCheck,
+        Self::CommitBeforeSuccessorAck,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TailAckBeforeCommit => "tail-ack-before-commit",
+            Self::ReadPending => "read-pending",
+            Self::ReplayAppliedTwice => "replay-applied-twice",
+            Self::SkipChainVersionCheck => "skip-chain-version-check",
+            Self::CommitBeforeSuccessorAck => "commit-before-successor-ack",
+        }
+    }
+
+    /// One line saying what is broken.
+    pub fn about(self) -> &'static str {
+        match self {
+            Self::TailAckBeforeCommit => "tail acknowledges upstream before its commit is durable",
+            Self::ReadPending => "reads return the pending (uncommitted) version",
+            Self::ReplayAppliedTwice => "exactly-once cache ignored: a retried write runs twice",
+            Self::SkipChainVersionCheck => "replicas accept any chain version",
+            Self::CommitBeforeSuccessorAck => "predecessor commits before its successor acknowledges",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+impl fmt::Display for PlantedBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

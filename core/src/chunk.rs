@@ -1,0 +1,213 @@
+//! The node-local chunk store contract (3FS §3.8 abstracted): committed and pending versions of
+//! chunks, copy-on-write updates, atomic commit, ranged reads and metadata listing.
+//!
+//! The contract is completion-based so that io_uring, the simulator's faulty disk and the
+//! in-memory reference share it: [`ChunkStore::submit`] queues an operation and
+//! [`ChunkStore::poll_completions`] reports finished ones. Machines never call a store; they
+//! emit `IoOp::Chunk` actions and the driver routes them to the target's store.
+//!
+//! To ensure correctness, every implementation guarantees (and `testing::chunk_store_suite`
+//! checks):
+//! - `Update` builds the pending version from the committed content plus the update, leaving the
+//!   committed content readable and unchanged; a newer `Update` replaces an older pending one.
+//! - `Commit` atomically replaces the committed version with the pending one and is durable when
+//!   reported. A commit at or below the committed version is a successful no-op (replays are
+//!   safe); a commit with no matching pending version is `VersionConflict`.
+//! - Operations on one chunk complete in submission order; different chunks may complete in any
+//!   order.
+//! - After a crash, an operation without a reported completion may or may not have happened, but
+//!   it is atomic at this API.
+//!
+//! Not here: allocation, block layout, torn-write handling below the API (the real stores' own
+//! concern) and fault injection (the simulator's disk model).
+
+use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
+
+/// What an update does to a chunk (3FS update types; COMMIT is its own op).
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum UpdateKind {
+    /// Writes `data` at `offset`, growing the chunk if needed.
+    Write {
+        /// Byte offset within the chunk.
+        offset: u32,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// Removes the chunk at commit (idempotent: removing an absent chunk succeeds).
+    Remove,
+    /// Sets the chunk length to `len` (shrinks or zero-extends).
+    Truncate {
+        /// New length.
+        len: u32,
+    },
+    /// Grows the chunk to `len` with zeros; never shrinks.
+    Extend {
+        /// Minimum length.
+        len: u32,
+    },
+    /// Replaces the whole content (resync and writes to a syncing successor, §3.5 #5, §3.6).
+    Replace {
+        /// The full chunk content.
+        data: Vec<u8>,
+    },
+}
+
+impl UpdateKind {
+    /// Applies this update to `content` (the committed bytes; `None` if absent). Returns the new
+    /// content, `None` meaning "removed". Every store uses this one definition of the effect.
+    pub fn apply(&self, content: Option<&[u8]>) -> Option<Vec<u8>> {
+        let mut bytes = content.map(<[u8]>::to_vec).unwrap_or_default();
+        match self {
+            Self::Write { offset, data } => {
+                let start = *offset as usize;
+                let end = start + data.len();
+                if bytes.len() < end {
+                    bytes.resize(end, 0);
+                }
+                bytes[start..end].copy_from_slice(data);
+            }
+            Self::Remove => return None,
+            Self::Truncate { len } => bytes.resize(*len as usize, 0),
+            Self::Extend { len } => {
+                if bytes.len() < *len as usize {
+                    bytes.resize(*len as usize, 0);
+                }
+            }
+            Self::Replace { data } => bytes = data.clone(),
+        }
+        Some(bytes)
+    }
+}
+
+/// One chunk-store operation on one target.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum ChunkOp {
+    /// Atomically publishes pending `version`, recording the chain version of the commit.
+    Commit {
+        /// The chunk.
+        chunk: ChunkId,
+        /// The pending version to publish.
+        version: ChunkVersion,
+        /// Chain version recorded with the commit (3FS `chainVer`).
+        chain_version: ChainVersion,
+    },
+    /// Lists the metadata of every chunk on the target (committed or pending).
+    List,
+    /// Reads `len` bytes at `offset` of the committed version (or the pending one when
+    /// `uncommitted`, 3FS ALLOW_READ_UNCOMMITTED).
+    Read {
+        /// The chunk.
+        chunk: ChunkId,
+        /// Byte offset.
+        offset: u32,
+        /// Byte count (trimmed at the chunk's length).
+        len: u32,
+        /// Read the pending version if there is one.
+        uncommitted: bool,
+    },
+    /// Writes pending `version` = the committed content with `kind` applied.
+    Update {
+        /// The chunk.
+        chunk: ChunkId,
+        /// The pending version; must exceed the committed version.
+        version: ChunkVersion,
+        /// The change.
+        kind: UpdateKind,
+    },
+}
+
+/// Metadata of one chunk on one target (3FS `ChunkMetadata`, reduced).
+///
+/// Invariant: `pending`, when present, is greater than `committed`; correct machines keep it at
+/// exactly `committed + 1`.
+#[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ChunkMeta {
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Committed version; 0 if the chunk has never been committed.
+    pub committed: ChunkVersion,
+    /// Chain version recorded at the last commit.
+    pub chain_version: ChainVersion,
+    /// Committed length in bytes.
+    pub len: u32,
+    /// CRC32C of the committed content.
+    pub checksum: u32,
+    /// The pending (uncommitted) version, if any.
+    pub pending: Option<PendingMeta>,
+}
+
+/// The pending version of a chunk.
+#[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct PendingMeta {
+    /// Pending version.
+    pub version: ChunkVersion,
+    /// Pending length (0 for a pending remove).
+    pub len: u32,
+    /// CRC32C of the pending content.
+    pub checksum: u32,
+    /// Whether the pending update removes the chunk.
+    pub removes: bool,
+}
+
+/// Successful completion of a [`ChunkOp`].
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum ChunkDone {
+    /// `Commit` finished; the chunk's metadata afterwards (`committed == 0` if it was removed).
+    Committed(ChunkMeta),
+    /// `List` finished.
+    Listed(Vec<ChunkMeta>),
+    /// `Read` finished; `None` if the chunk does not exist (a hole: clients zero-fill).
+    Read(Option<ChunkRead>),
+    /// `Update` finished; the metadata with the new pending version.
+    Updated(ChunkMeta),
+}
+
+/// The bytes and versions returned by a read.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ChunkRead {
+    /// The bytes read.
+    pub data: Vec<u8>,
+    /// The version the bytes belong to.
+    pub version: ChunkVersion,
+    /// CRC32C of the returned bytes.
+    pub checksum: u32,
+}
+
+/// Environmental failures of a chunk store, named by the caller's reaction.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum ChunkError {
+    /// Stored bytes failed their checksum: fail the request; the target must be resynced.
+    Corrupt,
+    /// The medium failed (EIO): fail the request and take the target offline.
+    Failed,
+    /// No space left: fail the request; retrying elsewhere may succeed.
+    NoSpace,
+    /// The op's version does not fit the chunk's versions (stale update, commit without a
+    /// matching pending version): a protocol bug or a replay; the caller decides.
+    VersionConflict,
+}
+
+/// A target's chunk store. Completion-based: see the module docs for the contract.
+pub trait ChunkStore {
+    /// Queues `op`; its completion is reported later by `poll_completions`.
+    fn submit(&mut self, id: IoId, op: ChunkOp);
+    /// Moves finished operations into `done`; never blocks.
+    fn poll_completions(&mut self, done: &mut Vec<(IoId, Result<ChunkDone, ChunkError>)>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_kinds_apply() {
+        let w = UpdateKind::Write { offset: 2, data: vec![7, 7] };
+        assert_eq!(w.apply(None), Some(vec![0, 0, 7, 7]));
+        assert_eq!(w.apply(Some(&[1, 1, 1, 1, 1])), Some(vec![1, 1, 7, 7, 1]));
+        assert_eq!(UpdateKind::Remove.apply(Some(&[1])), None);
+        assert_eq!(UpdateKind::Truncate { len: 1 }.apply(Some(&[1, 2])), Some(vec![1]));
+        assert_eq!(UpdateKind::Extend { len: 1 }.apply(Some(&[1, 2])), Some(vec![1, 2]));
+        assert_eq!(UpdateKind::Extend { len: 3 }.apply(Some(&[1, 2])), Some(vec![1, 2, 0]));
+        assert_eq!(UpdateKind::Replace { data: vec![9] }.apply(Some(&[1, 2])), Some(vec![9]));
+    }
+}

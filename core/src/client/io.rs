@@ -1,0 +1,267 @@
+//! Chunk I/Os of the client: planning a call into chunk I/Os, choosing the target, sending,
+//! matching replies, and retrying with the same exactly-once identity.
+
+use crate::chunk::UpdateKind;
+use crate::client::{Client, ClientCall, ClientTimer};
+use crate::crc32c;
+use crate::ids::{ChainId, ChannelId, ChunkId, RequestId, SeqNum, TargetId};
+use crate::machine::{ActionOf, Outbox};
+use crate::msg::{MessageTag, Msg, ReadReply, ReadReq, Status, UpdateReply, UpdateReq};
+use crate::time::Instant;
+
+/// What a chunk I/O does.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub enum IoKind {
+    /// Reads a range into the call's buffer at `buf_offset`.
+    Read {
+        /// Offset within the chunk.
+        offset: u32,
+        /// Bytes.
+        len: u32,
+        /// Where the bytes go in the call's buffer.
+        buf_offset: u64,
+    },
+    /// An update sent to the head.
+    Update {
+        /// The update.
+        kind: UpdateKind,
+        /// Chunk size of the layout.
+        chunk_size: u32,
+    },
+}
+
+/// One chunk I/O of a call.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct ChunkIo {
+    /// Its id (also the read id on the wire).
+    pub id: RequestId,
+    /// The call it belongs to.
+    pub call: RequestId,
+    /// The chain.
+    pub chain: ChainId,
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// What it does.
+    pub kind: IoKind,
+    /// Attempts after the first.
+    pub retries: u32,
+    /// The exactly-once channel and seqnum of an update, fixed at the first send and reused by
+    /// every retry.
+    pub channel: Option<(ChannelId, SeqNum)>,
+}
+
+/// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.
+pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> {
+    match call {
+        ClientCall::Read { inode, layout, offset, len } => {
+            let spans = layout.split(*inode, *offset, *len)?;
+            Some(
+                spans
+                    .into_iter()
+                    .map(|s| {
+                        let kind = IoKind::Read { offset: s.offset, len: s.len, buf_offset: s.buf_offset };
+                        (s.chain, s.chunk, kind)
+                    })
+                    .collect(),
+            )
+        }
+        ClientCall::Write { inode, layout, offset, data } => {
+            let spans = layout.split(*inode, *offset, data.len() as u64)?;
+            Some(
+                spans
+                    .into_iter()
+                    .map(|s| {
+                        let start = s.buf_offset as usize;
+                        let bytes = data[start..start + s.len as usize].to_vec();
+                        let kind = UpdateKind::Write { offset: s.offset, data: bytes };
+                        (s.chain, s.chunk, IoKind::Update { kind, chunk_size: layout.chunk_size })
+                    })
+                    .collect(),
+            )
+        }
+        ClientCall::UpdateChunk { chunk, chain, chunk_size, kind } => {
+            if matches!(kind, UpdateKind::Write { .. } | UpdateKind::Replace { .. }) {
+                return None; // Writes go through `Write`, replaces are replica-internal.
+            }
+            Some(vec![(*chain, *chunk, IoKind::Update { kind: kind.clone(), chunk_size: *chunk_size })])
+        }
+    }
+}
+
+impl Client {
+    /// Picks the target for an I/O under the current routing: the head for updates, a serving
+    /// replica for reads, rotating with the I/O id and the retry count so load spreads and a
+    /// retry tries another replica.
+    fn pick_target(&self, io: &ChunkIo) -> Option<TargetId> {
+        let chain = self.routing.chain(io.chain)?;
+        match io.kind {
+            IoKind::Update { .. } => chain.head(),
+            IoKind::Read { .. } => {
+                let serving: Vec<TargetId> = chain.serving().collect();
+                if serving.is_empty() {
+                    return None;
+                }
+                let pick = (io.id.0 as usize + io.retries as usize) % serving.len();
+                Some(serving[pick])
+            }
+        }
+    }
+
+    fn take_channel(&mut self) -> Option<(ChannelId, SeqNum)> {
+        let ch = self.free_channels.pop_first()?;
+        let seq = self.seqnums.entry(ch).or_default();
+        seq.0 += 1;
+        Some((ch, *seq))
+    }
+
+    /// Sends (or re-sends) chunk I/O `id` and arms its timeout.
+    pub(super) fn send_io(&mut self, _now: Instant, id: RequestId, out: &mut Outbox<Self>) {
+        let Some(io) = self.ios.get(&id) else { return };
+        if matches!(io.kind, IoKind::Update { .. }) && io.channel.is_none() {
+            match self.take_channel() {
+                Some(ch) => self.ios.get_mut(&id).expect("present").channel = Some(ch),
+                None => {
+                    // All channels busy: wait for one to free up.
+                    if !self.waiting.contains(&id) {
+                        self.waiting.push(id);
+                    }
+                    return;
+                }
+            }
+        }
+        let io = &self.ios[&id];
+        let target = self.pick_target(io);
+        let node = target.and_then(|t| self.routing.node_of(t));
+        let chain = self.routing.chain(io.chain).map(|c| c.versioned());
+        if let (Some(node), Some(chain)) = (node, chain) {
+            let msg = match &io.kind {
+                IoKind::Read { offset, len, .. } => Msg::Read(ReadReq {
+                    read_id: io.id,
+                    chain,
+                    chunk: io.chunk,
+                    offset: *offset,
+                    len: *len,
+                    retry: io.retries,
+                }),
+                IoKind::Update { kind, chunk_size } => {
+                    let (channel, seqnum) = io.channel.expect("updates hold a channel");
+                    let checksum = match kind {
+                        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => crc32c::checksum(data),
+                        _ => 0,
+                    };
+                    Msg::Write(UpdateReq {
+                        tag: MessageTag { client: self.cfg.client, request: io.call, channel, seqnum },
+                        chain,
+                        chunk: io.chunk,
+                        kind: kind.clone(),
+                        chunk_size: *chunk_size,
+                        update_version: Default::default(),
+                        checksum,
+                        retry: io.retries,
+                        is_syncing: false,
+                    })
+                }
+            };
+            out.send(node, msg);
+            out.set_timer(ClientTimer::Retry(id), self.cfg.io_timeout.clone());
+        } else {
+            // No serving target known: ask for routing and retry after a backoff.
+            self.refresh_routing(out);
+            out.set_timer(ClientTimer::Retry(id), self.cfg.retry_wait.clone());
+        }
+    }
+
+    fn refresh_routing(&self, out: &mut Outbox<Self>) {
+        if let Some(mgmtd) = self.cfg.mgmtd {
+            out.send(mgmtd, Msg::GetRouting { known: self.routing.version });
+        }
+    }
+
+    pub(super) fn on_retry(&mut self, now: Instant, id: RequestId, out: &mut Outbox<Self>) {
+        let max = self.cfg.retries_max;
+        let Some(io) = self.ios.get_mut(&id) else { return };
+        io.retries += 1;
+        self.counters.retries += 1;
+        if io.retries > max {
+            return self.finish_io(id, Err(Status::ForwardFailed), out);
+        }
+        self.send_io(now, id, out);
+    }
+
+    fn retry_after_status(&mut self, id: RequestId, status: Status, out: &mut Outbox<Self>) {
+        if matches!(
+            status,
+            Status::StaleChainVersion { .. } | Status::NotHead | Status::NoTarget | Status::TargetNotServing
+        ) {
+            self.refresh_routing(out);
+        }
+        out.set_timer(ClientTimer::Retry(id), self.cfg.retry_wait.clone());
+    }
+
+    pub(super) fn on_update_reply(&mut self, _now: Instant, rep: UpdateReply, out: &mut Outbox<Self>) {
+        let found = self.ios.values().find(|io| {
+            io.channel == Some((rep.tag.channel, rep.tag.seqnum)) && io.chunk == rep.chunk && rep.tag.client == self.cfg.client
+        });
+        let Some(id) = found.map(|io| io.id) else { return };
+        match (rep.status, rep.result) {
+            (Status::Ok, Some(result)) => self.finish_io(id, Ok(Some(result)), out),
+            (status, _) if status.is_retryable() => self.retry_after_status(id, status, out),
+            (status, _) => self.finish_io(id, Err(status), out),
+        }
+    }
+
+    pub(super) fn on_read_reply(&mut self, _now: Instant, rep: ReadReply, out: &mut Outbox<Self>) {
+        let Some(io) = self.ios.get(&rep.read_id) else { return };
+        if io.chunk != rep.chunk || !matches!(io.kind, IoKind::Read { .. }) {
+            return;
+        }
+        let id = io.id;
+        match rep.status {
+            Status::Ok if crc32c::checksum(&rep.data) != rep.checksum => {
+                // Damaged in flight or on the replica: never hand corrupt bytes to the caller.
+                self.retry_after_status(id, Status::ChecksumMismatch, out)
+            }
+            Status::Ok => {
+                let IoKind::Read { len, buf_offset, .. } = io.kind else { unreachable!() };
+                let call = io.call;
+                let chunk = io.chunk;
+                let state = self.calls.get_mut(&call).expect("I/O of a live call");
+                let n = rep.data.len().min(len as usize);
+                let start = buf_offset as usize;
+                state.buf[start..start + n].copy_from_slice(&rep.data[..n]);
+                state.versions.push((chunk, rep.version));
+                self.finish_io(id, Ok(None), out)
+            }
+            status if status.is_retryable() => self.retry_after_status(id, status, out),
+            status => self.finish_io(id, Err(status), out),
+        }
+    }
+
+    /// Ends chunk I/O `id`, releasing its channel, and finishes its call when it was the last.
+    fn finish_io(&mut self, id: RequestId, result: Result<Option<crate::msg::UpdateResult>, Status>, out: &mut Outbox<Self>) {
+        let io = self.ios.remove(&id).expect("finishing a known I/O");
+        out.push(ActionOf::CancelTimer(ClientTimer::Retry(id)));
+        let state = self.calls.get_mut(&io.call).expect("I/O of a live call");
+        match result {
+            Ok(Some(r)) => state.results.push((io.chunk, r)),
+            Ok(None) => {}
+            Err(status) => {
+                self.counters.failed_ios += 1;
+                state.failed.get_or_insert((io.chunk, status));
+            }
+        }
+        state.ios_left -= 1;
+        if state.ios_left == 0 {
+            state.results.sort();
+            state.versions.sort();
+            self.finish_call(io.call, out);
+        }
+        if let Some((ch, _)) = io.channel {
+            self.free_channels.insert(ch);
+            if !self.waiting.is_empty() {
+                let next = self.waiting.remove(0);
+                self.send_io(Instant::ZERO, next, out);
+            }
+        }
+    }
+}

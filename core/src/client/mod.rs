@@ -1,0 +1,300 @@
+//! The storage client machine (3FS §6.3–6.4): routing cache, splitting byte-range I/O into chunk
+//! I/Os, writes to the chain head, reads at a load-balanced serving replica, and retries.
+//!
+//! Invariants owned here:
+//! - a write keeps its exactly-once channel and seqnum across every retry, so a replica that
+//!   already applied it answers from its cache (3FS §3.5 #6);
+//! - a channel carries at most one running write; seqnums on a channel only increase;
+//! - every call is answered by exactly one `Return`; every chunk I/O is retried at most
+//!   `retries_max` times and then fails the call.
+//!
+//! Not here: path operations and file sessions (meta issue), the FUSE and native front ends,
+//! write buffering and batching of reads into one RPC per target.
+
+mod io;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use core::time::Duration;
+
+use crate::chunk::UpdateKind;
+use crate::ids::{ChainId, ChannelId, ChunkId, ChunkVersion, ClientId, InodeId, NodeId, RequestId, SeqNum};
+use crate::layout::FileLayout;
+use crate::limits;
+use crate::machine::{EventOf, Machine, Outbox};
+use crate::msg::{Msg, Status, UpdateResult};
+use crate::routing::RoutingInfo;
+use crate::time::Instant;
+pub use io::{ChunkIo, IoKind};
+
+/// Static configuration of a client.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct ClientConfig {
+    /// This node.
+    pub node: NodeId,
+    /// The client's identity in exactly-once tags.
+    pub client: ClientId,
+    /// Where to ask for routing info on routing errors (`None`: wait for pushes).
+    pub mgmtd: Option<NodeId>,
+    /// Retries of one chunk I/O before its call fails.
+    pub retries_max: u32,
+    /// Exactly-once channels (concurrent writes).
+    pub channels: u32,
+    /// How long to wait for a reply before retrying.
+    pub io_timeout: Range<Duration>,
+    /// Backoff after a retryable error status.
+    pub retry_wait: Range<Duration>,
+}
+
+impl ClientConfig {
+    /// Defaults from `limits.rs`.
+    pub fn new(node: NodeId, client: ClientId) -> Self {
+        Self {
+            node,
+            client,
+            mgmtd: None,
+            retries_max: limits::CLIENT_RETRIES_MAX,
+            channels: 64,
+            io_timeout: limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2,
+            retry_wait: limits::CLIENT_RETRY_WAIT_MIN..limits::CLIENT_RETRY_WAIT_MAX,
+        }
+    }
+}
+
+/// A local API call.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum ClientCall {
+    /// Reads `len` bytes at `offset` of a file; holes read as zeros.
+    Read {
+        /// The file.
+        inode: InodeId,
+        /// Its layout.
+        layout: FileLayout,
+        /// File offset.
+        offset: u64,
+        /// Byte count.
+        len: u64,
+    },
+    /// Applies a non-write update (remove, truncate, extend) to one chunk.
+    UpdateChunk {
+        /// The chunk.
+        chunk: ChunkId,
+        /// Its chain.
+        chain: ChainId,
+        /// Chunk size of the file's layout.
+        chunk_size: u32,
+        /// The update.
+        kind: UpdateKind,
+    },
+    /// Writes `data` at `offset` of a file.
+    Write {
+        /// The file.
+        inode: InodeId,
+        /// Its layout.
+        layout: FileLayout,
+        /// File offset.
+        offset: u64,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+}
+
+/// The answer to a call.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum ClientRet {
+    /// The call was rejected before any I/O (bad layout, too many calls).
+    Rejected(Status),
+    /// Some chunk I/O failed after its retries. Writes may or may not have been applied.
+    Failed {
+        /// The first chunk that failed.
+        chunk: ChunkId,
+        /// Its last status (`ForwardFailed` also stands for "no reply").
+        status: Status,
+    },
+    /// A read finished: the bytes and the committed version of each chunk read
+    /// (version 0 for holes).
+    Read {
+        /// The bytes.
+        data: Vec<u8>,
+        /// Versions per chunk.
+        versions: Vec<(ChunkId, ChunkVersion)>,
+    },
+    /// A write or chunk update finished on every chunk.
+    Updated {
+        /// Per-chunk commit results.
+        results: Vec<(ChunkId, UpdateResult)>,
+    },
+}
+
+/// Timers of the client machine.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum ClientTimer {
+    /// Retry (or give up on) chunk I/O `id`.
+    Retry(RequestId),
+}
+
+/// A call in progress.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+struct CallState {
+    ios_left: usize,
+    failed: Option<(ChunkId, Status)>,
+    is_read: bool,
+    buf: Vec<u8>,
+    versions: Vec<(ChunkId, ChunkVersion)>,
+    results: Vec<(ChunkId, UpdateResult)>,
+}
+
+/// Counters a driver can report.
+#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
+pub struct ClientCounters {
+    /// Chunk I/O retries.
+    pub retries: u64,
+    /// Chunk I/Os that failed after their retry budget.
+    pub failed_ios: u64,
+}
+
+/// The client machine.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Client {
+    cfg: ClientConfig,
+    routing: RoutingInfo,
+    calls: BTreeMap<RequestId, CallState>,
+    ios: BTreeMap<RequestId, ChunkIo>,
+    /// Chunk writes waiting for a free channel, in arrival order.
+    waiting: Vec<RequestId>,
+    free_channels: BTreeSet<ChannelId>,
+    /// Last seqnum used per channel. Invariant: only increases.
+    seqnums: BTreeMap<ChannelId, SeqNum>,
+    next_io: u64,
+    counters: ClientCounters,
+}
+
+impl Client {
+    /// A client with the routing info known at start.
+    pub fn new(cfg: ClientConfig, routing: RoutingInfo) -> Self {
+        let free_channels = (1..=cfg.channels).map(ChannelId).collect();
+        Self {
+            cfg,
+            routing,
+            calls: BTreeMap::new(),
+            ios: BTreeMap::new(),
+            waiting: Vec::new(),
+            free_channels,
+            seqnums: BTreeMap::new(),
+            next_io: 0,
+            counters: ClientCounters::default(),
+        }
+    }
+
+    /// The routing info the client acts on.
+    pub fn routing(&self) -> &RoutingInfo {
+        &self.routing
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &ClientCounters {
+        &self.counters
+    }
+
+    /// Chunk I/Os in flight.
+    pub fn chunk_ios(&self) -> impl Iterator<Item = &ChunkIo> {
+        self.ios.values()
+    }
+
+    fn on_call(&mut self, now: Instant, req: RequestId, call: ClientCall, out: &mut Outbox<Self>) {
+        if self.calls.len() >= limits::CLIENT_CALLS_MAX || self.calls.contains_key(&req) {
+            return out.push(crate::machine::ActionOf::Return { req, ret: ClientRet::Rejected(Status::Busy) });
+        }
+        let ios = match io::plan(&call) {
+            Some(ios) if self.ios.len() + ios.len() <= limits::CLIENT_CHUNK_IOS_MAX => ios,
+            Some(_) => {
+                return out.push(crate::machine::ActionOf::Return { req, ret: ClientRet::Rejected(Status::Busy) })
+            }
+            None => {
+                let ret = ClientRet::Rejected(Status::InvalidRequest);
+                return out.push(crate::machine::ActionOf::Return { req, ret });
+            }
+        };
+        let (is_read, buf_len) = match &call {
+            ClientCall::Read { len, .. } => (true, *len as usize),
+            _ => (false, 0),
+        };
+        let state = CallState {
+            ios_left: ios.len(),
+            failed: None,
+            is_read,
+            buf: vec![0; buf_len],
+            versions: Vec::new(),
+            results: Vec::new(),
+        };
+        self.calls.insert(req, state);
+        if ios.is_empty() {
+            return self.finish_call(req, out);
+        }
+        for (chain, chunk, kind) in ios {
+            self.next_io += 1;
+            let id = RequestId(self.next_io);
+            let io = ChunkIo { id, call: req, chain, chunk, kind, retries: 0, channel: None };
+            self.ios.insert(id, io);
+            self.send_io(now, id, out);
+        }
+    }
+
+    fn finish_call(&mut self, req: RequestId, out: &mut Outbox<Self>) {
+        let state = self.calls.remove(&req).expect("finishing a known call");
+        let ret = match state.failed {
+            Some((chunk, status)) => ClientRet::Failed { chunk, status },
+            None if state.is_read => ClientRet::Read { data: state.buf, versions: state.versions },
+            None => ClientRet::Updated { results: state.results },
+        };
+        out.push(crate::machine::ActionOf::Return { req, ret });
+    }
+
+    fn on_routing(&mut self, routing: RoutingInfo) {
+        if routing.version > self.routing.version {
+            self.routing = routing;
+        }
+    }
+}
+
+impl Machine for Client {
+    type Msg = Msg;
+    type Timer = ClientTimer;
+    type Call = ClientCall;
+    type Ret = ClientRet;
+
+    fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
+
+    fn handle(&mut self, now: Instant, event: EventOf<Msg, ClientTimer, ClientCall>, out: &mut Outbox<Self>) {
+        match event {
+            EventOf::Call { req, call } => self.on_call(now, req, call, out),
+            EventOf::Recv { msg, .. } => match msg {
+                Msg::UpdateReply(rep) => self.on_update_reply(now, rep, out),
+                Msg::ReadReply(rep) => self.on_read_reply(now, rep, out),
+                Msg::Routing(routing) => self.on_routing(routing),
+                Msg::Write(_) | Msg::Update(_) | Msg::Read(_) | Msg::GetRouting { .. } => {}
+            },
+            EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(now, id, out),
+            // The client submits no I/O.
+            EventOf::IoDone { .. } => {}
+        }
+    }
+
+    fn check_invariants(&self) {
+        let busy: BTreeSet<ChannelId> = self.ios.values().filter_map(|io| io.channel.map(|(c, _)| c)).collect();
+        assert!(busy.is_disjoint(&self.free_channels), "a channel is both free and in use");
+        assert_eq!(
+            busy.len(),
+            self.ios.values().filter(|io| io.channel.is_some()).count(),
+            "two writes share a channel"
+        );
+        for io in self.ios.values() {
+            assert!(self.calls.contains_key(&io.call), "chunk I/O without its call");
+            assert!(io.retries <= self.cfg.retries_max + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,56 @@
+//! t3fs-core: the pure, deterministic state machines of t3fs and the contracts they run against.
+//!
+//! Everything in this crate runs unchanged in three places: the stateright model checker
+//! (t3fs-sim, feature `model`), the seeded discrete-event simulator (t3fs-sim) and the real tokio
+//! services (t3fs-real). That only works because every machine obeys one contract.
+//!
+//! # The determinism contract
+//!
+//! 1. A machine never reads a clock. `now: Instant` is an argument of every handler.
+//! 2. A machine never draws randomness. Timer jitter is a duration *range* on
+//!    [`machine::Action::SetTimer`] that the driver resolves with its own seeded RNG; choices such
+//!    as which replica serves a read are derived from inputs (request ids).
+//! 3. A machine performs no I/O. Every asynchronous effect (send, timer, chunk I/O) is an
+//!    [`machine::Action`], and every completion is an [`machine::Event`]. An `Io` action is
+//!    answered by exactly one `IoDone` unless the node crashes first.
+//! 4. State uses `BTreeMap`/`BTreeSet`/`Vec`/`VecDeque`, never `HashMap`: iteration order must
+//!    not depend on the process. Machine state derives `Clone, Debug, Eq, Hash` so the model
+//!    checker can store and compare it.
+//! 5. No threads, no globals, no `unsafe`.
+//! 6. Every queue has a bound from [`limits`]. Overflow is answered with a typed status, never
+//!    by growing.
+//! 7. Handlers tolerate message loss, duplication and reordering; input from the network is
+//!    decoded by [`msg::codec`], which returns errors and never panics.
+//!
+//! `core/clippy.toml` bans clocks, threads and hash maps mechanically; `cargo tree` in CI checks
+//! that this crate pulls in no async or OS crate.
+//!
+//! # What is here
+//!
+//! - [`ids`], [`time`], [`limits`]: newtypes, simulated-or-real instants, every bound.
+//! - [`machine`]: the `Machine` trait with `Event`, `Action` and `Outbox`.
+//! - [`crc32c`]: CRC32C (Castagnoli) used end to end for chunk payloads.
+//! - [`routing`]: routing info (chains, chain versions, public states) as mgmtd publishes it.
+//! - [`chunk`]: the completion-based `ChunkStore` contract.
+//! - [`msg`]: wire messages and the versioned binary codec.
+//! - [`storage`]: the CRAQ storage machine (3FS §3).
+//! - [`client`]: the storage client machine (routing cache, chunk split, retry).
+//! - [`bugs`]: deliberately broken variants that checkers must catch.
+//! - `testing` (feature): in-memory reference chunk store and the conformance suite.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bugs;
+pub mod chunk;
+pub mod client;
+pub mod crc32c;
+pub mod ids;
+pub mod layout;
+pub mod limits;
+pub mod machine;
+pub mod msg;
+pub mod routing;
+pub mod storage;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod time;

@@ -1,0 +1,49 @@
+//! Every bound of t3fs in one place (TigerBeetle's `constants.zig` style).
+//!
+//! Queues, payloads and retry budgets are bounded so that no machine grows without limit and so
+//! that the model checker's state space stays finite. Compile-time assertions tie related bounds
+//! together. Timing defaults follow 3FS Appendix A where a counterpart exists.
+
+use core::time::Duration;
+
+/// Largest chunk size a target accepts (3FS allows up to 64 MiB).
+pub const CHUNK_SIZE_MAX: u32 = 64 << 20;
+/// Largest inline payload of one message; larger I/O is split by the client into chunk I/Os.
+pub const PAYLOAD_BYTES_MAX: u32 = CHUNK_SIZE_MAX;
+/// Largest encoded frame the codec accepts (payload plus headers).
+pub const FRAME_BYTES_MAX: u32 = PAYLOAD_BYTES_MAX + 64 * 1024;
+/// Longest list (chains, targets, chunk metas) a decoded message may hold.
+pub const LIST_LEN_MAX: u32 = 1 << 16;
+/// Updates waiting for one chunk's lock on one target (FIFO); beyond this the update is
+/// answered `Busy` and the sender retries.
+pub const CHUNK_LOCK_WAITERS_MAX: usize = 64;
+/// Exactly-once channel records kept per target; the oldest idle record is evicted first.
+pub const CHANNEL_RECORDS_PER_TARGET_MAX: usize = 4096;
+/// Concurrent chunk I/Os (reads + writes) one client keeps in flight.
+pub const CLIENT_CHUNK_IOS_MAX: usize = 1024;
+/// Concurrent calls one client machine accepts; beyond this a call returns `Busy`.
+pub const CLIENT_CALLS_MAX: usize = 256;
+/// Actions one `start`/`handle` call may emit.
+pub const OUTBOX_ACTIONS_MAX: usize = 4096;
+/// Client-side retries of one chunk I/O before the call fails (3FS: 60 s budget).
+pub const CLIENT_RETRIES_MAX: u32 = 16;
+/// Forwarding retries of one update before it fails upstream (3FS: 60 s budget).
+pub const FORWARD_RETRIES_MAX: u32 = 16;
+/// First client retry backoff (3FS `init_wait` 500 ms; halved for fast-retry statuses).
+pub const CLIENT_RETRY_WAIT_MIN: Duration = Duration::from_millis(500);
+/// Client retry backoff cap.
+pub const CLIENT_RETRY_WAIT_MAX: Duration = Duration::from_secs(5);
+/// Time a client waits for any storage reply before it retries.
+pub const CLIENT_IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// First forwarding retry backoff (3FS: 100 ms, doubling to 1 s).
+pub const FORWARD_RETRY_WAIT_MIN: Duration = Duration::from_millis(100);
+/// Forwarding retry backoff cap.
+pub const FORWARD_RETRY_WAIT_MAX: Duration = Duration::from_secs(1);
+/// Targets one storage node hosts.
+pub const TARGETS_PER_NODE_MAX: usize = 256;
+/// Targets in one chain.
+pub const CHAIN_TARGETS_MAX: usize = 16;
+
+const _: () = assert!(PAYLOAD_BYTES_MAX <= FRAME_BYTES_MAX);
+const _: () = assert!(CHUNK_LOCK_WAITERS_MAX > 0 && CLIENT_RETRIES_MAX > 0);
+const _: () = assert!(CHAIN_TARGETS_MAX as u32 <= LIST_LEN_MAX);

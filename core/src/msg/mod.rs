@@ -1,0 +1,160 @@
+//! Wire messages of every t3fs service and their framing.
+//!
+//! [`Msg`] is the one message type machines exchange in this scope (storage, client and
+//! the routing-info input that mgmtd will own). Every message crosses [`codec`] in real runs and
+//! in simulation alike, so codec bugs surface in simulation. Byte-level layout: `docs/wire.md`.
+
+pub mod codec;
+pub mod storage;
+
+use std::collections::BTreeMap;
+
+use crate::ids::RoutingVersion;
+use crate::limits::{CHAIN_TARGETS_MAX, LIST_LEN_MAX};
+use crate::routing::{ChainInfo, ChainTarget, PublicState, RoutingInfo};
+use crate::wire_struct;
+use codec::{decode_frame, decode_list, encode_frame, encode_list, DecodeError, Decoder};
+use codec::{Encoder, Wire};
+pub use storage::{MessageTag, ReadReply, ReadReq, Status, UpdateReply, UpdateReq, UpdateResult};
+
+/// Every message of the protocol.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum Msg {
+    /// Anyone → mgmtd: send me routing info newer than `known` (3FS `getRoutingInfo`).
+    GetRouting {
+        /// The caller's routing version (0 forces a reply).
+        known: RoutingVersion,
+    },
+    /// Any serving replica → client.
+    ReadReply(ReadReply),
+    /// Client → any serving replica.
+    Read(ReadReq),
+    /// mgmtd → everyone: the current routing info.
+    Routing(RoutingInfo),
+    /// Predecessor → successor: a forwarded update with an explicit update version.
+    Update(UpdateReq),
+    /// Successor → predecessor, or head → client.
+    UpdateReply(UpdateReply),
+    /// Client → head: a client write (update version 0).
+    Write(UpdateReq),
+}
+
+const KIND_GET_ROUTING: u8 = 1;
+const KIND_READ: u8 = 2;
+const KIND_READ_REPLY: u8 = 3;
+const KIND_ROUTING: u8 = 4;
+const KIND_UPDATE: u8 = 5;
+const KIND_UPDATE_REPLY: u8 = 6;
+const KIND_WRITE: u8 = 7;
+
+impl Msg {
+    /// Encodes the message as one frame.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Self::GetRouting { known } => encode_frame(KIND_GET_ROUTING, |e| known.encode(e)),
+            Self::Read(m) => encode_frame(KIND_READ, |e| m.encode(e)),
+            Self::ReadReply(m) => encode_frame(KIND_READ_REPLY, |e| m.encode(e)),
+            Self::Routing(m) => encode_frame(KIND_ROUTING, |e| m.encode(e)),
+            Self::Update(m) => encode_frame(KIND_UPDATE, |e| m.encode(e)),
+            Self::UpdateReply(m) => encode_frame(KIND_UPDATE_REPLY, |e| m.encode(e)),
+            Self::Write(m) => encode_frame(KIND_WRITE, |e| m.encode(e)),
+        }
+    }
+
+    /// Decodes one frame. Malformed, truncated or over-long input is an error, never a panic.
+    pub fn decode(frame: &[u8]) -> Result<Self, DecodeError> {
+        let (kind, mut dec) = decode_frame(frame)?;
+        let d = &mut dec;
+        let msg = match kind {
+            KIND_GET_ROUTING => Self::GetRouting { known: Wire::decode(d)? },
+            KIND_READ => Self::Read(Wire::decode(d)?),
+            KIND_READ_REPLY => Self::ReadReply(Wire::decode(d)?),
+            KIND_ROUTING => Self::Routing(Wire::decode(d)?),
+            KIND_UPDATE => Self::Update(Wire::decode(d)?),
+            KIND_UPDATE_REPLY => Self::UpdateReply(Wire::decode(d)?),
+            KIND_WRITE => Self::Write(Wire::decode(d)?),
+            t => return Err(DecodeError::UnknownTag(t)),
+        };
+        match dec.remaining() {
+            0 => Ok(msg),
+            n => Err(DecodeError::TrailingBytes(n)),
+        }
+    }
+}
+
+impl Wire for PublicState {
+    fn encode(&self, enc: &mut Encoder) {
+        enc.u8(match self {
+            Self::Serving => 0,
+            Self::Syncing => 1,
+            Self::Waiting => 2,
+            Self::LastSrv => 3,
+            Self::Offline => 4,
+        });
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::Serving,
+            1 => Self::Syncing,
+            2 => Self::Waiting,
+            3 => Self::LastSrv,
+            4 => Self::Offline,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+wire_struct!(ChainTarget { target, state });
+
+impl Wire for ChainInfo {
+    fn encode(&self, enc: &mut Encoder) {
+        self.chain.encode(enc);
+        self.version.encode(enc);
+        encode_list(enc, &self.targets);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let chain = Wire::decode(dec)?;
+        let version = Wire::decode(dec)?;
+        let targets: Vec<ChainTarget> = decode_list(dec)?;
+        if targets.len() > CHAIN_TARGETS_MAX {
+            return Err(DecodeError::TooLong(targets.len() as u32));
+        }
+        Ok(Self { chain, version, targets })
+    }
+}
+
+impl Wire for RoutingInfo {
+    fn encode(&self, enc: &mut Encoder) {
+        self.version.encode(enc);
+        enc.len(self.chains.len());
+        for chain in self.chains.values() {
+            chain.encode(enc);
+        }
+        enc.len(self.targets.len());
+        for (target, node) in &self.targets {
+            target.encode(enc);
+            node.encode(enc);
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let version = Wire::decode(dec)?;
+        let n = dec.len(LIST_LEN_MAX, 9)?;
+        let mut chains = BTreeMap::new();
+        for _ in 0..n {
+            let chain: ChainInfo = Wire::decode(dec)?;
+            // A duplicate key would silently shadow an entry: treat as malformed.
+            if chains.insert(chain.chain, chain).is_some() {
+                return Err(DecodeError::Invalid);
+            }
+        }
+        let n = dec.len(LIST_LEN_MAX, 8)?;
+        let mut targets = BTreeMap::new();
+        for _ in 0..n {
+            let target = Wire::decode(dec)?;
+            if targets.insert(target, Wire::decode(dec)?).is_some() {
+                return Err(DecodeError::Invalid);
+            }
+        }
+        Ok(Self { version, chains, targets })
+    }
+}

@@ -1,0 +1,265 @@
+//! Storage service messages (3FS §1.3): client writes to the head, forwarded updates between
+//! replicas, reads at any serving replica, and their replies with typed [`Status`]es.
+//!
+//! Protocol outcomes (stale chain version, not head, channel locked, …) are statuses inside
+//! replies, never Rust errors: the peer reacts to them (see each variant).
+
+use crate::chunk::UpdateKind;
+use crate::ids::{
+    ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, RequestId, SeqNum, VersionedChain,
+};
+use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
+use crate::wire_struct;
+
+/// The exactly-once identity of a client update (3FS `MessageTag`), carried down the chain so
+/// that every replica can recognise a replay.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct MessageTag {
+    /// The client.
+    pub client: ClientId,
+    /// The client's request (for tracing).
+    pub request: RequestId,
+    /// Exactly-once channel.
+    pub channel: ChannelId,
+    /// Sequence number within the channel; a retry reuses it.
+    pub seqnum: SeqNum,
+}
+wire_struct!(MessageTag { client, request, channel, seqnum });
+
+/// An update (3FS `UpdateIO`): from a client to the head (`Msg::Write`) or from a predecessor to
+/// its successor (`Msg::Update`).
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct UpdateReq {
+    /// Exactly-once identity.
+    pub tag: MessageTag,
+    /// The chain and the chain version the sender routes by; must match the receiver's exactly.
+    pub chain: VersionedChain,
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// What to do.
+    pub kind: UpdateKind,
+    /// The chunk size of the file's layout; writes beyond it are rejected.
+    pub chunk_size: u32,
+    /// 0 from the client; the head assigns `committed + 1` and successors receive it explicitly.
+    pub update_version: ChunkVersion,
+    /// CRC32C of the payload (write data or replacement content; 0 for other kinds).
+    pub checksum: u32,
+    /// Retry count of the sender (0 for the first attempt).
+    pub retry: u32,
+    /// Part of a resync or a write to a syncing successor (full-chunk replace).
+    pub is_syncing: bool,
+}
+wire_struct!(UpdateReq {
+    tag,
+    chain,
+    chunk,
+    kind,
+    chunk_size,
+    update_version,
+    checksum,
+    retry,
+    is_syncing
+});
+
+/// The outcome of a committed update (3FS `IOResult`).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct UpdateResult {
+    /// The version the update committed as.
+    pub commit_version: ChunkVersion,
+    /// Chain version recorded with the commit.
+    pub commit_chain_version: ChainVersion,
+    /// Chunk length after the update.
+    pub len: u32,
+    /// CRC32C of the whole chunk after the update; compared along the chain.
+    pub checksum: u32,
+}
+wire_struct!(UpdateResult { commit_version, commit_chain_version, len, checksum });
+
+/// Reply to an [`UpdateReq`], sent to whoever sent the request.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct UpdateReply {
+    /// The request's tag.
+    pub tag: MessageTag,
+    /// The request's chain and chain version.
+    pub chain: VersionedChain,
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// The request's `update_version` (0 for client writes).
+    pub update_version: ChunkVersion,
+    /// Outcome.
+    pub status: Status,
+    /// Present when `status` is `Ok`.
+    pub result: Option<UpdateResult>,
+}
+wire_struct!(UpdateReply { tag, chain, chunk, update_version, status, result });
+
+/// A read of a byte range of one chunk at any serving replica (3FS `ReadIO`).
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ReadReq {
+    /// Client-chosen id echoed in the reply.
+    pub read_id: RequestId,
+    /// The chain and the chain version the client routes by.
+    pub chain: VersionedChain,
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Byte offset.
+    pub offset: u32,
+    /// Byte count.
+    pub len: u32,
+    /// Retry count.
+    pub retry: u32,
+}
+wire_struct!(ReadReq { read_id, chain, chunk, offset, len, retry });
+
+/// Reply to a [`ReadReq`].
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ReadReply {
+    /// The request's id.
+    pub read_id: RequestId,
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Outcome. `Ok` with `version == 0` means the chunk does not exist (a hole).
+    pub status: Status,
+    /// The bytes (trimmed at the chunk's length).
+    pub data: Vec<u8>,
+    /// The committed version the bytes belong to.
+    pub version: ChunkVersion,
+    /// CRC32C of `data`.
+    pub checksum: u32,
+}
+wire_struct!(ReadReply { read_id, chunk, status, data, version, checksum });
+
+/// Outcome of a storage request. Variants other than `Ok` say what the requester should do.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum Status {
+    /// Success.
+    Ok,
+    /// The chunk's updates are busy (lock queue full): retry after a short wait.
+    Busy,
+    /// The chunk's recorded chain version is newer than the request's (3FS
+    /// `kChainVersionMismatch`): refresh routing, retry.
+    ChainVersionMismatch,
+    /// Another update with this channel and seqnum is still running (3FS `kChannelIsLocked`):
+    /// retry later; the retry will get the cached result.
+    ChannelLocked,
+    /// The payload's CRC32C did not match, or a successor's chunk checksum differed: retry from
+    /// the client (the bytes were damaged in flight).
+    ChecksumMismatch,
+    /// The local chunk store failed (EIO, no space, corruption): retry; mgmtd will take the
+    /// target offline.
+    DiskError,
+    /// An older seqnum on a channel that has moved on (3FS `kDuplicateUpdate`): the client
+    /// already has the answer; drop.
+    DuplicateUpdate,
+    /// Forwarding to the successor failed after the retry budget: retry from the client.
+    ForwardFailed,
+    /// A malformed request (write beyond the chunk size, wrong kind): do not retry.
+    InvalidRequest,
+    /// An update version skips ahead of `committed + 1` (3FS `kChunkMissingUpdate`): the
+    /// predecessor must resync or retry after routing changes.
+    MissingUpdate,
+    /// A client write reached a target that is not the head (3FS `kRoutingError`): refresh
+    /// routing, retry.
+    NotHead,
+    /// The chunk has a pending version and this target answers reads only when clean (legacy
+    /// engine's `kChunkNotCommit`): fast retry.
+    NotCommitted,
+    /// This node hosts no target of the chain: refresh routing, retry elsewhere.
+    NoTarget,
+    /// Request and receiver disagree on the chain version (3FS `kRoutingVersionMismatch`);
+    /// carries the receiver's: the side with the older one refreshes routing, then retry.
+    StaleChainVersion {
+        /// The receiver's chain version.
+        current: ChainVersion,
+    },
+    /// The target is not serving (offline, waiting, or syncing for reads): retry elsewhere.
+    TargetNotServing,
+}
+
+impl Status {
+    /// Whether retrying the same request later may succeed.
+    pub fn is_retryable(self) -> bool {
+        !matches!(self, Self::Ok | Self::InvalidRequest | Self::DuplicateUpdate)
+    }
+}
+
+impl Wire for Status {
+    fn encode(&self, enc: &mut Encoder) {
+        let tag = match self {
+            Self::Ok => 0,
+            Self::Busy => 1,
+            Self::ChainVersionMismatch => 2,
+            Self::ChannelLocked => 3,
+            Self::ChecksumMismatch => 4,
+            Self::DiskError => 5,
+            Self::DuplicateUpdate => 6,
+            Self::ForwardFailed => 7,
+            Self::InvalidRequest => 8,
+            Self::MissingUpdate => 9,
+            Self::NotHead => 10,
+            Self::NotCommitted => 11,
+            Self::NoTarget => 12,
+            Self::StaleChainVersion { .. } => 13,
+            Self::TargetNotServing => 14,
+        };
+        enc.u8(tag);
+        if let Self::StaleChainVersion { current } = self {
+            current.encode(enc);
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::Ok,
+            1 => Self::Busy,
+            2 => Self::ChainVersionMismatch,
+            3 => Self::ChannelLocked,
+            4 => Self::ChecksumMismatch,
+            5 => Self::DiskError,
+            6 => Self::DuplicateUpdate,
+            7 => Self::ForwardFailed,
+            8 => Self::InvalidRequest,
+            9 => Self::MissingUpdate,
+            10 => Self::NotHead,
+            11 => Self::NotCommitted,
+            12 => Self::NoTarget,
+            13 => Self::StaleChainVersion { current: Wire::decode(dec)? },
+            14 => Self::TargetNotServing,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+impl Wire for UpdateKind {
+    fn encode(&self, enc: &mut Encoder) {
+        match self {
+            Self::Write { offset, data } => {
+                enc.u8(0);
+                enc.u32(*offset);
+                enc.bytes(data);
+            }
+            Self::Remove => enc.u8(1),
+            Self::Truncate { len } => {
+                enc.u8(2);
+                enc.u32(*len);
+            }
+            Self::Extend { len } => {
+                enc.u8(3);
+                enc.u32(*len);
+            }
+            Self::Replace { data } => {
+                enc.u8(4);
+                enc.bytes(data);
+            }
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::Write { offset: dec.u32()?, data: dec.bytes()? },
+            1 => Self::Remove,
+            2 => Self::Truncate { len: dec.u32()? },
+            3 => Self::Extend { len: dec.u32()? },
+            4 => Self::Replace { data: dec.bytes()? },
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}

@@ -1,0 +1,61 @@
+//! The read path of a target (3FS §3.3): exact chain-version check, serving targets only, and
+//! committed data only. Under [`ReadMode::RejectDirty`] (legacy engine) a chunk with a pending
+//! version answers `NotCommitted`; under [`ReadMode::Committed`] (new engine, 3FS default) the
+//! committed version is returned even while an update is in flight.
+//!
+//! Not here: relaxed reads of pending data (ALLOW_READ_UNCOMMITTED) beyond the planted bug.
+
+use crate::bugs::PlantedBug;
+use crate::chunk::{ChunkError, ChunkOp, ChunkRead};
+use crate::ids::{ChunkVersion, NodeId, TargetId};
+use crate::machine::Outbox;
+use crate::msg::{Msg, ReadReply, ReadReq, Status};
+use crate::routing::{LocalState, PublicState};
+use crate::storage::{IoPurpose, ReadMode, StorageNode};
+
+fn reply(out: &mut Outbox<StorageNode>, to: NodeId, req: &ReadReq, status: Status, read: Option<ChunkRead>) {
+    let (data, version, checksum) = match read {
+        Some(r) => (r.data, r.version, r.checksum),
+        None => (Vec::new(), ChunkVersion(0), 0),
+    };
+    let msg = ReadReply { read_id: req.read_id, chunk: req.chunk, status, data, version, checksum };
+    out.send(to, Msg::ReadReply(msg));
+}
+
+impl StorageNode {
+    pub(super) fn on_read(&mut self, from: NodeId, req: ReadReq, out: &mut Outbox<Self>) {
+        let Some((target, chain)) = self.local_target(req.chain.chain) else {
+            return reply(out, from, &req, Status::NoTarget, None);
+        };
+        if chain.version != req.chain.version && !self.bug(PlantedBug::SkipChainVersionCheck) {
+            self.counters.stale_chain_version += 1;
+            let current = chain.version;
+            return reply(out, from, &req, Status::StaleChainVersion { current }, None);
+        }
+        let t = &self.targets[&target];
+        if chain.state_of(target) != Some(PublicState::Serving) || t.local_state != LocalState::UpToDate {
+            return reply(out, from, &req, Status::TargetNotServing, None);
+        }
+        let read_pending = self.bug(PlantedBug::ReadPending);
+        let dirty = t.chunks.get(&req.chunk).is_some_and(|m| m.pending.is_some());
+        if dirty && t.read_mode == ReadMode::RejectDirty && !read_pending {
+            return reply(out, from, &req, Status::NotCommitted, None);
+        }
+        let op = ChunkOp::Read { chunk: req.chunk, offset: req.offset, len: req.len, uncommitted: read_pending };
+        self.submit(out, IoPurpose::Read { target, from, req }, op);
+    }
+
+    pub(super) fn read_done(
+        &mut self,
+        _target: TargetId,
+        from: NodeId,
+        req: ReadReq,
+        result: Result<Option<ChunkRead>, ChunkError>,
+        out: &mut Outbox<Self>,
+    ) {
+        match result {
+            Ok(read) => reply(out, from, &req, Status::Ok, read),
+            Err(_) => reply(out, from, &req, Status::DiskError, None),
+        }
+    }
+}

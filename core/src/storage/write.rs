@@ -1,0 +1,427 @@
+//! The update path of a target (3FS §3.2, §3.5): admission, per-chunk lock, local update to the
+//! pending version, forwarding to the successor with retries that re-resolve the successor under
+//! the current routing, commit tail to head, and replies upstream.
+//!
+//! Version rule (new chunk engine): the head assigns `committed + 1`; a successor given an
+//! explicit version `u` treats `u <= committed` as already committed (success, no-op), applies
+//! `u == committed + 1` (replacing any pending version of the same number: the head decides the
+//! content, so a leftover pending version from a failed attempt is overwritten, never trusted),
+//! and rejects `u > committed + 1` as a missing update.
+//!
+//! Not here: the full-chunk replace for a syncing successor (§3.5 #5) arrives with resync.
+
+use std::collections::VecDeque;
+
+use crate::bugs::PlantedBug;
+use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind};
+use crate::crc32c;
+use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
+use crate::limits::CHUNK_SIZE_MAX;
+use crate::machine::{ActionOf, Outbox};
+use crate::msg::{Msg, Status, UpdateReply, UpdateReq, UpdateResult};
+use crate::routing::PublicState;
+use crate::storage::chunk_lock::Enqueue;
+use crate::storage::exactly_once::Admission;
+use crate::storage::{IoPurpose, StorageNode, StorageTimer};
+use crate::time::Instant;
+
+/// An update waiting for (or holding) a chunk lock: who sent it and what it is.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Waiter {
+    /// Where the reply goes (client for writes at the head, predecessor otherwise).
+    pub from: NodeId,
+    /// The request as received.
+    pub req: UpdateReq,
+    /// Whether this is a client write (at the head).
+    pub from_client: bool,
+}
+
+/// Where a running update is.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub enum Phase {
+    /// Local update of the pending version in progress.
+    Updating,
+    /// Sent to `successor`; waiting for its reply or the retry timer.
+    Forwarding {
+        /// The successor the last attempt went to.
+        successor: TargetId,
+        /// The chain version the last attempt carried.
+        chain_version: ChainVersion,
+    },
+    /// Local commit in progress.
+    Committing,
+}
+
+/// The update holding a chunk's lock on a target.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Running {
+    /// The request and its sender.
+    pub waiter: Waiter,
+    /// The pending version this update writes. Invariant: `committed + 1` at lock time.
+    pub version: ChunkVersion,
+    /// Progress.
+    pub phase: Phase,
+    /// Forwarding attempts after the first.
+    pub retries: u32,
+    /// CRC32C of the local pending content, compared with the successor's.
+    pub pending_checksum: u32,
+    /// Already answered upstream (only under `TailAckBeforeCommit`).
+    pub acked: bool,
+}
+
+impl Running {
+    /// The chunk.
+    pub fn chunk(&self) -> ChunkId {
+        self.waiter.req.chunk
+    }
+}
+
+fn result_of(meta: &ChunkMeta) -> UpdateResult {
+    UpdateResult {
+        commit_version: meta.committed,
+        commit_chain_version: meta.chain_version,
+        len: meta.len,
+        checksum: meta.checksum,
+    }
+}
+
+fn reply(out: &mut Outbox<StorageNode>, to: NodeId, req: &UpdateReq, status: Status, result: Option<UpdateResult>) {
+    let reply = UpdateReply {
+        tag: req.tag,
+        chain: req.chain,
+        chunk: req.chunk,
+        update_version: req.update_version,
+        status,
+        result,
+    };
+    out.send(to, Msg::UpdateReply(reply));
+}
+
+/// Structural validity of an update, independent of state.
+fn validate(req: &UpdateReq, from_client: bool) -> bool {
+    if req.chunk_size == 0 || req.chunk_size > CHUNK_SIZE_MAX {
+        return false;
+    }
+    match &req.kind {
+        UpdateKind::Write { offset, data } => {
+            u64::from(*offset) + data.len() as u64 <= u64::from(req.chunk_size)
+        }
+        UpdateKind::Truncate { len } | UpdateKind::Extend { len } => *len <= req.chunk_size,
+        UpdateKind::Remove => true,
+        // Full-chunk replaces come only from a predecessor (resync, syncing successor).
+        UpdateKind::Replace { data } => !from_client && data.len() as u64 <= u64::from(req.chunk_size),
+    }
+}
+
+fn payload_checksum(kind: &UpdateKind) -> u32 {
+    match kind {
+        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => crc32c::checksum(data),
+        _ => 0,
+    }
+}
+
+impl StorageNode {
+    /// A client write (`from_client`) or a forwarded update arrives.
+    pub(super) fn on_update_req(
+        &mut self,
+        now: Instant,
+        from: NodeId,
+        req: UpdateReq,
+        from_client: bool,
+        out: &mut Outbox<Self>,
+    ) {
+        if !validate(&req, from_client) {
+            return reply(out, from, &req, Status::InvalidRequest, None);
+        }
+        let Some((target, chain)) = self.local_target(req.chain.chain) else {
+            return reply(out, from, &req, Status::NoTarget, None);
+        };
+        if chain.version != req.chain.version && !self.bug(PlantedBug::SkipChainVersionCheck) {
+            self.counters.stale_chain_version += 1;
+            let current = chain.version;
+            return reply(out, from, &req, Status::StaleChainVersion { current }, None);
+        }
+        let state = chain.state_of(target);
+        if from_client {
+            if chain.head() != Some(target) {
+                return reply(out, from, &req, Status::NotHead, None);
+            }
+        } else if !state.is_some_and(PublicState::in_write_path) {
+            return reply(out, from, &req, Status::TargetNotServing, None);
+        }
+        if payload_checksum(&req.kind) != req.checksum {
+            return reply(out, from, &req, Status::ChecksumMismatch, None);
+        }
+        let skip_filter = self.bug(PlantedBug::ReplayAppliedTwice);
+        let t = self.targets.get_mut(&target).expect("local_target returns hosted targets");
+        if !skip_filter {
+            match t.channels.admit(&req.tag) {
+                Admission::Execute => {}
+                Admission::Cached(result) => {
+                    self.counters.cached_replies += 1;
+                    return reply(out, from, &req, Status::Ok, Some(result));
+                }
+                Admission::Locked => return reply(out, from, &req, Status::ChannelLocked, None),
+                Admission::Duplicate => return reply(out, from, &req, Status::DuplicateUpdate, None),
+            }
+        }
+        let chunk = req.chunk;
+        match t.locks.enqueue(chunk, Waiter { from, req, from_client }) {
+            Enqueue::Queued => {}
+            Enqueue::Free(w) => {
+                self.start_update(now, target, w, out);
+            }
+            Enqueue::Full(w) => {
+                t.channels.finish(&w.req.tag, None);
+                reply(out, w.from, &w.req, Status::Busy, None);
+            }
+        }
+    }
+
+    /// Takes the chunk lock for `w` and starts its local update. Returns false if `w` was
+    /// answered without taking the lock (so the caller may start the next waiter).
+    fn start_update(&mut self, _now: Instant, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
+        let skip_version = self.bug(PlantedBug::SkipChainVersionCheck);
+        let current = self.local_target(w.req.chain.chain).map(|(_, c)| c.version);
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        // Re-check the chain version under the lock: routing may have moved while queued.
+        if current != Some(w.req.chain.version) && !skip_version {
+            t.channels.finish(&w.req.tag, None);
+            let status = match current {
+                Some(current) => Status::StaleChainVersion { current },
+                None => Status::NoTarget,
+            };
+            reply(out, w.from, &w.req, status, None);
+            return false;
+        }
+        let meta = t.chunks.get(&w.req.chunk).cloned().unwrap_or(ChunkMeta {
+            chunk: w.req.chunk,
+            ..ChunkMeta::default()
+        });
+        let version = if w.from_client {
+            meta.committed.next()
+        } else {
+            let u = w.req.update_version;
+            if u <= meta.committed {
+                // Already committed here (a replay through another path, §3.5 #4): success.
+                let result = result_of(&meta);
+                t.channels.finish(&w.req.tag, Some(result));
+                reply(out, w.from, &w.req, Status::Ok, Some(result));
+                return false;
+            }
+            if u > meta.committed.next() {
+                t.channels.finish(&w.req.tag, None);
+                reply(out, w.from, &w.req, Status::MissingUpdate, None);
+                return false;
+            }
+            u
+        };
+        let chunk = w.req.chunk;
+        let kind = w.req.kind.clone();
+        t.locks.lock(
+            chunk,
+            Running { waiter: w, version, phase: Phase::Updating, retries: 0, pending_checksum: 0, acked: false },
+        );
+        self.submit(out, IoPurpose::Update { target, chunk }, ChunkOp::Update { chunk, version, kind });
+        true
+    }
+
+    pub(super) fn update_done(
+        &mut self,
+        now: Instant,
+        target: TargetId,
+        chunk: ChunkId,
+        result: Result<ChunkMeta, ChunkError>,
+        out: &mut Outbox<Self>,
+    ) {
+        match result {
+            Err(_) => self.fail_running(now, target, chunk, Status::DiskError, out),
+            Ok(meta) => {
+                let t = self.targets.get_mut(&target).expect("hosted target");
+                let running = t.locks.running_mut(chunk).expect("update I/O implies a running update");
+                assert_eq!(running.phase, Phase::Updating);
+                let pending = meta.pending.clone().expect("Updated meta carries the pending version");
+                assert_eq!(pending.version, running.version, "store wrote another version");
+                running.pending_checksum = pending.checksum;
+                t.chunks.insert(chunk, meta);
+                self.forward(now, target, chunk, out);
+            }
+        }
+    }
+
+    /// Sends the running update to the successor under the current routing, or commits it
+    /// locally if this target is now the tail (§3.5 #1: a predecessor left without a successor
+    /// commits as tail).
+    fn forward(&mut self, _now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        let chain_id = self.chain_of.get(&target).copied();
+        let chain = chain_id.and_then(|c| self.routing.chain(c)).cloned();
+        let Some(chain) = chain else {
+            return self.fail_running(_now, target, chunk, Status::NoTarget, out);
+        };
+        let successor = chain.successor_of(target);
+        let succ_node = successor.and_then(|s| self.routing.node_of(s.target));
+        let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
+        let tail_ack_early = self.bug(PlantedBug::TailAckBeforeCommit);
+        let wait = self.cfg.forward_retry_wait.clone();
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let running = t.locks.running_mut(chunk).expect("forward of a running update");
+        let timer = StorageTimer::ForwardRetry { target, chunk };
+        match (successor, succ_node) {
+            (None, _) => {
+                // Tail: commit locally, recording the current chain version.
+                running.phase = Phase::Committing;
+                let version = running.version;
+                if tail_ack_early {
+                    running.acked = true;
+                    let pending = t.chunks.get(&chunk).and_then(|m| m.pending.clone()).unwrap_or_default();
+                    let result = UpdateResult {
+                        commit_version: version,
+                        commit_chain_version: chain.version,
+                        len: pending.len,
+                        checksum: pending.checksum,
+                    };
+                    let w = running.waiter.clone();
+                    reply(out, w.from, &w.req, Status::Ok, Some(result));
+                }
+                out.push(ActionOf::CancelTimer(timer));
+                let op = ChunkOp::Commit { chunk, version, chain_version: chain.version };
+                self.submit(out, IoPurpose::Commit { target, chunk }, op);
+            }
+            (Some(succ), Some(node)) => {
+                let req = &running.waiter.req;
+                let fwd = UpdateReq {
+                    tag: req.tag,
+                    chain: chain.versioned(),
+                    chunk,
+                    kind: req.kind.clone(),
+                    chunk_size: req.chunk_size,
+                    update_version: running.version,
+                    checksum: req.checksum,
+                    retry: running.retries,
+                    is_syncing: false,
+                };
+                out.send(node, Msg::Update(fwd));
+                if commit_early {
+                    running.phase = Phase::Committing;
+                    let op = ChunkOp::Commit { chunk, version: running.version, chain_version: chain.version };
+                    self.submit(out, IoPurpose::Commit { target, chunk }, op);
+                } else {
+                    running.phase = Phase::Forwarding { successor: succ.target, chain_version: chain.version };
+                    out.set_timer(timer, wait);
+                }
+            }
+            (Some(succ), None) => {
+                // Routing names a successor without a node: wait for newer routing.
+                running.phase = Phase::Forwarding { successor: succ.target, chain_version: chain.version };
+                out.set_timer(timer, wait);
+            }
+        }
+    }
+
+    pub(super) fn on_update_reply(&mut self, _now: Instant, _from: NodeId, rep: UpdateReply, out: &mut Outbox<Self>) {
+        let Some((target, _)) = self.local_target(rep.chain.chain) else { return };
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let Some(running) = t.locks.running_mut(rep.chunk) else { return };
+        let matches = matches!(running.phase, Phase::Forwarding { .. })
+            && running.version == rep.update_version
+            && running.waiter.req.tag == rep.tag;
+        if !matches {
+            return; // A late reply to an earlier attempt or another update: ignore.
+        }
+        let chunk = rep.chunk;
+        match (rep.status, rep.result) {
+            (Status::Ok, Some(result)) => {
+                if result.commit_version == running.version && result.checksum != running.pending_checksum {
+                    return self.fail_running(_now, target, chunk, Status::ChecksumMismatch, out);
+                }
+                running.phase = Phase::Committing;
+                let version = running.version;
+                out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry { target, chunk }));
+                let op = ChunkOp::Commit { chunk, version, chain_version: result.commit_chain_version };
+                self.submit(out, IoPurpose::Commit { target, chunk }, op);
+            }
+            (Status::Ok, None) | (Status::InvalidRequest, _) | (Status::DuplicateUpdate, _) => {
+                self.fail_running(_now, target, chunk, Status::ForwardFailed, out)
+            }
+            (status @ (Status::ForwardFailed | Status::DiskError | Status::ChecksumMismatch), _) => {
+                self.fail_running(_now, target, chunk, status, out)
+            }
+            // Everything else is transient (stale routing on either side, busy, locked channel):
+            // the retry timer re-resolves the successor and re-sends.
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_forward_retry(&mut self, now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        let max = self.cfg.forward_retries_max;
+        let Some(t) = self.targets.get_mut(&target) else { return };
+        let Some(running) = t.locks.running_mut(chunk) else { return };
+        if !matches!(running.phase, Phase::Forwarding { .. }) {
+            return;
+        }
+        running.retries += 1;
+        self.counters.forward_retries += 1;
+        if running.retries > max {
+            return self.fail_running(now, target, chunk, Status::ForwardFailed, out);
+        }
+        self.forward(now, target, chunk, out);
+    }
+
+    pub(super) fn commit_done(
+        &mut self,
+        now: Instant,
+        target: TargetId,
+        chunk: ChunkId,
+        result: Result<ChunkMeta, ChunkError>,
+        out: &mut Outbox<Self>,
+    ) {
+        let meta = match result {
+            Err(_) => return self.fail_running(now, target, chunk, Status::DiskError, out),
+            Ok(meta) => meta,
+        };
+        self.counters.commits += 1;
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let (running, waiters) = t.locks.unlock(chunk).expect("commit I/O implies a running update");
+        let result = UpdateResult {
+            commit_version: running.version,
+            commit_chain_version: meta.chain_version,
+            len: meta.len,
+            checksum: meta.checksum,
+        };
+        if meta.committed == ChunkVersion(0) {
+            t.chunks.remove(&chunk); // A committed remove deletes the chunk.
+        } else {
+            t.chunks.insert(chunk, meta);
+        }
+        t.channels.finish(&running.waiter.req.tag, Some(result));
+        if !running.acked {
+            let w = &running.waiter;
+            reply(out, w.from, &w.req, Status::Ok, Some(result));
+        }
+        self.start_waiters(now, target, chunk, waiters, out);
+    }
+
+    /// Ends the running update on `chunk` with an error upstream. The pending version stays on
+    /// the store; the next update of the chunk overwrites it.
+    fn fail_running(&mut self, now: Instant, target: TargetId, chunk: ChunkId, status: Status, out: &mut Outbox<Self>) {
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let Some((running, waiters)) = t.locks.unlock(chunk) else { return };
+        t.channels.finish(&running.waiter.req.tag, None);
+        out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry { target, chunk }));
+        if !running.acked {
+            let w = &running.waiter;
+            reply(out, w.from, &w.req, status, None);
+        }
+        self.start_waiters(now, target, chunk, waiters, out);
+    }
+
+    fn start_waiters(&mut self, now: Instant, target: TargetId, chunk: ChunkId, mut waiters: VecDeque<crate::storage::Waiter>, out: &mut Outbox<Self>) {
+        while let Some(w) = waiters.pop_front() {
+            if self.start_update(now, target, w, out) {
+                let t = self.targets.get_mut(&target).expect("hosted target");
+                t.locks.requeue_front(chunk, waiters);
+                return;
+            }
+        }
+    }
+}

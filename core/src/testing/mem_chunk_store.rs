@@ -1,0 +1,141 @@
+//! In-memory reference [`ChunkStore`]: committed and pending content per chunk, completions
+//! delivered in submission order on the next poll.
+//!
+//! It also offers a synchronous [`MemChunkStore::apply`] used by the model checker, which
+//! executes an op at the moment its self-message is delivered. It models no faults; the
+//! simulator's disk model adds latency, errors and crash loss around it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::chunk::{ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkRead, ChunkStore, PendingMeta, UpdateKind};
+use crate::crc32c;
+use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
+
+/// One chunk's versions.
+#[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct MemChunk {
+    /// Committed version (0: none).
+    pub committed: ChunkVersion,
+    /// Chain version recorded at the last commit.
+    pub chain_version: ChainVersion,
+    /// Committed bytes.
+    pub data: Vec<u8>,
+    /// Pending version: its number and content (`None` content: a pending remove).
+    pub pending: Option<(ChunkVersion, Option<Vec<u8>>)>,
+}
+
+impl MemChunk {
+    fn meta(&self, chunk: ChunkId) -> ChunkMeta {
+        ChunkMeta {
+            chunk,
+            committed: self.committed,
+            chain_version: self.chain_version,
+            len: self.data.len() as u32,
+            checksum: crc32c::checksum(&self.data),
+            pending: self.pending.as_ref().map(|(v, content)| PendingMeta {
+                version: *v,
+                len: content.as_ref().map_or(0, |c| c.len() as u32),
+                checksum: content.as_ref().map_or(0, |c| crc32c::checksum(c)),
+                removes: content.is_none(),
+            }),
+        }
+    }
+}
+
+/// The in-memory reference chunk store of one target.
+#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
+pub struct MemChunkStore {
+    chunks: BTreeMap<ChunkId, MemChunk>,
+    queue: VecDeque<(IoId, ChunkOp)>,
+}
+
+impl MemChunkStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The chunks held (committed or pending).
+    pub fn chunks(&self) -> &BTreeMap<ChunkId, MemChunk> {
+        &self.chunks
+    }
+
+    /// Metadata of every chunk, as `ChunkOp::List` reports it.
+    pub fn metas(&self) -> Vec<ChunkMeta> {
+        self.chunks.iter().map(|(id, c)| c.meta(*id)).collect()
+    }
+
+    /// Executes `op` now and returns its completion.
+    pub fn apply(&mut self, op: &ChunkOp) -> Result<ChunkDone, ChunkError> {
+        match op {
+            ChunkOp::List => Ok(ChunkDone::Listed(self.metas())),
+            ChunkOp::Read { chunk, offset, len, uncommitted } => {
+                let Some(c) = self.chunks.get(chunk) else { return Ok(ChunkDone::Read(None)) };
+                let (version, bytes) = match (&c.pending, uncommitted) {
+                    (Some((v, Some(content))), true) => (*v, content.as_slice()),
+                    (Some((_, None)), true) => return Ok(ChunkDone::Read(None)),
+                    _ if c.committed == ChunkVersion(0) => return Ok(ChunkDone::Read(None)),
+                    _ => (c.committed, c.data.as_slice()),
+                };
+                let start = (*offset as usize).min(bytes.len());
+                let end = start.saturating_add(*len as usize).min(bytes.len());
+                let data = bytes[start..end].to_vec();
+                let checksum = crc32c::checksum(&data);
+                Ok(ChunkDone::Read(Some(ChunkRead { data, version, checksum })))
+            }
+            ChunkOp::Update { chunk, version, kind } => {
+                let c = self.chunks.entry(*chunk).or_default();
+                if *version <= c.committed {
+                    return Err(ChunkError::VersionConflict);
+                }
+                let base = (c.committed > ChunkVersion(0)).then_some(c.data.as_slice());
+                let content = match kind {
+                    UpdateKind::Remove => None,
+                    k => Some(k.apply(base).expect("only Remove removes")),
+                };
+                c.pending = Some((*version, content));
+                Ok(ChunkDone::Updated(c.meta(*chunk)))
+            }
+            ChunkOp::Commit { chunk, version, chain_version } => {
+                let Some(c) = self.chunks.get_mut(chunk) else {
+                    return Err(ChunkError::VersionConflict);
+                };
+                if *version <= c.committed {
+                    return Ok(ChunkDone::Committed(c.meta(*chunk))); // A replayed commit.
+                }
+                match c.pending.take() {
+                    Some((v, content)) if v == *version => match content {
+                        Some(data) => {
+                            c.committed = v;
+                            c.chain_version = *chain_version;
+                            c.data = data;
+                            Ok(ChunkDone::Committed(c.meta(*chunk)))
+                        }
+                        None => {
+                            self.chunks.remove(chunk);
+                            let meta = ChunkMeta { chunk: *chunk, chain_version: *chain_version, ..ChunkMeta::default() };
+                            Ok(ChunkDone::Committed(meta))
+                        }
+                    },
+                    other => {
+                        c.pending = other;
+                        Err(ChunkError::VersionConflict)
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ChunkStore for MemChunkStore {
+    fn submit(&mut self, id: IoId, op: ChunkOp) {
+        self.queue.push_back((id, op));
+    }
+
+    fn poll_completions(&mut self, done: &mut Vec<(IoId, Result<ChunkDone, ChunkError>)>) {
+        while let Some((id, op)) = self.queue.pop_front() {
+            let result = self.apply(&op);
+            done.push((id, result));
+        }
+    }
+}

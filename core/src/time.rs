@@ -1,0 +1,49 @@
+//! Time as machines see it: an [`Instant`] handed in by the driver (simulated or system clock).
+//!
+//! Machines never read a clock; they compare instants they were given and ask for timers with a
+//! duration range. This module does not provide a clock: drivers implement [`Clock`].
+
+use core::fmt;
+use core::ops::{Add, Sub};
+use core::time::Duration;
+
+/// Nanoseconds since an arbitrary per-node epoch (node boot in simulation, process start in
+/// real runs). Only differences between instants of the same node are meaningful.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct Instant(pub u64);
+
+impl Instant {
+    /// The epoch.
+    pub const ZERO: Self = Self(0);
+
+    /// Time elapsed since `earlier`, saturating at zero.
+    pub fn saturating_since(self, earlier: Self) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Self;
+    fn add(self, d: Duration) -> Self {
+        Self(self.0.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    fn sub(self, rhs: Instant) -> Duration {
+        self.saturating_since(rhs)
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:06}s", self.0 / 1_000_000_000, (self.0 % 1_000_000_000) / 1_000)
+    }
+}
+
+/// A monotonic time source, implemented by drivers (never called by machines).
+pub trait Clock {
+    /// The current instant of this node.
+    fn now(&self) -> Instant;
+}

@@ -1,1 +1,30 @@
-fn main() {}
+//! The t3fs command line: argument parsing and dispatch only. Every behaviour lives in the
+//! workspace crates (t3fs-core machines, t3fs-sim models and simulator, …).
+
+mod check;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// t3fs: a simulation-first research testbed for 3FS-style distributed storage.
+#[derive(Parser, Debug)]
+#[command(name = "t3fs", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Exhaustively model-check a protocol on a tiny configuration (stateright).
+    #[command(subcommand)]
+    Check(check::CheckCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check(cmd) => check::run(cmd),
+    }
+}

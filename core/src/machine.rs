@@ -196,3 +196,35 @@ impl<M: Machine + ?Sized> Outbox<M> {
         self.actions.is_empty()
     }
 }
+
+/// Observability data carried in machine state but excluded from its identity: two states that
+/// differ only in an `Unobserved` field compare equal and hash alike. Use it only for values no
+/// protocol decision reads (counters, statistics), so the model checker does not explore states
+/// that differ in nothing but bookkeeping.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unobserved<T>(pub T);
+
+impl<T> PartialEq for Unobserved<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for Unobserved<T> {}
+
+impl<T> Hash for Unobserved<T> {
+    fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl<T> core::ops::Deref for Unobserved<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> core::ops::DerefMut for Unobserved<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}

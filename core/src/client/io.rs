@@ -48,6 +48,8 @@ pub struct ChunkIo {
     /// The exactly-once channel and seqnum of an update, fixed at the first send and reused by
     /// every retry.
     pub channel: Option<(ChannelId, SeqNum)>,
+    /// The target of the last attempt, while a reply is awaited (`None` while backing off).
+    pub sent_to: Option<TargetId>,
 }
 
 /// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.
@@ -92,7 +94,7 @@ impl Client {
     /// Picks the target for an I/O under the current routing: the head for updates, a serving
     /// replica for reads, rotating with the I/O id and the retry count so load spreads and a
     /// retry tries another replica.
-    fn pick_target(&self, io: &ChunkIo) -> Option<TargetId> {
+    pub(super) fn pick_target(&self, io: &ChunkIo) -> Option<TargetId> {
         let chain = self.routing.chain(io.chain)?;
         match io.kind {
             IoKind::Update { .. } => chain.head(),
@@ -163,8 +165,13 @@ impl Client {
                 }
             };
             out.send(node, msg);
-            out.set_timer(ClientTimer::Retry(id), self.cfg.io_timeout.clone());
+            self.ios.get_mut(&id).expect("present").sent_to = target;
+            match self.cfg.io_timeout.clone() {
+                Some(wait) => out.set_timer(ClientTimer::Retry(id), wait),
+                None => out.push(ActionOf::CancelTimer(ClientTimer::Retry(id))),
+            }
         } else {
+            self.ios.get_mut(&id).expect("present").sent_to = None;
             // No serving target known: ask for routing and retry after a backoff.
             self.refresh_routing(out);
             out.set_timer(ClientTimer::Retry(id), self.cfg.retry_wait.clone());
@@ -194,6 +201,9 @@ impl Client {
             Status::StaleChainVersion { .. } | Status::NotHead | Status::NoTarget | Status::TargetNotServing
         ) {
             self.refresh_routing(out);
+        }
+        if let Some(io) = self.ios.get_mut(&id) {
+            io.sent_to = None;
         }
         out.set_timer(ClientTimer::Retry(id), self.cfg.retry_wait.clone());
     }

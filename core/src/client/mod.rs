@@ -41,8 +41,11 @@ pub struct ClientConfig {
     pub retries_max: u32,
     /// Exactly-once channels (concurrent writes).
     pub channels: u32,
-    /// How long to wait for a reply before retrying.
-    pub io_timeout: Range<Duration>,
+    /// How long to wait for a reply before retrying; `None` disables timeout-driven retries, so
+    /// a chunk I/O is re-sent only after an error status or when routing moves its target (the
+    /// model checker's setting: on a reliable network, a dead target always shows up as a
+    /// routing change).
+    pub io_timeout: Option<Range<Duration>>,
     /// Backoff after a retryable error status.
     pub retry_wait: Range<Duration>,
 }
@@ -56,7 +59,7 @@ impl ClientConfig {
             mgmtd: None,
             retries_max: limits::CLIENT_RETRIES_MAX,
             channels: 64,
-            io_timeout: limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2,
+            io_timeout: Some(limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2),
             retry_wait: limits::CLIENT_RETRY_WAIT_MIN..limits::CLIENT_RETRY_WAIT_MAX,
         }
     }
@@ -167,7 +170,7 @@ pub struct Client {
     /// Last seqnum used per channel. Invariant: only increases.
     seqnums: BTreeMap<ChannelId, SeqNum>,
     next_io: u64,
-    counters: ClientCounters,
+    counters: crate::machine::Unobserved<ClientCounters>,
 }
 
 impl Client {
@@ -183,7 +186,7 @@ impl Client {
             free_channels,
             seqnums: BTreeMap::new(),
             next_io: 0,
-            counters: ClientCounters::default(),
+            counters: Default::default(),
         }
     }
 
@@ -235,7 +238,7 @@ impl Client {
         for (chain, chunk, kind) in ios {
             self.next_io += 1;
             let id = RequestId(self.next_io);
-            let io = ChunkIo { id, call: req, chain, chunk, kind, retries: 0, channel: None };
+            let io = ChunkIo { id, call: req, chain, chunk, kind, retries: 0, channel: None, sent_to: None };
             self.ios.insert(id, io);
             self.send_io(now, id, out);
         }
@@ -251,9 +254,21 @@ impl Client {
         out.push(crate::machine::ActionOf::Return { req, ret });
     }
 
-    fn on_routing(&mut self, routing: RoutingInfo) {
-        if routing.version > self.routing.version {
-            self.routing = routing;
+    fn on_routing(&mut self, now: Instant, routing: RoutingInfo, out: &mut Outbox<Self>) {
+        if routing.version <= self.routing.version {
+            return;
+        }
+        self.routing = routing;
+        // An I/O whose target is no longer where the new routing sends it (a failed head, a
+        // replica that stopped serving) is re-sent now rather than after its timeout.
+        let moved: Vec<RequestId> = self
+            .ios
+            .values()
+            .filter(|io| io.sent_to.is_some() && io.sent_to != self.pick_target(io))
+            .map(|io| io.id)
+            .collect();
+        for id in moved {
+            self.on_retry(now, id, out);
         }
     }
 }
@@ -272,7 +287,7 @@ impl Machine for Client {
             EventOf::Recv { msg, .. } => match msg {
                 Msg::UpdateReply(rep) => self.on_update_reply(now, rep, out),
                 Msg::ReadReply(rep) => self.on_read_reply(now, rep, out),
-                Msg::Routing(routing) => self.on_routing(routing),
+                Msg::Routing(routing) => self.on_routing(now, routing, out),
                 Msg::Write(_) | Msg::Update(_) | Msg::Read(_) | Msg::GetRouting { .. } => {}
             },
             EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(now, id, out),

@@ -6,7 +6,7 @@
 //! change is answered from the cache instead of being applied twice (§3.5 #6).
 //!
 //! Invariant: at most one running update per (client, channel). Bounded by
-//! `CHANNEL_RECORDS_PER_TARGET_MAX`: the least recently used idle record is evicted. Records are
+//! `CHANNEL_RECORDS_PER_TARGET_MAX`: the idle record least recently executed is evicted. Records are
 //! volatile: a restarted target forgets them (3FS §3.5 #9), which this module does not hide.
 
 use std::collections::BTreeMap;
@@ -47,10 +47,8 @@ impl ExactlyOnce {
     /// Decides what to do with an update carrying `tag`, marking the channel running on
     /// `Execute`.
     pub fn admit(&mut self, tag: &MessageTag) -> Admission {
-        self.clock += 1;
         let key = (tag.client, tag.channel);
         if let Some(rec) = self.records.get_mut(&key) {
-            rec.last_used = self.clock;
             if tag.seqnum < rec.seqnum {
                 return Admission::Duplicate;
             }
@@ -62,12 +60,16 @@ impl ExactlyOnce {
                     return Admission::Cached(result);
                 }
             }
+            // Recency advances only when a new update executes, so replays and lock contention
+            // leave the table unchanged (fewer distinct states for the model checker).
+            self.clock += 1;
             *rec = Record { seqnum: tag.seqnum, running: true, result: None, last_used: self.clock };
             return Admission::Execute;
         }
         if self.records.len() >= CHANNEL_RECORDS_PER_TARGET_MAX {
             self.evict_one();
         }
+        self.clock += 1;
         let rec = Record { seqnum: tag.seqnum, running: true, result: None, last_used: self.clock };
         self.records.insert(key, rec);
         Admission::Execute

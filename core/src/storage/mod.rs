@@ -57,7 +57,10 @@ pub struct StorageConfig {
     pub node: NodeId,
     /// Targets hosted here and their read modes.
     pub targets: Vec<(TargetId, ReadMode)>,
-    /// Forwarding retries before an update fails upstream.
+    /// Timeout-driven forwarding retries before an update fails upstream. 0 disables the
+    /// forwarding timeout: an update then waits for its successor's reply or for a routing
+    /// change (which always re-sends), which is complete on a reliable network and is what the
+    /// model checker uses to keep duplicate forwards out of its state space.
     pub forward_retries_max: u32,
     /// Forwarding backoff range (jittered by the driver).
     pub forward_retry_wait: Range<Duration>,
@@ -143,7 +146,7 @@ pub struct StorageNode {
     chain_of: BTreeMap<TargetId, ChainId>,
     ios: BTreeMap<IoId, IoPurpose>,
     next_io: u64,
-    counters: StorageCounters,
+    counters: crate::machine::Unobserved<StorageCounters>,
 }
 
 impl StorageNode {
@@ -181,7 +184,7 @@ impl StorageNode {
             chain_of: BTreeMap::new(),
             ios: BTreeMap::new(),
             next_io: 0,
-            counters: StorageCounters::default(),
+            counters: Default::default(),
         };
         node.install_routing(routing);
         node
@@ -252,11 +255,30 @@ impl StorageNode {
         out.io(id, IoOp::Chunk { target, op });
     }
 
-    fn on_routing(&mut self, routing: RoutingInfo) {
+    fn on_routing(&mut self, now: Instant, routing: RoutingInfo, out: &mut Outbox<Self>) {
         // Routing only moves forward: an older or equal version (a delayed or duplicated push)
         // is ignored, so chain versions seen by this node never decrease.
-        if routing.version > self.routing.version {
-            self.install_routing(routing);
+        if routing.version <= self.routing.version {
+            return;
+        }
+        self.install_routing(routing);
+        // Updates waiting on a successor under an older chain version are re-sent at once under
+        // the new one (3FS re-reads its target map every 100 ms while retrying; reacting to the
+        // change itself is the same rule without the polling delay). If this target is now the
+        // tail, `forward` commits locally.
+        let mut stale = Vec::new();
+        for (tid, t) in &self.targets {
+            let current = self.chain_of.get(tid).and_then(|c| self.routing.chain(*c)).map(|c| c.version);
+            for (chunk, running, _) in t.locks.iter() {
+                if let write::Phase::Forwarding { chain_version, .. } = running.phase {
+                    if Some(chain_version) != current {
+                        stale.push((*tid, *chunk));
+                    }
+                }
+            }
+        }
+        for (target, chunk) in stale {
+            self.reforward(now, target, chunk, out);
         }
     }
 
@@ -306,7 +328,7 @@ impl Machine for StorageNode {
                 Msg::Update(req) => self.on_update_req(now, from, req, false, out),
                 Msg::UpdateReply(reply) => self.on_update_reply(now, from, reply, out),
                 Msg::Read(req) => self.on_read(from, req, out),
-                Msg::Routing(routing) => self.on_routing(routing),
+                Msg::Routing(routing) => self.on_routing(now, routing, out),
                 // Replies meant for clients and requests meant for mgmtd: not ours, ignore.
                 Msg::ReadReply(_) | Msg::GetRouting { .. } => {}
             },

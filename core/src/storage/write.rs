@@ -263,6 +263,7 @@ impl StorageNode {
         let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
         let tail_ack_early = self.bug(PlantedBug::TailAckBeforeCommit);
         let wait = self.cfg.forward_retry_wait.clone();
+        let use_timer = self.cfg.forward_retries_max > 0;
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t.locks.running_mut(chunk).expect("forward of a running update");
         let timer = StorageTimer::ForwardRetry { target, chunk };
@@ -307,7 +308,9 @@ impl StorageNode {
                     self.submit(out, IoPurpose::Commit { target, chunk }, op);
                 } else {
                     running.phase = Phase::Forwarding { successor: succ.target, chain_version: chain.version };
-                    out.set_timer(timer, wait);
+                    if use_timer {
+                        out.set_timer(timer, wait);
+                    }
                 }
             }
             (Some(succ), None) => {
@@ -350,6 +353,11 @@ impl StorageNode {
             // the retry timer re-resolves the successor and re-sends.
             _ => {}
         }
+    }
+
+    /// Re-sends a forwarded update after a routing change (no retry budget is spent).
+    pub(super) fn reforward(&mut self, now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        self.forward(now, target, chunk, out);
     }
 
     pub(super) fn on_forward_retry(&mut self, now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {

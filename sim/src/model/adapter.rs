@@ -1,0 +1,104 @@
+//! From `Machine` to stateright: executes one handler call and maps its actions onto
+//! stateright's `Out`.
+//!
+//! Invariants: every message crosses the wire codec (encode, decode, compare) before it enters
+//! the model's network, so a codec asymmetry fails the check; `check_invariants` runs after
+//! every step; time is frozen at zero because stateright explores every timer order anyway.
+
+use core::fmt::Debug;
+use core::hash::Hash;
+
+use stateright::actor::{model_timeout, Actor, Id, Out};
+use t3fs_core::ids::{IoId, NodeId};
+use t3fs_core::machine::{ActionOf, Event, HaltReason, IoOp, Machine, Outbox};
+use t3fs_core::msg::Msg;
+use t3fs_core::time::Instant;
+
+/// Maps a node id to its stateright actor id (one actor per node, same index).
+pub fn actor_id(node: NodeId) -> Id {
+    Id::from(node.0 as usize)
+}
+
+/// Maps an actor id back to the node id.
+pub fn node_id(id: Id) -> NodeId {
+    NodeId(usize::from(id) as u32)
+}
+
+/// Messages of a model: protocol messages plus model-only control messages.
+pub trait ModelMsg: Sized {
+    /// Wraps a protocol message.
+    fn wire(msg: Msg) -> Self;
+    /// Wraps a self-addressed pending I/O.
+    fn io(id: IoId, op: IoOp) -> Self;
+}
+
+/// What one machine step produced besides network and timer effects.
+#[derive(Debug)]
+pub struct StepEffects<Ret> {
+    /// Local call results.
+    pub returns: Vec<(t3fs_core::ids::RequestId, Ret)>,
+    /// Set if the machine halted.
+    pub halted: Option<HaltReason>,
+}
+
+/// Round-trips `msg` through the wire codec and returns the decoded copy. Panics if the codec
+/// loses or changes anything: the model must only ever carry bytes a real peer could decode.
+pub fn through_codec(msg: &Msg) -> Msg {
+    let bytes = msg.encode();
+    let decoded = Msg::decode(&bytes).unwrap_or_else(|e| panic!("codec rejects its own frame {msg:?}: {e}"));
+    assert_eq!(&decoded, msg, "codec round trip changed a message");
+    decoded
+}
+
+/// Runs `event` on `machine` and forwards the resulting actions to `o`.
+pub fn step<M, A>(
+    me: Id,
+    machine: &mut M,
+    event: Event<M>,
+    o: &mut Out<A>,
+    wrap_timer: impl Fn(M::Timer) -> A::Timer,
+) -> StepEffects<M::Ret>
+where
+    M: Machine<Msg = Msg>,
+    A: Actor,
+    A::Msg: ModelMsg,
+    A::Timer: Clone + Debug + Eq + Hash,
+{
+    let mut outbox = Outbox::<M>::new();
+    machine.handle(Instant::ZERO, event, &mut outbox);
+    machine.check_invariants();
+    apply_actions(me, outbox, o, wrap_timer)
+}
+
+/// Runs `start` on `machine` and forwards its actions.
+pub fn start<M, A>(me: Id, machine: &mut M, o: &mut Out<A>, wrap_timer: impl Fn(M::Timer) -> A::Timer) -> StepEffects<M::Ret>
+where
+    M: Machine<Msg = Msg>,
+    A: Actor,
+    A::Msg: ModelMsg,
+{
+    let mut outbox = Outbox::<M>::new();
+    machine.start(Instant::ZERO, &mut outbox);
+    machine.check_invariants();
+    apply_actions(me, outbox, o, wrap_timer)
+}
+
+fn apply_actions<M, A>(me: Id, mut outbox: Outbox<M>, o: &mut Out<A>, wrap_timer: impl Fn(M::Timer) -> A::Timer) -> StepEffects<M::Ret>
+where
+    M: Machine<Msg = Msg>,
+    A: Actor,
+    A::Msg: ModelMsg,
+{
+    let mut effects = StepEffects { returns: Vec::new(), halted: None };
+    for action in outbox.drain() {
+        match action {
+            ActionOf::Send { to, msg } => o.send(actor_id(to), A::Msg::wire(through_codec(&msg))),
+            ActionOf::SetTimer { timer, .. } => o.set_timer(wrap_timer(timer), model_timeout()),
+            ActionOf::CancelTimer(timer) => o.cancel_timer(wrap_timer(timer)),
+            ActionOf::Io { id, op } => o.send(me, A::Msg::io(id, op)),
+            ActionOf::Return { req, ret } => effects.returns.push((req, ret)),
+            ActionOf::Halt(reason) => effects.halted = Some(reason),
+        }
+    }
+    effects
+}

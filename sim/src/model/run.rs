@@ -1,0 +1,160 @@
+//! Runs a stateright model to completion and turns the result into a verdict: counts, speed,
+//! PASS/FAIL, and for every failed property a numbered, readable counterexample.
+//!
+//! A property fails if an `Always` property has a counterexample or a `Sometimes` property was
+//! never reached (an unreachable "sometimes" means the model is too weak to test anything).
+
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+use stateright::{Checker, Expectation, Model};
+
+/// Outcome of one model check.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// States generated (with repeats).
+    pub states: usize,
+    /// Unique states.
+    pub unique_states: usize,
+    /// Maximum depth reached.
+    pub max_depth: usize,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+    /// Failed properties with their counterexample steps (empty steps for unreached
+    /// `Sometimes` properties).
+    pub failures: Vec<PropertyFailure>,
+    /// Properties that hold.
+    pub passed: Vec<&'static str>,
+}
+
+/// One failed property.
+#[derive(Clone, Debug)]
+pub struct PropertyFailure {
+    /// Property name.
+    pub name: &'static str,
+    /// Why it failed.
+    pub kind: FailureKind,
+    /// Counterexample: one line per step.
+    pub steps: Vec<String>,
+    /// Summary of the final state of the counterexample.
+    pub final_state: Vec<String>,
+}
+
+/// How a property failed.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum FailureKind {
+    /// An `Always` property was violated.
+    Violated,
+    /// A `Sometimes` property was never reached.
+    Unreached,
+    /// An `Eventually` property has a counterexample.
+    NotEventually,
+}
+
+impl Verdict {
+    /// Whether every property held.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// Unique states per second.
+    pub fn states_per_sec(&self) -> f64 {
+        self.unique_states as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Checks `model` exhaustively (BFS) with `threads` threads. `progress` is called about every
+/// 200 ms with the unique state count; `describe` renders one step; `summarize` a final state.
+pub fn check<M>(
+    model: M,
+    threads: usize,
+    mut progress: impl FnMut(usize),
+    describe: impl Fn(&M::Action) -> String,
+    summarize: impl Fn(&M::State) -> Vec<String>,
+) -> Verdict
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Clone + std::fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    let properties: Vec<(&'static str, Expectation)> =
+        model.properties().into_iter().map(|p| (p.name, p.expectation)).collect();
+    let start = Instant::now();
+    let checker = model.checker().threads(threads.max(1)).spawn_bfs();
+    while !checker.is_done() {
+        std::thread::sleep(Duration::from_millis(200));
+        progress(checker.unique_state_count());
+    }
+    let checker = checker.join();
+    let elapsed = start.elapsed();
+    let mut failures = Vec::new();
+    let mut passed = Vec::new();
+    for (name, expectation) in properties {
+        let discovery = checker.discovery(name);
+        match (expectation, discovery) {
+            (Expectation::Always, None) | (Expectation::Sometimes, Some(_)) => passed.push(name),
+            (Expectation::Eventually, None) => passed.push(name),
+            (Expectation::Sometimes, None) => failures.push(PropertyFailure {
+                name,
+                kind: FailureKind::Unreached,
+                steps: Vec::new(),
+                final_state: Vec::new(),
+            }),
+            (expectation, Some(path)) => {
+                let final_state = summarize(path.last_state());
+                let steps = path.into_actions().iter().map(&describe).collect();
+                let kind = if expectation == Expectation::Always {
+                    FailureKind::Violated
+                } else {
+                    FailureKind::NotEventually
+                };
+                failures.push(PropertyFailure { name, kind, steps, final_state });
+            }
+        }
+    }
+    Verdict {
+        states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        elapsed,
+        failures,
+        passed,
+    }
+}
+
+/// Renders a verdict the way `t3fs check` prints it.
+pub fn render(verdict: &Verdict) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "states explored: {}\nunique states:   {}\nmax depth:       {}\nseconds:         {:.2}\nstates/s:        {:.0}",
+        verdict.states,
+        verdict.unique_states,
+        verdict.max_depth,
+        verdict.elapsed.as_secs_f64(),
+        verdict.states_per_sec()
+    );
+    for name in &verdict.passed {
+        let _ = writeln!(s, "  ok    {name}");
+    }
+    for f in &verdict.failures {
+        match f.kind {
+            FailureKind::Unreached => {
+                let _ = writeln!(s, "  FAIL  {}: never reached (the model cannot exercise it)", f.name);
+            }
+            _ => {
+                let _ = writeln!(s, "  FAIL  {}: counterexample in {} steps:", f.name, f.steps.len());
+                for (i, step) in f.steps.iter().enumerate() {
+                    let _ = writeln!(s, "    {:>3}. {step}", i + 1);
+                }
+                let _ = writeln!(s, "    final state:");
+                for line in &f.final_state {
+                    let _ = writeln!(s, "      {line}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(s, "{}", if verdict.passed() { "PASS" } else { "FAIL" });
+    s
+}

@@ -1,0 +1,160 @@
+//! `t3fs check <model>`: exhaustive model checks with a verdict, a readable counterexample on
+//! failure (exit 1), and the exact command that reproduces it.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use t3fs_core::bugs::PlantedBug;
+use t3fs_core::storage::ReadMode;
+use t3fs_sim::model::{craq, run};
+
+#[derive(Subcommand, Debug)]
+pub enum CheckCommand {
+    /// CRAQ chain replication: one chain, clients writing and reading one chunk, fail-stops.
+    Craq(CraqArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ReadModeArg {
+    /// Legacy engine: a dirty chunk answers NotCommitted (linearizable).
+    RejectDirty,
+    /// New engine (3FS code default): reads return the committed version even while dirty.
+    Committed,
+}
+
+#[derive(Args, Debug)]
+pub struct CraqArgs {
+    /// Replicas in the chain.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=5))]
+    replicas: u32,
+    /// Clients.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3))]
+    clients: u32,
+    /// Writes per client (each followed by a read).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=4))]
+    writes: u32,
+    /// Storage nodes that may fail-stop (each failure re-orders the chain).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
+    failures: u32,
+    /// Client retries per chunk I/O.
+    #[arg(long, default_value_t = 1)]
+    client_retries: u32,
+    /// Timeout-driven forwarding retries per update (0: re-send only on routing changes).
+    #[arg(long, default_value_t = 0)]
+    forward_retries: u32,
+    /// How targets answer reads of a chunk with a pending version.
+    #[arg(long, value_enum, default_value_t = ReadModeArg::RejectDirty)]
+    read_mode: ReadModeArg,
+    /// Plant a broken protocol variant (see --list-bugs); the check must then FAIL.
+    #[arg(long, value_name = "NAME")]
+    bug: Option<String>,
+    /// List the planted bugs and exit.
+    #[arg(long)]
+    list_bugs: bool,
+    /// Serve stateright's explorer on this loopback address (e.g. 127.0.0.1:3000) instead of
+    /// checking.
+    #[arg(long, value_name = "ADDR")]
+    explore: Option<String>,
+    /// Checker threads (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn run(cmd: CheckCommand) -> ExitCode {
+    match cmd {
+        CheckCommand::Craq(args) => run_craq(args),
+    }
+}
+
+fn reproduce_command(a: &CraqArgs) -> String {
+    let mut cmd = format!(
+        "cargo run --release -- check craq --replicas {} --clients {} --writes {} --failures {} --client-retries {} --forward-retries {}",
+        a.replicas, a.clients, a.writes, a.failures, a.client_retries, a.forward_retries
+    );
+    if let ReadModeArg::Committed = a.read_mode {
+        cmd.push_str(" --read-mode committed");
+    }
+    if let Some(bug) = &a.bug {
+        cmd.push_str(&format!(" --bug {bug}"));
+    }
+    cmd
+}
+
+fn run_craq(a: CraqArgs) -> ExitCode {
+    if a.list_bugs {
+        for bug in PlantedBug::ALL {
+            println!("{:<28} {}", bug.name(), bug.about());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let bug = match a.bug.as_deref().map(|n| (n, PlantedBug::from_name(n))) {
+        None => None,
+        Some((_, Some(bug))) => Some(bug),
+        Some((name, None)) => {
+            eprintln!("error: unknown bug '{name}'; `t3fs check craq --list-bugs` lists them");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = craq::CraqConfig {
+        replicas: a.replicas as usize,
+        clients: a.clients as usize,
+        writes: a.writes as usize,
+        failures: a.failures as usize,
+        client_retries: a.client_retries,
+        forward_retries: a.forward_retries,
+        read_mode: match a.read_mode {
+            ReadModeArg::RejectDirty => ReadMode::RejectDirty,
+            ReadModeArg::Committed => ReadMode::Committed,
+        },
+        bug,
+    };
+    let model = craq::build(cfg.clone());
+    if let Some(addr) = &a.explore {
+        let addr: std::net::SocketAddr = match addr.parse() {
+            Ok(addr) => addr,
+            Err(e) => {
+                eprintln!("error: --explore {addr}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        if !addr.ip().is_loopback() {
+            eprintln!("error: --explore serves only on a loopback address (127.0.0.1 or [::1])");
+            return ExitCode::from(2);
+        }
+        println!("explorer: http://{addr}/ (Ctrl-C to stop)");
+        use stateright::Model;
+        let _ = model.checker().serve(addr);
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "check craq: chain of {} replicas, {} clients x {} writes (+ reads), up to {} fail-stop, read mode {:?}{}",
+        cfg.replicas,
+        cfg.clients,
+        cfg.writes,
+        cfg.failures,
+        cfg.read_mode,
+        bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
+    );
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("valid template"));
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let verdict = run::check(
+        model,
+        threads,
+        |n| {
+            bar.set_message(format!("{n} unique states"));
+            bar.tick();
+        },
+        craq::describe_action,
+        craq::describe_state,
+    );
+    bar.finish_and_clear();
+    print!("{}", run::render(&verdict));
+    if verdict.passed() {
+        ExitCode::SUCCESS
+    } else {
+        println!("reproduce: {}", reproduce_command(&a));
+        ExitCode::FAILURE
+    }
+}

@@ -53,7 +53,9 @@ impl PlantedBug {
             Self::ReadPending => "reads return the pending (uncommitted) version",
             Self::ReplayAppliedTwice => "exactly-once cache ignored: a retried write runs twice",
             Self::SkipChainVersionCheck => "replicas accept any chain version",
-            Self::CommitBeforeSuccessorAck => "predecessor commits before its successor acknowledges",
+            Self::CommitBeforeSuccessorAck => {
+                "predecessor commits before its successor acknowledges"
+            }
         }
     }
 

@@ -201,13 +201,28 @@ mod tests {
 
     #[test]
     fn update_kinds_apply() {
-        let w = UpdateKind::Write { offset: 2, data: vec![7, 7] };
+        let w = UpdateKind::Write {
+            offset: 2,
+            data: vec![7, 7],
+        };
         assert_eq!(w.apply(None), Some(vec![0, 0, 7, 7]));
         assert_eq!(w.apply(Some(&[1, 1, 1, 1, 1])), Some(vec![1, 1, 7, 7, 1]));
         assert_eq!(UpdateKind::Remove.apply(Some(&[1])), None);
-        assert_eq!(UpdateKind::Truncate { len: 1 }.apply(Some(&[1, 2])), Some(vec![1]));
-        assert_eq!(UpdateKind::Extend { len: 1 }.apply(Some(&[1, 2])), Some(vec![1, 2]));
-        assert_eq!(UpdateKind::Extend { len: 3 }.apply(Some(&[1, 2])), Some(vec![1, 2, 0]));
-        assert_eq!(UpdateKind::Replace { data: vec![9] }.apply(Some(&[1, 2])), Some(vec![9]));
+        assert_eq!(
+            UpdateKind::Truncate { len: 1 }.apply(Some(&[1, 2])),
+            Some(vec![1])
+        );
+        assert_eq!(
+            UpdateKind::Extend { len: 1 }.apply(Some(&[1, 2])),
+            Some(vec![1, 2])
+        );
+        assert_eq!(
+            UpdateKind::Extend { len: 3 }.apply(Some(&[1, 2])),
+            Some(vec![1, 2, 0])
+        );
+        assert_eq!(
+            UpdateKind::Replace { data: vec![9] }.apply(Some(&[1, 2])),
+            Some(vec![9])
+        );
     }
 }

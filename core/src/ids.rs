@@ -79,7 +79,10 @@ pub struct ChunkId {
 impl ChunkId {
     /// Builds a chunk id.
     pub fn new(inode: u64, index: u32) -> Self {
-        Self { inode: InodeId(inode), index }
+        Self {
+            inode: InodeId(inode),
+            index,
+        }
     }
 }
 
@@ -112,7 +115,10 @@ mod tests {
     fn display_is_compact() {
         assert_eq!(NodeId(2).to_string(), "n2");
         assert_eq!(TargetId(12).to_string(), "t12");
-        let vc = VersionedChain { chain: ChainId(7), version: ChainVersion(3) };
+        let vc = VersionedChain {
+            chain: ChainId(7),
+            version: ChainVersion(3),
+        };
         assert_eq!(vc.to_string(), "c7@v3");
         assert_eq!(ChunkId::new(5, 2).to_string(), "i5#2");
         assert_eq!(ChunkVersion(4).next(), ChunkVersion(5));

@@ -71,11 +71,22 @@ mod tests {
 
     #[test]
     fn split_crosses_chunks_and_stripes() {
-        let layout = FileLayout { chunk_size: 4, chains: vec![ChainId(1), ChainId(2)] };
+        let layout = FileLayout {
+            chunk_size: 4,
+            chains: vec![ChainId(1), ChainId(2)],
+        };
         let spans = layout.split(InodeId(9), 3, 6).unwrap();
-        let got: Vec<_> = spans.iter().map(|s| (s.chunk.index, s.chain.0, s.offset, s.len, s.buf_offset)).collect();
+        let got: Vec<_> = spans
+            .iter()
+            .map(|s| (s.chunk.index, s.chain.0, s.offset, s.len, s.buf_offset))
+            .collect();
         assert_eq!(got, vec![(0, 1, 3, 1, 0), (1, 2, 0, 4, 1), (2, 1, 0, 1, 5)]);
         assert_eq!(layout.split(InodeId(9), 0, 0).unwrap(), vec![]);
-        assert!(FileLayout { chunk_size: 0, chains: vec![ChainId(1)] }.split(InodeId(1), 0, 1).is_none());
+        assert!(FileLayout {
+            chunk_size: 0,
+            chains: vec![ChainId(1)]
+        }
+        .split(InodeId(1), 0, 1)
+        .is_none());
     }
 }

@@ -149,7 +149,9 @@ pub struct Outbox<M: Machine + ?Sized> {
 
 impl<M: Machine + ?Sized> Default for Outbox<M> {
     fn default() -> Self {
-        Self { actions: Vec::new() }
+        Self {
+            actions: Vec::new(),
+        }
     }
 }
 
@@ -162,7 +164,10 @@ impl<M: Machine + ?Sized> Outbox<M> {
     /// Appends an action. Panics past [`OUTBOX_ACTIONS_MAX`]: a handler emitting that many
     /// actions is a bug (unbounded fan-out), not an environmental condition.
     pub fn push(&mut self, action: Action<M>) {
-        assert!(self.actions.len() < OUTBOX_ACTIONS_MAX, "outbox overflow: unbounded fan-out");
+        assert!(
+            self.actions.len() < OUTBOX_ACTIONS_MAX,
+            "outbox overflow: unbounded fan-out"
+        );
         self.actions.push(action);
     }
 

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use crate::ids::{ChainId, ChainVersion, NodeId, RoutingVersion, TargetId, VersionedChain};
 
-
 /// A target's public state as mgmtd records it in the chain (3FS §2.6).
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum PublicState {
@@ -71,36 +70,58 @@ impl ChainInfo {
     pub fn all_serving(chain: ChainId, version: ChainVersion, targets: &[TargetId]) -> Self {
         let targets = targets
             .iter()
-            .map(|&target| ChainTarget { target, state: PublicState::Serving })
+            .map(|&target| ChainTarget {
+                target,
+                state: PublicState::Serving,
+            })
             .collect();
-        Self { chain, version, targets }
+        Self {
+            chain,
+            version,
+            targets,
+        }
     }
 
     /// `chain@version`.
     pub fn versioned(&self) -> VersionedChain {
-        VersionedChain { chain: self.chain, version: self.version }
+        VersionedChain {
+            chain: self.chain,
+            version: self.version,
+        }
     }
 
     /// The head: the first target, if it is serving.
     pub fn head(&self) -> Option<TargetId> {
-        self.targets.first().filter(|t| t.state == PublicState::Serving).map(|t| t.target)
+        self.targets
+            .first()
+            .filter(|t| t.state == PublicState::Serving)
+            .map(|t| t.target)
     }
 
     /// Serving targets in chain order (those that may answer reads).
     pub fn serving(&self) -> impl Iterator<Item = TargetId> + '_ {
-        self.targets.iter().filter(|t| t.state == PublicState::Serving).map(|t| t.target)
+        self.targets
+            .iter()
+            .filter(|t| t.state == PublicState::Serving)
+            .map(|t| t.target)
     }
 
     /// The public state of `target` in this chain, if it is a member.
     pub fn state_of(&self, target: TargetId) -> Option<PublicState> {
-        self.targets.iter().find(|t| t.target == target).map(|t| t.state)
+        self.targets
+            .iter()
+            .find(|t| t.target == target)
+            .map(|t| t.state)
     }
 
     /// The next target after `target` that is in the write path (serving or syncing), i.e.
     /// where `target` forwards updates. `None` makes `target` the tail.
     pub fn successor_of(&self, target: TargetId) -> Option<ChainTarget> {
         let pos = self.targets.iter().position(|t| t.target == target)?;
-        self.targets[pos + 1..].iter().copied().find(|t| t.state.in_write_path())
+        self.targets[pos + 1..]
+            .iter()
+            .copied()
+            .find(|t| t.state.in_write_path())
     }
 }
 
@@ -137,7 +158,10 @@ mod tests {
             version: ChainVersion(1),
             targets: states
                 .iter()
-                .map(|&(t, state)| ChainTarget { target: TargetId(t), state })
+                .map(|&(t, state)| ChainTarget {
+                    target: TargetId(t),
+                    state,
+                })
                 .collect(),
         }
     }
@@ -147,10 +171,19 @@ mod tests {
         use PublicState::*;
         let c = chain(&[(1, Serving), (2, Serving), (3, Syncing), (4, Offline)]);
         assert_eq!(c.head(), Some(TargetId(1)));
-        assert_eq!(c.successor_of(TargetId(1)).map(|t| t.target), Some(TargetId(2)));
-        assert_eq!(c.successor_of(TargetId(2)).map(|t| t.target), Some(TargetId(3)));
+        assert_eq!(
+            c.successor_of(TargetId(1)).map(|t| t.target),
+            Some(TargetId(2))
+        );
+        assert_eq!(
+            c.successor_of(TargetId(2)).map(|t| t.target),
+            Some(TargetId(3))
+        );
         assert_eq!(c.successor_of(TargetId(3)), None);
-        assert_eq!(c.serving().collect::<Vec<_>>(), vec![TargetId(1), TargetId(2)]);
+        assert_eq!(
+            c.serving().collect::<Vec<_>>(),
+            vec![TargetId(1), TargetId(2)]
+        );
         let down = chain(&[(2, Offline), (1, Serving)]);
         assert_eq!(down.head(), None);
     }

@@ -25,7 +25,10 @@ impl Instant {
 impl Add<Duration> for Instant {
     type Output = Self;
     fn add(self, d: Duration) -> Self {
-        Self(self.0.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+        Self(
+            self.0
+                .saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        )
     }
 }
 
@@ -38,7 +41,12 @@ impl Sub<Instant> for Instant {
 
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:06}s", self.0 / 1_000_000_000, (self.0 % 1_000_000_000) / 1_000)
+        write!(
+            f,
+            "{}.{:06}s",
+            self.0 / 1_000_000_000,
+            (self.0 % 1_000_000_000) / 1_000
+        )
     }
 }
 

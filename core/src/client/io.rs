@@ -55,19 +55,33 @@ pub struct ChunkIo {
 /// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.
 pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> {
     match call {
-        ClientCall::Read { inode, layout, offset, len } => {
+        ClientCall::Read {
+            inode,
+            layout,
+            offset,
+            len,
+        } => {
             let spans = layout.split(*inode, *offset, *len)?;
             Some(
                 spans
                     .into_iter()
                     .map(|s| {
-                        let kind = IoKind::Read { offset: s.offset, len: s.len, buf_offset: s.buf_offset };
+                        let kind = IoKind::Read {
+                            offset: s.offset,
+                            len: s.len,
+                            buf_offset: s.buf_offset,
+                        };
                         (s.chain, s.chunk, kind)
                     })
                     .collect(),
             )
         }
-        ClientCall::Write { inode, layout, offset, data } => {
+        ClientCall::Write {
+            inode,
+            layout,
+            offset,
+            data,
+        } => {
             let spans = layout.split(*inode, *offset, data.len() as u64)?;
             Some(
                 spans
@@ -75,17 +89,39 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
                     .map(|s| {
                         let start = s.buf_offset as usize;
                         let bytes = data[start..start + s.len as usize].to_vec();
-                        let kind = UpdateKind::Write { offset: s.offset, data: bytes };
-                        (s.chain, s.chunk, IoKind::Update { kind, chunk_size: layout.chunk_size })
+                        let kind = UpdateKind::Write {
+                            offset: s.offset,
+                            data: bytes,
+                        };
+                        (
+                            s.chain,
+                            s.chunk,
+                            IoKind::Update {
+                                kind,
+                                chunk_size: layout.chunk_size,
+                            },
+                        )
                     })
                     .collect(),
             )
         }
-        ClientCall::UpdateChunk { chunk, chain, chunk_size, kind } => {
+        ClientCall::UpdateChunk {
+            chunk,
+            chain,
+            chunk_size,
+            kind,
+        } => {
             if matches!(kind, UpdateKind::Write { .. } | UpdateKind::Replace { .. }) {
                 return None; // Writes go through `Write`, replaces are replica-internal.
             }
-            Some(vec![(*chain, *chunk, IoKind::Update { kind: kind.clone(), chunk_size: *chunk_size })])
+            Some(vec![(
+                *chain,
+                *chunk,
+                IoKind::Update {
+                    kind: kind.clone(),
+                    chunk_size: *chunk_size,
+                },
+            )])
         }
     }
 }
@@ -148,11 +184,18 @@ impl Client {
                 IoKind::Update { kind, chunk_size } => {
                     let (channel, seqnum) = io.channel.expect("updates hold a channel");
                     let checksum = match kind {
-                        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => crc32c::checksum(data),
+                        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => {
+                            crc32c::checksum(data)
+                        }
                         _ => 0,
                     };
                     Msg::Write(UpdateReq {
-                        tag: MessageTag { client: self.cfg.client, request: io.call, channel, seqnum },
+                        tag: MessageTag {
+                            client: self.cfg.client,
+                            request: io.call,
+                            channel,
+                            seqnum,
+                        },
                         chain,
                         chunk: io.chunk,
                         kind: kind.clone(),
@@ -180,13 +223,20 @@ impl Client {
 
     fn refresh_routing(&self, out: &mut Outbox<Self>) {
         if let Some(mgmtd) = self.cfg.mgmtd {
-            out.send(mgmtd, Msg::GetRouting { known: self.routing.version });
+            out.send(
+                mgmtd,
+                Msg::GetRouting {
+                    known: self.routing.version,
+                },
+            );
         }
     }
 
     pub(super) fn on_retry(&mut self, now: Instant, id: RequestId, out: &mut Outbox<Self>) {
         let max = self.cfg.retries_max;
-        let Some(io) = self.ios.get_mut(&id) else { return };
+        let Some(io) = self.ios.get_mut(&id) else {
+            return;
+        };
         io.retries += 1;
         self.counters.retries += 1;
         if io.retries > max {
@@ -198,7 +248,10 @@ impl Client {
     fn retry_after_status(&mut self, id: RequestId, status: Status, out: &mut Outbox<Self>) {
         if matches!(
             status,
-            Status::StaleChainVersion { .. } | Status::NotHead | Status::NoTarget | Status::TargetNotServing
+            Status::StaleChainVersion { .. }
+                | Status::NotHead
+                | Status::NoTarget
+                | Status::TargetNotServing
         ) {
             self.refresh_routing(out);
         }
@@ -208,11 +261,20 @@ impl Client {
         out.set_timer(ClientTimer::Retry(id), self.cfg.retry_wait.clone());
     }
 
-    pub(super) fn on_update_reply(&mut self, _now: Instant, rep: UpdateReply, out: &mut Outbox<Self>) {
+    pub(super) fn on_update_reply(
+        &mut self,
+        _now: Instant,
+        rep: UpdateReply,
+        out: &mut Outbox<Self>,
+    ) {
         let found = self.ios.values().find(|io| {
-            io.channel == Some((rep.tag.channel, rep.tag.seqnum)) && io.chunk == rep.chunk && rep.tag.client == self.cfg.client
+            io.channel == Some((rep.tag.channel, rep.tag.seqnum))
+                && io.chunk == rep.chunk
+                && rep.tag.client == self.cfg.client
         });
-        let Some(id) = found.map(|io| io.id) else { return };
+        let Some(id) = found.map(|io| io.id) else {
+            return;
+        };
         match (rep.status, rep.result) {
             (Status::Ok, Some(result)) => self.finish_io(id, Ok(Some(result)), out),
             (status, _) if status.is_retryable() => self.retry_after_status(id, status, out),
@@ -221,7 +283,9 @@ impl Client {
     }
 
     pub(super) fn on_read_reply(&mut self, _now: Instant, rep: ReadReply, out: &mut Outbox<Self>) {
-        let Some(io) = self.ios.get(&rep.read_id) else { return };
+        let Some(io) = self.ios.get(&rep.read_id) else {
+            return;
+        };
         if io.chunk != rep.chunk || !matches!(io.kind, IoKind::Read { .. }) {
             return;
         }
@@ -232,7 +296,12 @@ impl Client {
                 self.retry_after_status(id, Status::ChecksumMismatch, out)
             }
             Status::Ok => {
-                let IoKind::Read { len, buf_offset, .. } = io.kind else { unreachable!() };
+                let IoKind::Read {
+                    len, buf_offset, ..
+                } = io.kind
+                else {
+                    unreachable!()
+                };
                 let call = io.call;
                 let chunk = io.chunk;
                 let state = self.calls.get_mut(&call).expect("I/O of a live call");
@@ -248,7 +317,12 @@ impl Client {
     }
 
     /// Ends chunk I/O `id`, releasing its channel, and finishes its call when it was the last.
-    fn finish_io(&mut self, id: RequestId, result: Result<Option<crate::msg::UpdateResult>, Status>, out: &mut Outbox<Self>) {
+    fn finish_io(
+        &mut self,
+        id: RequestId,
+        result: Result<Option<crate::msg::UpdateResult>, Status>,
+        out: &mut Outbox<Self>,
+    ) {
         let io = self.ios.remove(&id).expect("finishing a known I/O");
         out.push(ActionOf::CancelTimer(ClientTimer::Retry(id)));
         let state = self.calls.get_mut(&io.call).expect("I/O of a live call");

@@ -19,7 +19,9 @@ use std::ops::Range;
 use core::time::Duration;
 
 use crate::chunk::UpdateKind;
-use crate::ids::{ChainId, ChannelId, ChunkId, ChunkVersion, ClientId, InodeId, NodeId, RequestId, SeqNum};
+use crate::ids::{
+    ChainId, ChannelId, ChunkId, ChunkVersion, ClientId, InodeId, NodeId, RequestId, SeqNum,
+};
 use crate::layout::FileLayout;
 use crate::limits;
 use crate::machine::{EventOf, Machine, Outbox};
@@ -207,12 +209,18 @@ impl Client {
 
     fn on_call(&mut self, now: Instant, req: RequestId, call: ClientCall, out: &mut Outbox<Self>) {
         if self.calls.len() >= limits::CLIENT_CALLS_MAX || self.calls.contains_key(&req) {
-            return out.push(crate::machine::ActionOf::Return { req, ret: ClientRet::Rejected(Status::Busy) });
+            return out.push(crate::machine::ActionOf::Return {
+                req,
+                ret: ClientRet::Rejected(Status::Busy),
+            });
         }
         let ios = match io::plan(&call) {
             Some(ios) if self.ios.len() + ios.len() <= limits::CLIENT_CHUNK_IOS_MAX => ios,
             Some(_) => {
-                return out.push(crate::machine::ActionOf::Return { req, ret: ClientRet::Rejected(Status::Busy) })
+                return out.push(crate::machine::ActionOf::Return {
+                    req,
+                    ret: ClientRet::Rejected(Status::Busy),
+                })
             }
             None => {
                 let ret = ClientRet::Rejected(Status::InvalidRequest);
@@ -238,7 +246,16 @@ impl Client {
         for (chain, chunk, kind) in ios {
             self.next_io += 1;
             let id = RequestId(self.next_io);
-            let io = ChunkIo { id, call: req, chain, chunk, kind, retries: 0, channel: None, sent_to: None };
+            let io = ChunkIo {
+                id,
+                call: req,
+                chain,
+                chunk,
+                kind,
+                retries: 0,
+                channel: None,
+                sent_to: None,
+            };
             self.ios.insert(id, io);
             self.send_io(now, id, out);
         }
@@ -248,8 +265,13 @@ impl Client {
         let state = self.calls.remove(&req).expect("finishing a known call");
         let ret = match state.failed {
             Some((chunk, status)) => ClientRet::Failed { chunk, status },
-            None if state.is_read => ClientRet::Read { data: state.buf, versions: state.versions },
-            None => ClientRet::Updated { results: state.results },
+            None if state.is_read => ClientRet::Read {
+                data: state.buf,
+                versions: state.versions,
+            },
+            None => ClientRet::Updated {
+                results: state.results,
+            },
         };
         out.push(crate::machine::ActionOf::Return { req, ret });
     }
@@ -281,7 +303,12 @@ impl Machine for Client {
 
     fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
 
-    fn handle(&mut self, now: Instant, event: EventOf<Msg, ClientTimer, ClientCall>, out: &mut Outbox<Self>) {
+    fn handle(
+        &mut self,
+        now: Instant,
+        event: EventOf<Msg, ClientTimer, ClientCall>,
+        out: &mut Outbox<Self>,
+    ) {
         match event {
             EventOf::Call { req, call } => self.on_call(now, req, call, out),
             EventOf::Recv { msg, .. } => match msg {
@@ -297,15 +324,25 @@ impl Machine for Client {
     }
 
     fn check_invariants(&self) {
-        let busy: BTreeSet<ChannelId> = self.ios.values().filter_map(|io| io.channel.map(|(c, _)| c)).collect();
-        assert!(busy.is_disjoint(&self.free_channels), "a channel is both free and in use");
+        let busy: BTreeSet<ChannelId> = self
+            .ios
+            .values()
+            .filter_map(|io| io.channel.map(|(c, _)| c))
+            .collect();
+        assert!(
+            busy.is_disjoint(&self.free_channels),
+            "a channel is both free and in use"
+        );
         assert_eq!(
             busy.len(),
             self.ios.values().filter(|io| io.channel.is_some()).count(),
             "two writes share a channel"
         );
         for io in self.ios.values() {
-            assert!(self.calls.contains_key(&io.call), "chunk I/O without its call");
+            assert!(
+                self.calls.contains_key(&io.call),
+                "chunk I/O without its call"
+            );
             assert!(io.retries <= self.cfg.retries_max + 1);
         }
     }

@@ -1,1 +1,325 @@
+//! Handler unit tests of the client machine: chunk split, head for writes, rotation of reads
+//! over serving replicas, and retries that keep the exactly-once channel and seqnum.
+
 use super::*;
+use crate::ids::{ChainVersion, RoutingVersion, TargetId};
+use crate::machine::{Action, ActionOf};
+use crate::msg::{ReadReply, ReadReq, UpdateReply};
+use crate::routing::{ChainInfo, ChainTarget, PublicState};
+
+const C1: ChainId = ChainId(1);
+
+fn routing(version: u64, targets: &[(u32, PublicState)]) -> RoutingInfo {
+    let mut r = RoutingInfo {
+        version: RoutingVersion(version),
+        ..RoutingInfo::default()
+    };
+    let targets = targets
+        .iter()
+        .map(|&(t, state)| ChainTarget {
+            target: TargetId(t),
+            state,
+        })
+        .collect();
+    r.chains.insert(
+        C1,
+        ChainInfo {
+            chain: C1,
+            version: ChainVersion(version as u32),
+            targets,
+        },
+    );
+    for t in 1..=3 {
+        r.targets.insert(TargetId(t), NodeId(t));
+    }
+    r
+}
+
+fn client() -> Client {
+    use PublicState::Serving;
+    let mut cfg = ClientConfig::new(NodeId(9), ClientId(9));
+    cfg.io_timeout = None;
+    cfg.retries_max = 2;
+    Client::new(cfg, routing(1, &[(1, Serving), (2, Serving), (3, Serving)]))
+}
+
+fn handle(c: &mut Client, e: EventOf<Msg, ClientTimer, ClientCall>) -> Vec<Action<Client>> {
+    let mut out = Outbox::new();
+    c.handle(Instant::ZERO, e, &mut out);
+    c.check_invariants();
+    out.drain()
+}
+
+fn layout() -> FileLayout {
+    FileLayout {
+        chunk_size: 4,
+        chains: vec![C1],
+    }
+}
+
+#[test]
+fn write_splits_into_chunk_writes_to_the_head_with_distinct_channels() {
+    let mut c = client();
+    let call = ClientCall::Write {
+        inode: InodeId(5),
+        layout: layout(),
+        offset: 2,
+        data: b"abcd".to_vec(),
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Call {
+            req: RequestId(1),
+            call,
+        },
+    );
+    let writes: Vec<(NodeId, u32, Vec<u8>, ChannelId)> = acts
+        .iter()
+        .filter_map(|a| match a {
+            ActionOf::Send {
+                to,
+                msg: Msg::Write(w),
+            } => match &w.kind {
+                UpdateKind::Write { offset, data } => Some((
+                    *to,
+                    *offset + w.chunk.index * 100,
+                    data.clone(),
+                    w.tag.channel,
+                )),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        vec![
+            (NodeId(1), 2, b"ab".to_vec(), ChannelId(1)),
+            (NodeId(1), 100, b"cd".to_vec(), ChannelId(2))
+        ]
+    );
+    assert_eq!(
+        acts.len(),
+        4,
+        "two sends and two timer cancellations: {acts:?}"
+    );
+}
+
+#[test]
+fn retry_after_head_failure_keeps_channel_and_seqnum_and_goes_to_new_head() {
+    use PublicState::{Offline, Serving};
+    let mut c = client();
+    let call = ClientCall::Write {
+        inode: InodeId(5),
+        layout: layout(),
+        offset: 0,
+        data: b"x".to_vec(),
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Call {
+            req: RequestId(1),
+            call,
+        },
+    );
+    let ActionOf::Send {
+        to: NodeId(1),
+        msg: Msg::Write(first),
+    } = &acts[0]
+    else {
+        panic!("{acts:?}")
+    };
+    // The head fails; the new routing makes t2 the head: the write is re-sent there at once.
+    let acts = handle(
+        &mut c,
+        EventOf::Recv {
+            from: NodeId(0),
+            msg: Msg::Routing(routing(2, &[(2, Serving), (3, Serving), (1, Offline)])),
+        },
+    );
+    let ActionOf::Send {
+        to: NodeId(2),
+        msg: Msg::Write(second),
+    } = &acts[0]
+    else {
+        panic!("{acts:?}")
+    };
+    assert_eq!(
+        (second.tag, second.retry, second.chain.version),
+        (first.tag, 1, ChainVersion(2))
+    );
+    // The new head answers from its exactly-once cache: the call returns once.
+    let result = UpdateResult {
+        commit_version: ChunkVersion(1),
+        commit_chain_version: ChainVersion(1),
+        len: 1,
+        checksum: 0,
+    };
+    let reply = UpdateReply {
+        tag: second.tag,
+        chain: second.chain,
+        chunk: second.chunk,
+        update_version: ChunkVersion(0),
+        status: Status::Ok,
+        result: Some(result),
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Recv {
+            from: NodeId(2),
+            msg: Msg::UpdateReply(reply.clone()),
+        },
+    );
+    assert!(acts.contains(&ActionOf::Return {
+        req: RequestId(1),
+        ret: ClientRet::Updated {
+            results: vec![(second.chunk, result)]
+        }
+    }));
+    // A duplicate reply is ignored.
+    assert_eq!(
+        handle(
+            &mut c,
+            EventOf::Recv {
+                from: NodeId(2),
+                msg: Msg::UpdateReply(reply)
+            }
+        ),
+        vec![]
+    );
+}
+
+#[test]
+fn reads_rotate_over_serving_replicas_and_fail_after_the_retry_budget() {
+    let mut c = client();
+    let call = ClientCall::Read {
+        inode: InodeId(5),
+        layout: layout(),
+        offset: 0,
+        len: 3,
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Call {
+            req: RequestId(1),
+            call,
+        },
+    );
+    let ActionOf::Send {
+        to: first,
+        msg: Msg::Read(read),
+    } = acts[0].clone()
+    else {
+        panic!("{acts:?}")
+    };
+    let not_committed = |r: &ReadReq| ReadReply {
+        read_id: r.read_id,
+        chunk: r.chunk,
+        status: Status::NotCommitted,
+        data: vec![],
+        version: ChunkVersion(0),
+        checksum: 0,
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Recv {
+            from: first,
+            msg: Msg::ReadReply(not_committed(&read)),
+        },
+    );
+    assert!(
+        matches!(
+            acts[..],
+            [ActionOf::SetTimer {
+                timer: ClientTimer::Retry(_),
+                ..
+            }]
+        ),
+        "{acts:?}"
+    );
+    let acts = handle(&mut c, EventOf::Timer(ClientTimer::Retry(read.read_id)));
+    let ActionOf::Send {
+        to: second,
+        msg: Msg::Read(_),
+    } = acts[0].clone()
+    else {
+        panic!("{acts:?}")
+    };
+    assert_ne!(first, second, "a retry goes to another serving replica");
+    handle(&mut c, EventOf::Timer(ClientTimer::Retry(read.read_id)));
+    let acts = handle(&mut c, EventOf::Timer(ClientTimer::Retry(read.read_id)));
+    assert!(acts.contains(&ActionOf::Return {
+        req: RequestId(1),
+        ret: ClientRet::Failed {
+            chunk: read.chunk,
+            status: Status::ForwardFailed
+        }
+    }));
+}
+
+#[test]
+fn read_with_bad_checksum_is_retried_never_returned() {
+    let mut c = client();
+    let call = ClientCall::Read {
+        inode: InodeId(5),
+        layout: layout(),
+        offset: 0,
+        len: 2,
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Call {
+            req: RequestId(1),
+            call,
+        },
+    );
+    let ActionOf::Send {
+        to,
+        msg: Msg::Read(read),
+    } = acts[0].clone()
+    else {
+        panic!("{acts:?}")
+    };
+    let bad = ReadReply {
+        read_id: read.read_id,
+        chunk: read.chunk,
+        status: Status::Ok,
+        data: b"zz".to_vec(),
+        version: ChunkVersion(1),
+        checksum: 7,
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Recv {
+            from: to,
+            msg: Msg::ReadReply(bad),
+        },
+    );
+    assert!(
+        acts.iter().all(|a| !matches!(a, ActionOf::Return { .. })),
+        "{acts:?}"
+    );
+    let good = ReadReply {
+        read_id: read.read_id,
+        chunk: read.chunk,
+        status: Status::Ok,
+        data: b"z".to_vec(),
+        version: ChunkVersion(1),
+        checksum: crate::crc32c::checksum(b"z"),
+    };
+    let acts = handle(
+        &mut c,
+        EventOf::Recv {
+            from: to,
+            msg: Msg::ReadReply(good),
+        },
+    );
+    // One byte was stored; the second is past the chunk's end and reads as zero.
+    assert!(acts.contains(&ActionOf::Return {
+        req: RequestId(1),
+        ret: ClientRet::Read {
+            data: vec![b'z', 0],
+            versions: vec![(read.chunk, ChunkVersion(1))]
+        }
+    }));
+}

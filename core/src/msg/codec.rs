@@ -284,8 +284,18 @@ macro_rules! wire_newtype {
 
 use crate::ids::*;
 wire_newtype!(
-    NodeId, TargetId, ChainId, ChainVersion, ChunkVersion, RoutingVersion, ClientId, ChannelId,
-    SeqNum, RequestId, IoId, InodeId
+    NodeId,
+    TargetId,
+    ChainId,
+    ChainVersion,
+    ChunkVersion,
+    RoutingVersion,
+    ClientId,
+    ChannelId,
+    SeqNum,
+    RequestId,
+    IoId,
+    InodeId
 );
 wire_struct!(ChunkId { inode, index });
 wire_struct!(VersionedChain { chain, version });

@@ -66,7 +66,9 @@ impl Msg {
         let (kind, mut dec) = decode_frame(frame)?;
         let d = &mut dec;
         let msg = match kind {
-            KIND_GET_ROUTING => Self::GetRouting { known: Wire::decode(d)? },
+            KIND_GET_ROUTING => Self::GetRouting {
+                known: Wire::decode(d)?,
+            },
             KIND_READ => Self::Read(Wire::decode(d)?),
             KIND_READ_REPLY => Self::ReadReply(Wire::decode(d)?),
             KIND_ROUTING => Self::Routing(Wire::decode(d)?),
@@ -119,7 +121,11 @@ impl Wire for ChainInfo {
         if targets.len() > CHAIN_TARGETS_MAX {
             return Err(DecodeError::TooLong(targets.len() as u32));
         }
-        Ok(Self { chain, version, targets })
+        Ok(Self {
+            chain,
+            version,
+            targets,
+        })
     }
 }
 
@@ -155,6 +161,13 @@ impl Wire for RoutingInfo {
                 return Err(DecodeError::Invalid);
             }
         }
-        Ok(Self { version, chains, targets })
+        Ok(Self {
+            version,
+            chains,
+            targets,
+        })
     }
 }
+
+#[cfg(test)]
+mod codec_test;

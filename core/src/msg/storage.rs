@@ -24,7 +24,12 @@ pub struct MessageTag {
     /// Sequence number within the channel; a retry reuses it.
     pub seqnum: SeqNum,
 }
-wire_struct!(MessageTag { client, request, channel, seqnum });
+wire_struct!(MessageTag {
+    client,
+    request,
+    channel,
+    seqnum
+});
 
 /// An update (3FS `UpdateIO`): from a client to the head (`Msg::Write`) or from a predecessor to
 /// its successor (`Msg::Update`).
@@ -73,7 +78,12 @@ pub struct UpdateResult {
     /// CRC32C of the whole chunk after the update; compared along the chain.
     pub checksum: u32,
 }
-wire_struct!(UpdateResult { commit_version, commit_chain_version, len, checksum });
+wire_struct!(UpdateResult {
+    commit_version,
+    commit_chain_version,
+    len,
+    checksum
+});
 
 /// Reply to an [`UpdateReq`], sent to whoever sent the request.
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -91,7 +101,14 @@ pub struct UpdateReply {
     /// Present when `status` is `Ok`.
     pub result: Option<UpdateResult>,
 }
-wire_struct!(UpdateReply { tag, chain, chunk, update_version, status, result });
+wire_struct!(UpdateReply {
+    tag,
+    chain,
+    chunk,
+    update_version,
+    status,
+    result
+});
 
 /// A read of a byte range of one chunk at any serving replica (3FS `ReadIO`).
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -109,7 +126,14 @@ pub struct ReadReq {
     /// Retry count.
     pub retry: u32,
 }
-wire_struct!(ReadReq { read_id, chain, chunk, offset, len, retry });
+wire_struct!(ReadReq {
+    read_id,
+    chain,
+    chunk,
+    offset,
+    len,
+    retry
+});
 
 /// Reply to a [`ReadReq`].
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -127,7 +151,14 @@ pub struct ReadReply {
     /// CRC32C of `data`.
     pub checksum: u32,
 }
-wire_struct!(ReadReply { read_id, chunk, status, data, version, checksum });
+wire_struct!(ReadReply {
+    read_id,
+    chunk,
+    status,
+    data,
+    version,
+    checksum
+});
 
 /// Outcome of a storage request. Variants other than `Ok` say what the requester should do.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -179,7 +210,10 @@ pub enum Status {
 impl Status {
     /// Whether retrying the same request later may succeed.
     pub fn is_retryable(self) -> bool {
-        !matches!(self, Self::Ok | Self::InvalidRequest | Self::DuplicateUpdate)
+        !matches!(
+            self,
+            Self::Ok | Self::InvalidRequest | Self::DuplicateUpdate
+        )
     }
 }
 
@@ -222,7 +256,9 @@ impl Wire for Status {
             10 => Self::NotHead,
             11 => Self::NotCommitted,
             12 => Self::NoTarget,
-            13 => Self::StaleChainVersion { current: Wire::decode(dec)? },
+            13 => Self::StaleChainVersion {
+                current: Wire::decode(dec)?,
+            },
             14 => Self::TargetNotServing,
             t => return Err(DecodeError::UnknownTag(t)),
         })
@@ -254,7 +290,10 @@ impl Wire for UpdateKind {
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         Ok(match dec.u8()? {
-            0 => Self::Write { offset: dec.u32()?, data: dec.bytes()? },
+            0 => Self::Write {
+                offset: dec.u32()?,
+                data: dec.bytes()?,
+            },
             1 => Self::Remove,
             2 => Self::Truncate { len: dec.u32()? },
             3 => Self::Extend { len: dec.u32()? },

@@ -17,7 +17,9 @@ pub struct ChunkLocks<R, W> {
 
 impl<R, W> Default for ChunkLocks<R, W> {
     fn default() -> Self {
-        Self { held: BTreeMap::new() }
+        Self {
+            held: BTreeMap::new(),
+        }
     }
 }
 

@@ -63,14 +63,24 @@ impl ExactlyOnce {
             // Recency advances only when a new update executes, so replays and lock contention
             // leave the table unchanged (fewer distinct states for the model checker).
             self.clock += 1;
-            *rec = Record { seqnum: tag.seqnum, running: true, result: None, last_used: self.clock };
+            *rec = Record {
+                seqnum: tag.seqnum,
+                running: true,
+                result: None,
+                last_used: self.clock,
+            };
             return Admission::Execute;
         }
         if self.records.len() >= CHANNEL_RECORDS_PER_TARGET_MAX {
             self.evict_one();
         }
         self.clock += 1;
-        let rec = Record { seqnum: tag.seqnum, running: true, result: None, last_used: self.clock };
+        let rec = Record {
+            seqnum: tag.seqnum,
+            running: true,
+            result: None,
+            last_used: self.clock,
+        };
         self.records.insert(key, rec);
         Admission::Execute
     }
@@ -117,7 +127,12 @@ mod tests {
     use crate::ids::{ChunkVersion, RequestId};
 
     fn tag(seq: u64) -> MessageTag {
-        MessageTag { client: ClientId(1), request: RequestId(0), channel: ChannelId(1), seqnum: SeqNum(seq) }
+        MessageTag {
+            client: ClientId(1),
+            request: RequestId(0),
+            channel: ChannelId(1),
+            seqnum: SeqNum(seq),
+        }
     }
 
     #[test]
@@ -125,7 +140,10 @@ mod tests {
         let mut eo = ExactlyOnce::default();
         assert_eq!(eo.admit(&tag(1)), Admission::Execute);
         assert_eq!(eo.admit(&tag(1)), Admission::Locked);
-        let res = UpdateResult { commit_version: ChunkVersion(1), ..Default::default() };
+        let res = UpdateResult {
+            commit_version: ChunkVersion(1),
+            ..Default::default()
+        };
         eo.finish(&tag(1), Some(res));
         assert_eq!(eo.admit(&tag(1)), Admission::Cached(res));
         assert_eq!(eo.admit(&tag(2)), Admission::Execute);

@@ -102,7 +102,11 @@ enum IoPurpose {
     /// Local commit of the running update on `chunk`.
     Commit { target: TargetId, chunk: ChunkId },
     /// A read to answer `from`.
-    Read { target: TargetId, from: NodeId, req: ReadReq },
+    Read {
+        target: TargetId,
+        from: NodeId,
+        req: ReadReq,
+    },
 }
 
 /// One hosted target.
@@ -234,7 +238,10 @@ impl StorageNode {
     /// This node's target in `chain` and the chain's info, if it hosts one.
     fn local_target(&self, chain: ChainId) -> Option<(TargetId, ChainInfo)> {
         let info = self.routing.chain(chain)?;
-        let t = info.targets.iter().find(|t| self.targets.contains_key(&t.target))?;
+        let t = info
+            .targets
+            .iter()
+            .find(|t| self.targets.contains_key(&t.target))?;
         Some((t.target, info.clone()))
     }
 
@@ -268,7 +275,11 @@ impl StorageNode {
         // tail, `forward` commits locally.
         let mut stale = Vec::new();
         for (tid, t) in &self.targets {
-            let current = self.chain_of.get(tid).and_then(|c| self.routing.chain(*c)).map(|c| c.version);
+            let current = self
+                .chain_of
+                .get(tid)
+                .and_then(|c| self.routing.chain(*c))
+                .map(|c| c.version);
             for (chunk, running, _) in t.locks.iter() {
                 if let write::Phase::Forwarding { chain_version, .. } = running.phase {
                     if Some(chain_version) != current {
@@ -321,7 +332,12 @@ impl Machine for StorageNode {
 
     fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
 
-    fn handle(&mut self, now: Instant, event: EventOf<Msg, StorageTimer, NoCall>, out: &mut Outbox<Self>) {
+    fn handle(
+        &mut self,
+        now: Instant,
+        event: EventOf<Msg, StorageTimer, NoCall>,
+        out: &mut Outbox<Self>,
+    ) {
         match event {
             EventOf::Recv { from, msg } => match msg {
                 Msg::Write(req) => self.on_update_req(now, from, req, true, out),
@@ -347,7 +363,12 @@ impl Machine for StorageNode {
                 if let Some(p) = &meta.pending {
                     // ReplayAppliedTwice and CommitBeforeSuccessorAck break this on purpose;
                     // the checkers, not this assertion, must catch them.
-                    assert!(p.version > meta.committed, "{}: pending {} <= committed", chunk, p.version);
+                    assert!(
+                        p.version > meta.committed,
+                        "{}: pending {} <= committed",
+                        chunk,
+                        p.version
+                    );
                 }
             }
             for (chunk, running, waiters) in t.locks.iter() {
@@ -355,7 +376,10 @@ impl Machine for StorageNode {
                 assert!(waiters <= crate::limits::CHUNK_LOCK_WAITERS_MAX);
             }
         }
-        assert!(self.ios.len() <= crate::limits::OUTBOX_ACTIONS_MAX * 4, "unbounded pending I/O");
+        assert!(
+            self.ios.len() <= crate::limits::OUTBOX_ACTIONS_MAX * 4,
+            "unbounded pending I/O"
+        );
     }
 }
 

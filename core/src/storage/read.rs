@@ -13,12 +13,25 @@ use crate::msg::{Msg, ReadReply, ReadReq, Status};
 use crate::routing::{LocalState, PublicState};
 use crate::storage::{IoPurpose, ReadMode, StorageNode};
 
-fn reply(out: &mut Outbox<StorageNode>, to: NodeId, req: &ReadReq, status: Status, read: Option<ChunkRead>) {
+fn reply(
+    out: &mut Outbox<StorageNode>,
+    to: NodeId,
+    req: &ReadReq,
+    status: Status,
+    read: Option<ChunkRead>,
+) {
     let (data, version, checksum) = match read {
         Some(r) => (r.data, r.version, r.checksum),
         None => (Vec::new(), ChunkVersion(0), 0),
     };
-    let msg = ReadReply { read_id: req.read_id, chunk: req.chunk, status, data, version, checksum };
+    let msg = ReadReply {
+        read_id: req.read_id,
+        chunk: req.chunk,
+        status,
+        data,
+        version,
+        checksum,
+    };
     out.send(to, Msg::ReadReply(msg));
 }
 
@@ -33,15 +46,25 @@ impl StorageNode {
             return reply(out, from, &req, Status::StaleChainVersion { current }, None);
         }
         let t = &self.targets[&target];
-        if chain.state_of(target) != Some(PublicState::Serving) || t.local_state != LocalState::UpToDate {
+        if chain.state_of(target) != Some(PublicState::Serving)
+            || t.local_state != LocalState::UpToDate
+        {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         let read_pending = self.bug(PlantedBug::ReadPending);
-        let dirty = t.chunks.get(&req.chunk).is_some_and(|m| m.pending.is_some());
+        let dirty = t
+            .chunks
+            .get(&req.chunk)
+            .is_some_and(|m| m.pending.is_some());
         if dirty && t.read_mode == ReadMode::RejectDirty && !read_pending {
             return reply(out, from, &req, Status::NotCommitted, None);
         }
-        let op = ChunkOp::Read { chunk: req.chunk, offset: req.offset, len: req.len, uncommitted: read_pending };
+        let op = ChunkOp::Read {
+            chunk: req.chunk,
+            offset: req.offset,
+            len: req.len,
+            uncommitted: read_pending,
+        };
         self.submit(out, IoPurpose::Read { target, from, req }, op);
     }
 

@@ -1,1 +1,564 @@
+//! Handler unit tests of the storage machine: feed one event, assert the exact action list.
+//!
+//! Method: a node hosting one target of chain c1 = [t1 n1, t2 n2, t3 n3] is built with a
+//! reference store; I/O completions are produced by applying the emitted op to that store, so
+//! each test walks the protocol one step at a time.
+
 use super::*;
+use crate::chunk::UpdateKind;
+use crate::crc32c;
+use crate::ids::{
+    ChainVersion, ChannelId, ChunkVersion, ClientId, RequestId, RoutingVersion, SeqNum,
+    VersionedChain,
+};
+use crate::machine::{Action, ActionOf};
+use crate::msg::{MessageTag, ReadReply, Status, UpdateReply, UpdateReq, UpdateResult};
+use crate::routing::{ChainTarget, PublicState};
+use crate::testing::MemChunkStore;
+
+const CLIENT: NodeId = NodeId(9);
+const C1: ChainId = ChainId(1);
+
+fn chunk() -> ChunkId {
+    ChunkId::new(1, 0)
+}
+
+fn routing(version: u64, chain_version: u32, targets: &[(u32, PublicState)]) -> RoutingInfo {
+    let mut r = RoutingInfo {
+        version: RoutingVersion(version),
+        ..RoutingInfo::default()
+    };
+    let targets = targets
+        .iter()
+        .map(|&(t, state)| ChainTarget {
+            target: TargetId(t),
+            state,
+        })
+        .collect();
+    r.chains.insert(
+        C1,
+        ChainInfo {
+            chain: C1,
+            version: ChainVersion(chain_version),
+            targets,
+        },
+    );
+    for t in 1..=3 {
+        r.targets.insert(TargetId(t), NodeId(t));
+    }
+    r
+}
+
+fn all_serving() -> RoutingInfo {
+    use PublicState::Serving;
+    routing(1, 1, &[(1, Serving), (2, Serving), (3, Serving)])
+}
+
+struct Harness {
+    node: StorageNode,
+    store: MemChunkStore,
+}
+
+impl Harness {
+    fn new(n: u32, mode: ReadMode, retries: u32) -> Self {
+        let mut cfg = StorageConfig::new(NodeId(n), vec![(TargetId(n), mode)]);
+        cfg.forward_retries_max = retries;
+        Self {
+            node: StorageNode::new(cfg, BTreeMap::new(), all_serving()),
+            store: MemChunkStore::new(),
+        }
+    }
+
+    fn handle(&mut self, event: EventOf<Msg, StorageTimer, NoCall>) -> Vec<Action<StorageNode>> {
+        let mut out = Outbox::new();
+        self.node.handle(Instant::ZERO, event, &mut out);
+        self.node.check_invariants();
+        out.drain()
+    }
+
+    fn recv(&mut self, from: NodeId, msg: Msg) -> Vec<Action<StorageNode>> {
+        self.handle(EventOf::Recv { from, msg })
+    }
+
+    /// Completes the I/O action `a` against the store.
+    fn complete(&mut self, a: &Action<StorageNode>) -> Vec<Action<StorageNode>> {
+        let ActionOf::Io {
+            id,
+            op: IoOp::Chunk { op, .. },
+        } = a
+        else {
+            panic!("not an I/O: {a:?}")
+        };
+        let result = self.store.apply(op);
+        self.handle(EventOf::IoDone {
+            id: *id,
+            result: IoResult::Chunk(result),
+        })
+    }
+}
+
+fn tag(seq: u64) -> MessageTag {
+    MessageTag {
+        client: ClientId(7),
+        request: RequestId(seq),
+        channel: ChannelId(1),
+        seqnum: SeqNum(seq),
+    }
+}
+
+fn write(seq: u64, chain_version: u32, data: &[u8]) -> UpdateReq {
+    UpdateReq {
+        tag: tag(seq),
+        chain: VersionedChain {
+            chain: C1,
+            version: ChainVersion(chain_version),
+        },
+        chunk: chunk(),
+        kind: UpdateKind::Write {
+            offset: 0,
+            data: data.to_vec(),
+        },
+        chunk_size: 16,
+        update_version: ChunkVersion(0),
+        checksum: crc32c::checksum(data),
+        retry: 0,
+        is_syncing: false,
+    }
+}
+
+fn forwarded(seq: u64, chain_version: u32, u: u32, data: &[u8]) -> UpdateReq {
+    UpdateReq {
+        update_version: ChunkVersion(u),
+        ..write(seq, chain_version, data)
+    }
+}
+
+fn update_io(id: u64, target: u32, v: u32, data: &[u8]) -> Action<StorageNode> {
+    ActionOf::Io {
+        id: IoId(id),
+        op: IoOp::Chunk {
+            target: TargetId(target),
+            op: ChunkOp::Update {
+                chunk: chunk(),
+                version: ChunkVersion(v),
+                kind: UpdateKind::Write {
+                    offset: 0,
+                    data: data.to_vec(),
+                },
+            },
+        },
+    }
+}
+
+fn commit_io(id: u64, target: u32, v: u32, cv: u32) -> Action<StorageNode> {
+    ActionOf::Io {
+        id: IoId(id),
+        op: IoOp::Chunk {
+            target: TargetId(target),
+            op: ChunkOp::Commit {
+                chunk: chunk(),
+                version: ChunkVersion(v),
+                chain_version: ChainVersion(cv),
+            },
+        },
+    }
+}
+
+fn reply(
+    to: NodeId,
+    req: &UpdateReq,
+    status: Status,
+    result: Option<UpdateResult>,
+) -> Action<StorageNode> {
+    ActionOf::Send {
+        to,
+        msg: Msg::UpdateReply(UpdateReply {
+            tag: req.tag,
+            chain: req.chain,
+            chunk: req.chunk,
+            update_version: req.update_version,
+            status,
+            result,
+        }),
+    }
+}
+
+fn result(v: u32, cv: u32, data: &[u8]) -> UpdateResult {
+    UpdateResult {
+        commit_version: ChunkVersion(v),
+        commit_chain_version: ChainVersion(cv),
+        len: data.len() as u32,
+        checksum: crc32c::checksum(data),
+    }
+}
+
+fn retry_timer() -> StorageTimer {
+    StorageTimer::ForwardRetry {
+        target: TargetId(1),
+        chunk: chunk(),
+    }
+}
+
+#[test]
+fn head_write_updates_forwards_commits_after_successor_ack_and_replies() {
+    let mut h = Harness::new(1, ReadMode::Committed, 3);
+    let req = write(1, 1, b"ab");
+    let acts = h.recv(CLIENT, Msg::Write(req.clone()));
+    assert_eq!(acts, vec![update_io(1, 1, 1, b"ab")]);
+    let acts = h.complete(&acts[0]);
+    let fwd = forwarded(1, 1, 1, b"ab");
+    let wait = h.node.cfg.forward_retry_wait.clone();
+    assert_eq!(
+        acts,
+        vec![
+            ActionOf::Send {
+                to: NodeId(2),
+                msg: Msg::Update(fwd.clone())
+            },
+            ActionOf::SetTimer {
+                timer: retry_timer(),
+                after: wait
+            },
+        ]
+    );
+    // The chunk stays locked and uncommitted until the successor answers.
+    assert_eq!(
+        h.node.target(TargetId(1)).unwrap().chunks[&chunk()].committed,
+        ChunkVersion(0)
+    );
+    let ack = UpdateReply {
+        tag: fwd.tag,
+        chain: fwd.chain,
+        chunk: chunk(),
+        update_version: ChunkVersion(1),
+        status: Status::Ok,
+        result: Some(result(1, 1, b"ab")),
+    };
+    let acts = h.recv(NodeId(2), Msg::UpdateReply(ack));
+    assert_eq!(
+        acts,
+        vec![ActionOf::CancelTimer(retry_timer()), commit_io(2, 1, 1, 1)]
+    );
+    let acts = h.complete(&acts[1]);
+    assert_eq!(
+        acts,
+        vec![reply(CLIENT, &req, Status::Ok, Some(result(1, 1, b"ab")))]
+    );
+    // A retry with the same channel and seqnum is answered from the exactly-once cache.
+    let acts = h.recv(
+        CLIENT,
+        Msg::Write(UpdateReq {
+            retry: 1,
+            ..req.clone()
+        }),
+    );
+    let retried = UpdateReq { retry: 1, ..req };
+    assert_eq!(
+        acts,
+        vec![reply(
+            CLIENT,
+            &retried,
+            Status::Ok,
+            Some(result(1, 1, b"ab"))
+        )]
+    );
+}
+
+#[test]
+fn tail_commits_locally_and_replies_to_predecessor() {
+    let mut h = Harness::new(3, ReadMode::Committed, 3);
+    let req = forwarded(1, 1, 1, b"xy");
+    let acts = h.recv(NodeId(2), Msg::Update(req.clone()));
+    assert_eq!(acts, vec![update_io(1, 3, 1, b"xy")]);
+    let acts = h.complete(&acts[0]);
+    let timer = StorageTimer::ForwardRetry {
+        target: TargetId(3),
+        chunk: chunk(),
+    };
+    assert_eq!(
+        acts,
+        vec![ActionOf::CancelTimer(timer), commit_io(2, 3, 1, 1)]
+    );
+    let acts = h.complete(&acts[1]);
+    assert_eq!(
+        acts,
+        vec![reply(
+            NodeId(2),
+            &req,
+            Status::Ok,
+            Some(result(1, 1, b"xy"))
+        )]
+    );
+    // A replay of an update already committed here is a success without I/O (§3.5 #4).
+    let acts = h.recv(
+        NodeId(2),
+        Msg::Update(UpdateReq {
+            tag: tag(5),
+            ..req.clone()
+        }),
+    );
+    let replay = UpdateReq { tag: tag(5), ..req };
+    assert_eq!(
+        acts,
+        vec![reply(
+            NodeId(2),
+            &replay,
+            Status::Ok,
+            Some(result(1, 1, b"xy"))
+        )]
+    );
+    // An update that skips a version is rejected.
+    let skip = forwarded(6, 1, 3, b"zz");
+    assert_eq!(
+        h.recv(NodeId(2), Msg::Update(skip.clone())),
+        vec![reply(NodeId(2), &skip, Status::MissingUpdate, None)]
+    );
+}
+
+#[test]
+fn admission_rejects_stale_chain_version_non_head_and_bad_checksum() {
+    let mut h = Harness::new(2, ReadMode::Committed, 3);
+    let stale = forwarded(1, 0, 1, b"a");
+    let current = ChainVersion(1);
+    assert_eq!(
+        h.recv(NodeId(1), Msg::Update(stale.clone())),
+        vec![reply(
+            NodeId(1),
+            &stale,
+            Status::StaleChainVersion { current },
+            None
+        )]
+    );
+    let w = write(1, 1, b"a");
+    assert_eq!(
+        h.recv(CLIENT, Msg::Write(w.clone())),
+        vec![reply(CLIENT, &w, Status::NotHead, None)]
+    );
+    let bad = UpdateReq {
+        checksum: 1,
+        ..forwarded(2, 1, 1, b"a")
+    };
+    assert_eq!(
+        h.recv(NodeId(1), Msg::Update(bad.clone())),
+        vec![reply(NodeId(1), &bad, Status::ChecksumMismatch, None)]
+    );
+    let big = UpdateReq {
+        chunk_size: 1,
+        ..forwarded(3, 1, 1, b"ab")
+    };
+    assert_eq!(
+        h.recv(NodeId(1), Msg::Update(big.clone())),
+        vec![reply(NodeId(1), &big, Status::InvalidRequest, None)]
+    );
+}
+
+#[test]
+fn second_write_waits_for_the_chunk_lock_and_gets_the_next_version() {
+    let mut h = Harness::new(1, ReadMode::Committed, 0);
+    let first = write(1, 1, b"1");
+    let second = MessageTag {
+        channel: ChannelId(2),
+        ..tag(1)
+    };
+    let second = UpdateReq {
+        tag: second,
+        ..write(1, 1, b"2")
+    };
+    let acts = h.recv(CLIENT, Msg::Write(first.clone()));
+    assert_eq!(acts, vec![update_io(1, 1, 1, b"1")]);
+    assert_eq!(
+        h.recv(CLIENT, Msg::Write(second.clone())),
+        vec![],
+        "queued behind the lock"
+    );
+    let fwd = h.complete(&acts[0]);
+    // forward_retries_max = 0: no retry timer, the update waits for a reply or a routing change.
+    assert_eq!(
+        fwd,
+        vec![ActionOf::Send {
+            to: NodeId(2),
+            msg: Msg::Update(forwarded(1, 1, 1, b"1"))
+        }]
+    );
+    let ack = UpdateReply {
+        tag: first.tag,
+        chain: first.chain,
+        chunk: chunk(),
+        update_version: ChunkVersion(1),
+        status: Status::Ok,
+        result: Some(result(1, 1, b"1")),
+    };
+    let acts = h.recv(NodeId(2), Msg::UpdateReply(ack));
+    let acts = h.complete(&acts[1]);
+    // The commit answers the first writer and starts the second at version 2.
+    assert_eq!(
+        acts,
+        vec![
+            reply(CLIENT, &first, Status::Ok, Some(result(1, 1, b"1"))),
+            update_io(3, 1, 2, b"2")
+        ]
+    );
+}
+
+#[test]
+fn predecessor_left_without_successor_commits_as_tail_under_new_chain_version() {
+    use PublicState::{Offline, Serving};
+    let mut h = Harness::new(2, ReadMode::Committed, 0);
+    let req = forwarded(1, 1, 1, b"q");
+    let acts = h.recv(NodeId(1), Msg::Update(req.clone()));
+    let acts = h.complete(&acts[0]);
+    assert_eq!(
+        acts,
+        vec![ActionOf::Send {
+            to: NodeId(3),
+            msg: Msg::Update(req.clone())
+        }]
+    );
+    // t3 fails: mgmtd moves it to the end as OFFLINE and bumps the chain version.
+    let acts = h.recv(
+        NodeId(0),
+        Msg::Routing(routing(2, 2, &[(1, Serving), (2, Serving), (3, Offline)])),
+    );
+    let timer = StorageTimer::ForwardRetry {
+        target: TargetId(2),
+        chunk: chunk(),
+    };
+    assert_eq!(
+        acts,
+        vec![ActionOf::CancelTimer(timer), commit_io(2, 2, 1, 2)]
+    );
+    let acts = h.complete(&acts[1]);
+    assert_eq!(
+        acts,
+        vec![reply(NodeId(1), &req, Status::Ok, Some(result(1, 2, b"q")))]
+    );
+    // Older routing is ignored.
+    assert_eq!(h.recv(NodeId(0), Msg::Routing(all_serving())), vec![]);
+    assert_eq!(h.node.routing().version, RoutingVersion(2));
+}
+
+#[test]
+fn forward_retry_resolves_new_successor_and_gives_up_after_budget() {
+    let mut h = Harness::new(1, ReadMode::Committed, 1);
+    let req = write(1, 1, b"r");
+    let acts = h.recv(CLIENT, Msg::Write(req.clone()));
+    h.complete(&acts[0]);
+    // The successor answers "stale chain version": wait for the timer, which re-sends.
+    let fwd = forwarded(1, 1, 1, b"r");
+    let nack = UpdateReply {
+        tag: fwd.tag,
+        chain: fwd.chain,
+        chunk: chunk(),
+        update_version: ChunkVersion(1),
+        status: Status::StaleChainVersion {
+            current: ChainVersion(2),
+        },
+        result: None,
+    };
+    assert_eq!(h.recv(NodeId(2), Msg::UpdateReply(nack)), vec![]);
+    let wait = h.node.cfg.forward_retry_wait.clone();
+    let acts = h.handle(EventOf::Timer(retry_timer()));
+    let again = UpdateReq {
+        retry: 1,
+        ..fwd.clone()
+    };
+    assert_eq!(
+        acts,
+        vec![
+            ActionOf::Send {
+                to: NodeId(2),
+                msg: Msg::Update(again)
+            },
+            ActionOf::SetTimer {
+                timer: retry_timer(),
+                after: wait
+            }
+        ]
+    );
+    // Budget exhausted: fail upstream; the pending version stays for the next write to replace.
+    let acts = h.handle(EventOf::Timer(retry_timer()));
+    assert_eq!(
+        acts,
+        vec![
+            ActionOf::CancelTimer(retry_timer()),
+            reply(CLIENT, &req, Status::ForwardFailed, None)
+        ]
+    );
+    assert!(h.node.target(TargetId(1)).unwrap().chunks[&chunk()]
+        .pending
+        .is_some());
+    // The client's retry is executed again (no cached result for a failure), at version 1.
+    let acts = h.recv(CLIENT, Msg::Write(UpdateReq { retry: 1, ..req }));
+    assert_eq!(acts, vec![update_io(2, 1, 1, b"r")]);
+}
+
+#[test]
+fn reads_return_committed_data_or_not_committed_when_dirty_in_legacy_mode() {
+    for mode in [ReadMode::Committed, ReadMode::RejectDirty] {
+        let mut h = Harness::new(1, mode, 0);
+        let acts = h.recv(CLIENT, Msg::Write(write(1, 1, b"v1")));
+        h.complete(&acts[0]); // pending v1, forwarded, not committed
+        let read = crate::msg::ReadReq {
+            read_id: RequestId(4),
+            chain: VersionedChain {
+                chain: C1,
+                version: ChainVersion(1),
+            },
+            chunk: chunk(),
+            offset: 0,
+            len: 2,
+            retry: 0,
+        };
+        let acts = h.recv(CLIENT, Msg::Read(read.clone()));
+        match mode {
+            ReadMode::RejectDirty => assert_eq!(
+                acts,
+                vec![ActionOf::Send {
+                    to: CLIENT,
+                    msg: Msg::ReadReply(ReadReply {
+                        read_id: RequestId(4),
+                        chunk: chunk(),
+                        status: Status::NotCommitted,
+                        data: vec![],
+                        version: ChunkVersion(0),
+                        checksum: 0
+                    })
+                }]
+            ),
+            ReadMode::Committed => {
+                let op = ChunkOp::Read {
+                    chunk: chunk(),
+                    offset: 0,
+                    len: 2,
+                    uncommitted: false,
+                };
+                assert_eq!(
+                    acts,
+                    vec![ActionOf::Io {
+                        id: IoId(2),
+                        op: IoOp::Chunk {
+                            target: TargetId(1),
+                            op
+                        }
+                    }]
+                );
+                // The committed version is a hole: version 0, no bytes.
+                let acts = h.complete(&acts[0]);
+                assert_eq!(
+                    acts,
+                    vec![ActionOf::Send {
+                        to: CLIENT,
+                        msg: Msg::ReadReply(ReadReply {
+                            read_id: RequestId(4),
+                            chunk: chunk(),
+                            status: Status::Ok,
+                            data: vec![],
+                            version: ChunkVersion(0),
+                            checksum: 0
+                        })
+                    }]
+                );
+            }
+        }
+    }
+}

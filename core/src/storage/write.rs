@@ -85,7 +85,13 @@ fn result_of(meta: &ChunkMeta) -> UpdateResult {
     }
 }
 
-fn reply(out: &mut Outbox<StorageNode>, to: NodeId, req: &UpdateReq, status: Status, result: Option<UpdateResult>) {
+fn reply(
+    out: &mut Outbox<StorageNode>,
+    to: NodeId,
+    req: &UpdateReq,
+    status: Status,
+    result: Option<UpdateResult>,
+) {
     let reply = UpdateReply {
         tag: req.tag,
         chain: req.chain,
@@ -109,7 +115,9 @@ fn validate(req: &UpdateReq, from_client: bool) -> bool {
         UpdateKind::Truncate { len } | UpdateKind::Extend { len } => *len <= req.chunk_size,
         UpdateKind::Remove => true,
         // Full-chunk replaces come only from a predecessor (resync, syncing successor).
-        UpdateKind::Replace { data } => !from_client && data.len() as u64 <= u64::from(req.chunk_size),
+        UpdateKind::Replace { data } => {
+            !from_client && data.len() as u64 <= u64::from(req.chunk_size)
+        }
     }
 }
 
@@ -153,7 +161,10 @@ impl StorageNode {
             return reply(out, from, &req, Status::ChecksumMismatch, None);
         }
         let skip_filter = self.bug(PlantedBug::ReplayAppliedTwice);
-        let t = self.targets.get_mut(&target).expect("local_target returns hosted targets");
+        let t = self
+            .targets
+            .get_mut(&target)
+            .expect("local_target returns hosted targets");
         if !skip_filter {
             match t.channels.admit(&req.tag) {
                 Admission::Execute => {}
@@ -162,11 +173,20 @@ impl StorageNode {
                     return reply(out, from, &req, Status::Ok, Some(result));
                 }
                 Admission::Locked => return reply(out, from, &req, Status::ChannelLocked, None),
-                Admission::Duplicate => return reply(out, from, &req, Status::DuplicateUpdate, None),
+                Admission::Duplicate => {
+                    return reply(out, from, &req, Status::DuplicateUpdate, None)
+                }
             }
         }
         let chunk = req.chunk;
-        match t.locks.enqueue(chunk, Waiter { from, req, from_client }) {
+        match t.locks.enqueue(
+            chunk,
+            Waiter {
+                from,
+                req,
+                from_client,
+            },
+        ) {
             Enqueue::Queued => {}
             Enqueue::Free(w) => {
                 self.start_update(now, target, w, out);
@@ -180,7 +200,13 @@ impl StorageNode {
 
     /// Takes the chunk lock for `w` and starts its local update. Returns false if `w` was
     /// answered without taking the lock (so the caller may start the next waiter).
-    fn start_update(&mut self, _now: Instant, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
+    fn start_update(
+        &mut self,
+        _now: Instant,
+        target: TargetId,
+        w: Waiter,
+        out: &mut Outbox<Self>,
+    ) -> bool {
         let skip_version = self.bug(PlantedBug::SkipChainVersionCheck);
         let current = self.local_target(w.req.chain.chain).map(|(_, c)| c.version);
         let t = self.targets.get_mut(&target).expect("hosted target");
@@ -220,9 +246,24 @@ impl StorageNode {
         let kind = w.req.kind.clone();
         t.locks.lock(
             chunk,
-            Running { waiter: w, version, phase: Phase::Updating, retries: 0, pending_checksum: 0, acked: false },
+            Running {
+                waiter: w,
+                version,
+                phase: Phase::Updating,
+                retries: 0,
+                pending_checksum: 0,
+                acked: false,
+            },
         );
-        self.submit(out, IoPurpose::Update { target, chunk }, ChunkOp::Update { chunk, version, kind });
+        self.submit(
+            out,
+            IoPurpose::Update { target, chunk },
+            ChunkOp::Update {
+                chunk,
+                version,
+                kind,
+            },
+        );
         true
     }
 
@@ -238,10 +279,19 @@ impl StorageNode {
             Err(_) => self.fail_running(now, target, chunk, Status::DiskError, out),
             Ok(meta) => {
                 let t = self.targets.get_mut(&target).expect("hosted target");
-                let running = t.locks.running_mut(chunk).expect("update I/O implies a running update");
+                let running = t
+                    .locks
+                    .running_mut(chunk)
+                    .expect("update I/O implies a running update");
                 assert_eq!(running.phase, Phase::Updating);
-                let pending = meta.pending.clone().expect("Updated meta carries the pending version");
-                assert_eq!(pending.version, running.version, "store wrote another version");
+                let pending = meta
+                    .pending
+                    .clone()
+                    .expect("Updated meta carries the pending version");
+                assert_eq!(
+                    pending.version, running.version,
+                    "store wrote another version"
+                );
                 running.pending_checksum = pending.checksum;
                 t.chunks.insert(chunk, meta);
                 self.forward(now, target, chunk, out);
@@ -265,7 +315,10 @@ impl StorageNode {
         let wait = self.cfg.forward_retry_wait.clone();
         let use_timer = self.cfg.forward_retries_max > 0;
         let t = self.targets.get_mut(&target).expect("hosted target");
-        let running = t.locks.running_mut(chunk).expect("forward of a running update");
+        let running = t
+            .locks
+            .running_mut(chunk)
+            .expect("forward of a running update");
         let timer = StorageTimer::ForwardRetry { target, chunk };
         match (successor, succ_node) {
             (None, _) => {
@@ -274,7 +327,11 @@ impl StorageNode {
                 let version = running.version;
                 if tail_ack_early {
                     running.acked = true;
-                    let pending = t.chunks.get(&chunk).and_then(|m| m.pending.clone()).unwrap_or_default();
+                    let pending = t
+                        .chunks
+                        .get(&chunk)
+                        .and_then(|m| m.pending.clone())
+                        .unwrap_or_default();
                     let result = UpdateResult {
                         commit_version: version,
                         commit_chain_version: chain.version,
@@ -285,7 +342,11 @@ impl StorageNode {
                     reply(out, w.from, &w.req, Status::Ok, Some(result));
                 }
                 out.push(ActionOf::CancelTimer(timer));
-                let op = ChunkOp::Commit { chunk, version, chain_version: chain.version };
+                let op = ChunkOp::Commit {
+                    chunk,
+                    version,
+                    chain_version: chain.version,
+                };
                 self.submit(out, IoPurpose::Commit { target, chunk }, op);
             }
             (Some(succ), Some(node)) => {
@@ -304,10 +365,17 @@ impl StorageNode {
                 out.send(node, Msg::Update(fwd));
                 if commit_early {
                     running.phase = Phase::Committing;
-                    let op = ChunkOp::Commit { chunk, version: running.version, chain_version: chain.version };
+                    let op = ChunkOp::Commit {
+                        chunk,
+                        version: running.version,
+                        chain_version: chain.version,
+                    };
                     self.submit(out, IoPurpose::Commit { target, chunk }, op);
                 } else {
-                    running.phase = Phase::Forwarding { successor: succ.target, chain_version: chain.version };
+                    running.phase = Phase::Forwarding {
+                        successor: succ.target,
+                        chain_version: chain.version,
+                    };
                     if use_timer {
                         out.set_timer(timer, wait);
                     }
@@ -315,16 +383,29 @@ impl StorageNode {
             }
             (Some(succ), None) => {
                 // Routing names a successor without a node: wait for newer routing.
-                running.phase = Phase::Forwarding { successor: succ.target, chain_version: chain.version };
+                running.phase = Phase::Forwarding {
+                    successor: succ.target,
+                    chain_version: chain.version,
+                };
                 out.set_timer(timer, wait);
             }
         }
     }
 
-    pub(super) fn on_update_reply(&mut self, _now: Instant, _from: NodeId, rep: UpdateReply, out: &mut Outbox<Self>) {
-        let Some((target, _)) = self.local_target(rep.chain.chain) else { return };
+    pub(super) fn on_update_reply(
+        &mut self,
+        _now: Instant,
+        _from: NodeId,
+        rep: UpdateReply,
+        out: &mut Outbox<Self>,
+    ) {
+        let Some((target, _)) = self.local_target(rep.chain.chain) else {
+            return;
+        };
         let t = self.targets.get_mut(&target).expect("hosted target");
-        let Some(running) = t.locks.running_mut(rep.chunk) else { return };
+        let Some(running) = t.locks.running_mut(rep.chunk) else {
+            return;
+        };
         let matches = matches!(running.phase, Phase::Forwarding { .. })
             && running.version == rep.update_version
             && running.waiter.req.tag == rep.tag;
@@ -334,21 +415,31 @@ impl StorageNode {
         let chunk = rep.chunk;
         match (rep.status, rep.result) {
             (Status::Ok, Some(result)) => {
-                if result.commit_version == running.version && result.checksum != running.pending_checksum {
+                if result.commit_version == running.version
+                    && result.checksum != running.pending_checksum
+                {
                     return self.fail_running(_now, target, chunk, Status::ChecksumMismatch, out);
                 }
                 running.phase = Phase::Committing;
                 let version = running.version;
-                out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry { target, chunk }));
-                let op = ChunkOp::Commit { chunk, version, chain_version: result.commit_chain_version };
+                out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
+                    target,
+                    chunk,
+                }));
+                let op = ChunkOp::Commit {
+                    chunk,
+                    version,
+                    chain_version: result.commit_chain_version,
+                };
                 self.submit(out, IoPurpose::Commit { target, chunk }, op);
             }
             (Status::Ok, None) | (Status::InvalidRequest, _) | (Status::DuplicateUpdate, _) => {
                 self.fail_running(_now, target, chunk, Status::ForwardFailed, out)
             }
-            (status @ (Status::ForwardFailed | Status::DiskError | Status::ChecksumMismatch), _) => {
-                self.fail_running(_now, target, chunk, status, out)
-            }
+            (
+                status @ (Status::ForwardFailed | Status::DiskError | Status::ChecksumMismatch),
+                _,
+            ) => self.fail_running(_now, target, chunk, status, out),
             // Everything else is transient (stale routing on either side, busy, locked channel):
             // the retry timer re-resolves the successor and re-sends.
             _ => {}
@@ -356,14 +447,30 @@ impl StorageNode {
     }
 
     /// Re-sends a forwarded update after a routing change (no retry budget is spent).
-    pub(super) fn reforward(&mut self, now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+    pub(super) fn reforward(
+        &mut self,
+        now: Instant,
+        target: TargetId,
+        chunk: ChunkId,
+        out: &mut Outbox<Self>,
+    ) {
         self.forward(now, target, chunk, out);
     }
 
-    pub(super) fn on_forward_retry(&mut self, now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+    pub(super) fn on_forward_retry(
+        &mut self,
+        now: Instant,
+        target: TargetId,
+        chunk: ChunkId,
+        out: &mut Outbox<Self>,
+    ) {
         let max = self.cfg.forward_retries_max;
-        let Some(t) = self.targets.get_mut(&target) else { return };
-        let Some(running) = t.locks.running_mut(chunk) else { return };
+        let Some(t) = self.targets.get_mut(&target) else {
+            return;
+        };
+        let Some(running) = t.locks.running_mut(chunk) else {
+            return;
+        };
         if !matches!(running.phase, Phase::Forwarding { .. }) {
             return;
         }
@@ -389,7 +496,10 @@ impl StorageNode {
         };
         self.counters.commits += 1;
         let t = self.targets.get_mut(&target).expect("hosted target");
-        let (running, waiters) = t.locks.unlock(chunk).expect("commit I/O implies a running update");
+        let (running, waiters) = t
+            .locks
+            .unlock(chunk)
+            .expect("commit I/O implies a running update");
         let result = UpdateResult {
             commit_version: running.version,
             commit_chain_version: meta.chain_version,
@@ -411,11 +521,23 @@ impl StorageNode {
 
     /// Ends the running update on `chunk` with an error upstream. The pending version stays on
     /// the store; the next update of the chunk overwrites it.
-    fn fail_running(&mut self, now: Instant, target: TargetId, chunk: ChunkId, status: Status, out: &mut Outbox<Self>) {
+    fn fail_running(
+        &mut self,
+        now: Instant,
+        target: TargetId,
+        chunk: ChunkId,
+        status: Status,
+        out: &mut Outbox<Self>,
+    ) {
         let t = self.targets.get_mut(&target).expect("hosted target");
-        let Some((running, waiters)) = t.locks.unlock(chunk) else { return };
+        let Some((running, waiters)) = t.locks.unlock(chunk) else {
+            return;
+        };
         t.channels.finish(&running.waiter.req.tag, None);
-        out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry { target, chunk }));
+        out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
+            target,
+            chunk,
+        }));
         if !running.acked {
             let w = &running.waiter;
             reply(out, w.from, &w.req, status, None);
@@ -423,7 +545,14 @@ impl StorageNode {
         self.start_waiters(now, target, chunk, waiters, out);
     }
 
-    fn start_waiters(&mut self, now: Instant, target: TargetId, chunk: ChunkId, mut waiters: VecDeque<crate::storage::Waiter>, out: &mut Outbox<Self>) {
+    fn start_waiters(
+        &mut self,
+        now: Instant,
+        target: TargetId,
+        chunk: ChunkId,
+        mut waiters: VecDeque<crate::storage::Waiter>,
+        out: &mut Outbox<Self>,
+    ) {
         while let Some(w) = waiters.pop_front() {
             if self.start_update(now, target, w, out) {
                 let t = self.targets.get_mut(&target).expect("hosted target");

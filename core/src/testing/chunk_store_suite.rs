@@ -33,26 +33,60 @@ impl<S: ChunkStore> Driver<S> {
         result
     }
 
-    fn update(&mut self, chunk: ChunkId, v: u32, kind: UpdateKind) -> Result<ChunkDone, ChunkError> {
-        self.run(ChunkOp::Update { chunk, version: ChunkVersion(v), kind })
+    fn update(
+        &mut self,
+        chunk: ChunkId,
+        v: u32,
+        kind: UpdateKind,
+    ) -> Result<ChunkDone, ChunkError> {
+        self.run(ChunkOp::Update {
+            chunk,
+            version: ChunkVersion(v),
+            kind,
+        })
     }
 
     fn commit(&mut self, chunk: ChunkId, v: u32, cv: u32) -> Result<ChunkDone, ChunkError> {
-        self.run(ChunkOp::Commit { chunk, version: ChunkVersion(v), chain_version: ChainVersion(cv) })
+        self.run(ChunkOp::Commit {
+            chunk,
+            version: ChunkVersion(v),
+            chain_version: ChainVersion(cv),
+        })
     }
 
-    fn read(&mut self, chunk: ChunkId, offset: u32, len: u32, uncommitted: bool) -> Option<ChunkRead> {
-        match self.run(ChunkOp::Read { chunk, offset, len, uncommitted }) {
+    fn read(
+        &mut self,
+        chunk: ChunkId,
+        offset: u32,
+        len: u32,
+        uncommitted: bool,
+    ) -> Option<ChunkRead> {
+        match self.run(ChunkOp::Read {
+            chunk,
+            offset,
+            len,
+            uncommitted,
+        }) {
             Ok(ChunkDone::Read(r)) => r,
             other => panic!("read answered {other:?}"),
         }
     }
 
     fn write(&mut self, chunk: ChunkId, v: u32, offset: u32, data: &[u8]) {
-        let r = self.update(chunk, v, UpdateKind::Write { offset, data: data.to_vec() });
+        let r = self.update(
+            chunk,
+            v,
+            UpdateKind::Write {
+                offset,
+                data: data.to_vec(),
+            },
+        );
         assert!(matches!(r, Ok(ChunkDone::Updated(_))), "update v{v}: {r:?}");
         let r = self.commit(chunk, v, 1);
-        assert!(matches!(r, Ok(ChunkDone::Committed(_))), "commit v{v}: {r:?}");
+        assert!(
+            matches!(r, Ok(ChunkDone::Committed(_))),
+            "commit v{v}: {r:?}"
+        );
     }
 }
 
@@ -60,7 +94,10 @@ impl<S: ChunkStore> Driver<S> {
 pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     let a = ChunkId::new(1, 0);
     let b = ChunkId::new(1, 1);
-    let mut fresh = || Driver { store: make(), next: 0 };
+    let mut fresh = || Driver {
+        store: make(),
+        next: 0,
+    };
 
     // A chunk never written reads as a hole and lists as nothing.
     let mut d = fresh();
@@ -70,7 +107,14 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     // An update is pending: committed content stays readable and unchanged until commit.
     let mut d = fresh();
     d.write(a, 1, 0, b"hello");
-    let r = d.update(a, 2, UpdateKind::Write { offset: 0, data: b"HE".to_vec() });
+    let r = d.update(
+        a,
+        2,
+        UpdateKind::Write {
+            offset: 0,
+            data: b"HE".to_vec(),
+        },
+    );
     match r {
         Ok(ChunkDone::Updated(m)) => {
             assert_eq!(m.committed, ChunkVersion(1));
@@ -81,13 +125,22 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         other => panic!("update: {other:?}"),
     }
     let r = d.read(a, 0, 5, false).expect("committed data");
-    assert_eq!((r.data.as_slice(), r.version), (&b"hello"[..], ChunkVersion(1)));
+    assert_eq!(
+        (r.data.as_slice(), r.version),
+        (&b"hello"[..], ChunkVersion(1))
+    );
     let r = d.read(a, 0, 5, true).expect("pending data");
-    assert_eq!((r.data.as_slice(), r.version), (&b"HEllo"[..], ChunkVersion(2)));
+    assert_eq!(
+        (r.data.as_slice(), r.version),
+        (&b"HEllo"[..], ChunkVersion(2))
+    );
     // Commit publishes atomically and records the chain version.
     match d.commit(a, 2, 7) {
         Ok(ChunkDone::Committed(m)) => {
-            assert_eq!((m.committed, m.chain_version, m.len), (ChunkVersion(2), ChainVersion(7), 5));
+            assert_eq!(
+                (m.committed, m.chain_version, m.len),
+                (ChunkVersion(2), ChainVersion(7), 5)
+            );
             assert_eq!(m.checksum, crc32c::checksum(b"HEllo"));
             assert!(m.pending.is_none());
         }
@@ -98,38 +151,83 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     assert_eq!(r.checksum, crc32c::checksum(b"Ell"));
     // Reads are trimmed at the chunk length.
     assert_eq!(d.read(a, 3, 100, false).expect("data").data, b"lo".to_vec());
-    assert_eq!(d.read(a, 50, 10, false).expect("data").data, Vec::<u8>::new());
+    assert_eq!(
+        d.read(a, 50, 10, false).expect("data").data,
+        Vec::<u8>::new()
+    );
 
     // Replays: a commit at or below the committed version is a successful no-op; an update at or
     // below it is a conflict; a commit without a matching pending version is a conflict.
-    assert!(matches!(d.commit(a, 2, 7), Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(2)));
-    assert!(matches!(d.commit(a, 1, 7), Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(2)));
-    assert_eq!(d.update(a, 2, UpdateKind::Remove), Err(ChunkError::VersionConflict));
+    assert!(
+        matches!(d.commit(a, 2, 7), Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(2))
+    );
+    assert!(
+        matches!(d.commit(a, 1, 7), Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(2))
+    );
+    assert_eq!(
+        d.update(a, 2, UpdateKind::Remove),
+        Err(ChunkError::VersionConflict)
+    );
     assert_eq!(d.commit(a, 3, 7), Err(ChunkError::VersionConflict));
     assert_eq!(d.commit(b, 1, 7), Err(ChunkError::VersionConflict));
 
     // A newer pending version of the same number replaces the old one (the head decides).
     let mut d = fresh();
     d.write(a, 1, 0, b"aaaa");
-    d.update(a, 2, UpdateKind::Write { offset: 0, data: b"bb".to_vec() }).expect("update");
-    d.update(a, 2, UpdateKind::Write { offset: 2, data: b"cc".to_vec() }).expect("update");
+    d.update(
+        a,
+        2,
+        UpdateKind::Write {
+            offset: 0,
+            data: b"bb".to_vec(),
+        },
+    )
+    .expect("update");
+    d.update(
+        a,
+        2,
+        UpdateKind::Write {
+            offset: 2,
+            data: b"cc".to_vec(),
+        },
+    )
+    .expect("update");
     d.commit(a, 2, 1).expect("commit");
     assert_eq!(d.read(a, 0, 4, false).expect("data").data, b"aacc".to_vec());
 
     // Truncate shrinks or zero-extends; extend never shrinks; writes past the end zero-fill.
     let mut d = fresh();
     d.write(a, 1, 2, b"xy");
-    assert_eq!(d.read(a, 0, 10, false).expect("data").data, vec![0, 0, b'x', b'y']);
-    d.update(a, 2, UpdateKind::Truncate { len: 3 }).expect("truncate");
+    assert_eq!(
+        d.read(a, 0, 10, false).expect("data").data,
+        vec![0, 0, b'x', b'y']
+    );
+    d.update(a, 2, UpdateKind::Truncate { len: 3 })
+        .expect("truncate");
     d.commit(a, 2, 1).expect("commit");
-    assert_eq!(d.read(a, 0, 10, false).expect("data").data, vec![0, 0, b'x']);
-    d.update(a, 3, UpdateKind::Extend { len: 2 }).expect("extend");
+    assert_eq!(
+        d.read(a, 0, 10, false).expect("data").data,
+        vec![0, 0, b'x']
+    );
+    d.update(a, 3, UpdateKind::Extend { len: 2 })
+        .expect("extend");
     d.commit(a, 3, 1).expect("commit");
     assert_eq!(d.read(a, 0, 10, false).expect("data").data.len(), 3);
-    d.update(a, 4, UpdateKind::Extend { len: 5 }).expect("extend");
+    d.update(a, 4, UpdateKind::Extend { len: 5 })
+        .expect("extend");
     d.commit(a, 4, 1).expect("commit");
-    assert_eq!(d.read(a, 0, 10, false).expect("data").data, vec![0, 0, b'x', 0, 0]);
-    d.update(a, 5, UpdateKind::Replace { data: b"new".to_vec() }).expect("replace");
+    assert_eq!(
+        d.read(a, 0, 10, false).expect("data").data,
+        vec![0, 0, b'x', 0, 0]
+    );
+    d.update(
+        a,
+        5,
+        UpdateKind::Replace {
+            data: b"new".to_vec(),
+        },
+    )
+    .expect("replace");
     d.commit(a, 5, 1).expect("commit");
     assert_eq!(d.read(a, 0, 10, false).expect("data").data, b"new".to_vec());
 
@@ -138,11 +236,18 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     d.write(a, 1, 0, b"gone");
     d.write(b, 1, 0, b"kept");
     d.update(a, 2, UpdateKind::Remove).expect("remove");
-    assert_eq!(d.read(a, 0, 4, false).expect("still committed").data, b"gone".to_vec());
-    assert!(matches!(d.commit(a, 2, 1), Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(0)));
+    assert_eq!(
+        d.read(a, 0, 4, false).expect("still committed").data,
+        b"gone".to_vec()
+    );
+    assert!(
+        matches!(d.commit(a, 2, 1), Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(0))
+    );
     assert_eq!(d.read(a, 0, 4, false), None);
-    d.update(a, 1, UpdateKind::Remove).expect("remove of an absent chunk");
-    d.commit(a, 1, 1).expect("commit of a remove of an absent chunk");
+    d.update(a, 1, UpdateKind::Remove)
+        .expect("remove of an absent chunk");
+    d.commit(a, 1, 1)
+        .expect("commit of a remove of an absent chunk");
     assert_eq!(d.read(a, 0, 4, false), None);
     match d.run(ChunkOp::List) {
         Ok(ChunkDone::Listed(metas)) => {
@@ -156,10 +261,32 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     // Ops on one chunk complete in submission order, each exactly once.
     let mut d = fresh();
     let ops = [
-        ChunkOp::Update { chunk: a, version: ChunkVersion(1), kind: UpdateKind::Write { offset: 0, data: b"1".to_vec() } },
-        ChunkOp::Commit { chunk: a, version: ChunkVersion(1), chain_version: ChainVersion(1) },
-        ChunkOp::Update { chunk: a, version: ChunkVersion(2), kind: UpdateKind::Write { offset: 0, data: b"2".to_vec() } },
-        ChunkOp::Commit { chunk: a, version: ChunkVersion(2), chain_version: ChainVersion(1) },
+        ChunkOp::Update {
+            chunk: a,
+            version: ChunkVersion(1),
+            kind: UpdateKind::Write {
+                offset: 0,
+                data: b"1".to_vec(),
+            },
+        },
+        ChunkOp::Commit {
+            chunk: a,
+            version: ChunkVersion(1),
+            chain_version: ChainVersion(1),
+        },
+        ChunkOp::Update {
+            chunk: a,
+            version: ChunkVersion(2),
+            kind: UpdateKind::Write {
+                offset: 0,
+                data: b"2".to_vec(),
+            },
+        },
+        ChunkOp::Commit {
+            chunk: a,
+            version: ChunkVersion(2),
+            chain_version: ChainVersion(1),
+        },
     ];
     for (i, op) in ops.iter().enumerate() {
         d.store.submit(IoId(100 + i as u64), op.clone());
@@ -173,7 +300,11 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         std::thread::yield_now();
     }
     let ids: Vec<u64> = done.iter().map(|(id, _)| id.0).collect();
-    assert_eq!(ids, vec![100, 101, 102, 103], "same-chunk completions in submission order");
+    assert_eq!(
+        ids,
+        vec![100, 101, 102, 103],
+        "same-chunk completions in submission order"
+    );
     assert!(done.iter().all(|(_, r)| r.is_ok()), "{done:?}");
     assert_eq!(d.read(a, 0, 1, false).expect("data").data, b"2".to_vec());
 }

@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::chunk::{ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkRead, ChunkStore, PendingMeta, UpdateKind};
+use crate::chunk::{
+    ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkRead, ChunkStore, PendingMeta, UpdateKind,
+};
 use crate::crc32c;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
@@ -69,8 +71,15 @@ impl MemChunkStore {
     pub fn apply(&mut self, op: &ChunkOp) -> Result<ChunkDone, ChunkError> {
         match op {
             ChunkOp::List => Ok(ChunkDone::Listed(self.metas())),
-            ChunkOp::Read { chunk, offset, len, uncommitted } => {
-                let Some(c) = self.chunks.get(chunk) else { return Ok(ChunkDone::Read(None)) };
+            ChunkOp::Read {
+                chunk,
+                offset,
+                len,
+                uncommitted,
+            } => {
+                let Some(c) = self.chunks.get(chunk) else {
+                    return Ok(ChunkDone::Read(None));
+                };
                 let (version, bytes) = match (&c.pending, uncommitted) {
                     (Some((v, Some(content))), true) => (*v, content.as_slice()),
                     (Some((_, None)), true) => return Ok(ChunkDone::Read(None)),
@@ -81,9 +90,17 @@ impl MemChunkStore {
                 let end = start.saturating_add(*len as usize).min(bytes.len());
                 let data = bytes[start..end].to_vec();
                 let checksum = crc32c::checksum(&data);
-                Ok(ChunkDone::Read(Some(ChunkRead { data, version, checksum })))
+                Ok(ChunkDone::Read(Some(ChunkRead {
+                    data,
+                    version,
+                    checksum,
+                })))
             }
-            ChunkOp::Update { chunk, version, kind } => {
+            ChunkOp::Update {
+                chunk,
+                version,
+                kind,
+            } => {
                 let c = self.chunks.entry(*chunk).or_default();
                 if *version <= c.committed {
                     return Err(ChunkError::VersionConflict);
@@ -96,7 +113,11 @@ impl MemChunkStore {
                 c.pending = Some((*version, content));
                 Ok(ChunkDone::Updated(c.meta(*chunk)))
             }
-            ChunkOp::Commit { chunk, version, chain_version } => {
+            ChunkOp::Commit {
+                chunk,
+                version,
+                chain_version,
+            } => {
                 let Some(c) = self.chunks.get_mut(chunk) else {
                     return Err(ChunkError::VersionConflict);
                 };
@@ -113,7 +134,11 @@ impl MemChunkStore {
                         }
                         None => {
                             self.chunks.remove(chunk);
-                            let meta = ChunkMeta { chunk: *chunk, chain_version: *chain_version, ..ChunkMeta::default() };
+                            let meta = ChunkMeta {
+                                chunk: *chunk,
+                                chain_version: *chain_version,
+                                ..ChunkMeta::default()
+                            };
                             Ok(ChunkDone::Committed(meta))
                         }
                     },

@@ -45,7 +45,8 @@ pub struct StepEffects<Ret> {
 /// loses or changes anything: the model must only ever carry bytes a real peer could decode.
 pub fn through_codec(msg: &Msg) -> Msg {
     let bytes = msg.encode();
-    let decoded = Msg::decode(&bytes).unwrap_or_else(|e| panic!("codec rejects its own frame {msg:?}: {e}"));
+    let decoded =
+        Msg::decode(&bytes).unwrap_or_else(|e| panic!("codec rejects its own frame {msg:?}: {e}"));
     assert_eq!(&decoded, msg, "codec round trip changed a message");
     decoded
 }
@@ -71,7 +72,12 @@ where
 }
 
 /// Runs `start` on `machine` and forwards its actions.
-pub fn start<M, A>(me: Id, machine: &mut M, o: &mut Out<A>, wrap_timer: impl Fn(M::Timer) -> A::Timer) -> StepEffects<M::Ret>
+pub fn start<M, A>(
+    me: Id,
+    machine: &mut M,
+    o: &mut Out<A>,
+    wrap_timer: impl Fn(M::Timer) -> A::Timer,
+) -> StepEffects<M::Ret>
 where
     M: Machine<Msg = Msg>,
     A: Actor,
@@ -83,13 +89,21 @@ where
     apply_actions(me, outbox, o, wrap_timer)
 }
 
-fn apply_actions<M, A>(me: Id, mut outbox: Outbox<M>, o: &mut Out<A>, wrap_timer: impl Fn(M::Timer) -> A::Timer) -> StepEffects<M::Ret>
+fn apply_actions<M, A>(
+    me: Id,
+    mut outbox: Outbox<M>,
+    o: &mut Out<A>,
+    wrap_timer: impl Fn(M::Timer) -> A::Timer,
+) -> StepEffects<M::Ret>
 where
     M: Machine<Msg = Msg>,
     A: Actor,
     A::Msg: ModelMsg,
 {
-    let mut effects = StepEffects { returns: Vec::new(), halted: None };
+    let mut effects = StepEffects {
+        returns: Vec::new(),
+        halted: None,
+    };
     for action in outbox.drain() {
         match action {
             ActionOf::Send { to, msg } => o.send(actor_id(to), A::Msg::wire(through_codec(&msg))),

@@ -77,16 +77,30 @@ where
     M::State: Clone + std::fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
 {
-    let properties: Vec<(&'static str, Expectation)> =
-        model.properties().into_iter().map(|p| (p.name, p.expectation)).collect();
+    let properties: Vec<(&'static str, Expectation)> = model
+        .properties()
+        .into_iter()
+        .map(|p| (p.name, p.expectation))
+        .collect();
     let start = Instant::now();
-    let checker = model.checker().threads(threads.max(1)).spawn_bfs();
+    // Stop at the first violated property: a broken variant's state space can be far larger than
+    // the correct protocol's, and one counterexample is the verdict.
+    let checker = model
+        .checker()
+        .threads(threads.max(1))
+        .finish_when(stateright::HasDiscoveries::AnyFailures)
+        .spawn_bfs();
     while !checker.is_done() {
         std::thread::sleep(Duration::from_millis(200));
         progress(checker.unique_state_count());
     }
     let checker = checker.join();
     let elapsed = start.elapsed();
+    let stopped_early = checker.discoveries().keys().any(|name| {
+        properties
+            .iter()
+            .any(|(n, e)| n == name && *e != Expectation::Sometimes)
+    });
     let mut failures = Vec::new();
     let mut passed = Vec::new();
     for (name, expectation) in properties {
@@ -94,6 +108,8 @@ where
         match (expectation, discovery) {
             (Expectation::Always, None) | (Expectation::Sometimes, Some(_)) => passed.push(name),
             (Expectation::Eventually, None) => passed.push(name),
+            // After an early stop, unreached "sometimes" goals say nothing: skip them.
+            (Expectation::Sometimes, None) if stopped_early => {}
             (Expectation::Sometimes, None) => failures.push(PropertyFailure {
                 name,
                 kind: FailureKind::Unreached,
@@ -108,7 +124,12 @@ where
                 } else {
                     FailureKind::NotEventually
                 };
-                failures.push(PropertyFailure { name, kind, steps, final_state });
+                failures.push(PropertyFailure {
+                    name,
+                    kind,
+                    steps,
+                    final_state,
+                });
             }
         }
     }
@@ -141,10 +162,19 @@ pub fn render(verdict: &Verdict) -> String {
     for f in &verdict.failures {
         match f.kind {
             FailureKind::Unreached => {
-                let _ = writeln!(s, "  FAIL  {}: never reached (the model cannot exercise it)", f.name);
+                let _ = writeln!(
+                    s,
+                    "  FAIL  {}: never reached (the model cannot exercise it)",
+                    f.name
+                );
             }
             _ => {
-                let _ = writeln!(s, "  FAIL  {}: counterexample in {} steps:", f.name, f.steps.len());
+                let _ = writeln!(
+                    s,
+                    "  FAIL  {}: counterexample in {} steps:",
+                    f.name,
+                    f.steps.len()
+                );
                 for (i, step) in f.steps.iter().enumerate() {
                     let _ = writeln!(s, "    {:>3}. {step}", i + 1);
                 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Enforces the dependency rules of ARCHITECTURE.md with `cargo tree`:
+# - t3fs-core depends on no workspace crate and no async or OS crate;
+# - t3fs-sim never depends on t3fs-real, and t3fs-real never on t3fs-sim;
+# - t3fs-reports depends on no workspace crate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+deps() { cargo tree --locked -p "$1" -e normal --prefix none --all-features | sed 's/ .*//' | sort -u; }
+
+core=$(deps t3fs-core)
+for banned in tokio mio io-uring socket2 t3fs-sim t3fs-real t3fs-scenario t3fs-reports; do
+  if grep -qx "$banned" <<<"$core"; then echo "rule broken: t3fs-core depends on $banned"; fail=1; fi
+done
+if grep -qx t3fs-real <<<"$(deps t3fs-sim)"; then echo "rule broken: t3fs-sim depends on t3fs-real"; fail=1; fi
+if grep -qx t3fs-sim <<<"$(deps t3fs-real)"; then echo "rule broken: t3fs-real depends on t3fs-sim"; fail=1; fi
+reports=$(deps t3fs-reports)
+for banned in t3fs-core t3fs-sim t3fs-real t3fs-scenario; do
+  if grep -qx "$banned" <<<"$reports"; then echo "rule broken: t3fs-reports depends on $banned"; fail=1; fi
+done
+if [ "$fail" -ne 0 ]; then exit 1; fi
+echo "dependency rules hold"

@@ -10,29 +10,7 @@ use crate::routing::{ChainInfo, ChainTarget, PublicState};
 const C1: ChainId = ChainId(1);
 
 fn routing(version: u64, targets: &[(u32, PublicState)]) -> RoutingInfo {
-    let mut r = RoutingInfo {
-        version: RoutingVersion(version),
-        ..RoutingInfo::default()
-    };
-    let targets = targets
-        .iter()
-        .map(|&(t, state)| ChainTarget {
-            target: TargetId(t),
-            state,
-        })
-        .collect();
-    r.chains.insert(
-        C1,
-        ChainInfo {
-            chain: C1,
-            version: ChainVersion(version as u32),
-            targets,
-        },
-    );
-    for t in 1..=3 {
-        r.targets.insert(TargetId(t), NodeId(t));
-    }
-    r
+    crate::testing::one_chain_routing(version, version as u32, targets)
 }
 
 fn client() -> Client {

@@ -24,29 +24,7 @@ fn chunk() -> ChunkId {
 }
 
 fn routing(version: u64, chain_version: u32, targets: &[(u32, PublicState)]) -> RoutingInfo {
-    let mut r = RoutingInfo {
-        version: RoutingVersion(version),
-        ..RoutingInfo::default()
-    };
-    let targets = targets
-        .iter()
-        .map(|&(t, state)| ChainTarget {
-            target: TargetId(t),
-            state,
-        })
-        .collect();
-    r.chains.insert(
-        C1,
-        ChainInfo {
-            chain: C1,
-            version: ChainVersion(chain_version),
-            targets,
-        },
-    );
-    for t in 1..=3 {
-        r.targets.insert(TargetId(t), NodeId(t));
-    }
-    r
+    crate::testing::one_chain_routing(version, chain_version, targets)
 }
 
 fn all_serving() -> RoutingInfo {

@@ -9,3 +9,39 @@ mod mem_chunk_store;
 
 pub use chunk_store_suite::chunk_store_suite;
 pub use mem_chunk_store::{MemChunk, MemChunkStore};
+
+use crate::ids::{ChainId, ChainVersion, NodeId, RoutingVersion, TargetId};
+use crate::routing::{ChainInfo, ChainTarget, PublicState, RoutingInfo};
+
+/// Routing info with one chain `c1` at `chain_version` over `targets` (target id, public state),
+/// where target `tN` lives on node `nN`: the fixture of handler tests.
+pub fn one_chain_routing(
+    version: u64,
+    chain_version: u32,
+    targets: &[(u32, PublicState)],
+) -> RoutingInfo {
+    let chain = ChainId(1);
+    let mut r = RoutingInfo {
+        version: RoutingVersion(version),
+        ..RoutingInfo::default()
+    };
+    let list = targets
+        .iter()
+        .map(|&(t, state)| ChainTarget {
+            target: TargetId(t),
+            state,
+        })
+        .collect();
+    r.chains.insert(
+        chain,
+        ChainInfo {
+            chain,
+            version: ChainVersion(chain_version),
+            targets: list,
+        },
+    );
+    for &(t, _) in targets {
+        r.targets.insert(TargetId(t), NodeId(t));
+    }
+    r
+}

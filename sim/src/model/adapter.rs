@@ -65,10 +65,7 @@ where
     A::Msg: ModelMsg,
     A::Timer: Clone + Debug + Eq + Hash,
 {
-    let mut outbox = Outbox::<M>::new();
-    machine.handle(Instant::ZERO, event, &mut outbox);
-    machine.check_invariants();
-    apply_actions(me, outbox, o, wrap_timer)
+    drive(me, machine, Some(event), o, wrap_timer)
 }
 
 /// Runs `start` on `machine` and forwards its actions.
@@ -83,8 +80,27 @@ where
     A: Actor,
     A::Msg: ModelMsg,
 {
+    drive(me, machine, None, o, wrap_timer)
+}
+
+/// Runs one handler call (`start` when `event` is `None`), checks invariants, forwards actions.
+fn drive<M, A>(
+    me: Id,
+    machine: &mut M,
+    event: Option<Event<M>>,
+    o: &mut Out<A>,
+    wrap_timer: impl Fn(M::Timer) -> A::Timer,
+) -> StepEffects<M::Ret>
+where
+    M: Machine<Msg = Msg>,
+    A: Actor,
+    A::Msg: ModelMsg,
+{
     let mut outbox = Outbox::<M>::new();
-    machine.start(Instant::ZERO, &mut outbox);
+    match event {
+        Some(event) => machine.handle(Instant::ZERO, event, &mut outbox),
+        None => machine.start(Instant::ZERO, &mut outbox),
+    }
     machine.check_invariants();
     apply_actions(me, outbox, o, wrap_timer)
 }

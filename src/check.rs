@@ -72,7 +72,7 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
         "cargo run --release -- check craq --replicas {} --clients {} --writes {} --failures {} --client-retries {} --forward-retries {}",
         cfg.replicas, cfg.clients, cfg.writes, cfg.failures, a.client_retries, a.forward_retries
     );
-    if let ReadModeArg::Committed = a.read_mode {
+    if cfg.read_mode == ReadMode::Committed {
         cmd.push_str(" --read-mode committed");
     }
     if let Some(bug) = &a.bug {
@@ -123,7 +123,18 @@ fn run_craq(a: CraqArgs) -> ExitCode {
     };
     // Without shape flags, check the standard pair: concurrency (two clients racing on one chunk)
     // and failover (a fail-stop anywhere in the chain during a client's writes and reads).
+    // A planted bug alone selects the configuration known to catch it (see --list-bugs).
+    let catching = bug
+        .and_then(craq::catching_config)
+        .filter(|_| matches!(a.read_mode, ReadModeArg::RejectDirty));
     let configs = match (a.replicas, a.clients, a.writes, a.failures) {
+        (None, None, None, None) if catching.is_some() => {
+            vec![craq::CraqConfig {
+                client_retries: a.client_retries,
+                forward_retries: a.forward_retries,
+                ..catching.expect("checked")
+            }]
+        }
         (None, None, None, None) => vec![make(3, 2, 1, 0), make(3, 1, 2, 1)],
         (r, c, w, f) => vec![make(
             r.unwrap_or(3),

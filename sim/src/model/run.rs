@@ -23,8 +23,10 @@ pub struct Verdict {
     /// Failed properties with their counterexample steps (empty steps for unreached
     /// `Sometimes` properties).
     pub failures: Vec<PropertyFailure>,
-    /// Properties that hold.
+    /// Properties that hold (when `complete`), or were not violated before the search stopped.
     pub passed: Vec<&'static str>,
+    /// The whole state space was explored (false after stopping at the first failure).
+    pub complete: bool,
 }
 
 /// One failed property.
@@ -140,6 +142,7 @@ where
         elapsed,
         failures,
         passed,
+        complete: !stopped_early,
     }
 }
 
@@ -156,6 +159,12 @@ pub fn render(verdict: &Verdict) -> String {
         verdict.elapsed.as_secs_f64(),
         verdict.states_per_sec()
     );
+    if !verdict.complete {
+        let _ = writeln!(
+            s,
+            "search stopped at the first violation; \"ok\" below means not violated so far"
+        );
+    }
     for name in &verdict.passed {
         let _ = writeln!(s, "  ok    {name}");
     }

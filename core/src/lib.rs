@@ -13,7 +13,7 @@
 //! 3. A machine performs no I/O. Every asynchronous effect (send, timer, chunk I/O) is an
 //!    [`machine::Action`], and every completion is an [`machine::Event`]. An `Io` action is
 //!    answered by exactly one `IoDone` unless the node crashes first.
-//! 4. State uses `BTreeMap`/`BTreeSet`/`Vec`/`VecDeque`, never `HashMap`: iteration order must
+//! 4. State uses `BTreeMap`/`BTreeSet`/`Vec`/`VecDeque`, never hash maps: iteration order must
 //!    not depend on the process. Machine state derives `Clone, Debug, Eq, Hash` so the model
 //!    checker can store and compare it.
 //! 5. No threads, no globals, no `unsafe`.

@@ -7,7 +7,6 @@ use crate::crc32c;
 use crate::ids::{ChainId, ChannelId, ChunkId, RequestId, SeqNum, TargetId};
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{MessageTag, Msg, ReadReply, ReadReq, Status, UpdateReply, UpdateReq};
-use crate::time::Instant;
 
 /// What a chunk I/O does.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -153,7 +152,7 @@ impl Client {
     }
 
     /// Sends (or re-sends) chunk I/O `id` and arms its timeout.
-    pub(super) fn send_io(&mut self, _now: Instant, id: RequestId, out: &mut Outbox<Self>) {
+    pub(super) fn send_io(&mut self, id: RequestId, out: &mut Outbox<Self>) {
         let Some(io) = self.ios.get(&id) else { return };
         if matches!(io.kind, IoKind::Update { .. }) && io.channel.is_none() {
             match self.take_channel() {
@@ -232,7 +231,7 @@ impl Client {
         }
     }
 
-    pub(super) fn on_retry(&mut self, now: Instant, id: RequestId, out: &mut Outbox<Self>) {
+    pub(super) fn on_retry(&mut self, id: RequestId, out: &mut Outbox<Self>) {
         let max = self.cfg.retries_max;
         let Some(io) = self.ios.get_mut(&id) else {
             return;
@@ -242,7 +241,7 @@ impl Client {
         if io.retries > max {
             return self.finish_io(id, Err(Status::ForwardFailed), out);
         }
-        self.send_io(now, id, out);
+        self.send_io(id, out);
     }
 
     fn retry_after_status(&mut self, id: RequestId, status: Status, out: &mut Outbox<Self>) {
@@ -261,12 +260,7 @@ impl Client {
         out.set_timer(ClientTimer::Retry(id), self.cfg.retry_wait.clone());
     }
 
-    pub(super) fn on_update_reply(
-        &mut self,
-        _now: Instant,
-        rep: UpdateReply,
-        out: &mut Outbox<Self>,
-    ) {
+    pub(super) fn on_update_reply(&mut self, rep: UpdateReply, out: &mut Outbox<Self>) {
         let found = self.ios.values().find(|io| {
             io.channel == Some((rep.tag.channel, rep.tag.seqnum))
                 && io.chunk == rep.chunk
@@ -282,7 +276,7 @@ impl Client {
         }
     }
 
-    pub(super) fn on_read_reply(&mut self, _now: Instant, rep: ReadReply, out: &mut Outbox<Self>) {
+    pub(super) fn on_read_reply(&mut self, rep: ReadReply, out: &mut Outbox<Self>) {
         let Some(io) = self.ios.get(&rep.read_id) else {
             return;
         };
@@ -344,7 +338,7 @@ impl Client {
             self.free_channels.insert(ch);
             if !self.waiting.is_empty() {
                 let next = self.waiting.remove(0);
-                self.send_io(Instant::ZERO, next, out);
+                self.send_io(next, out);
             }
         }
     }

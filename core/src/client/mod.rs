@@ -207,7 +207,7 @@ impl Client {
         self.ios.values()
     }
 
-    fn on_call(&mut self, now: Instant, req: RequestId, call: ClientCall, out: &mut Outbox<Self>) {
+    fn on_call(&mut self, req: RequestId, call: ClientCall, out: &mut Outbox<Self>) {
         if self.calls.len() >= limits::CLIENT_CALLS_MAX || self.calls.contains_key(&req) {
             return out.push(crate::machine::ActionOf::Return {
                 req,
@@ -257,7 +257,7 @@ impl Client {
                 sent_to: None,
             };
             self.ios.insert(id, io);
-            self.send_io(now, id, out);
+            self.send_io(id, out);
         }
     }
 
@@ -276,7 +276,7 @@ impl Client {
         out.push(crate::machine::ActionOf::Return { req, ret });
     }
 
-    fn on_routing(&mut self, now: Instant, routing: RoutingInfo, out: &mut Outbox<Self>) {
+    fn on_routing(&mut self, routing: RoutingInfo, out: &mut Outbox<Self>) {
         if routing.version <= self.routing.version {
             return;
         }
@@ -290,7 +290,7 @@ impl Client {
             .map(|io| io.id)
             .collect();
         for id in moved {
-            self.on_retry(now, id, out);
+            self.on_retry(id, out);
         }
     }
 }
@@ -305,19 +305,19 @@ impl Machine for Client {
 
     fn handle(
         &mut self,
-        now: Instant,
+        _now: Instant,
         event: EventOf<Msg, ClientTimer, ClientCall>,
         out: &mut Outbox<Self>,
     ) {
         match event {
-            EventOf::Call { req, call } => self.on_call(now, req, call, out),
+            EventOf::Call { req, call } => self.on_call(req, call, out),
             EventOf::Recv { msg, .. } => match msg {
-                Msg::UpdateReply(rep) => self.on_update_reply(now, rep, out),
-                Msg::ReadReply(rep) => self.on_read_reply(now, rep, out),
-                Msg::Routing(routing) => self.on_routing(now, routing, out),
+                Msg::UpdateReply(rep) => self.on_update_reply(rep, out),
+                Msg::ReadReply(rep) => self.on_read_reply(rep, out),
+                Msg::Routing(routing) => self.on_routing(routing, out),
                 Msg::Write(_) | Msg::Update(_) | Msg::Read(_) | Msg::GetRouting { .. } => {}
             },
-            EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(now, id, out),
+            EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(id, out),
             // The client submits no I/O.
             EventOf::IoDone { .. } => {}
         }

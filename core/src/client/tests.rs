@@ -2,10 +2,10 @@
 //! over serving replicas, and retries that keep the exactly-once channel and seqnum.
 
 use super::*;
-use crate::ids::{ChainVersion, RoutingVersion, TargetId};
+use crate::ids::ChainVersion;
 use crate::machine::{Action, ActionOf};
 use crate::msg::{ReadReply, ReadReq, UpdateReply};
-use crate::routing::{ChainInfo, ChainTarget, PublicState};
+use crate::routing::PublicState;
 
 const C1: ChainId = ChainId(1);
 
@@ -133,14 +133,7 @@ fn retry_after_head_failure_keeps_channel_and_seqnum_and_goes_to_new_head() {
         len: 1,
         checksum: 0,
     };
-    let reply = UpdateReply {
-        tag: second.tag,
-        chain: second.chain,
-        chunk: second.chunk,
-        update_version: ChunkVersion(0),
-        status: Status::Ok,
-        result: Some(result),
-    };
+    let reply = UpdateReply::answering(second, Status::Ok, Some(result));
     let acts = handle(
         &mut c,
         EventOf::Recv {
@@ -167,43 +160,54 @@ fn retry_after_head_failure_keeps_channel_and_seqnum_and_goes_to_new_head() {
     );
 }
 
-#[test]
-fn reads_rotate_over_serving_replicas_and_fail_after_the_retry_budget() {
-    let mut c = client();
+/// Starts a read call of `len` bytes at offset 0 and returns where its chunk read went.
+fn start_read(c: &mut Client, len: u64) -> (NodeId, ReadReq) {
     let call = ClientCall::Read {
         inode: InodeId(5),
         layout: layout(),
         offset: 0,
-        len: 3,
+        len,
     };
     let acts = handle(
-        &mut c,
+        c,
         EventOf::Call {
             req: RequestId(1),
             call,
         },
     );
-    let ActionOf::Send {
-        to: first,
-        msg: Msg::Read(read),
-    } = acts[0].clone()
-    else {
-        panic!("{acts:?}")
-    };
-    let not_committed = |r: &ReadReq| ReadReply {
-        read_id: r.read_id,
-        chunk: r.chunk,
-        status: Status::NotCommitted,
-        data: vec![],
-        version: ChunkVersion(0),
-        checksum: 0,
-    };
-    let acts = handle(
+    match acts[0].clone() {
+        ActionOf::Send {
+            to,
+            msg: Msg::Read(read),
+        } => (to, read),
+        _ => panic!("{acts:?}"),
+    }
+}
+
+fn read_reply(read: &ReadReq, status: Status, data: &[u8], checksum: u32) -> Msg {
+    let version = ChunkVersion(u32::from(!data.is_empty()));
+    Msg::ReadReply(ReadReply {
+        read_id: read.read_id,
+        chunk: read.chunk,
+        status,
+        data: data.to_vec(),
+        version,
+        checksum,
+    })
+}
+
+fn recv(c: &mut Client, from: NodeId, msg: Msg) -> Vec<Action<Client>> {
+    handle(c, EventOf::Recv { from, msg })
+}
+
+#[test]
+fn reads_rotate_over_serving_replicas_and_fail_after_the_retry_budget() {
+    let mut c = client();
+    let (first, read) = start_read(&mut c, 3);
+    let acts = recv(
         &mut c,
-        EventOf::Recv {
-            from: first,
-            msg: Msg::ReadReply(not_committed(&read)),
-        },
+        first,
+        read_reply(&read, Status::NotCommitted, b"", 0),
     );
     assert!(
         matches!(
@@ -238,60 +242,14 @@ fn reads_rotate_over_serving_replicas_and_fail_after_the_retry_budget() {
 #[test]
 fn read_with_bad_checksum_is_retried_never_returned() {
     let mut c = client();
-    let call = ClientCall::Read {
-        inode: InodeId(5),
-        layout: layout(),
-        offset: 0,
-        len: 2,
-    };
-    let acts = handle(
-        &mut c,
-        EventOf::Call {
-            req: RequestId(1),
-            call,
-        },
-    );
-    let ActionOf::Send {
-        to,
-        msg: Msg::Read(read),
-    } = acts[0].clone()
-    else {
-        panic!("{acts:?}")
-    };
-    let bad = ReadReply {
-        read_id: read.read_id,
-        chunk: read.chunk,
-        status: Status::Ok,
-        data: b"zz".to_vec(),
-        version: ChunkVersion(1),
-        checksum: 7,
-    };
-    let acts = handle(
-        &mut c,
-        EventOf::Recv {
-            from: to,
-            msg: Msg::ReadReply(bad),
-        },
-    );
+    let (to, read) = start_read(&mut c, 2);
+    let acts = recv(&mut c, to, read_reply(&read, Status::Ok, b"zz", 7));
     assert!(
         acts.iter().all(|a| !matches!(a, ActionOf::Return { .. })),
         "{acts:?}"
     );
-    let good = ReadReply {
-        read_id: read.read_id,
-        chunk: read.chunk,
-        status: Status::Ok,
-        data: b"z".to_vec(),
-        version: ChunkVersion(1),
-        checksum: crate::crc32c::checksum(b"z"),
-    };
-    let acts = handle(
-        &mut c,
-        EventOf::Recv {
-            from: to,
-            msg: Msg::ReadReply(good),
-        },
-    );
+    let good = read_reply(&read, Status::Ok, b"z", crate::crc32c::checksum(b"z"));
+    let acts = recv(&mut c, to, good);
     // One byte was stored; the second is past the chunk's end and reads as zero.
     assert!(acts.contains(&ActionOf::Return {
         req: RequestId(1),

@@ -101,6 +101,21 @@ pub struct UpdateReply {
     /// Present when `status` is `Ok`.
     pub result: Option<UpdateResult>,
 }
+impl UpdateReply {
+    /// The reply to `req` with `status` (and a result on success), echoing what the requester
+    /// matches replies by: tag, chain, chunk and update version.
+    pub fn answering(req: &UpdateReq, status: Status, result: Option<UpdateResult>) -> Self {
+        Self {
+            tag: req.tag,
+            chain: req.chain,
+            chunk: req.chunk,
+            update_version: req.update_version,
+            status,
+            result,
+        }
+    }
+}
+
 wire_struct!(UpdateReply {
     tag,
     chain,

@@ -31,11 +31,11 @@ use std::ops::Range;
 use core::time::Duration;
 
 use crate::bugs::PlantedBug;
-use crate::chunk::{ChunkDone, ChunkMeta, ChunkOp};
-use crate::ids::{ChainId, ChunkId, IoId, NodeId, TargetId};
+use crate::chunk::{ChunkDone, ChunkError, ChunkMeta, ChunkOp};
+use crate::ids::{ChainId, ChainVersion, ChunkId, IoId, NodeId, TargetId, VersionedChain};
 use crate::machine::{EventOf, IoOp, IoResult, Machine, NoCall, Outbox};
-use crate::msg::{Msg, ReadReq};
-use crate::routing::{ChainInfo, LocalState, RoutingInfo};
+use crate::msg::{Msg, ReadReq, Status};
+use crate::routing::{LocalState, PublicState, RoutingInfo};
 use crate::time::Instant;
 use chunk_lock::ChunkLocks;
 use exactly_once::ExactlyOnce;
@@ -107,6 +107,15 @@ enum IoPurpose {
         from: NodeId,
         req: ReadReq,
     },
+}
+
+/// A hosted target's place in its chain, as admission checks need it.
+#[derive(Clone, Copy, Debug)]
+struct LocalView {
+    target: TargetId,
+    version: ChainVersion,
+    state: PublicState,
+    is_head: bool,
 }
 
 /// One hosted target.
@@ -235,14 +244,32 @@ impl StorageNode {
         self.routing = routing;
     }
 
-    /// This node's target in `chain` and the chain's info, if it hosts one.
-    fn local_target(&self, chain: ChainId) -> Option<(TargetId, ChainInfo)> {
+    /// This node's place in `chain` under the current routing, if it hosts a target of it.
+    fn local_view(&self, chain: ChainId) -> Option<LocalView> {
         let info = self.routing.chain(chain)?;
         let t = info
             .targets
             .iter()
             .find(|t| self.targets.contains_key(&t.target))?;
-        Some((t.target, info.clone()))
+        Some(LocalView {
+            target: t.target,
+            version: info.version,
+            state: t.state,
+            is_head: info.head() == Some(t.target),
+        })
+    }
+
+    /// The admission check every request passes first: this node hosts a target of the chain
+    /// and the request's chain version matches this node's exactly (3FS §3.2 step 1).
+    fn admit_chain(&mut self, chain: VersionedChain) -> Result<LocalView, Status> {
+        let view = self.local_view(chain.chain).ok_or(Status::NoTarget)?;
+        if view.version != chain.version && !self.bug(PlantedBug::SkipChainVersionCheck) {
+            self.counters.stale_chain_version += 1;
+            return Err(Status::StaleChainVersion {
+                current: view.version,
+            });
+        }
+        Ok(view)
     }
 
     fn alloc_io(&mut self, purpose: IoPurpose) -> IoId {
@@ -262,7 +289,7 @@ impl StorageNode {
         out.io(id, IoOp::Chunk { target, op });
     }
 
-    fn on_routing(&mut self, now: Instant, routing: RoutingInfo, out: &mut Outbox<Self>) {
+    fn on_routing(&mut self, routing: RoutingInfo, out: &mut Outbox<Self>) {
         // Routing only moves forward: an older or equal version (a delayed or duplicated push)
         // is ignored, so chain versions seen by this node never decrease.
         if routing.version <= self.routing.version {
@@ -289,39 +316,50 @@ impl StorageNode {
             }
         }
         for (target, chunk) in stale {
-            self.reforward(now, target, chunk, out);
+            self.forward(target, chunk, out);
         }
     }
 
-    fn on_io_done(&mut self, now: Instant, id: IoId, result: IoResult, out: &mut Outbox<Self>) {
+    fn on_io_done(&mut self, id: IoId, result: IoResult, out: &mut Outbox<Self>) {
         let Some(purpose) = self.ios.remove(&id) else {
             return; // Not ours (an I/O from before a restart): ignore.
         };
         let IoResult::Chunk(result) = result;
-        match (purpose, result) {
-            (IoPurpose::Update { target, chunk }, Ok(ChunkDone::Updated(meta))) => {
-                self.update_done(now, target, chunk, Ok(meta), out)
+        match purpose {
+            IoPurpose::Update { target, chunk } => {
+                let meta = expect_done(result, |d| match d {
+                    ChunkDone::Updated(meta) => Ok(meta),
+                    other => Err(other),
+                });
+                self.update_done(target, chunk, meta, out)
             }
-            (IoPurpose::Update { target, chunk }, Err(e)) => {
-                self.update_done(now, target, chunk, Err(e), out)
+            IoPurpose::Commit { target, chunk } => {
+                let meta = expect_done(result, |d| match d {
+                    ChunkDone::Committed(meta) => Ok(meta),
+                    other => Err(other),
+                });
+                self.commit_done(target, chunk, meta, out)
             }
-            (IoPurpose::Commit { target, chunk }, Ok(ChunkDone::Committed(meta))) => {
-                self.commit_done(now, target, chunk, Ok(meta), out)
-            }
-            (IoPurpose::Commit { target, chunk }, Err(e)) => {
-                self.commit_done(now, target, chunk, Err(e), out)
-            }
-            (IoPurpose::Read { target, from, req }, Ok(ChunkDone::Read(read))) => {
-                self.read_done(target, from, req, Ok(read), out)
-            }
-            (IoPurpose::Read { target, from, req }, Err(e)) => {
-                self.read_done(target, from, req, Err(e), out)
-            }
-            (purpose, result) => {
-                panic!("chunk store answered {purpose:?} with {result:?}: store contract broken")
+            IoPurpose::Read { target, from, req } => {
+                let read = expect_done(result, |d| match d {
+                    ChunkDone::Read(read) => Ok(read),
+                    other => Err(other),
+                });
+                self.read_done(target, from, req, read, out)
             }
         }
     }
+}
+
+/// Unwraps the completion variant an op must produce; any other variant means the store broke
+/// the `ChunkStore` contract, which is a bug, not an environmental failure.
+fn expect_done<T>(
+    result: Result<ChunkDone, ChunkError>,
+    pick: impl FnOnce(ChunkDone) -> Result<T, ChunkDone>,
+) -> Result<T, ChunkError> {
+    result.map(|done| {
+        pick(done).unwrap_or_else(|other| panic!("chunk store answered {other:?}: contract broken"))
+    })
 }
 
 impl Machine for StorageNode {
@@ -334,24 +372,24 @@ impl Machine for StorageNode {
 
     fn handle(
         &mut self,
-        now: Instant,
+        _now: Instant,
         event: EventOf<Msg, StorageTimer, NoCall>,
         out: &mut Outbox<Self>,
     ) {
         match event {
             EventOf::Recv { from, msg } => match msg {
-                Msg::Write(req) => self.on_update_req(now, from, req, true, out),
-                Msg::Update(req) => self.on_update_req(now, from, req, false, out),
-                Msg::UpdateReply(reply) => self.on_update_reply(now, from, reply, out),
+                Msg::Write(req) => self.on_update_req(from, req, true, out),
+                Msg::Update(req) => self.on_update_req(from, req, false, out),
+                Msg::UpdateReply(reply) => self.on_update_reply(from, reply, out),
                 Msg::Read(req) => self.on_read(from, req, out),
-                Msg::Routing(routing) => self.on_routing(now, routing, out),
+                Msg::Routing(routing) => self.on_routing(routing, out),
                 // Replies meant for clients and requests meant for mgmtd: not ours, ignore.
                 Msg::ReadReply(_) | Msg::GetRouting { .. } => {}
             },
             EventOf::Timer(StorageTimer::ForwardRetry { target, chunk }) => {
-                self.on_forward_retry(now, target, chunk, out)
+                self.on_forward_retry(target, chunk, out)
             }
-            EventOf::IoDone { id, result } => self.on_io_done(now, id, result, out),
+            EventOf::IoDone { id, result } => self.on_io_done(id, result, out),
             EventOf::Call { call, .. } => match call {},
         }
     }

@@ -37,18 +37,13 @@ fn reply(
 
 impl StorageNode {
     pub(super) fn on_read(&mut self, from: NodeId, req: ReadReq, out: &mut Outbox<Self>) {
-        let Some((target, chain)) = self.local_target(req.chain.chain) else {
-            return reply(out, from, &req, Status::NoTarget, None);
+        let view = match self.admit_chain(req.chain) {
+            Ok(view) => view,
+            Err(status) => return reply(out, from, &req, status, None),
         };
-        if chain.version != req.chain.version && !self.bug(PlantedBug::SkipChainVersionCheck) {
-            self.counters.stale_chain_version += 1;
-            let current = chain.version;
-            return reply(out, from, &req, Status::StaleChainVersion { current }, None);
-        }
+        let target = view.target;
         let t = &self.targets[&target];
-        if chain.state_of(target) != Some(PublicState::Serving)
-            || t.local_state != LocalState::UpToDate
-        {
+        if view.state != PublicState::Serving || t.local_state != LocalState::UpToDate {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         let read_pending = self.bug(PlantedBug::ReadPending);

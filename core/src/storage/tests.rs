@@ -148,17 +148,8 @@ fn reply(
     status: Status,
     result: Option<UpdateResult>,
 ) -> Action<StorageNode> {
-    ActionOf::Send {
-        to,
-        msg: Msg::UpdateReply(UpdateReply {
-            tag: req.tag,
-            chain: req.chain,
-            chunk: req.chunk,
-            update_version: req.update_version,
-            status,
-            result,
-        }),
-    }
+    let msg = Msg::UpdateReply(UpdateReply::answering(req, status, result));
+    ActionOf::Send { to, msg }
 }
 
 fn result(v: u32, cv: u32, data: &[u8]) -> UpdateResult {
@@ -170,9 +161,9 @@ fn result(v: u32, cv: u32, data: &[u8]) -> UpdateResult {
     }
 }
 
-fn retry_timer() -> StorageTimer {
+fn retry_timer(target: u32) -> StorageTimer {
     StorageTimer::ForwardRetry {
-        target: TargetId(1),
+        target: TargetId(target),
         chunk: chunk(),
     }
 }
@@ -194,7 +185,7 @@ fn head_write_updates_forwards_commits_after_successor_ack_and_replies() {
                 msg: Msg::Update(fwd.clone())
             },
             ActionOf::SetTimer {
-                timer: retry_timer(),
+                timer: retry_timer(1),
                 after: wait
             },
         ]
@@ -204,18 +195,11 @@ fn head_write_updates_forwards_commits_after_successor_ack_and_replies() {
         h.node.target(TargetId(1)).unwrap().chunks[&chunk()].committed,
         ChunkVersion(0)
     );
-    let ack = UpdateReply {
-        tag: fwd.tag,
-        chain: fwd.chain,
-        chunk: chunk(),
-        update_version: ChunkVersion(1),
-        status: Status::Ok,
-        result: Some(result(1, 1, b"ab")),
-    };
+    let ack = UpdateReply::answering(&fwd, Status::Ok, Some(result(1, 1, b"ab")));
     let acts = h.recv(NodeId(2), Msg::UpdateReply(ack));
     assert_eq!(
         acts,
-        vec![ActionOf::CancelTimer(retry_timer()), commit_io(2, 1, 1, 1)]
+        vec![ActionOf::CancelTimer(retry_timer(1)), commit_io(2, 1, 1, 1)]
     );
     let acts = h.complete(&acts[1]);
     assert_eq!(
@@ -249,10 +233,7 @@ fn tail_commits_locally_and_replies_to_predecessor() {
     let acts = h.recv(NodeId(2), Msg::Update(req.clone()));
     assert_eq!(acts, vec![update_io(1, 3, 1, b"xy")]);
     let acts = h.complete(&acts[0]);
-    let timer = StorageTimer::ForwardRetry {
-        target: TargetId(3),
-        chunk: chunk(),
-    };
+    let timer = retry_timer(3);
     assert_eq!(
         acts,
         vec![ActionOf::CancelTimer(timer), commit_io(2, 3, 1, 1)]
@@ -358,14 +339,11 @@ fn second_write_waits_for_the_chunk_lock_and_gets_the_next_version() {
             msg: Msg::Update(forwarded(1, 1, 1, b"1"))
         }]
     );
-    let ack = UpdateReply {
-        tag: first.tag,
-        chain: first.chain,
-        chunk: chunk(),
-        update_version: ChunkVersion(1),
-        status: Status::Ok,
-        result: Some(result(1, 1, b"1")),
-    };
+    let ack = UpdateReply::answering(
+        &forwarded(1, 1, 1, b"1"),
+        Status::Ok,
+        Some(result(1, 1, b"1")),
+    );
     let acts = h.recv(NodeId(2), Msg::UpdateReply(ack));
     let acts = h.complete(&acts[1]);
     // The commit answers the first writer and starts the second at version 2.
@@ -397,10 +375,7 @@ fn predecessor_left_without_successor_commits_as_tail_under_new_chain_version() 
         NodeId(0),
         Msg::Routing(routing(2, 2, &[(1, Serving), (2, Serving), (3, Offline)])),
     );
-    let timer = StorageTimer::ForwardRetry {
-        target: TargetId(2),
-        chunk: chunk(),
-    };
+    let timer = retry_timer(2);
     assert_eq!(
         acts,
         vec![ActionOf::CancelTimer(timer), commit_io(2, 2, 1, 2)]
@@ -423,19 +398,13 @@ fn forward_retry_resolves_new_successor_and_gives_up_after_budget() {
     h.complete(&acts[0]);
     // The successor answers "stale chain version": wait for the timer, which re-sends.
     let fwd = forwarded(1, 1, 1, b"r");
-    let nack = UpdateReply {
-        tag: fwd.tag,
-        chain: fwd.chain,
-        chunk: chunk(),
-        update_version: ChunkVersion(1),
-        status: Status::StaleChainVersion {
-            current: ChainVersion(2),
-        },
-        result: None,
+    let stale = Status::StaleChainVersion {
+        current: ChainVersion(2),
     };
+    let nack = UpdateReply::answering(&fwd, stale, None);
     assert_eq!(h.recv(NodeId(2), Msg::UpdateReply(nack)), vec![]);
     let wait = h.node.cfg.forward_retry_wait.clone();
-    let acts = h.handle(EventOf::Timer(retry_timer()));
+    let acts = h.handle(EventOf::Timer(retry_timer(1)));
     let again = UpdateReq {
         retry: 1,
         ..fwd.clone()
@@ -448,17 +417,17 @@ fn forward_retry_resolves_new_successor_and_gives_up_after_budget() {
                 msg: Msg::Update(again)
             },
             ActionOf::SetTimer {
-                timer: retry_timer(),
+                timer: retry_timer(1),
                 after: wait
             }
         ]
     );
     // Budget exhausted: fail upstream; the pending version stays for the next write to replace.
-    let acts = h.handle(EventOf::Timer(retry_timer()));
+    let acts = h.handle(EventOf::Timer(retry_timer(1)));
     assert_eq!(
         acts,
         vec![
-            ActionOf::CancelTimer(retry_timer()),
+            ActionOf::CancelTimer(retry_timer(1)),
             reply(CLIENT, &req, Status::ForwardFailed, None)
         ]
     );

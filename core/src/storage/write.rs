@@ -19,11 +19,9 @@ use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
 use crate::limits::CHUNK_SIZE_MAX;
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Msg, Status, UpdateReply, UpdateReq, UpdateResult};
-use crate::routing::PublicState;
 use crate::storage::chunk_lock::Enqueue;
 use crate::storage::exactly_once::Admission;
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
-use crate::time::Instant;
 
 /// An update waiting for (or holding) a chunk lock: who sent it and what it is.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -92,15 +90,10 @@ fn reply(
     status: Status,
     result: Option<UpdateResult>,
 ) {
-    let reply = UpdateReply {
-        tag: req.tag,
-        chain: req.chain,
-        chunk: req.chunk,
-        update_version: req.update_version,
-        status,
-        result,
-    };
-    out.send(to, Msg::UpdateReply(reply));
+    out.send(
+        to,
+        Msg::UpdateReply(UpdateReply::answering(req, status, result)),
+    );
 }
 
 /// Structural validity of an update, independent of state.
@@ -132,7 +125,6 @@ impl StorageNode {
     /// A client write (`from_client`) or a forwarded update arrives.
     pub(super) fn on_update_req(
         &mut self,
-        now: Instant,
         from: NodeId,
         req: UpdateReq,
         from_client: bool,
@@ -141,20 +133,16 @@ impl StorageNode {
         if !validate(&req, from_client) {
             return reply(out, from, &req, Status::InvalidRequest, None);
         }
-        let Some((target, chain)) = self.local_target(req.chain.chain) else {
-            return reply(out, from, &req, Status::NoTarget, None);
+        let view = match self.admit_chain(req.chain) {
+            Ok(view) => view,
+            Err(status) => return reply(out, from, &req, status, None),
         };
-        if chain.version != req.chain.version && !self.bug(PlantedBug::SkipChainVersionCheck) {
-            self.counters.stale_chain_version += 1;
-            let current = chain.version;
-            return reply(out, from, &req, Status::StaleChainVersion { current }, None);
-        }
-        let state = chain.state_of(target);
+        let target = view.target;
         if from_client {
-            if chain.head() != Some(target) {
+            if !view.is_head {
                 return reply(out, from, &req, Status::NotHead, None);
             }
-        } else if !state.is_some_and(PublicState::in_write_path) {
+        } else if !view.state.in_write_path() {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         if payload_checksum(&req.kind) != req.checksum {
@@ -164,7 +152,7 @@ impl StorageNode {
         let t = self
             .targets
             .get_mut(&target)
-            .expect("local_target returns hosted targets");
+            .expect("local_view returns hosted targets");
         if !skip_filter {
             match t.channels.admit(&req.tag) {
                 Admission::Execute => {}
@@ -189,7 +177,7 @@ impl StorageNode {
         ) {
             Enqueue::Queued => {}
             Enqueue::Free(w) => {
-                self.start_update(now, target, w, out);
+                self.start_update(target, w, out);
             }
             Enqueue::Full(w) => {
                 t.channels.finish(&w.req.tag, None);
@@ -200,15 +188,9 @@ impl StorageNode {
 
     /// Takes the chunk lock for `w` and starts its local update. Returns false if `w` was
     /// answered without taking the lock (so the caller may start the next waiter).
-    fn start_update(
-        &mut self,
-        _now: Instant,
-        target: TargetId,
-        w: Waiter,
-        out: &mut Outbox<Self>,
-    ) -> bool {
+    fn start_update(&mut self, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
         let skip_version = self.bug(PlantedBug::SkipChainVersionCheck);
-        let current = self.local_target(w.req.chain.chain).map(|(_, c)| c.version);
+        let current = self.local_view(w.req.chain.chain).map(|v| v.version);
         let t = self.targets.get_mut(&target).expect("hosted target");
         // Re-check the chain version under the lock: routing may have moved while queued.
         if current != Some(w.req.chain.version) && !skip_version {
@@ -269,14 +251,13 @@ impl StorageNode {
 
     pub(super) fn update_done(
         &mut self,
-        now: Instant,
         target: TargetId,
         chunk: ChunkId,
         result: Result<ChunkMeta, ChunkError>,
         out: &mut Outbox<Self>,
     ) {
         match result {
-            Err(_) => self.fail_running(now, target, chunk, Status::DiskError, out),
+            Err(_) => self.fail_running(target, chunk, Status::DiskError, out),
             Ok(meta) => {
                 let t = self.targets.get_mut(&target).expect("hosted target");
                 let running = t
@@ -294,7 +275,7 @@ impl StorageNode {
                 );
                 running.pending_checksum = pending.checksum;
                 t.chunks.insert(chunk, meta);
-                self.forward(now, target, chunk, out);
+                self.forward(target, chunk, out);
             }
         }
     }
@@ -302,13 +283,15 @@ impl StorageNode {
     /// Sends the running update to the successor under the current routing, or commits it
     /// locally if this target is now the tail (§3.5 #1: a predecessor left without a successor
     /// commits as tail).
-    fn forward(&mut self, _now: Instant, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
-        let chain_id = self.chain_of.get(&target).copied();
-        let chain = chain_id.and_then(|c| self.routing.chain(c)).cloned();
+    pub(super) fn forward(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        let chain = self
+            .chain_of
+            .get(&target)
+            .and_then(|c| self.routing.chain(*c));
         let Some(chain) = chain else {
-            return self.fail_running(_now, target, chunk, Status::NoTarget, out);
+            return self.fail_running(target, chunk, Status::NoTarget, out);
         };
-        let successor = chain.successor_of(target);
+        let (versioned, successor) = (chain.versioned(), chain.successor_of(target));
         let succ_node = successor.and_then(|s| self.routing.node_of(s.target));
         let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
         let tail_ack_early = self.bug(PlantedBug::TailAckBeforeCommit);
@@ -334,7 +317,7 @@ impl StorageNode {
                         .unwrap_or_default();
                     let result = UpdateResult {
                         commit_version: version,
-                        commit_chain_version: chain.version,
+                        commit_chain_version: versioned.version,
                         len: pending.len,
                         checksum: pending.checksum,
                     };
@@ -345,7 +328,7 @@ impl StorageNode {
                 let op = ChunkOp::Commit {
                     chunk,
                     version,
-                    chain_version: chain.version,
+                    chain_version: versioned.version,
                 };
                 self.submit(out, IoPurpose::Commit { target, chunk }, op);
             }
@@ -353,7 +336,7 @@ impl StorageNode {
                 let req = &running.waiter.req;
                 let fwd = UpdateReq {
                     tag: req.tag,
-                    chain: chain.versioned(),
+                    chain: versioned,
                     chunk,
                     kind: req.kind.clone(),
                     chunk_size: req.chunk_size,
@@ -368,13 +351,13 @@ impl StorageNode {
                     let op = ChunkOp::Commit {
                         chunk,
                         version: running.version,
-                        chain_version: chain.version,
+                        chain_version: versioned.version,
                     };
                     self.submit(out, IoPurpose::Commit { target, chunk }, op);
                 } else {
                     running.phase = Phase::Forwarding {
                         successor: succ.target,
-                        chain_version: chain.version,
+                        chain_version: versioned.version,
                     };
                     if use_timer {
                         out.set_timer(timer, wait);
@@ -382,24 +365,26 @@ impl StorageNode {
                 }
             }
             (Some(succ), None) => {
-                // Routing names a successor without a node: wait for newer routing.
+                // Routing names a successor without a node: wait for newer routing (a routing
+                // change re-forwards; the timer only when timeout retries are configured).
                 running.phase = Phase::Forwarding {
                     successor: succ.target,
-                    chain_version: chain.version,
+                    chain_version: versioned.version,
                 };
-                out.set_timer(timer, wait);
+                if use_timer {
+                    out.set_timer(timer, wait);
+                }
             }
         }
     }
 
     pub(super) fn on_update_reply(
         &mut self,
-        _now: Instant,
         _from: NodeId,
         rep: UpdateReply,
         out: &mut Outbox<Self>,
     ) {
-        let Some((target, _)) = self.local_target(rep.chain.chain) else {
+        let Some(target) = self.local_view(rep.chain.chain).map(|v| v.target) else {
             return;
         };
         let t = self.targets.get_mut(&target).expect("hosted target");
@@ -418,7 +403,7 @@ impl StorageNode {
                 if result.commit_version == running.version
                     && result.checksum != running.pending_checksum
                 {
-                    return self.fail_running(_now, target, chunk, Status::ChecksumMismatch, out);
+                    return self.fail_running(target, chunk, Status::ChecksumMismatch, out);
                 }
                 running.phase = Phase::Committing;
                 let version = running.version;
@@ -434,32 +419,20 @@ impl StorageNode {
                 self.submit(out, IoPurpose::Commit { target, chunk }, op);
             }
             (Status::Ok, None) | (Status::InvalidRequest, _) | (Status::DuplicateUpdate, _) => {
-                self.fail_running(_now, target, chunk, Status::ForwardFailed, out)
+                self.fail_running(target, chunk, Status::ForwardFailed, out)
             }
             (
                 status @ (Status::ForwardFailed | Status::DiskError | Status::ChecksumMismatch),
                 _,
-            ) => self.fail_running(_now, target, chunk, status, out),
+            ) => self.fail_running(target, chunk, status, out),
             // Everything else is transient (stale routing on either side, busy, locked channel):
             // the retry timer re-resolves the successor and re-sends.
             _ => {}
         }
     }
 
-    /// Re-sends a forwarded update after a routing change (no retry budget is spent).
-    pub(super) fn reforward(
-        &mut self,
-        now: Instant,
-        target: TargetId,
-        chunk: ChunkId,
-        out: &mut Outbox<Self>,
-    ) {
-        self.forward(now, target, chunk, out);
-    }
-
     pub(super) fn on_forward_retry(
         &mut self,
-        now: Instant,
         target: TargetId,
         chunk: ChunkId,
         out: &mut Outbox<Self>,
@@ -477,21 +450,20 @@ impl StorageNode {
         running.retries += 1;
         self.counters.forward_retries += 1;
         if running.retries > max {
-            return self.fail_running(now, target, chunk, Status::ForwardFailed, out);
+            return self.fail_running(target, chunk, Status::ForwardFailed, out);
         }
-        self.forward(now, target, chunk, out);
+        self.forward(target, chunk, out);
     }
 
     pub(super) fn commit_done(
         &mut self,
-        now: Instant,
         target: TargetId,
         chunk: ChunkId,
         result: Result<ChunkMeta, ChunkError>,
         out: &mut Outbox<Self>,
     ) {
         let meta = match result {
-            Err(_) => return self.fail_running(now, target, chunk, Status::DiskError, out),
+            Err(_) => return self.fail_running(target, chunk, Status::DiskError, out),
             Ok(meta) => meta,
         };
         self.counters.commits += 1;
@@ -516,14 +488,13 @@ impl StorageNode {
             let w = &running.waiter;
             reply(out, w.from, &w.req, Status::Ok, Some(result));
         }
-        self.start_waiters(now, target, chunk, waiters, out);
+        self.start_waiters(target, chunk, waiters, out);
     }
 
     /// Ends the running update on `chunk` with an error upstream. The pending version stays on
     /// the store; the next update of the chunk overwrites it.
     fn fail_running(
         &mut self,
-        now: Instant,
         target: TargetId,
         chunk: ChunkId,
         status: Status,
@@ -542,19 +513,18 @@ impl StorageNode {
             let w = &running.waiter;
             reply(out, w.from, &w.req, status, None);
         }
-        self.start_waiters(now, target, chunk, waiters, out);
+        self.start_waiters(target, chunk, waiters, out);
     }
 
     fn start_waiters(
         &mut self,
-        now: Instant,
         target: TargetId,
         chunk: ChunkId,
         mut waiters: VecDeque<crate::storage::Waiter>,
         out: &mut Outbox<Self>,
     ) {
         while let Some(w) = waiters.pop_front() {
-            if self.start_update(now, target, w, out) {
+            if self.start_update(target, w, out) {
                 let t = self.targets.get_mut(&target).expect("hosted target");
                 t.locks.requeue_front(chunk, waiters);
                 return;

@@ -13,7 +13,7 @@ use crate::ids::{
 };
 use crate::machine::{Action, ActionOf};
 use crate::msg::{MessageTag, ReadReply, Status, UpdateReply, UpdateReq, UpdateResult};
-use crate::routing::{ChainTarget, PublicState};
+use crate::routing::PublicState;
 use crate::testing::MemChunkStore;
 
 const CLIENT: NodeId = NodeId(9);

@@ -1,0 +1,380 @@
+//! The CRAQ model's actors: the routing oracle, storage nodes (machine + reference chunk store
+//! + audit trails) and clients (machine + script), driven through [`super::super::adapter`].
+//!
+//! Invariant: a halted storage node ignores everything; a client whose operation failed stops
+//! its script, leaving that operation open in the history. Not here: the properties (`mod.rs`)
+//! and the history recorder (`history.rs`).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use stateright::actor::{model_timeout, Actor, Id, Out};
+use t3fs_core::chunk::{ChunkDone, ChunkOp};
+use t3fs_core::client::{Client, ClientCall, ClientConfig, ClientRet};
+use t3fs_core::ids::{
+    ChainVersion, ChunkVersion, ClientId, NodeId, RequestId, RoutingVersion, TargetId,
+};
+use t3fs_core::machine::{Event, EventOf, IoOp, IoResult};
+use t3fs_core::msg::Msg;
+use t3fs_core::routing::{ChainTarget, PublicState, RoutingInfo};
+use t3fs_core::storage::{StorageConfig, StorageNode};
+use t3fs_core::testing::MemChunkStore;
+
+use super::{layout, CraqConfig, CraqMsg, CraqTimer, ScriptOp, CHAIN, CHUNK};
+use crate::model::adapter;
+
+/// Actors of the CRAQ model.
+#[derive(Clone, Debug)]
+pub enum CraqActor {
+    /// Routing oracle (mgmtd stand-in).
+    Oracle,
+    /// A storage node.
+    Storage,
+    /// A client with its script.
+    Client(Vec<ScriptOp>),
+}
+
+/// A storage actor's state: the machine, its target's store and audit trails for properties.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct StorageState {
+    /// The machine.
+    pub node: StorageNode,
+    /// The target's chunk store (durable state).
+    pub store: MemChunkStore,
+    /// Fail-stopped.
+    pub halted: bool,
+    /// Values committed on this replica, in commit order (one entry per commit).
+    pub commit_log: Vec<u8>,
+    /// Set if a commit lowered the committed or recorded chain version, or routing regressed.
+    pub regression: Option<String>,
+}
+
+/// A client actor's state.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct ClientState {
+    /// The machine.
+    pub client: Client,
+    /// Index of the running script operation.
+    pub running: Option<usize>,
+    /// The script stopped after a failed operation (its outcome is unknown).
+    pub stopped: bool,
+}
+
+/// State of any actor.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub enum CraqState {
+    /// The oracle's current routing and the failed targets.
+    Oracle(RoutingInfo),
+    /// A storage node.
+    Storage(Box<StorageState>),
+    /// A client.
+    Client(Box<ClientState>),
+}
+
+fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
+    let mut s = StorageConfig::new(node, vec![(TargetId(node.0), cfg.read_mode)]);
+    s.forward_retries_max = cfg.forward_retries;
+    s.bug = cfg.bug;
+    s
+}
+
+fn client_cfg(cfg: &CraqConfig, node: NodeId) -> ClientConfig {
+    let mut c = ClientConfig::new(node, ClientId(u64::from(node.0)));
+    c.retries_max = cfg.client_retries;
+    c.channels = 1;
+    c.io_timeout = None;
+    c
+}
+
+/// The actor implementation needs the config; stateright passes none to actors, so it lives in
+/// the actor list built by [`build`]. This wrapper pairs them.
+#[derive(Clone, Debug)]
+pub struct CraqNode {
+    /// Role.
+    pub role: CraqActor,
+    /// Model configuration.
+    pub cfg: CraqConfig,
+}
+
+impl CraqNode {
+    fn script(&self) -> &[ScriptOp] {
+        match &self.role {
+            CraqActor::Client(script) => script,
+            _ => &[],
+        }
+    }
+}
+
+impl Actor for CraqNode {
+    type Msg = CraqMsg;
+    type State = CraqState;
+    type Timer = CraqTimer;
+    type Random = ();
+    type Storage = ();
+
+    fn on_start(&self, id: Id, _storage: &Option<()>, o: &mut Out<Self>) -> CraqState {
+        let routing = self.cfg.initial_routing();
+        match self.role {
+            CraqActor::Oracle => CraqState::Oracle(routing),
+            CraqActor::Storage => {
+                let node = adapter::node_id(id);
+                let mut machine =
+                    StorageNode::new(storage_cfg(&self.cfg, node), BTreeMap::new(), routing);
+                adapter::start(id, &mut machine, o, CraqTimer::Storage);
+                if self.cfg.failures > 0 {
+                    o.set_timer(CraqTimer::FailStop, model_timeout());
+                }
+                CraqState::Storage(Box::new(StorageState {
+                    node: machine,
+                    store: MemChunkStore::new(),
+                    halted: false,
+                    commit_log: Vec::new(),
+                    regression: None,
+                }))
+            }
+            CraqActor::Client(ref script) => {
+                let node = adapter::node_id(id);
+                let machine = Client::new(client_cfg(&self.cfg, node), routing);
+                let mut c = ClientState {
+                    client: machine,
+                    running: None,
+                    stopped: false,
+                };
+                start_op(id, &mut c, script, 0, None, o);
+                CraqState::Client(Box::new(c))
+            }
+        }
+    }
+
+    fn on_msg(
+        &self,
+        id: Id,
+        state: &mut Cow<'_, CraqState>,
+        src: Id,
+        msg: CraqMsg,
+        o: &mut Out<Self>,
+    ) {
+        match (state.as_ref(), msg) {
+            (CraqState::Oracle(routing), CraqMsg::Failed(target)) => {
+                let Some(next) = fail_target(routing, target) else {
+                    return;
+                };
+                for n in self.cfg.storage_nodes().chain(self.cfg.client_nodes()) {
+                    if TargetId(n.0) != target {
+                        o.send(
+                            adapter::actor_id(n),
+                            CraqMsg::Wire(adapter::through_codec(&Msg::Routing(next.clone()))),
+                        );
+                    }
+                }
+                *state.to_mut() = CraqState::Oracle(next);
+            }
+            (CraqState::Storage(s), msg) => {
+                if s.halted {
+                    return;
+                }
+                let CraqState::Storage(s) = state.to_mut() else {
+                    unreachable!()
+                };
+                storage_msg(id, s, src, msg, o);
+            }
+            (CraqState::Client(c), CraqMsg::Wire(msg)) => {
+                if c.stopped {
+                    return;
+                }
+                let CraqState::Client(c) = state.to_mut() else {
+                    unreachable!()
+                };
+                let event = EventOf::Recv {
+                    from: adapter::node_id(src),
+                    msg,
+                };
+                client_step(id, c, self.script(), event, o);
+            }
+            (CraqState::Client(c), _) if !c.stopped => {
+                // Delivering a history marker consumes it from the network.
+                let _ = state.to_mut();
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timeout(
+        &self,
+        id: Id,
+        state: &mut Cow<'_, CraqState>,
+        timer: &CraqTimer,
+        o: &mut Out<Self>,
+    ) {
+        match (state.to_mut(), timer) {
+            (CraqState::Storage(s), CraqTimer::FailStop) if !s.halted => {
+                s.halted = true;
+                o.send(
+                    Id::from(0),
+                    CraqMsg::Failed(TargetId(usize::from(id) as u32)),
+                );
+            }
+            (CraqState::Storage(s), CraqTimer::Storage(t)) if !s.halted => {
+                storage_step(id, s, EventOf::Timer(*t), o);
+            }
+            (CraqState::Client(c), CraqTimer::Client(t)) if !c.stopped => {
+                client_step(id, c, self.script(), EventOf::Timer(*t), o);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn chain_version(routing: &RoutingInfo) -> ChainVersion {
+    routing.chain(CHAIN).map(|c| c.version).unwrap_or_default()
+}
+
+/// The oracle's chain change for a fail-stopped target: move it to the end as OFFLINE and bump
+/// the chain version (3FS §2.6.1 for a SERVING target whose local state became OFFLINE).
+fn fail_target(routing: &RoutingInfo, target: TargetId) -> Option<RoutingInfo> {
+    let chain = routing.chain(CHAIN)?;
+    if chain.state_of(target) != Some(PublicState::Serving) {
+        return None;
+    }
+    let mut next = routing.clone();
+    let c = next.chains.get_mut(&CHAIN).expect("chain exists");
+    c.targets.retain(|t| t.target != target);
+    c.targets.push(ChainTarget {
+        target,
+        state: PublicState::Offline,
+    });
+    c.version = ChainVersion(c.version.0 + 1);
+    next.version = RoutingVersion(routing.version.0 + 1);
+    Some(next)
+}
+
+fn storage_msg(id: Id, s: &mut StorageState, src: Id, msg: CraqMsg, o: &mut Out<CraqNode>) {
+    let event = match msg {
+        CraqMsg::Wire(msg) => EventOf::Recv {
+            from: adapter::node_id(src),
+            msg,
+        },
+        CraqMsg::Io { id: io, op } => {
+            let IoOp::Chunk { op, .. } = op;
+            let old = s
+                .store
+                .chunks()
+                .get(&CHUNK)
+                .map(|c| (c.committed, c.chain_version));
+            let result = s.store.apply(&op);
+            audit_commit(s, &op, &result, old);
+            EventOf::IoDone {
+                id: io,
+                result: IoResult::Chunk(result),
+            }
+        }
+        CraqMsg::Failed(_) | CraqMsg::History { .. } => return,
+    };
+    storage_step(id, s, event, o);
+}
+
+/// Runs one storage machine step, flagging a chain-version regression and honouring `Halt`.
+fn storage_step(id: Id, s: &mut StorageState, event: Event<StorageNode>, o: &mut Out<CraqNode>) {
+    let before = chain_version(s.node.routing());
+    let effects = adapter::step(id, &mut s.node, event, o, CraqTimer::Storage);
+    s.halted |= effects.halted.is_some();
+    let after = chain_version(s.node.routing());
+    if after < before && s.regression.is_none() {
+        s.regression = Some(format!("chain version went from {before} to {after}"));
+    }
+}
+
+/// Records committed values and flags regressions of committed or chain versions.
+fn audit_commit(
+    s: &mut StorageState,
+    op: &ChunkOp,
+    result: &Result<ChunkDone, t3fs_core::chunk::ChunkError>,
+    old: Option<(ChunkVersion, ChainVersion)>,
+) {
+    let (ChunkOp::Commit { version, .. }, Ok(ChunkDone::Committed(meta))) = (op, result) else {
+        return;
+    };
+    let Some(c) = s.store.chunks().get(&meta.chunk) else {
+        return;
+    };
+    if let Some((old_v, old_cv)) = old {
+        if s.regression.is_none() && (c.committed < old_v || c.chain_version < old_cv) {
+            s.regression = Some(format!(
+                "commit moved {} from {old_v}/{old_cv} to {}/{}",
+                meta.chunk, c.committed, c.chain_version
+            ));
+        }
+        if old_v >= *version {
+            return; // A replayed commit: nothing new was committed.
+        }
+    }
+    s.commit_log.push(c.data.first().copied().unwrap_or(0));
+}
+
+/// Runs one client machine step and continues the script with whatever it returned.
+fn client_step(
+    id: Id,
+    c: &mut ClientState,
+    script: &[ScriptOp],
+    event: Event<Client>,
+    o: &mut Out<CraqNode>,
+) {
+    let effects = adapter::step(id, &mut c.client, event, o, CraqTimer::Client);
+    finish_ops(id, c, script, effects.returns, o);
+}
+
+/// Starts script operation `index` (if any) and marks the boundary in the history.
+fn start_op(
+    id: Id,
+    c: &mut ClientState,
+    script: &[ScriptOp],
+    index: usize,
+    returned: Option<(usize, ClientRet)>,
+    o: &mut Out<CraqNode>,
+) {
+    let invoked = (index < script.len()).then_some(index);
+    o.send(id, CraqMsg::History { returned, invoked });
+    let Some(index) = invoked else { return };
+    c.running = Some(index);
+    let call = match script[index] {
+        ScriptOp::Write(v) => ClientCall::Write {
+            inode: CHUNK.inode,
+            layout: layout(),
+            offset: 0,
+            data: vec![v],
+        },
+        ScriptOp::Read => ClientCall::Read {
+            inode: CHUNK.inode,
+            layout: layout(),
+            offset: 0,
+            len: 1,
+        },
+    };
+    let event = EventOf::Call {
+        req: RequestId(index as u64 + 1),
+        call,
+    };
+    client_step(id, c, script, event, o);
+}
+
+fn finish_ops(
+    id: Id,
+    c: &mut ClientState,
+    script: &[ScriptOp],
+    returns: Vec<(RequestId, ClientRet)>,
+    o: &mut Out<CraqNode>,
+) {
+    for (_req, ret) in returns {
+        let index = c
+            .running
+            .take()
+            .expect("a return answers the running operation");
+        if matches!(ret, ClientRet::Failed { .. } | ClientRet::Rejected(_)) {
+            // The outcome is unknown: the operation stays open in the history and the script
+            // stops (a thread may not start another operation while one is open).
+            c.stopped = true;
+            return;
+        }
+        start_op(id, c, script, index + 1, Some((index, ret)), o);
+    }
+}

@@ -1,0 +1,160 @@
+//! Readable counterexamples for the CRAQ model: one line per step in 3FS nouns, and a summary
+//! of every node's final state.
+
+use stateright::actor::Id;
+use t3fs_core::chunk::ChunkOp;
+use t3fs_core::machine::IoOp;
+use t3fs_core::msg::Msg;
+
+use super::{CraqModelState, CraqMsg, CraqState, CraqTimer, CHAIN, CHUNK};
+
+/// One line per model step, in 3FS nouns, for counterexamples.
+pub fn describe_action(
+    action: &stateright::actor::ActorModelAction<CraqMsg, CraqTimer, ()>,
+) -> String {
+    use stateright::actor::ActorModelAction as A;
+    let n = |id: &Id| format!("n{}", usize::from(*id));
+    match action {
+        A::Deliver { src, dst, msg } => match msg {
+            CraqMsg::Wire(m) => format!("{} -> {}: {}", n(src), n(dst), describe_msg(m)),
+            CraqMsg::Io {
+                op: IoOp::Chunk { target, op },
+                ..
+            } => format!("{}: disk {target} completes {}", n(dst), describe_op(op)),
+            CraqMsg::Failed(t) => format!(
+                "oracle learns {t} failed; moves it to the end as OFFLINE, bumps the chain version"
+            ),
+            CraqMsg::History { .. } => format!("{}: (history marker, no effect)", n(dst)),
+        },
+        A::Timeout(id, CraqTimer::FailStop) => format!("{}: FAIL-STOP (crash)", n(id)),
+        A::Timeout(id, CraqTimer::Storage(t)) => format!("{}: timer {t:?} fires", n(id)),
+        A::Timeout(id, CraqTimer::Client(t)) => format!("{}: client timer {t:?} fires", n(id)),
+        other => format!("{other:?}"),
+    }
+}
+
+fn describe_op(op: &ChunkOp) -> String {
+    match op {
+        ChunkOp::Update {
+            chunk,
+            version,
+            kind,
+        } => format!("update {chunk} pending {version} {}", describe_kind(kind)),
+        ChunkOp::Commit {
+            chunk,
+            version,
+            chain_version,
+        } => format!("commit {chunk} {version} at chain {chain_version}"),
+        ChunkOp::Read {
+            chunk, uncommitted, ..
+        } => format!(
+            "read {chunk}{}",
+            if *uncommitted { " (uncommitted)" } else { "" }
+        ),
+        ChunkOp::List => "list".into(),
+    }
+}
+
+fn describe_kind(kind: &t3fs_core::chunk::UpdateKind) -> String {
+    match kind {
+        t3fs_core::chunk::UpdateKind::Write { offset, data } => format!("write@{offset}={data:?}"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A compact description of a protocol message.
+pub fn describe_msg(msg: &Msg) -> String {
+    match msg {
+        Msg::Write(r) | Msg::Update(r) => format!(
+            "{} {} {} {} u={} tag={}/{}{} retry={}",
+            if matches!(msg, Msg::Write(_)) {
+                "Write"
+            } else {
+                "Update"
+            },
+            r.chain,
+            r.chunk,
+            describe_kind(&r.kind),
+            r.update_version,
+            r.tag.channel,
+            r.tag.seqnum,
+            if r.is_syncing { " syncing" } else { "" },
+            r.retry
+        ),
+        Msg::UpdateReply(r) => format!(
+            "UpdateReply {} {} u={} {:?}{}",
+            r.chain,
+            r.chunk,
+            r.update_version,
+            r.status,
+            r.result
+                .map(|x| format!(" committed {}", x.commit_version))
+                .unwrap_or_default()
+        ),
+        Msg::Read(r) => format!("Read {} {} retry={}", r.chain, r.chunk, r.retry),
+        Msg::ReadReply(r) => format!(
+            "ReadReply {} {:?} data={:?} {}",
+            r.chunk, r.status, r.data, r.version
+        ),
+        Msg::Routing(r) => {
+            let chain = r.chain(CHAIN).map(|c| {
+                let ts: Vec<String> = c
+                    .targets
+                    .iter()
+                    .map(|t| format!("{}:{:?}", t.target, t.state))
+                    .collect();
+                format!("{} [{}]", c.versioned(), ts.join(" "))
+            });
+            format!("Routing {} {}", r.version, chain.unwrap_or_default())
+        }
+        Msg::GetRouting { known } => format!("GetRouting known={known}"),
+    }
+}
+
+/// A summary of the replicas and clients in a state, printed after a counterexample.
+pub fn describe_state(state: &CraqModelState) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, s) in state.actor_states.iter().enumerate() {
+        match s.as_ref() {
+            CraqState::Oracle(r) => lines.push(format!(
+                "n{i} oracle: {}",
+                describe_msg(&Msg::Routing(r.clone()))
+            )),
+            CraqState::Storage(st) => {
+                let chunk = st.store.chunks().get(&CHUNK).map(|c| {
+                    format!(
+                        "committed {} data={:?} chain {}{}",
+                        c.committed,
+                        c.data,
+                        c.chain_version,
+                        c.pending
+                            .as_ref()
+                            .map(|(v, d)| format!(", pending {v} data={d:?}"))
+                            .unwrap_or_default()
+                    )
+                });
+                lines.push(format!(
+                    "n{i} storage{}: {} commits={:?}{}",
+                    if st.halted { " (HALTED)" } else { "" },
+                    chunk.unwrap_or_else(|| "no chunk".into()),
+                    st.commit_log,
+                    st.regression
+                        .as_ref()
+                        .map(|r| format!(" REGRESSION: {r}"))
+                        .unwrap_or_default()
+                ));
+            }
+            CraqState::Client(c) => lines.push(format!(
+                "n{i} client: running op {:?}{}",
+                c.running,
+                if c.stopped {
+                    ", stopped after a failed op"
+                } else {
+                    ""
+                }
+            )),
+        }
+    }
+    lines.push(format!("history: {:?}", state.history.lin));
+    lines
+}

@@ -58,6 +58,17 @@ impl Harness {
         self.handle(EventOf::Recv { from, msg })
     }
 
+    /// Sends `req` (a client write if its update version is 0, else a forwarded update) and
+    /// asserts it is answered with `status` alone: no lock taken, no I/O.
+    fn assert_answered(&mut self, from: NodeId, req: &UpdateReq, status: Status) {
+        let msg = if req.update_version == ChunkVersion(0) {
+            Msg::Write(req.clone())
+        } else {
+            Msg::Update(req.clone())
+        };
+        assert_eq!(self.recv(from, msg), vec![reply(from, req, status, None)]);
+    }
+
     /// Completes the I/O action `a` against the store.
     fn complete(&mut self, a: &Action<StorageNode>) -> Vec<Action<StorageNode>> {
         let ActionOf::Io {
@@ -267,48 +278,29 @@ fn tail_commits_locally_and_replies_to_predecessor() {
         )]
     );
     // An update that skips a version is rejected.
-    let skip = forwarded(6, 1, 3, b"zz");
-    assert_eq!(
-        h.recv(NodeId(2), Msg::Update(skip.clone())),
-        vec![reply(NodeId(2), &skip, Status::MissingUpdate, None)]
-    );
+    h.assert_answered(NodeId(2), &forwarded(6, 1, 3, b"zz"), Status::MissingUpdate);
 }
 
 #[test]
 fn admission_rejects_stale_chain_version_non_head_and_bad_checksum() {
     let mut h = Harness::new(2, ReadMode::Committed, 3);
-    let stale = forwarded(1, 0, 1, b"a");
     let current = ChainVersion(1);
-    assert_eq!(
-        h.recv(NodeId(1), Msg::Update(stale.clone())),
-        vec![reply(
-            NodeId(1),
-            &stale,
-            Status::StaleChainVersion { current },
-            None
-        )]
+    h.assert_answered(
+        NodeId(1),
+        &forwarded(1, 0, 1, b"a"),
+        Status::StaleChainVersion { current },
     );
-    let w = write(1, 1, b"a");
-    assert_eq!(
-        h.recv(CLIENT, Msg::Write(w.clone())),
-        vec![reply(CLIENT, &w, Status::NotHead, None)]
-    );
+    h.assert_answered(CLIENT, &write(1, 1, b"a"), Status::NotHead);
     let bad = UpdateReq {
         checksum: 1,
         ..forwarded(2, 1, 1, b"a")
     };
-    assert_eq!(
-        h.recv(NodeId(1), Msg::Update(bad.clone())),
-        vec![reply(NodeId(1), &bad, Status::ChecksumMismatch, None)]
-    );
+    h.assert_answered(NodeId(1), &bad, Status::ChecksumMismatch);
     let big = UpdateReq {
         chunk_size: 1,
         ..forwarded(3, 1, 1, b"ab")
     };
-    assert_eq!(
-        h.recv(NodeId(1), Msg::Update(big.clone())),
-        vec![reply(NodeId(1), &big, Status::InvalidRequest, None)]
-    );
+    h.assert_answered(NodeId(1), &big, Status::InvalidRequest);
 }
 
 #[test]

@@ -121,8 +121,9 @@ fn run_craq(a: CraqArgs) -> ExitCode {
         read_mode,
         bug,
     };
-    // Without shape flags, check the standard pair: concurrency (two clients racing on one chunk)
-    // and failover (a fail-stop anywhere in the chain during a client's writes and reads).
+    // Without shape flags, check the standard set: concurrency (two clients, two writes each,
+    // racing on one chunk), failover (a fail-stop anywhere in the chain during one client's two
+    // writes and reads) and both at once (two clients, one write each, one fail-stop).
     // A planted bug alone selects the configuration known to catch it (see --list-bugs).
     let catching = bug
         .and_then(craq::catching_config)
@@ -135,7 +136,7 @@ fn run_craq(a: CraqArgs) -> ExitCode {
                 ..catching.expect("checked")
             }]
         }
-        (None, None, None, None) => vec![make(3, 2, 1, 0), make(3, 1, 2, 1)],
+        (None, None, None, None) => vec![make(3, 2, 2, 0), make(3, 1, 2, 1), make(3, 2, 1, 1)],
         (r, c, w, f) => vec![make(
             r.unwrap_or(3),
             c.unwrap_or(2),

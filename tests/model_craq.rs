@@ -22,7 +22,7 @@ fn check(cfg: CraqConfig) -> Verdict {
 fn concurrency() -> CraqConfig {
     CraqConfig {
         clients: 2,
-        writes: 1,
+        writes: 2,
         failures: 0,
         ..CraqConfig::default()
     }
@@ -41,7 +41,7 @@ fn failover() -> CraqConfig {
 fn craq_two_clients_racing_on_one_chunk_is_linearizable() {
     let v = check(concurrency());
     assert!(v.passed(), "{}", run::render(&v));
-    assert_eq!(v.unique_states, 8148, "pinned state count changed");
+    assert_eq!(v.unique_states, 52_759, "pinned state count changed");
 }
 
 #[test]
@@ -54,7 +54,26 @@ fn craq_fail_stop_anywhere_in_the_chain_loses_no_acknowledged_write() {
         .passed
         .contains(&"a write is acknowledged after a failover"));
     assert!(v.passed.contains(&"a retried write is acknowledged"));
-    assert_eq!(v.unique_states, 119874, "pinned state count changed");
+    assert_eq!(v.unique_states, 12_119, "pinned state count changed");
+}
+
+#[test]
+fn craq_two_clients_with_a_fail_stop_anywhere_stay_linearizable() {
+    // Goal: concurrency and failover together: two clients racing on one chunk while any
+    // replica may fail-stop at any step. The largest model; about a minute in the test profile.
+    let cfg = CraqConfig {
+        clients: 2,
+        writes: 1,
+        failures: 1,
+        ..CraqConfig::default()
+    };
+    let v = check(cfg);
+    assert!(v.passed(), "{}", run::render(&v));
+    assert!(v
+        .passed
+        .contains(&"a write is acknowledged after a failover"));
+    assert!(v.passed.contains(&"a retried write is acknowledged"));
+    assert_eq!(v.unique_states, 1_340_032, "pinned state count changed");
 }
 
 #[test]

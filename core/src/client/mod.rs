@@ -15,6 +15,7 @@ mod io;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 use core::time::Duration;
 
@@ -162,8 +163,10 @@ pub struct ClientCounters {
 /// The client machine.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct Client {
-    cfg: ClientConfig,
-    routing: RoutingInfo,
+    /// Shared, never mutated: copies of the machine share one allocation.
+    cfg: Arc<ClientConfig>,
+    /// Replaced wholesale on a newer version, so copies of the machine share it.
+    routing: Arc<RoutingInfo>,
     calls: BTreeMap<RequestId, CallState>,
     ios: BTreeMap<RequestId, ChunkIo>,
     /// Chunk writes waiting for a free channel, in arrival order.
@@ -180,8 +183,8 @@ impl Client {
     pub fn new(cfg: ClientConfig, routing: RoutingInfo) -> Self {
         let free_channels = (1..=cfg.channels).map(ChannelId).collect();
         Self {
-            cfg,
-            routing,
+            cfg: Arc::new(cfg),
+            routing: Arc::new(routing),
             calls: BTreeMap::new(),
             ios: BTreeMap::new(),
             waiting: Vec::new(),
@@ -280,7 +283,7 @@ impl Client {
         if routing.version <= self.routing.version {
             return;
         }
-        self.routing = routing;
+        self.routing = Arc::new(routing);
         // An I/O whose target is no longer where the new routing sends it (a failed head, a
         // replica that stopped serving) is re-sent now rather than after its timeout.
         let moved: Vec<RequestId> = self

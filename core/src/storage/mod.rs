@@ -27,6 +27,7 @@ mod write;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use core::time::Duration;
 
@@ -57,12 +58,15 @@ pub struct StorageConfig {
     pub node: NodeId,
     /// Targets hosted here and their read modes.
     pub targets: Vec<(TargetId, ReadMode)>,
-    /// Timeout-driven forwarding retries before an update fails upstream. 0 disables the
-    /// forwarding timeout: an update then waits for its successor's reply or for a routing
-    /// change (which always re-sends), which is complete on a reliable network and is what the
-    /// model checker uses to keep duplicate forwards out of its state space.
+    /// Forwarding retries (after a timeout or a transient error status) before an update fails
+    /// upstream. Re-sends caused by a routing change are not counted.
     pub forward_retries_max: u32,
-    /// Forwarding backoff range (jittered by the driver).
+    /// How long to wait for the successor's reply before re-sending; `None` disables
+    /// timeout-driven retries: an update then re-sends only after a transient error status or a
+    /// routing change, which is complete on a reliable network and is what the model checker
+    /// uses to keep duplicate forwards out of its state space.
+    pub forward_timeout: Option<Range<Duration>>,
+    /// Backoff after a transient error status from the successor (jittered by the driver).
     pub forward_retry_wait: Range<Duration>,
     /// A planted bug, or `None` for the correct protocol.
     pub bug: Option<PlantedBug>,
@@ -75,6 +79,9 @@ impl StorageConfig {
             node,
             targets,
             forward_retries_max: crate::limits::FORWARD_RETRIES_MAX,
+            forward_timeout: Some(
+                crate::limits::FORWARD_RETRY_WAIT_MAX..crate::limits::FORWARD_RETRY_WAIT_MAX * 2,
+            ),
             forward_retry_wait: crate::limits::FORWARD_RETRY_WAIT_MIN
                 ..crate::limits::FORWARD_RETRY_WAIT_MAX,
             bug: None,
@@ -152,8 +159,11 @@ pub struct StorageCounters {
 /// The storage node machine.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct StorageNode {
-    cfg: StorageConfig,
-    routing: RoutingInfo,
+    /// Shared, never mutated after construction: copies of the machine (the model checker
+    /// clones states constantly) share one allocation.
+    cfg: Arc<StorageConfig>,
+    /// Replaced wholesale on a newer version, so copies of the machine share it.
+    routing: Arc<RoutingInfo>,
     targets: BTreeMap<TargetId, Target>,
     /// Chain of each hosted target under the current routing.
     chain_of: BTreeMap<TargetId, ChainId>,
@@ -191,8 +201,8 @@ impl StorageNode {
             })
             .collect();
         let mut node = Self {
-            cfg,
-            routing: RoutingInfo::default(),
+            cfg: Arc::new(cfg),
+            routing: Arc::default(),
             targets,
             chain_of: BTreeMap::new(),
             ios: BTreeMap::new(),
@@ -241,7 +251,7 @@ impl StorageNode {
                 }
             }
         }
-        self.routing = routing;
+        self.routing = Arc::new(routing);
     }
 
     /// This node's place in `chain` under the current routing, if it hosts a target of it.

@@ -5,6 +5,7 @@
 //! each test walks the protocol one step at a time.
 
 use super::*;
+use std::sync::Arc;
 use crate::chunk::UpdateKind;
 use crate::crc32c;
 use crate::ids::{
@@ -41,6 +42,9 @@ impl Harness {
     fn new(n: u32, mode: ReadMode, retries: u32) -> Self {
         let mut cfg = StorageConfig::new(NodeId(n), vec![(TargetId(n), mode)]);
         cfg.forward_retries_max = retries;
+        if retries == 0 {
+            cfg.forward_timeout = None;
+        }
         Self {
             node: StorageNode::new(cfg, BTreeMap::new(), all_serving()),
             store: MemChunkStore::new(),
@@ -187,7 +191,12 @@ fn head_write_updates_forwards_commits_after_successor_ack_and_replies() {
     assert_eq!(acts, vec![update_io(1, 1, 1, b"ab")]);
     let acts = h.complete(&acts[0]);
     let fwd = forwarded(1, 1, 1, b"ab");
-    let wait = h.node.cfg.forward_retry_wait.clone();
+    let wait = h
+        .node
+        .cfg
+        .forward_timeout
+        .clone()
+        .expect("timeout configured");
     assert_eq!(
         acts,
         vec![
@@ -395,7 +404,12 @@ fn forward_retry_resolves_new_successor_and_gives_up_after_budget() {
     };
     let nack = UpdateReply::answering(&fwd, stale, None);
     assert_eq!(h.recv(NodeId(2), Msg::UpdateReply(nack)), vec![]);
-    let wait = h.node.cfg.forward_retry_wait.clone();
+    let wait = h
+        .node
+        .cfg
+        .forward_timeout
+        .clone()
+        .expect("timeout configured");
     let acts = h.handle(EventOf::Timer(retry_timer(1)));
     let again = UpdateReq {
         retry: 1,
@@ -500,4 +514,65 @@ fn reads_return_committed_data_or_not_committed_when_dirty_in_legacy_mode() {
             }
         }
     }
+}
+
+#[test]
+fn transient_rejection_backs_off_and_resends_even_without_a_forward_timeout() {
+    // Goal: with no forward timeout (the model checker's setting) an update rejected by a
+    // successor that is behind or still busy with the same update must not wait forever: it
+    // backs off and re-sends, and gives up after its retry budget. Found by the model's
+    // liveness property ("every client finishes or gives up").
+    let mut h = Harness::new(1, ReadMode::Committed, 0);
+    Arc::make_mut(&mut h.node.cfg).forward_retries_max = 1;
+    let req = write(1, 1, b"s");
+    let acts = h.recv(CLIENT, Msg::Write(req.clone()));
+    let fwd = forwarded(1, 1, 1, b"s");
+    assert_eq!(
+        h.complete(&acts[0]),
+        vec![ActionOf::Send {
+            to: NodeId(2),
+            msg: Msg::Update(fwd.clone())
+        }]
+    );
+    let backoff = h.node.cfg.forward_retry_wait.clone();
+    for status in [
+        Status::ChannelLocked,
+        Status::StaleChainVersion {
+            current: ChainVersion(0),
+        },
+    ] {
+        let acts = h.recv(
+            NodeId(2),
+            Msg::UpdateReply(UpdateReply::answering(&fwd, status, None)),
+        );
+        assert_eq!(
+            acts,
+            vec![ActionOf::SetTimer {
+                timer: retry_timer(1),
+                after: backoff.clone()
+            }]
+        );
+    }
+    let acts = h.handle(EventOf::Timer(retry_timer(1)));
+    let again = UpdateReq {
+        retry: 1,
+        ..fwd.clone()
+    };
+    assert_eq!(
+        acts,
+        vec![ActionOf::Send {
+            to: NodeId(2),
+            msg: Msg::Update(again)
+        }]
+    );
+    let busy = UpdateReply::answering(&fwd, Status::Busy, None);
+    assert_eq!(h.recv(NodeId(2), Msg::UpdateReply(busy)).len(), 1);
+    let acts = h.handle(EventOf::Timer(retry_timer(1)));
+    assert_eq!(
+        acts,
+        vec![
+            ActionOf::CancelTimer(retry_timer(1)),
+            reply(CLIENT, &req, Status::ForwardFailed, None)
+        ]
+    );
 }

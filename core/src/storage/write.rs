@@ -295,8 +295,7 @@ impl StorageNode {
         let succ_node = successor.and_then(|s| self.routing.node_of(s.target));
         let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
         let tail_ack_early = self.bug(PlantedBug::TailAckBeforeCommit);
-        let wait = self.cfg.forward_retry_wait.clone();
-        let use_timer = self.cfg.forward_retries_max > 0;
+        let timeout = self.cfg.forward_timeout.clone();
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t
             .locks
@@ -359,20 +358,20 @@ impl StorageNode {
                         successor: succ.target,
                         chain_version: versioned.version,
                     };
-                    if use_timer {
-                        out.set_timer(timer, wait);
+                    if let Some(timeout) = timeout {
+                        out.set_timer(timer, timeout);
                     }
                 }
             }
             (Some(succ), None) => {
                 // Routing names a successor without a node: wait for newer routing (a routing
-                // change re-forwards; the timer only when timeout retries are configured).
+                // change re-forwards; the timeout too, when configured).
                 running.phase = Phase::Forwarding {
                     successor: succ.target,
                     chain_version: versioned.version,
                 };
-                if use_timer {
-                    out.set_timer(timer, wait);
+                if let Some(timeout) = timeout {
+                    out.set_timer(timer, timeout);
                 }
             }
         }
@@ -391,11 +390,15 @@ impl StorageNode {
         let Some(running) = t.locks.running_mut(rep.chunk) else {
             return;
         };
-        let matches = matches!(running.phase, Phase::Forwarding { .. })
-            && running.version == rep.update_version
-            && running.waiter.req.tag == rep.tag;
-        if !matches {
-            return; // A late reply to an earlier attempt or another update: ignore.
+        let Phase::Forwarding {
+            chain_version: sent,
+            ..
+        } = running.phase
+        else {
+            return; // Not waiting for a successor: a late reply to an earlier attempt.
+        };
+        if running.version != rep.update_version || running.waiter.req.tag != rep.tag {
+            return; // A reply meant for another update: ignore.
         }
         let chunk = rep.chunk;
         match (rep.status, rep.result) {
@@ -425,9 +428,15 @@ impl StorageNode {
                 status @ (Status::ForwardFailed | Status::DiskError | Status::ChecksumMismatch),
                 _,
             ) => self.fail_running(target, chunk, status, out),
-            // Everything else is transient (stale routing on either side, busy, locked channel):
-            // the retry timer re-resolves the successor and re-sends.
-            _ => {}
+            // The successor has newer routing: this node's routing change will re-forward.
+            (Status::StaleChainVersion { current }, _) if current > sent => {}
+            // Everything else is transient (the successor is behind, busy, or still running the
+            // same update arriving from another predecessor): back off, then re-resolve and
+            // re-send.
+            _ => out.set_timer(
+                StorageTimer::ForwardRetry { target, chunk },
+                self.cfg.forward_retry_wait.clone(),
+            ),
         }
     }
 

@@ -74,6 +74,7 @@ pub enum CraqState {
 fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
     let mut s = StorageConfig::new(node, vec![(TargetId(node.0), cfg.read_mode)]);
     s.forward_retries_max = cfg.forward_retries;
+    s.forward_timeout = None;
     s.bug = cfg.bug;
     s
 }

@@ -283,6 +283,19 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
                 (0..log.len()).all(|i| !log[i + 1..].contains(&log[i]))
             })
         })
+        // Liveness, checked on terminal states: no client is left waiting forever (it finishes
+        // its script, or gives up after its retry budget). Stateright's BFS can miss violations
+        // that are reached only through already-visited states; it cannot report false ones.
+        .property(
+            Expectation::Eventually,
+            "every client finishes or gives up",
+            |_, s| {
+                s.actor_states.iter().all(|a| match a.as_ref() {
+                    CraqState::Client(c) => c.running.is_none(),
+                    _ => true,
+                })
+            },
+        )
         .property(Expectation::Sometimes, "a write is acknowledged", |_, s| {
             !s.history.acked.is_empty()
         })

@@ -5,7 +5,6 @@
 //! each test walks the protocol one step at a time.
 
 use super::*;
-use std::sync::Arc;
 use crate::chunk::UpdateKind;
 use crate::crc32c;
 use crate::ids::{
@@ -16,6 +15,7 @@ use crate::machine::{Action, ActionOf};
 use crate::msg::{MessageTag, ReadReply, Status, UpdateReply, UpdateReq, UpdateResult};
 use crate::routing::PublicState;
 use crate::testing::MemChunkStore;
+use std::sync::Arc;
 
 const CLIENT: NodeId = NodeId(9);
 const C1: ChainId = ChainId(1);
@@ -573,6 +573,58 @@ fn transient_rejection_backs_off_and_resends_even_without_a_forward_timeout() {
         vec![
             ActionOf::CancelTimer(retry_timer(1)),
             reply(CLIENT, &req, Status::ForwardFailed, None)
+        ]
+    );
+}
+
+#[test]
+fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
+    // Goal: the "already committed" shortcut describes the chunk, not the update, so (1) a
+    // successor does not cache it for the update's tag, and (2) a predecessor accepts a
+    // successor's Ok only for exactly the version (and bytes) it sent. Together they stop a
+    // cached answer for one version from acknowledging a later version the successor never
+    // applied (the divergence the model found behind `skip-chain-version-check`).
+    let mut tail = Harness::new(3, ReadMode::Committed, 0);
+    let first = forwarded(1, 1, 1, b"a");
+    let acts = tail.recv(NodeId(2), Msg::Update(first));
+    let acts = tail.complete(&acts[0]);
+    tail.complete(&acts[1]);
+    // Another update (tag 7) replayed at the committed version: Ok, not cached...
+    let replay = UpdateReq {
+        tag: tag(7),
+        ..forwarded(7, 1, 1, b"b")
+    };
+    let acts = tail.recv(NodeId(2), Msg::Update(replay.clone()));
+    assert_eq!(
+        acts,
+        vec![reply(
+            NodeId(2),
+            &replay,
+            Status::Ok,
+            Some(result(1, 1, b"a"))
+        )]
+    );
+    // ...so the same tag at the next version is applied, not answered from a cache.
+    let next = UpdateReq {
+        update_version: ChunkVersion(2),
+        ..replay
+    };
+    assert_eq!(
+        tail.recv(NodeId(2), Msg::Update(next)),
+        vec![update_io(3, 3, 2, b"b")]
+    );
+
+    let mut head = Harness::new(1, ReadMode::Committed, 0);
+    let req = write(1, 1, b"c");
+    let acts = head.recv(CLIENT, Msg::Write(req.clone()));
+    head.complete(&acts[0]);
+    let fwd = forwarded(1, 1, 1, b"c");
+    let other_version = UpdateReply::answering(&fwd, Status::Ok, Some(result(2, 1, b"c")));
+    assert_eq!(
+        head.recv(NodeId(2), Msg::UpdateReply(other_version)),
+        vec![
+            ActionOf::CancelTimer(retry_timer(1)),
+            reply(CLIENT, &req, Status::ChecksumMismatch, None)
         ]
     );
 }

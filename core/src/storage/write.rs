@@ -211,9 +211,12 @@ impl StorageNode {
         } else {
             let u = w.req.update_version;
             if u <= meta.committed {
-                // Already committed here (a replay through another path, §3.5 #4): success.
+                // Already committed here (a replay through another path, §3.5 #4): success. The
+                // result describes the chunk, not this update, so it is not cached: a later update
+                // with the same tag at another version must be judged afresh, never answered with
+                // a version it did not write.
                 let result = result_of(&meta);
-                t.channels.finish(&w.req.tag, Some(result));
+                t.channels.finish(&w.req.tag, None);
                 reply(out, w.from, &w.req, Status::Ok, Some(result));
                 return false;
             }
@@ -403,8 +406,10 @@ impl StorageNode {
         let chunk = rep.chunk;
         match (rep.status, rep.result) {
             (Status::Ok, Some(result)) => {
-                if result.commit_version == running.version
-                    && result.checksum != running.pending_checksum
+                // The successor must have committed exactly this version with the same bytes;
+                // anything else means the replicas diverged.
+                if result.commit_version != running.version
+                    || result.checksum != running.pending_checksum
                 {
                     return self.fail_running(target, chunk, Status::ChecksumMismatch, out);
                 }

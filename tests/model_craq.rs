@@ -5,6 +5,10 @@
 //! State counts are pinned so that an unintended change to the machines or the model shows up
 //! as a diff here; update them deliberately (with a note on why) when the protocol changes.
 
+// The same allocator as the CLI: model checking is allocation-bound (see src/main.rs).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use t3fs_core::bugs::PlantedBug;
 use t3fs_sim::model::craq::{self, CraqConfig};
 use t3fs_sim::model::run::{self, FailureKind, Verdict};

@@ -6,7 +6,6 @@
 //! every step; time is frozen at zero because stateright explores every timer order anyway.
 
 use core::fmt::Debug;
-use core::hash::Hash;
 
 use stateright::actor::{model_timeout, Actor, Id, Out};
 use t3fs_core::ids::{IoId, NodeId};
@@ -51,40 +50,9 @@ pub fn through_codec(msg: &Msg) -> Msg {
     decoded
 }
 
-/// Runs `event` on `machine` and forwards the resulting actions to `o`.
+/// Runs one handler call on `machine` (`start` when `event` is `None`), checks its invariants
+/// and forwards the resulting actions to `o`.
 pub fn step<M, A>(
-    me: Id,
-    machine: &mut M,
-    event: Event<M>,
-    o: &mut Out<A>,
-    wrap_timer: impl Fn(M::Timer) -> A::Timer,
-) -> StepEffects<M::Ret>
-where
-    M: Machine<Msg = Msg>,
-    A: Actor,
-    A::Msg: ModelMsg,
-    A::Timer: Clone + Debug + Eq + Hash,
-{
-    drive(me, machine, Some(event), o, wrap_timer)
-}
-
-/// Runs `start` on `machine` and forwards its actions.
-pub fn start<M, A>(
-    me: Id,
-    machine: &mut M,
-    o: &mut Out<A>,
-    wrap_timer: impl Fn(M::Timer) -> A::Timer,
-) -> StepEffects<M::Ret>
-where
-    M: Machine<Msg = Msg>,
-    A: Actor,
-    A::Msg: ModelMsg,
-{
-    drive(me, machine, None, o, wrap_timer)
-}
-
-/// Runs one handler call (`start` when `event` is `None`), checks invariants, forwards actions.
-fn drive<M, A>(
     me: Id,
     machine: &mut M,
     event: Option<Event<M>>,

@@ -121,7 +121,7 @@ impl Actor for CraqNode {
                 let node = adapter::node_id(id);
                 let mut machine =
                     StorageNode::new(storage_cfg(&self.cfg, node), BTreeMap::new(), routing);
-                adapter::start(id, &mut machine, o, CraqTimer::Storage);
+                adapter::step(id, &mut machine, None, o, CraqTimer::Storage);
                 if self.cfg.failures > 0 {
                     o.set_timer(CraqTimer::FailStop, model_timeout());
                 }
@@ -135,7 +135,8 @@ impl Actor for CraqNode {
             }
             CraqActor::Client(ref script) => {
                 let node = adapter::node_id(id);
-                let machine = Client::new(client_cfg(&self.cfg, node), routing);
+                let mut machine = Client::new(client_cfg(&self.cfg, node), routing);
+                adapter::step(id, &mut machine, None, o, CraqTimer::Client);
                 let mut c = ClientState {
                     client: machine,
                     running: None,
@@ -276,7 +277,7 @@ fn storage_msg(id: Id, s: &mut StorageState, src: Id, msg: CraqMsg, o: &mut Out<
 /// Runs one storage machine step, flagging a chain-version regression and honouring `Halt`.
 fn storage_step(id: Id, s: &mut StorageState, event: Event<StorageNode>, o: &mut Out<CraqNode>) {
     let before = chain_version(s.node.routing());
-    let effects = adapter::step(id, &mut s.node, event, o, CraqTimer::Storage);
+    let effects = adapter::step(id, &mut s.node, Some(event), o, CraqTimer::Storage);
     s.halted |= effects.halted.is_some();
     let after = chain_version(s.node.routing());
     if after < before && s.regression.is_none() {
@@ -319,7 +320,7 @@ fn client_step(
     event: Event<Client>,
     o: &mut Out<CraqNode>,
 ) {
-    let effects = adapter::step(id, &mut c.client, event, o, CraqTimer::Client);
+    let effects = adapter::step(id, &mut c.client, Some(event), o, CraqTimer::Client);
     finish_ops(id, c, script, effects.returns, o);
 }
 

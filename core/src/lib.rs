@@ -32,6 +32,7 @@
 //! - [`crc32c`]: CRC32C (Castagnoli) used end to end for chunk payloads.
 //! - [`routing`]: routing info (chains, chain versions, public states) as mgmtd publishes it.
 //! - [`chunk`]: the completion-based `ChunkStore` contract.
+//! - [`kv`]: the transactional KV contract and the in-memory MVCC reference engine.
 //! - [`msg`]: wire messages and the versioned binary codec.
 //! - [`storage`]: the CRAQ storage machine (3FS §3).
 //! - [`client`]: the storage client machine (routing cache, chunk split, retry).
@@ -45,6 +46,7 @@ pub mod chunk;
 pub mod client;
 pub mod crc32c;
 pub mod ids;
+pub mod kv;
 pub mod layout;
 pub mod limits;
 pub mod machine;

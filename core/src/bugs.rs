@@ -70,3 +70,54 @@ impl fmt::Display for PlantedBug {
         f.write_str(self.name())
     }
 }
+
+/// A planted bug in mgmtd's chain management, selected with `t3fs check mgmtd --bug NAME`.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum MgmtdBug {
+    /// A SYNCING target whose local state is merely ONLINE is promoted to SERVING: it becomes the
+    /// tail and serves reads before its resync copied the chunks it missed.
+    PromoteBeforeSyncDone,
+    /// Every returning ONLINE target starts syncing at once: two SYNCING targets in one chain.
+    TwoSyncing,
+    /// mgmtd writes chain changes without re-validating its lease in the transaction, so a
+    /// deposed primary can still commit.
+    UnfencedWrites,
+}
+
+impl MgmtdBug {
+    /// Every mgmtd bug.
+    pub const ALL: [Self; 3] = [
+        Self::PromoteBeforeSyncDone,
+        Self::TwoSyncing,
+        Self::UnfencedWrites,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PromoteBeforeSyncDone => "promote-before-sync-done",
+            Self::TwoSyncing => "two-syncing",
+            Self::UnfencedWrites => "unfenced-writes",
+        }
+    }
+
+    /// One line saying what is broken.
+    pub fn about(self) -> &'static str {
+        match self {
+            Self::PromoteBeforeSyncDone => "a SYNCING target is promoted before its sync is done",
+            Self::TwoSyncing => "two targets of one chain sync at the same time",
+            Self::UnfencedWrites => "chain writes skip the lease check: a deposed primary commits",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+impl fmt::Display for MgmtdBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -50,6 +50,7 @@ pub mod kv;
 pub mod layout;
 pub mod limits;
 pub mod machine;
+pub mod mgmtd;
 pub mod msg;
 pub mod routing;
 pub mod storage;

@@ -1,0 +1,2 @@
+//! The cluster manager (3FS §2).
+pub mod chain_update;

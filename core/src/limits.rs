@@ -47,3 +47,16 @@ pub const CHAIN_TARGETS_MAX: usize = 16;
 const _: () = assert!(PAYLOAD_BYTES_MAX <= FRAME_BYTES_MAX);
 const _: () = assert!(CHUNK_LOCK_WAITERS_MAX > 0 && CLIENT_RETRIES_MAX > 0);
 const _: () = assert!(CHAIN_TARGETS_MAX as u32 <= LIST_LEN_MAX);
+
+/// Routing refresh and client-session extension period (3FS `auto_refresh_interval`, 10 s).
+pub const ROUTING_REFRESH: Duration = Duration::from_secs(10);
+/// Storage heartbeat period (3FS 10 s).
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
+/// Chain update loop period (3FS `update_chains_interval`, 1 s).
+pub const CHAIN_UPDATE_INTERVAL: Duration = Duration::from_secs(1);
+/// Known nodes and targets per mgmtd (bounds its tables; heartbeats beyond it are refused).
+pub const MGMTD_NODES_MAX: usize = 4096;
+/// Client sessions per mgmtd.
+pub const CLIENT_SESSIONS_MAX: usize = 65536;
+/// Queued writer operations of mgmtd (admin calls beyond it are refused as busy).
+pub const MGMTD_WRITER_QUEUE_MAX: usize = 64;

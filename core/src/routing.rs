@@ -134,6 +134,9 @@ pub struct RoutingInfo {
     pub chains: BTreeMap<ChainId, ChainInfo>,
     /// Hosting node of each target.
     pub targets: BTreeMap<TargetId, NodeId>,
+    /// Chain tables by (table id, table version): ordered chain lists files are placed on.
+    /// Every version is kept so old files keep resolving (3FS §2.5).
+    pub chain_tables: BTreeMap<(u32, u32), Vec<ChainId>>,
 }
 
 impl RoutingInfo {
@@ -145,6 +148,21 @@ impl RoutingInfo {
     /// The node hosting `target`.
     pub fn node_of(&self, target: TargetId) -> Option<NodeId> {
         self.targets.get(&target).copied()
+    }
+
+    /// The newest version of chain table `table`.
+    pub fn latest_table(&self, table: u32) -> Option<(u32, &[ChainId])> {
+        self.chain_tables
+            .range((table, 0)..=(table, u32::MAX))
+            .next_back()
+            .map(|((_, v), chains)| (*v, chains.as_slice()))
+    }
+
+    /// The chain of the targets' `target`, if any.
+    pub fn chain_of_target(&self, target: TargetId) -> Option<&ChainInfo> {
+        self.chains
+            .values()
+            .find(|c| c.targets.iter().any(|t| t.target == target))
     }
 }
 

@@ -220,8 +220,8 @@ impl Client {
         }
     }
 
-    fn refresh_routing(&self, out: &mut Outbox<Self>) {
-        if let Some(mgmtd) = self.cfg.mgmtd {
+    pub(super) fn refresh_routing(&self, out: &mut Outbox<Self>) {
+        if let Some(mgmtd) = self.mgmtd {
             out.send(
                 mgmtd,
                 Msg::GetRouting {

@@ -51,6 +51,9 @@ pub struct ClientConfig {
     pub io_timeout: Option<Range<Duration>>,
     /// Backoff after a retryable error status.
     pub retry_wait: Range<Duration>,
+    /// Period of routing refresh and session extension with mgmtd (3FS: 10 s each); `None`
+    /// disables both (routing then arrives only on errors or by push).
+    pub refresh_interval: Option<Range<Duration>>,
 }
 
 impl ClientConfig {
@@ -64,6 +67,7 @@ impl ClientConfig {
             channels: 64,
             io_timeout: Some(limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2),
             retry_wait: limits::CLIENT_RETRY_WAIT_MIN..limits::CLIENT_RETRY_WAIT_MAX,
+            refresh_interval: Some(limits::ROUTING_REFRESH..limits::ROUTING_REFRESH * 11 / 10),
         }
     }
 }
@@ -138,6 +142,8 @@ pub enum ClientRet {
 pub enum ClientTimer {
     /// Retry (or give up on) chunk I/O `id`.
     Retry(RequestId),
+    /// Periodic routing refresh and session extension.
+    Refresh,
 }
 
 /// A call in progress.
@@ -175,6 +181,8 @@ pub struct Client {
     /// Last seqnum used per channel. Invariant: only increases.
     seqnums: BTreeMap<ChannelId, SeqNum>,
     next_io: u64,
+    /// The mgmtd believed to be primary (follows `NotPrimary` hints).
+    mgmtd: Option<NodeId>,
     counters: crate::machine::Unobserved<ClientCounters>,
 }
 
@@ -182,6 +190,7 @@ impl Client {
     /// A client with the routing info known at start.
     pub fn new(cfg: ClientConfig, routing: RoutingInfo) -> Self {
         let free_channels = (1..=cfg.channels).map(ChannelId).collect();
+        let cfg_mgmtd = cfg.mgmtd;
         Self {
             cfg: Arc::new(cfg),
             routing: Arc::new(routing),
@@ -191,6 +200,7 @@ impl Client {
             free_channels,
             seqnums: BTreeMap::new(),
             next_io: 0,
+            mgmtd: cfg_mgmtd,
             counters: Default::default(),
         }
     }
@@ -304,7 +314,12 @@ impl Machine for Client {
     type Call = ClientCall;
     type Ret = ClientRet;
 
-    fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
+    fn start(&mut self, _now: Instant, out: &mut Outbox<Self>) {
+        if let (Some(every), Some(_)) = (self.cfg.refresh_interval.clone(), self.mgmtd) {
+            self.refresh_routing(out);
+            out.set_timer(ClientTimer::Refresh, every);
+        }
+    }
 
     fn handle(
         &mut self,
@@ -318,9 +333,31 @@ impl Machine for Client {
                 Msg::UpdateReply(rep) => self.on_update_reply(rep, out),
                 Msg::ReadReply(rep) => self.on_read_reply(rep, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
-                Msg::Write(_) | Msg::Update(_) | Msg::Read(_) | Msg::GetRouting { .. } => {}
+                Msg::NotPrimary { primary } => {
+                    // Follow the hint once per answer; with no hint, keep asking the same one.
+                    if primary.is_some() && primary != self.mgmtd {
+                        self.mgmtd = primary;
+                        self.refresh_routing(out);
+                    }
+                }
+                // Requests meant for servers: not ours.
+                _ => {}
             },
             EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(id, out),
+            EventOf::Timer(ClientTimer::Refresh) => {
+                self.refresh_routing(out);
+                if let Some(mgmtd) = self.mgmtd {
+                    out.send(
+                        mgmtd,
+                        Msg::ExtendSession(crate::msg::ExtendSession {
+                            client: self.cfg.client,
+                        }),
+                    );
+                }
+                if let Some(every) = self.cfg.refresh_interval.clone() {
+                    out.set_timer(ClientTimer::Refresh, every);
+                }
+            }
             // The client submits no I/O.
             EventOf::IoDone { .. } => {}
         }

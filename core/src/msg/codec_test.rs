@@ -90,7 +90,7 @@ fn update(r: &mut Rng) -> UpdateReq {
 }
 
 fn message(r: &mut Rng) -> Msg {
-    match r.below(7) {
+    match r.below(15) {
         0 => Msg::GetRouting {
             known: RoutingVersion(r.next()),
         },
@@ -132,6 +132,12 @@ fn message(r: &mut Rng) -> Msg {
                     .targets
                     .insert(TargetId(r.next() as u32), NodeId(r.next() as u32));
             }
+            for _ in 0..r.below(3) {
+                let chains = (0..r.below(4)).map(|_| ChainId(r.next() as u32)).collect();
+                routing
+                    .chain_tables
+                    .insert((r.next() as u32, r.next() as u32), chains);
+            }
             Msg::Routing(routing)
         }
         4 => Msg::Update(update(r)),
@@ -148,7 +154,83 @@ fn message(r: &mut Rng) -> Msg {
                 checksum: r.next() as u32,
             }),
         }),
-        _ => Msg::Write(update(r)),
+        6 => Msg::Write(update(r)),
+        7 => Msg::Heartbeat(Heartbeat {
+            node: NodeId(r.next() as u32),
+            hb_version: r.next(),
+            timestamp: r.next(),
+            targets: (0..r.below(4))
+                .map(|_| LocalTargetInfo {
+                    target: TargetId(r.next() as u32),
+                    state: local_state(r),
+                    chain_version: ChainVersion(r.next() as u32),
+                })
+                .collect(),
+        }),
+        8 => Msg::HeartbeatReply(HeartbeatReply {
+            status: mgmtd_status(r),
+        }),
+        9 => Msg::NotPrimary {
+            primary: (r.below(2) == 1).then(|| NodeId(r.next() as u32)),
+        },
+        10 => Msg::ExtendSession(ExtendSession {
+            client: ClientId(r.next()),
+        }),
+        11 => Msg::SyncStart(sync_req(r)),
+        12 => Msg::SyncStartReply(SyncStartReply {
+            req: sync_req(r),
+            status: status(r),
+            metas: (0..r.below(3)).map(|_| chunk_meta(r)).collect(),
+        }),
+        13 => Msg::SyncDone(sync_req(r)),
+        _ => Msg::SyncDoneReply(SyncDoneReply {
+            req: sync_req(r),
+            status: status(r),
+        }),
+    }
+}
+
+fn local_state(r: &mut Rng) -> crate::routing::LocalState {
+    use crate::routing::LocalState::*;
+    [UpToDate, Online, Offline][r.below(3) as usize]
+}
+
+fn mgmtd_status(r: &mut Rng) -> MgmtdStatus {
+    match r.below(6) {
+        0 => MgmtdStatus::Ok,
+        1 => MgmtdStatus::NotPrimary {
+            primary: (r.below(2) == 1).then(|| NodeId(r.next() as u32)),
+        },
+        2 => MgmtdStatus::StaleHeartbeat { last: r.next() },
+        3 => MgmtdStatus::BadTimestamp,
+        4 => MgmtdStatus::Disabled,
+        _ => MgmtdStatus::Invalid,
+    }
+}
+
+fn sync_req(r: &mut Rng) -> SyncReq {
+    SyncReq {
+        chain: VersionedChain {
+            chain: ChainId(r.next() as u32),
+            version: ChainVersion(r.next() as u32),
+        },
+        target: TargetId(r.next() as u32),
+    }
+}
+
+fn chunk_meta(r: &mut Rng) -> crate::chunk::ChunkMeta {
+    crate::chunk::ChunkMeta {
+        chunk: ChunkId::new(r.next(), r.next() as u32),
+        committed: ChunkVersion(r.next() as u32),
+        chain_version: ChainVersion(r.next() as u32),
+        len: r.next() as u32,
+        checksum: r.next() as u32,
+        pending: (r.below(2) == 1).then(|| crate::chunk::PendingMeta {
+            version: ChunkVersion(r.next() as u32),
+            len: r.next() as u32,
+            checksum: r.next() as u32,
+            removes: r.below(2) == 1,
+        }),
     }
 }
 

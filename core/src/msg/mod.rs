@@ -1,10 +1,11 @@
 //! Wire messages of every t3fs service and their framing.
 //!
-//! [`Msg`] is the one message type machines exchange in this scope (storage, client and
-//! the routing-info input that mgmtd will own). Every message crosses [`codec`] in real runs and
+//! [`Msg`] is the one message type machines exchange: storage and client ([`storage`]), mgmtd
+//! heartbeats, routing and resync ([`mgmtd`]). Every message crosses [`codec`] in real runs and
 //! in simulation alike, so codec bugs surface in simulation. Byte-level layout: `docs/wire.md`.
 
 pub mod codec;
+pub mod mgmtd;
 pub mod storage;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,10 @@ use crate::routing::{ChainInfo, ChainTarget, PublicState, RoutingInfo};
 use crate::wire_struct;
 use codec::{decode_frame, decode_list, encode_frame, encode_list, DecodeError, Decoder};
 use codec::{Encoder, Wire};
+pub use mgmtd::{
+    ExtendSession, Heartbeat, HeartbeatReply, LocalTargetInfo, MgmtdStatus, SyncDoneReply, SyncReq,
+    SyncStartReply,
+};
 pub use storage::{MessageTag, ReadReply, ReadReq, Status, UpdateReply, UpdateReq, UpdateResult};
 
 /// Every message of the protocol.
@@ -37,6 +42,25 @@ pub enum Msg {
     UpdateReply(UpdateReply),
     /// Client → head: a client write (update version 0).
     Write(UpdateReq),
+    /// Storage → primary mgmtd: local states of its targets.
+    Heartbeat(Heartbeat),
+    /// Primary mgmtd → storage.
+    HeartbeatReply(HeartbeatReply),
+    /// A non-primary mgmtd → caller of `GetRouting`: ask `primary` instead.
+    NotPrimary {
+        /// The primary, if known.
+        primary: Option<crate::ids::NodeId>,
+    },
+    /// Client → primary mgmtd: keep the session alive.
+    ExtendSession(ExtendSession),
+    /// Predecessor → SYNCING successor: start a resync round.
+    SyncStart(SyncReq),
+    /// SYNCING successor → predecessor: its chunk metadata.
+    SyncStartReply(SyncStartReply),
+    /// Predecessor → SYNCING successor: every chunk is copied; become UPTODATE.
+    SyncDone(SyncReq),
+    /// SYNCING successor → predecessor.
+    SyncDoneReply(SyncDoneReply),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -46,6 +70,14 @@ const KIND_ROUTING: u8 = 4;
 const KIND_UPDATE: u8 = 5;
 const KIND_UPDATE_REPLY: u8 = 6;
 const KIND_WRITE: u8 = 7;
+const KIND_HEARTBEAT: u8 = 8;
+const KIND_HEARTBEAT_REPLY: u8 = 9;
+const KIND_NOT_PRIMARY: u8 = 10;
+const KIND_EXTEND_SESSION: u8 = 11;
+const KIND_SYNC_START: u8 = 12;
+const KIND_SYNC_START_REPLY: u8 = 13;
+const KIND_SYNC_DONE: u8 = 14;
+const KIND_SYNC_DONE_REPLY: u8 = 15;
 
 impl Msg {
     /// Encodes the message as one frame.
@@ -58,6 +90,14 @@ impl Msg {
             Self::Update(m) => encode_frame(KIND_UPDATE, |e| m.encode(e)),
             Self::UpdateReply(m) => encode_frame(KIND_UPDATE_REPLY, |e| m.encode(e)),
             Self::Write(m) => encode_frame(KIND_WRITE, |e| m.encode(e)),
+            Self::Heartbeat(m) => encode_frame(KIND_HEARTBEAT, |e| m.encode(e)),
+            Self::HeartbeatReply(m) => encode_frame(KIND_HEARTBEAT_REPLY, |e| m.encode(e)),
+            Self::NotPrimary { primary } => encode_frame(KIND_NOT_PRIMARY, |e| primary.encode(e)),
+            Self::ExtendSession(m) => encode_frame(KIND_EXTEND_SESSION, |e| m.encode(e)),
+            Self::SyncStart(m) => encode_frame(KIND_SYNC_START, |e| m.encode(e)),
+            Self::SyncStartReply(m) => encode_frame(KIND_SYNC_START_REPLY, |e| m.encode(e)),
+            Self::SyncDone(m) => encode_frame(KIND_SYNC_DONE, |e| m.encode(e)),
+            Self::SyncDoneReply(m) => encode_frame(KIND_SYNC_DONE_REPLY, |e| m.encode(e)),
         }
     }
 
@@ -75,6 +115,16 @@ impl Msg {
             KIND_UPDATE => Self::Update(Wire::decode(d)?),
             KIND_UPDATE_REPLY => Self::UpdateReply(Wire::decode(d)?),
             KIND_WRITE => Self::Write(Wire::decode(d)?),
+            KIND_HEARTBEAT => Self::Heartbeat(Wire::decode(d)?),
+            KIND_HEARTBEAT_REPLY => Self::HeartbeatReply(Wire::decode(d)?),
+            KIND_NOT_PRIMARY => Self::NotPrimary {
+                primary: Wire::decode(d)?,
+            },
+            KIND_EXTEND_SESSION => Self::ExtendSession(Wire::decode(d)?),
+            KIND_SYNC_START => Self::SyncStart(Wire::decode(d)?),
+            KIND_SYNC_START_REPLY => Self::SyncStartReply(Wire::decode(d)?),
+            KIND_SYNC_DONE => Self::SyncDone(Wire::decode(d)?),
+            KIND_SYNC_DONE_REPLY => Self::SyncDoneReply(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {
@@ -141,6 +191,12 @@ impl Wire for RoutingInfo {
             target.encode(enc);
             node.encode(enc);
         }
+        enc.len(self.chain_tables.len());
+        for ((table, version), chains) in &self.chain_tables {
+            table.encode(enc);
+            version.encode(enc);
+            encode_list(enc, chains);
+        }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         let version = Wire::decode(dec)?;
@@ -161,10 +217,19 @@ impl Wire for RoutingInfo {
                 return Err(DecodeError::Invalid);
             }
         }
+        let n = dec.len(LIST_LEN_MAX, 12)?;
+        let mut chain_tables = BTreeMap::new();
+        for _ in 0..n {
+            let key: (u32, u32) = (Wire::decode(dec)?, Wire::decode(dec)?);
+            if chain_tables.insert(key, decode_list(dec)?).is_some() {
+                return Err(DecodeError::Invalid);
+            }
+        }
         Ok(Self {
             version,
             chains,
             targets,
+            chain_tables,
         })
     }
 }

@@ -394,7 +394,7 @@ impl Machine for StorageNode {
                 Msg::Read(req) => self.on_read(from, req, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
                 // Replies meant for clients and requests meant for mgmtd: not ours, ignore.
-                Msg::ReadReply(_) | Msg::GetRouting { .. } => {}
+                _ => {}
             },
             EventOf::Timer(StorageTimer::ForwardRetry { target, chunk }) => {
                 self.on_forward_retry(target, chunk, out)

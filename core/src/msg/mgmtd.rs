@@ -1,0 +1,212 @@
+//! Cluster-manager messages (3FS §1.2, §2.3, §3.6): heartbeats from storage nodes with their
+//! targets' local states, the not-primary redirect, client sessions, and the resync handshake
+//! between a predecessor and its SYNCING successor.
+//!
+//! Protocol outcomes are statuses inside replies ([`MgmtdStatus`]), never Rust errors.
+
+use crate::chunk::{ChunkMeta, PendingMeta};
+use crate::ids::{ChainVersion, ClientId, NodeId, TargetId, VersionedChain};
+use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
+use crate::msg::Status;
+use crate::routing::LocalState;
+use crate::wire_struct;
+
+/// One target's report in a heartbeat (3FS `LocalTargetInfo`).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct LocalTargetInfo {
+    /// The target.
+    pub target: TargetId,
+    /// Its local state.
+    pub state: LocalState,
+    /// The chain version the node last saw for the target's chain (0 = unknown); mgmtd ignores
+    /// reports older than its own chain version (`heartbeat_ignore_stale_targets`).
+    pub chain_version: ChainVersion,
+}
+wire_struct!(LocalTargetInfo {
+    target,
+    state,
+    chain_version
+});
+
+/// Storage → primary mgmtd, periodically and on every local-state change.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct Heartbeat {
+    /// The sender.
+    pub node: NodeId,
+    /// Strictly increasing per sender; a restarted sender learns the last one from the reply.
+    pub hb_version: u64,
+    /// The sender's clock (nanoseconds); rejected outside mgmtd's validity window.
+    pub timestamp: u64,
+    /// Every hosted target.
+    pub targets: Vec<LocalTargetInfo>,
+}
+
+impl Wire for Heartbeat {
+    fn encode(&self, enc: &mut Encoder) {
+        self.node.encode(enc);
+        self.hb_version.encode(enc);
+        self.timestamp.encode(enc);
+        encode_list(enc, &self.targets);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            node: Wire::decode(dec)?,
+            hb_version: Wire::decode(dec)?,
+            timestamp: Wire::decode(dec)?,
+            targets: decode_list(dec)?,
+        })
+    }
+}
+
+/// Outcome of a mgmtd request.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum MgmtdStatus {
+    /// Accepted.
+    Ok,
+    /// This mgmtd is not the primary; `primary` is its best guess. Retry there.
+    NotPrimary {
+        /// The primary, if known.
+        primary: Option<NodeId>,
+    },
+    /// `hb_version` not above `last`: the sender continues from `last + 1` and retries once.
+    StaleHeartbeat {
+        /// The last accepted version.
+        last: u64,
+    },
+    /// The heartbeat's timestamp is outside the validity window (clock skew): fix the clock.
+    BadTimestamp,
+    /// The node is disabled by an admin: heartbeats are refused until it is enabled.
+    Disabled,
+    /// Malformed content (duplicate targets, node id 0 or mgmtd's own): do not retry.
+    Invalid,
+}
+
+impl Wire for MgmtdStatus {
+    fn encode(&self, enc: &mut Encoder) {
+        match self {
+            Self::Ok => enc.u8(0),
+            Self::NotPrimary { primary } => {
+                enc.u8(1);
+                primary.encode(enc);
+            }
+            Self::StaleHeartbeat { last } => {
+                enc.u8(2);
+                last.encode(enc);
+            }
+            Self::BadTimestamp => enc.u8(3),
+            Self::Disabled => enc.u8(4),
+            Self::Invalid => enc.u8(5),
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::Ok,
+            1 => Self::NotPrimary {
+                primary: Wire::decode(dec)?,
+            },
+            2 => Self::StaleHeartbeat {
+                last: Wire::decode(dec)?,
+            },
+            3 => Self::BadTimestamp,
+            4 => Self::Disabled,
+            5 => Self::Invalid,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+/// Primary → storage: the heartbeat's outcome.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct HeartbeatReply {
+    /// Outcome.
+    pub status: MgmtdStatus,
+}
+wire_struct!(HeartbeatReply { status });
+
+/// Client → primary: keep my session alive (3FS `extendClientSession`).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ExtendSession {
+    /// The client.
+    pub client: ClientId,
+}
+wire_struct!(ExtendSession { client });
+
+/// Predecessor → SYNCING successor: start a resync round (3FS `syncStart`).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SyncReq {
+    /// The chain at the predecessor's chain version.
+    pub chain: VersionedChain,
+    /// The successor target being synced.
+    pub target: TargetId,
+}
+wire_struct!(SyncReq { chain, target });
+
+/// Successor → predecessor: its chunk metadata, or why it refuses.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SyncStartReply {
+    /// Echo of the request.
+    pub req: SyncReq,
+    /// `Ok`, `StaleChainVersion`, or `TargetNotServing` (not SYNCING + ONLINE).
+    pub status: Status,
+    /// Metadata of every chunk the successor holds (committed and pending).
+    pub metas: Vec<ChunkMeta>,
+}
+
+impl Wire for SyncStartReply {
+    fn encode(&self, enc: &mut Encoder) {
+        self.req.encode(enc);
+        self.status.encode(enc);
+        encode_list(enc, &self.metas);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            req: Wire::decode(dec)?,
+            status: Wire::decode(dec)?,
+            metas: decode_list(dec)?,
+        })
+    }
+}
+
+/// Successor → predecessor: outcome of `SyncDone`.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SyncDoneReply {
+    /// Echo of the request.
+    pub req: SyncReq,
+    /// `Ok` once the successor is locally UPTODATE.
+    pub status: Status,
+}
+wire_struct!(SyncDoneReply { req, status });
+
+impl Wire for LocalState {
+    fn encode(&self, enc: &mut Encoder) {
+        enc.u8(match self {
+            Self::UpToDate => 0,
+            Self::Online => 1,
+            Self::Offline => 2,
+        });
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::UpToDate,
+            1 => Self::Online,
+            2 => Self::Offline,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+wire_struct!(PendingMeta {
+    version,
+    len,
+    checksum,
+    removes
+});
+wire_struct!(ChunkMeta {
+    chunk,
+    committed,
+    chain_version,
+    len,
+    checksum,
+    pending
+});
+

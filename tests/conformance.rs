@@ -15,7 +15,9 @@ fn mem_kv_passes_the_kv_suite() {
 /// phantoms slip through) is rejected.
 #[test]
 fn kv_suite_rejects_an_engine_without_conflict_checks() {
-    use t3fs_core::kv::{mem::MemKv, CommitReq, Key, KeyRange, KvEngine, KvError, KvVersion, Value};
+    use t3fs_core::kv::{
+        mem::MemKv, CommitReq, Key, KeyRange, KvEngine, KvError, KvVersion, Value,
+    };
     struct NoConflicts(MemKv);
     impl KvEngine for NoConflicts {
         fn read_version(&mut self) -> Result<KvVersion, KvError> {
@@ -24,7 +26,12 @@ fn kv_suite_rejects_an_engine_without_conflict_checks() {
         fn get(&mut self, at: KvVersion, key: &[u8]) -> Result<Option<Value>, KvError> {
             self.0.get(at, key)
         }
-        fn range(&mut self, at: KvVersion, r: &KeyRange, n: usize) -> Result<Vec<(Key, Value)>, KvError> {
+        fn range(
+            &mut self,
+            at: KvVersion,
+            r: &KeyRange,
+            n: usize,
+        ) -> Result<Vec<(Key, Value)>, KvError> {
             self.0.range(at, r, n)
         }
         fn commit(&mut self, mut req: CommitReq) -> Result<KvVersion, KvError> {
@@ -32,8 +39,10 @@ fn kv_suite_rejects_an_engine_without_conflict_checks() {
             self.0.commit(req)
         }
     }
-    let caught = std::panic::catch_unwind(|| {
-        t3fs_core::testing::kv_suite(|| NoConflicts(MemKv::new(1024)))
-    });
-    assert!(caught.is_err(), "an engine without conflict checks passed the suite");
+    let caught =
+        std::panic::catch_unwind(|| t3fs_core::testing::kv_suite(|| NoConflicts(MemKv::new(1024))));
+    assert!(
+        caught.is_err(),
+        "an engine without conflict checks passed the suite"
+    );
 }

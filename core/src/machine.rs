@@ -12,6 +12,7 @@ use core::time::Duration;
 
 use crate::chunk::{ChunkDone, ChunkError, ChunkOp};
 use crate::ids::{IoId, NodeId, RequestId, TargetId};
+use crate::kv::{KvDone, KvError, KvOp};
 use crate::limits::OUTBOX_ACTIONS_MAX;
 use crate::time::Instant;
 
@@ -121,8 +122,7 @@ pub enum HaltReason {
     FailStop,
 }
 
-/// Asynchronous operations a machine can request. Later issues add KV transactions and bulk
-/// data pulls here.
+/// Asynchronous operations a machine can request.
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum IoOp {
     /// An operation on one target's chunk store.
@@ -132,6 +132,8 @@ pub enum IoOp {
         /// The operation.
         op: ChunkOp,
     },
+    /// One step of a KV transaction (read batch or commit), run by the driver's engine.
+    Kv(KvOp),
 }
 
 /// Completion of an [`IoOp`].
@@ -139,6 +141,8 @@ pub enum IoOp {
 pub enum IoResult {
     /// Outcome of an [`IoOp::Chunk`].
     Chunk(Result<ChunkDone, ChunkError>),
+    /// Outcome of an [`IoOp::Kv`].
+    Kv(Result<KvDone, KvError>),
 }
 
 /// Actions emitted by one `start`/`handle` call; bounded by [`OUTBOX_ACTIONS_MAX`].

@@ -333,12 +333,10 @@ impl Machine for Client {
                 Msg::UpdateReply(rep) => self.on_update_reply(rep, out),
                 Msg::ReadReply(rep) => self.on_read_reply(rep, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
-                Msg::NotPrimary { primary } => {
-                    // Follow the hint once per answer; with no hint, keep asking the same one.
-                    if primary.is_some() && primary != self.mgmtd {
-                        self.mgmtd = primary;
-                        self.refresh_routing(out);
-                    }
+                // Follow the hint once per answer; with no hint, keep asking the same one.
+                Msg::NotPrimary { primary } if primary.is_some() && primary != self.mgmtd => {
+                    self.mgmtd = primary;
+                    self.refresh_routing(out);
                 }
                 // Requests meant for servers: not ours.
                 _ => {}

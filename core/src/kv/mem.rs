@@ -160,15 +160,15 @@ impl KvEngine for MemKv {
         if fault == Some(MemKvFault::CommitUnknownDropped) {
             return Err(KvError::CommitUnknown);
         }
-        let conflicted = self
-            .log
-            .iter()
-            .filter(|(v, _)| *v > req.read_version)
-            .any(|(_, written)| {
-                written
-                    .iter()
-                    .any(|w| req.read_conflicts.iter().any(|r| r.intersects(w)))
-            });
+        let conflicted =
+            self.log
+                .iter()
+                .filter(|(v, _)| *v > req.read_version)
+                .any(|(_, written)| {
+                    written
+                        .iter()
+                        .any(|w| req.read_conflicts.iter().any(|r| r.intersects(w)))
+                });
         if conflicted {
             return Err(KvError::Conflict);
         }
@@ -208,7 +208,10 @@ mod tests {
         assert_eq!(kv.version(), KvVersion(5));
         assert_eq!(kv.get(KvVersion(1), b"k"), Err(KvError::TooOld));
         assert_eq!(kv.get(KvVersion(4), b"k"), Ok(Some(vec![3])));
-        assert!(kv.data[b"k".as_slice()].len() <= 3, "history grows without bound");
+        assert!(
+            kv.data[b"k".as_slice()].len() <= 3,
+            "history grows without bound"
+        );
         let stale = CommitReq {
             read_version: KvVersion(1),
             read_conflicts: vec![],

@@ -130,17 +130,14 @@ pub fn generate_new_chain(
                     LocalState::Online if bug == Some(MgmtdBug::PromoteBeforeSyncDone) => {
                         (Serving, Row::SyncDone)
                     }
-                    LocalState::Online if has(&placed, Serving) => {
-                        (Syncing, Row::SyncingContinues)
-                    }
+                    LocalState::Online if has(&placed, Serving) => (Syncing, Row::SyncingContinues),
                     LocalState::Online => (Waiting, Row::SyncingLostSource),
                     LocalState::Offline => (Offline, Row::SyncingDown),
                 },
                 Waiting | Offline => match l {
                     LocalState::Online
                         if has(&placed, Serving)
-                            && (!has(&placed, Syncing)
-                                || bug == Some(MgmtdBug::TwoSyncing)) =>
+                            && (!has(&placed, Syncing) || bug == Some(MgmtdBug::TwoSyncing)) =>
                     {
                         (Syncing, Row::StartSync)
                     }
@@ -209,7 +206,10 @@ pub fn check_chain(chain: &[ChainTarget]) -> Result<(), String> {
     if syncing > 0 && serving == 0 {
         return fail("SYNCING without a SERVING source");
     }
-    if chain.windows(2).any(|w| rank(w[0].state) > rank(w[1].state)) {
+    if chain
+        .windows(2)
+        .any(|w| rank(w[0].state) > rank(w[1].state))
+    {
         return fail("targets out of group order");
     }
     Ok(())
@@ -218,7 +218,11 @@ pub fn check_chain(chain: &[ChainTarget]) -> Result<(), String> {
 /// Checks one update `old → new` (given the transitions): the new chain's invariants, the same
 /// targets, serving order preserved, and every new SERVING target legitimately sourced (was
 /// SERVING; or SYNCING with sync done; or the first returning LASTSRV while nothing served).
-pub fn check_update(old: &[ChainTarget], new: &[ChainTarget], tr: &[Transition]) -> Result<(), String> {
+pub fn check_update(
+    old: &[ChainTarget],
+    new: &[ChainTarget],
+    tr: &[Transition],
+) -> Result<(), String> {
     use PublicState::*;
     check_chain(new)?;
     let mut a: Vec<TargetId> = old.iter().map(|t| t.target).collect();
@@ -240,7 +244,11 @@ pub fn check_update(old: &[ChainTarget], new: &[ChainTarget], tr: &[Transition])
         .map(|o| o.target)
         .collect();
     if still != before {
-        return Err(format!("serving order changed: {} -> {}", render(old), render(new)));
+        return Err(format!(
+            "serving order changed: {} -> {}",
+            render(old),
+            render(new)
+        ));
     }
     let old_serving = old.iter().any(|o| o.state == Serving);
     for t in tr.iter().filter(|t| t.new == Serving) {

@@ -15,7 +15,11 @@ const PUBLIC: [PublicState; 5] = [
     PublicState::Waiting,
     PublicState::Offline,
 ];
-const LOCAL: [LocalState; 3] = [LocalState::UpToDate, LocalState::Online, LocalState::Offline];
+const LOCAL: [LocalState; 3] = [
+    LocalState::UpToDate,
+    LocalState::Online,
+    LocalState::Offline,
+];
 
 fn chain(states: &[PublicState]) -> Vec<ChainTarget> {
     states
@@ -112,7 +116,10 @@ fn fixpoint_marks_down_exactly_the_offline_targets() {
 }
 
 /// Breadth-first over every chain reachable from all-SERVING under arbitrary local states.
-fn reachable(n: usize, bug: Option<MgmtdBug>) -> (BTreeSet<Vec<ChainTarget>>, BTreeSet<Row>, Option<String>) {
+fn reachable(
+    n: usize,
+    bug: Option<MgmtdBug>,
+) -> (BTreeSet<Vec<ChainTarget>>, BTreeSet<Row>, Option<String>) {
     let start = chain(&vec![PublicState::Serving; n]);
     let mut seen = BTreeSet::from([start.clone()]);
     let mut rows = BTreeSet::new();
@@ -138,7 +145,10 @@ fn reachable_chains_are_valid_and_exercise_every_row() {
     assert_eq!(err, None);
     // LASTSRV-while-serving needs an input that already breaks the invariants (SERVING or
     // SYNCING beside a LASTSRV); the row is a defensive rule for admin-written chains.
-    let expected: BTreeSet<Row> = Row::ALL.into_iter().filter(|r| *r != Row::LastSrvDeposed).collect();
+    let expected: BTreeSet<Row> = Row::ALL
+        .into_iter()
+        .filter(|r| *r != Row::LastSrvDeposed)
+        .collect();
     assert_eq!(rows3, expected, "a table row is unreachable with 3 targets");
     let (seen4, _, err) = reachable(4, None);
     assert_eq!(err, None);
@@ -184,7 +194,9 @@ fn transition_table_rows() {
     // Sync done: the syncing target is appended as the new tail; the waiting one starts.
     let (new, tr) = update(&new, &[Up, Up, Online]);
     assert_eq!(states(&new), vec![(1, Serving), (2, Serving), (3, Syncing)]);
-    assert!(tr.iter().any(|t| t.row == Row::SyncDone && t.target == TargetId(2)));
+    assert!(tr
+        .iter()
+        .any(|t| t.row == Row::SyncDone && t.target == TargetId(2)));
     // UPTODATE + WAITING stays WAITING (storage then drops itself OFFLINE and re-enters ONLINE).
     let (new, _) = update(&chain(&[Serving, Waiting]), &[Up, Up]);
     assert_eq!(states(&new), vec![(1, Serving), (2, Waiting)]);

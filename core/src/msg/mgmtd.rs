@@ -209,4 +209,3 @@ wire_struct!(ChunkMeta {
     checksum,
     pending
 });
-

@@ -334,7 +334,9 @@ impl StorageNode {
         let Some(purpose) = self.ios.remove(&id) else {
             return; // Not ours (an I/O from before a restart): ignore.
         };
-        let IoResult::Chunk(result) = result;
+        let IoResult::Chunk(result) = result else {
+            panic!("storage submits only chunk I/O");
+        };
         match purpose {
             IoPurpose::Update { target, chunk } => {
                 let meta = expect_done(result, |d| match d {

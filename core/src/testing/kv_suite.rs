@@ -41,7 +41,11 @@ fn read_your_writes<E: KvEngine>(kv: &mut E) {
     t.set(b"a", b"2");
     t.set(b"b", b"3");
     t.clear(b"b");
-    assert_eq!(t.get(b"a").unwrap(), Some(b"2".to_vec()), "read-your-writes");
+    assert_eq!(
+        t.get(b"a").unwrap(),
+        Some(b"2".to_vec()),
+        "read-your-writes"
+    );
     assert_eq!(t.get(b"b").unwrap(), None, "read-your-clears");
     t.commit().unwrap();
     assert_eq!(read(kv, b"a"), Some(b"2".to_vec()), "committed value");
@@ -52,7 +56,11 @@ fn snapshot_reads<E: KvEngine>(kv: &mut E) {
     put(kv, b"k", b"old");
     let at = kv.read_version().unwrap();
     put(kv, b"k", b"new");
-    assert_eq!(kv.get(at, b"k").unwrap(), Some(b"old".to_vec()), "snapshot read");
+    assert_eq!(
+        kv.get(at, b"k").unwrap(),
+        Some(b"old".to_vec()),
+        "snapshot read"
+    );
     let now = kv.read_version().unwrap();
     assert_eq!(kv.get(now, b"k").unwrap(), Some(b"new".to_vec()));
     assert!(now > at, "read version covers acknowledged commits");
@@ -70,8 +78,16 @@ fn lost_update_is_a_conflict<E: KvEngine>(kv: &mut E) {
         read_conflicts: vec![KeyRange::single(b"n")],
         mutations: vec![crate::kv::Mutation::Set(b"n".to_vec(), b"1".to_vec())],
     };
-    assert_eq!(kv.commit(t1), Err(KvError::Conflict), "lost update not detected");
-    assert_eq!(read(kv, b"n"), Some(b"1".to_vec()), "a conflicted commit wrote");
+    assert_eq!(
+        kv.commit(t1),
+        Err(KvError::Conflict),
+        "lost update not detected"
+    );
+    assert_eq!(
+        read(kv, b"n"),
+        Some(b"1".to_vec()),
+        "a conflicted commit wrote"
+    );
 }
 
 fn blind_and_disjoint_writes_commit<E: KvEngine>(kv: &mut E) {
@@ -103,14 +119,22 @@ fn range_reads_and_phantoms<E: KvEngine>(kv: &mut E) {
     t.clear(b"d/a");
     let rows = t.range(&KeyRange::prefix(b"d/"), 10).unwrap();
     let keys: Vec<&[u8]> = rows.iter().map(|(k, _)| k.as_slice()).collect();
-    assert_eq!(keys, vec![&b"d/b"[..], b"d/bb", b"d/c"], "range merges own writes");
+    assert_eq!(
+        keys,
+        vec![&b"d/b"[..], b"d/bb", b"d/c"],
+        "range merges own writes"
+    );
     let limited = t.range(&KeyRange::prefix(b"d/"), 2).unwrap();
     assert_eq!(limited.len(), 2, "range limit");
     t.set(b"count", b"3");
     let req = t.to_commit_req().unwrap();
     // Another transaction inserts into the range: a phantom, so the first must abort.
     put(kv, b"d/ba", b"phantom");
-    assert_eq!(kv.commit(req), Err(KvError::Conflict), "phantom not detected");
+    assert_eq!(
+        kv.commit(req),
+        Err(KvError::Conflict),
+        "phantom not detected"
+    );
 }
 
 fn clear_range<E: KvEngine>(kv: &mut E) {
@@ -125,7 +149,11 @@ fn clear_range<E: KvEngine>(kv: &mut E) {
     let at = kv.read_version().unwrap();
     let rows = kv.range(at, &KeyRange::prefix(b"r/"), 10).unwrap();
     assert_eq!(rows, vec![(b"r/3".to_vec(), b"after".to_vec())]);
-    assert_eq!(read(kv, b"s/1"), Some(b"v".to_vec()), "clear went past its range");
+    assert_eq!(
+        read(kv, b"s/1"),
+        Some(b"v".to_vec()),
+        "clear went past its range"
+    );
 }
 
 fn versions_increase<E: KvEngine>(kv: &mut E) {
@@ -133,7 +161,10 @@ fn versions_increase<E: KvEngine>(kv: &mut E) {
     for i in 0..20u8 {
         let v = put(kv, b"v", &[i]);
         assert!(v > last, "commit version did not increase");
-        assert!(kv.read_version().unwrap() >= v, "read version behind a commit");
+        assert!(
+            kv.read_version().unwrap() >= v,
+            "read version behind a commit"
+        );
         last = v;
     }
 }
@@ -216,8 +247,15 @@ fn interleaved_increments_are_serializable<E: KvEngine>(kv: &mut E, seed: u64) {
     assert_eq!(counter(&read(kv, b"b")), COMMITS);
     let at = kv.read_version().unwrap();
     let log = kv.range(at, &KeyRange::prefix(b"log/"), 1000).unwrap();
-    assert_eq!(log.len() as u64, COMMITS, "two commits read the same counter");
-    assert!(conflicts > 0, "interleaving never produced a conflict: the check is vacuous");
+    assert_eq!(
+        log.len() as u64,
+        COMMITS,
+        "two commits read the same counter"
+    );
+    assert!(
+        conflicts > 0,
+        "interleaving never produced a conflict: the check is vacuous"
+    );
 }
 
 /// An engine wrapper that reports the next commit as `CommitUnknown`, after applying it or not.
@@ -234,7 +272,12 @@ impl<E: KvEngine> KvEngine for UnknownOnce<'_, E> {
     fn get(&mut self, at: KvVersion, key: &[u8]) -> Result<Option<Value>, KvError> {
         self.inner.get(at, key)
     }
-    fn range(&mut self, at: KvVersion, r: &KeyRange, l: usize) -> Result<Vec<(Key, Value)>, KvError> {
+    fn range(
+        &mut self,
+        at: KvVersion,
+        r: &KeyRange,
+        l: usize,
+    ) -> Result<Vec<(Key, Value)>, KvError> {
         self.inner.range(at, r, l)
     }
     fn commit(&mut self, req: CommitReq) -> Result<KvVersion, KvError> {
@@ -275,5 +318,9 @@ fn commit_unknown_is_resolved_by_a_record<E: KvEngine>(kv: &mut E, applied: bool
         }
     }
     assert_eq!(attempts, 2, "the unknown commit was not retried");
-    assert_eq!(counter(&read(kv.inner, b"balance")), 15, "applied twice or never");
+    assert_eq!(
+        counter(&read(kv.inner, b"balance")),
+        15,
+        "applied twice or never"
+    );
 }

@@ -1,0 +1,252 @@
+//! Heartbeats, failure detection, the chain update loop, routing requests, client sessions and
+//! admin-call admission of the primary mgmtd (3FS §2.3, §2.4, §2.6.1, §2.8).
+//!
+//! Failure detection is one deadline timer per node, re-armed by every accepted heartbeat: its
+//! firing is "no heartbeat for `heartbeat_fail_interval`" (3FS polls for the same condition
+//! every 10 s; a timer costs per event, not per node per tick). Invariant: a target's local
+//! state at mgmtd changes only through an accepted heartbeat, a deadline, or an admin offline;
+//! every change marks its chain dirty for the next chain update run. Not here: persistence.
+
+use core::time::Duration;
+use std::collections::BTreeSet;
+
+use super::chain_update::generate_new_chain;
+use super::{AdminCall, AdminError, AdminRet, Mgmtd, MgmtdTimer, NodeRec, WriterOp};
+use crate::ids::{ChainId, ChainVersion, ClientId, NodeId, RequestId, RoutingVersion, TargetId};
+use crate::machine::{ActionOf, Outbox};
+use crate::msg::{Heartbeat, HeartbeatReply, MgmtdStatus, Msg};
+use crate::routing::{ChainInfo, LocalState};
+use crate::time::Instant;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Mgmtd {
+    fn reply_hb(out: &mut Outbox<Self>, to: NodeId, status: MgmtdStatus) {
+        out.send(to, Msg::HeartbeatReply(HeartbeatReply { status }));
+    }
+
+    pub(super) fn on_heartbeat(
+        &mut self,
+        now: Instant,
+        from: NodeId,
+        hb: Heartbeat,
+        out: &mut Outbox<Self>,
+    ) {
+        if !self.is_primary(now) {
+            let primary = self.primary_hint();
+            return Self::reply_hb(out, from, MgmtdStatus::NotPrimary { primary });
+        }
+        let window = nanos(self.cfg.timestamp_window);
+        let me = self.cfg.node;
+        let fail_after = self.cfg.heartbeat_fail_interval;
+        let ignore_stale = self.cfg.ignore_stale_targets;
+        let p = self.primary.as_mut().expect("is_primary");
+        let mut targets: Vec<TargetId> = hb.targets.iter().map(|t| t.target).collect();
+        targets.sort();
+        targets.dedup();
+        let status = if hb.node.0 == 0
+            || hb.node == me
+            || hb.node != from
+            || targets.len() != hb.targets.len()
+        {
+            Some(MgmtdStatus::Invalid)
+        } else if hb.timestamp.abs_diff(now.0) > window {
+            Some(MgmtdStatus::BadTimestamp)
+        } else if p.disabled.contains(&hb.node) {
+            Some(MgmtdStatus::Disabled)
+        } else if !p.nodes.contains_key(&hb.node) && p.nodes.len() >= crate::limits::MGMTD_NODES_MAX
+        {
+            Some(MgmtdStatus::Invalid)
+        } else {
+            let last = p.nodes.get(&hb.node).map_or(0, |n| n.hb_version);
+            (hb.hb_version <= last).then_some(MgmtdStatus::StaleHeartbeat { last })
+        };
+        if let Some(status) = status {
+            self.counters.heartbeats_refused += 1;
+            return Self::reply_hb(out, from, status);
+        }
+        let rec = p.nodes.entry(hb.node).or_default();
+        rec.hb_version = hb.hb_version;
+        rec.connected = true;
+        rec.reported.extend(targets.iter().copied());
+        let mut moved = Vec::new();
+        for info in &hb.targets {
+            let Some(chain) = p.routing.chain_of_target(info.target) else {
+                p.orphans.insert(info.target);
+                continue;
+            };
+            if ignore_stale
+                && info.chain_version != ChainVersion(0)
+                && info.chain_version < chain.version
+            {
+                continue; // A report made under an older chain: its state may predate the change.
+            }
+            let state = if p.admin_offline.contains(&info.target) {
+                LocalState::Offline
+            } else {
+                info.state
+            };
+            let old = p.local.insert(info.target, state);
+            p.reported.insert(info.target);
+            if old != Some(state) {
+                p.dirty.insert(chain.chain);
+            }
+            if p.routing.node_of(info.target) != Some(hb.node) {
+                moved.push((info.target, hb.node));
+            }
+        }
+        if !moved.is_empty() && !self.writer.has(|op| matches!(op, WriterOp::TargetNodes(_))) {
+            self.writer.enqueue(WriterOp::TargetNodes(moved));
+        }
+        out.set_timer(
+            MgmtdTimer::HeartbeatDeadline(hb.node),
+            fail_after..fail_after,
+        );
+        Self::reply_hb(out, from, MgmtdStatus::Ok);
+    }
+
+    /// No heartbeat from `node` for the fail interval: it is failed and its targets OFFLINE.
+    pub(super) fn on_heartbeat_deadline(&mut self, node: NodeId) {
+        let Some(p) = self.primary.as_mut() else {
+            return;
+        };
+        let Some(rec) = p.nodes.get_mut(&node) else {
+            return;
+        };
+        rec.connected = false;
+        let mut targets: BTreeSet<TargetId> = rec.reported.clone();
+        targets.extend(
+            p.routing
+                .targets
+                .iter()
+                .filter(|(_, n)| **n == node)
+                .map(|(t, _)| *t),
+        );
+        for t in targets {
+            if p.local.insert(t, LocalState::Offline) != Some(LocalState::Offline) {
+                if let Some(c) = p.routing.chain_of_target(t) {
+                    p.dirty.insert(c.chain);
+                }
+            }
+        }
+    }
+
+    /// One run of the chain update loop (§2.6.1): every dirty, unfrozen chain is recomputed;
+    /// changed ones are persisted in one transaction with bumped chain versions.
+    pub(super) fn update_chains(&mut self, now: Instant) {
+        if !self.is_primary(now)
+            || self
+                .writer
+                .has(|op| matches!(op, WriterOp::Chains(_) | WriterOp::Load))
+        {
+            return;
+        }
+        let bug = self.cfg.bug;
+        let p = self.primary.as_mut().expect("is_primary");
+        let mut changed = Vec::new();
+        let dirty: Vec<ChainId> = p.dirty.iter().copied().collect();
+        for id in dirty {
+            let Some(chain) = p.routing.chain(id) else {
+                p.dirty.remove(&id);
+                continue;
+            };
+            if let Some(until) = p.frozen.get(&id) {
+                let all_reported = chain.targets.iter().all(|t| p.reported.contains(&t.target));
+                if now < *until && !all_reported {
+                    continue; // New-born: wait for its targets to report (or the freeze to end).
+                }
+                p.frozen.remove(&id);
+            }
+            p.dirty.remove(&id);
+            let local = |t: TargetId| p.local.get(&t).copied().unwrap_or(LocalState::Offline);
+            let (targets, _) = generate_new_chain(&chain.targets, local, bug);
+            if targets != chain.targets {
+                changed.push(ChainInfo {
+                    chain: id,
+                    version: ChainVersion(chain.version.0 + 1),
+                    targets,
+                });
+            }
+        }
+        if !changed.is_empty() {
+            self.writer.enqueue(WriterOp::Chains(changed));
+        }
+    }
+
+    pub(super) fn on_get_routing(
+        &mut self,
+        now: Instant,
+        from: NodeId,
+        known: RoutingVersion,
+        out: &mut Outbox<Self>,
+    ) {
+        if !self.is_primary(now) {
+            let primary = self.primary_hint();
+            return out.send(from, Msg::NotPrimary { primary });
+        }
+        let routing = self.routing().expect("primary is loaded");
+        if routing.version > known || known == RoutingVersion(0) {
+            out.send(from, Msg::Routing(routing.clone()));
+        }
+    }
+
+    pub(super) fn on_extend_session(&mut self, now: Instant, client: ClientId) {
+        if !self.is_primary(now) {
+            return;
+        }
+        let p = self.primary.as_mut().expect("is_primary");
+        if p.sessions.contains_key(&client) || p.sessions.len() < crate::limits::CLIENT_SESSIONS_MAX
+        {
+            p.sessions.insert(client, now);
+        }
+    }
+
+    pub(super) fn check_sessions(&mut self, now: Instant) {
+        let timeout = nanos(self.cfg.session_timeout);
+        if let Some(p) = self.primary.as_mut() {
+            p.sessions
+                .retain(|_, last| now.0.saturating_sub(last.0) <= timeout);
+        }
+    }
+
+    pub(super) fn on_admin(
+        &mut self,
+        now: Instant,
+        req: RequestId,
+        call: AdminCall,
+        out: &mut Outbox<Self>,
+    ) {
+        let ret = |ret| ActionOf::Return { req, ret };
+        if !self.is_primary(now) {
+            return out.push(ret(AdminRet::Failed(AdminError::NotPrimary(
+                self.primary_hint(),
+            ))));
+        }
+        let p = self.primary.as_mut().expect("is_primary");
+        match call {
+            AdminCall::OfflineTarget(t) | AdminCall::OnlineTarget(t) => {
+                let Some(chain) = p.routing.chain_of_target(t).map(|c| c.chain) else {
+                    return out.push(ret(AdminRet::Failed(AdminError::Invalid(format!(
+                        "{t} is in no chain"
+                    )))));
+                };
+                if matches!(call, AdminCall::OfflineTarget(_)) {
+                    p.admin_offline.insert(t);
+                    p.local.insert(t, LocalState::Offline);
+                } else {
+                    // Its next heartbeat reports its real state.
+                    p.admin_offline.remove(&t);
+                }
+                p.dirty.insert(chain);
+                out.push(ret(AdminRet::Ok(p.routing.version)));
+            }
+            call => {
+                if !self.writer.enqueue(WriterOp::Admin { req, call }) {
+                    out.push(ret(AdminRet::Failed(AdminError::Busy)));
+                }
+            }
+        }
+    }
+}

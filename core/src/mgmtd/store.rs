@@ -1,0 +1,161 @@
+//! mgmtd's persistent rows in the KV (3FS §2.1): key layout and value encoding.
+//!
+//! Keys use 3FS's 4-byte ASCII prefixes followed by big-endian ids, so each table is one key
+//! range in id order. Values are encoded with the wire codec (no frame). A row that fails to
+//! decode is reported, never trusted: the caller skips it and counts it.
+//!
+//! Not here: transactions (see `writer.rs`) and anything volatile (local states, heartbeats,
+//! sessions), which 3FS rebuilds from heartbeats after a failover.
+
+use crate::ids::{ChainId, NodeId, TargetId};
+use crate::kv::{Key, KeyRange, Value};
+use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
+use crate::routing::ChainInfo;
+use crate::wire_struct;
+
+/// The lease row's key (`SINGMgmtdLease`).
+pub const LEASE_KEY: &[u8] = b"SINGMgmtdLease";
+/// The routing-info version row's key (`SINGRoutingInfoVersion`).
+pub const ROUTING_VERSION_KEY: &[u8] = b"SINGRoutingInfoVersion";
+const CHAIN: &[u8] = b"CHIF";
+const TARGET: &[u8] = b"TGIF";
+const NODE: &[u8] = b"NODE";
+const TABLE: &[u8] = b"CHIT";
+
+/// The lease row (3FS `MgmtdLeaseInfo`). Times are the holder's clock in nanoseconds.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct LeaseInfo {
+    /// The primary.
+    pub primary: NodeId,
+    /// When this holder's tenure began (kept across extensions: a change means a new tenure).
+    pub start: u64,
+    /// Expiry.
+    pub end: u64,
+    /// The holder's software release; an older release never takes the lease over.
+    pub release_version: u32,
+}
+wire_struct!(LeaseInfo {
+    primary,
+    start,
+    end,
+    release_version
+});
+
+/// A persisted node row (3FS `PersistentNodeInfo`, reduced to what t3fs uses).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct NodeRow {
+    /// Disabled by an admin: heartbeats refused; a disabled mgmtd releases its lease.
+    pub disabled: bool,
+}
+wire_struct!(NodeRow { disabled });
+
+fn keyed(prefix: &[u8], ids: &[u32]) -> Key {
+    let mut k = prefix.to_vec();
+    for id in ids {
+        k.extend_from_slice(&id.to_be_bytes());
+    }
+    k
+}
+
+/// `CHIF` + chain.
+pub fn chain_key(chain: ChainId) -> Key {
+    keyed(CHAIN, &[chain.0])
+}
+/// `TGIF` + target.
+pub fn target_key(target: TargetId) -> Key {
+    keyed(TARGET, &[target.0])
+}
+/// `NODE` + node.
+pub fn node_key(node: NodeId) -> Key {
+    keyed(NODE, &[node.0])
+}
+/// `CHIT` + table + version.
+pub fn table_key(table: u32, version: u32) -> Key {
+    keyed(TABLE, &[table, version])
+}
+
+/// Every chain row.
+pub fn chains_range() -> KeyRange {
+    KeyRange::prefix(CHAIN)
+}
+/// Every target row.
+pub fn targets_range() -> KeyRange {
+    KeyRange::prefix(TARGET)
+}
+/// Every node row.
+pub fn nodes_range() -> KeyRange {
+    KeyRange::prefix(NODE)
+}
+/// Every chain-table row.
+pub fn tables_range() -> KeyRange {
+    KeyRange::prefix(TABLE)
+}
+
+/// Encodes a row value.
+pub fn encode<T: Wire>(value: &T) -> Value {
+    let mut e = Encoder::new();
+    value.encode(&mut e);
+    e.finish()
+}
+
+/// Decodes a whole row value; trailing bytes are an error.
+pub fn decode<T: Wire>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let mut d = Decoder::new(bytes);
+    let v = T::decode(&mut d)?;
+    match d.remaining() {
+        0 => Ok(v),
+        n => Err(DecodeError::TrailingBytes(n)),
+    }
+}
+
+/// Encodes a chain table's chain list.
+pub fn encode_table(chains: &[ChainId]) -> Value {
+    let mut e = Encoder::new();
+    encode_list(&mut e, chains);
+    e.finish()
+}
+
+/// Decodes a chain table's chain list.
+pub fn decode_table(bytes: &[u8]) -> Result<Vec<ChainId>, DecodeError> {
+    let mut d = Decoder::new(bytes);
+    let v = decode_list(&mut d)?;
+    match d.remaining() {
+        0 => Ok(v),
+        n => Err(DecodeError::TrailingBytes(n)),
+    }
+}
+
+/// The id encoded after a 4-byte prefix, or `None` for a malformed key.
+pub fn id_of(key: &[u8], at: usize) -> Option<u32> {
+    let bytes = key.get(4 + 4 * at..8 + 4 * at)?;
+    Some(u32::from_be_bytes(bytes.try_into().ok()?))
+}
+
+/// Decodes a chain row.
+pub fn decode_chain(bytes: &[u8]) -> Result<ChainInfo, DecodeError> {
+    decode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_sort_by_id_and_round_trip() {
+        assert!(chain_key(ChainId(2)) < chain_key(ChainId(256)));
+        assert!(chains_range().contains(&chain_key(ChainId(u32::MAX))));
+        assert!(!chains_range().contains(&target_key(TargetId(1))));
+        assert_eq!(id_of(&table_key(3, 9), 1), Some(9));
+        let lease = LeaseInfo {
+            primary: NodeId(7),
+            start: 1,
+            end: 2,
+            release_version: 3,
+        };
+        assert_eq!(decode::<LeaseInfo>(&encode(&lease)), Ok(lease));
+        let mut bad = encode(&lease);
+        bad.push(0);
+        assert!(decode::<LeaseInfo>(&bad).is_err());
+        assert!(decode::<LeaseInfo>(&bad[..3]).is_err());
+    }
+}

@@ -91,6 +91,20 @@ pub enum ChunkOp {
         /// Chain version recorded with the commit (3FS `chainVer`).
         chain_version: ChainVersion,
     },
+    /// Atomically sets the committed version and content, whatever the chunk held before,
+    /// dropping any pending version; `data: None` removes the chunk. Used on a SYNCING target
+    /// for resync and full-chunk replaces (3FS §3.6: "updateVer taken as given, content
+    /// replaced, then committed").
+    Install {
+        /// The chunk.
+        chunk: ChunkId,
+        /// The committed version to record.
+        version: ChunkVersion,
+        /// The chain version to record.
+        chain_version: ChainVersion,
+        /// The full content, or `None` to remove the chunk.
+        data: Option<Vec<u8>>,
+    },
     /// Lists the metadata of every chunk on the target (committed or pending).
     List,
     /// Reads `len` bytes at `offset` of the committed version (or the pending one when

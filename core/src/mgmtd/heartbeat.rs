@@ -11,7 +11,7 @@ use core::time::Duration;
 use std::collections::BTreeSet;
 
 use super::chain_update::generate_new_chain;
-use super::{AdminCall, AdminError, AdminRet, Mgmtd, MgmtdTimer, NodeRec, WriterOp};
+use super::{AdminCall, AdminError, AdminRet, Mgmtd, MgmtdTimer, WriterOp};
 use crate::ids::{ChainId, ChainVersion, ClientId, NodeId, RequestId, RoutingVersion, TargetId};
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Heartbeat, HeartbeatReply, MgmtdStatus, Msg};

@@ -13,16 +13,24 @@
 //! - a replica commits only after its successor acknowledged (or it is the tail);
 //! - an update with a tag already answered is answered from the exactly-once cache.
 //!
-//! Not here (later issues): local-state reporting and heartbeats to mgmtd, resync of a syncing
-//! successor (the full-chunk replace of §3.5 #5 / §3.6), disk-error handling beyond failing the
-//! request. The node trusts routing info as given; it does not decide chain membership.
+//! - a restarted node reports every target OFFLINE until mgmtd has marked them down (§2.6.2), so
+//!   no restarted target rejoins a chain without resync;
+//! - a SYNCING successor only ever receives full-chunk replaces (resync items and converted
+//!   foreground writes), applied with `ChunkOp::Install` under the chunk lock.
+//!
+//! Not here: chain membership decisions (mgmtd), fatal-divergence forcing of a successor
+//! offline (the round is abandoned and counted instead), and background scrubbing.
 //!
 //! Layout: this file holds the node, dispatch and routing; [`write`] the update path,
-//! [`read`] the read path, [`exactly_once`] and [`chunk_lock`] their tables.
+//! [`read`] the read path, `target_state.rs` local states and heartbeats (§2.6.2),
+//! [`resync`] the §3.6 resync of a SYNCING successor, [`exactly_once`] and [`chunk_lock`] their
+//! tables.
 
 pub mod chunk_lock;
 pub mod exactly_once;
 mod read;
+pub mod resync;
+mod target_state;
 mod write;
 
 use std::collections::BTreeMap;
@@ -70,6 +78,11 @@ pub struct StorageConfig {
     pub forward_retry_wait: Range<Duration>,
     /// A planted bug, or `None` for the correct protocol.
     pub bug: Option<PlantedBug>,
+    /// The mgmtd nodes (first = initial primary guess). Empty: no mgmtd; routing arrives as
+    /// input and every target stays UPTODATE (the CRAQ model's setting).
+    pub mgmtd: Vec<NodeId>,
+    /// Heartbeat and routing-poll period (3FS 10 s); `None`: only on local-state changes.
+    pub heartbeat_interval: Option<Range<Duration>>,
 }
 
 impl StorageConfig {
@@ -85,6 +98,10 @@ impl StorageConfig {
             forward_retry_wait: crate::limits::FORWARD_RETRY_WAIT_MIN
                 ..crate::limits::FORWARD_RETRY_WAIT_MAX,
             bug: None,
+            mgmtd: Vec::new(),
+            heartbeat_interval: Some(
+                crate::limits::HEARTBEAT_INTERVAL..crate::limits::HEARTBEAT_INTERVAL * 11 / 10,
+            ),
         }
     }
 }
@@ -99,6 +116,10 @@ pub enum StorageTimer {
         /// The chunk.
         chunk: ChunkId,
     },
+    /// Send a heartbeat and poll routing.
+    Heartbeat,
+    /// Retry a failed resync round for this (predecessor) target.
+    Resync(TargetId),
 }
 
 /// What an outstanding I/O is for.
@@ -114,6 +135,11 @@ enum IoPurpose {
         from: NodeId,
         req: ReadReq,
     },
+    /// Whole-chunk read of the running update's content for a SYNCING successor (§3.5 #5), or
+    /// of a resync item's committed content.
+    FullRead { target: TargetId, chunk: ChunkId },
+    /// Force-commit of a pending version left on a returning LASTSRV (§3.5 #8).
+    ForceCommit { target: TargetId, chunk: ChunkId },
 }
 
 /// A hosted target's place in its chain, as admission checks need it.
@@ -132,8 +158,10 @@ pub struct Target {
     pub id: TargetId,
     /// Its read mode.
     pub read_mode: ReadMode,
-    /// Local state (UpToDate throughout this issue's scope).
+    /// Local state (§2.6.2).
     pub local_state: LocalState,
+    /// A medium error took the target OFFLINE until the process restarts.
+    pub disk_error: bool,
     /// Cached metadata of every chunk on the target's store, kept in step with completed I/O.
     /// Invariant: mirrors the store's metadata after every completed `Update`/`Commit`.
     pub chunks: BTreeMap<ChunkId, ChunkMeta>,
@@ -154,6 +182,16 @@ pub struct StorageCounters {
     pub forward_retries: u64,
     /// Updates answered from the exactly-once cache.
     pub cached_replies: u64,
+    /// Heartbeats sent.
+    pub heartbeats: u64,
+    /// Resync rounds completed (sync done acknowledged).
+    pub resyncs_done: u64,
+    /// Chunks copied or removed by resync.
+    pub resync_items: u64,
+    /// Resync rounds abandoned for fatal divergence (3FS forces the successor offline).
+    pub resync_fatal: u64,
+    /// Pending versions force-committed on a returning LASTSRV.
+    pub force_commits: u64,
 }
 
 /// The storage node machine.
@@ -169,6 +207,16 @@ pub struct StorageNode {
     chain_of: BTreeMap<TargetId, ChainId>,
     ios: BTreeMap<IoId, IoPurpose>,
     next_io: u64,
+    /// Reporting every target OFFLINE until mgmtd shows none SERVING/SYNCING/WAITING.
+    booting: bool,
+    /// Last heartbeat version sent.
+    hb_version: u64,
+    /// The mgmtd believed primary.
+    primary: Option<NodeId>,
+    /// Resync rounds this node runs as predecessor, by its target.
+    resyncs: BTreeMap<TargetId, resync::Resync>,
+    /// The time of the event being handled (for heartbeat timestamps); not state identity.
+    now: crate::machine::Unobserved<Instant>,
     counters: crate::machine::Unobserved<StorageCounters>,
 }
 
@@ -181,6 +229,8 @@ impl StorageNode {
         routing: RoutingInfo,
     ) -> Self {
         assert!(cfg.targets.len() <= crate::limits::TARGETS_PER_NODE_MAX);
+        let with_mgmtd = !cfg.mgmtd.is_empty();
+        let primary = cfg.mgmtd.first().copied();
         let targets = cfg
             .targets
             .iter()
@@ -192,7 +242,13 @@ impl StorageNode {
                 let t = Target {
                     id,
                     read_mode,
-                    local_state: LocalState::UpToDate,
+                    // Loaded from disk: ONLINE under mgmtd (§2.6.2); without mgmtd, trusted.
+                    local_state: if with_mgmtd {
+                        LocalState::Online
+                    } else {
+                        LocalState::UpToDate
+                    },
+                    disk_error: false,
                     chunks,
                     locks: ChunkLocks::default(),
                     channels: ExactlyOnce::default(),
@@ -207,6 +263,11 @@ impl StorageNode {
             chain_of: BTreeMap::new(),
             ios: BTreeMap::new(),
             next_io: 0,
+            booting: with_mgmtd,
+            hb_version: 0,
+            primary,
+            resyncs: BTreeMap::new(),
+            now: Default::default(),
             counters: Default::default(),
         };
         node.install_routing(routing);
@@ -293,7 +354,9 @@ impl StorageNode {
         let target = match &purpose {
             IoPurpose::Update { target, .. }
             | IoPurpose::Commit { target, .. }
-            | IoPurpose::Read { target, .. } => *target,
+            | IoPurpose::Read { target, .. }
+            | IoPurpose::FullRead { target, .. }
+            | IoPurpose::ForceCommit { target, .. } => *target,
         };
         let id = self.alloc_io(purpose);
         out.io(id, IoOp::Chunk { target, op });
@@ -305,7 +368,7 @@ impl StorageNode {
         if routing.version <= self.routing.version {
             return;
         }
-        self.install_routing(routing);
+        let old = self.install_routing_keep_old(routing);
         // Updates waiting on a successor under an older chain version are re-sent at once under
         // the new one (3FS re-reads its target map every 100 ms while retrying; reacting to the
         // change itself is the same rule without the polling delay). If this target is now the
@@ -320,14 +383,26 @@ impl StorageNode {
             for (chunk, running, _) in t.locks.iter() {
                 if let write::Phase::Forwarding { chain_version, .. } = running.phase {
                     if Some(chain_version) != current {
-                        stale.push((*tid, *chunk));
+                        stale.push((*tid, *chunk, running.sync_item));
                     }
                 }
             }
         }
-        for (target, chunk) in stale {
-            self.forward(target, chunk, out);
+        for (target, chunk, sync_item) in stale {
+            if sync_item {
+                self.end_sync_item(target, chunk, false, out);
+            } else {
+                self.forward(target, chunk, out);
+            }
         }
+        self.after_routing(&old, out);
+    }
+
+    /// Installs `routing` and returns the previous one.
+    fn install_routing_keep_old(&mut self, routing: RoutingInfo) -> Arc<RoutingInfo> {
+        let old = self.routing.clone();
+        self.install_routing(routing);
+        old
     }
 
     fn on_io_done(&mut self, id: IoId, result: IoResult, out: &mut Outbox<Self>) {
@@ -337,6 +412,16 @@ impl StorageNode {
         let IoResult::Chunk(result) = result else {
             panic!("storage submits only chunk I/O");
         };
+        if let Err(crate::chunk::ChunkError::Failed) = result {
+            let target = match &purpose {
+                IoPurpose::Update { target, .. }
+                | IoPurpose::Commit { target, .. }
+                | IoPurpose::Read { target, .. }
+                | IoPurpose::FullRead { target, .. }
+                | IoPurpose::ForceCommit { target, .. } => *target,
+            };
+            self.disk_failed(target, out);
+        }
         match purpose {
             IoPurpose::Update { target, chunk } => {
                 let meta = expect_done(result, |d| match d {
@@ -359,6 +444,20 @@ impl StorageNode {
                 });
                 self.read_done(target, from, req, read, out)
             }
+            IoPurpose::FullRead { target, chunk } => {
+                let read = expect_done(result, |d| match d {
+                    ChunkDone::Read(read) => Ok(read),
+                    other => Err(other),
+                });
+                self.full_read_done(target, chunk, read, out)
+            }
+            IoPurpose::ForceCommit { target, chunk } => {
+                let meta = expect_done(result, |d| match d {
+                    ChunkDone::Committed(meta) => Ok(meta),
+                    other => Err(other),
+                });
+                self.force_commit_done(target, chunk, meta)
+            }
         }
     }
 }
@@ -380,14 +479,18 @@ impl Machine for StorageNode {
     type Call = NoCall;
     type Ret = NoCall;
 
-    fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
+    fn start(&mut self, now: Instant, out: &mut Outbox<Self>) {
+        *self.now = now;
+        self.start_reporting(out);
+    }
 
     fn handle(
         &mut self,
-        _now: Instant,
+        now: Instant,
         event: EventOf<Msg, StorageTimer, NoCall>,
         out: &mut Outbox<Self>,
     ) {
+        *self.now = now;
         match event {
             EventOf::Recv { from, msg } => match msg {
                 Msg::Write(req) => self.on_update_req(from, req, true, out),
@@ -395,9 +498,17 @@ impl Machine for StorageNode {
                 Msg::UpdateReply(reply) => self.on_update_reply(from, reply, out),
                 Msg::Read(req) => self.on_read(from, req, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
+                Msg::HeartbeatReply(rep) => self.on_heartbeat_reply(rep.status, out),
+                Msg::NotPrimary { primary } => self.on_not_primary(primary, out),
+                Msg::SyncStart(req) => self.on_sync_start(from, req, out),
+                Msg::SyncStartReply(rep) => self.on_sync_start_reply(rep, out),
+                Msg::SyncDone(req) => self.on_sync_done(from, req, out),
+                Msg::SyncDoneReply(rep) => self.on_sync_done_reply(rep, out),
                 // Replies meant for clients and requests meant for mgmtd: not ours, ignore.
                 _ => {}
             },
+            EventOf::Timer(StorageTimer::Heartbeat) => self.on_heartbeat_timer(out),
+            EventOf::Timer(StorageTimer::Resync(target)) => self.on_resync_timer(target, out),
             EventOf::Timer(StorageTimer::ForwardRetry { target, chunk }) => {
                 self.on_forward_retry(target, chunk, out)
             }

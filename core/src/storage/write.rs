@@ -8,7 +8,10 @@
 //! content, so a leftover pending version from a failed attempt is overwritten, never trusted),
 //! and rejects `u > committed + 1` as a missing update.
 //!
-//! Not here: the full-chunk replace for a syncing successor (§3.5 #5) arrives with resync.
+//! A SYNCING successor gets full-chunk replaces instead of the update itself (§3.5 #5): the
+//! predecessor reads its whole chunk including the pending version and ships it `is_syncing`;
+//! the successor installs it as committed at the given version (3FS: "updateVer taken as given,
+//! content replaced, then committed"). Resync items (`resync.rs`) share this lock and path.
 
 use std::collections::VecDeque;
 
@@ -19,8 +22,10 @@ use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
 use crate::limits::CHUNK_SIZE_MAX;
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Msg, Status, UpdateReply, UpdateReq, UpdateResult};
+use crate::routing::PublicState;
 use crate::storage::chunk_lock::Enqueue;
 use crate::storage::exactly_once::Admission;
+use crate::storage::resync::SYNC_CHANNEL;
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
 
 /// An update waiting for (or holding) a chunk lock: who sent it and what it is.
@@ -39,6 +44,8 @@ pub struct Waiter {
 pub enum Phase {
     /// Local update of the pending version in progress.
     Updating,
+    /// Reading the whole chunk to ship it as a full-chunk replace (SYNCING successor, resync).
+    ReadingFull,
     /// Sent to `successor`; waiting for its reply or the retry timer.
     Forwarding {
         /// The successor the last attempt went to.
@@ -65,6 +72,8 @@ pub struct Running {
     pub pending_checksum: u32,
     /// Already answered upstream (only under `TailAckBeforeCommit`).
     pub acked: bool,
+    /// A resync item (`resync.rs`), not an update: no local update or commit, no reply.
+    pub sync_item: bool,
 }
 
 impl Running {
@@ -99,6 +108,9 @@ fn reply(
 /// Structural validity of an update, independent of state.
 fn validate(req: &UpdateReq, from_client: bool) -> bool {
     if req.chunk_size == 0 || req.chunk_size > CHUNK_SIZE_MAX {
+        return false;
+    }
+    if from_client && (req.is_syncing || req.tag.channel == SYNC_CHANNEL) {
         return false;
     }
     match &req.kind {
@@ -142,13 +154,18 @@ impl StorageNode {
             if !view.is_head {
                 return reply(out, from, &req, Status::NotHead, None);
             }
+        } else if req.is_syncing && view.state != PublicState::Syncing {
+            // Full-chunk replaces are only for a SYNCING target; anything else is a stale sender.
+            return reply(out, from, &req, Status::TargetNotServing, None);
         } else if !view.state.in_write_path() {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         if payload_checksum(&req.kind) != req.checksum {
             return reply(out, from, &req, Status::ChecksumMismatch, None);
         }
-        let skip_filter = self.bug(PlantedBug::ReplayAppliedTwice);
+        // Resync items are idempotent full-chunk installs: never cached.
+        let skip_filter =
+            self.bug(PlantedBug::ReplayAppliedTwice) || req.tag.channel == SYNC_CHANNEL;
         let t = self
             .targets
             .get_mut(&target)
@@ -189,6 +206,14 @@ impl StorageNode {
     /// Takes the chunk lock for `w` and starts its local update. Returns false if `w` was
     /// answered without taking the lock (so the caller may start the next waiter).
     fn start_update(&mut self, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
+        if w.from == self.cfg.node && w.req.tag.channel == SYNC_CHANNEL {
+            // This node's own resync item reached the front of the chunk's queue.
+            if self.start_sync_item(target, w, out) {
+                return true;
+            }
+            self.next_sync_item(target, out);
+            return false;
+        }
         let skip_version = self.bug(PlantedBug::SkipChainVersionCheck);
         let current = self.local_view(w.req.chain.chain).map(|v| v.version);
         let t = self.targets.get_mut(&target).expect("hosted target");
@@ -206,6 +231,34 @@ impl StorageNode {
             chunk: w.req.chunk,
             ..ChunkMeta::default()
         });
+        if w.req.is_syncing {
+            // SYNCING successor: install the predecessor's full chunk at its version, committed.
+            let (chunk, version) = (w.req.chunk, w.req.update_version);
+            let data = match &w.req.kind {
+                UpdateKind::Replace { data } => Some(data.clone()),
+                _ => None,
+            };
+            let op = ChunkOp::Install {
+                chunk,
+                version,
+                chain_version: w.req.chain.version,
+                data,
+            };
+            t.locks.lock(
+                chunk,
+                Running {
+                    waiter: w,
+                    version,
+                    phase: Phase::Committing,
+                    retries: 0,
+                    pending_checksum: 0,
+                    acked: false,
+                    sync_item: false,
+                },
+            );
+            self.submit(out, IoPurpose::Commit { target, chunk }, op);
+            return true;
+        }
         let version = if w.from_client {
             meta.committed.next()
         } else {
@@ -238,6 +291,7 @@ impl StorageNode {
                 retries: 0,
                 pending_checksum: 0,
                 acked: false,
+                sync_item: false,
             },
         );
         self.submit(
@@ -334,6 +388,18 @@ impl StorageNode {
                 };
                 self.submit(out, IoPurpose::Commit { target, chunk }, op);
             }
+            (Some(succ), Some(_)) if succ.state == PublicState::Syncing && !commit_early => {
+                // §3.5 #5: ship the whole chunk, pending version included.
+                running.phase = Phase::ReadingFull;
+                let op = ChunkOp::Read {
+                    chunk,
+                    offset: 0,
+                    len: running.waiter.req.chunk_size,
+                    uncommitted: true,
+                };
+                out.push(ActionOf::CancelTimer(timer));
+                self.submit(out, IoPurpose::FullRead { target, chunk }, op);
+            }
             (Some(succ), Some(node)) => {
                 let req = &running.waiter.req;
                 let fwd = UpdateReq {
@@ -404,6 +470,13 @@ impl StorageNode {
             return; // A reply meant for another update: ignore.
         }
         let chunk = rep.chunk;
+        if running.sync_item {
+            let ok = rep.status == Status::Ok
+                && rep.result.is_some_and(|r| {
+                    r.commit_version == running.version && r.checksum == running.pending_checksum
+                });
+            return self.end_sync_item(target, chunk, ok, out);
+        }
         match (rep.status, rep.result) {
             (Status::Ok, Some(result)) => {
                 // The successor must have committed exactly this version with the same bytes;
@@ -461,6 +534,9 @@ impl StorageNode {
         if !matches!(running.phase, Phase::Forwarding { .. }) {
             return;
         }
+        if running.sync_item {
+            return self.end_sync_item(target, chunk, false, out);
+        }
         running.retries += 1;
         self.counters.forward_retries += 1;
         if running.retries > max {
@@ -507,7 +583,7 @@ impl StorageNode {
 
     /// Ends the running update on `chunk` with an error upstream. The pending version stays on
     /// the store; the next update of the chunk overwrites it.
-    fn fail_running(
+    pub(super) fn fail_running(
         &mut self,
         target: TargetId,
         chunk: ChunkId,
@@ -530,7 +606,7 @@ impl StorageNode {
         self.start_waiters(target, chunk, waiters, out);
     }
 
-    fn start_waiters(
+    pub(super) fn start_waiters(
         &mut self,
         target: TargetId,
         chunk: ChunkId,

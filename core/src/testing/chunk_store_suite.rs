@@ -307,6 +307,42 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     );
     assert!(done.iter().all(|(_, r)| r.is_ok()), "{done:?}");
     assert_eq!(d.read(a, 0, 1, false).expect("data").data, b"2".to_vec());
+
+    // Install sets committed content and version outright (even below the current version),
+    // drops a pending version, and removes with `None`.
+    let mut d = fresh();
+    d.write(b, 5, 0, b"newer");
+    d.update(b, 6, UpdateKind::Remove).expect("pending remove");
+    let installed = d.run(ChunkOp::Install {
+        chunk: b,
+        version: ChunkVersion(3),
+        chain_version: ChainVersion(4),
+        data: Some(b"synced".to_vec()),
+    });
+    match installed {
+        Ok(ChunkDone::Committed(m)) => {
+            assert_eq!(
+                (m.committed, m.chain_version),
+                (ChunkVersion(3), ChainVersion(4))
+            );
+            assert_eq!(m.checksum, crc32c::checksum(b"synced"));
+            assert_eq!(m.pending, None, "install drops the pending version");
+        }
+        other => panic!("install: {other:?}"),
+    }
+    assert_eq!(
+        d.read(b, 0, 10, false).expect("installed").data,
+        b"synced".to_vec()
+    );
+    let removed = d.run(ChunkOp::Install {
+        chunk: b,
+        version: ChunkVersion(3),
+        chain_version: ChainVersion(4),
+        data: None,
+    });
+    assert!(matches!(removed, Ok(ChunkDone::Committed(m)) if m.committed == ChunkVersion(0)));
+    assert_eq!(d.read(b, 0, 10, false), None, "install None removes");
+    assert!(matches!(d.run(ChunkOp::List), Ok(ChunkDone::Listed(v)) if v.is_empty()));
 }
 
 #[cfg(test)]

@@ -71,6 +71,29 @@ impl MemChunkStore {
     pub fn apply(&mut self, op: &ChunkOp) -> Result<ChunkDone, ChunkError> {
         match op {
             ChunkOp::List => Ok(ChunkDone::Listed(self.metas())),
+            ChunkOp::Install {
+                chunk,
+                version,
+                chain_version,
+                data,
+            } => match data {
+                Some(data) => {
+                    let c = self.chunks.entry(*chunk).or_default();
+                    c.committed = *version;
+                    c.chain_version = *chain_version;
+                    c.data = data.clone();
+                    c.pending = None;
+                    Ok(ChunkDone::Committed(c.meta(*chunk)))
+                }
+                None => {
+                    self.chunks.remove(chunk);
+                    Ok(ChunkDone::Committed(ChunkMeta {
+                        chunk: *chunk,
+                        chain_version: *chain_version,
+                        ..ChunkMeta::default()
+                    }))
+                }
+            },
             ChunkOp::Read {
                 chunk,
                 offset,

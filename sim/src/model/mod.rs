@@ -11,4 +11,5 @@
 
 pub mod adapter;
 pub mod craq;
+pub mod describe;
 pub mod run;

@@ -256,7 +256,9 @@ fn storage_msg(id: Id, s: &mut StorageState, src: Id, msg: CraqMsg, o: &mut Out<
             msg,
         },
         CraqMsg::Io { id: io, op } => {
-            let IoOp::Chunk { op, .. } = op;
+            let IoOp::Chunk { op, .. } = op else {
+                panic!("storage submits only chunk I/O");
+            };
             let old = s
                 .store
                 .chunks()

@@ -2,11 +2,11 @@
 //! of every node's final state.
 
 use stateright::actor::Id;
-use t3fs_core::chunk::ChunkOp;
 use t3fs_core::machine::IoOp;
 use t3fs_core::msg::Msg;
 
-use super::{CraqModelState, CraqMsg, CraqState, CraqTimer, CHAIN, CHUNK};
+use super::{CraqModelState, CraqMsg, CraqState, CraqTimer, CHUNK};
+use crate::model::describe::{describe_msg, describe_op};
 
 /// One line per model step, in 3FS nouns, for counterexamples.
 pub fn describe_action(
@@ -21,6 +21,9 @@ pub fn describe_action(
                 op: IoOp::Chunk { target, op },
                 ..
             } => format!("{}: disk {target} completes {}", n(dst), describe_op(op)),
+            CraqMsg::Io {
+                op: IoOp::Kv(op), ..
+            } => format!("{}: kv completes {op:?}", n(dst)),
             CraqMsg::Failed(t) => format!(
                 "oracle learns {t} failed; moves it to the end as OFFLINE, bumps the chain version"
             ),
@@ -30,84 +33,6 @@ pub fn describe_action(
         A::Timeout(id, CraqTimer::Storage(t)) => format!("{}: timer {t:?} fires", n(id)),
         A::Timeout(id, CraqTimer::Client(t)) => format!("{}: client timer {t:?} fires", n(id)),
         other => format!("{other:?}"),
-    }
-}
-
-fn describe_op(op: &ChunkOp) -> String {
-    match op {
-        ChunkOp::Update {
-            chunk,
-            version,
-            kind,
-        } => format!("update {chunk} pending {version} {}", describe_kind(kind)),
-        ChunkOp::Commit {
-            chunk,
-            version,
-            chain_version,
-        } => format!("commit {chunk} {version} at chain {chain_version}"),
-        ChunkOp::Read {
-            chunk, uncommitted, ..
-        } => format!(
-            "read {chunk}{}",
-            if *uncommitted { " (uncommitted)" } else { "" }
-        ),
-        ChunkOp::List => "list".into(),
-    }
-}
-
-fn describe_kind(kind: &t3fs_core::chunk::UpdateKind) -> String {
-    match kind {
-        t3fs_core::chunk::UpdateKind::Write { offset, data } => format!("write@{offset}={data:?}"),
-        other => format!("{other:?}"),
-    }
-}
-
-/// A compact description of a protocol message.
-pub fn describe_msg(msg: &Msg) -> String {
-    match msg {
-        Msg::Write(r) | Msg::Update(r) => format!(
-            "{} {} {} {} u={} tag={}/{}{} retry={}",
-            if matches!(msg, Msg::Write(_)) {
-                "Write"
-            } else {
-                "Update"
-            },
-            r.chain,
-            r.chunk,
-            describe_kind(&r.kind),
-            r.update_version,
-            r.tag.channel,
-            r.tag.seqnum,
-            if r.is_syncing { " syncing" } else { "" },
-            r.retry
-        ),
-        Msg::UpdateReply(r) => format!(
-            "UpdateReply {} {} u={} {:?}{}",
-            r.chain,
-            r.chunk,
-            r.update_version,
-            r.status,
-            r.result
-                .map(|x| format!(" committed {}", x.commit_version))
-                .unwrap_or_default()
-        ),
-        Msg::Read(r) => format!("Read {} {} retry={}", r.chain, r.chunk, r.retry),
-        Msg::ReadReply(r) => format!(
-            "ReadReply {} {:?} data={:?} {}",
-            r.chunk, r.status, r.data, r.version
-        ),
-        Msg::Routing(r) => {
-            let chain = r.chain(CHAIN).map(|c| {
-                let ts: Vec<String> = c
-                    .targets
-                    .iter()
-                    .map(|t| format!("{}:{:?}", t.target, t.state))
-                    .collect();
-                format!("{} [{}]", c.versioned(), ts.join(" "))
-            });
-            format!("Routing {} {}", r.version, chain.unwrap_or_default())
-        }
-        Msg::GetRouting { known } => format!("GetRouting known={known}"),
     }
 }
 

@@ -33,8 +33,9 @@ use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageTimer};
 
 use super::adapter::ModelMsg;
+pub use crate::model::describe::describe_msg;
 pub use actor::{ClientState, CraqActor, CraqNode, CraqState, StorageState};
-pub use describe::{describe_action, describe_msg, describe_state};
+pub use describe::{describe_action, describe_state};
 pub use history::CraqHistory;
 
 /// Configuration of the CRAQ model.

@@ -1,0 +1,613 @@
+//! Resync of a SYNCING successor by its predecessor (3FS §3.6), both sides.
+//!
+//! Predecessor (the current tail of the serving prefix): when routing shows its successor
+//! SYNCING, it sends `SyncStart`; the successor answers with the metadata of every chunk it
+//! holds; [`decide`] classifies each chunk (the full §3.6 decision table); removes go first,
+//! then full-chunk writes, one chunk at a time under the chunk lock, each shipping the
+//! predecessor's committed content as an `is_syncing` update that the successor applies with
+//! `ChunkOp::Install`; then `SyncDone` makes the successor locally UPTODATE, which mgmtd turns
+//! into SERVING at the end of the chain. Foreground writes keep flowing meanwhile as full-chunk
+//! replaces (`write.rs`); the chunk lock serialises them with sync items.
+//!
+//! Invariants: a round runs at one chain version and is abandoned when routing moves (the new
+//! routing starts a new round if the successor is still SYNCING); a sync item holds the chunk
+//! lock from its local read until the successor's answer. Not here: forcing a fatally
+//! diverged successor offline (the round is abandoned and counted; 3FS calls `offlineTarget`).
+
+use std::collections::VecDeque;
+
+use crate::chunk::{ChunkMeta, ChunkRead, UpdateKind};
+use crate::crc32c;
+use crate::ids::{
+    ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, NodeId, RequestId, SeqNum, TargetId,
+    VersionedChain,
+};
+use crate::limits::CHUNK_SIZE_MAX;
+use crate::machine::{ActionOf, Outbox};
+use crate::msg::{MessageTag, Msg, Status, SyncDoneReply, SyncReq, SyncStartReply, UpdateReq};
+use crate::routing::{LocalState, PublicState};
+use crate::storage::chunk_lock::Enqueue;
+use crate::storage::write::{Phase, Running, Waiter};
+use crate::storage::{IoPurpose, StorageNode, StorageTimer};
+
+/// The exactly-once channel of sync items: clients use channels from 1, so channel 0 marks a
+/// resync item (never cached, never accepted from a client).
+pub const SYNC_CHANNEL: ChannelId = ChannelId(0);
+
+/// What resync does with one chunk (§3.6 step 3).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum Decision {
+    /// Only on the successor: remove it there.
+    Remove,
+    /// Ship the predecessor's full chunk.
+    Write,
+    /// Identical, or an in-flight write will carry it.
+    Skip,
+    /// The replicas diverged in a way resync cannot repair: abandon the round.
+    Fatal,
+}
+
+/// The §3.6 decision for one chunk, given the predecessor's (`local`) and the successor's
+/// (`remote`) metadata and the chain's current version. Rules in the reference's order.
+pub fn decide(
+    local: Option<&ChunkMeta>,
+    remote: Option<&ChunkMeta>,
+    current: ChainVersion,
+) -> Decision {
+    let (l, r) = match (local, remote) {
+        (None, None) => return Decision::Skip,
+        (None, Some(_)) => return Decision::Remove,
+        (Some(l), None) => {
+            // A chunk that exists only as a pending create has nothing committed to ship yet.
+            return if l.committed == ChunkVersion(0) {
+                Decision::Skip
+            } else {
+                Decision::Write
+            };
+        }
+        (Some(l), Some(r)) => (l, r),
+    };
+    let local_committed = l.pending.is_none();
+    if l.chain_version > r.chain_version || r.pending.is_some() {
+        return Decision::Write;
+    }
+    if l.chain_version < r.chain_version {
+        return if local_committed {
+            Decision::Fatal
+        } else {
+            Decision::Skip
+        };
+    }
+    if l.committed != r.committed {
+        return if local_committed && l.chain_version != current {
+            Decision::Fatal
+        } else {
+            Decision::Skip
+        };
+    }
+    if l.checksum != r.checksum {
+        return if l.chain_version != current {
+            Decision::Fatal
+        } else {
+            Decision::Skip
+        };
+    }
+    Decision::Skip
+}
+
+/// Progress of a round.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub enum ResyncPhase {
+    /// `SyncStart` sent.
+    Starting,
+    /// Copying: items left, and the chunk being copied.
+    Copying {
+        /// Chunks still to do.
+        items: VecDeque<(ChunkId, Decision)>,
+        /// The chunk in flight.
+        current: Option<ChunkId>,
+    },
+    /// `SyncDone` sent.
+    Finishing,
+    /// Acknowledged: nothing more to do at this chain version.
+    Done,
+    /// Failed; retried on the resync timer or a routing change.
+    Failed,
+}
+
+/// One round, run by a predecessor target for its SYNCING successor.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Resync {
+    /// The chain at the round's chain version.
+    pub chain: VersionedChain,
+    /// The successor.
+    pub successor: TargetId,
+    /// The successor's node.
+    pub node: NodeId,
+    /// Progress.
+    pub phase: ResyncPhase,
+}
+
+fn sync_tag() -> MessageTag {
+    MessageTag {
+        client: ClientId(0),
+        request: RequestId(0),
+        channel: SYNC_CHANNEL,
+        seqnum: SeqNum(0),
+    }
+}
+
+impl StorageNode {
+    /// Starts a round for every hosted SERVING, UPTODATE target whose successor is SYNCING and
+    /// that has none running (or a stale one) at the current chain version.
+    pub(super) fn maybe_start_resyncs(&mut self, out: &mut Outbox<Self>) {
+        let mut start = Vec::new();
+        for (&tid, t) in &self.targets {
+            let Some(chain) = self.chain_of.get(&tid).and_then(|c| self.routing.chain(*c)) else {
+                continue;
+            };
+            let succ = chain
+                .successor_of(tid)
+                .filter(|s| s.state == PublicState::Syncing);
+            let eligible = chain.state_of(tid) == Some(PublicState::Serving)
+                && t.local_state == LocalState::UpToDate;
+            match (succ, eligible) {
+                (Some(s), true) => {
+                    let current = self
+                        .resyncs
+                        .get(&tid)
+                        .is_some_and(|r| r.chain == chain.versioned() && r.successor == s.target);
+                    if !current {
+                        if let Some(node) = self.routing.node_of(s.target) {
+                            start.push((tid, chain.versioned(), s.target, node));
+                        }
+                    }
+                }
+                _ => {
+                    self.resyncs.remove(&tid);
+                }
+            }
+        }
+        for (tid, chain, successor, node) in start {
+            self.resyncs.insert(
+                tid,
+                Resync {
+                    chain,
+                    successor,
+                    node,
+                    phase: ResyncPhase::Starting,
+                },
+            );
+            out.send(
+                node,
+                Msg::SyncStart(SyncReq {
+                    chain,
+                    target: successor,
+                }),
+            );
+        }
+    }
+
+    fn resync_of(&mut self, req: &SyncReq) -> Option<TargetId> {
+        self.resyncs
+            .iter()
+            .find(|(_, r)| r.chain == req.chain && r.successor == req.target)
+            .map(|(t, _)| *t)
+    }
+
+    fn fail_round(&mut self, target: TargetId, out: &mut Outbox<Self>) {
+        if let Some(r) = self.resyncs.get_mut(&target) {
+            r.phase = ResyncPhase::Failed;
+            out.set_timer(
+                StorageTimer::Resync(target),
+                self.cfg.forward_retry_wait.clone(),
+            );
+        }
+    }
+
+    pub(super) fn on_resync_timer(&mut self, target: TargetId, out: &mut Outbox<Self>) {
+        if self
+            .resyncs
+            .get(&target)
+            .is_some_and(|r| r.phase == ResyncPhase::Failed)
+        {
+            self.resyncs.remove(&target);
+            self.maybe_start_resyncs(out);
+        }
+    }
+
+    /// Successor side: answer with every chunk's metadata if this target is SYNCING + ONLINE.
+    pub(super) fn on_sync_start(&mut self, from: NodeId, req: SyncReq, out: &mut Outbox<Self>) {
+        let (status, metas) = match self.admit_sync(&req) {
+            Ok(target) => (
+                Status::Ok,
+                self.targets[&target].chunks.values().cloned().collect(),
+            ),
+            Err(status) => (status, Vec::new()),
+        };
+        out.send(
+            from,
+            Msg::SyncStartReply(SyncStartReply { req, status, metas }),
+        );
+    }
+
+    /// The successor-side check of sync messages: exact chain version, the named target is
+    /// hosted here, publicly SYNCING and locally ONLINE.
+    fn admit_sync(&mut self, req: &SyncReq) -> Result<TargetId, Status> {
+        let view = self.admit_chain(req.chain)?;
+        let t = self.targets.get(&req.target).ok_or(Status::NoTarget)?;
+        if view.target != req.target
+            || view.state != PublicState::Syncing
+            || t.local_state != LocalState::Online
+        {
+            return Err(Status::TargetNotServing);
+        }
+        Ok(req.target)
+    }
+
+    pub(super) fn on_sync_start_reply(&mut self, rep: SyncStartReply, out: &mut Outbox<Self>) {
+        let Some(target) = self.resync_of(&rep.req) else {
+            return;
+        };
+        if self.resyncs[&target].phase != ResyncPhase::Starting {
+            return;
+        }
+        if rep.status != Status::Ok {
+            return self.fail_round(target, out);
+        }
+        let current = rep.req.chain.version;
+        let t = &self.targets[&target];
+        let mut removes = Vec::new();
+        let mut writes = Vec::new();
+        let mut ids: Vec<ChunkId> = t.chunks.keys().copied().collect();
+        ids.extend(rep.metas.iter().map(|m| m.chunk));
+        ids.sort();
+        ids.dedup();
+        for chunk in ids {
+            let remote = rep.metas.iter().find(|m| m.chunk == chunk);
+            match decide(t.chunks.get(&chunk), remote, current) {
+                Decision::Remove => removes.push((chunk, Decision::Remove)),
+                Decision::Write => writes.push((chunk, Decision::Write)),
+                Decision::Skip => {}
+                Decision::Fatal => {
+                    self.counters.resync_fatal += 1;
+                    return self.fail_round(target, out);
+                }
+            }
+        }
+        let items = removes.into_iter().chain(writes).collect();
+        self.resyncs.get_mut(&target).expect("found above").phase = ResyncPhase::Copying {
+            items,
+            current: None,
+        };
+        self.next_sync_item(target, out);
+    }
+
+    /// Starts the next item of `target`'s round, or finishes it with `SyncDone`.
+    pub(super) fn next_sync_item(&mut self, target: TargetId, out: &mut Outbox<Self>) {
+        loop {
+            let r = self.resyncs.get_mut(&target).expect("running round");
+            let ResyncPhase::Copying { items, current } = &mut r.phase else {
+                return;
+            };
+            let Some((chunk, decision)) = items.pop_front() else {
+                r.phase = ResyncPhase::Finishing;
+                let req = SyncReq {
+                    chain: r.chain,
+                    target: r.successor,
+                };
+                return out.send(r.node, Msg::SyncDone(req));
+            };
+            *current = Some(chunk);
+            let kind = if decision == Decision::Remove {
+                UpdateKind::Remove
+            } else {
+                UpdateKind::Replace { data: Vec::new() }
+            };
+            let w = Waiter {
+                from: self.cfg.node,
+                req: UpdateReq {
+                    tag: sync_tag(),
+                    chain: r.chain,
+                    chunk,
+                    kind,
+                    chunk_size: CHUNK_SIZE_MAX,
+                    update_version: ChunkVersion(0),
+                    checksum: 0,
+                    retry: 0,
+                    is_syncing: true,
+                },
+                from_client: false,
+            };
+            let t = self.targets.get_mut(&target).expect("hosted target");
+            match t.locks.enqueue(chunk, w) {
+                Enqueue::Queued => return,
+                Enqueue::Free(w) => {
+                    if self.start_sync_item(target, w, out) {
+                        return;
+                    }
+                }
+                Enqueue::Full(_) => return self.fail_round(target, out),
+            }
+        }
+    }
+
+    /// Takes the chunk lock for a sync item and reads the chunk's committed content (removes
+    /// need no read). Returns false if the item finished at once (so the caller continues).
+    pub(super) fn start_sync_item(
+        &mut self,
+        target: TargetId,
+        w: Waiter,
+        out: &mut Outbox<Self>,
+    ) -> bool {
+        let chunk = w.req.chunk;
+        let remove = w.req.kind == UpdateKind::Remove;
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let committed = t
+            .chunks
+            .get(&chunk)
+            .map_or(ChunkVersion(0), |m| m.committed);
+        if remove && committed > ChunkVersion(0) {
+            return self.sync_item_skipped(target, out); // It reappeared here: nothing to remove.
+        }
+        t.locks.lock(
+            chunk,
+            Running {
+                waiter: w,
+                version: committed,
+                phase: Phase::ReadingFull,
+                retries: 0,
+                pending_checksum: 0,
+                acked: false,
+                sync_item: true,
+            },
+        );
+        if remove {
+            self.send_full(target, chunk, None, out);
+        } else {
+            let op = crate::chunk::ChunkOp::Read {
+                chunk,
+                offset: 0,
+                len: CHUNK_SIZE_MAX,
+                uncommitted: false,
+            };
+            self.submit(out, IoPurpose::FullRead { target, chunk }, op);
+        }
+        true
+    }
+
+    fn sync_item_skipped(&mut self, target: TargetId, out: &mut Outbox<Self>) -> bool {
+        if let Some(ResyncPhase::Copying { current, .. }) =
+            self.resyncs.get_mut(&target).map(|r| &mut r.phase)
+        {
+            *current = None;
+        }
+        let _ = out;
+        false
+    }
+
+    /// Whole-chunk read finished: ship it (`Replace`), or `Remove` for a hole, to the successor.
+    pub(super) fn full_read_done(
+        &mut self,
+        target: TargetId,
+        chunk: ChunkId,
+        read: Result<Option<ChunkRead>, crate::chunk::ChunkError>,
+        out: &mut Outbox<Self>,
+    ) {
+        let sync_item = self.targets[&target]
+            .locks
+            .running(chunk)
+            .is_some_and(|r| r.sync_item);
+        match read {
+            Err(_) if sync_item => self.end_sync_item(target, chunk, false, out),
+            Err(_) => self.fail_running(target, chunk, Status::DiskError, out),
+            // A sync item whose chunk vanished since the decision: nothing to ship (3FS skips).
+            Ok(None) if sync_item => self.end_sync_item(target, chunk, true, out),
+            Ok(read) => self.send_full(target, chunk, read.map(|r| r.data), out),
+        }
+    }
+
+    /// Sends the running update (or sync item) of `chunk` as a full-chunk replace to the
+    /// current successor; `None` content ships a remove.
+    pub(super) fn send_full(
+        &mut self,
+        target: TargetId,
+        chunk: ChunkId,
+        data: Option<Vec<u8>>,
+        out: &mut Outbox<Self>,
+    ) {
+        let chain = self
+            .chain_of
+            .get(&target)
+            .and_then(|c| self.routing.chain(*c));
+        let succ = chain.and_then(|c| c.successor_of(target));
+        let node = succ.and_then(|s| self.routing.node_of(s.target));
+        let versioned = chain.map(|c| c.versioned());
+        let timeout = self.cfg.forward_timeout.clone();
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let running = t
+            .locks
+            .running_mut(chunk)
+            .expect("full send of a running update");
+        let (Some(succ), Some(node), Some(versioned)) = (succ, node, versioned) else {
+            // The successor vanished meanwhile: the routing change re-drives the update.
+            return if running.sync_item {
+                self.end_sync_item(target, chunk, false, out)
+            } else {
+                self.forward(target, chunk, out)
+            };
+        };
+        let checksum = data.as_deref().map_or(0, crc32c::checksum);
+        if running.sync_item {
+            running.pending_checksum = checksum;
+        }
+        let kind = match data {
+            Some(data) => UpdateKind::Replace { data },
+            None => UpdateKind::Remove,
+        };
+        let req = &running.waiter.req;
+        let fwd = UpdateReq {
+            tag: req.tag,
+            chain: versioned,
+            chunk,
+            kind,
+            chunk_size: req.chunk_size,
+            update_version: running.version,
+            checksum,
+            retry: running.retries,
+            is_syncing: true,
+        };
+        running.phase = Phase::Forwarding {
+            successor: succ.target,
+            chain_version: versioned.version,
+        };
+        out.send(node, Msg::Update(fwd));
+        if let Some(timeout) = timeout {
+            out.set_timer(StorageTimer::ForwardRetry { target, chunk }, timeout);
+        }
+    }
+
+    /// Ends the sync item holding `chunk`'s lock and moves the round on (or fails it).
+    pub(super) fn end_sync_item(
+        &mut self,
+        target: TargetId,
+        chunk: ChunkId,
+        ok: bool,
+        out: &mut Outbox<Self>,
+    ) {
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let Some((_, waiters)) = t.locks.unlock(chunk) else {
+            return;
+        };
+        out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
+            target,
+            chunk,
+        }));
+        if ok {
+            self.counters.resync_items += 1;
+        }
+        self.start_waiters(target, chunk, waiters, out);
+        let copying = matches!(
+            self.resyncs.get(&target).map(|r| &r.phase),
+            Some(ResyncPhase::Copying { current: Some(c), .. }) if *c == chunk
+        );
+        if !copying {
+            return;
+        }
+        if ok {
+            if let Some(ResyncPhase::Copying { current, .. }) =
+                self.resyncs.get_mut(&target).map(|r| &mut r.phase)
+            {
+                *current = None;
+            }
+            self.next_sync_item(target, out);
+        } else {
+            self.fail_round(target, out);
+        }
+    }
+
+    /// Successor side: every chunk is copied; become UPTODATE and tell mgmtd.
+    pub(super) fn on_sync_done(&mut self, from: NodeId, req: SyncReq, out: &mut Outbox<Self>) {
+        let status = match self.admit_sync(&req) {
+            Ok(target) => {
+                self.targets.get_mut(&target).expect("admitted").local_state = LocalState::UpToDate;
+                self.send_heartbeat(out);
+                Status::Ok
+            }
+            Err(status) => status,
+        };
+        out.send(from, Msg::SyncDoneReply(SyncDoneReply { req, status }));
+    }
+
+    pub(super) fn on_sync_done_reply(&mut self, rep: SyncDoneReply, out: &mut Outbox<Self>) {
+        let Some(target) = self.resync_of(&rep.req) else {
+            return;
+        };
+        if self.resyncs[&target].phase != ResyncPhase::Finishing {
+            return;
+        }
+        if rep.status == Status::Ok {
+            self.counters.resyncs_done += 1;
+            self.resyncs.get_mut(&target).expect("found").phase = ResyncPhase::Done;
+        } else {
+            self.fail_round(target, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(committed: u32, cv: u32, checksum: u32, pending: bool) -> ChunkMeta {
+        ChunkMeta {
+            chunk: ChunkId::new(1, 0),
+            committed: ChunkVersion(committed),
+            chain_version: ChainVersion(cv),
+            len: 1,
+            checksum,
+            pending: pending.then(|| crate::chunk::PendingMeta {
+                version: ChunkVersion(committed + 1),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn decision_table() {
+        use Decision::*;
+        let cur = ChainVersion(5);
+        let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur);
+        assert_eq!(d(None, Some(meta(1, 1, 1, false))), Remove);
+        assert_eq!(d(Some(meta(1, 1, 1, false)), None), Write);
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(3, 3, 2, false))),
+            Write,
+            "newer chain version wins"
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, true))),
+            Write,
+            "remote not committed"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))),
+            Fatal,
+            "remote ahead of a committed local"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "local write in flight"
+        );
+        assert_eq!(
+            d(Some(meta(3, 4, 1, false)), Some(meta(2, 4, 1, false))),
+            Fatal,
+            "same chain, versions differ, old chain"
+        );
+        assert_eq!(
+            d(Some(meta(3, 5, 1, false)), Some(meta(2, 5, 1, false))),
+            Skip,
+            "same current chain: a write carries it"
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 9, false))),
+            Fatal,
+            "checksum differs, old chain"
+        );
+        assert_eq!(
+            d(Some(meta(2, 5, 1, false)), Some(meta(2, 5, 9, false))),
+            Skip
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "identical"
+        );
+        assert_eq!(
+            d(Some(meta(0, 0, 0, true)), None),
+            Skip,
+            "pending create: nothing committed to ship"
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! The storage side of target states (3FS §2.6.2): local states, heartbeats to the primary
+//! mgmtd, routing polls, the restart rule, disk errors and the LASTSRV force-commit.
+//!
+//! Rules: a target loaded from disk is ONLINE; ONLINE + public SERVING → UPTODATE; UPTODATE +
+//! public OFFLINE/LASTSRV/WAITING → OFFLINE, and (its handle dropped and reloaded, as 3FS's
+//! CheckWorker does) straight back to ONLINE unless a disk error pins it OFFLINE; sync done →
+//! UPTODATE (in `resync.rs`). A restarted process reports every target OFFLINE until routing
+//! shows none of them SERVING/SYNCING/WAITING, so every restarted target goes through recovery.
+//! A target leaving LASTSRV for SERVING/SYNCING/WAITING force-commits its pending versions with
+//! the new chain version (§3.5 #8: an unacknowledged write may become visible).
+//!
+//! Not here: chain decisions (mgmtd) and the resync itself.
+
+use crate::chunk::{ChunkError, ChunkMeta, ChunkOp};
+use crate::ids::{ChainVersion, ChunkId, NodeId, TargetId};
+use crate::machine::Outbox;
+use crate::msg::{Heartbeat, LocalTargetInfo, MgmtdStatus, Msg};
+use crate::routing::{LocalState, PublicState, RoutingInfo};
+use crate::storage::{IoPurpose, StorageNode, StorageTimer};
+
+impl StorageNode {
+    /// Whether the node reports to a mgmtd.
+    fn with_mgmtd(&self) -> bool {
+        !self.cfg.mgmtd.is_empty()
+    }
+
+    /// Whether the node is still in its restart phase (reporting everything OFFLINE).
+    pub fn booting(&self) -> bool {
+        self.booting
+    }
+
+    pub(super) fn start_reporting(&mut self, out: &mut Outbox<Self>) {
+        if !self.with_mgmtd() {
+            return;
+        }
+        self.send_heartbeat(out);
+        self.poll_routing(out);
+        if let Some(every) = self.cfg.heartbeat_interval.clone() {
+            out.set_timer(StorageTimer::Heartbeat, every);
+        }
+    }
+
+    fn poll_routing(&self, out: &mut Outbox<Self>) {
+        if let Some(m) = self.primary {
+            out.send(
+                m,
+                Msg::GetRouting {
+                    known: self.routing.version,
+                },
+            );
+        }
+    }
+
+    /// The report for one target: OFFLINE while booting, else its local state.
+    fn report(&self, target: TargetId) -> LocalTargetInfo {
+        let t = &self.targets[&target];
+        let chain_version = self
+            .chain_of
+            .get(&target)
+            .and_then(|c| self.routing.chain(*c))
+            .map_or(ChainVersion(0), |c| c.version);
+        LocalTargetInfo {
+            target,
+            state: if self.booting {
+                LocalState::Offline
+            } else {
+                t.local_state
+            },
+            chain_version,
+        }
+    }
+
+    pub(super) fn send_heartbeat(&mut self, out: &mut Outbox<Self>) {
+        let Some(m) = self.primary else { return };
+        self.hb_version += 1;
+        self.counters.heartbeats += 1;
+        let targets = self.targets.keys().map(|t| self.report(*t)).collect();
+        let hb = Heartbeat {
+            node: self.cfg.node,
+            hb_version: self.hb_version,
+            timestamp: self.now.0 .0,
+            targets,
+        };
+        out.send(m, Msg::Heartbeat(hb));
+    }
+
+    pub(super) fn on_heartbeat_timer(&mut self, out: &mut Outbox<Self>) {
+        self.send_heartbeat(out);
+        self.poll_routing(out);
+        if let Some(every) = self.cfg.heartbeat_interval.clone() {
+            out.set_timer(StorageTimer::Heartbeat, every);
+        }
+    }
+
+    pub(super) fn on_heartbeat_reply(&mut self, status: MgmtdStatus, out: &mut Outbox<Self>) {
+        match status {
+            MgmtdStatus::StaleHeartbeat { last } if last >= self.hb_version => {
+                // A restarted process: continue after the last accepted version and resend.
+                self.hb_version = last;
+                self.send_heartbeat(out);
+            }
+            MgmtdStatus::NotPrimary { primary } => self.on_not_primary(primary, out),
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_not_primary(&mut self, primary: Option<NodeId>, out: &mut Outbox<Self>) {
+        if primary.is_some() && primary != self.primary {
+            self.primary = primary;
+            self.send_heartbeat(out);
+            self.poll_routing(out);
+        }
+    }
+
+    /// Applies the §2.6.2 rules after a routing change (`old` → current).
+    pub(super) fn after_routing(&mut self, old: &RoutingInfo, out: &mut Outbox<Self>) {
+        let mut changed = false;
+        let states: Vec<(
+            TargetId,
+            Option<PublicState>,
+            Option<PublicState>,
+            ChainVersion,
+        )> = self
+            .targets
+            .keys()
+            .map(|&t| {
+                let now = self.routing.chain_of_target(t);
+                (
+                    t,
+                    old.chain_of_target(t).and_then(|c| c.state_of(t)),
+                    now.and_then(|c| c.state_of(t)),
+                    now.map_or(ChainVersion(0), |c| c.version),
+                )
+            })
+            .collect();
+        if self.booting {
+            let down = |s: &Option<PublicState>| {
+                !matches!(
+                    s,
+                    Some(PublicState::Serving | PublicState::Syncing | PublicState::Waiting)
+                )
+            };
+            if states.iter().all(|(_, _, new, _)| down(new)) {
+                self.booting = false;
+                changed = true;
+            }
+        }
+        for (target, old_public, public, chain_version) in states {
+            let t = self.targets.get_mut(&target).expect("hosted target");
+            if self.booting {
+                continue;
+            }
+            let before = t.local_state;
+            match (t.local_state, public) {
+                (LocalState::Online, Some(PublicState::Serving)) => {
+                    t.local_state = LocalState::UpToDate
+                }
+                (
+                    LocalState::UpToDate,
+                    Some(PublicState::Offline | PublicState::LastSrv | PublicState::Waiting),
+                ) => t.local_state = LocalState::Online,
+                _ => {}
+            }
+            if t.disk_error {
+                t.local_state = LocalState::Offline;
+            }
+            changed |= before != t.local_state;
+            let leaves_lastsrv = old_public == Some(PublicState::LastSrv)
+                && matches!(
+                    public,
+                    Some(PublicState::Serving | PublicState::Syncing | PublicState::Waiting)
+                );
+            if leaves_lastsrv {
+                self.force_commit_pending(target, chain_version, out);
+            }
+        }
+        if changed {
+            self.send_heartbeat(out);
+        }
+        self.maybe_start_resyncs(out);
+    }
+
+    /// §3.5 #8: pending versions on a target leaving LASTSRV are committed with the new chain
+    /// version (3FS `resetUncommitted`). Chunks with a running update are left to it.
+    fn force_commit_pending(
+        &mut self,
+        target: TargetId,
+        chain_version: ChainVersion,
+        out: &mut Outbox<Self>,
+    ) {
+        let t = &self.targets[&target];
+        let pending: Vec<(ChunkId, crate::ids::ChunkVersion)> = t
+            .chunks
+            .values()
+            .filter(|m| t.locks.running(m.chunk).is_none())
+            .filter_map(|m| m.pending.as_ref().map(|p| (m.chunk, p.version)))
+            .collect();
+        for (chunk, version) in pending {
+            self.counters.force_commits += 1;
+            let op = ChunkOp::Commit {
+                chunk,
+                version,
+                chain_version,
+            };
+            self.submit(out, IoPurpose::ForceCommit { target, chunk }, op);
+        }
+    }
+
+    pub(super) fn force_commit_done(
+        &mut self,
+        target: TargetId,
+        chunk: ChunkId,
+        meta: Result<ChunkMeta, ChunkError>,
+    ) {
+        let Ok(meta) = meta else { return };
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        if meta.committed == crate::ids::ChunkVersion(0) {
+            t.chunks.remove(&chunk);
+        } else {
+            t.chunks.insert(chunk, meta);
+        }
+    }
+
+    /// A medium error: the target goes OFFLINE until the process restarts (§2.6.2).
+    pub(super) fn disk_failed(&mut self, target: TargetId, out: &mut Outbox<Self>) {
+        let Some(t) = self.targets.get_mut(&target) else {
+            return;
+        };
+        if t.disk_error {
+            return;
+        }
+        t.disk_error = true;
+        t.local_state = LocalState::Offline;
+        self.send_heartbeat(out);
+    }
+}

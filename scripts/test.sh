@@ -28,3 +28,4 @@ cargo nextest run --workspace --locked --no-fail-fast
 
 echo "== model check (release binary, the command users run)"
 cargo run --release --locked -- check craq
+cargo run --release --locked -- check mgmtd

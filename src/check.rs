@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use t3fs_core::bugs::PlantedBug;
+use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::storage::ReadMode;
 use t3fs_sim::model::{craq, run};
 
@@ -13,6 +13,40 @@ use t3fs_sim::model::{craq, run};
 pub enum CheckCommand {
     /// CRAQ chain replication: one chain, clients writing and reading one chunk, fail-stops.
     Craq(CraqArgs),
+    /// mgmtd driving the chain: crash detection by heartbeat deadline, chain update (§2.6.1),
+    /// restart, resync (§3.6) and promotion, under client writes and reads.
+    Mgmtd(MgmtdArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MgmtdArgs {
+    /// Replicas in the chain.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=4))]
+    replicas: Option<u32>,
+    /// Clients.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=2))]
+    clients: Option<u32>,
+    /// Writes per client (each followed by a read).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=3))]
+    writes: Option<u32>,
+    /// Storage nodes that may crash.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=2))]
+    failures: Option<u32>,
+    /// Crashed nodes that may restart from their disk.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=2))]
+    recoveries: Option<u32>,
+    /// How targets answer reads of a chunk with a pending version.
+    #[arg(long, value_enum, default_value_t = ReadModeArg::RejectDirty)]
+    read_mode: ReadModeArg,
+    /// Plant a broken mgmtd or storage variant (see --list-bugs); the check must then FAIL.
+    #[arg(long, value_name = "NAME")]
+    bug: Option<String>,
+    /// List the planted bugs and exit.
+    #[arg(long)]
+    list_bugs: bool,
+    /// Checker threads (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -64,8 +98,119 @@ pub struct CraqArgs {
 pub fn run(cmd: CheckCommand) -> ExitCode {
     match cmd {
         CheckCommand::Craq(args) => run_craq(args),
+        CheckCommand::Mgmtd(args) => run_mgmtd(args),
     }
 }
+
+/// The shape (replicas, clients, writes, failures, recoveries) that catches an mgmtd bug.
+fn mgmtd_catching(bug: MgmtdBug) -> (u32, u32, u32, u32, u32) {
+    match bug {
+        // A write acknowledged while the crashed replica is away, then an early promotion.
+        MgmtdBug::PromoteBeforeSyncDone => (2, 1, 1, 1, 1),
+        // Two replicas must be back at once to start syncing together; no client needed.
+        MgmtdBug::TwoSyncing => (3, 0, 0, 2, 2),
+        // Needs a second mgmtd: covered by handler tests, not this model.
+        MgmtdBug::UnfencedWrites => (2, 1, 1, 1, 1),
+    }
+}
+
+fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
+    if a.list_bugs {
+        for bug in MgmtdBug::ALL {
+            println!("{:<28} {}", bug.name(), bug.about());
+            if bug == MgmtdBug::UnfencedWrites {
+                println!(
+                    "{:<28} needs two mgmtds: caught by `cargo nextest run -p t3fs-core deposed`",
+                    ""
+                );
+            } else {
+                let (n, c, w, f, r) = mgmtd_catching(bug);
+                println!(
+                    "{:<28} caught by: t3fs check mgmtd --replicas {n} --clients {c} --writes {w} --failures {f} --recoveries {r} --bug {}",
+                    "",
+                    bug.name()
+                );
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let bug = match a.bug.as_deref() {
+        None => None,
+        Some(name) => match MgmtdBug::from_name(name) {
+            Some(b) => Some(b),
+            None => {
+                eprintln!("error: unknown bug '{name}'; `t3fs check mgmtd --list-bugs` lists them");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let read_mode = match a.read_mode {
+        ReadModeArg::RejectDirty => ReadMode::RejectDirty,
+        ReadModeArg::Committed => ReadMode::Committed,
+    };
+    let make = |(replicas, clients, writes, failures, recoveries): (u32, u32, u32, u32, u32)| {
+        craq::CraqConfig {
+            replicas: replicas as usize,
+            clients: clients as usize,
+            writes: writes as usize,
+            failures: failures as usize,
+            recoveries: recoveries as usize,
+            client_retries: 1,
+            forward_retries: 0,
+            read_mode,
+            bug: None,
+            mgmtd: true,
+            mgmtd_bug: bug,
+        }
+    };
+    let explicit = (a.clients, a.writes, a.failures, a.recoveries);
+    let configs = match (explicit, bug) {
+        ((None, None, None, None), Some(bug)) => vec![make(mgmtd_catching(bug))],
+        ((None, None, None, None), None) => MGMTD_STANDARD.iter().map(|s| make(*s)).collect(),
+        ((c, w, f, r), _) => {
+            let f = f.unwrap_or(1);
+            let n = a.replicas.unwrap_or(3);
+            vec![make((n, c.unwrap_or(1), w.unwrap_or(1), f, r.unwrap_or(f)))]
+        }
+    };
+    let mut ok = true;
+    for cfg in configs {
+        let mut cmd = format!(
+            "cargo run --release -- check mgmtd --replicas {} --clients {} --writes {} --failures {} --recoveries {}",
+            cfg.replicas, cfg.clients, cfg.writes, cfg.failures, cfg.recoveries
+        );
+        if cfg.read_mode == ReadMode::Committed {
+            cmd.push_str(" --read-mode committed");
+        }
+        if let Some(bug) = bug {
+            cmd.push_str(&format!(" --bug {bug}"));
+        }
+        let title = format!(
+            "check mgmtd: chain of {} replicas driven by mgmtd, {} clients x {} writes (+ reads), up to {} crash, {} restart, read mode {:?}{}",
+            cfg.replicas,
+            cfg.clients,
+            cfg.writes,
+            cfg.failures,
+            cfg.recoveries,
+            cfg.read_mode,
+            bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
+        );
+        ok &= check_model(&title, &cmd, cfg, a.threads);
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The standard `t3fs check mgmtd` set (replicas, clients, writes, crashes, restarts): a chain of
+/// 3 through a crash and recovery with no traffic (detection, re-ordering, restart rule, resync,
+/// promotion); a chain of 3 under a client's write and read through a crash without restart; a
+/// chain of 2 under a client through a crash and recovery. (A chain of 3 under a client through
+/// crash and recovery does not fit in 24 GiB of BFS state.)
+pub const MGMTD_STANDARD: [(u32, u32, u32, u32, u32); 3] =
+    [(3, 0, 0, 1, 1), (3, 1, 1, 1, 0), (2, 1, 1, 1, 1)];
 
 fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
     let mut cmd = format!(
@@ -120,6 +265,7 @@ fn run_craq(a: CraqArgs) -> ExitCode {
         forward_retries: a.forward_retries,
         read_mode,
         bug,
+        ..craq::CraqConfig::default()
     };
     // Without shape flags, check the standard set: concurrency (two clients, two writes each,
     // racing on one chunk), failover (a fail-stop anywhere in the chain during one client's two
@@ -178,8 +324,7 @@ fn explore(cfg: craq::CraqConfig, addr: &str) -> ExitCode {
 }
 
 fn check_one(a: &CraqArgs, cfg: craq::CraqConfig, bug: Option<PlantedBug>) -> bool {
-    let model = craq::build(cfg.clone());
-    println!(
+    let title = format!(
         "check craq: chain of {} replicas, {} clients x {} writes (+ reads), up to {} fail-stop, read mode {:?}{}",
         cfg.replicas,
         cfg.clients,
@@ -188,13 +333,26 @@ fn check_one(a: &CraqArgs, cfg: craq::CraqConfig, bug: Option<PlantedBug>) -> bo
         cfg.read_mode,
         bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
     );
+    let cmd = reproduce_command(a, &cfg);
+    check_model(&title, &cmd, cfg, a.threads)
+}
+
+/// Checks one configuration with a spinner, prints the verdict, and on failure the command
+/// that reproduces it.
+fn check_model(
+    title: &str,
+    reproduce: &str,
+    cfg: craq::CraqConfig,
+    threads: Option<usize>,
+) -> bool {
+    let model = craq::build(cfg);
+    println!("{title}");
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("valid template"),
     );
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let verdict = run::check(
         model,
         threads,
@@ -208,7 +366,7 @@ fn check_one(a: &CraqArgs, cfg: craq::CraqConfig, bug: Option<PlantedBug>) -> bo
     bar.finish_and_clear();
     print!("{}", run::render(&verdict));
     if !verdict.passed() {
-        println!("reproduce: {}", reproduce_command(a, &cfg));
+        println!("reproduce: {reproduce}");
     }
     verdict.passed()
 }

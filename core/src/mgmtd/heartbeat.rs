@@ -104,7 +104,8 @@ impl Mgmtd {
             MgmtdTimer::HeartbeatDeadline(hb.node),
             fail_after..fail_after,
         );
-        Self::reply_hb(out, from, MgmtdStatus::Ok);
+        // Accepted heartbeats get no reply: it would carry nothing (3FS piggybacks config
+        // updates, which t3fs does not distribute); only refusals need the sender to act.
     }
 
     /// No heartbeat from `node` for the fail interval: it is failed and its targets OFFLINE.

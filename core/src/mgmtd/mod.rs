@@ -82,6 +82,11 @@ pub struct MgmtdConfig {
     pub push_routing_to: Vec<NodeId>,
     /// Backoff before retrying a failed writer transaction.
     pub writer_retry_wait: Range<Duration>,
+    /// Run the lease, session and chain-update loops on timers (3FS). `false` is event-driven
+    /// mode for the model checker: no periodic timers (so quiescent states are terminal and
+    /// liveness is checkable), the lease is taken once, and chains are updated after every
+    /// event that could change them.
+    pub periodic: bool,
     /// A planted bug, or `None`.
     pub bug: Option<MgmtdBug>,
 }
@@ -107,6 +112,7 @@ impl MgmtdConfig {
             ignore_stale_targets: true,
             push_routing_to: Vec::new(),
             writer_retry_wait: Duration::from_millis(100)..s(1),
+            periodic: true,
             bug: None,
         }
     }
@@ -259,7 +265,9 @@ pub struct Mgmtd {
     /// Released after being disabled: never re-acquires.
     released: bool,
     writer: writer::Writer,
-    next_io: u64,
+    /// Next I/O id. Not state identity: ids only need to be unique among pending I/Os (which
+    /// are compared), so paths that differ only in how many I/Os they ran are one state.
+    next_io: crate::machine::Unobserved<u64>,
     counters: Unobserved<MgmtdCounters>,
 }
 
@@ -272,7 +280,7 @@ impl Mgmtd {
             primary: None,
             released: false,
             writer: writer::Writer::default(),
-            next_io: 0,
+            next_io: Default::default(),
             counters: Unobserved::default(),
         }
     }
@@ -320,8 +328,8 @@ impl Mgmtd {
     }
 
     fn alloc_io(&mut self) -> IoId {
-        self.next_io += 1;
-        IoId(self.next_io)
+        *self.next_io += 1;
+        IoId(*self.next_io)
     }
 }
 
@@ -334,12 +342,14 @@ impl Machine for Mgmtd {
     fn start(&mut self, now: Instant, out: &mut Outbox<Self>) {
         self.writer.enqueue(WriterOp::ExtendLease);
         self.pump(now, out);
-        out.set_timer(MgmtdTimer::ExtendLease, self.cfg.extend_interval.clone());
-        out.set_timer(
-            MgmtdTimer::UpdateChains,
-            self.cfg.chain_update_interval.clone(),
-        );
-        out.set_timer(MgmtdTimer::CheckSessions, self.cfg.extend_interval.clone());
+        if self.cfg.periodic {
+            out.set_timer(MgmtdTimer::ExtendLease, self.cfg.extend_interval.clone());
+            out.set_timer(
+                MgmtdTimer::UpdateChains,
+                self.cfg.chain_update_interval.clone(),
+            );
+            out.set_timer(MgmtdTimer::CheckSessions, self.cfg.extend_interval.clone());
+        }
     }
 
     fn handle(
@@ -377,6 +387,9 @@ impl Machine for Mgmtd {
             },
             EventOf::IoDone { id, result } => self.on_kv_done(now, id, result, out),
             EventOf::Call { req, call } => self.on_admin(now, req, call, out),
+        }
+        if !self.cfg.periodic {
+            self.update_chains(now);
         }
         self.pump(now, out);
     }

@@ -98,13 +98,15 @@ fn heartbeat(node: u32, v: u64, now: Instant, targets: &[(u32, LocalState)]) -> 
 }
 
 fn hb_status(acts: &[Action<Mgmtd>]) -> Option<MgmtdStatus> {
-    acts.iter().find_map(|a| match a {
+    // Accepted heartbeats get no reply.
+    let reply = acts.iter().find_map(|a| match a {
         ActionOf::Send {
             msg: Msg::HeartbeatReply(r),
             ..
         } => Some(r.status),
         _ => None,
-    })
+    });
+    Some(reply.unwrap_or(MgmtdStatus::Ok))
 }
 
 fn chain_states(m: &Mgmtd) -> Vec<(u32, PublicState)> {

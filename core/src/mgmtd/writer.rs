@@ -601,6 +601,15 @@ impl Mgmtd {
             p.frozen.insert(c, until);
             p.dirty.insert(c);
         }
+        if !load {
+            // A changed chain is evaluated again: one pass of §2.6.1 need not reach its fixpoint
+            // (a deposed LASTSRV turns OFFLINE first and only then may start syncing).
+            for (id, c) in &next.chains {
+                if p.routing.chains.get(id) != Some(c) {
+                    p.dirty.insert(*id);
+                }
+            }
+        }
         if let Some(d) = disabled {
             p.disabled = d;
         }
@@ -611,8 +620,12 @@ impl Mgmtd {
             self.primary = None;
             return;
         }
-        for &to in &self.cfg.push_routing_to {
-            out.send(to, Msg::Routing((*p.routing).clone()));
+        // A load changes only the version (the rows are what everyone already had, or newer
+        // than a poll will fetch anyway): push real changes only.
+        if !load {
+            for &to in &self.cfg.push_routing_to {
+                out.send(to, Msg::Routing((*p.routing).clone()));
+            }
         }
     }
 }

@@ -118,6 +118,8 @@ pub enum StorageTimer {
     },
     /// Send a heartbeat and poll routing.
     Heartbeat,
+    /// Re-send a heartbeat refused for want of a primary.
+    HeartbeatRetry,
     /// Retry a failed resync round for this (predecessor) target.
     Resync(TargetId),
 }
@@ -206,7 +208,9 @@ pub struct StorageNode {
     /// Chain of each hosted target under the current routing.
     chain_of: BTreeMap<TargetId, ChainId>,
     ios: BTreeMap<IoId, IoPurpose>,
-    next_io: u64,
+    /// Next I/O id. Not state identity: ids only need to be unique among pending I/Os (which
+    /// are compared), so paths that differ only in how many I/Os they ran are one state.
+    next_io: crate::machine::Unobserved<u64>,
     /// Reporting every target OFFLINE until mgmtd shows none SERVING/SYNCING/WAITING.
     booting: bool,
     /// Last heartbeat version sent.
@@ -262,7 +266,7 @@ impl StorageNode {
             targets,
             chain_of: BTreeMap::new(),
             ios: BTreeMap::new(),
-            next_io: 0,
+            next_io: Default::default(),
             booting: with_mgmtd,
             hb_version: 0,
             primary,
@@ -272,6 +276,29 @@ impl StorageNode {
         };
         node.install_routing(routing);
         node
+    }
+
+    /// A node that was already serving when the run began (the initial cluster of a model or
+    /// simulation): its targets are UPTODATE and it skips the restart rule. Restarted processes
+    /// use [`StorageNode::new`].
+    pub fn new_in_service(
+        cfg: StorageConfig,
+        metas: BTreeMap<TargetId, Vec<ChunkMeta>>,
+        routing: RoutingInfo,
+    ) -> Self {
+        let mut node = Self::new(cfg, metas, routing);
+        node.booting = false;
+        for t in node.targets.values_mut() {
+            t.local_state = LocalState::UpToDate;
+        }
+        node
+    }
+
+    /// Numbers this incarnation's I/Os from `base`, so completions addressed to a previous
+    /// incarnation (I/Os in flight when it crashed) can never match one of this one's.
+    pub fn with_io_base(mut self, base: u64) -> Self {
+        *self.next_io = base;
+        self
     }
 
     /// The node id.
@@ -344,8 +371,8 @@ impl StorageNode {
     }
 
     fn alloc_io(&mut self, purpose: IoPurpose) -> IoId {
-        self.next_io += 1;
-        let id = IoId(self.next_io);
+        *self.next_io += 1;
+        let id = IoId(*self.next_io);
         self.ios.insert(id, purpose);
         id
     }
@@ -508,6 +535,7 @@ impl Machine for StorageNode {
                 _ => {}
             },
             EventOf::Timer(StorageTimer::Heartbeat) => self.on_heartbeat_timer(out),
+            EventOf::Timer(StorageTimer::HeartbeatRetry) => self.on_heartbeat_retry(out),
             EventOf::Timer(StorageTimer::Resync(target)) => self.on_resync_timer(target, out),
             EventOf::Timer(StorageTimer::ForwardRetry { target, chunk }) => {
                 self.on_forward_retry(target, chunk, out)

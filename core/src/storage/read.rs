@@ -43,7 +43,10 @@ impl StorageNode {
         };
         let target = view.target;
         let t = &self.targets[&target];
-        if view.state != PublicState::Serving || t.local_state != LocalState::UpToDate {
+        if view.state != PublicState::Serving
+            || t.local_state != LocalState::UpToDate
+            || self.booting
+        {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         let read_pending = self.bug(PlantedBug::ReadPending);

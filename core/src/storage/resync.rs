@@ -57,14 +57,9 @@ pub fn decide(
     let (l, r) = match (local, remote) {
         (None, None) => return Decision::Skip,
         (None, Some(_)) => return Decision::Remove,
-        (Some(l), None) => {
-            // A chunk that exists only as a pending create has nothing committed to ship yet.
-            return if l.committed == ChunkVersion(0) {
-                Decision::Skip
-            } else {
-                Decision::Write
-            };
-        }
+        // Even a pending create: the item waits for the chunk lock, and by then the write has
+        // committed (it is shipped) or failed (nothing to ship; the item is skipped).
+        (Some(_), None) => return Decision::Write,
         (Some(l), Some(r)) => (l, r),
     };
     let local_committed = l.pending.is_none();
@@ -606,8 +601,8 @@ mod tests {
         );
         assert_eq!(
             d(Some(meta(0, 0, 0, true)), None),
-            Skip,
-            "pending create: nothing committed to ship"
+            Write,
+            "pending create: shipped once it commits"
         );
     }
 }

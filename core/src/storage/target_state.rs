@@ -29,12 +29,28 @@ impl StorageNode {
         self.booting
     }
 
+    /// Whether `target` may take part in updates in public state `public`: never while booting
+    /// (its routing may be stale: mgmtd has not yet marked it down); a SERVING target must be
+    /// UPTODATE, a SYNCING one ONLINE.
+    pub(super) fn local_ready(&self, target: TargetId, public: PublicState) -> bool {
+        let local = self.targets[&target].local_state;
+        !self.booting
+            && match public {
+                PublicState::Serving => local == LocalState::UpToDate,
+                PublicState::Syncing => local == LocalState::Online,
+                _ => false,
+            }
+    }
+
     pub(super) fn start_reporting(&mut self, out: &mut Outbox<Self>) {
         if !self.with_mgmtd() {
             return;
         }
         self.send_heartbeat(out);
-        self.poll_routing(out);
+        // A restarted process knows no routing: ask (periodic polls come with the timer).
+        if self.routing.version.0 == 0 || self.cfg.heartbeat_interval.is_some() {
+            self.poll_routing(out);
+        }
         if let Some(every) = self.cfg.heartbeat_interval.clone() {
             out.set_timer(StorageTimer::Heartbeat, every);
         }
@@ -71,8 +87,14 @@ impl StorageNode {
     }
 
     pub(super) fn send_heartbeat(&mut self, out: &mut Outbox<Self>) {
-        let Some(m) = self.primary else { return };
         self.hb_version += 1;
+        self.resend_heartbeat(out);
+    }
+
+    /// Sends the current reports under the current heartbeat version: after a refusal nothing
+    /// was accepted, so the version need not move (and a retry loop adds no new states).
+    fn resend_heartbeat(&mut self, out: &mut Outbox<Self>) {
+        let Some(m) = self.primary else { return };
         self.counters.heartbeats += 1;
         let targets = self.targets.keys().map(|t| self.report(*t)).collect();
         let hb = Heartbeat {
@@ -99,9 +121,21 @@ impl StorageNode {
                 self.hb_version = last;
                 self.send_heartbeat(out);
             }
-            MgmtdStatus::NotPrimary { primary } => self.on_not_primary(primary, out),
+            MgmtdStatus::NotPrimary { primary } if primary.is_some() && primary != self.primary => {
+                self.on_not_primary(primary, out)
+            }
+            // No primary yet (an election or a load in progress): the report must still reach
+            // it, so retry after a backoff rather than wait a whole heartbeat period.
+            MgmtdStatus::NotPrimary { .. } => out.set_timer(
+                StorageTimer::HeartbeatRetry,
+                self.cfg.forward_retry_wait.clone(),
+            ),
             _ => {}
         }
+    }
+
+    pub(super) fn on_heartbeat_retry(&mut self, out: &mut Outbox<Self>) {
+        self.resend_heartbeat(out);
     }
 
     pub(super) fn on_not_primary(&mut self, primary: Option<NodeId>, out: &mut Outbox<Self>) {
@@ -165,6 +199,10 @@ impl StorageNode {
                 t.local_state = LocalState::Offline;
             }
             changed |= before != t.local_state;
+            // mgmtd holds the target down while it is up (a false suspicion, or a report that
+            // crossed a chain change): report again rather than wait for the next period.
+            let held_down = matches!(public, Some(PublicState::Offline | PublicState::LastSrv));
+            changed |= held_down && t.local_state != LocalState::Offline && old_public != public;
             let leaves_lastsrv = old_public == Some(PublicState::LastSrv)
                 && matches!(
                     public,

@@ -150,6 +150,9 @@ impl StorageNode {
             Err(status) => return reply(out, from, &req, status, None),
         };
         let target = view.target;
+        if !self.local_ready(target, view.state) {
+            return reply(out, from, &req, Status::TargetNotServing, None);
+        }
         if from_client {
             if !view.is_head {
                 return reply(out, from, &req, Status::NotHead, None);
@@ -348,6 +351,14 @@ impl StorageNode {
         let Some(chain) = chain else {
             return self.fail_running(target, chunk, Status::NoTarget, out);
         };
+        if !chain
+            .state_of(target)
+            .is_some_and(PublicState::in_write_path)
+        {
+            // This target left the write path (taken OFFLINE): it must not commit as a tail of
+            // a chain it no longer belongs to; the client retries at the new head.
+            return self.fail_running(target, chunk, Status::TargetNotServing, out);
+        }
         let (versioned, successor) = (chain.versioned(), chain.successor_of(target));
         let succ_node = successor.and_then(|s| self.routing.node_of(s.target));
         let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);

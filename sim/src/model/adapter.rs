@@ -73,6 +73,54 @@ where
     apply_actions(me, outbox, o, wrap_timer)
 }
 
+/// Like [`step`], but `Io` actions complete within the same model step: `exec` runs each and
+/// its completion is fed back at once (repeatedly, until no I/O is left). Models use it where
+/// the interleaving of an I/O with other deliveries is covered elsewhere and would only
+/// multiply states (mgmtd's KV transactions: their races are covered by handler tests).
+pub fn step_sync_io<M, A>(
+    me: Id,
+    machine: &mut M,
+    event: Option<Event<M>>,
+    o: &mut Out<A>,
+    wrap_timer: impl Fn(M::Timer) -> A::Timer,
+    mut exec: impl FnMut(IoOp) -> t3fs_core::machine::IoResult,
+) -> StepEffects<M::Ret>
+where
+    M: Machine<Msg = Msg>,
+    A: Actor,
+    A::Msg: ModelMsg,
+{
+    let mut outbox = Outbox::<M>::new();
+    match event {
+        Some(event) => machine.handle(Instant::ZERO, event, &mut outbox),
+        None => machine.start(Instant::ZERO, &mut outbox),
+    }
+    machine.check_invariants();
+    let mut rest = Outbox::<M>::new();
+    loop {
+        let mut ios = Vec::new();
+        for action in outbox.drain() {
+            match action {
+                ActionOf::Io { id, op } => ios.push((id, op)),
+                other => rest.push(other),
+            }
+        }
+        if ios.is_empty() {
+            break;
+        }
+        for (id, op) in ios {
+            let result = exec(op);
+            machine.handle(
+                Instant::ZERO,
+                t3fs_core::machine::EventOf::IoDone { id, result },
+                &mut outbox,
+            );
+            machine.check_invariants();
+        }
+    }
+    apply_actions(me, rest, o, wrap_timer)
+}
+
 fn apply_actions<M, A>(
     me: Id,
     mut outbox: Outbox<M>,

@@ -28,6 +28,8 @@ use crate::model::adapter;
 pub enum CraqActor {
     /// Routing oracle (mgmtd stand-in).
     Oracle,
+    /// The real mgmtd.
+    Mgmtd,
     /// A storage node.
     Storage,
     /// A client with its script.
@@ -47,6 +49,12 @@ pub struct StorageState {
     pub commit_log: Vec<u8>,
     /// Set if a commit lowered the committed or recorded chain version, or routing regressed.
     pub regression: Option<String>,
+    /// Fail-stops so far.
+    pub crashes: u8,
+    /// Restarts so far.
+    pub restarts: u8,
+    /// First I/O id of the current incarnation; completions below it belong to a crashed one.
+    pub io_base: u64,
 }
 
 /// A client actor's state.
@@ -65,6 +73,8 @@ pub struct ClientState {
 pub enum CraqState {
     /// The oracle's current routing and the failed targets.
     Oracle(RoutingInfo),
+    /// The mgmtd actor.
+    Mgmtd(Box<super::MgmtdState>),
     /// A storage node.
     Storage(Box<StorageState>),
     /// A client.
@@ -76,6 +86,10 @@ fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
     s.forward_retries_max = cfg.forward_retries;
     s.forward_timeout = None;
     s.bug = cfg.bug;
+    if cfg.mgmtd {
+        s.mgmtd = vec![NodeId(0)];
+        s.heartbeat_interval = None;
+    }
     s
 }
 
@@ -84,6 +98,10 @@ fn client_cfg(cfg: &CraqConfig, node: NodeId) -> ClientConfig {
     c.retries_max = cfg.client_retries;
     c.channels = 1;
     c.io_timeout = None;
+    c.refresh_interval = None;
+    if cfg.mgmtd {
+        c.mgmtd = Some(NodeId(0));
+    }
     c
 }
 
@@ -117,10 +135,14 @@ impl Actor for CraqNode {
         let routing = self.cfg.initial_routing();
         match self.role {
             CraqActor::Oracle => CraqState::Oracle(routing),
+            CraqActor::Mgmtd => super::mgmtd_actor::start(&self.cfg, id, o),
             CraqActor::Storage => {
                 let node = adapter::node_id(id);
-                let mut machine =
-                    StorageNode::new(storage_cfg(&self.cfg, node), BTreeMap::new(), routing);
+                let mut machine = StorageNode::new_in_service(
+                    storage_cfg(&self.cfg, node),
+                    BTreeMap::new(),
+                    routing,
+                );
                 adapter::step(id, &mut machine, None, o, CraqTimer::Storage);
                 if self.cfg.failures > 0 {
                     o.set_timer(CraqTimer::FailStop, model_timeout());
@@ -131,6 +153,9 @@ impl Actor for CraqNode {
                     halted: false,
                     commit_log: Vec::new(),
                     regression: None,
+                    crashes: 0,
+                    restarts: 0,
+                    io_base: 0,
                 }))
             }
             CraqActor::Client(ref script) => {
@@ -156,6 +181,47 @@ impl Actor for CraqNode {
         msg: CraqMsg,
         o: &mut Out<Self>,
     ) {
+        // A delivery that touched the state consumes the message even when nothing changed, so
+        // stale messages (an older routing push, a reply to a node that restarted) do not linger
+        // in the network and split otherwise equal states; untouched ones (history markers)
+        // stay no-ops.
+        let mut scratch = Cow::Borrowed(state.as_ref());
+        self.msg_step(id, &mut scratch, src, msg, o);
+        if let Cow::Owned(new) = scratch {
+            *state = Cow::Owned(new);
+        }
+    }
+
+    fn on_timeout(
+        &self,
+        id: Id,
+        state: &mut Cow<'_, CraqState>,
+        timer: &CraqTimer,
+        o: &mut Out<Self>,
+    ) {
+        let mut scratch = Cow::Borrowed(state.as_ref());
+        self.timer_step(id, &mut scratch, timer, o);
+        let changed = match scratch {
+            Cow::Owned(new) if new != *state.as_ref() => Some(new),
+            _ => None,
+        };
+        if let Some(new) = changed {
+            *state = Cow::Owned(new);
+        }
+    }
+}
+
+impl CraqNode {
+    /// One delivery, run on a borrowed copy by `on_msg`. Timer steps (`on_timeout`) adopt the
+    /// result only if it differs, so a timer that changes nothing is no transition at all.
+    fn msg_step(
+        &self,
+        id: Id,
+        state: &mut Cow<'_, CraqState>,
+        src: Id,
+        msg: CraqMsg,
+        o: &mut Out<Self>,
+    ) {
         match (state.as_ref(), msg) {
             (CraqState::Oracle(routing), CraqMsg::Failed(target)) => {
                 let Some(next) = fail_target(routing, target) else {
@@ -170,6 +236,9 @@ impl Actor for CraqNode {
                     }
                 }
                 *state.to_mut() = CraqState::Oracle(next);
+            }
+            (CraqState::Mgmtd(_), msg) => {
+                super::mgmtd_actor::on_msg(&self.cfg, id, state, src, msg, o)
             }
             (CraqState::Storage(s), msg) => {
                 if s.halted {
@@ -200,7 +269,7 @@ impl Actor for CraqNode {
         }
     }
 
-    fn on_timeout(
+    fn timer_step(
         &self,
         id: Id,
         state: &mut Cow<'_, CraqState>,
@@ -208,12 +277,22 @@ impl Actor for CraqNode {
         o: &mut Out<Self>,
     ) {
         match (state.to_mut(), timer) {
-            (CraqState::Storage(s), CraqTimer::FailStop) if !s.halted => {
+            (CraqState::Storage(s), CraqTimer::FailStop) if !s.halted && s.crashes == 0 => {
                 s.halted = true;
+                s.crashes += 1;
                 o.send(
                     Id::from(0),
                     CraqMsg::Failed(TargetId(usize::from(id) as u32)),
                 );
+                if self.cfg.recoveries > 0 {
+                    o.set_timer(CraqTimer::Restart, model_timeout());
+                }
+            }
+            (CraqState::Storage(s), CraqTimer::Restart) if s.halted && s.restarts == 0 => {
+                restart(&self.cfg, id, s, o);
+            }
+            (CraqState::Mgmtd(_), CraqTimer::Mgmtd(_)) => {
+                super::mgmtd_actor::on_timeout(&self.cfg, id, state, timer, o)
             }
             (CraqState::Storage(s), CraqTimer::Storage(t)) if !s.halted => {
                 storage_step(id, s, EventOf::Timer(*t), o);
@@ -224,6 +303,22 @@ impl Actor for CraqNode {
             _ => {}
         }
     }
+}
+
+/// Restarts a fail-stopped node from its disk: a fresh process that reports its targets
+/// OFFLINE until mgmtd has marked them down (§2.6.2). I/Os in flight at the crash are dropped
+/// (they "did not happen", one of the outcomes the chunk-store contract allows).
+fn restart(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>) {
+    let node = adapter::node_id(id);
+    let target = TargetId(node.0);
+    let metas = BTreeMap::from([(target, s.store.metas())]);
+    s.restarts += 1;
+    s.io_base = u64::from(s.restarts) << 32;
+    s.node = StorageNode::new(storage_cfg(cfg, node), metas, RoutingInfo::default())
+        .with_io_base(s.io_base);
+    s.halted = false;
+    adapter::step(id, &mut s.node, None, o, CraqTimer::Storage);
+    o.send(Id::from(0), CraqMsg::Restarted(target));
 }
 
 fn chain_version(routing: &RoutingInfo) -> ChainVersion {
@@ -255,6 +350,7 @@ fn storage_msg(id: Id, s: &mut StorageState, src: Id, msg: CraqMsg, o: &mut Out<
             from: adapter::node_id(src),
             msg,
         },
+        CraqMsg::Io { id: io, .. } if io.0 < s.io_base => return, // A crashed incarnation's.
         CraqMsg::Io { id: io, op } => {
             let IoOp::Chunk { op, .. } = op else {
                 panic!("storage submits only chunk I/O");
@@ -271,7 +367,7 @@ fn storage_msg(id: Id, s: &mut StorageState, src: Id, msg: CraqMsg, o: &mut Out<
                 result: IoResult::Chunk(result),
             }
         }
-        CraqMsg::Failed(_) | CraqMsg::History { .. } => return,
+        CraqMsg::Failed(_) | CraqMsg::Restarted(_) | CraqMsg::History { .. } => return,
     };
     storage_step(id, s, event, o);
 }

@@ -24,12 +24,19 @@ pub fn describe_action(
             CraqMsg::Io {
                 op: IoOp::Kv(op), ..
             } => format!("{}: kv completes {op:?}", n(dst)),
-            CraqMsg::Failed(t) => format!(
-                "oracle learns {t} failed; moves it to the end as OFFLINE, bumps the chain version"
+            CraqMsg::Failed(t) if usize::from(*dst) == 0 => format!(
+                "{} learns {t} crashed (oracle: re-orders at once; mgmtd: its heartbeat deadline may now expire)",
+                n(dst)
             ),
+            CraqMsg::Failed(_) => String::new(),
+            CraqMsg::Restarted(t) => format!("mgmtd actor notes {t} restarted (its deadline lapses)"),
             CraqMsg::History { .. } => format!("{}: (history marker, no effect)", n(dst)),
         },
         A::Timeout(id, CraqTimer::FailStop) => format!("{}: FAIL-STOP (crash)", n(id)),
+        A::Timeout(id, CraqTimer::Restart) => {
+            format!("{}: RESTART from disk (reports OFFLINE until marked down)", n(id))
+        }
+        A::Timeout(id, CraqTimer::Mgmtd(t)) => format!("{}: mgmtd timer {t:?} fires", n(id)),
         A::Timeout(id, CraqTimer::Storage(t)) => format!("{}: timer {t:?} fires", n(id)),
         A::Timeout(id, CraqTimer::Client(t)) => format!("{}: client timer {t:?} fires", n(id)),
         other => format!("{other:?}"),
@@ -45,6 +52,17 @@ pub fn describe_state(state: &CraqModelState) -> Vec<String> {
                 "n{i} oracle: {}",
                 describe_msg(&Msg::Routing(r.clone()))
             )),
+            CraqState::Mgmtd(m) => lines.push(format!(
+                "n{i} mgmtd: {}{}",
+                m.machine
+                    .routing()
+                    .map(|r| describe_msg(&Msg::Routing(r.clone())))
+                    .unwrap_or_else(|| "not primary".into()),
+                m.audit
+                    .as_ref()
+                    .map(|a| format!(" CHAIN INVARIANT BROKEN: {a}"))
+                    .unwrap_or_default()
+            )),
             CraqState::Storage(st) => {
                 let chunk = st.store.chunks().get(&CHUNK).map(|c| {
                     format!(
@@ -58,9 +76,16 @@ pub fn describe_state(state: &CraqModelState) -> Vec<String> {
                             .unwrap_or_default()
                     )
                 });
+                let local: Vec<String> = st
+                    .node
+                    .targets()
+                    .map(|t| format!("{}:{:?}", t.id, t.local_state))
+                    .collect();
                 lines.push(format!(
-                    "n{i} storage{}: {} commits={:?}{}",
+                    "n{i} storage{} [{}{}]: {} commits={:?}{}",
                     if st.halted { " (HALTED)" } else { "" },
+                    local.join(" "),
+                    if st.node.booting() { " booting" } else { "" },
                     chunk.unwrap_or_else(|| "no chunk".into()),
                     st.commit_log,
                     st.regression

@@ -18,16 +18,18 @@
 mod actor;
 mod describe;
 mod history;
+mod mgmtd_actor;
 
 use stateright::actor::{ActorModel, Id, Network};
 use stateright::Expectation;
-use t3fs_core::bugs::PlantedBug;
+use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::client::{ClientRet, ClientTimer};
 use t3fs_core::ids::{
     ChainId, ChainVersion, ChunkId, InodeId, IoId, NodeId, RoutingVersion, TargetId,
 };
 use t3fs_core::layout::FileLayout;
 use t3fs_core::machine::IoOp;
+use t3fs_core::mgmtd::MgmtdTimer;
 use t3fs_core::msg::Msg;
 use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageTimer};
@@ -37,6 +39,7 @@ pub use crate::model::describe::describe_msg;
 pub use actor::{ClientState, CraqActor, CraqNode, CraqState, StorageState};
 pub use describe::{describe_action, describe_state};
 pub use history::CraqHistory;
+pub use mgmtd_actor::MgmtdState;
 
 /// Configuration of the CRAQ model.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -57,6 +60,13 @@ pub struct CraqConfig {
     pub read_mode: ReadMode,
     /// Planted bug in every storage node.
     pub bug: Option<PlantedBug>,
+    /// Node n0 runs the real mgmtd (lease, heartbeats, chain updates, over an in-state KV)
+    /// instead of the routing oracle; storage nodes report local states and resync.
+    pub mgmtd: bool,
+    /// Restarts of fail-stopped storage nodes (same disk), each followed by recovery.
+    pub recoveries: usize,
+    /// Planted bug in mgmtd.
+    pub mgmtd_bug: Option<MgmtdBug>,
 }
 
 impl Default for CraqConfig {
@@ -70,6 +80,9 @@ impl Default for CraqConfig {
             forward_retries: 0,
             read_mode: ReadMode::RejectDirty,
             bug: None,
+            mgmtd: false,
+            recoveries: 0,
+            mgmtd_bug: None,
         }
     }
 }
@@ -96,11 +109,11 @@ impl CraqConfig {
             .collect()
     }
 
-    fn storage_nodes(&self) -> impl Iterator<Item = NodeId> {
+    pub(crate) fn storage_nodes(&self) -> impl Iterator<Item = NodeId> {
         (1..=self.replicas as u32).map(NodeId)
     }
 
-    fn client_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+    pub(crate) fn client_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         (0..self.clients as u32).map(|k| NodeId(1 + self.replicas as u32 + k))
     }
 
@@ -189,8 +202,11 @@ pub enum CraqMsg {
         /// The operation.
         op: IoOp,
     },
-    /// Storage → oracle: this node's target fail-stopped (the failure detector's verdict).
+    /// Storage → oracle/mgmtd actor: this node's target fail-stopped (model bookkeeping: the
+    /// oracle re-orders at once; the mgmtd actor arms the heartbeat deadline of the node).
     Failed(TargetId),
+    /// Storage → mgmtd actor: the node restarted (its deadline may no longer expire).
+    Restarted(TargetId),
     /// Client self-message marking an operation boundary in the history: operation
     /// `returned.0` answered `returned.1`, and operation `invoked` started, both in the step
     /// that sent it. Its delivery is a no-op; it exists so the model's history recorder sees the
@@ -221,6 +237,10 @@ pub enum CraqTimer {
     Client(ClientTimer),
     /// The node may fail-stop now.
     FailStop,
+    /// A fail-stopped node may restart now (same disk).
+    Restart,
+    /// A mgmtd machine timer.
+    Mgmtd(MgmtdTimer),
 }
 
 /// The state type of the CRAQ model.
@@ -235,10 +255,89 @@ fn storages(state: &CraqModelState) -> impl Iterator<Item = &StorageState> {
     })
 }
 
+fn mgmtd_of(state: &CraqModelState) -> Option<&MgmtdState> {
+    state.actor_states.iter().find_map(|s| match s.as_ref() {
+        CraqState::Mgmtd(m) => Some(m.as_ref()),
+        _ => None,
+    })
+}
+
+/// Properties of the model with the real mgmtd: the §2.6.1 invariants of every published chain,
+/// CRAQ's write-all rule for every replica mgmtd and the replica agree is SERVING, and recovery
+/// back to an all-SERVING chain once everything is quiet.
+fn mgmtd_properties(model: CraqModel) -> CraqModel {
+    let recovers = model.cfg.recoveries >= model.cfg.failures;
+    let heals = model.cfg.failures > 0 && recovers;
+    let model = model
+        .property(
+            Expectation::Always,
+            "chain invariants (§2.6.1) hold",
+            |_, s| mgmtd_of(s).is_none_or(|m| m.audit.is_none()),
+        )
+        .property(
+            Expectation::Always,
+            "serving replicas hold every acknowledged write",
+            |_, s| {
+                let Some(current) = mgmtd_of(s).and_then(|m| m.machine.routing()) else {
+                    return true;
+                };
+                let Some(chain) = current.chain(CHAIN) else {
+                    return true;
+                };
+                let acked = s.history.acked.values().max().copied().unwrap_or_default();
+                storages(s).filter(|st| !st.halted).all(|st| {
+                    let own = st.node.routing().chain(CHAIN);
+                    st.node.targets().all(|t| {
+                        let serving = own.is_some_and(|c| {
+                            c.version == chain.version
+                                && c.state_of(t.id)
+                                    == Some(t3fs_core::routing::PublicState::Serving)
+                        });
+                        let committed = st.store.chunks().get(&CHUNK).map(|c| c.committed);
+                        !serving
+                            || t.local_state != t3fs_core::routing::LocalState::UpToDate
+                            || committed.unwrap_or_default() >= acked
+                    })
+                })
+            },
+        );
+    let model = if recovers {
+        model.property(
+            Expectation::Eventually,
+            "the chain returns to all-SERVING",
+            |_, s| {
+                mgmtd_of(s)
+                    .and_then(|m| m.machine.routing())
+                    .and_then(|r| r.chain(CHAIN))
+                    .is_some_and(|c| {
+                        c.targets
+                            .iter()
+                            .all(|t| t.state == t3fs_core::routing::PublicState::Serving)
+                    })
+            },
+        )
+    } else {
+        model
+    };
+    if heals {
+        model.property(
+            Expectation::Sometimes,
+            "a restarted replica is resynced and promoted",
+            |_, s| mgmtd_of(s).is_some_and(|m| m.promoted),
+        )
+    } else {
+        model
+    }
+}
+
 /// Builds the CRAQ model for `cfg`.
 pub fn build(cfg: CraqConfig) -> CraqModel {
     let mut actors = vec![CraqNode {
-        role: CraqActor::Oracle,
+        role: if cfg.mgmtd {
+            CraqActor::Mgmtd
+        } else {
+            CraqActor::Oracle
+        },
         cfg: cfg.clone(),
     }];
     actors.extend((0..cfg.replicas).map(|_| CraqNode {
@@ -249,11 +348,21 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
         role: CraqActor::Client(cfg.script(k)),
         cfg: cfg.clone(),
     }));
-    let failover_expected = cfg.failures > 0;
-    let retry_expected = cfg.failures > 0 && cfg.client_retries > 0;
+    let writes_expected = cfg.clients > 0 && cfg.writes > 0;
+    let failover_expected = cfg.failures > 0 && writes_expected;
+    let cfg_mgmtd = cfg.mgmtd;
+    let retry_expected = cfg.failures > 0 && cfg.client_retries > 0 && writes_expected;
     let model = ActorModel::new(cfg, CraqHistory::default())
         .actors(actors)
-        .init_network(Network::new_unordered_nonduplicating([]))
+        // The mgmtd model delivers each link in order (TCP between live processes): its many
+        // concurrent control messages would otherwise multiply interleavings that the protocol
+        // treats alike (a stale push after a newer one is ignored by version), and the state
+        // space would not fit in memory. The CRAQ model keeps full reordering.
+        .init_network(if cfg_mgmtd {
+            Network::new_ordered([])
+        } else {
+            Network::new_unordered_nonduplicating([])
+        })
         .property(Expectation::Always, "linearizable", |_, s| {
             s.history.lin.serialized_history().is_some()
         })
@@ -297,13 +406,26 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
                 })
             },
         )
-        .property(Expectation::Sometimes, "a write is acknowledged", |_, s| {
-            !s.history.acked.is_empty()
-        })
         .record_msg_out(history::record_out)
-        .within_boundary(|cfg, s| storages(s).filter(|st| st.halted).count() <= cfg.failures);
+        .within_boundary(|cfg, s| {
+            let crashes: usize = storages(s).map(|st| usize::from(st.crashes)).sum();
+            let restarts: usize = storages(s).map(|st| usize::from(st.restarts)).sum();
+            crashes <= cfg.failures && restarts <= cfg.recoveries
+        });
+    let model = if model.cfg.mgmtd {
+        mgmtd_properties(model)
+    } else {
+        model
+    };
     // Reachability goals that only make sense when the configuration allows them: a model with
     // failures must reach a failover, and one with client retries must reach a retried write.
+    let model = if writes_expected {
+        model.property(Expectation::Sometimes, "a write is acknowledged", |_, s| {
+            !s.history.acked.is_empty()
+        })
+    } else {
+        model
+    };
     let model = if failover_expected {
         model.property(
             Expectation::Sometimes,

@@ -41,6 +41,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(test)]
+mod appendix_b;
 pub mod bugs;
 pub mod chunk;
 pub mod client;

@@ -7,10 +7,12 @@
 //! Not here: transactions (see `writer.rs`) and anything volatile (local states, heartbeats,
 //! sessions), which 3FS rebuilds from heartbeats after a failover.
 
+use std::collections::BTreeSet;
+
 use crate::ids::{ChainId, NodeId, TargetId};
 use crate::kv::{Key, KeyRange, Value};
 use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
-use crate::routing::ChainInfo;
+use crate::routing::{ChainInfo, RoutingInfo};
 use crate::wire_struct;
 
 /// The lease row's key (`SINGMgmtdLease`).
@@ -134,6 +136,51 @@ pub fn id_of(key: &[u8], at: usize) -> Option<u32> {
 /// Decodes a chain row.
 pub fn decode_chain(bytes: &[u8]) -> Result<ChainInfo, DecodeError> {
     decode(bytes)
+}
+
+/// Builds routing info and the disabled set from the rows of a load (chain, target, chain-table
+/// and node ranges, in that order), skipping undecodable rows; returns how many were skipped.
+pub fn load_rows(ranges: &[Vec<(Vec<u8>, Vec<u8>)>]) -> (RoutingInfo, BTreeSet<NodeId>, u64) {
+    let mut next = RoutingInfo::default();
+    let mut disabled = BTreeSet::new();
+    let empty = Vec::new();
+    let [chains, targets, tables, nodes] = [0, 1, 2, 3].map(|i| ranges.get(i).unwrap_or(&empty));
+    let mut corrupt = 0;
+    for (_, v) in chains {
+        match decode_chain(v) {
+            Ok(c) => {
+                next.chains.insert(c.chain, c);
+            }
+            Err(_) => corrupt += 1,
+        }
+    }
+    for (k, v) in targets {
+        match (id_of(k, 0), decode::<NodeId>(v)) {
+            (Some(t), Ok(n)) => {
+                next.targets.insert(TargetId(t), n);
+            }
+            _ => corrupt += 1,
+        }
+    }
+    for (k, v) in tables {
+        match (id_of(k, 0), id_of(k, 1), decode_table(v)) {
+            (Some(t), Some(ver), Ok(list)) => {
+                next.chain_tables.insert((t, ver), list);
+            }
+            _ => corrupt += 1,
+        }
+    }
+    for (k, v) in nodes {
+        match (id_of(k, 0), decode::<NodeRow>(v)) {
+            (Some(n), Ok(row)) => {
+                if row.disabled {
+                    disabled.insert(NodeId(n));
+                }
+            }
+            _ => corrupt += 1,
+        }
+    }
+    (next, disabled, corrupt)
 }
 
 #[cfg(test)]

@@ -407,7 +407,8 @@ impl Mgmtd {
         let planned = match op {
             WriterOp::ExtendLease => unreachable!("handled above"),
             WriterOp::Load => {
-                let (mut next, disabled) = self.load_rows(ranges);
+                let (mut next, disabled, corrupt) = store::load_rows(ranges);
+                self.counters.corrupt_rows += corrupt;
                 next.version = next_rv;
                 let me = self.cfg.node;
                 let row = NodeRow {
@@ -483,56 +484,6 @@ impl Mgmtd {
             }
         };
         Ok((mutations, conflicts, planned))
-    }
-
-    /// Builds routing info and the disabled set from loaded rows, skipping undecodable ones.
-    fn load_rows(&mut self, ranges: &[Vec<(Vec<u8>, Vec<u8>)>]) -> (RoutingInfo, BTreeSet<NodeId>) {
-        let mut next = RoutingInfo::default();
-        let mut disabled = BTreeSet::new();
-        let empty = Vec::new();
-        let [chains, targets, tables, nodes] =
-            [0, 1, 2, 3].map(|i| ranges.get(i).unwrap_or(&empty));
-        let mut corrupt = 0;
-        for (_, v) in chains {
-            match store::decode_chain(v) {
-                Ok(c) => {
-                    next.chains.insert(c.chain, c);
-                }
-                Err(_) => corrupt += 1,
-            }
-        }
-        for (k, v) in targets {
-            match (store::id_of(k, 0), store::decode::<NodeId>(v)) {
-                (Some(t), Ok(n)) => {
-                    next.targets.insert(TargetId(t), n);
-                }
-                _ => corrupt += 1,
-            }
-        }
-        for (k, v) in tables {
-            match (
-                store::id_of(k, 0),
-                store::id_of(k, 1),
-                store::decode_table(v),
-            ) {
-                (Some(t), Some(ver), Ok(list)) => {
-                    next.chain_tables.insert((t, ver), list);
-                }
-                _ => corrupt += 1,
-            }
-        }
-        for (k, v) in nodes {
-            match (store::id_of(k, 0), store::decode::<NodeRow>(v)) {
-                (Some(n), Ok(row)) => {
-                    if row.disabled {
-                        disabled.insert(NodeId(n));
-                    }
-                }
-                _ => corrupt += 1,
-            }
-        }
-        self.counters.corrupt_rows += corrupt;
-        (next, disabled)
     }
 
     /// Adopts a lease row: a new tenure of mine starts a load; another holder ends mine.

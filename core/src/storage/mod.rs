@@ -144,6 +144,18 @@ enum IoPurpose {
     ForceCommit { target: TargetId, chunk: ChunkId },
 }
 
+impl IoPurpose {
+    fn target(&self) -> TargetId {
+        match self {
+            Self::Update { target, .. }
+            | Self::Commit { target, .. }
+            | Self::Read { target, .. }
+            | Self::FullRead { target, .. }
+            | Self::ForceCommit { target, .. } => *target,
+        }
+    }
+}
+
 /// A hosted target's place in its chain, as admission checks need it.
 #[derive(Clone, Copy, Debug)]
 struct LocalView {
@@ -378,13 +390,7 @@ impl StorageNode {
     }
 
     fn submit(&mut self, out: &mut Outbox<Self>, purpose: IoPurpose, op: ChunkOp) {
-        let target = match &purpose {
-            IoPurpose::Update { target, .. }
-            | IoPurpose::Commit { target, .. }
-            | IoPurpose::Read { target, .. }
-            | IoPurpose::FullRead { target, .. }
-            | IoPurpose::ForceCommit { target, .. } => *target,
-        };
+        let target = purpose.target();
         let id = self.alloc_io(purpose);
         out.io(id, IoOp::Chunk { target, op });
     }
@@ -440,14 +446,7 @@ impl StorageNode {
             panic!("storage submits only chunk I/O");
         };
         if let Err(crate::chunk::ChunkError::Failed) = result {
-            let target = match &purpose {
-                IoPurpose::Update { target, .. }
-                | IoPurpose::Commit { target, .. }
-                | IoPurpose::Read { target, .. }
-                | IoPurpose::FullRead { target, .. }
-                | IoPurpose::ForceCommit { target, .. } => *target,
-            };
-            self.disk_failed(target, out);
+            self.disk_failed(purpose.target(), out);
         }
         match purpose {
             IoPurpose::Update { target, chunk } => {
@@ -458,35 +457,35 @@ impl StorageNode {
                 self.update_done(target, chunk, meta, out)
             }
             IoPurpose::Commit { target, chunk } => {
-                let meta = expect_done(result, |d| match d {
-                    ChunkDone::Committed(meta) => Ok(meta),
-                    other => Err(other),
-                });
-                self.commit_done(target, chunk, meta, out)
+                self.commit_done(target, chunk, expect_committed(result), out)
             }
             IoPurpose::Read { target, from, req } => {
-                let read = expect_done(result, |d| match d {
-                    ChunkDone::Read(read) => Ok(read),
-                    other => Err(other),
-                });
-                self.read_done(target, from, req, read, out)
+                self.read_done(target, from, req, expect_read(result), out)
             }
             IoPurpose::FullRead { target, chunk } => {
-                let read = expect_done(result, |d| match d {
-                    ChunkDone::Read(read) => Ok(read),
-                    other => Err(other),
-                });
-                self.full_read_done(target, chunk, read, out)
+                self.full_read_done(target, chunk, expect_read(result), out)
             }
             IoPurpose::ForceCommit { target, chunk } => {
-                let meta = expect_done(result, |d| match d {
-                    ChunkDone::Committed(meta) => Ok(meta),
-                    other => Err(other),
-                });
-                self.force_commit_done(target, chunk, meta)
+                self.force_commit_done(target, chunk, expect_committed(result))
             }
         }
     }
+}
+
+fn expect_read(
+    result: Result<ChunkDone, ChunkError>,
+) -> Result<Option<crate::chunk::ChunkRead>, ChunkError> {
+    expect_done(result, |d| match d {
+        ChunkDone::Read(read) => Ok(read),
+        other => Err(other),
+    })
+}
+
+fn expect_committed(result: Result<ChunkDone, ChunkError>) -> Result<ChunkMeta, ChunkError> {
+    expect_done(result, |d| match d {
+        ChunkDone::Committed(meta) => Ok(meta),
+        other => Err(other),
+    })
 }
 
 /// Unwraps the completion variant an op must produce; any other variant means the store broke

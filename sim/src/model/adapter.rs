@@ -64,13 +64,19 @@ where
     A: Actor,
     A::Msg: ModelMsg,
 {
+    let outbox = run_handler(machine, event);
+    apply_actions(me, outbox, o, wrap_timer)
+}
+
+/// Runs `start` (no event) or `handle` at time zero and checks the machine's invariants.
+fn run_handler<M: Machine>(machine: &mut M, event: Option<Event<M>>) -> Outbox<M> {
     let mut outbox = Outbox::<M>::new();
     match event {
         Some(event) => machine.handle(Instant::ZERO, event, &mut outbox),
         None => machine.start(Instant::ZERO, &mut outbox),
     }
     machine.check_invariants();
-    apply_actions(me, outbox, o, wrap_timer)
+    outbox
 }
 
 /// Like [`step`], but `Io` actions complete within the same model step: `exec` runs each and
@@ -90,12 +96,7 @@ where
     A: Actor,
     A::Msg: ModelMsg,
 {
-    let mut outbox = Outbox::<M>::new();
-    match event {
-        Some(event) => machine.handle(Instant::ZERO, event, &mut outbox),
-        None => machine.start(Instant::ZERO, &mut outbox),
-    }
-    machine.check_invariants();
+    let mut outbox = run_handler(machine, event);
     let mut rest = Outbox::<M>::new();
     loop {
         let mut ios = Vec::new();

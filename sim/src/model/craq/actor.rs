@@ -321,6 +321,11 @@ fn restart(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>
     o.send(Id::from(0), CraqMsg::Restarted(target));
 }
 
+/// The address of history markers: beyond every actor, so stateright never delivers them.
+fn history_sink() -> Id {
+    Id::from(usize::MAX)
+}
+
 fn chain_version(routing: &RoutingInfo) -> ChainVersion {
     routing.chain(CHAIN).map(|c| c.version).unwrap_or_default()
 }
@@ -432,7 +437,9 @@ fn start_op(
     o: &mut Out<CraqNode>,
 ) {
     let invoked = (index < script.len()).then_some(index);
-    o.send(id, CraqMsg::History { returned, invoked });
+    // Sent to no actor: the recorder sees it when it is sent, and it is never delivered, so it
+    // adds no step (on FIFO links a delivery is always a step) and no interleaving.
+    o.send(history_sink(), CraqMsg::History { returned, invoked });
     let Some(index) = invoked else { return };
     c.running = Some(index);
     let call = match script[index] {

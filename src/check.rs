@@ -47,6 +47,10 @@ pub struct MgmtdArgs {
     /// Checker threads (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Depth-first search: memory holds fingerprints, not frontier states, so larger models
+    /// fit (counterexamples may be long).
+    #[arg(long)]
+    dfs: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -93,6 +97,10 @@ pub struct CraqArgs {
     /// Checker threads (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Depth-first search: memory holds fingerprints, not frontier states, so larger models
+    /// fit (counterexamples may be long).
+    #[arg(long)]
+    dfs: bool,
 }
 
 pub fn run(cmd: CheckCommand) -> ExitCode {
@@ -195,7 +203,15 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
             cfg.read_mode,
             bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
         );
-        ok &= check_model(&title, &cmd, cfg, a.threads);
+        if a.dfs {
+            cmd.push_str(" --dfs");
+        }
+        let search = if a.dfs {
+            run::Search::Dfs
+        } else {
+            run::Search::Bfs
+        };
+        ok &= check_model(&title, &cmd, cfg, a.threads, search);
     }
     if ok {
         ExitCode::SUCCESS
@@ -334,7 +350,13 @@ fn check_one(a: &CraqArgs, cfg: craq::CraqConfig, bug: Option<PlantedBug>) -> bo
         bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
     );
     let cmd = reproduce_command(a, &cfg);
-    check_model(&title, &cmd, cfg, a.threads)
+    let search = if a.dfs {
+        run::Search::Dfs
+    } else {
+        run::Search::Bfs
+    };
+    let cmd = if a.dfs { format!("{cmd} --dfs") } else { cmd };
+    check_model(&title, &cmd, cfg, a.threads, search)
 }
 
 /// Checks one configuration with a spinner, prints the verdict, and on failure the command
@@ -344,6 +366,7 @@ fn check_model(
     reproduce: &str,
     cfg: craq::CraqConfig,
     threads: Option<usize>,
+    search: run::Search,
 ) -> bool {
     let model = craq::build(cfg);
     println!("{title}");
@@ -353,9 +376,10 @@ fn check_model(
     );
     let threads =
         threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let verdict = run::check(
+    let verdict = run::check_with(
         model,
         threads,
+        search,
         |n| {
             bar.set_message(format!("{n} unique states"));
             bar.tick();

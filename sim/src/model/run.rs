@@ -65,11 +65,39 @@ impl Verdict {
     }
 }
 
+/// How the state space is searched.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum Search {
+    /// Breadth-first: shortest counterexamples; memory holds every frontier state.
+    #[default]
+    Bfs,
+    /// Depth-first: memory holds fingerprints and one path, so much larger models fit;
+    /// counterexamples may be long.
+    Dfs,
+}
+
 /// Checks `model` exhaustively (BFS) with `threads` threads. `progress` is called about every
 /// 200 ms with the unique state count; `describe` renders one step; `summarize` a final state.
 pub fn check<M>(
     model: M,
     threads: usize,
+    progress: impl FnMut(usize),
+    describe: impl Fn(&M::Action) -> String,
+    summarize: impl Fn(&M::State) -> Vec<String>,
+) -> Verdict
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Clone + std::fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    check_with(model, threads, Search::Bfs, progress, describe, summarize)
+}
+
+/// [`check`] with a choice of search.
+pub fn check_with<M>(
+    model: M,
+    threads: usize,
+    search: Search,
     mut progress: impl FnMut(usize),
     describe: impl Fn(&M::Action) -> String,
     summarize: impl Fn(&M::State) -> Vec<String>,
@@ -87,16 +115,14 @@ where
     let start = Instant::now();
     // Stop at the first violated property: a broken variant's state space can be far larger than
     // the correct protocol's, and one counterexample is the verdict.
-    let checker = model
+    let builder = model
         .checker()
         .threads(threads.max(1))
-        .finish_when(stateright::HasDiscoveries::AnyFailures)
-        .spawn_bfs();
-    while !checker.is_done() {
-        std::thread::sleep(Duration::from_millis(200));
-        progress(checker.unique_state_count());
-    }
-    let checker = checker.join();
+        .finish_when(stateright::HasDiscoveries::AnyFailures);
+    let checker = match search {
+        Search::Bfs => wait(builder.spawn_bfs(), &mut progress),
+        Search::Dfs => wait(builder.spawn_dfs(), &mut progress),
+    };
     let elapsed = start.elapsed();
     let stopped_early = checker.discoveries().keys().any(|name| {
         properties
@@ -144,6 +170,19 @@ where
         passed,
         complete: !stopped_early,
     }
+}
+
+/// Waits for a running checker, reporting progress about every 200 ms, and returns the
+/// finished one (boxed: BFS and DFS checkers are different types).
+fn wait<M: Model + 'static, C: Checker<M> + 'static>(
+    checker: C,
+    progress: &mut impl FnMut(usize),
+) -> Box<dyn Checker<M>> {
+    while !checker.is_done() {
+        std::thread::sleep(Duration::from_millis(200));
+        progress(checker.unique_state_count());
+    }
+    Box::new(checker.join())
 }
 
 /// Renders a verdict the way `t3fs check` prints it.

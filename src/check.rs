@@ -72,6 +72,9 @@ pub struct CraqArgs {
     /// Writes per client (each followed by a read).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=4))]
     writes: Option<u32>,
+    /// Reads after each write.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3))]
+    reads: u32,
     /// Storage nodes that may fail-stop (each failure re-orders the chain).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=2))]
     failures: Option<u32>,
@@ -169,6 +172,7 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
             bug: None,
             mgmtd: true,
             mgmtd_bug: bug,
+            reads: 1,
         }
     };
     let explicit = (a.clients, a.writes, a.failures, a.recoveries);
@@ -234,6 +238,9 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
         "cargo run --release -- check craq --replicas {} --clients {} --writes {} --failures {} --client-retries {} --forward-retries {}",
         cfg.replicas, cfg.clients, cfg.writes, cfg.failures, a.client_retries, a.forward_retries
     );
+    if cfg.reads != 1 {
+        cmd.push_str(&format!(" --reads {}", cfg.reads));
+    }
     if cfg.read_mode == ReadMode::Committed {
         cmd.push_str(" --read-mode committed");
     }
@@ -282,6 +289,7 @@ fn run_craq(a: CraqArgs) -> ExitCode {
         forward_retries: a.forward_retries,
         read_mode,
         bug,
+        reads: a.reads as usize,
         ..craq::CraqConfig::default()
     };
     // Without shape flags, check the standard set: concurrency (two clients, two writes each,

@@ -16,7 +16,9 @@ use t3fs_sim::model::run::{self, FailureKind, Verdict};
 fn check(cfg: CraqConfig) -> Verdict {
     run::check(
         craq::build(cfg),
-        2,
+        // One thread: with several, stateright's count of unique states can differ by a state or
+        // two between runs (threads race on revisits), and these counts are pinned.
+        1,
         |_| {},
         craq::describe_action,
         craq::describe_state,
@@ -119,8 +121,6 @@ fn every_catchable_planted_bug_is_caught_with_a_counterexample() {
         );
         caught += 1;
     }
-    assert!(
-        caught >= 3,
-        "at least three planted bugs must be caught, got {caught}"
-    );
+    // Four of five: skip-chain-version-check needs a stale-routing path this model lacks.
+    assert_eq!(caught, 4, "planted bugs caught");
 }

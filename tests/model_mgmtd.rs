@@ -16,7 +16,9 @@ use t3fs_sim::model::run::{self, FailureKind, Verdict};
 fn check(cfg: CraqConfig) -> Verdict {
     run::check(
         craq::build(cfg),
-        2,
+        // One thread: with several, stateright's count of unique states can differ by a state or
+        // two between runs (threads race on revisits), and these counts are pinned.
+        1,
         |_| {},
         craq::describe_action,
         craq::describe_state,

@@ -48,8 +48,11 @@ pub struct CraqConfig {
     pub replicas: usize,
     /// Clients.
     pub clients: usize,
-    /// Writes per client (each followed by a read).
+    /// Writes per client (each followed by `reads` reads).
     pub writes: usize,
+    /// Reads after each write (1 by default; 2 lets one client see a value and then check that
+    /// no later read goes back in time, which catches reads of uncommitted data).
+    pub reads: usize,
     /// Storage nodes that may fail-stop.
     pub failures: usize,
     /// Client retries per chunk I/O.
@@ -75,6 +78,7 @@ impl Default for CraqConfig {
             replicas: 3,
             clients: 2,
             writes: 2,
+            reads: 1,
             failures: 1,
             client_retries: 1,
             forward_retries: 0,
@@ -101,10 +105,8 @@ impl CraqConfig {
     pub fn script(&self, k: usize) -> Vec<ScriptOp> {
         (0..self.writes)
             .flat_map(|j| {
-                [
-                    ScriptOp::Write((1 + k * self.writes + j) as u8),
-                    ScriptOp::Read,
-                ]
+                std::iter::once(ScriptOp::Write((1 + k * self.writes + j) as u8))
+                    .chain(std::iter::repeat_n(ScriptOp::Read, self.reads))
             })
             .collect()
     }
@@ -150,7 +152,11 @@ pub fn catching_flags(bug: PlantedBug) -> Option<&'static str> {
         }
         PlantedBug::ReplayAppliedTwice => Some("--clients 1 --writes 2 --failures 1"),
         PlantedBug::CommitBeforeSuccessorAck => Some("--clients 2 --writes 1 --failures 0"),
-        PlantedBug::ReadPending | PlantedBug::SkipChainVersionCheck => None,
+        // A client reads another client's in-flight value at the head, then an older one at
+        // the middle replica: time goes backwards. Reads rotate over replicas by I/O id, so it
+        // takes three reads per write for a head read to precede a middle one.
+        PlantedBug::ReadPending => Some("--clients 2 --writes 1 --reads 3 --failures 0"),
+        PlantedBug::SkipChainVersionCheck => None,
     }
 }
 
@@ -167,6 +173,7 @@ pub fn catching_config(bug: PlantedBug) -> Option<CraqConfig> {
             ["--clients", n] => cfg.clients = n.parse().ok()?,
             ["--writes", n] => cfg.writes = n.parse().ok()?,
             ["--failures", n] => cfg.failures = n.parse().ok()?,
+            ["--reads", n] => cfg.reads = n.parse().ok()?,
             ["--read-mode", "committed"] => cfg.read_mode = ReadMode::Committed,
             _ => return None,
         }

@@ -60,6 +60,18 @@ enum Planned {
     },
 }
 
+impl Planned {
+    /// A plain routing change: no node rows, no new chains, not a load.
+    fn routing(next: RoutingInfo) -> Self {
+        Self::Routing {
+            next,
+            disabled: None,
+            new_chains: Vec::new(),
+            load: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 enum Stage {
     Reading,
@@ -245,7 +257,7 @@ impl Mgmtd {
                         attempts,
                     ));
                 }
-                Err(abort) => self.abort(now, running.op, attempts, abort, out),
+                Err(abort) => self.abort(running.op, attempts, abort, out),
             },
             (Stage::Committing(planned), Ok(KvDone::Committed(_))) => {
                 self.counters.commits += 1;
@@ -287,14 +299,7 @@ impl Mgmtd {
         out.set_timer(MgmtdTimer::WriterRetry, self.cfg.writer_retry_wait.clone());
     }
 
-    fn abort(
-        &mut self,
-        now: Instant,
-        op: WriterOp,
-        attempts: u32,
-        abort: Abort,
-        out: &mut Outbox<Self>,
-    ) {
+    fn abort(&mut self, op: WriterOp, attempts: u32, abort: Abort, out: &mut Outbox<Self>) {
         match abort {
             Abort::Deposed => {
                 self.primary = None;
@@ -319,7 +324,6 @@ impl Mgmtd {
             }
             Abort::Invalid(why) => self.drop_op(op, why, out),
         }
-        let _ = now;
     }
 
     /// The lease-validation step of every tenure write: the stored lease must be this tenure's
@@ -367,7 +371,7 @@ impl Mgmtd {
                 )),
                 LeaseDecision::Write(_) => Err(Abort::Nothing),
                 LeaseDecision::Keep(l) => {
-                    self.on_lease(now, l);
+                    self.on_lease(l);
                     Err(Abort::Nothing)
                 }
             };
@@ -442,12 +446,7 @@ impl Mgmtd {
                 }
                 self.counters.chain_updates += chains.len() as u64;
                 next.version = next_rv;
-                Planned::Routing {
-                    next,
-                    disabled: None,
-                    new_chains: Vec::new(),
-                    load: false,
-                }
+                Planned::routing(next)
             }
             WriterOp::TargetNodes(list) => {
                 let mut next = (*p.routing).clone();
@@ -456,12 +455,7 @@ impl Mgmtd {
                     next.targets.insert(*t, *n);
                 }
                 next.version = next_rv;
-                Planned::Routing {
-                    next,
-                    disabled: None,
-                    new_chains: Vec::new(),
-                    load: false,
-                }
+                Planned::routing(next)
             }
             WriterOp::Admin { call, .. } => {
                 let AdminPlan {
@@ -487,7 +481,7 @@ impl Mgmtd {
     }
 
     /// Adopts a lease row: a new tenure of mine starts a load; another holder ends mine.
-    pub(super) fn on_lease(&mut self, now: Instant, l: LeaseInfo) {
+    pub(super) fn on_lease(&mut self, l: LeaseInfo) {
         self.lease = Some(l);
         if l.primary != self.cfg.node {
             self.primary = None;
@@ -515,14 +509,13 @@ impl Mgmtd {
                     .queue
                     .retain(|(op, _)| matches!(op, WriterOp::ExtendLease));
                 self.writer.push_front(WriterOp::Load, 0);
-                let _ = now;
             }
         }
     }
 
     fn apply(&mut self, now: Instant, planned: Planned, out: &mut Outbox<Self>) {
         let (next, disabled, new_chains, load) = match planned {
-            Planned::Lease(l) => return self.on_lease(now, l),
+            Planned::Lease(l) => return self.on_lease(l),
             Planned::Routing {
                 next,
                 disabled,

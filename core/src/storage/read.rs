@@ -10,7 +10,7 @@ use crate::chunk::{ChunkError, ChunkOp, ChunkRead};
 use crate::ids::{ChunkVersion, NodeId, TargetId};
 use crate::machine::Outbox;
 use crate::msg::{Msg, ReadReply, ReadReq, Status};
-use crate::routing::{LocalState, PublicState};
+use crate::routing::PublicState;
 use crate::storage::{IoPurpose, ReadMode, StorageNode};
 
 fn reply(
@@ -43,10 +43,8 @@ impl StorageNode {
         };
         let target = view.target;
         let t = &self.targets[&target];
-        if view.state != PublicState::Serving
-            || t.local_state != LocalState::UpToDate
-            || self.booting
-        {
+        // Reads need a SERVING, UPTODATE target of a node past its restart phase.
+        if view.state != PublicState::Serving || !self.local_ready(target, view.state) {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         let read_pending = self.bug(PlantedBug::ReadPending);

@@ -343,7 +343,7 @@ impl StorageNode {
             .get(&chunk)
             .map_or(ChunkVersion(0), |m| m.committed);
         if remove && committed > ChunkVersion(0) {
-            return self.sync_item_skipped(target, out); // It reappeared here: nothing to remove.
+            return self.sync_item_skipped(target); // It reappeared here: nothing to remove.
         }
         t.locks.lock(
             chunk,
@@ -371,13 +371,12 @@ impl StorageNode {
         true
     }
 
-    fn sync_item_skipped(&mut self, target: TargetId, out: &mut Outbox<Self>) -> bool {
+    fn sync_item_skipped(&mut self, target: TargetId) -> bool {
         if let Some(ResyncPhase::Copying { current, .. }) =
             self.resyncs.get_mut(&target).map(|r| &mut r.phase)
         {
             *current = None;
         }
-        let _ = out;
         false
     }
 

@@ -1,7 +1,7 @@
 //! Handler tests of mgmtd driven against the in-memory KV: election and load, heartbeats and
 //! their refusals, failure detection and chain re-ordering, fencing of a deposed primary (and
 //! the planted bug that removes it), routing-version monotonicity across failover, the
-//! `CommitUnknown` reaction, admin operations and sessions.
+//! `CommitUnknown` reaction; `admin.rs` holds admin operations and sessions.
 
 use core::time::Duration;
 
@@ -51,6 +51,11 @@ fn run(m: &mut Mgmtd, kv: &mut MemKv, now: Instant, event: Option<Event>) -> Vec
 }
 
 type Event = EventOf<Msg, MgmtdTimer, AdminCall>;
+
+/// Fires `timer` at `now`.
+fn fire(m: &mut Mgmtd, kv: &mut MemKv, now: Instant, timer: MgmtdTimer) -> Vec<Action<Mgmtd>> {
+    run(m, kv, now, Some(EventOf::Timer(timer)))
+}
 
 fn mgmtd(node: u32) -> Mgmtd {
     let mut cfg = MgmtdConfig::new(NodeId(node));
@@ -156,12 +161,7 @@ fn first_mgmtd_takes_the_lease_and_loads() {
     // Trust ends 20 s before the lease does.
     assert!(m.is_primary(at(979)) && !m.is_primary(at(980)));
     // Extension keeps the tenure (same start) and moves the end.
-    run(
-        &mut m,
-        &mut kv,
-        at(30),
-        Some(EventOf::Timer(MgmtdTimer::ExtendLease)),
-    );
+    fire(&mut m, &mut kv, at(30), MgmtdTimer::ExtendLease);
     assert!(m.is_primary(at(1000)));
     assert_eq!(m.lease().unwrap().start, 0);
     assert_eq!(m.counters().tenures, 1);
@@ -173,12 +173,7 @@ fn failed_node_is_detected_and_its_target_moves_behind_the_alive_ones() {
     let v0 = m.routing().unwrap().version;
     // Heartbeats persisted where the targets live.
     assert_eq!(m.routing().unwrap().node_of(TargetId(2)), Some(NodeId(2)));
-    run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m, &mut kv, at(3), MgmtdTimer::UpdateChains);
     assert_eq!(
         chain_states(&m),
         vec![
@@ -187,18 +182,13 @@ fn failed_node_is_detected_and_its_target_moves_behind_the_alive_ones() {
             (3, PublicState::Serving)
         ]
     );
-    run(
+    fire(
         &mut m,
         &mut kv,
         at(62),
-        Some(EventOf::Timer(MgmtdTimer::HeartbeatDeadline(NodeId(2)))),
+        MgmtdTimer::HeartbeatDeadline(NodeId(2)),
     );
-    let acts = run(
-        &mut m,
-        &mut kv,
-        at(63),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    let acts = fire(&mut m, &mut kv, at(63), MgmtdTimer::UpdateChains);
     assert_eq!(
         chain_states(&m),
         vec![
@@ -222,12 +212,7 @@ fn failed_node_is_detected_and_its_target_moves_behind_the_alive_ones() {
         at(70),
         Some(heartbeat(2, 5, at(70), &[(2, LocalState::Online)])),
     );
-    run(
-        &mut m,
-        &mut kv,
-        at(71),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m, &mut kv, at(71), MgmtdTimer::UpdateChains);
     assert_eq!(
         chain_states(&m),
         vec![
@@ -243,12 +228,7 @@ fn failed_node_is_detected_and_its_target_moves_behind_the_alive_ones() {
         at(72),
         Some(heartbeat(2, 6, at(72), &[(2, LocalState::UpToDate)])),
     );
-    run(
-        &mut m,
-        &mut kv,
-        at(73),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m, &mut kv, at(73), MgmtdTimer::UpdateChains);
     assert_eq!(
         chain_states(&m),
         vec![
@@ -311,18 +291,13 @@ fn heartbeats_are_validated() {
     );
     assert_eq!(hb_status(&disabled), Some(MgmtdStatus::Disabled));
     // A stale report (older chain version) does not override mgmtd's view.
-    run(
+    fire(
         &mut m,
         &mut kv,
         at(62),
-        Some(EventOf::Timer(MgmtdTimer::HeartbeatDeadline(NodeId(2)))),
+        MgmtdTimer::HeartbeatDeadline(NodeId(2)),
     );
-    run(
-        &mut m,
-        &mut kv,
-        at(63),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m, &mut kv, at(63), MgmtdTimer::UpdateChains);
     let mut old = heartbeat(2, 9, at(63), &[(2, LocalState::UpToDate)]);
     if let EventOf::Recv {
         msg: Msg::Heartbeat(hb),
@@ -407,25 +382,15 @@ fn unfenced_writes_let_a_deposed_primary_commit() {
 #[test]
 fn commit_unknown_reloads_before_writing_again() {
     let (mut m, mut kv) = cluster();
-    run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
-    run(
+    fire(&mut m, &mut kv, at(3), MgmtdTimer::UpdateChains);
+    fire(
         &mut m,
         &mut kv,
         at(62),
-        Some(EventOf::Timer(MgmtdTimer::HeartbeatDeadline(NodeId(3)))),
+        MgmtdTimer::HeartbeatDeadline(NodeId(3)),
     );
     kv.inject(MemKvFault::CommitUnknownApplied);
-    let acts = run(
-        &mut m,
-        &mut kv,
-        at(63),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    let acts = fire(&mut m, &mut kv, at(63), MgmtdTimer::UpdateChains);
     assert!(acts.iter().any(|a| matches!(
         a,
         ActionOf::SetTimer {
@@ -433,12 +398,7 @@ fn commit_unknown_reloads_before_writing_again() {
             ..
         }
     )));
-    run(
-        &mut m,
-        &mut kv,
-        at(64),
-        Some(EventOf::Timer(MgmtdTimer::WriterRetry)),
-    );
+    fire(&mut m, &mut kv, at(64), MgmtdTimer::WriterRetry);
     // The reload found the applied chain change; nothing was applied twice.
     assert_eq!(
         chain_states(&m),
@@ -465,21 +425,11 @@ fn commit_unknown_reloads_before_writing_again() {
 #[test]
 fn new_tenure_freezes_chains_until_targets_report() {
     let (mut m, mut kv) = cluster();
-    run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m, &mut kv, at(3), MgmtdTimer::UpdateChains);
     // m2 takes over after m's lease expired; local states start OFFLINE at m2.
     let mut m2 = mgmtd(101);
     run(&mut m2, &mut kv, at(2000), None);
-    run(
-        &mut m2,
-        &mut kv,
-        at(2001),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m2, &mut kv, at(2001), MgmtdTimer::UpdateChains);
     assert_eq!(
         chain_states(&m2),
         vec![
@@ -497,12 +447,7 @@ fn new_tenure_freezes_chains_until_targets_report() {
             Some(heartbeat(n, 1, at(2002), &[(n, LocalState::UpToDate)])),
         );
     }
-    run(
-        &mut m2,
-        &mut kv,
-        at(2003),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m2, &mut kv, at(2003), MgmtdTimer::UpdateChains);
     assert_eq!(
         m2.routing().unwrap().chains[&ChainId(1)].version,
         ChainVersion(1),
@@ -517,12 +462,7 @@ fn new_tenure_freezes_chains_until_targets_report() {
         at(4001),
         Some(heartbeat(1, 1, at(4001), &[(1, LocalState::UpToDate)])),
     );
-    run(
-        &mut m3,
-        &mut kv,
-        at(4130),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
+    fire(&mut m3, &mut kv, at(4130), MgmtdTimer::UpdateChains);
     assert_eq!(
         chain_states(&m3),
         vec![
@@ -533,199 +473,4 @@ fn new_tenure_freezes_chains_until_targets_report() {
     );
 }
 
-#[test]
-fn admin_operations() {
-    let (mut m, mut kv) = cluster();
-    let ok = |r: AdminRet| matches!(r, AdminRet::Ok(_));
-    let bad = |r: AdminRet| matches!(r, AdminRet::Failed(AdminError::Invalid(_)));
-    // Re-submitting the same chain is fine; other targets are not.
-    assert!(ok(admin(
-        &mut m,
-        &mut kv,
-        at(3),
-        AdminCall::SetChains(vec![(
-            ChainId(1),
-            vec![TargetId(3), TargetId(2), TargetId(1)]
-        )])
-    )));
-    assert!(bad(admin(
-        &mut m,
-        &mut kv,
-        at(3),
-        AdminCall::SetChains(vec![(ChainId(1), vec![TargetId(1)])])
-    )));
-    assert!(ok(admin(
-        &mut m,
-        &mut kv,
-        at(3),
-        AdminCall::SetChains(vec![(
-            ChainId(2),
-            vec![TargetId(4), TargetId(5), TargetId(6)]
-        )])
-    )));
-    // Chain tables: a different list makes the next version; all versions stay.
-    let table = |chains: Vec<u32>| AdminCall::SetChainTable {
-        table: 1,
-        chains: chains.into_iter().map(ChainId).collect(),
-    };
-    assert!(ok(admin(&mut m, &mut kv, at(3), table(vec![1]))));
-    assert!(ok(admin(&mut m, &mut kv, at(3), table(vec![1, 2]))));
-    assert!(ok(admin(&mut m, &mut kv, at(3), table(vec![1, 2]))));
-    assert!(bad(admin(&mut m, &mut kv, at(3), table(vec![9]))));
-    let r = m.routing().unwrap();
-    assert_eq!(r.latest_table(1).map(|(v, l)| (v, l.len())), Some((2, 2)));
-    assert!(r.chain_tables.contains_key(&(1, 1)));
-    // Add a target (OFFLINE at the end), refuse removing a serving one, remove an offline one.
-    assert!(ok(admin(
-        &mut m,
-        &mut kv,
-        at(3),
-        AdminCall::AddTarget {
-            chain: ChainId(1),
-            target: TargetId(9)
-        }
-    )));
-    assert_eq!(chain_states(&m).last(), Some(&(9, PublicState::Offline)));
-    assert!(bad(admin(
-        &mut m,
-        &mut kv,
-        at(3),
-        AdminCall::RemoveTarget {
-            chain: ChainId(1),
-            target: TargetId(1)
-        }
-    )));
-    assert!(ok(admin(
-        &mut m,
-        &mut kv,
-        at(3),
-        AdminCall::RemoveTarget {
-            chain: ChainId(1),
-            target: TargetId(9)
-        }
-    )));
-    assert_eq!(chain_states(&m).len(), 3);
-    // Offline target: its reports are overridden until it is put back online.
-    run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
-    assert!(ok(admin(
-        &mut m,
-        &mut kv,
-        at(4),
-        AdminCall::OfflineTarget(TargetId(1))
-    )));
-    run(
-        &mut m,
-        &mut kv,
-        at(4),
-        Some(heartbeat(1, 2, at(4), &[(1, LocalState::UpToDate)])),
-    );
-    run(
-        &mut m,
-        &mut kv,
-        at(5),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
-    assert_eq!(chain_states(&m)[2], (1, PublicState::Offline));
-    // Everything else fails: the head-most becomes LASTSRV; rotation hands LASTSRV on.
-    for n in [2, 3] {
-        run(
-            &mut m,
-            &mut kv,
-            at(70),
-            Some(EventOf::Timer(MgmtdTimer::HeartbeatDeadline(NodeId(n)))),
-        );
-    }
-    run(
-        &mut m,
-        &mut kv,
-        at(71),
-        Some(EventOf::Timer(MgmtdTimer::UpdateChains)),
-    );
-    assert_eq!(
-        chain_states(&m),
-        vec![
-            (2, PublicState::LastSrv),
-            (3, PublicState::Offline),
-            (1, PublicState::Offline)
-        ]
-    );
-    assert!(ok(admin(
-        &mut m,
-        &mut kv,
-        at(72),
-        AdminCall::RotateLastSrv(ChainId(1))
-    )));
-    assert_eq!(
-        chain_states(&m),
-        vec![
-            (3, PublicState::LastSrv),
-            (1, PublicState::Offline),
-            (2, PublicState::Offline)
-        ]
-    );
-    assert!(bad(admin(
-        &mut m,
-        &mut kv,
-        at(72),
-        AdminCall::RotateLastSrv(ChainId(2))
-    )));
-}
-
-#[test]
-fn sessions_expire_and_secondaries_redirect_routing_requests() {
-    let (mut m, mut kv) = cluster();
-    run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Recv {
-            from: NodeId(60),
-            msg: Msg::ExtendSession(crate::msg::ExtendSession {
-                client: ClientId(60),
-            }),
-        }),
-    );
-    assert_eq!(m.primary().unwrap().sessions.len(), 1);
-    run(
-        &mut m,
-        &mut kv,
-        at(3 + 20 * 60 + 1),
-        Some(EventOf::Timer(MgmtdTimer::CheckSessions)),
-    );
-    assert!(m.primary().is_none_or(|p| p.sessions.is_empty()));
-    let acts = run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Recv {
-            from: NodeId(60),
-            msg: Msg::GetRouting {
-                known: RoutingVersion(0),
-            },
-        }),
-    );
-    assert!(matches!(
-        &acts[..],
-        [ActionOf::Send {
-            msg: Msg::Routing(_),
-            ..
-        }]
-    ));
-    let known = m.routing().unwrap().version;
-    let acts = run(
-        &mut m,
-        &mut kv,
-        at(3),
-        Some(EventOf::Recv {
-            from: NodeId(60),
-            msg: Msg::GetRouting { known },
-        }),
-    );
-    assert!(acts.is_empty(), "nothing newer to send");
-    let _ = Duration::ZERO;
-}
+mod admin;

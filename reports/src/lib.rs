@@ -1,4 +1,14 @@
-//! t3fs-reports: the run-directory format (manifest.json, HdrHistogram logs, events.jsonl,
-//! counters) and its rendering to report.md / report.html with charts (empty until the
-//! simulator issue lands). It depends on no workspace crate: it only reads run directories.
+//! t3fs-reports: the run-directory format (manifest.json, HdrHistogram interval logs,
+//! events.jsonl, series and chain timelines) and its rendering to report.md / report.html with
+//! charts drawn by plotters.
+//!
+//! It depends on no workspace crate: it only reads and writes run directories, so simulated and
+//! real runs share one report. Not here: producing the data.
 #![forbid(unsafe_code)]
+
+pub mod charts;
+pub mod render;
+pub mod rundir;
+
+pub use render::render;
+pub use rundir::{ChainPoint, EventLine, Manifest, RunData, Series, VerdictLine};

@@ -1,10 +1,20 @@
 //! t3fs-sim: the deterministic side of t3fs.
 //!
-//! Today it holds the stateright models (feature `model`): exhaustive checks of the core
-//! machines on tiny configurations. The seeded discrete-event world, its fault models, the
-//! checkers for long histories and the swarm arrive with the simulator issue. This crate never
-//! depends on t3fs-real: simulation uses only the sans-IO machines of t3fs-core.
+//! - `world`: the seeded discrete-event world running the core machines of a whole cluster with
+//!   network, disk, KV and clock fault models;
+//! - `run`: a scenario's safety and liveness phases and its verdicts; `swarm`: scenarios drawn
+//!   from seeds; `check`: the history checkers; `rundir`: the run directory a report is made of;
+//! - `model` (feature `model`): the stateright models, exhaustive on tiny configurations.
+//!
+//! This crate never depends on t3fs-real: simulation uses only the sans-IO machines of
+//! t3fs-core.
 #![forbid(unsafe_code)]
 
+pub mod bugs;
+pub mod check;
 #[cfg(feature = "model")]
 pub mod model;
+pub mod run;
+pub mod rundir;
+pub mod swarm;
+pub mod world;

@@ -162,8 +162,11 @@ impl Mgmtd {
             }
             p.dirty.remove(&id);
             let local = |t: TargetId| p.local.get(&t).copied().unwrap_or(LocalState::Offline);
-            let (targets, _) = generate_new_chain(&chain.targets, local, bug);
+            let (targets, transitions) = generate_new_chain(&chain.targets, local, bug);
             if targets != chain.targets {
+                for t in &transitions {
+                    *self.counters.rows.entry(t.row).or_default() += 1;
+                }
                 changed.push(ChainInfo {
                     chain: id,
                     version: ChainVersion(chain.version.0 + 1),

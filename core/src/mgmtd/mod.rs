@@ -253,6 +253,9 @@ pub struct MgmtdCounters {
     pub corrupt_rows: u64,
     /// Tenures begun.
     pub tenures: u64,
+    /// §2.6.1 table rows that decided a target's state in a chain that changed (computed, not
+    /// necessarily committed): the simulator's reachability counters.
+    pub rows: BTreeMap<chain_update::Row, u64>,
 }
 
 /// The mgmtd machine.

@@ -445,7 +445,10 @@ impl StorageNode {
         let IoResult::Chunk(result) = result else {
             panic!("storage submits only chunk I/O");
         };
-        if let Err(crate::chunk::ChunkError::Failed) = result {
+        // A checksum failure means the medium can no longer be trusted either: the target goes
+        // OFFLINE like on EIO, and comes back only with a replaced (then resynced) disk, since a
+        // resync by versions would not notice bytes that rotted under an unchanged version.
+        if let Err(crate::chunk::ChunkError::Failed | crate::chunk::ChunkError::Corrupt) = result {
             self.disk_failed(purpose.target(), out);
         }
         match purpose {

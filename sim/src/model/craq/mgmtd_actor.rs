@@ -16,11 +16,11 @@ use std::collections::BTreeSet;
 use stateright::actor::{model_timeout, Id, Out};
 use t3fs_core::ids::{NodeId, TargetId};
 use t3fs_core::kv::mem::MemKv;
-use t3fs_core::kv::{self, KvEngine, Txn};
+use t3fs_core::kv::{self, KvEngine};
 use t3fs_core::machine::{EventOf, IoOp, IoResult};
 use t3fs_core::mgmtd::chain_update::check_chain;
-use t3fs_core::mgmtd::{store, Mgmtd, MgmtdConfig, MgmtdTimer};
-use t3fs_core::routing::{PublicState, RoutingInfo};
+use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig, MgmtdTimer};
+use t3fs_core::routing::PublicState;
 
 use super::{CraqConfig, CraqMsg, CraqNode, CraqState, CraqTimer};
 use crate::model::adapter;
@@ -42,23 +42,6 @@ pub struct MgmtdState {
     pub restarted: BTreeSet<TargetId>,
 }
 
-fn initial_kv(routing: &RoutingInfo) -> MemKv {
-    let mut kv = MemKv::new(4096);
-    let mut t = Txn::new(&mut kv);
-    for c in routing.chains.values() {
-        t.set(&store::chain_key(c.chain), &store::encode(c));
-    }
-    for (target, node) in &routing.targets {
-        t.set(&store::target_key(*target), &store::encode(node));
-    }
-    t.set(
-        store::ROUTING_VERSION_KEY,
-        &store::encode(&routing.version.0),
-    );
-    t.commit().expect("seeding an empty KV");
-    kv
-}
-
 pub(super) fn start(cfg: &CraqConfig, id: Id, o: &mut Out<CraqNode>) -> CraqState {
     let mut mc = MgmtdConfig::new(adapter::node_id(id));
     mc.periodic = false;
@@ -66,7 +49,7 @@ pub(super) fn start(cfg: &CraqConfig, id: Id, o: &mut Out<CraqNode>) -> CraqStat
     mc.push_routing_to = cfg.storage_nodes().chain(cfg.client_nodes()).collect();
     let mut s = MgmtdState {
         machine: Mgmtd::new(mc),
-        kv: initial_kv(&cfg.initial_routing()),
+        kv: crate::world::kv::seeded_kv(&cfg.initial_routing()),
         crashed: BTreeSet::new(),
         audit: None,
         promoted: false,

@@ -1,0 +1,198 @@
+//! Charts of a run as SVG (plotters): throughput over time with fault markers, latency
+//! percentiles per operation, and the chain-state timeline.
+//!
+//! Invariant: every chart renders from `RunData` alone and an empty run gives an empty but valid
+//! chart. Not here: the page around the charts (render.rs).
+
+use plotters::prelude::*;
+
+use crate::rundir::RunData;
+
+const W: u32 = 900;
+const H: u32 = 360;
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+fn fault_times(d: &RunData) -> Vec<f64> {
+    d.events.iter().filter(|e| e.kind == "fault" || e.kind == "phase").map(|e| e.t).collect()
+}
+
+fn err(e: impl std::fmt::Debug) -> String {
+    format!("chart: {e:?}")
+}
+
+/// Completed operations per second over time, one line per operation, faults as red rules.
+pub fn throughput(d: &RunData) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let iv = d.series.interval.max(1e-9);
+        let n = d.series.ops.values().map(Vec::len).max().unwrap_or(0);
+        let t_max = (n as f64 * iv).max(1.0);
+        let y_max = d
+            .series
+            .ops
+            .values()
+            .flat_map(|v| v.iter().map(|c| *c as f64 / iv))
+            .fold(1.0, f64::max)
+            * 1.1;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Throughput (completed operations per second)", ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("ops/s")
+            .draw()
+            .map_err(err)?;
+        for t in fault_times(d) {
+            chart
+                .draw_series(LineSeries::new(vec![(t, 0.0), (t, y_max)], RED.mix(0.35)))
+                .map_err(err)?;
+        }
+        for (k, (op, counts)) in d.series.ops.iter().enumerate() {
+            let color = PALETTE[k % PALETTE.len()];
+            let pts: Vec<(f64, f64)> = counts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / iv))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                .map_err(err)?
+                .label(op.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Percentiles of every operation's latency (whole run), milliseconds on a log axis.
+pub fn latency(d: &RunData) -> Result<String, String> {
+    const QS: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let merged = crate::render::merged(d);
+        let max_ms = merged
+            .values()
+            .map(|h| h.max() as f64 / 1000.0)
+            .fold(1.0, f64::max)
+            * 2.0;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Latency percentiles", ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0usize..QS.len() - 1, (0.001f64..max_ms).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_labels(QS.len())
+            .x_label_formatter(&|i| QS.get(*i).map(|q| format!("p{q}")).unwrap_or_default())
+            .y_desc("ms")
+            .draw()
+            .map_err(err)?;
+        for (k, (op, h)) in merged.iter().enumerate() {
+            let color = PALETTE[k % PALETTE.len()];
+            let pts: Vec<(usize, f64)> = QS
+                .iter()
+                .enumerate()
+                .map(|(i, q)| (i, (h.value_at_quantile(q / 100.0) as f64 / 1000.0).max(0.001)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(op.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One row per chain: green while every target serves, amber while degraded, red with no
+/// serving target; faults as rules.
+pub fn chain_timeline(d: &RunData) -> Result<String, String> {
+    let mut chains: Vec<String> = d.chains.iter().map(|c| c.chain.clone()).collect();
+    chains.sort();
+    chains.dedup();
+    chains.truncate(24);
+    let rows = chains.len().max(1);
+    let height = (80 + 28 * rows as u32).max(160);
+    let t_end = d.manifest.seconds.max(d.chains.iter().map(|c| c.t).fold(1.0, f64::max));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Chain states (green: all SERVING, amber: degraded, red: none serving)", ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_end, 0.0..rows as f64)
+            .map_err(err)?;
+        let names = chains.clone();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows)
+            .y_label_formatter(&|y| names.get(*y as usize).cloned().unwrap_or_default())
+            .x_desc("time (s)")
+            .draw()
+            .map_err(err)?;
+        for (row, name) in chains.iter().enumerate() {
+            let mut pts: Vec<&crate::rundir::ChainPoint> = d.chains.iter().filter(|c| &c.chain == name).collect();
+            pts.sort_by(|a, b| a.t.total_cmp(&b.t));
+            for (k, p) in pts.iter().enumerate() {
+                let end = pts.get(k + 1).map_or(t_end, |n| n.t);
+                let color = if p.serving == p.targets {
+                    RGBColor(76, 175, 80)
+                } else if p.serving > 0 {
+                    RGBColor(255, 179, 0)
+                } else {
+                    RGBColor(229, 57, 53)
+                };
+                let y = row as f64;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new([(p.t, y + 0.15), (end, y + 0.85)], color.filled())))
+                    .map_err(err)?;
+            }
+        }
+        for t in fault_times(d) {
+            chart
+                .draw_series(LineSeries::new(vec![(t, 0.0), (t, rows as f64)], RED.mix(0.5)))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

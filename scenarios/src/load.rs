@@ -1,0 +1,631 @@
+//! Reads a scenario from TOML: serde for the shape, then validation of every value, and errors
+//! that name the file, the line and the field (`catalog/x.toml:14: step 2, field `node`: ...`).
+//!
+//! Invariant: a file that loads is a valid [`Scenario`] (see schema.rs); nothing panics on any
+//! input. Not here: the schema's meaning.
+
+use core::fmt;
+use core::ops::Range;
+use core::time::Duration;
+
+use serde::de::IntoDeserializer;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::duration::{parse_duration, parse_range};
+use crate::schema::{
+    Action, ChainPos, Cluster, Expect, Faults, NodeRef, Scenario, Step, Timeouts, Workload,
+};
+
+/// Why a scenario file was rejected.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct ScenarioError {
+    /// The file (or `<text>`).
+    pub file: String,
+    /// 1-based line, 0 when unknown.
+    pub line: usize,
+    /// The field, dotted (`cluster.replicas`, `step[2].node`), empty when not about one field.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: ", self.file, self.line)?;
+        if !self.field.is_empty() {
+            write!(f, "field `{}`: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Spanned<String>,
+    about: Spanned<String>,
+    #[serde(default)]
+    seeds: Vec<u64>,
+    duration: Option<Spanned<String>>,
+    converge_within: Option<Spanned<String>>,
+    bug: Option<Spanned<String>>,
+    #[serde(default)]
+    cluster: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    workload: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    faults: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    step: Vec<Spanned<toml::Table>>,
+    #[serde(default)]
+    expect: Option<Spanned<toml::Table>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    #[serde(default = "one")]
+    mgmtd: u32,
+    #[serde(default = "three")]
+    storage_nodes: u32,
+    #[serde(default = "one")]
+    targets_per_node: u32,
+    #[serde(default = "three")]
+    replicas: u32,
+    chains: Option<u32>,
+    #[serde(default = "two")]
+    clients: u32,
+    #[serde(default = "fast")]
+    timeouts: String,
+    #[serde(default)]
+    reject_dirty_reads: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    #[serde(default = "four")]
+    chunks: u32,
+    #[serde(default = "sixteen")]
+    write_size: u32,
+    #[serde(default = "half")]
+    read_fraction: f64,
+    #[serde(default = "think")]
+    think: String,
+    ops_per_client: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFaults {
+    net_latency: Option<String>,
+    net_spike: Option<f64>,
+    net_spike_latency: Option<String>,
+    loss: Option<f64>,
+    duplicate: Option<f64>,
+    disk_latency: Option<String>,
+    disk_spike: Option<f64>,
+    disk_eio: Option<f64>,
+    disk_corrupt: Option<f64>,
+    torn_write: Option<f64>,
+    kv_latency: Option<String>,
+    kv_conflict: Option<f64>,
+    kv_commit_unknown: Option<f64>,
+    heartbeat_loss: Option<f64>,
+    restart_after: Option<String>,
+    clock_offset: Option<String>,
+    clock_drift_ppm: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    #[serde(default = "yes")]
+    linearizable: bool,
+    #[serde(default)]
+    loss_allowed: bool,
+    #[serde(default = "yes")]
+    converges: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+fn two() -> u32 {
+    2
+}
+fn three() -> u32 {
+    3
+}
+fn four() -> u32 {
+    4
+}
+fn sixteen() -> u32 {
+    16
+}
+fn half() -> f64 {
+    0.5
+}
+fn think() -> String {
+    "1ms..10ms".into()
+}
+fn fast() -> String {
+    "fast".into()
+}
+fn yes() -> bool {
+    true
+}
+
+/// Loads a scenario file.
+pub fn load_file(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.display().to_string(),
+        line: 0,
+        field: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(&path.display().to_string(), &text)
+}
+
+/// Parses scenario text; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let cx = Cx { file, text };
+    let raw: Raw = toml::from_str(text).map_err(|e| cx.toml_error(&e, ""))?;
+    let cluster = match &raw.cluster {
+        Some(t) => cx.cluster(t)?,
+        None => cx.cluster_from(RawCluster::deserialize(empty()).expect("defaults"), 0)?,
+    };
+    let workload = match &raw.workload {
+        Some(t) => cx.workload(t)?,
+        None => cx.workload_from(RawWorkload::deserialize(empty()).expect("defaults"), 0)?,
+    };
+    let faults = match &raw.faults {
+        Some(t) => cx.faults(t)?,
+        None => Faults::default(),
+    };
+    let expect = match &raw.expect {
+        Some(t) => {
+            let e: RawExpect = cx.table(t, "expect")?;
+            Expect {
+                linearizable: e.linearizable,
+                loss_allowed: e.loss_allowed,
+                converges: e.converges,
+            }
+        }
+        None => Expect::default(),
+    };
+    let mut steps = Vec::new();
+    for (i, s) in raw.step.iter().enumerate() {
+        steps.push(cx.step(i + 1, s, &cluster)?);
+    }
+    steps.sort_by_key(|s| s.at);
+    let dur = |v: &Option<Spanned<String>>, field: &str, default: u64| match v {
+        Some(s) => parse_duration(s.get_ref()).map_err(|m| cx.err(s.span().start, field, m)),
+        None => Ok(Duration::from_secs(default)),
+    };
+    let duration = dur(&raw.duration, "duration", 30)?;
+    if let Some(last) = steps.last() {
+        if last.at > duration {
+            return Err(cx.err_line(last.line, "at", format!("step runs after `duration` ends")));
+        }
+    }
+    Ok(Scenario {
+        name: raw.name.into_inner(),
+        about: raw.about.into_inner(),
+        seeds: if raw.seeds.is_empty() { vec![1] } else { raw.seeds },
+        duration,
+        converge_within: dur(&raw.converge_within, "converge_within", 60)?,
+        cluster,
+        workload,
+        faults,
+        steps,
+        expect,
+        bug: raw.bug.map(Spanned::into_inner),
+    })
+}
+
+fn empty() -> serde::de::value::MapDeserializer<
+    'static,
+    std::iter::Empty<(String, String)>,
+    serde::de::value::Error,
+> {
+    serde::de::value::MapDeserializer::new(std::iter::empty())
+}
+
+struct Cx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Cx<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+    }
+
+    fn err(&self, offset: usize, field: &str, message: impl Into<String>) -> ScenarioError {
+        self.err_line(self.line_of(offset), field, message)
+    }
+
+    fn err_line(&self, line: usize, field: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// A serde/toml error: its span gives the line; the key on that line (or the backticked name
+    /// in the message) gives the field.
+    fn toml_error(&self, e: &toml::de::Error, prefix: &str) -> ScenarioError {
+        let line = e.span().map(|s| self.line_of(s.start)).unwrap_or(0);
+        let key = e
+            .span()
+            .and_then(|s| {
+                let start = self.text[..s.start].rfind('\n').map_or(0, |i| i + 1);
+                let l = &self.text[start..];
+                let l = &l[..l.find('\n').unwrap_or(l.len())];
+                l.split_once('=').map(|(k, _)| k.trim().to_string())
+            })
+            .unwrap_or_default();
+        let field = match (prefix.is_empty(), key.is_empty()) {
+            (true, _) => key,
+            (false, true) => prefix.to_string(),
+            (false, false) => format!("{prefix}.{key}"),
+        };
+        self.err_line(line, &field, e.message().trim().to_string())
+    }
+
+    /// Deserializes a sub-table; errors point into it.
+    fn table<T: for<'de> Deserialize<'de>>(
+        &self,
+        t: &Spanned<toml::Table>,
+        name: &str,
+    ) -> Result<T, ScenarioError> {
+        T::deserialize(toml::Value::Table(t.get_ref().clone()).into_deserializer()).map_err(|e| {
+            // Errors from a detached table carry no span: find the offending key by name.
+            let msg = e.message().trim().to_string();
+            let key = msg.split('`').nth(1).unwrap_or("").to_string();
+            let line = self.key_line(t.span().start, &key);
+            let field = if key.is_empty() { name.to_string() } else { format!("{name}.{key}") };
+            self.err_line(line, &field, msg)
+        })
+    }
+
+    /// The line of `key = ...` at or after `from` (the table's own line when not found).
+    fn key_line(&self, from: usize, key: &str) -> usize {
+        let base = self.line_of(from);
+        if key.is_empty() {
+            return base;
+        }
+        self.text
+            .lines()
+            .enumerate()
+            .skip(base - 1)
+            .find(|(_, l)| l.trim_start().starts_with(key) && l.contains('='))
+            .map_or(base, |(i, _)| i + 1)
+    }
+
+    fn cluster(&self, t: &Spanned<toml::Table>) -> Result<Cluster, ScenarioError> {
+        let raw: RawCluster = self.table(t, "cluster")?;
+        self.cluster_from(raw, self.line_of(t.span().start))
+    }
+
+    fn cluster_from(&self, c: RawCluster, line: usize) -> Result<Cluster, ScenarioError> {
+        let bad = |field: &str, m: String| self.err_line(line, &format!("cluster.{field}"), m);
+        if c.mgmtd == 0 || c.mgmtd > 7 {
+            return Err(bad("mgmtd", format!("{} mgmtd: use 1 to 7", c.mgmtd)));
+        }
+        if c.replicas == 0 || c.replicas as usize > t3fs_core::limits::CHAIN_TARGETS_MAX {
+            return Err(bad("replicas", format!("{} replicas per chain", c.replicas)));
+        }
+        if c.storage_nodes < c.replicas {
+            return Err(bad(
+                "storage_nodes",
+                format!("{} storage nodes cannot host chains of {}", c.storage_nodes, c.replicas),
+            ));
+        }
+        if c.targets_per_node == 0 || c.targets_per_node > 64 {
+            return Err(bad("targets_per_node", "use 1 to 64".into()));
+        }
+        let targets = c.storage_nodes * c.targets_per_node;
+        let chains = c.chains.unwrap_or(targets / c.replicas);
+        if chains == 0 || chains * c.replicas > targets {
+            return Err(bad(
+                "chains",
+                format!("{chains} chains of {} need more than {targets} targets", c.replicas),
+            ));
+        }
+        if c.clients == 0 || c.clients > 1024 {
+            return Err(bad("clients", "use 1 to 1024".into()));
+        }
+        let timeouts = match c.timeouts.as_str() {
+            "fast" => Timeouts::Fast,
+            "3fs" => Timeouts::ThreeFs,
+            other => return Err(bad("timeouts", format!("`{other}`: use \"fast\" or \"3fs\""))),
+        };
+        Ok(Cluster {
+            mgmtd: c.mgmtd,
+            storage_nodes: c.storage_nodes,
+            targets_per_node: c.targets_per_node,
+            replicas: c.replicas,
+            chains,
+            clients: c.clients,
+            timeouts,
+            reject_dirty_reads: c.reject_dirty_reads,
+        })
+    }
+
+    fn workload(&self, t: &Spanned<toml::Table>) -> Result<Workload, ScenarioError> {
+        let raw: RawWorkload = self.table(t, "workload")?;
+        self.workload_from(raw, t.span().start)
+    }
+
+    fn workload_from(&self, w: RawWorkload, from: usize) -> Result<Workload, ScenarioError> {
+        let at = |key: &str, m: String| {
+            self.err_line(self.key_line(from, key), &format!("workload.{key}"), m)
+        };
+        if w.chunks == 0 || w.chunks > 1 << 20 {
+            return Err(at("chunks", "use 1 to 1048576".into()));
+        }
+        if w.write_size < 8 || w.write_size > 1 << 20 {
+            return Err(at("write_size", "use 8 bytes to 1 MiB".into()));
+        }
+        if !(0.0..=1.0).contains(&w.read_fraction) {
+            return Err(at("read_fraction", "must be within 0..1".into()));
+        }
+        let think = parse_range(&w.think).map_err(|m| at("think", m))?;
+        Ok(Workload {
+            chunks: w.chunks,
+            write_size: w.write_size,
+            read_fraction: w.read_fraction,
+            think,
+            ops_per_client: w.ops_per_client,
+        })
+    }
+
+    fn faults(&self, t: &Spanned<toml::Table>) -> Result<Faults, ScenarioError> {
+        let r: RawFaults = self.table(t, "faults")?;
+        let from = t.span().start;
+        let mut f = Faults::default();
+        let rate = |key: &str, v: Option<f64>, into: &mut f64| -> Result<(), ScenarioError> {
+            if let Some(v) = v {
+                if !(0.0..=1.0).contains(&v) {
+                    let line = self.key_line(from, key);
+                    return Err(self.err_line(line, &format!("faults.{key}"), "a rate within 0..1"));
+                }
+                *into = v;
+            }
+            Ok(())
+        };
+        rate("net_spike", r.net_spike, &mut f.net_spike)?;
+        rate("loss", r.loss, &mut f.loss)?;
+        rate("duplicate", r.duplicate, &mut f.duplicate)?;
+        rate("disk_spike", r.disk_spike, &mut f.disk_spike)?;
+        rate("disk_eio", r.disk_eio, &mut f.disk_eio)?;
+        rate("disk_corrupt", r.disk_corrupt, &mut f.disk_corrupt)?;
+        rate("torn_write", r.torn_write, &mut f.torn_write)?;
+        rate("kv_conflict", r.kv_conflict, &mut f.kv_conflict)?;
+        rate("kv_commit_unknown", r.kv_commit_unknown, &mut f.kv_commit_unknown)?;
+        rate("heartbeat_loss", r.heartbeat_loss, &mut f.heartbeat_loss)?;
+        let range = |key: &str, v: &Option<String>, into: &mut Range<Duration>| {
+            if let Some(v) = v {
+                *into = parse_range(v).map_err(|m| {
+                    self.err_line(self.key_line(from, key), &format!("faults.{key}"), m)
+                })?;
+            }
+            Ok::<(), ScenarioError>(())
+        };
+        range("net_latency", &r.net_latency, &mut f.net_latency)?;
+        range("net_spike_latency", &r.net_spike_latency, &mut f.net_spike_latency)?;
+        range("disk_latency", &r.disk_latency, &mut f.disk_latency)?;
+        range("kv_latency", &r.kv_latency, &mut f.kv_latency)?;
+        range("restart_after", &r.restart_after, &mut f.restart_after)?;
+        if let Some(v) = &r.clock_offset {
+            f.clock_offset = parse_duration(v).map_err(|m| {
+                self.err_line(self.key_line(from, "clock_offset"), "faults.clock_offset", m)
+            })?;
+        }
+        f.clock_drift_ppm = r.clock_drift_ppm.unwrap_or(0);
+        Ok(f)
+    }
+
+    fn step(
+        &self,
+        index: usize,
+        s: &Spanned<toml::Table>,
+        cluster: &Cluster,
+    ) -> Result<Step, ScenarioError> {
+        let line = self.line_of(s.span().start);
+        let t = s.get_ref();
+        let field_line = |key: &str| self.key_line(s.span().start, key);
+        let err = |key: &str, m: String| {
+            self.err_line(field_line(key), &format!("step[{index}].{key}"), m)
+        };
+        let str_of = |key: &str| -> Result<String, ScenarioError> {
+            match t.get(key) {
+                Some(toml::Value::String(v)) => Ok(v.clone()),
+                Some(other) => Err(err(key, format!("expected a string, found {}", other.type_str()))),
+                None => Err(err(key, "missing".into())),
+            }
+        };
+        let int_of = |key: &str| -> Result<i64, ScenarioError> {
+            match t.get(key) {
+                Some(toml::Value::Integer(v)) => Ok(*v),
+                Some(other) => Err(err(key, format!("expected an integer, found {}", other.type_str()))),
+                None => Err(err(key, "missing".into())),
+            }
+        };
+        let rate_of = |key: &str| -> Result<f64, ScenarioError> {
+            let v = match t.get(key) {
+                Some(toml::Value::Float(v)) => *v,
+                Some(toml::Value::Integer(v)) => *v as f64,
+                Some(other) => return Err(err(key, format!("expected a rate, found {}", other.type_str()))),
+                None => return Err(err(key, "missing".into())),
+            };
+            if !(0.0..=1.0).contains(&v) {
+                return Err(err(key, "a rate within 0..1".into()));
+            }
+            Ok(v)
+        };
+        let node_of = |key: &str| -> Result<NodeRef, ScenarioError> {
+            parse_node(&str_of(key)?, cluster).map_err(|m| err(key, m))
+        };
+        let nodes_of = |key: &str| -> Result<Vec<NodeRef>, ScenarioError> {
+            match t.get(key) {
+                Some(toml::Value::Array(items)) => items
+                    .iter()
+                    .map(|v| match v {
+                        toml::Value::String(s) => parse_node(s, cluster).map_err(|m| err(key, m)),
+                        other => Err(err(key, format!("expected node names, found {}", other.type_str()))),
+                    })
+                    .collect(),
+                Some(toml::Value::String(s)) => Ok(vec![parse_node(s, cluster).map_err(|m| err(key, m))?]),
+                Some(other) => Err(err(key, format!("expected a list of nodes, found {}", other.type_str()))),
+                None => Err(err(key, "missing".into())),
+            }
+        };
+        let at = parse_duration(&str_of("at")?).map_err(|m| err("at", m))?;
+        let verb = str_of("do")?;
+        let allowed: &[&str] = match verb.as_str() {
+            "crash" | "crash_after_forward" | "restart" | "restart_empty" | "pause" | "resume"
+            | "isolate" | "corrupt_chunk" | "fail_disk" | "heal_disk" | "fill_disk" => &["node"],
+            "partition" => &["a", "b", "oneway"],
+            "repair" | "hold" | "release" => &["a", "b"],
+            "heal" | "kv_unavailable" | "kv_available" => &[],
+            "set_loss" | "set_duplicate" => &["rate"],
+            "set_latency" => &["latency"],
+            "flap" => &["node", "down", "up", "count"],
+            "skew_clock" => &["node", "offset_ms", "drift_ppm"],
+            "step_clock" => &["node", "by_ms"],
+            "slow_disk" => &["node", "latency"],
+            "drop_heartbeats" => &["node", "for"],
+            "kv_faults" => &["conflict", "commit_unknown"],
+            other => {
+                return Err(err(
+                    "do",
+                    format!(
+                        "unknown verb `{other}` (crash, crash_after_forward, restart, \
+                         restart_empty, pause, resume, partition, isolate, repair, hold, \
+                         release, heal, set_loss, set_duplicate, set_latency, flap, skew_clock, \
+                         step_clock, corrupt_chunk, fail_disk, heal_disk, slow_disk, fill_disk, \
+                         drop_heartbeats, kv_unavailable, kv_available, kv_faults)"
+                    ),
+                ))
+            }
+        };
+        if let Some(k) = t.keys().find(|k| *k != "at" && *k != "do" && !allowed.contains(&k.as_str())) {
+            return Err(err(k, format!("`{verb}` takes {}", if allowed.is_empty() { "no fields".to_string() } else { allowed.join(", ") })));
+        }
+        let action = match verb.as_str() {
+            "crash" => Action::Crash(node_of("node")?),
+            "crash_after_forward" => Action::CrashAfterForward(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "restart" => Action::Restart(node_of("node")?),
+            "restart_empty" => Action::RestartEmpty(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "pause" => Action::Pause(node_of("node")?),
+            "resume" => Action::Resume(node_of("node")?),
+            "isolate" => Action::Isolate(node_of("node")?),
+            "corrupt_chunk" => Action::CorruptChunk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "fail_disk" => Action::FailDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "heal_disk" => Action::HealDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "fill_disk" => Action::FillDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "partition" => Action::Partition {
+                a: nodes_of("a")?,
+                b: nodes_of("b")?,
+                oneway: match t.get("oneway") {
+                    None => false,
+                    Some(toml::Value::Boolean(b)) => *b,
+                    Some(_) => return Err(err("oneway", "expected true or false".into())),
+                },
+            },
+            "repair" => Action::Repair { a: nodes_of("a")?, b: nodes_of("b")? },
+            "hold" => Action::Hold { a: nodes_of("a")?, b: nodes_of("b")? },
+            "release" => Action::Release { a: nodes_of("a")?, b: nodes_of("b")? },
+            "heal" => Action::Heal,
+            "kv_unavailable" => Action::KvUnavailable,
+            "kv_available" => Action::KvAvailable,
+            "set_loss" => Action::SetLoss(rate_of("rate")?),
+            "set_duplicate" => Action::SetDuplicate(rate_of("rate")?),
+            "set_latency" => Action::SetLatency(parse_range(&str_of("latency")?).map_err(|m| err("latency", m))?),
+            "flap" => {
+                let count = int_of("count")?;
+                if !(1..=1000).contains(&count) {
+                    return Err(err("count", "use 1 to 1000 cycles".into()));
+                }
+                Action::Flap {
+                    node: node_of("node")?,
+                    down: parse_duration(&str_of("down")?).map_err(|m| err("down", m))?,
+                    up: parse_duration(&str_of("up")?).map_err(|m| err("up", m))?,
+                    count: count as u32,
+                }
+            }
+            "skew_clock" => Action::SkewClock {
+                node: node_of("node")?,
+                offset_ms: int_of("offset_ms")?,
+                drift_ppm: if t.contains_key("drift_ppm") { int_of("drift_ppm")? } else { 0 },
+            },
+            "step_clock" => Action::StepClock { node: node_of("node")?, by_ms: int_of("by_ms")? },
+            "slow_disk" => Action::SlowDisk {
+                node: storage_only(node_of("node")?).map_err(|m| err("node", m))?,
+                latency: parse_range(&str_of("latency")?).map_err(|m| err("latency", m))?,
+            },
+            "drop_heartbeats" => Action::DropHeartbeats {
+                node: storage_only(node_of("node")?).map_err(|m| err("node", m))?,
+                duration: parse_duration(&str_of("for")?).map_err(|m| err("for", m))?,
+            },
+            "kv_faults" => Action::KvFaults {
+                conflict: rate_of("conflict")?,
+                commit_unknown: rate_of("commit_unknown")?,
+            },
+            _ => unreachable!("verbs are matched above"),
+        };
+        Ok(Step { at, line, action })
+    }
+}
+
+fn storage_only(n: NodeRef) -> Result<NodeRef, String> {
+    match n {
+        NodeRef::Storage(_) | NodeRef::ChainPos(..) => Ok(n),
+        _ => Err("this verb needs a storage node (storage-N, head:N, middle:N, tail:N)".into()),
+    }
+}
+
+/// Parses a node reference against the cluster shape.
+pub fn parse_node(s: &str, c: &Cluster) -> Result<NodeRef, String> {
+    if s == "primary" {
+        return Ok(NodeRef::Primary);
+    }
+    if let Some((pos, chain)) = s.split_once(':') {
+        let pos = match pos {
+            "head" => ChainPos::Head,
+            "middle" => ChainPos::Middle,
+            "tail" => ChainPos::Tail,
+            _ => return Err(format!("`{s}`: use head:N, middle:N or tail:N")),
+        };
+        let n: u32 = chain.parse().map_err(|_| format!("`{s}`: chain number expected"))?;
+        if n == 0 || n > c.chains {
+            return Err(format!("`{s}`: chains are numbered 1..={}", c.chains));
+        }
+        if pos == ChainPos::Middle && c.replicas < 3 {
+            return Err(format!("`{s}`: chains of {} have no middle", c.replicas));
+        }
+        return Ok(NodeRef::ChainPos(pos, n));
+    }
+    let (role, idx) = s
+        .rsplit_once('-')
+        .ok_or_else(|| format!("unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"))?;
+    let i: u32 = idx.parse().map_err(|_| format!("`{s}`: index expected after `-`"))?;
+    let (node, count) = match role {
+        "mgmtd" => (NodeRef::Mgmtd(i), c.mgmtd),
+        "storage" => (NodeRef::Storage(i), c.storage_nodes),
+        "client" => (NodeRef::Client(i), c.clients),
+        _ => return Err(format!("unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)")),
+    };
+    if i >= count {
+        return Err(format!("`{s}`: the cluster has {count} {role} nodes (0..{count})"));
+    }
+    Ok(node)
+}

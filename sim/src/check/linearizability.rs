@@ -1,0 +1,252 @@
+//! Linearizability of register histories: Wing & Gong's search with Lowe's just-in-time
+//! linearization and memoization of (linearized set, state) pairs, as in Porcupine, run per
+//! chunk (P-compositionality: a history is linearizable iff each chunk's sub-history is).
+//!
+//! Model: a chunk is a register holding a value id or nothing (a hole). Writes always succeed;
+//! a read must return the current value. Open operations (failed calls, crashed clients) return
+//! at infinity, so they may take effect at any point after their invocation or never. Reads that
+//! failed carry no information and are dropped; reads of bytes no writer produced are reported
+//! by the corruption check, not here. Budget exhaustion reports `Unknown`, never success.
+
+use std::collections::HashSet;
+
+use t3fs_scenario::workload::Payload;
+
+use super::history::{OpKind, OpRec};
+
+/// A register operation for the search.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum RegOp {
+    /// Write value.
+    Write(u64),
+    /// Read that returned `None` (hole) or a value.
+    Read(Option<u64>),
+}
+
+/// One operation with its interval.
+#[derive(Clone, Copy, Debug)]
+pub struct Interval {
+    /// The operation.
+    pub op: RegOp,
+    /// Invocation time.
+    pub call: u64,
+    /// Response time (`u64::MAX` when open).
+    pub ret: u64,
+    /// Index in the run's history (for reports).
+    pub origin: usize,
+}
+
+/// The outcome for one chunk.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum Outcome {
+    /// Some linearization exists.
+    Ok,
+    /// None exists; the history indices of the operations around where every search got stuck.
+    Violation(Vec<usize>),
+    /// The memo table outgrew its budget.
+    Unknown,
+}
+
+fn step(state: Option<u64>, op: RegOp) -> Option<Option<u64>> {
+    match op {
+        RegOp::Write(v) => Some(Some(v)),
+        RegOp::Read(r) if r == state => Some(state),
+        RegOp::Read(_) => None,
+    }
+}
+
+/// Builds the intervals of `chunk` from a history (and extra synthetic operations).
+pub fn intervals(ops: &[OpRec], chunk: u32) -> Vec<Interval> {
+    ops.iter()
+        .enumerate()
+        .filter(|(_, o)| o.chunk == chunk)
+        .filter_map(|(i, o)| {
+            let op = match o.kind {
+                OpKind::Write(v) => RegOp::Write(v),
+                OpKind::Read(Some(Payload::Hole)) => RegOp::Read(None),
+                OpKind::Read(Some(Payload::Value(v))) => RegOp::Read(Some(v)),
+                OpKind::Read(_) => return None, // Failed, or garbage (the corruption check's).
+            };
+            if matches!(op, RegOp::Read(_)) && o.ret.is_none() {
+                return None;
+            }
+            Some(Interval {
+                op,
+                call: o.invoke,
+                ret: o.ret.unwrap_or(u64::MAX),
+                origin: i,
+            })
+        })
+        .collect()
+}
+
+/// Checks one register history with a memo budget (entries).
+pub fn check(ops: &[Interval], budget: usize) -> Outcome {
+    let n = ops.len();
+    if n == 0 {
+        return Outcome::Ok;
+    }
+    // Entries: 2 per op (call, return), sorted by time; calls before returns at equal times
+    // cannot happen (times are unique logical ticks, and open returns are all at infinity,
+    // ordered after every call).
+    let mut entries: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * n);
+    for (i, o) in ops.iter().enumerate() {
+        entries.push((o.call, true, i));
+        entries.push((o.ret, false, i));
+    }
+    entries.sort_by_key(|&(t, is_call, i)| (t, !is_call, i));
+    // Doubly linked list over entry positions 1..=len; 0 is the head sentinel, len + 1 the end.
+    let len = entries.len();
+    let end = len + 1;
+    let mut next: Vec<usize> = (1..=end + 1).collect();
+    let mut prev: Vec<usize> = (0..=end).map(|p| p.saturating_sub(1)).collect();
+    let mut ret_pos = vec![0usize; n];
+    let mut call_pos = vec![0usize; n];
+    for (p, &(_, is_call, i)) in entries.iter().enumerate() {
+        if is_call {
+            call_pos[i] = p + 1;
+        } else {
+            ret_pos[i] = p + 1;
+        }
+    }
+    let words = n.div_ceil(64);
+    let mut linearized = vec![0u64; words];
+    let mut cache: HashSet<(Vec<u64>, Option<u64>)> = HashSet::new();
+    let mut calls: Vec<(usize, Option<u64>)> = Vec::new();
+    let mut state: Option<u64> = None;
+    let mut entry = next[0];
+    let mut deepest = 0usize;
+    let mut stuck_at = 0usize;
+    let unlink = |next: &mut Vec<usize>, prev: &mut Vec<usize>, p: usize| {
+        let (a, b) = (prev[p], next[p]);
+        next[a] = b;
+        prev[b] = a;
+    };
+    // Restores in the reverse order of unlinking, so adjacent entries come back intact.
+    let relink = |next: &mut Vec<usize>, prev: &mut Vec<usize>, p: usize| {
+        let (a, b) = (prev[p], next[p]);
+        next[a] = p;
+        prev[b] = p;
+    };
+    while next[0] != end {
+        if entry == end {
+            // Only reachable if a return is missing; treat as backtrack.
+            return Outcome::Violation(Vec::new());
+        }
+        let (_, is_call, i) = entries[entry - 1];
+        if is_call {
+            if let Some(new_state) = step(state, ops[i].op) {
+                linearized[i / 64] |= 1 << (i % 64);
+                if cache.insert((linearized.clone(), new_state)) {
+                    if cache.len() > budget {
+                        return Outcome::Unknown;
+                    }
+                    calls.push((i, state));
+                    state = new_state;
+                    if calls.len() > deepest {
+                        deepest = calls.len();
+                    }
+                    // Lift the call and its return out of the list (return first: it is later).
+                    unlink(&mut next, &mut prev, ret_pos[i]);
+                    unlink(&mut next, &mut prev, call_pos[i]);
+                    entry = next[0];
+                    continue;
+                }
+                linearized[i / 64] &= !(1 << (i % 64));
+            }
+            entry = next[entry];
+        } else {
+            // A return whose call is still in the list: nothing earlier can be linearized next.
+            if calls.len() + 1 >= deepest {
+                stuck_at = i;
+            }
+            let Some((j, old)) = calls.pop() else {
+                return Outcome::Violation(context(ops, stuck_at));
+            };
+            state = old;
+            linearized[j / 64] &= !(1 << (j % 64));
+            relink(&mut next, &mut prev, call_pos[j]);
+            relink(&mut next, &mut prev, ret_pos[j]);
+            entry = next[call_pos[j]];
+        }
+    }
+    Outcome::Ok
+}
+
+/// History indices of the operations overlapping the one the search could not get past, plus
+/// the last writes completed before it (the values a read there could have seen).
+fn context(ops: &[Interval], stuck: usize) -> Vec<usize> {
+    let s = ops[stuck];
+    let mut v: Vec<(u64, usize)> = ops
+        .iter()
+        .filter(|o| o.call <= s.ret && o.ret >= s.call)
+        .map(|o| (o.call, o.origin))
+        .collect();
+    let mut before: Vec<(u64, u64, usize)> = ops
+        .iter()
+        .filter(|o| o.ret < s.call && matches!(o.op, RegOp::Write(_)))
+        .map(|o| (o.ret, o.call, o.origin))
+        .collect();
+    before.sort();
+    v.extend(before.iter().rev().take(3).map(|&(_, c, o)| (c, o)));
+    v.sort();
+    v.dedup();
+    v.truncate(24);
+    v.into_iter().map(|(_, o)| o).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(op: RegOp, call: u64, ret: u64) -> Interval {
+        Interval { op, call, ret, origin: call as usize }
+    }
+
+    #[test]
+    fn sequential_and_concurrent_histories() {
+        use RegOp::*;
+        // w1 then r1: fine.
+        assert_eq!(check(&[iv(Write(1), 1, 2), iv(Read(Some(1)), 3, 4)], 1000), Outcome::Ok);
+        // Stale read after a completed write: not linearizable.
+        let stale = [iv(Write(1), 1, 2), iv(Write(2), 3, 4), iv(Read(Some(1)), 5, 6)];
+        assert!(matches!(check(&stale, 1000), Outcome::Violation(_)));
+        // Concurrent write: either value may be read.
+        let conc = [iv(Write(1), 1, 2), iv(Write(2), 3, 8), iv(Read(Some(1)), 4, 5), iv(Read(Some(2)), 6, 7)];
+        assert_eq!(check(&conc, 1000), Outcome::Ok);
+        // Once 2 was read, reading 1 again is a violation (new-old inversion).
+        let inv = [iv(Write(1), 1, 2), iv(Write(2), 3, 10), iv(Read(Some(2)), 4, 5), iv(Read(Some(1)), 6, 7)];
+        assert!(matches!(check(&inv, 1000), Outcome::Violation(_)));
+        // A hole read after a write completed: violation; before: fine.
+        assert!(matches!(check(&[iv(Write(1), 1, 2), iv(Read(None), 3, 4)], 1000), Outcome::Violation(_)));
+        assert_eq!(check(&[iv(Read(None), 1, 2), iv(Write(1), 3, 4)], 1000), Outcome::Ok);
+        // An open write may take effect late or never.
+        let open = [iv(Write(1), 1, u64::MAX), iv(Read(None), 2, 3), iv(Read(Some(1)), 4, 5)];
+        assert_eq!(check(&open, 1000), Outcome::Ok);
+        let never = [iv(Write(1), 1, 2), iv(Write(2), 3, u64::MAX), iv(Read(Some(1)), 4, 5)];
+        assert_eq!(check(&never, 1000), Outcome::Ok);
+    }
+
+    #[test]
+    fn long_histories_check_quickly_and_budget_reports_unknown() {
+        // 4 clients, 2,000 operations, overlapping in windows of 4: always linearizable.
+        let mut ops = Vec::new();
+        let mut t = 0;
+        for k in 0..500u64 {
+            let base = t;
+            for c in 0..4u64 {
+                let op = if c == 0 { RegOp::Write(k + 1) } else { RegOp::Read(Some(k + 1)) };
+                // The write covers the window; reads start after it was invoked and end after
+                // it returned, so each read may see the new value.
+                let (call, ret) = if c == 0 { (base + 1, base + 5) } else { (base + 1 + c, base + 6 + c) };
+                ops.push(iv(op, call, ret));
+            }
+            t = base + 20;
+        }
+        assert_eq!(check(&ops, 1 << 20), Outcome::Ok);
+        let mut bad = ops.clone();
+        bad.push(iv(RegOp::Read(Some(1)), t + 1, t + 2));
+        assert!(matches!(check(&bad, 1 << 20), Outcome::Violation(_)));
+        assert_eq!(check(&bad, 10), Outcome::Unknown);
+    }
+}

@@ -1,0 +1,188 @@
+//! Checkers over a whole run: linearizability of client histories (per chunk), no acknowledged
+//! write lost (the final reads after convergence must be explained by the history), no silent
+//! corruption returned to a client, CRAQ agreement after convergence (committed bytes identical
+//! on every serving target), and the verdict types the runner reports. The §2.6.1 chain
+//! invariants are checked during the run (world/mod.rs, `audit_routing`) and reported here.
+//!
+//! Invariant: a checker that cannot decide says `Unknown`, never `Pass`. Not here: liveness
+//! (the runner measures convergence time against the scenario's bound).
+
+pub mod history;
+pub mod linearizability;
+
+use std::collections::BTreeMap;
+
+use t3fs_core::ids::{ChunkId, InodeId};
+use t3fs_core::routing::PublicState;
+use t3fs_scenario::workload::Payload;
+
+use crate::world::client::WORKLOAD_INODE;
+use crate::world::World;
+use history::{History, OpKind};
+use linearizability::Outcome;
+
+/// Memo entries the linearizability search may use per chunk before answering `Unknown`.
+pub const LIN_BUDGET: usize = 4_000_000;
+
+/// One checker's verdict.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum Verdict {
+    /// Holds; the detail says what was checked.
+    Pass(String),
+    /// Violated; the detail is the evidence.
+    Fail(String),
+    /// Could not be decided.
+    Unknown(String),
+}
+
+impl Verdict {
+    /// True for `Fail`.
+    pub fn failed(&self) -> bool {
+        matches!(self, Self::Fail(_))
+    }
+
+    /// `PASS`, `FAIL` or `UNKNOWN`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Pass(_) => "PASS",
+            Self::Fail(_) => "FAIL",
+            Self::Unknown(_) => "UNKNOWN",
+        }
+    }
+
+    /// The detail.
+    pub fn detail(&self) -> &str {
+        match self {
+            Self::Pass(d) | Self::Fail(d) | Self::Unknown(d) => d,
+        }
+    }
+}
+
+fn describe(h: &History, idx: &[usize]) -> String {
+    idx.iter()
+        .map(|&i| {
+            let o = &h.ops[i];
+            let what = match o.kind {
+                OpKind::Write(v) => format!("write {v:#x}"),
+                OpKind::Read(Some(Payload::Value(v))) => format!("read -> {v:#x}"),
+                OpKind::Read(Some(Payload::Hole)) => "read -> hole".into(),
+                OpKind::Read(_) => "read -> ?".into(),
+            };
+            let ret = match o.ret_ns {
+                Some(r) => format!("{:.6}s", r as f64 / 1e9),
+                None if o.failed => "failed (open)".into(),
+                None => "open".into(),
+            };
+            format!(
+                "    client-{} chunk {} {what} [{:.6}s .. {ret}]",
+                o.client,
+                o.chunk,
+                o.invoke_ns as f64 / 1e9
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn lin_of(h: &History, ops: &[history::OpRec], chunks: u32) -> (Verdict, usize) {
+    let mut checked = 0;
+    for c in 0..chunks {
+        let iv = linearizability::intervals(ops, c);
+        checked += iv.len();
+        match linearizability::check(&iv, LIN_BUDGET) {
+            Outcome::Ok => {}
+            Outcome::Violation(ctx) => {
+                return (
+                    Verdict::Fail(format!(
+                        "chunk {c}: no linearization of its {} operations; around the conflict:\n{}",
+                        iv.len(),
+                        describe(h, &ctx)
+                    )),
+                    checked,
+                )
+            }
+            Outcome::Unknown => {
+                return (Verdict::Unknown(format!("chunk {c}: search budget exhausted")), checked)
+            }
+        }
+    }
+    (Verdict::Pass(format!("{checked} operations on {chunks} chunks")), checked)
+}
+
+/// Linearizability of the workload (operations before `final_from`) and durability (the whole
+/// history including the final reads, which must see every acknowledged write).
+pub fn histories(h: &History, chunks: u32, final_from: usize) -> (Verdict, Verdict) {
+    let (lin, _) = lin_of(h, &h.ops[..final_from], chunks);
+    if lin.failed() || matches!(lin, Verdict::Unknown(_)) {
+        return (lin, Verdict::Unknown("not checked: the workload history did not pass".into()));
+    }
+    let finals = h.ops.len() - final_from;
+    let answered = h.ops[final_from..].iter().filter(|o| o.ret.is_some()).count();
+    if answered < finals {
+        return (lin, Verdict::Unknown(format!("{answered} of {finals} final reads answered")));
+    }
+    let durable = match lin_of(h, &h.ops, chunks).0 {
+        Verdict::Pass(_) => Verdict::Pass(format!("{finals} final reads see every acknowledged write")),
+        Verdict::Fail(d) => Verdict::Fail(format!("an acknowledged write is missing after convergence: {d}")),
+        u => u,
+    };
+    (lin, durable)
+}
+
+/// No read returned bytes that no client wrote.
+pub fn corruption(h: &History) -> Verdict {
+    let bad: Vec<usize> = h
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| matches!(o.kind, OpKind::Read(Some(Payload::Garbage))))
+        .map(|(i, _)| i)
+        .collect();
+    if bad.is_empty() {
+        let reads = h.ops.iter().filter(|o| matches!(o.kind, OpKind::Read(Some(_)))).count();
+        Verdict::Pass(format!("{reads} reads returned only written values or holes"))
+    } else {
+        Verdict::Fail(format!("{} reads returned bytes no client wrote:\n{}", bad.len(), describe(h, &bad[..bad.len().min(5)])))
+    }
+}
+
+/// CRAQ agreement at quiescence: every SERVING target of a chain holds the same committed
+/// version and bytes of every workload chunk.
+pub fn agreement(w: &World) -> Verdict {
+    let mut compared = 0;
+    for c in w.sim.audit.chains.values() {
+        let mut reference: Option<(t3fs_core::ids::TargetId, BTreeMap<ChunkId, (u32, Vec<u8>)>)> = None;
+        for t in c.targets.iter().filter(|t| t.state == PublicState::Serving) {
+            let Some(node) = w.layout.initial.node_of(t.target) else { continue };
+            let Some(disk) = w.nodes[node.0 as usize].ctx.disks.get(&t.target) else { continue };
+            let content: BTreeMap<ChunkId, (u32, Vec<u8>)> = disk
+                .store
+                .chunks()
+                .iter()
+                .filter(|(id, m)| id.inode == InodeId(WORKLOAD_INODE) && m.committed.0 > 0)
+                .map(|(id, m)| (*id, (m.committed.0, m.data.clone())))
+                .collect();
+            compared += content.len();
+            match &reference {
+                None => reference = Some((t.target, content)),
+                Some((rt, r)) if *r != content => {
+                    let diff = r
+                        .keys()
+                        .chain(content.keys())
+                        .find(|k| r.get(k) != content.get(k))
+                        .copied()
+                        .unwrap_or_default();
+                    return Verdict::Fail(format!(
+                        "chain {}: {rt} and {} differ on chunk {diff}: {:?} vs {:?}",
+                        c.chain,
+                        t.target,
+                        r.get(&diff).map(|(v, _)| v),
+                        content.get(&diff).map(|(v, _)| v)
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Verdict::Pass(format!("{compared} committed chunk replicas identical across serving targets"))
+}

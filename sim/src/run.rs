@@ -1,0 +1,271 @@
+//! Runs one scenario with one seed: the safety phase (workload, background faults, steps), then
+//! the liveness phase (heal everything, restart every crashed node — damaged disks replaced —
+//! and require convergence within the scenario's bound), then final reads of every chunk, then
+//! the checkers. Returns the verdicts, the trace hash and everything a report needs.
+//!
+//! Exit codes follow TigerBeetle's VOPR: 0 pass, 127 assertion failure (a machine invariant or
+//! a world audit), 128 liveness failure, 129 correctness failure. Not here: rendering (t3fs-
+//! reports) and the CLI.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use core::time::Duration;
+
+use t3fs_core::routing::PublicState;
+use t3fs_core::time::Instant;
+use t3fs_scenario::Scenario;
+
+use crate::check::{self, Verdict};
+use crate::world::node::{Life, Proc, Role};
+use crate::world::World;
+
+/// Exit code: an assertion failed (machine invariant, chain audit, halt).
+pub const EXIT_ASSERTION: i32 = 127;
+/// Exit code: the cluster did not converge in time.
+pub const EXIT_LIVENESS: i32 = 128;
+/// Exit code: a correctness checker failed.
+pub const EXIT_CORRECTNESS: i32 = 129;
+
+/// Everything a run produced.
+pub struct Outcome {
+    /// Seed.
+    pub seed: u64,
+    /// Named verdicts, in report order.
+    pub verdicts: Vec<(&'static str, Verdict)>,
+    /// Exit code (0 = pass).
+    pub exit: i32,
+    /// One-line reason when failing.
+    pub reason: String,
+    /// Trace hash.
+    pub trace: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time at the end.
+    pub sim_ns: u64,
+    /// Time from the start of the liveness phase to convergence.
+    pub converged_after: Option<Duration>,
+    /// The world at the end (absent after an assertion panic).
+    pub world: Option<World>,
+}
+
+impl Outcome {
+    /// True if every verdict passed.
+    pub fn passed(&self) -> bool {
+        self.exit == 0
+    }
+}
+
+/// The cluster has converged: every node runs, a primary publishes routing whose chains are all
+/// SERVING, every storage node acts on that routing version, no client call and no chunk lock
+/// is outstanding.
+pub fn converged(w: &World) -> Result<(), String> {
+    if let Some(n) = w.nodes.iter().find(|n| n.ctx.life != Life::Up) {
+        return Err(format!("{} is not running", n.ctx.name));
+    }
+    let Some((_, routing)) = w.primary() else {
+        return Err("no primary mgmtd".into());
+    };
+    for c in routing.chains.values() {
+        if let Some(t) = c.targets.iter().find(|t| t.state != PublicState::Serving) {
+            return Err(format!("chain {} has {} {:?}", c.chain, t.target, t.state));
+        }
+    }
+    for n in &w.nodes {
+        match &n.proc {
+            Proc::Storage(s) => {
+                if s.routing().version != routing.version {
+                    return Err(format!("{} acts on routing {} (primary: {})", n.ctx.name, s.routing().version, routing.version));
+                }
+                if s.targets().any(|t| !t.locks.is_empty()) {
+                    return Err(format!("{} has updates in progress", n.ctx.name));
+                }
+            }
+            Proc::Client(_) => {
+                if n.ctx.driver.as_ref().is_some_and(|d| d.running.is_some()) {
+                    return Err(format!("{} has a call in flight", n.ctx.name));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs `scenario` with `seed`.
+pub fn run(scenario: &Scenario, seed: u64, log: bool) -> Result<Outcome, String> {
+    let world = World::new(scenario.clone(), seed, log)?;
+    let mut slot = Some(world);
+    let result = catch_unwind(AssertUnwindSafe(|| phases(slot.as_mut().expect("world"))));
+    match result {
+        Ok(mut o) => {
+            o.seed = seed;
+            o.world = slot.take();
+            Ok(o)
+        }
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            let w = slot.take();
+            let (trace, events, sim_ns) = w
+                .as_ref()
+                .map_or((0, 0, 0), |w| (w.sim.trace, w.sim.events, w.sim.now().0));
+            Ok(Outcome {
+                seed,
+                verdicts: vec![("assertions", Verdict::Fail(msg.clone()))],
+                exit: EXIT_ASSERTION,
+                reason: format!("assertion failed: {msg}"),
+                trace,
+                events,
+                sim_ns,
+                converged_after: None,
+                world: w,
+            })
+        }
+    }
+}
+
+fn phases(w: &mut World) -> Outcome {
+    let sc = w.scenario.clone();
+    // Safety phase.
+    w.run_until(Instant(sc.duration.as_nanos() as u64), |_| false);
+    // Liveness phase: heal, restart, converge.
+    let live_start = w.sim.now();
+    w.sim.note("phase", "", "liveness: heal network, restart crashed nodes, replace failed disks".into());
+    w.sim.workload_stopped = true;
+    w.heal();
+    for i in 0..w.nodes.len() {
+        let damaged = w.nodes[i].ctx.disks.values().any(|d| d.damaged || !d.corrupt.is_empty());
+        if damaged && w.nodes[i].ctx.life == Life::Up {
+            w.crash(i, "disk replacement");
+        }
+        if w.nodes[i].ctx.life == Life::Down {
+            w.restart(i, true, false);
+        }
+    }
+    let deadline = Instant(live_start.0 + sc.converge_within.as_nanos() as u64);
+    let mut next_probe = live_start;
+    let mut converged_at = None;
+    let mut last_reason = String::new();
+    w.run_until(deadline, |w| {
+        let now = w.sim.now();
+        if now < next_probe {
+            return false;
+        }
+        next_probe = Instant(now.0 + 100_000_000);
+        match converged(w) {
+            Ok(()) => {
+                converged_at = Some(now);
+                true
+            }
+            Err(r) => {
+                last_reason = r;
+                false
+            }
+        }
+    });
+    let mut verdicts: Vec<(&'static str, Verdict)> = Vec::new();
+    let audit = match &w.sim.audit.violation {
+        Some(v) => Verdict::Fail(v.clone()),
+        None => Verdict::Pass(format!("{} chain publications checked (§2.6.1)", w.sim.audit.routing_changes)),
+    };
+    let halts = if w.sim.halts.is_empty() {
+        Verdict::Pass("no machine halted".into())
+    } else {
+        // Halts are legitimate for disk failures; they are reported, not failed.
+        Verdict::Pass(w.sim.halts.join("; "))
+    };
+    let liveness = match converged_at {
+        Some(t) => Verdict::Pass(format!(
+            "converged {:.3}s after healing (bound {:.0}s)",
+            (t.0 - live_start.0) as f64 / 1e9,
+            sc.converge_within.as_secs_f64()
+        )),
+        None => Verdict::Fail(format!(
+            "not converged within {:.0}s of healing: {last_reason}",
+            sc.converge_within.as_secs_f64()
+        )),
+    };
+    // Final reads: every chunk once, spread over the clients, after convergence.
+    let final_from = w.sim.history.ops.len();
+    if converged_at.is_some() {
+        let clients: Vec<usize> = w.layout.clients.iter().map(|n| n.0 as usize).collect();
+        let mut todo: Vec<(usize, u32)> =
+            (0..sc.workload.chunks).map(|c| (clients[c as usize % clients.len()], c)).collect();
+        todo.reverse();
+        let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
+        w.run_until(bound, |w| {
+            todo.retain(|&(client, chunk)| {
+                let busy = w.nodes[client].ctx.driver.as_ref().is_some_and(|d| d.running.is_some());
+                busy || !w.issue_read(client, chunk)
+            });
+            todo.is_empty()
+                && w.layout.clients.iter().all(|c| {
+                    w.nodes[c.0 as usize].ctx.driver.as_ref().is_none_or(|d| d.running.is_none())
+                })
+        });
+    }
+    let (lin, durable) = check::histories(&w.sim.history, sc.workload.chunks, final_from);
+    let corruption = check::corruption(&w.sim.history);
+    let agreement = if converged_at.is_some() {
+        check::agreement(w)
+    } else {
+        Verdict::Unknown("the cluster did not converge".into())
+    };
+    let lin = if !sc.expect.linearizable && lin.failed() {
+        Verdict::Pass(format!("expected: {}", lin.detail()))
+    } else {
+        lin
+    };
+    let durable = if sc.expect.loss_allowed && durable.failed() {
+        Verdict::Pass(format!("loss expected by the scenario: {}", durable.detail()))
+    } else {
+        durable
+    };
+    let liveness = if !sc.expect.converges && liveness.failed() {
+        Verdict::Pass(format!("expected: {}", liveness.detail()))
+    } else {
+        liveness
+    };
+    verdicts.push(("chain invariants", audit.clone()));
+    verdicts.push(("linearizable", lin.clone()));
+    verdicts.push(("no acknowledged write lost", durable.clone()));
+    verdicts.push(("no silent corruption", corruption.clone()));
+    verdicts.push(("replicas agree", agreement.clone()));
+    verdicts.push(("converged (liveness)", liveness.clone()));
+    verdicts.push(("halts", halts));
+    let (exit, reason) = if audit.failed() {
+        (EXIT_ASSERTION, format!("chain invariants: {}", audit.detail()))
+    } else if let Some((n, v)) = [("linearizable", &lin), ("no acknowledged write lost", &durable), ("no silent corruption", &corruption), ("replicas agree", &agreement)]
+        .into_iter()
+        .find(|(_, v)| v.failed())
+    {
+        (EXIT_CORRECTNESS, format!("{n}: {}", v.detail().lines().next().unwrap_or("")))
+    } else if liveness.failed() {
+        (EXIT_LIVENESS, liveness.detail().to_string())
+    } else {
+        (0, String::new())
+    };
+    // Sum the §2.6.1 rows of every live mgmtd into the reachability counters.
+    for n in &w.nodes {
+        if let (Role::Mgmtd, Proc::Mgmtd(m)) = (n.ctx.role, &n.proc) {
+            for (row, c) in &m.counters().rows {
+                *w.sim.reach.rows.entry(*row).or_default() += c;
+            }
+        }
+    }
+    w.sim.note("verdict", "", if exit == 0 { "PASS".into() } else { format!("FAIL: {reason}") });
+    Outcome {
+        seed: 0,
+        verdicts,
+        exit,
+        reason,
+        trace: w.sim.trace,
+        events: w.sim.events,
+        sim_ns: w.sim.now().0,
+        converged_after: converged_at.map(|t| Duration::from_nanos(t.0 - live_start.0)),
+        world: None,
+    }
+}

@@ -1,0 +1,178 @@
+//! Turns a simulated run into the run-directory data of t3fs-reports: the manifest (scenario,
+//! seed, verdicts, counters, reachability), events, completions per second, latency histograms
+//! per second (simulated time) and the chain-state timeline.
+//!
+//! Invariant: everything comes from the world's records, never from the wall clock, so the
+//! data of a run is as reproducible as the run. Not here: writing files (t3fs-reports) or the
+//! commit and host (the CLI fills them).
+
+use std::collections::BTreeMap;
+
+use t3fs_core::mgmtd::chain_update::Row;
+use t3fs_core::routing::PublicState;
+use t3fs_reports::{ChainPoint, EventLine, Manifest, RunData, Series, VerdictLine};
+use t3fs_scenario::Scenario;
+
+use crate::check::history::OpKind;
+use crate::run::Outcome;
+use crate::world::node::Proc;
+
+/// Seconds per series interval.
+pub const INTERVAL: f64 = 1.0;
+
+/// The run data of `o`.
+pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
+    let mut m = Manifest {
+        scenario: sc.name.clone(),
+        about: sc.about.clone(),
+        seed: o.seed,
+        mode: "sim".into(),
+        command: command.into(),
+        config: t3fs_scenario::write::to_toml(sc),
+        exit: o.exit,
+        reason: o.reason.clone(),
+        trace: format!("{:016x}", o.trace),
+        events: o.events,
+        seconds: o.sim_ns as f64 / 1e9,
+        verdicts: o
+            .verdicts
+            .iter()
+            .map(|(n, v)| VerdictLine { name: n.to_string(), label: v.label().into(), detail: v.detail().into() })
+            .collect(),
+        ..Manifest::default()
+    };
+    let mut data = RunData::default();
+    let Some(w) = &o.world else {
+        data.manifest = m;
+        return data;
+    };
+    for (k, v) in &w.sim.reach.faults {
+        m.faults_reached.insert(k.to_string(), *v);
+    }
+    for row in Row::ALL {
+        m.rows_reached.insert(format!("{row:?}"), w.sim.reach.rows.get(&row).copied().unwrap_or(0));
+    }
+    let c = &mut m.counters;
+    let n = &w.sim.net.counters;
+    for (k, v) in [
+        ("net.sent", n.sent),
+        ("net.delivered", n.delivered),
+        ("net.lost", n.lost),
+        ("net.cut", n.cut),
+        ("net.duplicated", n.duplicated),
+        ("net.spiked", n.spiked),
+        ("net.held", n.held),
+        ("net.overflow", n.overflow),
+        ("net.malformed", n.malformed),
+        ("net.to_dead", n.to_dead),
+        ("net.bytes", n.bytes),
+        ("kv.ops", w.sim.kv.counters.ops),
+        ("kv.commits", w.sim.kv.counters.commits),
+        ("kv.conflicts_injected", w.sim.kv.counters.conflicts),
+        ("kv.unknown_applied", w.sim.kv.counters.unknown_applied),
+        ("kv.unknown_dropped", w.sim.kv.counters.unknown_dropped),
+        ("kv.unavailable", w.sim.kv.counters.unavailable),
+        ("history.operations", w.sim.history.ops.len() as u64),
+        ("history.completed", w.sim.history.completed() as u64),
+    ] {
+        c.insert(k.into(), v);
+    }
+    for node in &w.nodes {
+        for d in node.ctx.disks.values() {
+            let dc = &d.counters;
+            for (k, v) in [
+                ("disk.ops", dc.ops),
+                ("disk.spikes", dc.spikes),
+                ("disk.eio", dc.eio),
+                ("disk.corrupt", dc.corrupt),
+                ("disk.nospace", dc.nospace),
+                ("disk.misdirected", dc.misdirected),
+                ("disk.lost_on_crash", dc.lost_on_crash),
+                ("disk.applied_on_crash", dc.applied_on_crash),
+                ("disk.torn", dc.torn),
+            ] {
+                *c.entry(k.into()).or_default() += v;
+            }
+        }
+        match &node.proc {
+            Proc::Storage(s) => {
+                let sc = s.counters();
+                for (k, v) in [
+                    ("storage.commits", sc.commits),
+                    ("storage.stale_chain_version", sc.stale_chain_version),
+                    ("storage.forward_retries", sc.forward_retries),
+                    ("storage.cached_replies", sc.cached_replies),
+                    ("storage.resyncs_done", sc.resyncs_done),
+                    ("storage.resync_items", sc.resync_items),
+                    ("storage.force_commits", sc.force_commits),
+                ] {
+                    *c.entry(k.into()).or_default() += v;
+                }
+            }
+            Proc::Mgmtd(md) => {
+                let mc = md.counters();
+                for (k, v) in [
+                    ("mgmtd.commits", mc.commits),
+                    ("mgmtd.kv_failures", mc.kv_failures),
+                    ("mgmtd.chain_updates", mc.chain_updates),
+                    ("mgmtd.heartbeats_refused", mc.heartbeats_refused),
+                    ("mgmtd.tenures", mc.tenures),
+                ] {
+                    *c.entry(k.into()).or_default() += v;
+                }
+            }
+            Proc::Client(cl) => {
+                *c.entry("client.retries".into()).or_default() += cl.counters().retries;
+                *c.entry("client.failed_ios".into()).or_default() += cl.counters().failed_ios;
+            }
+            Proc::None => {}
+        }
+    }
+    data.events = w
+        .sim
+        .notes
+        .iter()
+        .map(|n| EventLine { t: n.at as f64 / 1e9, kind: n.kind.into(), node: n.node.clone(), what: n.what.clone() })
+        .collect();
+    let buckets = (o.sim_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
+    let mut ops: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut lat: BTreeMap<String, Vec<hdrhistogram::Histogram<u64>>> = BTreeMap::new();
+    for op in &w.sim.history.ops {
+        let name = match op.kind {
+            OpKind::Write(_) => "write",
+            OpKind::Read(_) => "read",
+        };
+        let (name, at) = match op.ret_ns {
+            Some(r) => (name.to_string(), r),
+            None if op.failed => (format!("{name}-failed"), op.invoke_ns),
+            None => continue,
+        };
+        let b = ((at as f64 / 1e9 / INTERVAL) as usize).min(buckets - 1);
+        ops.entry(name.clone()).or_insert_with(|| vec![0; buckets])[b] += 1;
+        if let Some(r) = op.ret_ns {
+            let hs = lat
+                .entry(name)
+                .or_insert_with(|| (0..buckets).map(|_| t3fs_reports::rundir::new_histogram()).collect());
+            let us = ((r - op.invoke_ns) / 1000).max(1);
+            let _ = hs[b].record(us);
+        }
+    }
+    data.series = Series { interval: INTERVAL, ops };
+    data.latencies = lat;
+    data.chains = w
+        .sim
+        .audit
+        .timeline
+        .iter()
+        .map(|(t, c)| ChainPoint {
+            t: *t as f64 / 1e9,
+            chain: c.chain.to_string(),
+            version: c.version.0,
+            serving: c.targets.iter().filter(|t| t.state == PublicState::Serving).count() as u32,
+            targets: c.targets.len() as u32,
+            render: t3fs_core::mgmtd::chain_update::render(&c.targets),
+        })
+        .collect();
+    data.manifest = m;
+    data
+}

@@ -1,0 +1,167 @@
+//! Swarm testing: a whole scenario — cluster shape, workload, background fault rates and a
+//! schedule of recoverable faults — drawn from one seed (TigerBeetle's `options_swarm`). Each
+//! fault class is switched on or off per seed, so some seeds hammer one class while others mix.
+//! The run then has its usual liveness phase (heal, restart, converge).
+//!
+//! Invariant: the scenario is a pure function of (seed, bug); a failing seed is saved as an
+//! ordinary scenario file. Faults stay recoverable: every crash has a restart, every cut a
+//! repair, and destructive faults go through the world's fault atlas. Not here: running.
+
+use core::time::Duration;
+
+use t3fs_scenario::schema::{
+    Action, ChainPos, Cluster, Expect, Faults, NodeRef, Scenario, Step, Timeouts, Workload,
+};
+use t3fs_scenario::Rng;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// The scenario of swarm seed `seed`, with an optional planted bug.
+pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
+    let mut r = Rng::new(seed ^ 0x5157_4152_4d00_0000);
+    let replicas = 2 + r.below(2) as u32;
+    let storage_nodes = replicas + r.below(3) as u32;
+    let targets_per_node = 1 + r.below(2) as u32;
+    let chains = (storage_nodes * targets_per_node / replicas).max(1);
+    let cluster = Cluster {
+        mgmtd: 1 + r.below(3) as u32,
+        storage_nodes,
+        targets_per_node,
+        replicas,
+        chains,
+        clients: 1 + r.below(4) as u32,
+        timeouts: Timeouts::Fast,
+        reject_dirty_reads: r.chance(0.3),
+    };
+    let workload = Workload {
+        chunks: 1 + r.below(8) as u32,
+        write_size: [16, 64, 4096][r.below(3) as usize],
+        read_fraction: 0.2 + r.unit() * 0.6,
+        think: ms(0)..ms(1 + r.below(10)),
+        ops_per_client: None,
+    };
+    // Each class is on for about half the seeds, at a random strength.
+    let on = |p: f64, max: f64, r: &mut Rng| if r.chance(p) { r.unit() * max } else { 0.0 };
+    let mut faults = Faults {
+        net_latency: Duration::from_micros(20)..Duration::from_micros(100 + r.below(2000)),
+        ..Faults::default()
+    };
+    faults.net_spike = on(0.4, 0.02, &mut r);
+    faults.loss = on(0.5, 0.03, &mut r);
+    faults.duplicate = on(0.4, 0.03, &mut r);
+    faults.disk_spike = on(0.3, 0.01, &mut r);
+    faults.disk_eio = on(0.2, 0.0005, &mut r);
+    faults.disk_corrupt = on(0.2, 0.0005, &mut r);
+    faults.torn_write = on(0.3, 0.5, &mut r);
+    faults.kv_conflict = on(0.4, 0.1, &mut r);
+    faults.kv_commit_unknown = on(0.4, 0.05, &mut r);
+    faults.heartbeat_loss = on(0.3, 0.2, &mut r);
+    faults.restart_after = ms(500)..ms(3000);
+    if r.chance(0.3) {
+        faults.clock_offset = ms(r.below(300));
+        faults.clock_drift_ppm = r.below(200) as u32;
+    }
+    let duration = Duration::from_secs(15 + r.below(16));
+    let mut steps = Vec::new();
+    let nfaults = r.below(7);
+    let storage = |r: &mut Rng| {
+        if r.chance(0.5) {
+            let pos = [ChainPos::Head, ChainPos::Tail, ChainPos::Middle][r.below(if replicas >= 3 { 3 } else { 2 }) as usize];
+            NodeRef::ChainPos(pos, 1 + r.below(u64::from(chains)) as u32)
+        } else {
+            NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32)
+        }
+    };
+    let mut add = |at: Duration, action: Action| steps.push(Step { at, line: 0, action });
+    for _ in 0..nfaults {
+        let at = ms(500 + r.below(duration.as_millis() as u64 * 2 / 3));
+        let span = ms(500 + r.below(8000));
+        let end = (at + span).min(duration);
+        match r.below(11) {
+            0 | 1 => {
+                // A storage crash and its restart (by name: the position moves on failover).
+                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+                add(at, Action::Crash(n.clone()));
+                add(end, if r.chance(0.2) { Action::RestartEmpty(n) } else { Action::Restart(n) });
+            }
+            2 => {
+                let n = storage(&mut r);
+                add(at, Action::CrashAfterForward(n));
+            }
+            3 => {
+                let n = NodeRef::Mgmtd(r.below(u64::from(cluster.mgmtd)) as u32);
+                add(at, Action::Crash(n.clone()));
+                add(end, Action::Restart(n));
+            }
+            4 => {
+                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+                let m: Vec<NodeRef> = (0..cluster.mgmtd).map(NodeRef::Mgmtd).collect();
+                add(at, Action::Partition { a: vec![n.clone()], b: m.clone(), oneway: r.chance(0.5) });
+                add(end, Action::Repair { a: vec![n], b: m });
+            }
+            5 => {
+                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+                add(at, Action::Isolate(n.clone()));
+                add(end, Action::Heal);
+            }
+            6 => {
+                let n = storage(&mut r);
+                add(at, Action::Pause(n.clone()));
+                add(end, Action::Resume(n));
+            }
+            7 => {
+                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+                add(at, Action::Flap { node: n, down: ms(100 + r.below(1500)), up: ms(100 + r.below(1500)), count: 1 + r.below(4) as u32 });
+            }
+            8 => {
+                let n = NodeRef::Mgmtd(r.below(u64::from(cluster.mgmtd)) as u32);
+                add(at, Action::StepClock { node: n, by_ms: r.below(4000) as i64 - 2000 });
+            }
+            9 => {
+                let n = storage(&mut r);
+                add(at, Action::DropHeartbeats { node: n, duration: span });
+            }
+            _ => {
+                add(at, Action::KvUnavailable);
+                add(end, Action::KvAvailable);
+            }
+        }
+    }
+    if r.chance(0.2) {
+        add(ms(1000 + r.below(duration.as_millis() as u64 / 2)), Action::CorruptChunk(storage(&mut r)));
+    }
+    steps.sort_by_key(|s| s.at);
+    Scenario {
+        name: format!("swarm_{seed}"),
+        about: format!("Swarm seed {seed}: cluster, workload and faults drawn from the seed."),
+        seeds: vec![seed],
+        duration,
+        converge_within: Duration::from_secs(90),
+        cluster,
+        workload,
+        faults,
+        steps,
+        expect: Expect::default(),
+        bug: bug.map(str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenarios_are_pure_functions_of_the_seed_and_round_trip_as_files() {
+        for seed in 1..40 {
+            let s = scenario(seed, None);
+            assert_eq!(s, scenario(seed, None));
+            let text = t3fs_scenario::write::to_toml(&s);
+            let mut back = t3fs_scenario::parse("swarm.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            back.steps.iter_mut().for_each(|s| s.line = 0);
+            assert_eq!(back, s, "seed {seed} round-trips through its file");
+        }
+        assert_ne!(scenario(1, None), scenario(2, None));
+    }
+}

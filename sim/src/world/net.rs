@@ -1,0 +1,201 @@
+//! The simulated network: per-message fate (latency with spikes, loss, duplication as a late
+//! replay, reordering through latency spread), directed link cuts (symmetric and one-way
+//! partitions, isolation, flapping), holds (in-flight messages kept until released) and a bounded
+//! per-destination queue.
+//!
+//! Invariant: every draw comes from the world's seeded generator in event order; a cut link
+//! drops at send time (a message already in flight still arrives, as on a real network whose
+//! packets left before the cable was pulled). Not here: encoding (every frame is produced by the
+//! real codec in mod.rs) and bandwidth (a later performance model).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use core::ops::Range;
+use core::time::Duration;
+
+use t3fs_core::ids::NodeId;
+use t3fs_scenario::{Faults, Rng};
+
+/// Messages queued towards one node before new ones are dropped (queue overflow).
+pub const QUEUE_MAX: u32 = 100_000;
+
+/// Counters of the network.
+#[derive(Clone, Debug, Default)]
+pub struct NetCounters {
+    /// Frames sent.
+    pub sent: u64,
+    /// Frames delivered to a live node.
+    pub delivered: u64,
+    /// Dropped by random loss.
+    pub lost: u64,
+    /// Dropped on a cut link.
+    pub cut: u64,
+    /// Extra copies delivered (replays).
+    pub duplicated: u64,
+    /// Frames that took a latency spike.
+    pub spiked: u64,
+    /// Frames parked by a hold.
+    pub held: u64,
+    /// Dropped because the destination's queue was full.
+    pub overflow: u64,
+    /// Frames that failed to decode (dropped and counted, never a panic).
+    pub malformed: u64,
+    /// Frames addressed to a crashed node.
+    pub to_dead: u64,
+    /// Payload bytes sent.
+    pub bytes: u64,
+}
+
+/// What happens to one sent frame.
+pub enum Fate {
+    /// Dropped.
+    Dropped,
+    /// Parked until the link is released.
+    Held,
+    /// Delivered after each of these delays (more than one: duplicates).
+    Deliver(Vec<Duration>),
+}
+
+/// Network state.
+pub struct Net {
+    /// One-way latency.
+    pub latency: Range<Duration>,
+    /// Spike probability and latency.
+    pub spike: f64,
+    /// Spike latency.
+    pub spike_latency: Range<Duration>,
+    /// Loss rate.
+    pub loss: f64,
+    /// Duplication rate.
+    pub duplicate: f64,
+    cut: BTreeSet<(NodeId, NodeId)>,
+    held: BTreeSet<(NodeId, NodeId)>,
+    /// Frames parked by holds, in send order.
+    pub parked: Vec<(NodeId, NodeId, Vec<u8>)>,
+    queued: BTreeMap<NodeId, u32>,
+    /// Counters.
+    pub counters: NetCounters,
+}
+
+impl Net {
+    /// A network with the background rates of `f`.
+    pub fn new(f: &Faults) -> Self {
+        let mut n = Self {
+            latency: Duration::ZERO..Duration::ZERO,
+            spike: 0.0,
+            spike_latency: Duration::ZERO..Duration::ZERO,
+            loss: 0.0,
+            duplicate: 0.0,
+            cut: BTreeSet::new(),
+            held: BTreeSet::new(),
+            parked: Vec::new(),
+            queued: BTreeMap::new(),
+            counters: NetCounters::default(),
+        };
+        n.set_rates(f);
+        n
+    }
+
+    /// Resets latency and rates to `f`'s.
+    pub fn set_rates(&mut self, f: &Faults) {
+        self.latency = f.net_latency.clone();
+        self.spike = f.net_spike;
+        self.spike_latency = f.net_spike_latency.clone();
+        self.loss = f.loss;
+        self.duplicate = f.duplicate;
+    }
+
+    /// Decides the fate of a frame `from → to`.
+    pub fn route(&mut self, rng: &mut Rng, from: NodeId, to: NodeId, bytes: usize) -> Fate {
+        self.counters.sent += 1;
+        self.counters.bytes += bytes as u64;
+        if self.cut.contains(&(from, to)) {
+            self.counters.cut += 1;
+            return Fate::Dropped;
+        }
+        if self.held.contains(&(from, to)) {
+            self.counters.held += 1;
+            return Fate::Held;
+        }
+        if rng.chance(self.loss) {
+            self.counters.lost += 1;
+            return Fate::Dropped;
+        }
+        let q = self.queued.entry(to).or_default();
+        if *q >= QUEUE_MAX {
+            self.counters.overflow += 1;
+            return Fate::Dropped;
+        }
+        let mut delays = vec![self.delay(rng)];
+        if rng.chance(self.duplicate) {
+            self.counters.duplicated += 1;
+            // A replay arrives after the original, possibly much later.
+            delays.push(delays[0] + self.delay(rng) + rng.duration(self.spike_latency.clone()));
+        }
+        *self.queued.entry(to).or_default() += delays.len() as u32;
+        Fate::Deliver(delays)
+    }
+
+    fn delay(&mut self, rng: &mut Rng) -> Duration {
+        if rng.chance(self.spike) {
+            self.counters.spiked += 1;
+            return rng.duration(self.spike_latency.clone());
+        }
+        rng.duration(self.latency.clone())
+    }
+
+    /// A frame towards `to` left the queue (delivered or discarded).
+    pub fn dequeued(&mut self, to: NodeId) {
+        if let Some(q) = self.queued.get_mut(&to) {
+            *q = q.saturating_sub(1);
+        }
+    }
+
+    /// Cuts `from → to`.
+    pub fn cut(&mut self, from: NodeId, to: NodeId) {
+        if from != to {
+            self.cut.insert((from, to));
+        }
+    }
+
+    /// Restores `from → to`.
+    pub fn repair(&mut self, from: NodeId, to: NodeId) {
+        self.cut.remove(&(from, to));
+    }
+
+    /// Restores every link.
+    pub fn repair_all(&mut self) {
+        self.cut.clear();
+    }
+
+    /// Whether `from → to` is cut.
+    pub fn is_cut(&self, from: NodeId, to: NodeId) -> bool {
+        self.cut.contains(&(from, to))
+    }
+
+    /// Holds `from → to`.
+    pub fn hold(&mut self, from: NodeId, to: NodeId) {
+        self.held.insert((from, to));
+    }
+
+    /// Stops holding `from → to` and returns its parked frames in send order.
+    pub fn release(&mut self, from: NodeId, to: NodeId) -> Vec<(NodeId, NodeId, Vec<u8>)> {
+        self.held.remove(&(from, to));
+        let (out, keep) = std::mem::take(&mut self.parked)
+            .into_iter()
+            .partition(|(f, t, _)| (*f, *t) == (from, to));
+        self.parked = keep;
+        out
+    }
+
+    /// Releases every hold.
+    pub fn release_all(&mut self) -> Vec<(NodeId, NodeId, Vec<u8>)> {
+        self.held.clear();
+        std::mem::take(&mut self.parked)
+    }
+
+    /// Directed links currently cut.
+    pub fn cut_links(&self) -> usize {
+        self.cut.len()
+    }
+}

@@ -1,0 +1,274 @@
+//! Simulated nodes: a process (mgmtd, storage or client machine) with its volatile context
+//! (timers, in-flight I/O, clock) and, for storage, durable disks that survive crashes.
+//!
+//! Node ids are dense: mgmtd first, then storage, then clients, so `NodeId(i)` is `nodes[i]`.
+//! Invariant: a crashed node holds no process and no timers; its disks stay (unless replaced on
+//! restart); its incarnation number grows on every crash, so completions and timers of an older
+//! incarnation are recognised and discarded. Not here: event handling (mod.rs, drive.rs).
+
+use std::collections::BTreeMap;
+
+use core::ops::Range;
+use core::time::Duration;
+
+use t3fs_core::chunk::ChunkOp;
+use t3fs_core::client::{Client, ClientConfig, ClientTimer};
+use t3fs_core::ids::{ChainId, ChainVersion, ClientId, IoId, NodeId, RoutingVersion, TargetId};
+use t3fs_core::kv::KvOp;
+use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig, MgmtdTimer};
+use t3fs_core::routing::{ChainInfo, RoutingInfo};
+use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode, StorageTimer};
+use t3fs_core::time::Instant;
+use t3fs_core::bugs::{MgmtdBug, PlantedBug};
+use t3fs_scenario::schema::{Cluster, Timeouts};
+
+use super::clock::Clock;
+use super::disk::Disk;
+use super::client::Driver;
+
+/// A node's role.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+pub enum Role {
+    /// Cluster manager.
+    Mgmtd,
+    /// Storage service.
+    Storage,
+    /// Client with a workload.
+    Client,
+}
+
+/// Whether the process runs.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Life {
+    /// Running.
+    Up,
+    /// Crashed (no process).
+    Down,
+    /// Frozen: events wait until it resumes.
+    Paused,
+}
+
+/// The running process.
+pub enum Proc {
+    /// None (crashed).
+    None,
+    /// mgmtd.
+    Mgmtd(Box<Mgmtd>),
+    /// Storage.
+    Storage(Box<StorageNode>),
+    /// Client.
+    Client(Box<Client>),
+}
+
+/// Timers of any machine kind.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+pub enum AnyTimer {
+    /// mgmtd's.
+    Mgmtd(MgmtdTimer),
+    /// Storage's.
+    Storage(StorageTimer),
+    /// Client's.
+    Client(ClientTimer),
+}
+
+/// An I/O in flight.
+pub enum Pending {
+    /// On a target's disk.
+    Chunk(TargetId, ChunkOp),
+    /// On the KV.
+    Kv(KvOp),
+}
+
+/// Everything about a node except its process.
+pub struct Ctx {
+    /// Its id.
+    pub id: NodeId,
+    /// Name used in scenarios and logs (`storage-2`).
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Index among nodes of its role.
+    pub index: u32,
+    /// Running, crashed or paused.
+    pub life: Life,
+    /// Crash count; stamps timers and I/O.
+    pub incarnation: u64,
+    /// The node's clock.
+    pub clock: Clock,
+    /// Armed timers and their generation.
+    pub timers: BTreeMap<AnyTimer, u64>,
+    /// I/O in flight.
+    pub inflight: BTreeMap<IoId, Pending>,
+    /// Storage: disks by target (durable).
+    pub disks: BTreeMap<TargetId, Disk>,
+    /// Storage: crash right after the next forwarded update.
+    pub crash_after_forward: bool,
+    /// Storage: heartbeats are lost until this true time.
+    pub drop_heartbeats_until: Instant,
+    /// Events that arrived while paused, in arrival order.
+    pub deferred: Vec<super::Ev>,
+    /// Client: the workload driver.
+    pub driver: Option<Driver>,
+}
+
+/// A node.
+pub struct Node {
+    /// Context.
+    pub ctx: Ctx,
+    /// Process.
+    pub proc: Proc,
+}
+
+/// Static facts of the simulated cluster.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// mgmtd node ids.
+    pub mgmtd: Vec<NodeId>,
+    /// Storage node ids.
+    pub storage: Vec<NodeId>,
+    /// Client node ids.
+    pub clients: Vec<NodeId>,
+    /// Targets per storage node.
+    pub targets_of: BTreeMap<NodeId, Vec<TargetId>>,
+    /// The deployed routing (chain version 1, all SERVING).
+    pub initial: RoutingInfo,
+    /// Timeout profile.
+    pub timeouts: Timeouts,
+    /// Read mode of every target.
+    pub read_mode: ReadMode,
+    /// Planted storage bug.
+    pub bug: Option<PlantedBug>,
+    /// Planted mgmtd bug.
+    pub mgmtd_bug: Option<MgmtdBug>,
+}
+
+impl Layout {
+    /// Lays out `c`: target `t` of storage node `i` is `TargetId(i * targets_per_node + t + 1)`;
+    /// chain `k` takes `replicas` consecutive targets of the slot-major order, so its replicas
+    /// sit on distinct nodes.
+    pub fn new(c: &Cluster, bug: Option<PlantedBug>, mgmtd_bug: Option<MgmtdBug>) -> Self {
+        let mgmtd: Vec<NodeId> = (0..c.mgmtd).map(NodeId).collect();
+        let storage: Vec<NodeId> = (0..c.storage_nodes).map(|i| NodeId(c.mgmtd + i)).collect();
+        let clients: Vec<NodeId> =
+            (0..c.clients).map(|i| NodeId(c.mgmtd + c.storage_nodes + i)).collect();
+        let tid = |i: u32, t: u32| TargetId(i * c.targets_per_node + t + 1);
+        let mut targets_of = BTreeMap::new();
+        let mut routing = RoutingInfo {
+            version: RoutingVersion(1),
+            ..RoutingInfo::default()
+        };
+        for (i, n) in storage.iter().enumerate() {
+            let ts: Vec<TargetId> = (0..c.targets_per_node).map(|t| tid(i as u32, t)).collect();
+            for t in &ts {
+                routing.targets.insert(*t, *n);
+            }
+            targets_of.insert(*n, ts);
+        }
+        let order: Vec<TargetId> = (0..c.targets_per_node)
+            .flat_map(|t| (0..c.storage_nodes).map(move |i| tid(i, t)))
+            .collect();
+        let mut chains = Vec::new();
+        for k in 0..c.chains {
+            let start = (k * c.replicas) as usize;
+            let members = &order[start..start + c.replicas as usize];
+            let id = ChainId(k + 1);
+            routing
+                .chains
+                .insert(id, ChainInfo::all_serving(id, ChainVersion(1), members));
+            chains.push(id);
+        }
+        routing.chain_tables.insert((1, 1), chains);
+        Self {
+            mgmtd,
+            storage,
+            clients,
+            targets_of,
+            initial: routing,
+            timeouts: c.timeouts,
+            read_mode: if c.reject_dirty_reads { ReadMode::RejectDirty } else { ReadMode::Committed },
+            bug,
+            mgmtd_bug,
+        }
+    }
+
+    /// Every chain, in id order.
+    pub fn chains(&self) -> Vec<ChainId> {
+        self.initial.chains.keys().copied().collect()
+    }
+
+    fn scale(&self, d: Duration) -> Duration {
+        match self.timeouts {
+            Timeouts::ThreeFs => d,
+            Timeouts::Fast => d / 10,
+        }
+    }
+
+    fn jitter(&self, d: Duration) -> Range<Duration> {
+        let d = self.scale(d);
+        d..d * 11 / 10
+    }
+
+    /// mgmtd configuration.
+    pub fn mgmtd_cfg(&self, node: NodeId) -> MgmtdConfig {
+        let mut m = MgmtdConfig::new(node);
+        let s = |d: Duration| self.scale(d);
+        m.lease_length = s(m.lease_length);
+        m.extend_interval = self.jitter(m.extend_interval.start);
+        m.suspicious_interval = s(m.suspicious_interval);
+        m.heartbeat_fail_interval = s(m.heartbeat_fail_interval);
+        m.timestamp_window = s(m.timestamp_window);
+        m.bootstrap_length = s(m.bootstrap_length);
+        m.session_timeout = s(m.session_timeout);
+        m.chain_update_interval = self.jitter(m.chain_update_interval.start);
+        m.bug = self.mgmtd_bug;
+        m
+    }
+
+    /// Storage configuration.
+    pub fn storage_cfg(&self, node: NodeId) -> StorageConfig {
+        let targets = self.targets_of[&node].iter().map(|t| (*t, self.read_mode)).collect();
+        let mut s = StorageConfig::new(node, targets);
+        s.mgmtd = self.mgmtd.clone();
+        s.bug = self.bug;
+        s.heartbeat_interval = Some(self.jitter(t3fs_core::limits::HEARTBEAT_INTERVAL));
+        if let Some(f) = &s.forward_timeout {
+            s.forward_timeout = Some(self.scale(f.start)..self.scale(f.end));
+        }
+        s.forward_retry_wait = self.scale(s.forward_retry_wait.start)..self.scale(s.forward_retry_wait.end);
+        s
+    }
+
+    /// Client configuration for incarnation `inc` (a restarted client is a new session).
+    pub fn client_cfg(&self, node: NodeId, inc: u64) -> ClientConfig {
+        let mut c = ClientConfig::new(node, ClientId(u64::from(node.0) | inc << 32));
+        c.mgmtd = self.mgmtd.first().copied();
+        c.channels = 4;
+        if let Some(t) = &c.io_timeout {
+            c.io_timeout = Some(self.scale(t.start)..self.scale(t.end));
+        }
+        c.retry_wait = self.scale(c.retry_wait.start)..self.scale(c.retry_wait.end);
+        c.refresh_interval = Some(self.jitter(t3fs_core::limits::ROUTING_REFRESH));
+        c
+    }
+
+    /// A fresh process for `ctx` (first start or restart). `in_service`: the initial cluster.
+    pub fn process(&self, ctx: &Ctx, in_service: bool) -> Proc {
+        match ctx.role {
+            Role::Mgmtd => Proc::Mgmtd(Box::new(Mgmtd::new(self.mgmtd_cfg(ctx.id)))),
+            Role::Storage => {
+                let metas = ctx.disks.iter().map(|(t, d)| (*t, d.store.metas())).collect();
+                let cfg = self.storage_cfg(ctx.id);
+                let node = if in_service {
+                    StorageNode::new_in_service(cfg, metas, self.initial.clone())
+                } else {
+                    StorageNode::new(cfg, metas, RoutingInfo::default())
+                };
+                Proc::Storage(Box::new(node.with_io_base(ctx.incarnation << 40)))
+            }
+            Role::Client => Proc::Client(Box::new(Client::new(
+                self.client_cfg(ctx.id, ctx.incarnation),
+                self.initial.clone(),
+            ))),
+        }
+    }
+}

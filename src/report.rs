@@ -1,0 +1,36 @@
+//! Writes a simulated run's directory (via t3fs-sim's `rundir` and t3fs-reports) and renders
+//! its report; `t3fs report DIR` re-renders an existing directory.
+
+use std::path::{Path, PathBuf};
+
+use t3fs_scenario::Scenario;
+use t3fs_sim::run::Outcome;
+
+fn commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn host() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{} ({cores} cores, {} {})", name.trim(), std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// Writes `runs/<scenario>-seed<N>/` and its report; returns the directory.
+pub fn write(o: &Outcome, sc: &Scenario, mode: &str, command: &str, out: &Path) -> std::io::Result<PathBuf> {
+    let dir = out.join(format!("{}-seed{}", sc.name, o.seed));
+    let mut data = t3fs_sim::rundir::run_data(o, sc, command);
+    data.manifest.commit = commit();
+    data.manifest.host = host();
+    data.manifest.profile = if cfg!(debug_assertions) { "debug".into() } else { "release".into() };
+    data.manifest.mode = format!("sim ({mode})");
+    t3fs_reports::rundir::write(&dir, &data)?;
+    t3fs_reports::render(&dir)?;
+    Ok(dir)
+}

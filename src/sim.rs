@@ -1,0 +1,296 @@
+//! `t3fs sim run|swarm|replay|list` and `t3fs demo`: deterministic simulation of a whole cluster
+//! under scripted and random faults, with verdicts, run directories and reports.
+//!
+//! Every failure prints the exact command that reproduces it; exit codes are 127 (assertion),
+//! 128 (liveness) and 129 (correctness), as t3fs-sim defines them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use t3fs_scenario::Scenario;
+use t3fs_sim::run::{self, Outcome};
+
+#[derive(Subcommand, Debug)]
+pub enum SimCommand {
+    /// Run a scenario (a catalog name or a file) with one seed.
+    Run(RunArgs),
+    /// Run seeds whose cluster shape, workload and faults are drawn from the seed.
+    Swarm(SwarmArgs),
+    /// Re-run one swarm seed with a log line per event.
+    Replay(ReplayArgs),
+    /// List the catalog scenarios and the planted bugs.
+    List,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Catalog name (see `t3fs sim list`) or path to a scenario file.
+    scenario: String,
+    /// Seed (default: the scenario's first seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run every seed the scenario lists.
+    #[arg(long, conflicts_with = "seed")]
+    all_seeds: bool,
+    /// Plant a bug (see `t3fs sim list`).
+    #[arg(long, value_name = "NAME")]
+    bug: Option<String>,
+    /// Print one status line per event.
+    #[arg(long)]
+    log: bool,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
+    /// Do not write a run directory.
+    #[arg(long)]
+    no_report: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SwarmArgs {
+    /// Seeds to run.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    from: u64,
+    /// Plant a bug in every run; the swarm then reports the first seed that catches it.
+    #[arg(long, value_name = "NAME")]
+    bug: Option<String>,
+    /// Keep going after a failure.
+    #[arg(long)]
+    keep_going: bool,
+    /// Save failing seeds as regression scenarios in this directory.
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The swarm seed.
+    #[arg(long)]
+    seed: u64,
+    /// The planted bug the swarm ran with, if any.
+    #[arg(long, value_name = "NAME")]
+    bug: Option<String>,
+    /// Print one status line per event.
+    #[arg(long, default_value_t = true)]
+    log: bool,
+    /// Where the run directory goes.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
+}
+
+fn load(name: &str) -> Result<Scenario, String> {
+    let path = t3fs_scenario::find(name)?;
+    t3fs_scenario::load_file(&path).map_err(|e| e.to_string())
+}
+
+pub fn run(cmd: SimCommand) -> ExitCode {
+    match cmd {
+        SimCommand::Run(a) => run_cmd(a),
+        SimCommand::Swarm(a) => swarm_cmd(a),
+        SimCommand::Replay(a) => replay_cmd(a),
+        SimCommand::List => {
+            println!("scenarios ({}):", t3fs_scenario::catalog_dir().display());
+            for (name, path) in t3fs_scenario::catalog() {
+                let about = t3fs_scenario::load_file(&path).map(|s| s.about).unwrap_or_else(|e| format!("INVALID: {e}"));
+                println!("  {name:<32} {about}");
+            }
+            println!("planted bugs (--bug NAME):");
+            for (name, about) in t3fs_sim::bugs::list() {
+                println!("  {name:<32} {about}");
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn print_outcome(o: &Outcome, command: &str) {
+    for (name, v) in &o.verdicts {
+        let detail = v.detail();
+        let first = detail.lines().next().unwrap_or("");
+        println!("  {:<28} {:<7} {first}", name, v.label());
+        for l in detail.lines().skip(1) {
+            println!("  {:<28} {:<7} {l}", "", "");
+        }
+    }
+    println!(
+        "  events {} · simulated {:.1}s · trace {:016x}",
+        o.events,
+        o.sim_ns as f64 / 1e9,
+        o.trace
+    );
+    if o.passed() {
+        println!("PASS");
+    } else {
+        println!("FAIL (exit {}): {}", o.exit, o.reason);
+        println!("reproduce: {command}");
+    }
+}
+
+fn run_cmd(a: RunArgs) -> ExitCode {
+    let mut sc = match load(&a.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if a.bug.is_some() {
+        sc.bug = a.bug.clone();
+    }
+    let seeds = match (a.seed, a.all_seeds) {
+        (Some(s), _) => vec![s],
+        (None, true) => sc.seeds.clone(),
+        (None, false) => vec![sc.seeds[0]],
+    };
+    let mut worst = 0;
+    for seed in seeds {
+        let bug = sc.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
+        let command = format!("t3fs sim run {} --seed {seed}{bug}", a.scenario);
+        println!("{} (seed {seed}): {}", sc.name, sc.about);
+        let o = match run::run(&sc, seed, a.log) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        print_outcome(&o, &command);
+        if !a.no_report {
+            match crate::report::write(&o, &sc, "sim run", &command, &a.out) {
+                Ok(dir) => println!("run directory: {}", dir.display()),
+                Err(e) => eprintln!("warning: run directory not written: {e}"),
+            }
+        }
+        if o.exit != 0 && worst == 0 {
+            worst = o.exit;
+        }
+    }
+    ExitCode::from(worst as u8)
+}
+
+fn swarm_cmd(a: SwarmArgs) -> ExitCode {
+    let pb = ProgressBar::new(a.seeds);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds · {msg} · {elapsed} (eta {eta})")
+            .expect("template"),
+    );
+    let mut failures = 0u64;
+    let mut worst = 0;
+    let started = std::time::Instant::now();
+    let mut events = 0u64;
+    let mut sim_ns = 0u64;
+    for seed in a.from..a.from + a.seeds {
+        let sc = t3fs_sim::swarm::scenario(seed, a.bug.as_deref());
+        let o = match run::run(&sc, seed, false) {
+            Ok(o) => o,
+            Err(e) => {
+                pb.finish_and_clear();
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        events += o.events;
+        sim_ns += o.sim_ns;
+        pb.inc(1);
+        pb.set_message(format!("{failures} failed"));
+        if !o.passed() {
+            failures += 1;
+            if worst == 0 {
+                worst = o.exit;
+            }
+            let bug = a.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
+            pb.suspend(|| {
+                println!("seed {seed}: FAIL (exit {}): {}", o.exit, o.reason);
+                println!("  reproduce: t3fs sim replay --seed {seed}{bug}");
+            });
+            if let Some(dir) = &a.save {
+                let _ = std::fs::create_dir_all(dir);
+                let path = dir.join(format!("swarm_{seed}.toml"));
+                let mut saved = sc.clone();
+                saved.name = format!("swarm_{seed}");
+                saved.about = format!("Regression: swarm seed {seed} failed ({})", o.reason.lines().next().unwrap_or(""));
+                saved.seeds = vec![seed];
+                match std::fs::write(&path, t3fs_scenario::write::to_toml(&saved)) {
+                    Ok(()) => pb.suspend(|| println!("  saved: {} (t3fs sim run {})", path.display(), path.display())),
+                    Err(e) => pb.suspend(|| eprintln!("  not saved: {e}")),
+                }
+            }
+            if !a.keep_going {
+                break;
+            }
+        }
+    }
+    pb.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "swarm: {} seeds from {}, {failures} failed · {events} events · {:.0} simulated s in {wall:.1} s wall ({:.0}x real time)",
+        a.seeds,
+        a.from,
+        sim_ns as f64 / 1e9,
+        sim_ns as f64 / 1e9 / wall.max(1e-9)
+    );
+    if failures == 0 {
+        println!("PASS");
+    }
+    ExitCode::from(worst as u8)
+}
+
+fn replay_cmd(a: ReplayArgs) -> ExitCode {
+    let sc = t3fs_sim::swarm::scenario(a.seed, a.bug.as_deref());
+    println!("{}: {}", sc.name, sc.about);
+    print!("{}", t3fs_scenario::write::to_toml(&sc));
+    let bug = a.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
+    let command = format!("t3fs sim replay --seed {}{bug}", a.seed);
+    let o = match run::run(&sc, a.seed, a.log) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print_outcome(&o, &command);
+    match crate::report::write(&o, &sc, "sim replay", &command, &a.out) {
+        Ok(dir) => println!("run directory: {}", dir.display()),
+        Err(e) => eprintln!("warning: run directory not written: {e}"),
+    }
+    ExitCode::from(o.exit as u8)
+}
+
+/// `t3fs demo`: the embedded head-crash scenario, verdicts, run directory and report.
+pub fn demo(out: PathBuf) -> ExitCode {
+    let text = include_str!("../scenarios/catalog/head_crash_mid_write.toml");
+    let sc = t3fs_scenario::parse("embedded:head_crash_mid_write.toml", text).expect("the embedded demo scenario is valid");
+    let seed = sc.seeds[0];
+    println!("t3fs demo: {} — {}", sc.name, sc.about);
+    println!(
+        "cluster: {} mgmtd, {} storage nodes x {} targets, {} chains of {}, {} clients; seed {seed}",
+        sc.cluster.mgmtd, sc.cluster.storage_nodes, sc.cluster.targets_per_node, sc.cluster.chains, sc.cluster.replicas, sc.cluster.clients
+    );
+    let o = match run::run(&sc, seed, false) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(w) = &o.world {
+        println!("timeline:");
+        for n in w.sim.notes.iter().filter(|n| n.kind != "verdict") {
+            println!("  {:>9.3}s  {:<6} {:<10} {}", n.at as f64 / 1e9, n.kind, n.node, n.what);
+        }
+    }
+    print_outcome(&o, &format!("t3fs sim run head_crash_mid_write --seed {seed}"));
+    match crate::report::write(&o, &sc, "demo", "t3fs demo", &out) {
+        Ok(dir) => {
+            println!("run directory: {}", dir.display());
+            println!("report: {} and {}", dir.join("report.md").display(), dir.join("report.html").display());
+        }
+        Err(e) => eprintln!("warning: report not written: {e}"),
+    }
+    ExitCode::from(o.exit as u8)
+}

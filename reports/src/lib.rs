@@ -11,4 +11,4 @@ pub mod render;
 pub mod rundir;
 
 pub use render::render;
-pub use rundir::{ChainPoint, EventLine, Manifest, RunData, Series, VerdictLine};
+pub use rundir::{ChainPoint, EventLine, Manifest, OpLine, RunData, Series, VerdictLine};

@@ -4,6 +4,7 @@
 //! manifest.json     commit, scenario, seed, mode, command, host, config, verdicts, counters
 //! events.jsonl      one JSON object per notable event (faults, chain changes, phases, verdicts)
 //! series.json       completions per interval over (simulated or real) time, per operation
+//! history.jsonl     every client operation: client, chunk, op, value, invoke, return, failed
 //! chains.json       per chain: (time, serving targets, all targets, chain version) on change
 //! hist/<op>.hlog    HdrHistogram interval log (V2, compressed) of latencies in microseconds
 //! ```
@@ -112,6 +113,25 @@ pub struct ChainPoint {
     pub render: String,
 }
 
+/// One line of history.jsonl: a client operation as the checkers saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpLine {
+    /// Client.
+    pub client: u32,
+    /// Chunk (workload index).
+    pub chunk: u32,
+    /// `write` or `read`.
+    pub op: String,
+    /// Value written or read (hex), `hole`, `garbage` or `?` (no answer).
+    pub value: String,
+    /// Invocation, seconds.
+    pub invoke: f64,
+    /// Response, seconds (absent: open).
+    pub ret: Option<f64>,
+    /// The call failed (outcome unknown).
+    pub failed: bool,
+}
+
 /// Everything in a run directory.
 #[derive(Clone, Debug, Default)]
 pub struct RunData {
@@ -125,6 +145,8 @@ pub struct RunData {
     pub chains: Vec<ChainPoint>,
     /// Latency histograms (µs) per operation, one per interval of `series`.
     pub latencies: BTreeMap<String, Vec<Histogram<u64>>>,
+    /// history.jsonl (not read back by `read`: it can be large and reports do not draw it).
+    pub history: Vec<OpLine>,
 }
 
 /// A new latency histogram (1 µs to 1 hour, 3 significant digits).
@@ -145,6 +167,11 @@ pub fn write(dir: &Path, data: &RunData) -> io::Result<()> {
         writeln!(ev, "{}", serde_json::to_string(e).map_err(other)?)?;
     }
     ev.flush()?;
+    let mut hist = io::BufWriter::new(fs::File::create(dir.join("history.jsonl"))?);
+    for o in &data.history {
+        writeln!(hist, "{}", serde_json::to_string(o).map_err(other)?)?;
+    }
+    hist.flush()?;
     fs::write(dir.join("series.json"), serde_json::to_string(&data.series).map_err(other)?)?;
     fs::write(dir.join("chains.json"), serde_json::to_string_pretty(&data.chains).map_err(other)?)?;
     for (op, hists) in &data.latencies {
@@ -199,7 +226,7 @@ pub fn read(dir: &Path) -> io::Result<RunData> {
         }
         latencies.insert(op, hists);
     }
-    Ok(RunData { manifest, events, series, chains, latencies })
+    Ok(RunData { manifest, events, series, chains, latencies, history: Vec::new() })
 }
 
 fn base64_decode(s: &str) -> Result<Vec<u8>, String> {

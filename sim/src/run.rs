@@ -207,41 +207,40 @@ fn phases(w: &mut World) -> Outcome {
                 })
         });
     }
-    let (lin, durable) = check::histories(&w.sim.history, sc.workload.chunks, final_from);
+    let [(_, lin), (_, reg), (_, durable)] =
+        check::histories(&w.sim.history, sc.workload.chunks, final_from, sc.cluster.reject_dirty_reads);
     let corruption = check::corruption(&w.sim.history);
     let agreement = if converged_at.is_some() {
         check::agreement(w)
     } else {
         Verdict::Unknown("the cluster did not converge".into())
     };
-    let lin = if !sc.expect.linearizable && lin.failed() {
-        Verdict::Pass(format!("expected: {}", lin.detail()))
-    } else {
-        lin
+    let expected = |v: Verdict, allowed: bool| match v {
+        Verdict::Fail(d) if allowed => Verdict::Expected(format!("the scenario expects this: {d}")),
+        v => v,
     };
-    let durable = if sc.expect.loss_allowed && durable.failed() {
-        Verdict::Pass(format!("loss expected by the scenario: {}", durable.detail()))
-    } else {
-        durable
-    };
-    let liveness = if !sc.expect.converges && liveness.failed() {
-        Verdict::Pass(format!("expected: {}", liveness.detail()))
-    } else {
-        liveness
-    };
+    let lin = expected(lin, !sc.expect.linearizable);
+    let reg = expected(reg, !sc.expect.linearizable);
+    let durable = expected(durable, sc.expect.loss_allowed);
+    let liveness = expected(liveness, !sc.expect.converges);
     verdicts.push(("chain invariants", audit.clone()));
     verdicts.push(("linearizable", lin.clone()));
+    verdicts.push(("regular", reg.clone()));
     verdicts.push(("no acknowledged write lost", durable.clone()));
     verdicts.push(("no silent corruption", corruption.clone()));
     verdicts.push(("replicas agree", agreement.clone()));
     verdicts.push(("converged (liveness)", liveness.clone()));
     verdicts.push(("halts", halts));
+    let correctness = [
+        ("linearizable", &lin),
+        ("regular", &reg),
+        ("no acknowledged write lost", &durable),
+        ("no silent corruption", &corruption),
+        ("replicas agree", &agreement),
+    ];
     let (exit, reason) = if audit.failed() {
         (EXIT_ASSERTION, format!("chain invariants: {}", audit.detail()))
-    } else if let Some((n, v)) = [("linearizable", &lin), ("no acknowledged write lost", &durable), ("no silent corruption", &corruption), ("replicas agree", &agreement)]
-        .into_iter()
-        .find(|(_, v)| v.failed())
-    {
+    } else if let Some((n, v)) = correctness.into_iter().find(|(_, v)| v.failed()) {
         (EXIT_CORRECTNESS, format!("{n}: {}", v.detail().lines().next().unwrap_or("")))
     } else if liveness.failed() {
         (EXIT_LIVENESS, liveness.detail().to_string())

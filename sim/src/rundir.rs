@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use t3fs_core::mgmtd::chain_update::Row;
 use t3fs_core::routing::PublicState;
-use t3fs_reports::{ChainPoint, EventLine, Manifest, RunData, Series, VerdictLine};
+use t3fs_reports::{ChainPoint, EventLine, Manifest, OpLine, RunData, Series, VerdictLine};
+use t3fs_scenario::workload::Payload;
 use t3fs_scenario::Scenario;
 
 use crate::check::history::OpKind;
@@ -171,6 +172,30 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             serving: c.targets.iter().filter(|t| t.state == PublicState::Serving).count() as u32,
             targets: c.targets.len() as u32,
             render: t3fs_core::mgmtd::chain_update::render(&c.targets),
+        })
+        .collect();
+    data.history = w
+        .sim
+        .history
+        .ops
+        .iter()
+        .map(|o| {
+            let (op, value) = match o.kind {
+                OpKind::Write(v) => ("write", format!("{v:#x}")),
+                OpKind::Read(Some(Payload::Value(v))) => ("read", format!("{v:#x}")),
+                OpKind::Read(Some(Payload::Hole)) => ("read", "hole".into()),
+                OpKind::Read(Some(Payload::Garbage)) => ("read", "garbage".into()),
+                OpKind::Read(None) => ("read", "?".into()),
+            };
+            OpLine {
+                client: o.client,
+                chunk: o.chunk,
+                op: op.into(),
+                value,
+                invoke: o.invoke_ns as f64 / 1e9,
+                ret: o.ret_ns.map(|r| r as f64 / 1e9),
+                failed: o.failed,
+            }
         })
         .collect();
     data.manifest = m;

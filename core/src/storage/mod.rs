@@ -120,7 +120,7 @@ pub enum StorageTimer {
     Heartbeat,
     /// Re-send a heartbeat refused for want of a primary.
     HeartbeatRetry,
-    /// Retry a failed resync round for this (predecessor) target.
+    /// Retry a failed resync round, or restart one whose SyncStart/SyncDone went unanswered.
     Resync(TargetId),
 }
 

@@ -180,6 +180,17 @@ impl StorageNode {
                     target: successor,
                 }),
             );
+            self.arm_round_timeout(tid, out);
+        }
+    }
+
+    /// A `SyncStart` or `SyncDone` whose reply is lost would leave the round waiting forever
+    /// (the successor stays SYNCING): after the forward timeout the round restarts. Both
+    /// requests are idempotent at the successor. Without a forward timeout (the model checker's
+    /// reliable network) nothing is armed.
+    fn arm_round_timeout(&self, target: TargetId, out: &mut Outbox<Self>) {
+        if let Some(t) = &self.cfg.forward_timeout {
+            out.set_timer(StorageTimer::Resync(target), t.clone());
         }
     }
 
@@ -201,11 +212,12 @@ impl StorageNode {
     }
 
     pub(super) fn on_resync_timer(&mut self, target: TargetId, out: &mut Outbox<Self>) {
-        if self
-            .resyncs
-            .get(&target)
-            .is_some_and(|r| r.phase == ResyncPhase::Failed)
-        {
+        if self.resyncs.get(&target).is_some_and(|r| {
+            matches!(
+                r.phase,
+                ResyncPhase::Failed | ResyncPhase::Starting | ResyncPhase::Finishing
+            )
+        }) {
             self.resyncs.remove(&target);
             self.maybe_start_resyncs(out);
         }
@@ -291,7 +303,8 @@ impl StorageNode {
                     chain: r.chain,
                     target: r.successor,
                 };
-                return out.send(r.node, Msg::SyncDone(req));
+                out.send(r.node, Msg::SyncDone(req));
+                return self.arm_round_timeout(target, out);
             };
             *current = Some(chunk);
             let kind = if decision == Decision::Remove {

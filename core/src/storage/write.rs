@@ -513,10 +513,14 @@ impl StorageNode {
             (Status::Ok, None) | (Status::InvalidRequest, _) | (Status::DuplicateUpdate, _) => {
                 self.fail_running(target, chunk, Status::ForwardFailed, out)
             }
-            (
-                status @ (Status::ForwardFailed | Status::DiskError | Status::ChecksumMismatch),
-                _,
-            ) => self.fail_running(target, chunk, status, out),
+            // Divergent replicas: the update cannot complete on this chain.
+            (Status::ChecksumMismatch, _) => {
+                self.fail_running(target, chunk, Status::ChecksumMismatch, out)
+            }
+            // ForwardFailed / DiskError from the successor are transient here: downstream may
+            // already have committed this version (a middle whose own successor committed, then
+            // gave up or failed its disk), so abandoning it would let the next update reuse the
+            // version for other bytes. Keep retrying until the reply or a chain change.
             // The successor has newer routing: this node's routing change will re-forward.
             (Status::StaleChainVersion { current }, _) if current > sent => {}
             // Everything else is transient (the successor is behind, busy, or still running the
@@ -548,10 +552,18 @@ impl StorageNode {
         if running.sync_item {
             return self.end_sync_item(target, chunk, false, out);
         }
-        running.retries += 1;
+        running.retries = (running.retries + 1).min(max + 1);
         self.counters.forward_retries += 1;
-        if running.retries > max {
-            return self.fail_running(target, chunk, Status::ForwardFailed, out);
+        if running.retries > max && !running.acked {
+            // The budget bounds how long the caller waits, not the update: part of the chain may
+            // have committed this version already, and abandoning it would let the next update
+            // of the chunk reuse the version for different bytes (replicas diverge; the swarm
+            // found this). The caller gets ForwardFailed and retries with the same tag, which the
+            // exactly-once filter answers once the update finishes; the update keeps going
+            // until the successor answers or a chain change moves this target out of the path.
+            running.acked = true;
+            let w = running.waiter.clone();
+            reply(out, w.from, &w.req, Status::ForwardFailed, None);
         }
         self.forward(target, chunk, out);
     }
@@ -592,8 +604,11 @@ impl StorageNode {
         self.start_waiters(target, chunk, waiters, out);
     }
 
-    /// Ends the running update on `chunk` with an error upstream. The pending version stays on
-    /// the store; the next update of the chunk overwrites it.
+    /// Ends the running update on `chunk` with an error upstream (unless the caller was already
+    /// answered). The pending version stays on the store; the next update of the chunk
+    /// overwrites it, which is safe only because an update ends this way solely when no replica
+    /// downstream can have committed it (divergence detected, this target left the write path,
+    /// or the request itself was invalid).
     pub(super) fn fail_running(
         &mut self,
         target: TargetId,

@@ -181,6 +181,13 @@ impl StorageNode {
                     return reply(out, from, &req, Status::Ok, Some(result));
                 }
                 Admission::Locked => return reply(out, from, &req, Status::ChannelLocked, None),
+                // A forwarded update carries its explicit version, and the version checks make
+                // its replay safe; the channel may have moved on because the client gave up and
+                // reused it while this update was still being re-forwarded (a predecessor retries
+                // until the chain answers). Answering DuplicateUpdate there would make the
+                // predecessor abandon a version this replica may already have committed (the
+                // swarm found replicas diverging that way), so only client writes are refused.
+                Admission::Duplicate if !from_client => {}
                 Admission::Duplicate => {
                     return reply(out, from, &req, Status::DuplicateUpdate, None)
                 }

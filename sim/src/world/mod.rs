@@ -540,8 +540,8 @@ impl World {
             Ev::Probe => ("", "probe".to_string()),
         };
         let mut what = what;
-        if what.len() > 220 {
-            let mut cut = 220;
+        if what.len() > 900 {
+            let mut cut = 900;
             while !what.is_char_boundary(cut) {
                 cut -= 1;
             }

@@ -122,6 +122,10 @@ pub struct Audit {
     pub routing_changes: u64,
     /// Every published chain with its simulated time, for the chain-state timeline.
     pub timeline: Vec<(u64, ChainInfo)>,
+    /// Targets that may have missed writes: their node crashed, and no chain published since
+    /// has promoted them back to SERVING (only a resync or a LASTSRV return does). The fault
+    /// atlas does not count them as intact copies, even while routing still lists them SERVING.
+    pub stale: std::collections::BTreeSet<TargetId>,
 }
 
 /// Reachability counters: fault classes injected and §2.6.1 rows exercised.
@@ -357,6 +361,9 @@ impl World {
                 d.crash(&ops, &mut self.sim.rng, &self.sim.faults, may_damage);
             }
         }
+        if n.ctx.role == Role::Storage {
+            self.sim.audit.stale.extend(n.ctx.disks.keys().copied());
+        }
         n.ctx.life = Life::Down;
         n.ctx.incarnation += 1;
         n.ctx.timers.clear();
@@ -374,19 +381,34 @@ impl World {
         self.sim.reached("node crash");
     }
 
-    /// Restarts node `i` from its disks; damaged disks (EIO, corruption) are replaced with
-    /// empty ones when `replace_damaged`, and every disk when `replace_all`.
+    /// Restarts node `i` from its disks. A damaged disk (EIO, corruption) is replaced with an
+    /// empty one when `replace_damaged` and the fault atlas allows it (another intact SERVING
+    /// copy exists); otherwise the damage is treated as transient and cleared in place, since
+    /// replacing the last good copy would turn a recoverable fault into data loss (an empty
+    /// LASTSRV target returns as SERVING, §2.6.1). `replace_all` replaces every disk
+    /// unconditionally (a scenario's `restart_empty` already consulted the atlas).
     pub fn restart(&mut self, i: usize, replace_damaged: bool, replace_all: bool) {
         if self.nodes[i].ctx.life != Life::Down {
             return;
         }
+        let targets: Vec<TargetId> = self.nodes[i].ctx.disks.keys().copied().collect();
+        let replaceable: Vec<bool> = targets
+            .iter()
+            .map(|t| self.sim.atlas_off || self.other_intact_replica(*t))
+            .collect();
         let n = &mut self.nodes[i];
         let mut replaced = Vec::new();
-        for (t, d) in n.ctx.disks.iter_mut() {
-            if replace_all || (replace_damaged && d.damaged) {
+        let mut kept = Vec::new();
+        for ((t, d), ok) in n.ctx.disks.iter_mut().zip(replaceable) {
+            if replace_all || (replace_damaged && d.damaged && ok) {
                 *d = disk::Disk::default();
                 replaced.push(t.to_string());
             } else {
+                if d.damaged || !d.corrupt.is_empty() {
+                    kept.push(t.to_string());
+                    d.damaged = false;
+                    d.corrupt.clear();
+                }
                 // The medium's transient modes end with the process (a healed disk).
                 d.eio = false;
                 d.full = false;
@@ -394,11 +416,17 @@ impl World {
             }
         }
         let name = n.ctx.name.clone();
-        let what = if replaced.is_empty() {
+        let mut what = if replaced.is_empty() {
             "restart".to_string()
         } else {
             format!("restart with replaced disks {}", replaced.join(","))
         };
+        if !kept.is_empty() {
+            what.push_str(&format!(
+                "; atlas: damage on {} cleared in place (no other intact copy)",
+                kept.join(",")
+            ));
+        }
         self.sim.note("fault", &name, what);
         self.sim.reached(if replaced.is_empty() { "node restart" } else { "disk replaced" });
         self.start_node(i, false);
@@ -426,6 +454,7 @@ impl World {
         chain.targets.iter().any(|ct| {
             ct.target != target
                 && ct.state == PublicState::Serving
+                && !self.sim.audit.stale.contains(&ct.target)
                 && self.layout.initial.node_of(ct.target).is_some_and(|node| {
                     let c = &self.nodes[node.0 as usize].ctx;
                     c.life == Life::Up
@@ -615,6 +644,12 @@ impl World {
                     );
                     self.sim.audit.violation.get_or_insert(v);
                     continue;
+                }
+            }
+            for t in &c.targets {
+                let was = old.and_then(|o| o.state_of(t.target));
+                if t.state == PublicState::Serving && was != Some(PublicState::Serving) {
+                    self.sim.audit.stale.remove(&t.target);
                 }
             }
             if let Err(e) = check_chain(&c.targets) {

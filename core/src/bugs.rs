@@ -23,16 +23,26 @@ pub enum PlantedBug {
     /// A predecessor commits as soon as its local write is done, before the successor
     /// acknowledges (commit is no longer tail to head).
     CommitBeforeSuccessorAck,
+    /// 3FS's resync decision verbatim: a committed local chunk whose successor copy carries a
+    /// newer chain version aborts the round, even when the copy is identical (it was stamped by
+    /// an earlier sync), so the successor stays SYNCING forever (3FS issue #229).
+    ResyncFatalNewerSuccessor,
+    /// A predecessor abandons a forwarded update when its retry budget runs out, releasing the
+    /// chunk with the version possibly committed downstream; the next write reuses the version
+    /// for other bytes and the replicas diverge.
+    AbandonForwardOnTimeout,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 7] = [
         Self::TailAckBeforeCommit,
         Self::ReadPending,
         Self::ReplayAppliedTwice,
         Self::SkipChainVersionCheck,
         Self::CommitBeforeSuccessorAck,
+        Self::ResyncFatalNewerSuccessor,
+        Self::AbandonForwardOnTimeout,
     ];
 
     /// The command-line name.
@@ -43,6 +53,8 @@ impl PlantedBug {
             Self::ReplayAppliedTwice => "replay-applied-twice",
             Self::SkipChainVersionCheck => "skip-chain-version-check",
             Self::CommitBeforeSuccessorAck => "commit-before-successor-ack",
+            Self::ResyncFatalNewerSuccessor => "resync-fatal-newer-successor",
+            Self::AbandonForwardOnTimeout => "abandon-forward-on-timeout",
         }
     }
 
@@ -55,6 +67,12 @@ impl PlantedBug {
             Self::SkipChainVersionCheck => "replicas accept any chain version",
             Self::CommitBeforeSuccessorAck => {
                 "predecessor commits before its successor acknowledges"
+            }
+            Self::ResyncFatalNewerSuccessor => {
+                "resync aborts on an identical successor copy with a newer chain version (3FS #229)"
+            }
+            Self::AbandonForwardOnTimeout => {
+                "a forward that ran out of retries is abandoned; the version is reused"
             }
         }
     }

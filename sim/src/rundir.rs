@@ -16,7 +16,6 @@ use t3fs_scenario::Scenario;
 
 use crate::check::history::OpKind;
 use crate::run::Outcome;
-use crate::world::node::Proc;
 
 /// Seconds per series interval.
 pub const INTERVAL: f64 = 1.0;
@@ -95,39 +94,12 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
                 *c.entry(k.into()).or_default() += v;
             }
         }
-        match &node.proc {
-            Proc::Storage(s) => {
-                let sc = s.counters();
-                for (k, v) in [
-                    ("storage.commits", sc.commits),
-                    ("storage.stale_chain_version", sc.stale_chain_version),
-                    ("storage.forward_retries", sc.forward_retries),
-                    ("storage.cached_replies", sc.cached_replies),
-                    ("storage.resyncs_done", sc.resyncs_done),
-                    ("storage.resync_items", sc.resync_items),
-                    ("storage.force_commits", sc.force_commits),
-                ] {
-                    *c.entry(k.into()).or_default() += v;
-                }
-            }
-            Proc::Mgmtd(md) => {
-                let mc = md.counters();
-                for (k, v) in [
-                    ("mgmtd.commits", mc.commits),
-                    ("mgmtd.kv_failures", mc.kv_failures),
-                    ("mgmtd.chain_updates", mc.chain_updates),
-                    ("mgmtd.heartbeats_refused", mc.heartbeats_refused),
-                    ("mgmtd.tenures", mc.tenures),
-                ] {
-                    *c.entry(k.into()).or_default() += v;
-                }
-            }
-            Proc::Client(cl) => {
-                *c.entry("client.retries".into()).or_default() += cl.counters().retries;
-                *c.entry("client.failed_ios".into()).or_default() += cl.counters().failed_ios;
-            }
-            Proc::None => {}
+        for (k, v) in crate::world::node::counters_of(&node.proc).0 {
+            *c.entry(k.into()).or_default() += v;
         }
+    }
+    for (k, v) in &w.sim.retired {
+        *c.entry(k.to_string()).or_default() += v;
     }
     data.events = w
         .sim

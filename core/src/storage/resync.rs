@@ -27,6 +27,7 @@ use crate::machine::{ActionOf, Outbox};
 use crate::msg::{MessageTag, Msg, Status, SyncDoneReply, SyncReq, SyncStartReply, UpdateReq};
 use crate::routing::{LocalState, PublicState};
 use crate::storage::chunk_lock::Enqueue;
+use crate::bugs::PlantedBug;
 use crate::storage::write::{Phase, Running, Waiter};
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
 
@@ -48,11 +49,18 @@ pub enum Decision {
 }
 
 /// The §3.6 decision for one chunk, given the predecessor's (`local`) and the successor's
-/// (`remote`) metadata and the chain's current version. Rules in the reference's order.
+/// (`remote`) metadata and the chain's current version. Rules in the reference's order, with one
+/// refinement: 3FS declares a committed local chunk whose remote copy carries a newer chain
+/// version fatal, but a resync item or full-chunk replace stamps the *current* chain version on
+/// the successor, so after one more chain change an identical copy looks "ahead" and every round
+/// aborts (the target stays SYNCING forever: 3FS issue #229, which the swarm reproduced). t3fs
+/// skips identical bytes, ships the predecessor's copy when it is at least as new, and keeps
+/// fatal for a remote that is really ahead. `strict` restores 3FS's rule (a planted bug).
 pub fn decide(
     local: Option<&ChunkMeta>,
     remote: Option<&ChunkMeta>,
     current: ChainVersion,
+    strict: bool,
 ) -> Decision {
     let (l, r) = match (local, remote) {
         (None, None) => return Decision::Skip,
@@ -67,10 +75,16 @@ pub fn decide(
         return Decision::Write;
     }
     if l.chain_version < r.chain_version {
-        return if local_committed {
-            Decision::Fatal
-        } else {
+        return if !local_committed {
             Decision::Skip
+        } else if strict {
+            Decision::Fatal
+        } else if l.committed == r.committed && l.checksum == r.checksum {
+            Decision::Skip
+        } else if l.committed >= r.committed {
+            Decision::Write
+        } else {
+            Decision::Fatal
         };
     }
     if l.committed != r.committed {
@@ -263,6 +277,7 @@ impl StorageNode {
             return self.fail_round(target, out);
         }
         let current = rep.req.chain.version;
+        let strict = self.bug(PlantedBug::ResyncFatalNewerSuccessor);
         let t = &self.targets[&target];
         let mut removes = Vec::new();
         let mut writes = Vec::new();
@@ -272,7 +287,7 @@ impl StorageNode {
         ids.dedup();
         for chunk in ids {
             let remote = rep.metas.iter().find(|m| m.chunk == chunk);
-            match decide(t.chunks.get(&chunk), remote, current) {
+            match decide(t.chunks.get(&chunk), remote, current, strict) {
                 Decision::Remove => removes.push((chunk, Decision::Remove)),
                 Decision::Write => writes.push((chunk, Decision::Write)),
                 Decision::Skip => {}
@@ -564,7 +579,7 @@ mod tests {
     fn decision_table() {
         use Decision::*;
         let cur = ChainVersion(5);
-        let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur);
+        let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, false);
         assert_eq!(d(None, Some(meta(1, 1, 1, false))), Remove);
         assert_eq!(d(Some(meta(1, 1, 1, false)), None), Write);
         assert_eq!(
@@ -579,8 +594,23 @@ mod tests {
         );
         assert_eq!(
             d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "identical bytes stamped with a newer chain version by an earlier sync"
+        );
+        assert_eq!(
+            decide(Some(&meta(2, 3, 1, false)), Some(&meta(2, 4, 1, false)), cur, true),
             Fatal,
-            "remote ahead of a committed local"
+            "3FS's strict rule (issue #229)"
+        );
+        assert_eq!(
+            d(Some(meta(3, 3, 1, false)), Some(meta(2, 4, 7, false))),
+            Write,
+            "the predecessor's copy is newer: ship it"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, false)), Some(meta(3, 4, 1, false))),
+            Fatal,
+            "remote really ahead of a committed local"
         );
         assert_eq!(
             d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))),

@@ -392,7 +392,7 @@ fn predecessor_left_without_successor_commits_as_tail_under_new_chain_version() 
 }
 
 #[test]
-fn forward_retry_resolves_new_successor_and_gives_up_after_budget() {
+fn forward_retry_resolves_new_successor_and_answers_the_caller_after_budget() {
     let mut h = Harness::new(1, ReadMode::Committed, 1);
     let req = write(1, 1, b"r");
     let acts = h.recv(CLIENT, Msg::Write(req.clone()));
@@ -428,21 +428,35 @@ fn forward_retry_resolves_new_successor_and_gives_up_after_budget() {
             }
         ]
     );
-    // Budget exhausted: fail upstream; the pending version stays for the next write to replace.
+    // Budget exhausted: the caller hears ForwardFailed once, but the update keeps going (the
+    // successor may already have committed this version), with the lock held.
     let acts = h.handle(EventOf::Timer(retry_timer(1)));
+    let again2 = UpdateReq {
+        retry: 2,
+        ..fwd.clone()
+    };
     assert_eq!(
         acts,
         vec![
-            ActionOf::CancelTimer(retry_timer(1)),
-            reply(CLIENT, &req, Status::ForwardFailed, None)
+            reply(CLIENT, &req, Status::ForwardFailed, None),
+            ActionOf::Send {
+                to: NodeId(2),
+                msg: Msg::Update(again2)
+            },
+            ActionOf::SetTimer {
+                timer: retry_timer(1),
+                after: h.node.cfg.forward_timeout.clone().expect("timeout configured")
+            }
         ]
     );
-    assert!(h.node.target(TargetId(1)).unwrap().chunks[&chunk()]
-        .pending
-        .is_some());
-    // The client's retry is executed again (no cached result for a failure), at version 1.
-    let acts = h.recv(CLIENT, Msg::Write(UpdateReq { retry: 1, ..req }));
-    assert_eq!(acts, vec![update_io(2, 1, 1, b"r")]);
+    // The client's retry with the same tag finds the channel still running.
+    let acts = h.recv(CLIENT, Msg::Write(UpdateReq { retry: 1, ..req.clone() }));
+    assert_eq!(acts, vec![reply(CLIENT, &req, Status::ChannelLocked, None)]);
+    // A ForwardFailed from the successor is transient too: back off and re-send.
+    let ff = UpdateReply::answering(&fwd, Status::ForwardFailed, None);
+    let acts = h.recv(NodeId(2), Msg::UpdateReply(ff));
+    assert!(matches!(acts.as_slice(), [ActionOf::SetTimer { .. }]), "{acts:?}");
+    assert!(h.node.target(TargetId(1)).unwrap().locks.running(chunk()).is_some());
 }
 
 #[test]
@@ -520,8 +534,9 @@ fn reads_return_committed_data_or_not_committed_when_dirty_in_legacy_mode() {
 fn transient_rejection_backs_off_and_resends_even_without_a_forward_timeout() {
     // Goal: with no forward timeout (the model checker's setting) an update rejected by a
     // successor that is behind or still busy with the same update must not wait forever: it
-    // backs off and re-sends, and gives up after its retry budget. Found by the model's
-    // liveness property ("every client finishes or gives up").
+    // backs off and re-sends; after its retry budget the caller is answered ForwardFailed while
+    // the update keeps going. Found by the model's liveness property ("every client finishes
+    // or gives up").
     let mut h = Harness::new(1, ReadMode::Committed, 0);
     Arc::make_mut(&mut h.node.cfg).forward_retries_max = 1;
     let req = write(1, 1, b"s");
@@ -567,12 +582,19 @@ fn transient_rejection_backs_off_and_resends_even_without_a_forward_timeout() {
     );
     let busy = UpdateReply::answering(&fwd, Status::Busy, None);
     assert_eq!(h.recv(NodeId(2), Msg::UpdateReply(busy)).len(), 1);
+    // Out of budget: the client hears ForwardFailed once and the update re-sends on.
     let acts = h.handle(EventOf::Timer(retry_timer(1)));
     assert_eq!(
         acts,
         vec![
-            ActionOf::CancelTimer(retry_timer(1)),
-            reply(CLIENT, &req, Status::ForwardFailed, None)
+            reply(CLIENT, &req, Status::ForwardFailed, None),
+            ActionOf::Send {
+                to: NodeId(2),
+                msg: Msg::Update(UpdateReq {
+                    retry: 2,
+                    ..fwd.clone()
+                })
+            }
         ]
     );
 }

@@ -547,6 +547,7 @@ impl StorageNode {
         out: &mut Outbox<Self>,
     ) {
         let max = self.cfg.forward_retries_max;
+        let abandon = self.bug(PlantedBug::AbandonForwardOnTimeout);
         let Some(t) = self.targets.get_mut(&target) else {
             return;
         };
@@ -561,6 +562,9 @@ impl StorageNode {
         }
         running.retries = (running.retries + 1).min(max + 1);
         self.counters.forward_retries += 1;
+        if running.retries > max && abandon {
+            return self.fail_running(target, chunk, Status::ForwardFailed, out);
+        }
         if running.retries > max && !running.acked {
             // The budget bounds how long the caller waits, not the update: part of the chain may
             // have committed this version already, and abandoning it would let the next update

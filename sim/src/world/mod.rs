@@ -183,6 +183,8 @@ pub struct Sim {
     pub atlas_off: bool,
     /// Halts by reason (assertion-like conditions a machine reported).
     pub halts: Vec<String>,
+    /// Counters of processes that crashed (a report adds the live ones).
+    pub retired: BTreeMap<&'static str, u64>,
 }
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01B3;
@@ -301,6 +303,7 @@ impl World {
             workload_stopped: false,
             atlas_off: scenario.expect.loss_allowed,
             halts: Vec::new(),
+            retired: BTreeMap::new(),
         };
         let mut w = Self { scenario, layout, nodes, sim };
         for c in w.layout.initial.chains.values() {
@@ -369,6 +372,13 @@ impl World {
         n.ctx.timers.clear();
         n.ctx.deferred.clear();
         n.ctx.crash_after_forward = false;
+        let (counters, rows) = node::counters_of(&n.proc);
+        for (k, v) in counters {
+            *self.sim.retired.entry(k).or_default() += v;
+        }
+        for (r, v) in rows {
+            *self.sim.reach.rows.entry(r).or_default() += v;
+        }
         n.proc = Proc::None;
         if let Some(d) = &mut n.ctx.driver {
             // The running call's outcome is unknown: it stays open in the history.
@@ -401,7 +411,9 @@ impl World {
         let mut kept = Vec::new();
         for ((t, d), ok) in n.ctx.disks.iter_mut().zip(replaceable) {
             if replace_all || (replace_damaged && d.damaged && ok) {
+                let counters = d.counters.clone();
                 *d = disk::Disk::default();
+                d.counters = counters; // The slot's history stays in the report.
                 replaced.push(t.to_string());
             } else {
                 if d.damaged || !d.corrupt.is_empty() {

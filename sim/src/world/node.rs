@@ -119,6 +119,47 @@ pub struct Node {
     pub proc: Proc,
 }
 
+/// The named counters of a process (machine counters a report sums over the cluster), plus
+/// the §2.6.1 rows an mgmtd exercised.
+pub fn counters_of(p: &Proc) -> (Vec<(&'static str, u64)>, Vec<(t3fs_core::mgmtd::chain_update::Row, u64)>) {
+    match p {
+        Proc::Storage(s) => {
+            let c = s.counters();
+            (
+                vec![
+                    ("storage.commits", c.commits),
+                    ("storage.stale_chain_version", c.stale_chain_version),
+                    ("storage.forward_retries", c.forward_retries),
+                    ("storage.cached_replies", c.cached_replies),
+                    ("storage.resyncs_done", c.resyncs_done),
+                    ("storage.resync_items", c.resync_items),
+                    ("storage.resync_fatal", c.resync_fatal),
+                    ("storage.force_commits", c.force_commits),
+                ],
+                Vec::new(),
+            )
+        }
+        Proc::Mgmtd(m) => {
+            let c = m.counters();
+            (
+                vec![
+                    ("mgmtd.commits", c.commits),
+                    ("mgmtd.kv_failures", c.kv_failures),
+                    ("mgmtd.chain_updates", c.chain_updates),
+                    ("mgmtd.heartbeats_refused", c.heartbeats_refused),
+                    ("mgmtd.tenures", c.tenures),
+                ],
+                c.rows.iter().map(|(r, n)| (*r, *n)).collect(),
+            )
+        }
+        Proc::Client(c) => (
+            vec![("client.retries", c.counters().retries), ("client.failed_ios", c.counters().failed_ios)],
+            Vec::new(),
+        ),
+        Proc::None => (Vec::new(), Vec::new()),
+    }
+}
+
 /// Static facts of the simulated cluster.
 #[derive(Clone, Debug)]
 pub struct Layout {

@@ -23,10 +23,11 @@ pub enum PlantedBug {
     /// A predecessor commits as soon as its local write is done, before the successor
     /// acknowledges (commit is no longer tail to head).
     CommitBeforeSuccessorAck,
-    /// 3FS's resync decision verbatim: a committed local chunk whose successor copy carries a
-    /// newer chain version aborts the round, even when the copy is identical (it was stamped by
-    /// an earlier sync), so the successor stays SYNCING forever (3FS issue #229).
-    ResyncFatalNewerSuccessor,
+    /// 3FS's resync decision table verbatim (`storage::resync::decide_3fs`): an identical
+    /// successor copy stamped with a newer chain version aborts every round (3FS issue #229,
+    /// stuck SYNCING), and a chunk with a write in flight is skipped even when that write will
+    /// never reach the successor (promoted with a stale chunk).
+    Resync3fsTable,
     /// A predecessor abandons a forwarded update when its retry budget runs out, releasing the
     /// chunk with the version possibly committed downstream; the next write reuses the version
     /// for other bytes and the replicas diverge.
@@ -41,7 +42,7 @@ impl PlantedBug {
         Self::ReplayAppliedTwice,
         Self::SkipChainVersionCheck,
         Self::CommitBeforeSuccessorAck,
-        Self::ResyncFatalNewerSuccessor,
+        Self::Resync3fsTable,
         Self::AbandonForwardOnTimeout,
     ];
 
@@ -53,7 +54,7 @@ impl PlantedBug {
             Self::ReplayAppliedTwice => "replay-applied-twice",
             Self::SkipChainVersionCheck => "skip-chain-version-check",
             Self::CommitBeforeSuccessorAck => "commit-before-successor-ack",
-            Self::ResyncFatalNewerSuccessor => "resync-fatal-newer-successor",
+            Self::Resync3fsTable => "resync-3fs-table",
             Self::AbandonForwardOnTimeout => "abandon-forward-on-timeout",
         }
     }
@@ -68,8 +69,8 @@ impl PlantedBug {
             Self::CommitBeforeSuccessorAck => {
                 "predecessor commits before its successor acknowledges"
             }
-            Self::ResyncFatalNewerSuccessor => {
-                "resync aborts on an identical successor copy with a newer chain version (3FS #229)"
+            Self::Resync3fsTable => {
+                "3FS's resync decision table verbatim (issue #229; skips chunks with writes in flight)"
             }
             Self::AbandonForwardOnTimeout => {
                 "a forward that ran out of retries is abandoned; the version is reused"

@@ -79,7 +79,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         let at = ms(500 + r.below(duration.as_millis() as u64 * 2 / 3));
         let span = ms(500 + r.below(8000));
         let end = (at + span).min(duration);
-        match r.below(11) {
+        match r.below(13) {
             0 | 1 => {
                 // A storage crash and its restart (by name: the position moves on failover).
                 let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
@@ -123,9 +123,25 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
                 let n = storage(&mut r);
                 add(at, Action::DropHeartbeats { node: n, duration: span });
             }
-            _ => {
+            10 => {
                 add(at, Action::KvUnavailable);
                 add(end, Action::KvAvailable);
+            }
+            11 => {
+                // A slow disk (SSD GC, a dying device): milliseconds per I/O for a while.
+                let n = storage(&mut r);
+                let lo = 1 + r.below(20);
+                add(at, Action::SlowDisk { node: n.clone(), latency: ms(lo)..ms(lo * 5) });
+                add(end, Action::HealDisk(n));
+            }
+            _ => {
+                // A primary freezes (GC, VM migration) for longer than its lease may last, so a
+                // standby can take over while it still believes it leads.
+                let span = ms(2000 + r.below(8000));
+                add(at, Action::Pause(NodeRef::Primary));
+                for m in 0..cluster.mgmtd {
+                    add((at + span).min(duration), Action::Resume(NodeRef::Mgmtd(m)));
+                }
             }
         }
     }

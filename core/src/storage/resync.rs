@@ -49,24 +49,59 @@ pub enum Decision {
 }
 
 /// The §3.6 decision for one chunk, given the predecessor's (`local`) and the successor's
-/// (`remote`) metadata and the chain's current version. Rules in the reference's order, with one
-/// refinement: 3FS declares a committed local chunk whose remote copy carries a newer chain
-/// version fatal, but a resync item or full-chunk replace stamps the *current* chain version on
-/// the successor, so after one more chain change an identical copy looks "ahead" and every round
-/// aborts (the target stays SYNCING forever: 3FS issue #229, which the swarm reproduced). t3fs
-/// skips identical bytes, ships the predecessor's copy when it is at least as new, and keeps
-/// fatal for a remote that is really ahead. `strict` restores 3FS's rule (a planted bug).
+/// (`remote`) metadata and the chain's current version.
+///
+/// t3fs departs from 3FS's table (kept as [`decide_3fs`], the planted bug `resync-3fs-table`) in
+/// two ways, both found by the simulator's swarm:
+/// - 3FS skips a chunk whose local copy has a write in flight, trusting that write to reach the
+///   successor. A write admitted while this target was still the tail commits without forwarding
+///   even if the routing that makes the successor SYNCING arrives meanwhile, so the successor was
+///   promoted with a stale chunk. Here any pending version, on either side, ships the chunk: the
+///   item waits for the chunk lock, so it runs after the in-flight write and installs whatever
+///   was committed (idempotent if the write did reach the successor).
+/// - 3FS declares a committed local chunk fatal when the successor's copy carries a newer chain
+///   version, but a resync item or full-chunk replace stamps the *current* chain version, so an
+///   identical copy looks "ahead" after one more chain change and every round aborts (the target
+///   stays SYNCING forever: 3FS issue #229). Here identical bytes are skipped whatever their chain
+///   versions, the predecessor's copy is shipped when it is at least as new, and only a successor
+///   really ahead of a committed local copy is fatal.
 pub fn decide(
     local: Option<&ChunkMeta>,
     remote: Option<&ChunkMeta>,
     current: ChainVersion,
     strict: bool,
 ) -> Decision {
+    if strict {
+        return decide_3fs(local, remote, current);
+    }
     let (l, r) = match (local, remote) {
         (None, None) => return Decision::Skip,
         (None, Some(_)) => return Decision::Remove,
-        // Even a pending create: the item waits for the chunk lock, and by then the write has
-        // committed (it is shipped) or failed (nothing to ship; the item is skipped).
+        (Some(_), None) => return Decision::Write,
+        (Some(l), Some(r)) => (l, r),
+    };
+    if l.pending.is_some() || r.pending.is_some() {
+        return Decision::Write;
+    }
+    if l.committed == r.committed && l.checksum == r.checksum {
+        return Decision::Skip;
+    }
+    if l.committed >= r.committed {
+        Decision::Write
+    } else {
+        Decision::Fatal
+    }
+}
+
+/// 3FS's §3.6 decision table verbatim (rules in the reference's order).
+pub fn decide_3fs(
+    local: Option<&ChunkMeta>,
+    remote: Option<&ChunkMeta>,
+    current: ChainVersion,
+) -> Decision {
+    let (l, r) = match (local, remote) {
+        (None, None) => return Decision::Skip,
+        (None, Some(_)) => return Decision::Remove,
         (Some(_), None) => return Decision::Write,
         (Some(l), Some(r)) => (l, r),
     };
@@ -75,16 +110,10 @@ pub fn decide(
         return Decision::Write;
     }
     if l.chain_version < r.chain_version {
-        return if !local_committed {
-            Decision::Skip
-        } else if strict {
+        return if local_committed {
             Decision::Fatal
-        } else if l.committed == r.committed && l.checksum == r.checksum {
-            Decision::Skip
-        } else if l.committed >= r.committed {
-            Decision::Write
         } else {
-            Decision::Fatal
+            Decision::Skip
         };
     }
     if l.committed != r.committed {
@@ -277,7 +306,7 @@ impl StorageNode {
             return self.fail_round(target, out);
         }
         let current = rep.req.chain.version;
-        let strict = self.bug(PlantedBug::ResyncFatalNewerSuccessor);
+        let strict = self.bug(PlantedBug::Resync3fsTable);
         let t = &self.targets[&target];
         let mut removes = Vec::new();
         let mut writes = Vec::new();
@@ -582,10 +611,26 @@ mod tests {
         let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, false);
         assert_eq!(d(None, Some(meta(1, 1, 1, false))), Remove);
         assert_eq!(d(Some(meta(1, 1, 1, false)), None), Write);
+        assert_eq!(d(None, None), Skip);
         assert_eq!(
-            d(Some(meta(2, 4, 1, false)), Some(meta(3, 3, 2, false))),
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "identical"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "identical bytes stamped with a newer chain version by an earlier sync (3FS #229)"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))),
             Write,
-            "newer chain version wins"
+            "local write in flight: ship under the chunk lock, after it"
+        );
+        assert_eq!(
+            d(Some(meta(3, 5, 1, true)), Some(meta(2, 5, 1, false))),
+            Write,
+            "in flight at the current chain version: it may never reach the successor"
         );
         assert_eq!(
             d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, true))),
@@ -593,19 +638,14 @@ mod tests {
             "remote not committed"
         );
         assert_eq!(
-            d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))),
-            Skip,
-            "identical bytes stamped with a newer chain version by an earlier sync"
-        );
-        assert_eq!(
-            decide(Some(&meta(2, 3, 1, false)), Some(&meta(2, 4, 1, false)), cur, true),
-            Fatal,
-            "3FS's strict rule (issue #229)"
-        );
-        assert_eq!(
             d(Some(meta(3, 3, 1, false)), Some(meta(2, 4, 7, false))),
             Write,
             "the predecessor's copy is newer: ship it"
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 9, false))),
+            Write,
+            "same version, different bytes: the predecessor's copy wins"
         );
         assert_eq!(
             d(Some(meta(2, 3, 1, false)), Some(meta(3, 4, 1, false))),
@@ -613,38 +653,25 @@ mod tests {
             "remote really ahead of a committed local"
         );
         assert_eq!(
-            d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))),
-            Skip,
-            "local write in flight"
-        );
-        assert_eq!(
-            d(Some(meta(3, 4, 1, false)), Some(meta(2, 4, 1, false))),
-            Fatal,
-            "same chain, versions differ, old chain"
-        );
-        assert_eq!(
-            d(Some(meta(3, 5, 1, false)), Some(meta(2, 5, 1, false))),
-            Skip,
-            "same current chain: a write carries it"
-        );
-        assert_eq!(
-            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 9, false))),
-            Fatal,
-            "checksum differs, old chain"
-        );
-        assert_eq!(
-            d(Some(meta(2, 5, 1, false)), Some(meta(2, 5, 9, false))),
-            Skip
-        );
-        assert_eq!(
-            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, false))),
-            Skip,
-            "identical"
-        );
-        assert_eq!(
             d(Some(meta(0, 0, 0, true)), None),
             Write,
             "pending create: shipped once it commits"
         );
+    }
+
+    #[test]
+    fn decision_table_3fs() {
+        use Decision::*;
+        let cur = ChainVersion(5);
+        let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, true);
+        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(3, 3, 2, false))), Write, "newer chain version wins");
+        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, true))), Write, "remote not committed");
+        assert_eq!(d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))), Fatal, "issue #229");
+        assert_eq!(d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))), Skip, "local write in flight");
+        assert_eq!(d(Some(meta(3, 4, 1, false)), Some(meta(2, 4, 1, false))), Fatal, "old chain");
+        assert_eq!(d(Some(meta(3, 5, 1, false)), Some(meta(2, 5, 1, false))), Skip, "a write carries it");
+        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 9, false))), Fatal, "checksum, old chain");
+        assert_eq!(d(Some(meta(2, 5, 1, false)), Some(meta(2, 5, 9, false))), Skip);
+        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, false))), Skip, "identical");
     }
 }

@@ -159,7 +159,7 @@ pub fn catching_flags(bug: PlantedBug) -> Option<&'static str> {
         PlantedBug::SkipChainVersionCheck => None,
         // Both need resync or exhausted retry budgets under message loss: the simulator's
         // swarm catches them (tests/sim_bugs.rs).
-        PlantedBug::ResyncFatalNewerSuccessor | PlantedBug::AbandonForwardOnTimeout => None,
+        PlantedBug::Resync3fsTable | PlantedBug::AbandonForwardOnTimeout => None,
     }
 }
 

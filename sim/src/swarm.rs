@@ -138,9 +138,18 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
                 // A primary freezes (GC, VM migration) for longer than its lease may last, so a
                 // standby can take over while it still believes it leads.
                 let span = ms(2000 + r.below(8000));
+                let back = r.chance(0.5);
                 add(at, Action::Pause(NodeRef::Primary));
                 for m in 0..cluster.mgmtd {
-                    add((at + span).min(duration), Action::Resume(NodeRef::Mgmtd(m)));
+                    let end = (at + span).min(duration);
+                    // Half the time the pause also rewinds the clocks (a VM restored with a stale
+                    // clock): the deposed primary then believes its lease still runs, and only the
+                    // lease check inside its write transactions keeps it from committing.
+                    if back {
+                        let by = -(span.as_millis() as i64);
+                        add(end, Action::StepClock { node: NodeRef::Mgmtd(m), by_ms: by });
+                    }
+                    add(end, Action::Resume(NodeRef::Mgmtd(m)));
                 }
             }
         }

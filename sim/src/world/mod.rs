@@ -259,6 +259,7 @@ impl World {
                     life: Life::Down,
                     incarnation: 0,
                     clock,
+                    base_clock: clock,
                     timers: BTreeMap::new(),
                     inflight: BTreeMap::new(),
                     disks: BTreeMap::new(),

@@ -95,6 +95,9 @@ pub struct Ctx {
     pub incarnation: u64,
     /// The node's clock.
     pub clock: Clock,
+    /// The clock as first drawn (bounded background skew); healing restores it, as NTP would
+    /// after a step or a scripted skew.
+    pub base_clock: Clock,
     /// Armed timers and their generation.
     pub timers: BTreeMap<AnyTimer, u64>,
     /// I/O in flight.

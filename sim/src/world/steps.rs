@@ -14,7 +14,7 @@ use t3fs_core::routing::PublicState;
 use t3fs_core::time::Instant;
 use t3fs_scenario::schema::{Action, ChainPos, NodeRef, Step};
 
-use super::node::{Life, Role};
+use super::node::Life;
 use super::{Ev, World};
 
 impl World {
@@ -303,7 +303,8 @@ impl World {
         format!("corrupt: {name} holds no committed chunk")
     }
 
-    /// Heals everything for the liveness phase (or a `heal` step): links, holds, pauses, rates.
+    /// Heals everything for the liveness phase (or a `heal` step): links, holds, pauses, rates,
+    /// and clocks back to their background skew (steps and scripted skews end, as after NTP).
     pub fn heal(&mut self) {
         self.sim.net.repair_all();
         for (f, t, frame) in self.sim.net.release_all() {
@@ -314,6 +315,7 @@ impl World {
             let c = &mut self.nodes[i].ctx;
             c.drop_heartbeats_until = Instant::ZERO;
             c.crash_after_forward = false;
+            c.clock = c.base_clock;
             for d in c.disks.values_mut() {
                 d.slow = None;
                 d.full = false;
@@ -329,6 +331,5 @@ impl World {
         self.sim.kv.unavailable = false;
         self.sim.kv.conflict = 0.0;
         self.sim.kv.commit_unknown = 0.0;
-        let _ = Role::Client;
     }
 }

@@ -469,7 +469,7 @@ impl StorageNode {
                 self.full_read_done(target, chunk, expect_read(result), out)
             }
             IoPurpose::ForceCommit { target, chunk } => {
-                self.force_commit_done(target, chunk, expect_committed(result))
+                self.force_commit_done(target, chunk, expect_committed(result), out)
             }
         }
     }

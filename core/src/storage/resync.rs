@@ -187,8 +187,15 @@ impl StorageNode {
             let succ = chain
                 .successor_of(tid)
                 .filter(|s| s.state == PublicState::Syncing);
+            // A returning LASTSRV first force-commits its pending versions (§3.5 #8); a round
+            // snapshotting before those commits land would ship the older committed copies and
+            // leave the successor one version behind (found by the swarm).
+            let force_commits = self.ios.values().any(
+                |p| matches!(p, IoPurpose::ForceCommit { target, .. } if *target == tid),
+            );
             let eligible = chain.state_of(tid) == Some(PublicState::Serving)
-                && t.local_state == LocalState::UpToDate;
+                && t.local_state == LocalState::UpToDate
+                && !force_commits;
             match (succ, eligible) {
                 (Some(s), true) => {
                     let current = self

@@ -249,7 +249,10 @@ impl StorageNode {
         target: TargetId,
         chunk: ChunkId,
         meta: Result<ChunkMeta, ChunkError>,
+        out: &mut Outbox<Self>,
     ) {
+        // Resync rounds wait for the last force commit (see `maybe_start_resyncs`).
+        self.maybe_start_resyncs(out);
         let Ok(meta) = meta else { return };
         let t = self.targets.get_mut(&target).expect("hosted target");
         if meta.committed == crate::ids::ChunkVersion(0) {

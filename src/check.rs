@@ -122,6 +122,8 @@ fn mgmtd_catching(bug: MgmtdBug) -> (u32, u32, u32, u32, u32) {
         MgmtdBug::TwoSyncing => (3, 0, 0, 2, 2),
         // Needs a second mgmtd: covered by handler tests, not this model.
         MgmtdBug::UnfencedWrites => (2, 1, 1, 1, 1),
+        // A crashed replica left SERVING: the restarted one serves without a resync.
+        MgmtdBug::KeepFailedTarget => (2, 1, 1, 1, 1),
     }
 }
 

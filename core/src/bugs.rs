@@ -101,14 +101,18 @@ pub enum MgmtdBug {
     /// mgmtd writes chain changes without re-validating its lease in the transaction, so a
     /// deposed primary can still commit.
     UnfencedWrites,
+    /// A SERVING target whose local state is OFFLINE stays SERVING: the chain never moves a
+    /// failed replica out, writes stall on it, and a restarted replica serves without a resync.
+    KeepFailedTarget,
 }
 
 impl MgmtdBug {
     /// Every mgmtd bug.
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::PromoteBeforeSyncDone,
         Self::TwoSyncing,
         Self::UnfencedWrites,
+        Self::KeepFailedTarget,
     ];
 
     /// The command-line name.
@@ -117,6 +121,7 @@ impl MgmtdBug {
             Self::PromoteBeforeSyncDone => "promote-before-sync-done",
             Self::TwoSyncing => "two-syncing",
             Self::UnfencedWrites => "unfenced-writes",
+            Self::KeepFailedTarget => "keep-failed-target",
         }
     }
 
@@ -126,6 +131,7 @@ impl MgmtdBug {
             Self::PromoteBeforeSyncDone => "a SYNCING target is promoted before its sync is done",
             Self::TwoSyncing => "two targets of one chain sync at the same time",
             Self::UnfencedWrites => "chain writes skip the lease check: a deposed primary commits",
+            Self::KeepFailedTarget => "a failed SERVING target is never moved out of its chain",
         }
     }
 

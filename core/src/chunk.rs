@@ -13,8 +13,11 @@
 //! - `Commit` atomically replaces the committed version with the pending one and is durable when
 //!   reported. A commit at or below the committed version is a successful no-op (replays are
 //!   safe); a commit with no matching pending version is `VersionConflict`.
-//! - Operations on one chunk complete in submission order; different chunks may complete in any
-//!   order.
+//! - Mutations (update, commit, install) of one chunk complete in submission order; different
+//!   chunks may complete in any order. A read may complete before a mutation of its chunk that
+//!   was submitted earlier, and then returns the state before that mutation (an engine serving
+//!   reads from committed metadata while a commit is in flight); machines must not rely on
+//!   read-after-submit ordering.
 //! - After a crash, an operation without a reported completion may or may not have happened, but
 //!   it is atomic at this API.
 //!

@@ -77,7 +77,8 @@ pub enum ActionOf<Msg, Timer, Ret> {
     /// crashed. No further events are delivered.
     Halt(HaltReason),
     /// Starts an asynchronous I/O. Exactly one `IoDone` with this id follows unless the node
-    /// crashes. I/Os on the same chunk of one target complete in submission order.
+    /// crashes. Mutations of one chunk of one target complete in submission order; a read may
+    /// overtake an earlier mutation (see `chunk`).
     Io {
         /// Machine-chosen id, unique among this machine's pending I/Os.
         id: IoId,

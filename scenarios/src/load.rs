@@ -491,7 +491,7 @@ impl Cx<'_> {
         let at = parse_duration(&str_of("at")?).map_err(|m| err("at", m))?;
         let verb = str_of("do")?;
         let allowed: &[&str] = match verb.as_str() {
-            "crash" | "crash_after_forward" | "restart" | "restart_empty" | "pause" | "resume"
+            "crash" | "crash_after_forward" | "pause_on_commit" | "restart" | "restart_empty" | "pause" | "resume"
             | "isolate" | "corrupt_chunk" | "fail_disk" | "heal_disk" | "fill_disk" => &["node"],
             "partition" => &["a", "b", "oneway"],
             "repair" | "hold" | "release" => &["a", "b"],
@@ -508,7 +508,7 @@ impl Cx<'_> {
                 return Err(err(
                     "do",
                     format!(
-                        "unknown verb `{other}` (crash, crash_after_forward, restart, \
+                        "unknown verb `{other}` (crash, crash_after_forward, pause_on_commit, restart, \
                          restart_empty, pause, resume, partition, isolate, repair, hold, \
                          release, heal, set_loss, set_duplicate, set_latency, flap, skew_clock, \
                          step_clock, corrupt_chunk, fail_disk, heal_disk, slow_disk, fill_disk, \
@@ -522,6 +522,7 @@ impl Cx<'_> {
         }
         let action = match verb.as_str() {
             "crash" => Action::Crash(node_of("node")?),
+            "pause_on_commit" => Action::PauseOnCommit(node_of("node")?),
             "crash_after_forward" => Action::CrashAfterForward(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
             "restart" => Action::Restart(node_of("node")?),
             "restart_empty" => Action::RestartEmpty(storage_only(node_of("node")?).map_err(|m| err("node", m))?),

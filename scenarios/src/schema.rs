@@ -193,6 +193,9 @@ pub enum Action {
     /// Crash a storage node right after it next forwards an update downstream (the 3FS
     /// design-note case: the write is half-way down the chain).
     CrashAfterForward(NodeRef),
+    /// Freeze an mgmtd right after it next submits a KV commit that writes chain rows (the
+    /// commit lands when it resumes: a process pause in the middle of a chain update).
+    PauseOnCommit(NodeRef),
     /// Restart a crashed node with its disk.
     Restart(NodeRef),
     /// Restart a crashed storage node with empty, replaced disks (full resync).
@@ -315,6 +318,7 @@ impl Action {
                 | Self::SlowDisk { .. }
                 | Self::FillDisk(_)
                 | Self::CrashAfterForward(_)
+                | Self::PauseOnCommit(_)
                 | Self::KvFaults { .. }
         )
     }
@@ -324,6 +328,7 @@ impl Action {
         match self {
             Self::Crash(_) => "crash",
             Self::CrashAfterForward(_) => "crash_after_forward",
+            Self::PauseOnCommit(_) => "pause_on_commit",
             Self::Restart(_) => "restart",
             Self::RestartEmpty(_) => "restart_empty",
             Self::Pause(_) => "pause",

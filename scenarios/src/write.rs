@@ -77,7 +77,7 @@ pub fn to_toml(s: &Scenario) -> String {
     for st in &s.steps {
         let _ = writeln!(o, "\n[[step]]\nat = \"{}\"\ndo = \"{}\"", fmt_duration(st.at), st.action.verb());
         let line = match &st.action {
-            Action::Crash(n) | Action::CrashAfterForward(n) | Action::Restart(n) | Action::RestartEmpty(n)
+            Action::Crash(n) | Action::CrashAfterForward(n) | Action::PauseOnCommit(n) | Action::Restart(n) | Action::RestartEmpty(n)
             | Action::Pause(n) | Action::Resume(n) | Action::Isolate(n) | Action::CorruptChunk(n)
             | Action::FailDisk(n) | Action::HealDisk(n) | Action::FillDisk(n) => format!("node = \"{}\"", node(n)),
             Action::Partition { a, b, oneway } => format!("a = {}\nb = {}\noneway = {oneway}", nodes(a), nodes(b)),

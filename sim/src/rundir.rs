@@ -90,6 +90,7 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
                 ("disk.lost_on_crash", dc.lost_on_crash),
                 ("disk.applied_on_crash", dc.applied_on_crash),
                 ("disk.torn", dc.torn),
+                ("disk.reads_overtaking", dc.overtaken),
             ] {
                 *c.entry(k.into()).or_default() += v;
             }

@@ -119,7 +119,9 @@ pub fn generate_new_chain(
         for t in old.iter().filter(|t| t.state == group) {
             let l = local(t.target);
             let (new, row) = match group {
-                Serving if alive(l) => (Serving, Row::ServingStays),
+                Serving if alive(l) || bug == Some(MgmtdBug::KeepFailedTarget) => {
+                    (Serving, Row::ServingStays)
+                }
                 Serving if !has(&placed, LastSrv) => (LastSrv, Row::ServingDownBecomesLastSrv),
                 Serving => (Offline, Row::ServingDownNotFirst),
                 LastSrv if has(&placed, Serving) => (Offline, Row::LastSrvDeposed),

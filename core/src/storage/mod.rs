@@ -229,6 +229,9 @@ pub struct StorageNode {
     hb_version: u64,
     /// The mgmtd believed primary.
     primary: Option<NodeId>,
+    /// Periodic heartbeats sent to `primary` since its last reply: a silent primary (crashed,
+    /// paused, partitioned) is abandoned for the next mgmtd after two periods.
+    hb_unanswered: u32,
     /// Resync rounds this node runs as predecessor, by its target.
     resyncs: BTreeMap<TargetId, resync::Resync>,
     /// The time of the event being handled (for heartbeat timestamps); not state identity.
@@ -282,6 +285,7 @@ impl StorageNode {
             booting: with_mgmtd,
             hb_version: 0,
             primary,
+            hb_unanswered: 0,
             resyncs: BTreeMap::new(),
             now: Default::default(),
             counters: Default::default(),

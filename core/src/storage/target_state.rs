@@ -107,6 +107,17 @@ impl StorageNode {
     }
 
     pub(super) fn on_heartbeat_timer(&mut self, out: &mut Outbox<Self>) {
+        // A primary that answered none of the last two heartbeats may be dead, paused or cut
+        // off; ask the next mgmtd (a standby answers NotPrimary with the primary it knows).
+        // Without this, a frozen primary silently swallowed every heartbeat and its successor
+        // declared the whole cluster down (found by the swarm).
+        self.hb_unanswered += 1;
+        if self.hb_unanswered > 2 && self.cfg.mgmtd.len() > 1 {
+            let at = self.primary.and_then(|p| self.cfg.mgmtd.iter().position(|m| *m == p));
+            let next = at.map_or(0, |i| (i + 1) % self.cfg.mgmtd.len());
+            self.primary = Some(self.cfg.mgmtd[next]);
+            self.hb_unanswered = 0;
+        }
         self.send_heartbeat(out);
         self.poll_routing(out);
         if let Some(every) = self.cfg.heartbeat_interval.clone() {
@@ -115,6 +126,7 @@ impl StorageNode {
     }
 
     pub(super) fn on_heartbeat_reply(&mut self, status: MgmtdStatus, out: &mut Outbox<Self>) {
+        self.hb_unanswered = 0;
         match status {
             MgmtdStatus::StaleHeartbeat { last } if last >= self.hb_version => {
                 // A restarted process: continue after the last accepted version and resend.

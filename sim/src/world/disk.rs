@@ -4,7 +4,9 @@
 //! writes (another chunk's bytes are clobbered), and crash effects on unsynced operations (each
 //! in-flight operation either happened or not, and may be torn).
 //!
-//! Invariants: operations on one chunk complete in submission order (the `ChunkStore` contract);
+//! Invariants: mutations of one chunk complete in submission order, and a read may complete
+//! before a mutation submitted earlier (it then sees the state before it) — the `ChunkStore`
+//! contract as amended here;
 //! destructive faults (EIO, corruption, misdirection, torn writes) happen only when the world's
 //! fault atlas allows them (`may_damage`); a disk that returned `Failed` or `Corrupt` is
 //! `damaged` and is replaced (emptied) when its node restarts, since a version-based resync
@@ -43,6 +45,8 @@ pub struct DiskCounters {
     pub applied_on_crash: u64,
     /// In-flight operations torn by a crash.
     pub torn: u64,
+    /// Reads that completed before a mutation of the same chunk submitted earlier.
+    pub overtaken: u64,
 }
 
 /// One target's disk.
@@ -94,10 +98,21 @@ impl Disk {
             None => rng.duration(f.disk_latency.clone()),
         };
         let mut at = Instant(now.0 + latency.as_nanos() as u64);
-        if let Some(c) = chunk_of(op) {
-            let last = self.last_done.entry(c).or_insert(Instant::ZERO);
-            at = at.max(*last);
-            *last = at;
+        let mutation = !matches!(op, ChunkOp::Read { .. } | ChunkOp::List);
+        match chunk_of(op) {
+            Some(c) if mutation => {
+                let last = self.last_done.entry(c).or_insert(Instant::ZERO);
+                at = at.max(*last);
+                *last = at;
+            }
+            // A read is served from the committed state when it completes, which may be before
+            // a commit submitted earlier completes (as in an engine that reads its committed
+            // metadata while the commit's write is in flight): mutations of one chunk stay in
+            // submission order, reads may overtake them.
+            Some(c) if self.last_done.get(&c).is_some_and(|last| *last > at) => {
+                self.counters.overtaken += 1;
+            }
+            _ => {}
         }
         at
     }

@@ -34,6 +34,7 @@ struct Effects<Ret> {
     returns: Vec<(RequestId, Ret)>,
     halted: Option<String>,
     forwarded: bool,
+    committed: bool,
 }
 
 fn event<M: Machine<Msg = Msg>>(
@@ -65,7 +66,7 @@ fn run<M: Machine<Msg = Msg>>(
         Some(e) => m.handle(local, e, &mut out),
     }
     m.check_invariants();
-    let mut fx = Effects { returns: Vec::new(), halted: None, forwarded: false };
+    let mut fx = Effects { returns: Vec::new(), halted: None, forwarded: false, committed: false };
     for a in out.drain() {
         match a {
             ActionOf::Send { to, msg } => {
@@ -103,6 +104,12 @@ fn run<M: Machine<Msg = Msg>>(
                         at
                     }
                     IoOp::Kv(op) => {
+                        // Only commits that write chain rows count (lease extensions run
+                        // every second and would make the trigger fire on the wrong commit).
+                        let chain_prefix = t3fs_core::mgmtd::store::chain_key(t3fs_core::ids::ChainId(0));
+                        fx.committed |= matches!(&op, t3fs_core::kv::KvOp::Commit(c) if c.mutations.iter().any(|m| {
+                            matches!(m, t3fs_core::kv::Mutation::Set(k, _) if k.starts_with(&chain_prefix[..4]))
+                        }));
                         let d = sim.kv.latency(&mut sim.rng, &sim.faults);
                         ctx.inflight.insert(id, Pending::Kv(op));
                         Instant(now.0 + d.as_nanos() as u64)
@@ -136,6 +143,12 @@ impl World {
                     |_| None,
                 ) else { return };
                 let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Mgmtd);
+                if fx.committed && node.ctx.pause_on_commit {
+                    // Frozen with the commit in flight: its completion waits for the resume.
+                    node.ctx.pause_on_commit = false;
+                    node.ctx.life = Life::Paused;
+                    sim.reached("pause mid-commit");
+                }
                 let after = m.routing().map(|r| r.version);
                 (fx.halted, false, Vec::new(), before != after)
             }

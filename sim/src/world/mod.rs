@@ -264,6 +264,7 @@ impl World {
                     inflight: BTreeMap::new(),
                     disks: BTreeMap::new(),
                     crash_after_forward: false,
+                    pause_on_commit: false,
                     drop_heartbeats_until: Instant::ZERO,
                     deferred: Vec::new(),
                     driver: None,
@@ -646,7 +647,18 @@ impl World {
             }
             if let Some(old) = old {
                 if c.version < old.version {
-                    continue; // An older view (a deposed or lagging mgmtd): not a publication.
+                    // A deposed or lagging mgmtd may hold an older view; a primary must not
+                    // publish one (chain versions only grow: a stale row written by a deposed
+                    // primary and loaded by a later tenure would show up here).
+                    let primary = m.is_primary(self.nodes[who].ctx.clock.local(self.sim.now()));
+                    if primary {
+                        let v = format!(
+                            "chain {id} went back from {} to {} (published by primary {})",
+                            old.version, c.version, self.nodes[who].ctx.name
+                        );
+                        self.sim.audit.violation.get_or_insert(v);
+                    }
+                    continue;
                 }
                 if c.version == old.version {
                     let v = format!(

@@ -106,6 +106,8 @@ pub struct Ctx {
     pub disks: BTreeMap<TargetId, Disk>,
     /// Storage: crash right after the next forwarded update.
     pub crash_after_forward: bool,
+    /// mgmtd: pause right after the next KV commit is submitted.
+    pub pause_on_commit: bool,
     /// Storage: heartbeats are lost until this true time.
     pub drop_heartbeats_until: Instant,
     /// Events that arrived while paused, in arrival order.

@@ -69,6 +69,12 @@ impl World {
                     note = format!("crash {} after its next forward", name(self, i));
                 }
             }
+            Action::PauseOnCommit(r) => {
+                if let Some(i) = one(self, r) {
+                    self.nodes[i].ctx.pause_on_commit = true;
+                    note = format!("pause {} at its next KV commit", name(self, i));
+                }
+            }
             Action::Restart(r) => {
                 if let Some(i) = one(self, r) {
                     self.restart(i, true, false);
@@ -315,6 +321,7 @@ impl World {
             let c = &mut self.nodes[i].ctx;
             c.drop_heartbeats_until = Instant::ZERO;
             c.crash_after_forward = false;
+            c.pause_on_commit = false;
             c.clock = c.base_clock;
             for d in c.disks.values_mut() {
                 d.slow = None;

@@ -29,3 +29,7 @@ cargo nextest run --workspace --locked --no-fail-fast
 echo "== model check (release binary, the command users run)"
 cargo run --release --locked -- check craq
 cargo run --release --locked -- check mgmtd
+
+echo "== the main job and a swarm (release)"
+cargo run --release --locked -- demo --out target/runs
+cargo run --release --locked -- sim swarm --seeds 200

@@ -305,7 +305,7 @@ impl Cx<'_> {
             .lines()
             .enumerate()
             .skip(base - 1)
-            .find(|(_, l)| l.trim_start().starts_with(key) && l.contains('='))
+            .find(|(_, l)| l.split_once('=').is_some_and(|(k, _)| k.trim() == key))
             .map_or(base, |(i, _)| i + 1)
     }
 

@@ -75,9 +75,9 @@ pub struct ReplayArgs {
     /// The planted bug the swarm ran with, if any.
     #[arg(long, value_name = "NAME")]
     bug: Option<String>,
-    /// Print one status line per event.
-    #[arg(long, default_value_t = true)]
-    log: bool,
+    /// Do not print a status line per event.
+    #[arg(long)]
+    quiet: bool,
     /// Where the run directory goes.
     #[arg(long, default_value = "runs")]
     out: PathBuf,
@@ -246,7 +246,7 @@ fn replay_cmd(a: ReplayArgs) -> ExitCode {
     print!("{}", t3fs_scenario::write::to_toml(&sc));
     let bug = a.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
     let command = format!("t3fs sim replay --seed {}{bug}", a.seed);
-    let o = match run::run(&sc, a.seed, a.log) {
+    let o = match run::run(&sc, a.seed, !a.quiet) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {e}");

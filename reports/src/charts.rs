@@ -158,14 +158,17 @@ pub fn chain_timeline(d: &RunData) -> Result<String, String> {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(60)
-            .build_cartesian_2d(0.0..t_end, 0.0..rows as f64)
+            .build_cartesian_2d(0.0..t_end, -0.5..rows as f64 - 0.5)
             .map_err(err)?;
         let names = chains.clone();
         chart
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(rows)
-            .y_label_formatter(&|y| names.get(*y as usize).cloned().unwrap_or_default())
+            .y_label_formatter(&|y| {
+                let r = y.round();
+                if (y - r).abs() < 1e-6 && r >= 0.0 { names.get(r as usize).cloned().unwrap_or_default() } else { String::new() }
+            })
             .x_desc("time (s)")
             .draw()
             .map_err(err)?;
@@ -183,13 +186,13 @@ pub fn chain_timeline(d: &RunData) -> Result<String, String> {
                 };
                 let y = row as f64;
                 chart
-                    .draw_series(std::iter::once(Rectangle::new([(p.t, y + 0.15), (end, y + 0.85)], color.filled())))
+                    .draw_series(std::iter::once(Rectangle::new([(p.t, y - 0.35), (end, y + 0.35)], color.filled())))
                     .map_err(err)?;
             }
         }
         for t in fault_times(d) {
             chart
-                .draw_series(LineSeries::new(vec![(t, 0.0), (t, rows as f64)], RED.mix(0.5)))
+                .draw_series(LineSeries::new(vec![(t, -0.5), (t, rows as f64 - 0.5)], RED.mix(0.5)))
                 .map_err(err)?;
         }
         root.present().map_err(err)?;

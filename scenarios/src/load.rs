@@ -118,6 +118,7 @@ struct RawFaults {
     restart_after: Option<String>,
     clock_offset: Option<String>,
     clock_drift_ppm: Option<u32>,
+    buggify: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -430,6 +431,7 @@ impl Cx<'_> {
             })?;
         }
         f.clock_drift_ppm = r.clock_drift_ppm.unwrap_or(0);
+        f.buggify = r.buggify.unwrap_or(false);
         Ok(f)
     }
 

@@ -119,6 +119,8 @@ pub struct Faults {
     pub clock_offset: Duration,
     /// Largest per-node clock drift drawn at start, parts per million.
     pub clock_drift_ppm: u32,
+    /// Two-tier BUGGIFY: shrunk timeouts and forced error paths at random sites.
+    pub buggify: bool,
 }
 
 impl Default for Faults {
@@ -143,6 +145,7 @@ impl Default for Faults {
             restart_after: ms(500)..Duration::from_secs(10),
             clock_offset: Duration::ZERO,
             clock_drift_ppm: 0,
+            buggify: false,
         }
     }
 }

@@ -74,6 +74,7 @@ pub fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(o, "kv_latency = \"{}\"\nkv_conflict = {:?}\nkv_commit_unknown = {:?}", range(&f.kv_latency), f.kv_conflict, f.kv_commit_unknown);
     let _ = writeln!(o, "heartbeat_loss = {:?}\nrestart_after = \"{}\"", f.heartbeat_loss, range(&f.restart_after));
     let _ = writeln!(o, "clock_offset = \"{}\"\nclock_drift_ppm = {}", fmt_duration(f.clock_offset), f.clock_drift_ppm);
+    let _ = writeln!(o, "buggify = {}", f.buggify);
     for st in &s.steps {
         let _ = writeln!(o, "\n[[step]]\nat = \"{}\"\ndo = \"{}\"", fmt_duration(st.at), st.action.verb());
         let line = match &st.action {

@@ -63,6 +63,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         faults.clock_offset = ms(r.below(300));
         faults.clock_drift_ppm = r.below(200) as u32;
     }
+    faults.buggify = r.chance(0.5);
     let duration = Duration::from_secs(15 + r.below(16));
     let mut steps = Vec::new();
     let nfaults = r.below(7);

@@ -85,6 +85,16 @@ fn run<M: Machine<Msg = Msg>>(
                 sim.gen += 1;
                 let key = wrap(timer);
                 ctx.timers.insert(key, sim.gen);
+                // mgmtd's heartbeat deadline is exempt: 3FS's reads are safe only while the
+                // failure detector is slower than a live replica's routing refresh (no storage-
+                // side lease), so shrinking it reports that known hazard, not a new bug.
+                let exempt = matches!(key, AnyTimer::Mgmtd(t3fs_core::mgmtd::MgmtdTimer::HeartbeatDeadline(_)));
+                let after = if !exempt && sim.buggify.fire("buggify: shrunk timer", &mut sim.rng) {
+                    sim.reached("buggify: shrunk timer");
+                    after.start / 10..after.start / 10
+                } else {
+                    after
+                };
                 let d = ctx.clock.to_true(sim.rng.duration(after));
                 let at = Instant(now.0 + d.as_nanos() as u64);
                 sim.queue.push(at, Ev::Timer { node: ctx.id.0 as usize, timer: key, gen: sim.gen });
@@ -190,6 +200,14 @@ impl World {
         let may_damage = self.may_damage_node(i);
         let Some(p) = self.nodes[i].ctx.inflight.remove(&id) else { return };
         let result = match p {
+            Pending::Chunk(target, op)
+                if matches!(op, t3fs_core::chunk::ChunkOp::Update { .. })
+                    && self.sim.buggify.fire("buggify: disk nospace", &mut self.sim.rng) =>
+            {
+                self.sim.reached("buggify: disk nospace");
+                let _ = target;
+                IoResult::Chunk(Err(t3fs_core::chunk::ChunkError::NoSpace))
+            }
             Pending::Chunk(target, op) => {
                 let disk = self.nodes[i].ctx.disks.get_mut(&target).expect("own target");
                 let was_damaged = disk.damaged;
@@ -208,7 +226,15 @@ impl World {
                 }
                 IoResult::Chunk(r)
             }
-            Pending::Kv(op) => IoResult::Kv(self.sim.kv.execute(op, &mut self.sim.rng)),
+            Pending::Kv(op) => {
+                if matches!(op, t3fs_core::kv::KvOp::Commit(_))
+                    && self.sim.buggify.fire("buggify: kv conflict", &mut self.sim.rng)
+                {
+                    self.sim.reached("buggify: kv conflict");
+                    self.sim.kv.kv.inject(t3fs_core::kv::mem::MemKvFault::SpuriousConflict);
+                }
+                IoResult::Kv(self.sim.kv.execute(op, &mut self.sim.rng))
+            }
         };
         self.drive(i, Input::IoDone(id, result));
     }

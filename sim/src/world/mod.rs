@@ -11,6 +11,7 @@
 //! version" (checker state in `Audit`). Not here: the scenario runner and verdicts (run.rs),
 //! the checkers of whole histories (check/).
 
+pub mod buggify;
 pub mod client;
 pub mod clock;
 pub mod disk;
@@ -185,6 +186,8 @@ pub struct Sim {
     pub halts: Vec<String>,
     /// Counters of processes that crashed (a report adds the live ones).
     pub retired: BTreeMap<&'static str, u64>,
+    /// BUGGIFY sites enabled for this run.
+    pub buggify: buggify::Buggify,
 }
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01B3;
@@ -216,7 +219,14 @@ impl Sim {
             net::Fate::Held => self.net.parked.push((from, to, frame)),
             net::Fate::Deliver(delays) => {
                 let now = self.now();
+                let extra = if self.buggify.fire("buggify: net delay", &mut self.rng) {
+                    self.reached("buggify: net delay");
+                    self.rng.duration(self.net.spike_latency.clone())
+                } else {
+                    core::time::Duration::ZERO
+                };
                 for d in delays {
+                    let d = d + extra;
                     let at = Instant(now.0 + d.as_nanos() as u64);
                     self.queue.push(at, Ev::Deliver { from, to, frame: frame.clone() });
                 }
@@ -237,6 +247,7 @@ impl World {
         let layout = Layout::new(&scenario.cluster, bug, mgmtd_bug);
         let mut rng = Rng::new(seed);
         let faults = scenario.faults.clone();
+        let buggify = buggify::Buggify::new(faults.buggify, &mut rng);
         let mut nodes = Vec::new();
         let mut add = |role: Role, index: u32, name: String, rng: &mut Rng| {
             let id = NodeId(nodes.len() as u32);
@@ -306,6 +317,7 @@ impl World {
             atlas_off: scenario.expect.loss_allowed,
             halts: Vec::new(),
             retired: BTreeMap::new(),
+            buggify,
         };
         let mut w = Self { scenario, layout, nodes, sim };
         for c in w.layout.initial.chains.values() {
@@ -489,9 +501,24 @@ impl World {
 
     /// Runs events until the queue is empty or `until` passes; returns false if `stop` asked.
     pub fn run_until(&mut self, until: Instant, mut stop: impl FnMut(&mut Self) -> bool) -> bool {
+        let mut same_instant = 0u64;
+        let mut last = self.sim.now();
         while let Some(at) = self.sim.queue.peek_time() {
             if at > until {
                 return true;
+            }
+            // Simulated time must move: millions of events at one instant are a livelock (a
+            // machine re-arming a zero-delay timer), reported as an assertion failure.
+            if at == last {
+                same_instant += 1;
+                assert!(
+                    same_instant < 2_000_000,
+                    "livelock: 2,000,000 events at {:.6}s without time advancing",
+                    at.0 as f64 / 1e9
+                );
+            } else {
+                same_instant = 0;
+                last = at;
             }
             let (_, ev) = self.sim.queue.pop().expect("peeked");
             self.sim.events += 1;

@@ -27,6 +27,24 @@ fn err(e: impl std::fmt::Debug) -> String {
     format!("chart: {e:?}")
 }
 
+/// Draws the legend of a line chart and flushes the drawing.
+fn finish<'a, X, Y>(
+    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+) -> Result<(), String>
+where
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
 /// Completed operations per second over time, one line per operation, faults as red rules.
 pub fn throughput(d: &RunData) -> Result<String, String> {
     let mut svg = String::new();
@@ -74,13 +92,7 @@ pub fn throughput(d: &RunData) -> Result<String, String> {
                 .label(op.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        finish(chart, &root)?;
     }
     Ok(svg)
 }
@@ -128,13 +140,7 @@ pub fn latency(d: &RunData) -> Result<String, String> {
                 .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        finish(chart, &root)?;
     }
     Ok(svg)
 }

@@ -196,10 +196,11 @@ fn context(ops: &[Interval], stuck: usize) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn iv(op: RegOp, call: u64, ret: u64) -> Interval {
+    /// An operation over `[call, ret]` whose history index is its call time (test helper).
+    pub(crate) fn iv(op: RegOp, call: u64, ret: u64) -> Interval {
         Interval { op, call, ret, origin: call as usize }
     }
 

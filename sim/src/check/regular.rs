@@ -53,11 +53,8 @@ pub fn check(ops: &[Interval]) -> Result<(), (usize, Vec<Option<u64>>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::linearizability::tests::iv;
     use RegOp::*;
-
-    fn iv(op: RegOp, call: u64, ret: u64) -> Interval {
-        Interval { op, call, ret, origin: call as usize }
-    }
 
     #[test]
     fn inversion_allowed_staleness_not() {

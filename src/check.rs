@@ -274,7 +274,11 @@ fn via_simulator(bug: PlantedBug) -> ExitCode {
         if o.passed() || !t3fs_sim::run::run(&clean, seed, false).is_ok_and(|c| c.passed()) {
             continue;
         }
-        println!("caught by swarm seed {seed} ({} events, {:.1} simulated s):", o.events, o.sim_ns as f64 / 1e9);
+        println!(
+            "caught by swarm seed {seed} ({} events, {:.1} simulated s):",
+            o.events,
+            o.sim_ns as f64 / 1e9
+        );
         for (name, v) in o.verdicts.iter().filter(|(_, v)| v.failed()) {
             println!("  {name}: {}", v.label());
             for line in v.detail().lines() {
@@ -359,7 +363,8 @@ fn run_craq(a: CraqArgs) -> ExitCode {
     if let Some(addr) = &a.explore {
         return explore(configs[configs.len() - 1].clone(), addr);
     }
-    let no_shape = a.replicas.is_none() && a.clients.is_none() && a.writes.is_none() && a.failures.is_none();
+    let no_shape =
+        a.replicas.is_none() && a.clients.is_none() && a.writes.is_none() && a.failures.is_none();
     if let Some(bug) = bug.filter(|b| no_shape && craq::catching_flags(*b).is_none()) {
         return via_simulator(bug);
     }

@@ -19,16 +19,31 @@ fn commit() -> String {
 fn host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{} ({cores} cores, {} {})", name.trim(), std::env::consts::OS, std::env::consts::ARCH)
+    format!(
+        "{} ({cores} cores, {} {})",
+        name.trim(),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }
 
 /// Writes `runs/<scenario>-seed<N>/` and its report; returns the directory.
-pub fn write(o: &Outcome, sc: &Scenario, mode: &str, command: &str, out: &Path) -> std::io::Result<PathBuf> {
+pub fn write(
+    o: &Outcome,
+    sc: &Scenario,
+    mode: &str,
+    command: &str,
+    out: &Path,
+) -> std::io::Result<PathBuf> {
     let dir = out.join(format!("{}-seed{}", sc.name, o.seed));
     let mut data = t3fs_sim::rundir::run_data(o, sc, command);
     data.manifest.commit = commit();
     data.manifest.host = host();
-    data.manifest.profile = if cfg!(debug_assertions) { "debug".into() } else { "release".into() };
+    data.manifest.profile = if cfg!(debug_assertions) {
+        "debug".into()
+    } else {
+        "release".into()
+    };
     data.manifest.mode = format!("sim ({mode})");
     t3fs_reports::rundir::write(&dir, &data)?;
     t3fs_reports::render(&dir)?;

@@ -96,7 +96,9 @@ pub fn run(cmd: SimCommand) -> ExitCode {
         SimCommand::List => {
             println!("scenarios ({}):", t3fs_scenario::catalog_dir().display());
             for (name, path) in t3fs_scenario::catalog() {
-                let about = t3fs_scenario::load_file(&path).map(|s| s.about).unwrap_or_else(|e| format!("INVALID: {e}"));
+                let about = t3fs_scenario::load_file(&path)
+                    .map(|s| s.about)
+                    .unwrap_or_else(|e| format!("INVALID: {e}"));
                 println!("  {name:<32} {about}");
             }
             println!("planted bugs (--bug NAME):");
@@ -149,7 +151,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     };
     let mut worst = 0;
     for seed in seeds {
-        let bug = sc.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
+        let bug = sc
+            .bug
+            .as_ref()
+            .map(|b| format!(" --bug {b}"))
+            .unwrap_or_default();
         let command = format!("t3fs sim run {} --seed {seed}{bug}", a.scenario);
         println!("{} (seed {seed}): {}", sc.name, sc.about);
         let o = match run::run(&sc, seed, a.log) {
@@ -203,7 +209,11 @@ fn swarm_cmd(a: SwarmArgs) -> ExitCode {
             if worst == 0 {
                 worst = o.exit;
             }
-            let bug = a.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
+            let bug = a
+                .bug
+                .as_ref()
+                .map(|b| format!(" --bug {b}"))
+                .unwrap_or_default();
             pb.suspend(|| {
                 println!("seed {seed}: FAIL (exit {}): {}", o.exit, o.reason);
                 println!("  reproduce: t3fs sim replay --seed {seed}{bug}");
@@ -213,10 +223,19 @@ fn swarm_cmd(a: SwarmArgs) -> ExitCode {
                 let path = dir.join(format!("swarm_{seed}.toml"));
                 let mut saved = sc.clone();
                 saved.name = format!("swarm_{seed}");
-                saved.about = format!("Regression: swarm seed {seed} failed ({})", o.reason.lines().next().unwrap_or(""));
+                saved.about = format!(
+                    "Regression: swarm seed {seed} failed ({})",
+                    o.reason.lines().next().unwrap_or("")
+                );
                 saved.seeds = vec![seed];
                 match std::fs::write(&path, t3fs_scenario::write::to_toml(&saved)) {
-                    Ok(()) => pb.suspend(|| println!("  saved: {} (t3fs sim run {})", path.display(), path.display())),
+                    Ok(()) => pb.suspend(|| {
+                        println!(
+                            "  saved: {} (t3fs sim run {})",
+                            path.display(),
+                            path.display()
+                        )
+                    }),
                     Err(e) => pb.suspend(|| eprintln!("  not saved: {e}")),
                 }
             }
@@ -244,7 +263,11 @@ fn replay_cmd(a: ReplayArgs) -> ExitCode {
     let sc = t3fs_sim::swarm::scenario(a.seed, a.bug.as_deref());
     println!("{}: {}", sc.name, sc.about);
     print!("{}", t3fs_scenario::write::to_toml(&sc));
-    let bug = a.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default();
+    let bug = a
+        .bug
+        .as_ref()
+        .map(|b| format!(" --bug {b}"))
+        .unwrap_or_default();
     let command = format!("t3fs sim replay --seed {}{bug}", a.seed);
     let o = match run::run(&sc, a.seed, !a.quiet) {
         Ok(o) => o,
@@ -264,7 +287,8 @@ fn replay_cmd(a: ReplayArgs) -> ExitCode {
 /// `t3fs demo`: the embedded head-crash scenario, verdicts, run directory and report.
 pub fn demo(out: PathBuf) -> ExitCode {
     let text = include_str!("../scenarios/catalog/head_crash_mid_write.toml");
-    let sc = t3fs_scenario::parse("embedded:head_crash_mid_write.toml", text).expect("the embedded demo scenario is valid");
+    let sc = t3fs_scenario::parse("embedded:head_crash_mid_write.toml", text)
+        .expect("the embedded demo scenario is valid");
     let seed = sc.seeds[0];
     println!("t3fs demo: {} — {}", sc.name, sc.about);
     println!(
@@ -281,14 +305,27 @@ pub fn demo(out: PathBuf) -> ExitCode {
     if let Some(w) = &o.world {
         println!("timeline:");
         for n in w.sim.notes.iter().filter(|n| n.kind != "verdict") {
-            println!("  {:>9.3}s  {:<6} {:<10} {}", n.at as f64 / 1e9, n.kind, n.node, n.what);
+            println!(
+                "  {:>9.3}s  {:<6} {:<10} {}",
+                n.at as f64 / 1e9,
+                n.kind,
+                n.node,
+                n.what
+            );
         }
     }
-    print_outcome(&o, &format!("t3fs sim run head_crash_mid_write --seed {seed}"));
+    print_outcome(
+        &o,
+        &format!("t3fs sim run head_crash_mid_write --seed {seed}"),
+    );
     match crate::report::write(&o, &sc, "demo", "t3fs demo", &out) {
         Ok(dir) => {
             println!("run directory: {}", dir.display());
-            println!("report: {} and {}", dir.join("report.md").display(), dir.join("report.html").display());
+            println!(
+                "report: {} and {}",
+                dir.join("report.md").display(),
+                dir.join("report.html").display()
+            );
         }
         Err(e) => eprintln!("warning: report not written: {e}"),
     }

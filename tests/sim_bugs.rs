@@ -23,12 +23,17 @@ fn the_swarm_catches_every_planted_bug() {
         let caught = (1..=BOUND).find(|&seed| {
             let sc = swarm::scenario(seed, Some(name));
             !run::run(&sc, seed, false).expect("runs").passed()
-                && run::run(&swarm::scenario(seed, None), seed, false).expect("runs").passed()
+                && run::run(&swarm::scenario(seed, None), seed, false)
+                    .expect("runs")
+                    .passed()
         });
         match caught {
             Some(seed) => eprintln!("{name}: caught by seed {seed}"),
             None => missed.push(name),
         }
     }
-    assert!(missed.is_empty(), "not caught within {BOUND} seeds: {missed:?}");
+    assert!(
+        missed.is_empty(),
+        "not caught within {BOUND} seeds: {missed:?}"
+    );
 }

@@ -19,7 +19,10 @@ const SLOW: &[&str] = &["large_cluster"];
 #[test]
 fn every_catalog_scenario_passes_with_its_seeds() {
     let catalog = t3fs_scenario::catalog();
-    assert!(catalog.len() >= 12, "the catalog holds at least 12 scenarios");
+    assert!(
+        catalog.len() >= 12,
+        "the catalog holds at least 12 scenarios"
+    );
     let mut failures = Vec::new();
     for (name, _) in &catalog {
         if SLOW.contains(&name.as_str()) {
@@ -34,7 +37,11 @@ fn every_catalog_scenario_passes_with_its_seeds() {
             }
         }
     }
-    assert!(failures.is_empty(), "failing runs:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "failing runs:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -49,7 +56,10 @@ fn same_seed_same_trace_and_different_seeds_differ() {
         assert_eq!(a.trace, b.trace, "{name}: seed 7 twice gives two traces");
         assert_eq!(a.events, b.events, "{name}: event counts differ");
         let c = run_seed(&sc, 8);
-        assert_ne!(a.trace, c.trace, "{name}: seeds 7 and 8 give the same trace");
+        assert_ne!(
+            a.trace, c.trace,
+            "{name}: seeds 7 and 8 give the same trace"
+        );
     }
 }
 
@@ -59,7 +69,11 @@ fn swarm_runs_are_deterministic_too() {
         let sc = t3fs_sim::swarm::scenario(seed, None);
         let a = run_seed(&sc, seed);
         let b = run_seed(&sc, seed);
-        assert_eq!((a.trace, a.events), (b.trace, b.events), "swarm seed {seed}");
+        assert_eq!(
+            (a.trace, a.events),
+            (b.trace, b.events),
+            "swarm seed {seed}"
+        );
         assert!(a.passed(), "t3fs sim replay --seed {seed}: {}", a.reason);
     }
 }
@@ -70,10 +84,27 @@ fn demo_shows_a_failover_resync_and_promotion() {
     let o = run_seed(&sc, sc.seeds[0]);
     assert!(o.passed(), "{}", o.reason);
     let w = o.world.as_ref().expect("world kept");
-    let chains: Vec<&str> = w.sim.notes.iter().filter(|n| n.kind == "chain").map(|n| n.what.as_str()).collect();
-    assert!(chains.iter().any(|c| c.contains("t1:OFFLINE")), "failover: {chains:?}");
-    assert!(chains.iter().any(|c| c.contains("t1:SYNCING")), "resync: {chains:?}");
-    assert!(chains.last().is_some_and(|c| !c.contains("OFFLINE") && !c.contains("SYNCING")), "promotion: {chains:?}");
+    let chains: Vec<&str> = w
+        .sim
+        .notes
+        .iter()
+        .filter(|n| n.kind == "chain")
+        .map(|n| n.what.as_str())
+        .collect();
+    assert!(
+        chains.iter().any(|c| c.contains("t1:OFFLINE")),
+        "failover: {chains:?}"
+    );
+    assert!(
+        chains.iter().any(|c| c.contains("t1:SYNCING")),
+        "resync: {chains:?}"
+    );
+    assert!(
+        chains
+            .last()
+            .is_some_and(|c| !c.contains("OFFLINE") && !c.contains("SYNCING")),
+        "promotion: {chains:?}"
+    );
 }
 
 #[test]
@@ -90,6 +121,10 @@ fn bad_scenario_files_name_file_line_and_field() {
     for (text, line, field) in cases {
         let e = t3fs_scenario::parse("bad.toml", text).expect_err(text);
         assert_eq!((e.line, e.field.as_str()), (line, field), "{e}");
-        assert!(e.to_string().starts_with(&format!("bad.toml:{line}: field `{field}`")), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("bad.toml:{line}: field `{field}`")),
+            "{e}"
+        );
     }
 }

@@ -20,7 +20,11 @@ const PALETTE: [RGBColor; 6] = [
 ];
 
 fn fault_times(d: &RunData) -> Vec<f64> {
-    d.events.iter().filter(|e| e.kind == "fault" || e.kind == "phase").map(|e| e.t).collect()
+    d.events
+        .iter()
+        .filter(|e| e.kind == "fault" || e.kind == "phase")
+        .map(|e| e.t)
+        .collect()
 }
 
 fn err(e: impl std::fmt::Debug) -> String {
@@ -62,7 +66,10 @@ pub fn throughput(d: &RunData) -> Result<String, String> {
             .fold(1.0, f64::max)
             * 1.1;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Throughput (completed operations per second)", ("sans-serif", 18))
+            .caption(
+                "Throughput (completed operations per second)",
+                ("sans-serif", 18),
+            )
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(60)
@@ -90,7 +97,9 @@ pub fn throughput(d: &RunData) -> Result<String, String> {
                 .draw_series(LineSeries::new(pts, color.stroke_width(2)))
                 .map_err(err)?
                 .label(op.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
         }
         finish(chart, &root)?;
     }
@@ -129,13 +138,20 @@ pub fn latency(d: &RunData) -> Result<String, String> {
             let pts: Vec<(usize, f64)> = QS
                 .iter()
                 .enumerate()
-                .map(|(i, q)| (i, (h.value_at_quantile(q / 100.0) as f64 / 1000.0).max(0.001)))
+                .map(|(i, q)| {
+                    (
+                        i,
+                        (h.value_at_quantile(q / 100.0) as f64 / 1000.0).max(0.001),
+                    )
+                })
                 .collect();
             chart
                 .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                 .map_err(err)?
                 .label(op.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
             chart
                 .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?;
@@ -154,13 +170,19 @@ pub fn chain_timeline(d: &RunData) -> Result<String, String> {
     chains.truncate(24);
     let rows = chains.len().max(1);
     let height = (80 + 28 * rows as u32).max(160);
-    let t_end = d.manifest.seconds.max(d.chains.iter().map(|c| c.t).fold(1.0, f64::max));
+    let t_end = d
+        .manifest
+        .seconds
+        .max(d.chains.iter().map(|c| c.t).fold(1.0, f64::max));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Chain states (green: all SERVING, amber: degraded, red: none serving)", ("sans-serif", 16))
+            .caption(
+                "Chain states (green: all SERVING, amber: degraded, red: none serving)",
+                ("sans-serif", 16),
+            )
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(60)
@@ -173,13 +195,18 @@ pub fn chain_timeline(d: &RunData) -> Result<String, String> {
             .y_labels(rows)
             .y_label_formatter(&|y| {
                 let r = y.round();
-                if (y - r).abs() < 1e-6 && r >= 0.0 { names.get(r as usize).cloned().unwrap_or_default() } else { String::new() }
+                if (y - r).abs() < 1e-6 && r >= 0.0 {
+                    names.get(r as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
             })
             .x_desc("time (s)")
             .draw()
             .map_err(err)?;
         for (row, name) in chains.iter().enumerate() {
-            let mut pts: Vec<&crate::rundir::ChainPoint> = d.chains.iter().filter(|c| &c.chain == name).collect();
+            let mut pts: Vec<&crate::rundir::ChainPoint> =
+                d.chains.iter().filter(|c| &c.chain == name).collect();
             pts.sort_by(|a, b| a.t.total_cmp(&b.t));
             for (k, p) in pts.iter().enumerate() {
                 let end = pts.get(k + 1).map_or(t_end, |n| n.t);
@@ -192,13 +219,19 @@ pub fn chain_timeline(d: &RunData) -> Result<String, String> {
                 };
                 let y = row as f64;
                 chart
-                    .draw_series(std::iter::once(Rectangle::new([(p.t, y - 0.35), (end, y + 0.35)], color.filled())))
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(p.t, y - 0.35), (end, y + 0.35)],
+                        color.filled(),
+                    )))
                     .map_err(err)?;
             }
         }
         for t in fault_times(d) {
             chart
-                .draw_series(LineSeries::new(vec![(t, -0.5), (t, rows as f64 - 0.5)], RED.mix(0.5)))
+                .draw_series(LineSeries::new(
+                    vec![(t, -0.5), (t, rows as f64 - 0.5)],
+                    RED.mix(0.5),
+                ))
                 .map_err(err)?;
         }
         root.present().map_err(err)?;

@@ -28,7 +28,9 @@ pub fn merged(d: &RunData) -> BTreeMap<String, Histogram<u64>> {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn ms(us: u64) -> String {
@@ -39,7 +41,11 @@ fn ms(us: u64) -> String {
 fn body(d: &RunData) -> (String, String) {
     let m = &d.manifest;
     let mut md = String::new();
-    let verdict = if m.exit == 0 { "PASS".to_string() } else { format!("FAIL (exit {}): {}", m.exit, m.reason) };
+    let verdict = if m.exit == 0 {
+        "PASS".to_string()
+    } else {
+        format!("FAIL (exit {}): {}", m.exit, m.reason)
+    };
     let _ = writeln!(md, "# t3fs run: {}\n\n{}\n", m.scenario, m.about);
     let _ = writeln!(md, "**Verdict: {verdict}**\n");
     let _ = writeln!(md, "| | |\n| --- | --- |");
@@ -47,11 +53,24 @@ fn body(d: &RunData) -> (String, String) {
     let _ = writeln!(md, "| mode | {} (seed {}) |", m.mode, m.seed);
     let _ = writeln!(md, "| commit | {} ({}) |", m.commit, m.profile);
     let _ = writeln!(md, "| host | {} |", m.host);
-    let _ = writeln!(md, "| run length | {:.1} s, {} events, trace {} |\n", m.seconds, m.events, m.trace);
-    let _ = writeln!(md, "## Verdicts\n\n| checker | verdict | detail |\n| --- | --- | --- |");
+    let _ = writeln!(
+        md,
+        "| run length | {:.1} s, {} events, trace {} |\n",
+        m.seconds, m.events, m.trace
+    );
+    let _ = writeln!(
+        md,
+        "## Verdicts\n\n| checker | verdict | detail |\n| --- | --- | --- |"
+    );
     for v in &m.verdicts {
         let detail = v.detail.lines().next().unwrap_or("");
-        let _ = writeln!(md, "| {} | **{}** | {} |", v.name, v.label, detail.replace('|', "\\|"));
+        let _ = writeln!(
+            md,
+            "| {} | **{}** | {} |",
+            v.name,
+            v.label,
+            detail.replace('|', "\\|")
+        );
     }
     let mut evidence = String::new();
     for v in m.verdicts.iter().filter(|v| v.detail.contains('\n')) {
@@ -62,17 +81,44 @@ fn body(d: &RunData) -> (String, String) {
     let _ = writeln!(tail, "\n## Latency percentiles (ms)\n\n| operation | count | p50 | p90 | p99 | p99.9 | p99.99 | max |\n| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (op, h) in merged(d) {
         let q = |x: f64| ms(h.value_at_quantile(x));
-        let _ = writeln!(tail, "| {op} | {} | {} | {} | {} | {} | {} | {} |", h.len(), q(0.5), q(0.9), q(0.99), q(0.999), q(0.9999), ms(h.max()));
+        let _ = writeln!(
+            tail,
+            "| {op} | {} | {} | {} | {} | {} | {} | {} |",
+            h.len(),
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(0.999),
+            q(0.9999),
+            ms(h.max())
+        );
     }
-    let _ = writeln!(tail, "\n## Timeline\n\n| time (s) | kind | node | event |\n| --- | --- | --- | --- |");
+    let _ = writeln!(
+        tail,
+        "\n## Timeline\n\n| time (s) | kind | node | event |\n| --- | --- | --- | --- |"
+    );
     let shown: Vec<_> = d.events.iter().filter(|e| e.kind != "verdict").collect();
     for e in shown.iter().take(200) {
-        let _ = writeln!(tail, "| {:.3} | {} | {} | {} |", e.t, e.kind, e.node, e.what.replace('|', "\\|"));
+        let _ = writeln!(
+            tail,
+            "| {:.3} | {} | {} | {} |",
+            e.t,
+            e.kind,
+            e.node,
+            e.what.replace('|', "\\|")
+        );
     }
     if shown.len() > 200 {
-        let _ = writeln!(tail, "\n({} more events in events.jsonl)", shown.len() - 200);
+        let _ = writeln!(
+            tail,
+            "\n({} more events in events.jsonl)",
+            shown.len() - 200
+        );
     }
-    let _ = writeln!(tail, "\n## Reachability\n\n| fault class | times |\n| --- | --- |");
+    let _ = writeln!(
+        tail,
+        "\n## Reachability\n\n| fault class | times |\n| --- | --- |"
+    );
     for (k, v) in &m.faults_reached {
         let _ = writeln!(tail, "| {k} | {v} |");
     }

@@ -17,7 +17,9 @@ use std::fs;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry};
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry,
+};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -161,7 +163,10 @@ fn other(e: impl std::fmt::Display) -> io::Error {
 /// Writes `data` into `dir` (created if needed).
 pub fn write(dir: &Path, data: &RunData) -> io::Result<()> {
     fs::create_dir_all(dir.join("hist"))?;
-    fs::write(dir.join("manifest.json"), serde_json::to_string_pretty(&data.manifest).map_err(other)?)?;
+    fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&data.manifest).map_err(other)?,
+    )?;
     let mut ev = io::BufWriter::new(fs::File::create(dir.join("events.jsonl"))?);
     for e in &data.events {
         writeln!(ev, "{}", serde_json::to_string(e).map_err(other)?)?;
@@ -172,21 +177,37 @@ pub fn write(dir: &Path, data: &RunData) -> io::Result<()> {
         writeln!(hist, "{}", serde_json::to_string(o).map_err(other)?)?;
     }
     hist.flush()?;
-    fs::write(dir.join("series.json"), serde_json::to_string(&data.series).map_err(other)?)?;
-    fs::write(dir.join("chains.json"), serde_json::to_string_pretty(&data.chains).map_err(other)?)?;
+    fs::write(
+        dir.join("series.json"),
+        serde_json::to_string(&data.series).map_err(other)?,
+    )?;
+    fs::write(
+        dir.join("chains.json"),
+        serde_json::to_string_pretty(&data.chains).map_err(other)?,
+    )?;
     for (op, hists) in &data.latencies {
-        let mut f = io::BufWriter::new(fs::File::create(dir.join("hist").join(format!("{op}.hlog")))?);
+        let mut f = io::BufWriter::new(fs::File::create(
+            dir.join("hist").join(format!("{op}.hlog")),
+        )?);
         let mut ser = V2DeflateSerializer::new();
         let mut w = IntervalLogWriterBuilder::new()
             .with_base_time(std::time::SystemTime::UNIX_EPOCH)
-            .add_comment(&format!("t3fs latency of {op} in microseconds; interval {} s", data.series.interval))
+            .add_comment(&format!(
+                "t3fs latency of {op} in microseconds; interval {} s",
+                data.series.interval
+            ))
             .begin_log_with(&mut f, &mut ser)
             .map_err(other)?;
         for (i, h) in hists.iter().enumerate() {
             let start = std::time::Duration::from_secs_f64(i as f64 * data.series.interval);
             let len = std::time::Duration::from_secs_f64(data.series.interval);
-            w.write_histogram(h, start, len, hdrhistogram::serialization::interval_log::Tag::new(op))
-                .map_err(other)?;
+            w.write_histogram(
+                h,
+                start,
+                len,
+                hdrhistogram::serialization::interval_log::Tag::new(op),
+            )
+            .map_err(other)?;
         }
         drop(w);
         f.flush()?;
@@ -196,7 +217,8 @@ pub fn write(dir: &Path, data: &RunData) -> io::Result<()> {
 
 /// Reads a run directory.
 pub fn read(dir: &Path) -> io::Result<RunData> {
-    let manifest: Manifest = serde_json::from_str(&fs::read_to_string(dir.join("manifest.json"))?).map_err(other)?;
+    let manifest: Manifest =
+        serde_json::from_str(&fs::read_to_string(dir.join("manifest.json"))?).map_err(other)?;
     let mut events = Vec::new();
     for line in io::BufReader::new(fs::File::open(dir.join("events.jsonl"))?).lines() {
         let line = line?;
@@ -204,8 +226,10 @@ pub fn read(dir: &Path) -> io::Result<RunData> {
             events.push(serde_json::from_str(&line).map_err(other)?);
         }
     }
-    let series: Series = serde_json::from_str(&fs::read_to_string(dir.join("series.json"))?).map_err(other)?;
-    let chains: Vec<ChainPoint> = serde_json::from_str(&fs::read_to_string(dir.join("chains.json"))?).map_err(other)?;
+    let series: Series =
+        serde_json::from_str(&fs::read_to_string(dir.join("series.json"))?).map_err(other)?;
+    let chains: Vec<ChainPoint> =
+        serde_json::from_str(&fs::read_to_string(dir.join("chains.json"))?).map_err(other)?;
     let mut latencies = BTreeMap::new();
     let hist_dir = dir.join("hist");
     let mut files: Vec<PathBuf> = fs::read_dir(&hist_dir)
@@ -213,23 +237,35 @@ pub fn read(dir: &Path) -> io::Result<RunData> {
         .unwrap_or_default();
     files.sort();
     for p in files {
-        let Some(op) = p.file_stem().and_then(|s| s.to_str()).map(str::to_string) else { continue };
+        let Some(op) = p.file_stem().and_then(|s| s.to_str()).map(str::to_string) else {
+            continue;
+        };
         let text = fs::read(&p)?;
         let mut hists = Vec::new();
         let mut de = Deserializer::new();
         for entry in IntervalLogIterator::new(&text) {
             if let Ok(LogEntry::Interval(h)) = entry {
                 let bytes = base64_decode(h.encoded_histogram()).map_err(other)?;
-                let hist: Histogram<u64> = de.deserialize(&mut io::Cursor::new(bytes)).map_err(other)?;
+                let hist: Histogram<u64> =
+                    de.deserialize(&mut io::Cursor::new(bytes)).map_err(other)?;
                 hists.push(hist);
             }
         }
         latencies.insert(op, hists);
     }
-    Ok(RunData { manifest, events, series, chains, latencies, history: Vec::new() })
+    Ok(RunData {
+        manifest,
+        events,
+        series,
+        chains,
+        latencies,
+        history: Vec::new(),
+    })
 }
 
 fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(s.trim()).map_err(|e| e.to_string())
+    base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .map_err(|e| e.to_string())
 }

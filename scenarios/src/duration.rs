@@ -23,10 +23,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "m" | "min" => 60e9,
-        _ => return Err(format!("`{s}` has unknown unit `{unit}` (use ns, us, ms, s or m)")),
+        _ => {
+            return Err(format!(
+                "`{s}` has unknown unit `{unit}` (use ns, us, ms, s or m)"
+            ))
+        }
     };
     let nanos = value * nanos_per;
-    if !nanos.is_finite() || nanos < 0.0 || nanos > 1e18 {
+    if !nanos.is_finite() || !(0.0..=1e18).contains(&nanos) {
         return Err(format!("`{s}` is out of range"));
     }
     Ok(Duration::from_nanos(nanos.round() as u64))
@@ -55,11 +59,11 @@ pub fn fmt_duration(d: Duration) -> String {
     let n = d.as_nanos();
     if n == 0 {
         "0s".into()
-    } else if n % 1_000_000_000 == 0 {
+    } else if n.is_multiple_of(1_000_000_000) {
         format!("{}s", n / 1_000_000_000)
-    } else if n % 1_000_000 == 0 {
+    } else if n.is_multiple_of(1_000_000) {
         format!("{}ms", n / 1_000_000)
-    } else if n % 1000 == 0 {
+    } else if n.is_multiple_of(1000) {
         format!("{}us", n / 1000)
     } else {
         format!("{n}ns")

@@ -33,8 +33,14 @@ pub fn find(name_or_path: &str) -> Result<std::path::PathBuf, String> {
     if c.is_file() {
         return Ok(c);
     }
-    let names = catalog().iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(", ");
-    Err(format!("no scenario `{name_or_path}` (not a file; catalog: {names})"))
+    let names = catalog()
+        .iter()
+        .map(|(n, _)| n.clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(format!(
+        "no scenario `{name_or_path}` (not a file; catalog: {names})"
+    ))
 }
 
 /// The catalog's scenario names and paths, sorted by name.

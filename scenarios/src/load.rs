@@ -210,13 +210,21 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let duration = dur(&raw.duration, "duration", 30)?;
     if let Some(last) = steps.last() {
         if last.at > duration {
-            return Err(cx.err_line(last.line, "at", format!("step runs after `duration` ends")));
+            return Err(cx.err_line(
+                last.line,
+                "at",
+                "step runs after `duration` ends".to_string(),
+            ));
         }
     }
     Ok(Scenario {
         name: raw.name.into_inner(),
         about: raw.about.into_inner(),
-        seeds: if raw.seeds.is_empty() { vec![1] } else { raw.seeds },
+        seeds: if raw.seeds.is_empty() {
+            vec![1]
+        } else {
+            raw.seeds
+        },
         duration,
         converge_within: dur(&raw.converge_within, "converge_within", 60)?,
         cluster,
@@ -243,7 +251,10 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     fn line_of(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
     }
 
     fn err(&self, offset: usize, field: &str, message: impl Into<String>) -> ScenarioError {
@@ -291,7 +302,11 @@ impl Cx<'_> {
             let msg = e.message().trim().to_string();
             let key = msg.split('`').nth(1).unwrap_or("").to_string();
             let line = self.key_line(t.span().start, &key);
-            let field = if key.is_empty() { name.to_string() } else { format!("{name}.{key}") };
+            let field = if key.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name}.{key}")
+            };
             self.err_line(line, &field, msg)
         })
     }
@@ -321,12 +336,18 @@ impl Cx<'_> {
             return Err(bad("mgmtd", format!("{} mgmtd: use 1 to 7", c.mgmtd)));
         }
         if c.replicas == 0 || c.replicas as usize > t3fs_core::limits::CHAIN_TARGETS_MAX {
-            return Err(bad("replicas", format!("{} replicas per chain", c.replicas)));
+            return Err(bad(
+                "replicas",
+                format!("{} replicas per chain", c.replicas),
+            ));
         }
         if c.storage_nodes < c.replicas {
             return Err(bad(
                 "storage_nodes",
-                format!("{} storage nodes cannot host chains of {}", c.storage_nodes, c.replicas),
+                format!(
+                    "{} storage nodes cannot host chains of {}",
+                    c.storage_nodes, c.replicas
+                ),
             ));
         }
         if c.targets_per_node == 0 || c.targets_per_node > 64 {
@@ -337,7 +358,10 @@ impl Cx<'_> {
         if chains == 0 || chains * c.replicas > targets {
             return Err(bad(
                 "chains",
-                format!("{chains} chains of {} need more than {targets} targets", c.replicas),
+                format!(
+                    "{chains} chains of {} need more than {targets} targets",
+                    c.replicas
+                ),
             ));
         }
         if c.clients == 0 || c.clients > 1024 {
@@ -346,7 +370,12 @@ impl Cx<'_> {
         let timeouts = match c.timeouts.as_str() {
             "fast" => Timeouts::Fast,
             "3fs" => Timeouts::ThreeFs,
-            other => return Err(bad("timeouts", format!("`{other}`: use \"fast\" or \"3fs\""))),
+            other => {
+                return Err(bad(
+                    "timeouts",
+                    format!("`{other}`: use \"fast\" or \"3fs\""),
+                ))
+            }
         };
         Ok(Cluster {
             mgmtd: c.mgmtd,
@@ -396,7 +425,11 @@ impl Cx<'_> {
             if let Some(v) = v {
                 if !(0.0..=1.0).contains(&v) {
                     let line = self.key_line(from, key);
-                    return Err(self.err_line(line, &format!("faults.{key}"), "a rate within 0..1"));
+                    return Err(self.err_line(
+                        line,
+                        &format!("faults.{key}"),
+                        "a rate within 0..1",
+                    ));
                 }
                 *into = v;
             }
@@ -410,7 +443,11 @@ impl Cx<'_> {
         rate("disk_corrupt", r.disk_corrupt, &mut f.disk_corrupt)?;
         rate("torn_write", r.torn_write, &mut f.torn_write)?;
         rate("kv_conflict", r.kv_conflict, &mut f.kv_conflict)?;
-        rate("kv_commit_unknown", r.kv_commit_unknown, &mut f.kv_commit_unknown)?;
+        rate(
+            "kv_commit_unknown",
+            r.kv_commit_unknown,
+            &mut f.kv_commit_unknown,
+        )?;
         rate("heartbeat_loss", r.heartbeat_loss, &mut f.heartbeat_loss)?;
         let range = |key: &str, v: &Option<String>, into: &mut Range<Duration>| {
             if let Some(v) = v {
@@ -421,13 +458,21 @@ impl Cx<'_> {
             Ok::<(), ScenarioError>(())
         };
         range("net_latency", &r.net_latency, &mut f.net_latency)?;
-        range("net_spike_latency", &r.net_spike_latency, &mut f.net_spike_latency)?;
+        range(
+            "net_spike_latency",
+            &r.net_spike_latency,
+            &mut f.net_spike_latency,
+        )?;
         range("disk_latency", &r.disk_latency, &mut f.disk_latency)?;
         range("kv_latency", &r.kv_latency, &mut f.kv_latency)?;
         range("restart_after", &r.restart_after, &mut f.restart_after)?;
         if let Some(v) = &r.clock_offset {
             f.clock_offset = parse_duration(v).map_err(|m| {
-                self.err_line(self.key_line(from, "clock_offset"), "faults.clock_offset", m)
+                self.err_line(
+                    self.key_line(from, "clock_offset"),
+                    "faults.clock_offset",
+                    m,
+                )
             })?;
         }
         f.clock_drift_ppm = r.clock_drift_ppm.unwrap_or(0);
@@ -450,14 +495,20 @@ impl Cx<'_> {
         let str_of = |key: &str| -> Result<String, ScenarioError> {
             match t.get(key) {
                 Some(toml::Value::String(v)) => Ok(v.clone()),
-                Some(other) => Err(err(key, format!("expected a string, found {}", other.type_str()))),
+                Some(other) => Err(err(
+                    key,
+                    format!("expected a string, found {}", other.type_str()),
+                )),
                 None => Err(err(key, "missing".into())),
             }
         };
         let int_of = |key: &str| -> Result<i64, ScenarioError> {
             match t.get(key) {
                 Some(toml::Value::Integer(v)) => Ok(*v),
-                Some(other) => Err(err(key, format!("expected an integer, found {}", other.type_str()))),
+                Some(other) => Err(err(
+                    key,
+                    format!("expected an integer, found {}", other.type_str()),
+                )),
                 None => Err(err(key, "missing".into())),
             }
         };
@@ -465,7 +516,12 @@ impl Cx<'_> {
             let v = match t.get(key) {
                 Some(toml::Value::Float(v)) => *v,
                 Some(toml::Value::Integer(v)) => *v as f64,
-                Some(other) => return Err(err(key, format!("expected a rate, found {}", other.type_str()))),
+                Some(other) => {
+                    return Err(err(
+                        key,
+                        format!("expected a rate, found {}", other.type_str()),
+                    ))
+                }
                 None => return Err(err(key, "missing".into())),
             };
             if !(0.0..=1.0).contains(&v) {
@@ -482,11 +538,19 @@ impl Cx<'_> {
                     .iter()
                     .map(|v| match v {
                         toml::Value::String(s) => parse_node(s, cluster).map_err(|m| err(key, m)),
-                        other => Err(err(key, format!("expected node names, found {}", other.type_str()))),
+                        other => Err(err(
+                            key,
+                            format!("expected node names, found {}", other.type_str()),
+                        )),
                     })
                     .collect(),
-                Some(toml::Value::String(s)) => Ok(vec![parse_node(s, cluster).map_err(|m| err(key, m))?]),
-                Some(other) => Err(err(key, format!("expected a list of nodes, found {}", other.type_str()))),
+                Some(toml::Value::String(s)) => {
+                    Ok(vec![parse_node(s, cluster).map_err(|m| err(key, m))?])
+                }
+                Some(other) => Err(err(
+                    key,
+                    format!("expected a list of nodes, found {}", other.type_str()),
+                )),
                 None => Err(err(key, "missing".into())),
             }
         };
@@ -519,22 +583,47 @@ impl Cx<'_> {
                 ))
             }
         };
-        if let Some(k) = t.keys().find(|k| *k != "at" && *k != "do" && !allowed.contains(&k.as_str())) {
-            return Err(err(k, format!("`{verb}` takes {}", if allowed.is_empty() { "no fields".to_string() } else { allowed.join(", ") })));
+        if let Some(k) = t
+            .keys()
+            .find(|k| *k != "at" && *k != "do" && !allowed.contains(&k.as_str()))
+        {
+            return Err(err(
+                k,
+                format!(
+                    "`{verb}` takes {}",
+                    if allowed.is_empty() {
+                        "no fields".to_string()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            ));
         }
         let action = match verb.as_str() {
             "crash" => Action::Crash(node_of("node")?),
             "pause_on_commit" => Action::PauseOnCommit(node_of("node")?),
-            "crash_after_forward" => Action::CrashAfterForward(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "crash_after_forward" => Action::CrashAfterForward(
+                storage_only(node_of("node")?).map_err(|m| err("node", m))?,
+            ),
             "restart" => Action::Restart(node_of("node")?),
-            "restart_empty" => Action::RestartEmpty(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "restart_empty" => {
+                Action::RestartEmpty(storage_only(node_of("node")?).map_err(|m| err("node", m))?)
+            }
             "pause" => Action::Pause(node_of("node")?),
             "resume" => Action::Resume(node_of("node")?),
             "isolate" => Action::Isolate(node_of("node")?),
-            "corrupt_chunk" => Action::CorruptChunk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
-            "fail_disk" => Action::FailDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
-            "heal_disk" => Action::HealDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
-            "fill_disk" => Action::FillDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?),
+            "corrupt_chunk" => {
+                Action::CorruptChunk(storage_only(node_of("node")?).map_err(|m| err("node", m))?)
+            }
+            "fail_disk" => {
+                Action::FailDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?)
+            }
+            "heal_disk" => {
+                Action::HealDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?)
+            }
+            "fill_disk" => {
+                Action::FillDisk(storage_only(node_of("node")?).map_err(|m| err("node", m))?)
+            }
             "partition" => Action::Partition {
                 a: nodes_of("a")?,
                 b: nodes_of("b")?,
@@ -544,15 +633,26 @@ impl Cx<'_> {
                     Some(_) => return Err(err("oneway", "expected true or false".into())),
                 },
             },
-            "repair" => Action::Repair { a: nodes_of("a")?, b: nodes_of("b")? },
-            "hold" => Action::Hold { a: nodes_of("a")?, b: nodes_of("b")? },
-            "release" => Action::Release { a: nodes_of("a")?, b: nodes_of("b")? },
+            "repair" => Action::Repair {
+                a: nodes_of("a")?,
+                b: nodes_of("b")?,
+            },
+            "hold" => Action::Hold {
+                a: nodes_of("a")?,
+                b: nodes_of("b")?,
+            },
+            "release" => Action::Release {
+                a: nodes_of("a")?,
+                b: nodes_of("b")?,
+            },
             "heal" => Action::Heal,
             "kv_unavailable" => Action::KvUnavailable,
             "kv_available" => Action::KvAvailable,
             "set_loss" => Action::SetLoss(rate_of("rate")?),
             "set_duplicate" => Action::SetDuplicate(rate_of("rate")?),
-            "set_latency" => Action::SetLatency(parse_range(&str_of("latency")?).map_err(|m| err("latency", m))?),
+            "set_latency" => {
+                Action::SetLatency(parse_range(&str_of("latency")?).map_err(|m| err("latency", m))?)
+            }
             "flap" => {
                 let count = int_of("count")?;
                 if !(1..=1000).contains(&count) {
@@ -568,9 +668,16 @@ impl Cx<'_> {
             "skew_clock" => Action::SkewClock {
                 node: node_of("node")?,
                 offset_ms: int_of("offset_ms")?,
-                drift_ppm: if t.contains_key("drift_ppm") { int_of("drift_ppm")? } else { 0 },
+                drift_ppm: if t.contains_key("drift_ppm") {
+                    int_of("drift_ppm")?
+                } else {
+                    0
+                },
             },
-            "step_clock" => Action::StepClock { node: node_of("node")?, by_ms: int_of("by_ms")? },
+            "step_clock" => Action::StepClock {
+                node: node_of("node")?,
+                by_ms: int_of("by_ms")?,
+            },
             "slow_disk" => Action::SlowDisk {
                 node: storage_only(node_of("node")?).map_err(|m| err("node", m))?,
                 latency: parse_range(&str_of("latency")?).map_err(|m| err("latency", m))?,
@@ -608,7 +715,9 @@ pub fn parse_node(s: &str, c: &Cluster) -> Result<NodeRef, String> {
             "tail" => ChainPos::Tail,
             _ => return Err(format!("`{s}`: use head:N, middle:N or tail:N")),
         };
-        let n: u32 = chain.parse().map_err(|_| format!("`{s}`: chain number expected"))?;
+        let n: u32 = chain
+            .parse()
+            .map_err(|_| format!("`{s}`: chain number expected"))?;
         if n == 0 || n > c.chains {
             return Err(format!("`{s}`: chains are numbered 1..={}", c.chains));
         }
@@ -617,18 +726,26 @@ pub fn parse_node(s: &str, c: &Cluster) -> Result<NodeRef, String> {
         }
         return Ok(NodeRef::ChainPos(pos, n));
     }
-    let (role, idx) = s
-        .rsplit_once('-')
-        .ok_or_else(|| format!("unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"))?;
-    let i: u32 = idx.parse().map_err(|_| format!("`{s}`: index expected after `-`"))?;
+    let (role, idx) = s.rsplit_once('-').ok_or_else(|| {
+        format!(
+            "unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"
+        )
+    })?;
+    let i: u32 = idx
+        .parse()
+        .map_err(|_| format!("`{s}`: index expected after `-`"))?;
     let (node, count) = match role {
         "mgmtd" => (NodeRef::Mgmtd(i), c.mgmtd),
         "storage" => (NodeRef::Storage(i), c.storage_nodes),
         "client" => (NodeRef::Client(i), c.clients),
-        _ => return Err(format!("unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)")),
+        _ => return Err(format!(
+            "unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"
+        )),
     };
     if i >= count {
-        return Err(format!("`{s}`: the cluster has {count} {role} nodes (0..{count})"));
+        return Err(format!(
+            "`{s}`: the cluster has {count} {role} nodes (0..{count})"
+        ));
     }
     Ok(node)
 }

@@ -112,7 +112,13 @@ pub fn decode_payload(data: &[u8]) -> Payload {
         return Payload::Garbage;
     }
     let value = u64::from_le_bytes(data[..8].try_into().expect("8 bytes"));
-    if value == 0 || data.iter().enumerate().skip(8).any(|(i, b)| *b != filler(value, i)) {
+    if value == 0
+        || data
+            .iter()
+            .enumerate()
+            .skip(8)
+            .any(|(i, b)| *b != filler(value, i))
+    {
         return Payload::Garbage;
     }
     Payload::Value(value)

@@ -48,61 +48,155 @@ pub fn to_toml(s: &Scenario) -> String {
     let seeds: Vec<String> = s.seeds.iter().map(u64::to_string).collect();
     let _ = writeln!(o, "seeds = [{}]", seeds.join(", "));
     let _ = writeln!(o, "duration = \"{}\"", fmt_duration(s.duration));
-    let _ = writeln!(o, "converge_within = \"{}\"", fmt_duration(s.converge_within));
+    let _ = writeln!(
+        o,
+        "converge_within = \"{}\"",
+        fmt_duration(s.converge_within)
+    );
     if let Some(b) = &s.bug {
         let _ = writeln!(o, "bug = {}", quote(b));
     }
     let c = &s.cluster;
     let _ = writeln!(o, "\n[cluster]");
-    let _ = writeln!(o, "mgmtd = {}\nstorage_nodes = {}\ntargets_per_node = {}", c.mgmtd, c.storage_nodes, c.targets_per_node);
-    let _ = writeln!(o, "replicas = {}\nchains = {}\nclients = {}", c.replicas, c.chains, c.clients);
-    let _ = writeln!(o, "timeouts = \"{}\"", match c.timeouts { Timeouts::Fast => "fast", Timeouts::ThreeFs => "3fs" });
+    let _ = writeln!(
+        o,
+        "mgmtd = {}\nstorage_nodes = {}\ntargets_per_node = {}",
+        c.mgmtd, c.storage_nodes, c.targets_per_node
+    );
+    let _ = writeln!(
+        o,
+        "replicas = {}\nchains = {}\nclients = {}",
+        c.replicas, c.chains, c.clients
+    );
+    let _ = writeln!(
+        o,
+        "timeouts = \"{}\"",
+        match c.timeouts {
+            Timeouts::Fast => "fast",
+            Timeouts::ThreeFs => "3fs",
+        }
+    );
     let _ = writeln!(o, "reject_dirty_reads = {}", c.reject_dirty_reads);
     let w = &s.workload;
     let _ = writeln!(o, "\n[workload]");
-    let _ = writeln!(o, "chunks = {}\nwrite_size = {}\nread_fraction = {:?}", w.chunks, w.write_size, w.read_fraction);
+    let _ = writeln!(
+        o,
+        "chunks = {}\nwrite_size = {}\nread_fraction = {:?}",
+        w.chunks, w.write_size, w.read_fraction
+    );
     let _ = writeln!(o, "think = \"{}\"", range(&w.think));
     if let Some(n) = w.ops_per_client {
         let _ = writeln!(o, "ops_per_client = {n}");
     }
     let f = &s.faults;
     let _ = writeln!(o, "\n[faults]");
-    let _ = writeln!(o, "net_latency = \"{}\"\nnet_spike = {:?}\nnet_spike_latency = \"{}\"", range(&f.net_latency), f.net_spike, range(&f.net_spike_latency));
+    let _ = writeln!(
+        o,
+        "net_latency = \"{}\"\nnet_spike = {:?}\nnet_spike_latency = \"{}\"",
+        range(&f.net_latency),
+        f.net_spike,
+        range(&f.net_spike_latency)
+    );
     let _ = writeln!(o, "loss = {:?}\nduplicate = {:?}", f.loss, f.duplicate);
-    let _ = writeln!(o, "disk_latency = \"{}\"\ndisk_spike = {:?}\ndisk_eio = {:?}", range(&f.disk_latency), f.disk_spike, f.disk_eio);
-    let _ = writeln!(o, "disk_corrupt = {:?}\ntorn_write = {:?}", f.disk_corrupt, f.torn_write);
-    let _ = writeln!(o, "kv_latency = \"{}\"\nkv_conflict = {:?}\nkv_commit_unknown = {:?}", range(&f.kv_latency), f.kv_conflict, f.kv_commit_unknown);
-    let _ = writeln!(o, "heartbeat_loss = {:?}\nrestart_after = \"{}\"", f.heartbeat_loss, range(&f.restart_after));
-    let _ = writeln!(o, "clock_offset = \"{}\"\nclock_drift_ppm = {}", fmt_duration(f.clock_offset), f.clock_drift_ppm);
+    let _ = writeln!(
+        o,
+        "disk_latency = \"{}\"\ndisk_spike = {:?}\ndisk_eio = {:?}",
+        range(&f.disk_latency),
+        f.disk_spike,
+        f.disk_eio
+    );
+    let _ = writeln!(
+        o,
+        "disk_corrupt = {:?}\ntorn_write = {:?}",
+        f.disk_corrupt, f.torn_write
+    );
+    let _ = writeln!(
+        o,
+        "kv_latency = \"{}\"\nkv_conflict = {:?}\nkv_commit_unknown = {:?}",
+        range(&f.kv_latency),
+        f.kv_conflict,
+        f.kv_commit_unknown
+    );
+    let _ = writeln!(
+        o,
+        "heartbeat_loss = {:?}\nrestart_after = \"{}\"",
+        f.heartbeat_loss,
+        range(&f.restart_after)
+    );
+    let _ = writeln!(
+        o,
+        "clock_offset = \"{}\"\nclock_drift_ppm = {}",
+        fmt_duration(f.clock_offset),
+        f.clock_drift_ppm
+    );
     let _ = writeln!(o, "buggify = {}", f.buggify);
     for st in &s.steps {
-        let _ = writeln!(o, "\n[[step]]\nat = \"{}\"\ndo = \"{}\"", fmt_duration(st.at), st.action.verb());
+        let _ = writeln!(
+            o,
+            "\n[[step]]\nat = \"{}\"\ndo = \"{}\"",
+            fmt_duration(st.at),
+            st.action.verb()
+        );
         let line = match &st.action {
-            Action::Crash(n) | Action::CrashAfterForward(n) | Action::PauseOnCommit(n) | Action::Restart(n) | Action::RestartEmpty(n)
-            | Action::Pause(n) | Action::Resume(n) | Action::Isolate(n) | Action::CorruptChunk(n)
-            | Action::FailDisk(n) | Action::HealDisk(n) | Action::FillDisk(n) => format!("node = \"{}\"", node(n)),
-            Action::Partition { a, b, oneway } => format!("a = {}\nb = {}\noneway = {oneway}", nodes(a), nodes(b)),
+            Action::Crash(n)
+            | Action::CrashAfterForward(n)
+            | Action::PauseOnCommit(n)
+            | Action::Restart(n)
+            | Action::RestartEmpty(n)
+            | Action::Pause(n)
+            | Action::Resume(n)
+            | Action::Isolate(n)
+            | Action::CorruptChunk(n)
+            | Action::FailDisk(n)
+            | Action::HealDisk(n)
+            | Action::FillDisk(n) => format!("node = \"{}\"", node(n)),
+            Action::Partition { a, b, oneway } => {
+                format!("a = {}\nb = {}\noneway = {oneway}", nodes(a), nodes(b))
+            }
             Action::Repair { a, b } | Action::Hold { a, b } | Action::Release { a, b } => {
                 format!("a = {}\nb = {}", nodes(a), nodes(b))
             }
             Action::Heal | Action::KvUnavailable | Action::KvAvailable => String::new(),
             Action::SetLoss(r) | Action::SetDuplicate(r) => format!("rate = {r:?}"),
             Action::SetLatency(l) => format!("latency = \"{}\"", range(l)),
-            Action::Flap { node: n, down, up, count } => format!(
+            Action::Flap {
+                node: n,
+                down,
+                up,
+                count,
+            } => format!(
                 "node = \"{}\"\ndown = \"{}\"\nup = \"{}\"\ncount = {count}",
                 node(n),
                 fmt_duration(*down),
                 fmt_duration(*up)
             ),
-            Action::SkewClock { node: n, offset_ms, drift_ppm } => {
-                format!("node = \"{}\"\noffset_ms = {offset_ms}\ndrift_ppm = {drift_ppm}", node(n))
+            Action::SkewClock {
+                node: n,
+                offset_ms,
+                drift_ppm,
+            } => {
+                format!(
+                    "node = \"{}\"\noffset_ms = {offset_ms}\ndrift_ppm = {drift_ppm}",
+                    node(n)
+                )
             }
-            Action::StepClock { node: n, by_ms } => format!("node = \"{}\"\nby_ms = {by_ms}", node(n)),
-            Action::SlowDisk { node: n, latency } => format!("node = \"{}\"\nlatency = \"{}\"", node(n), range(latency)),
+            Action::StepClock { node: n, by_ms } => {
+                format!("node = \"{}\"\nby_ms = {by_ms}", node(n))
+            }
+            Action::SlowDisk { node: n, latency } => {
+                format!("node = \"{}\"\nlatency = \"{}\"", node(n), range(latency))
+            }
             Action::DropHeartbeats { node: n, duration } => {
-                format!("node = \"{}\"\nfor = \"{}\"", node(n), fmt_duration(*duration))
+                format!(
+                    "node = \"{}\"\nfor = \"{}\"",
+                    node(n),
+                    fmt_duration(*duration)
+                )
             }
-            Action::KvFaults { conflict, commit_unknown } => {
+            Action::KvFaults {
+                conflict,
+                commit_unknown,
+            } => {
                 format!("conflict = {conflict:?}\ncommit_unknown = {commit_unknown:?}")
             }
         };
@@ -111,6 +205,10 @@ pub fn to_toml(s: &Scenario) -> String {
         }
     }
     let e = &s.expect;
-    let _ = writeln!(o, "\n[expect]\nlinearizable = {}\nloss_allowed = {}\nconverges = {}", e.linearizable, e.loss_allowed, e.converges);
+    let _ = writeln!(
+        o,
+        "\n[expect]\nlinearizable = {}\nloss_allowed = {}\nconverges = {}",
+        e.linearizable, e.loss_allowed, e.converges
+    );
     o
 }

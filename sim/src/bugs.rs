@@ -7,14 +7,19 @@ use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 
 /// Parses a bug name into the storage or the mgmtd variant.
 pub fn parse(name: Option<&str>) -> Result<(Option<PlantedBug>, Option<MgmtdBug>), String> {
-    let Some(name) = name else { return Ok((None, None)) };
+    let Some(name) = name else {
+        return Ok((None, None));
+    };
     if let Some(b) = PlantedBug::from_name(name) {
         return Ok((Some(b), None));
     }
     if let Some(b) = MgmtdBug::from_name(name) {
         return Ok((None, Some(b)));
     }
-    Err(format!("unknown bug `{name}`; known: {}", names().join(", ")))
+    Err(format!(
+        "unknown bug `{name}`; known: {}",
+        names().join(", ")
+    ))
 }
 
 /// Every bug name with its one-line description.

@@ -74,7 +74,12 @@ pub fn converged(w: &World) -> Result<(), String> {
         match &n.proc {
             Proc::Storage(s) => {
                 if s.routing().version != routing.version {
-                    return Err(format!("{} acts on routing {} (primary: {})", n.ctx.name, s.routing().version, routing.version));
+                    return Err(format!(
+                        "{} acts on routing {} (primary: {})",
+                        n.ctx.name,
+                        s.routing().version,
+                        routing.version
+                    ));
                 }
                 if s.targets().any(|t| !t.locks.is_empty()) {
                     return Err(format!("{} has updates in progress", n.ctx.name));
@@ -85,13 +90,14 @@ pub fn converged(w: &World) -> Result<(), String> {
                 if let Some(t) = s.targets().find(|t| {
                     t.local_state != LocalState::UpToDate && routing.chain_of_target(t.id).is_some()
                 }) {
-                    return Err(format!("{} reports {} {:?}", n.ctx.name, t.id, t.local_state));
+                    return Err(format!(
+                        "{} reports {} {:?}",
+                        n.ctx.name, t.id, t.local_state
+                    ));
                 }
             }
-            Proc::Client(_) => {
-                if n.ctx.driver.as_ref().is_some_and(|d| d.running.is_some()) {
-                    return Err(format!("{} has a call in flight", n.ctx.name));
-                }
+            Proc::Client(_) if n.ctx.driver.as_ref().is_some_and(|d| d.running.is_some()) => {
+                return Err(format!("{} has a call in flight", n.ctx.name));
             }
             _ => {}
         }
@@ -141,11 +147,19 @@ fn phases(w: &mut World) -> Outcome {
     w.run_until(Instant(sc.duration.as_nanos() as u64), |_| false);
     // Liveness phase: heal, restart, converge.
     let live_start = w.sim.now();
-    w.sim.note("phase", "", "liveness: heal network, restart crashed nodes, replace failed disks".into());
+    w.sim.note(
+        "phase",
+        "",
+        "liveness: heal network, restart crashed nodes, replace failed disks".into(),
+    );
     w.sim.workload_stopped = true;
     w.heal();
     for i in 0..w.nodes.len() {
-        let damaged = w.nodes[i].ctx.disks.values().any(|d| d.damaged || !d.corrupt.is_empty());
+        let damaged = w.nodes[i]
+            .ctx
+            .disks
+            .values()
+            .any(|d| d.damaged || !d.corrupt.is_empty());
         if damaged && w.nodes[i].ctx.life == Life::Up {
             w.crash(i, "disk replacement");
         }
@@ -177,7 +191,10 @@ fn phases(w: &mut World) -> Outcome {
     let mut verdicts: Vec<(&'static str, Verdict)> = Vec::new();
     let audit = match &w.sim.audit.violation {
         Some(v) => Verdict::Fail(v.clone()),
-        None => Verdict::Pass(format!("{} chain publications checked (§2.6.1)", w.sim.audit.routing_changes)),
+        None => Verdict::Pass(format!(
+            "{} chain publications checked (§2.6.1)",
+            w.sim.audit.routing_changes
+        )),
     };
     let halts = if w.sim.halts.is_empty() {
         Verdict::Pass("no machine halted".into())
@@ -200,23 +217,36 @@ fn phases(w: &mut World) -> Outcome {
     let final_from = w.sim.history.ops.len();
     if converged_at.is_some() {
         let clients: Vec<usize> = w.layout.clients.iter().map(|n| n.0 as usize).collect();
-        let mut todo: Vec<(usize, u32)> =
-            (0..sc.workload.chunks).map(|c| (clients[c as usize % clients.len()], c)).collect();
+        let mut todo: Vec<(usize, u32)> = (0..sc.workload.chunks)
+            .map(|c| (clients[c as usize % clients.len()], c))
+            .collect();
         todo.reverse();
         let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
         w.run_until(bound, |w| {
             todo.retain(|&(client, chunk)| {
-                let busy = w.nodes[client].ctx.driver.as_ref().is_some_and(|d| d.running.is_some());
+                let busy = w.nodes[client]
+                    .ctx
+                    .driver
+                    .as_ref()
+                    .is_some_and(|d| d.running.is_some());
                 busy || !w.issue_read(client, chunk)
             });
             todo.is_empty()
                 && w.layout.clients.iter().all(|c| {
-                    w.nodes[c.0 as usize].ctx.driver.as_ref().is_none_or(|d| d.running.is_none())
+                    w.nodes[c.0 as usize]
+                        .ctx
+                        .driver
+                        .as_ref()
+                        .is_none_or(|d| d.running.is_none())
                 })
         });
     }
-    let [(_, lin), (_, reg), (_, durable)] =
-        check::histories(&w.sim.history, sc.workload.chunks, final_from, sc.cluster.reject_dirty_reads);
+    let [(_, lin), (_, reg), (_, durable)] = check::histories(
+        &w.sim.history,
+        sc.workload.chunks,
+        final_from,
+        sc.cluster.reject_dirty_reads,
+    );
     let corruption = check::corruption(&w.sim.history);
     let agreement = if converged_at.is_some() {
         check::agreement(w)
@@ -247,9 +277,15 @@ fn phases(w: &mut World) -> Outcome {
         ("replicas agree", &agreement),
     ];
     let (exit, reason) = if audit.failed() {
-        (EXIT_ASSERTION, format!("chain invariants: {}", audit.detail()))
+        (
+            EXIT_ASSERTION,
+            format!("chain invariants: {}", audit.detail()),
+        )
     } else if let Some((n, v)) = correctness.into_iter().find(|(_, v)| v.failed()) {
-        (EXIT_CORRECTNESS, format!("{n}: {}", v.detail().lines().next().unwrap_or("")))
+        (
+            EXIT_CORRECTNESS,
+            format!("{n}: {}", v.detail().lines().next().unwrap_or("")),
+        )
     } else if liveness.failed() {
         (EXIT_LIVENESS, liveness.detail().to_string())
     } else {
@@ -263,7 +299,15 @@ fn phases(w: &mut World) -> Outcome {
             }
         }
     }
-    w.sim.note("verdict", "", if exit == 0 { "PASS".into() } else { format!("FAIL: {reason}") });
+    w.sim.note(
+        "verdict",
+        "",
+        if exit == 0 {
+            "PASS".into()
+        } else {
+            format!("FAIL: {reason}")
+        },
+    );
     Outcome {
         seed: 0,
         verdicts,

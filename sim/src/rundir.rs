@@ -37,7 +37,11 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
         verdicts: o
             .verdicts
             .iter()
-            .map(|(n, v)| VerdictLine { name: n.to_string(), label: v.label().into(), detail: v.detail().into() })
+            .map(|(n, v)| VerdictLine {
+                name: n.to_string(),
+                label: v.label().into(),
+                detail: v.detail().into(),
+            })
             .collect(),
         ..Manifest::default()
     };
@@ -50,7 +54,10 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
         m.faults_reached.insert(k.to_string(), *v);
     }
     for row in Row::ALL {
-        m.rows_reached.insert(format!("{row:?}"), w.sim.reach.rows.get(&row).copied().unwrap_or(0));
+        m.rows_reached.insert(
+            format!("{row:?}"),
+            w.sim.reach.rows.get(&row).copied().unwrap_or(0),
+        );
     }
     let c = &mut m.counters;
     let n = &w.sim.net.counters;
@@ -106,7 +113,12 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
         .sim
         .notes
         .iter()
-        .map(|n| EventLine { t: n.at as f64 / 1e9, kind: n.kind.into(), node: n.node.clone(), what: n.what.clone() })
+        .map(|n| EventLine {
+            t: n.at as f64 / 1e9,
+            kind: n.kind.into(),
+            node: n.node.clone(),
+            what: n.what.clone(),
+        })
         .collect();
     let buckets = (o.sim_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
     let mut ops: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -124,14 +136,19 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
         let b = ((at as f64 / 1e9 / INTERVAL) as usize).min(buckets - 1);
         ops.entry(name.clone()).or_insert_with(|| vec![0; buckets])[b] += 1;
         if let Some(r) = op.ret_ns {
-            let hs = lat
-                .entry(name)
-                .or_insert_with(|| (0..buckets).map(|_| t3fs_reports::rundir::new_histogram()).collect());
+            let hs = lat.entry(name).or_insert_with(|| {
+                (0..buckets)
+                    .map(|_| t3fs_reports::rundir::new_histogram())
+                    .collect()
+            });
             let us = ((r - op.invoke_ns) / 1000).max(1);
             let _ = hs[b].record(us);
         }
     }
-    data.series = Series { interval: INTERVAL, ops };
+    data.series = Series {
+        interval: INTERVAL,
+        ops,
+    };
     data.latencies = lat;
     data.chains = w
         .sim
@@ -142,7 +159,11 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             t: *t as f64 / 1e9,
             chain: c.chain.to_string(),
             version: c.version.0,
-            serving: c.targets.iter().filter(|t| t.state == PublicState::Serving).count() as u32,
+            serving: c
+                .targets
+                .iter()
+                .filter(|t| t.state == PublicState::Serving)
+                .count() as u32,
             targets: c.targets.len() as u32,
             render: t3fs_core::mgmtd::chain_update::render(&c.targets),
         })

@@ -69,13 +69,20 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
     let nfaults = r.below(7);
     let storage = |r: &mut Rng| {
         if r.chance(0.5) {
-            let pos = [ChainPos::Head, ChainPos::Tail, ChainPos::Middle][r.below(if replicas >= 3 { 3 } else { 2 }) as usize];
+            let pos = [ChainPos::Head, ChainPos::Tail, ChainPos::Middle]
+                [r.below(if replicas >= 3 { 3 } else { 2 }) as usize];
             NodeRef::ChainPos(pos, 1 + r.below(u64::from(chains)) as u32)
         } else {
             NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32)
         }
     };
-    let mut add = |at: Duration, action: Action| steps.push(Step { at, line: 0, action });
+    let mut add = |at: Duration, action: Action| {
+        steps.push(Step {
+            at,
+            line: 0,
+            action,
+        })
+    };
     for _ in 0..nfaults {
         let at = ms(500 + r.below(duration.as_millis() as u64 * 2 / 3));
         let span = ms(500 + r.below(8000));
@@ -85,7 +92,14 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
                 // A storage crash and its restart (by name: the position moves on failover).
                 let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
                 add(at, Action::Crash(n.clone()));
-                add(end, if r.chance(0.2) { Action::RestartEmpty(n) } else { Action::Restart(n) });
+                add(
+                    end,
+                    if r.chance(0.2) {
+                        Action::RestartEmpty(n)
+                    } else {
+                        Action::Restart(n)
+                    },
+                );
             }
             2 => {
                 let n = storage(&mut r);
@@ -99,7 +113,14 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
             4 => {
                 let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
                 let m: Vec<NodeRef> = (0..cluster.mgmtd).map(NodeRef::Mgmtd).collect();
-                add(at, Action::Partition { a: vec![n.clone()], b: m.clone(), oneway: r.chance(0.5) });
+                add(
+                    at,
+                    Action::Partition {
+                        a: vec![n.clone()],
+                        b: m.clone(),
+                        oneway: r.chance(0.5),
+                    },
+                );
                 add(end, Action::Repair { a: vec![n], b: m });
             }
             5 => {
@@ -114,15 +135,35 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
             }
             7 => {
                 let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
-                add(at, Action::Flap { node: n, down: ms(100 + r.below(1500)), up: ms(100 + r.below(1500)), count: 1 + r.below(4) as u32 });
+                add(
+                    at,
+                    Action::Flap {
+                        node: n,
+                        down: ms(100 + r.below(1500)),
+                        up: ms(100 + r.below(1500)),
+                        count: 1 + r.below(4) as u32,
+                    },
+                );
             }
             8 => {
                 let n = NodeRef::Mgmtd(r.below(u64::from(cluster.mgmtd)) as u32);
-                add(at, Action::StepClock { node: n, by_ms: r.below(4000) as i64 - 2000 });
+                add(
+                    at,
+                    Action::StepClock {
+                        node: n,
+                        by_ms: r.below(4000) as i64 - 2000,
+                    },
+                );
             }
             9 => {
                 let n = storage(&mut r);
-                add(at, Action::DropHeartbeats { node: n, duration: span });
+                add(
+                    at,
+                    Action::DropHeartbeats {
+                        node: n,
+                        duration: span,
+                    },
+                );
             }
             10 => {
                 add(at, Action::KvUnavailable);
@@ -132,7 +173,13 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
                 // A slow disk (SSD GC, a dying device): milliseconds per I/O for a while.
                 let n = storage(&mut r);
                 let lo = 1 + r.below(20);
-                add(at, Action::SlowDisk { node: n.clone(), latency: ms(lo)..ms(lo * 5) });
+                add(
+                    at,
+                    Action::SlowDisk {
+                        node: n.clone(),
+                        latency: ms(lo)..ms(lo * 5),
+                    },
+                );
                 add(end, Action::HealDisk(n));
             }
             _ => {
@@ -142,20 +189,33 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
                 // then believes its lease still runs, and only the lease check inside its write
                 // transactions keeps it from committing. Only its own clock moves, so the
                 // cluster's skew stays within the heartbeat timestamp window 3FS assumes.
-                let k = if r.chance(0.7) { 0 } else { r.below(u64::from(cluster.mgmtd)) as u32 };
+                let k = if r.chance(0.7) {
+                    0
+                } else {
+                    r.below(u64::from(cluster.mgmtd)) as u32
+                };
                 let span = ms(2000 + r.below(8000));
                 let end = (at + span).min(duration);
                 add(at, Action::Pause(NodeRef::Mgmtd(k)));
                 if r.chance(0.5) {
                     let by = -(span.as_millis() as i64);
-                    add(end, Action::StepClock { node: NodeRef::Mgmtd(k), by_ms: by });
+                    add(
+                        end,
+                        Action::StepClock {
+                            node: NodeRef::Mgmtd(k),
+                            by_ms: by,
+                        },
+                    );
                 }
                 add(end, Action::Resume(NodeRef::Mgmtd(k)));
             }
         }
     }
     if r.chance(0.2) {
-        add(ms(1000 + r.below(duration.as_millis() as u64 / 2)), Action::CorruptChunk(storage(&mut r)));
+        add(
+            ms(1000 + r.below(duration.as_millis() as u64 / 2)),
+            Action::CorruptChunk(storage(&mut r)),
+        );
     }
     steps.sort_by_key(|s| s.at);
     Scenario {
@@ -183,7 +243,8 @@ mod tests {
             let s = scenario(seed, None);
             assert_eq!(s, scenario(seed, None));
             let text = t3fs_scenario::write::to_toml(&s);
-            let mut back = t3fs_scenario::parse("swarm.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let mut back =
+                t3fs_scenario::parse("swarm.toml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             back.steps.iter_mut().for_each(|s| s.line = 0);
             assert_eq!(back, s, "seed {seed} round-trips through its file");
         }

@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkMeta, ChunkRead, UpdateKind};
 use crate::crc32c;
 use crate::ids::{
@@ -27,7 +28,6 @@ use crate::machine::{ActionOf, Outbox};
 use crate::msg::{MessageTag, Msg, Status, SyncDoneReply, SyncReq, SyncStartReply, UpdateReq};
 use crate::routing::{LocalState, PublicState};
 use crate::storage::chunk_lock::Enqueue;
-use crate::bugs::PlantedBug;
 use crate::storage::write::{Phase, Running, Waiter};
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
 
@@ -190,9 +190,10 @@ impl StorageNode {
             // A returning LASTSRV first force-commits its pending versions (§3.5 #8); a round
             // snapshotting before those commits land would ship the older committed copies and
             // leave the successor one version behind (found by the swarm).
-            let force_commits = self.ios.values().any(
-                |p| matches!(p, IoPurpose::ForceCommit { target, .. } if *target == tid),
-            );
+            let force_commits = self
+                .ios
+                .values()
+                .any(|p| matches!(p, IoPurpose::ForceCommit { target, .. } if *target == tid));
             let eligible = chain.state_of(tid) == Some(PublicState::Serving)
                 && t.local_state == LocalState::UpToDate
                 && !force_commits;
@@ -615,7 +616,8 @@ mod tests {
     fn decision_table() {
         use Decision::*;
         let cur = ChainVersion(5);
-        let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, false);
+        let d =
+            |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, false);
         assert_eq!(d(None, Some(meta(1, 1, 1, false))), Remove);
         assert_eq!(d(Some(meta(1, 1, 1, false)), None), Write);
         assert_eq!(d(None, None), Skip);
@@ -670,15 +672,51 @@ mod tests {
     fn decision_table_3fs() {
         use Decision::*;
         let cur = ChainVersion(5);
-        let d = |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, true);
-        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(3, 3, 2, false))), Write, "newer chain version wins");
-        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, true))), Write, "remote not committed");
-        assert_eq!(d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))), Fatal, "issue #229");
-        assert_eq!(d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))), Skip, "local write in flight");
-        assert_eq!(d(Some(meta(3, 4, 1, false)), Some(meta(2, 4, 1, false))), Fatal, "old chain");
-        assert_eq!(d(Some(meta(3, 5, 1, false)), Some(meta(2, 5, 1, false))), Skip, "a write carries it");
-        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 9, false))), Fatal, "checksum, old chain");
-        assert_eq!(d(Some(meta(2, 5, 1, false)), Some(meta(2, 5, 9, false))), Skip);
-        assert_eq!(d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, false))), Skip, "identical");
+        let d =
+            |l: Option<ChunkMeta>, r: Option<ChunkMeta>| decide(l.as_ref(), r.as_ref(), cur, true);
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(3, 3, 2, false))),
+            Write,
+            "newer chain version wins"
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, true))),
+            Write,
+            "remote not committed"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, false)), Some(meta(2, 4, 1, false))),
+            Fatal,
+            "issue #229"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, true)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "local write in flight"
+        );
+        assert_eq!(
+            d(Some(meta(3, 4, 1, false)), Some(meta(2, 4, 1, false))),
+            Fatal,
+            "old chain"
+        );
+        assert_eq!(
+            d(Some(meta(3, 5, 1, false)), Some(meta(2, 5, 1, false))),
+            Skip,
+            "a write carries it"
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 9, false))),
+            Fatal,
+            "checksum, old chain"
+        );
+        assert_eq!(
+            d(Some(meta(2, 5, 1, false)), Some(meta(2, 5, 9, false))),
+            Skip
+        );
+        assert_eq!(
+            d(Some(meta(2, 4, 1, false)), Some(meta(2, 4, 1, false))),
+            Skip,
+            "identical"
+        );
     }
 }

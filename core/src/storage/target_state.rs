@@ -113,7 +113,9 @@ impl StorageNode {
         // declared the whole cluster down (found by the swarm).
         self.hb_unanswered += 1;
         if self.hb_unanswered > 2 && self.cfg.mgmtd.len() > 1 {
-            let at = self.primary.and_then(|p| self.cfg.mgmtd.iter().position(|m| *m == p));
+            let at = self
+                .primary
+                .and_then(|p| self.cfg.mgmtd.iter().position(|m| *m == p));
             let next = at.map_or(0, |i| (i + 1) % self.cfg.mgmtd.len());
             self.primary = Some(self.cfg.mgmtd[next]);
             self.hb_unanswered = 0;

@@ -445,18 +445,38 @@ fn forward_retry_resolves_new_successor_and_answers_the_caller_after_budget() {
             },
             ActionOf::SetTimer {
                 timer: retry_timer(1),
-                after: h.node.cfg.forward_timeout.clone().expect("timeout configured")
+                after: h
+                    .node
+                    .cfg
+                    .forward_timeout
+                    .clone()
+                    .expect("timeout configured")
             }
         ]
     );
     // The client's retry with the same tag finds the channel still running.
-    let acts = h.recv(CLIENT, Msg::Write(UpdateReq { retry: 1, ..req.clone() }));
+    let acts = h.recv(
+        CLIENT,
+        Msg::Write(UpdateReq {
+            retry: 1,
+            ..req.clone()
+        }),
+    );
     assert_eq!(acts, vec![reply(CLIENT, &req, Status::ChannelLocked, None)]);
     // A ForwardFailed from the successor is transient too: back off and re-send.
     let ff = UpdateReply::answering(&fwd, Status::ForwardFailed, None);
     let acts = h.recv(NodeId(2), Msg::UpdateReply(ff));
-    assert!(matches!(acts.as_slice(), [ActionOf::SetTimer { .. }]), "{acts:?}");
-    assert!(h.node.target(TargetId(1)).unwrap().locks.running(chunk()).is_some());
+    assert!(
+        matches!(acts.as_slice(), [ActionOf::SetTimer { .. }]),
+        "{acts:?}"
+    );
+    assert!(h
+        .node
+        .target(TargetId(1))
+        .unwrap()
+        .locks
+        .running(chunk())
+        .is_some());
 }
 
 #[test]

@@ -201,30 +201,66 @@ pub(crate) mod tests {
 
     /// An operation over `[call, ret]` whose history index is its call time (test helper).
     pub(crate) fn iv(op: RegOp, call: u64, ret: u64) -> Interval {
-        Interval { op, call, ret, origin: call as usize }
+        Interval {
+            op,
+            call,
+            ret,
+            origin: call as usize,
+        }
     }
 
     #[test]
     fn sequential_and_concurrent_histories() {
         use RegOp::*;
         // w1 then r1: fine.
-        assert_eq!(check(&[iv(Write(1), 1, 2), iv(Read(Some(1)), 3, 4)], 1000), Outcome::Ok);
+        assert_eq!(
+            check(&[iv(Write(1), 1, 2), iv(Read(Some(1)), 3, 4)], 1000),
+            Outcome::Ok
+        );
         // Stale read after a completed write: not linearizable.
-        let stale = [iv(Write(1), 1, 2), iv(Write(2), 3, 4), iv(Read(Some(1)), 5, 6)];
+        let stale = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 4),
+            iv(Read(Some(1)), 5, 6),
+        ];
         assert!(matches!(check(&stale, 1000), Outcome::Violation(_)));
         // Concurrent write: either value may be read.
-        let conc = [iv(Write(1), 1, 2), iv(Write(2), 3, 8), iv(Read(Some(1)), 4, 5), iv(Read(Some(2)), 6, 7)];
+        let conc = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 8),
+            iv(Read(Some(1)), 4, 5),
+            iv(Read(Some(2)), 6, 7),
+        ];
         assert_eq!(check(&conc, 1000), Outcome::Ok);
         // Once 2 was read, reading 1 again is a violation (new-old inversion).
-        let inv = [iv(Write(1), 1, 2), iv(Write(2), 3, 10), iv(Read(Some(2)), 4, 5), iv(Read(Some(1)), 6, 7)];
+        let inv = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 10),
+            iv(Read(Some(2)), 4, 5),
+            iv(Read(Some(1)), 6, 7),
+        ];
         assert!(matches!(check(&inv, 1000), Outcome::Violation(_)));
         // A hole read after a write completed: violation; before: fine.
-        assert!(matches!(check(&[iv(Write(1), 1, 2), iv(Read(None), 3, 4)], 1000), Outcome::Violation(_)));
-        assert_eq!(check(&[iv(Read(None), 1, 2), iv(Write(1), 3, 4)], 1000), Outcome::Ok);
+        assert!(matches!(
+            check(&[iv(Write(1), 1, 2), iv(Read(None), 3, 4)], 1000),
+            Outcome::Violation(_)
+        ));
+        assert_eq!(
+            check(&[iv(Read(None), 1, 2), iv(Write(1), 3, 4)], 1000),
+            Outcome::Ok
+        );
         // An open write may take effect late or never.
-        let open = [iv(Write(1), 1, u64::MAX), iv(Read(None), 2, 3), iv(Read(Some(1)), 4, 5)];
+        let open = [
+            iv(Write(1), 1, u64::MAX),
+            iv(Read(None), 2, 3),
+            iv(Read(Some(1)), 4, 5),
+        ];
         assert_eq!(check(&open, 1000), Outcome::Ok);
-        let never = [iv(Write(1), 1, 2), iv(Write(2), 3, u64::MAX), iv(Read(Some(1)), 4, 5)];
+        let never = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, u64::MAX),
+            iv(Read(Some(1)), 4, 5),
+        ];
         assert_eq!(check(&never, 1000), Outcome::Ok);
     }
 
@@ -236,10 +272,18 @@ pub(crate) mod tests {
         for k in 0..500u64 {
             let base = t;
             for c in 0..4u64 {
-                let op = if c == 0 { RegOp::Write(k + 1) } else { RegOp::Read(Some(k + 1)) };
+                let op = if c == 0 {
+                    RegOp::Write(k + 1)
+                } else {
+                    RegOp::Read(Some(k + 1))
+                };
                 // The write covers the window; reads start after it was invoked and end after
                 // it returned, so each read may see the new value.
-                let (call, ret) = if c == 0 { (base + 1, base + 5) } else { (base + 1 + c, base + 6 + c) };
+                let (call, ret) = if c == 0 {
+                    (base + 1, base + 5)
+                } else {
+                    (base + 1 + c, base + 6 + c)
+                };
                 ops.push(iv(op, call, ret));
             }
             t = base + 20;

@@ -95,29 +95,36 @@ fn lin_of(h: &History, ops: &[history::OpRec], chunks: u32) -> (Verdict, usize) 
         checked += iv.len();
         match linearizability::check(&iv, LIN_BUDGET) {
             Outcome::Ok => {}
-            Outcome::Violation(ctx) => {
+            Outcome::Violation(ctx) => return (
+                Verdict::Fail(format!(
+                    "chunk {c}: no linearization of its {} operations; around the conflict:\n{}",
+                    iv.len(),
+                    describe(h, &ctx)
+                )),
+                checked,
+            ),
+            Outcome::Unknown => {
                 return (
-                    Verdict::Fail(format!(
-                        "chunk {c}: no linearization of its {} operations; around the conflict:\n{}",
-                        iv.len(),
-                        describe(h, &ctx)
-                    )),
+                    Verdict::Unknown(format!("chunk {c}: search budget exhausted")),
                     checked,
                 )
             }
-            Outcome::Unknown => {
-                return (Verdict::Unknown(format!("chunk {c}: search budget exhausted")), checked)
-            }
         }
     }
-    (Verdict::Pass(format!("{checked} operations on {chunks} chunks")), checked)
+    (
+        Verdict::Pass(format!("{checked} operations on {chunks} chunks")),
+        checked,
+    )
 }
 
 fn regular_of(h: &History, ops: &[history::OpRec], chunks: u32) -> Verdict {
     let mut reads = 0;
     for c in 0..chunks {
         let iv = linearizability::intervals(ops, c);
-        reads += iv.iter().filter(|o| matches!(o.op, linearizability::RegOp::Read(_))).count();
+        reads += iv
+            .iter()
+            .filter(|o| matches!(o.op, linearizability::RegOp::Read(_)))
+            .count();
         if let Err((origin, allowed)) = regular::check(&iv) {
             let allowed: Vec<String> = allowed
                 .iter()
@@ -149,7 +156,12 @@ fn regular_of(h: &History, ops: &[history::OpRec], chunks: u32) -> Verdict {
 /// engine); otherwise reads return committed data at any replica (3FS's new engine), which
 /// §3.3 says may invert new and old values across replicas, so only regularity is required and
 /// a linearizability violation is `Expected`.
-pub fn histories(h: &History, chunks: u32, final_from: usize, linearizable_required: bool) -> [(&'static str, Verdict); 3] {
+pub fn histories(
+    h: &History,
+    chunks: u32,
+    final_from: usize,
+    linearizable_required: bool,
+) -> [(&'static str, Verdict); 3] {
     let (lin, _) = lin_of(h, &h.ops[..final_from], chunks);
     let reg = regular_of(h, &h.ops[..final_from], chunks);
     let lin = match lin {
@@ -159,21 +171,40 @@ pub fn histories(h: &History, chunks: u32, final_from: usize, linearizable_requi
         v => v,
     };
     let finals = h.ops.len() - final_from;
-    let answered = h.ops[final_from..].iter().filter(|o| o.ret.is_some()).count();
-    let workload_ok = if linearizable_required { matches!(lin, Verdict::Pass(_)) } else { matches!(reg, Verdict::Pass(_)) };
+    let answered = h.ops[final_from..]
+        .iter()
+        .filter(|o| o.ret.is_some())
+        .count();
+    let workload_ok = if linearizable_required {
+        matches!(lin, Verdict::Pass(_))
+    } else {
+        matches!(reg, Verdict::Pass(_))
+    };
     let durable = if !workload_ok {
         Verdict::Unknown("not checked: the workload history did not pass".into())
     } else if answered < finals {
         Verdict::Unknown(format!("{answered} of {finals} final reads answered"))
     } else {
-        let full = if linearizable_required { lin_of(h, &h.ops, chunks).0 } else { regular_of(h, &h.ops, chunks) };
+        let full = if linearizable_required {
+            lin_of(h, &h.ops, chunks).0
+        } else {
+            regular_of(h, &h.ops, chunks)
+        };
         match full {
-            Verdict::Pass(_) => Verdict::Pass(format!("{finals} final reads see every acknowledged write")),
-            Verdict::Fail(d) => Verdict::Fail(format!("an acknowledged write is missing after convergence: {d}")),
+            Verdict::Pass(_) => {
+                Verdict::Pass(format!("{finals} final reads see every acknowledged write"))
+            }
+            Verdict::Fail(d) => Verdict::Fail(format!(
+                "an acknowledged write is missing after convergence: {d}"
+            )),
             u => u,
         }
     };
-    [("linearizable", lin), ("regular", reg), ("no acknowledged write lost", durable)]
+    [
+        ("linearizable", lin),
+        ("regular", reg),
+        ("no acknowledged write lost", durable),
+    ]
 }
 
 /// No read returned bytes that no client wrote.
@@ -186,10 +217,20 @@ pub fn corruption(h: &History) -> Verdict {
         .map(|(i, _)| i)
         .collect();
     if bad.is_empty() {
-        let reads = h.ops.iter().filter(|o| matches!(o.kind, OpKind::Read(Some(_)))).count();
-        Verdict::Pass(format!("{reads} reads returned only written values or holes"))
+        let reads = h
+            .ops
+            .iter()
+            .filter(|o| matches!(o.kind, OpKind::Read(Some(_))))
+            .count();
+        Verdict::Pass(format!(
+            "{reads} reads returned only written values or holes"
+        ))
     } else {
-        Verdict::Fail(format!("{} reads returned bytes no client wrote:\n{}", bad.len(), describe(h, &bad[..bad.len().min(5)])))
+        Verdict::Fail(format!(
+            "{} reads returned bytes no client wrote:\n{}",
+            bad.len(),
+            describe(h, &bad[..bad.len().min(5)])
+        ))
     }
 }
 
@@ -198,10 +239,16 @@ pub fn corruption(h: &History) -> Verdict {
 pub fn agreement(w: &World) -> Verdict {
     let mut compared = 0;
     for c in w.sim.audit.chains.values() {
-        let mut reference: Option<(t3fs_core::ids::TargetId, BTreeMap<ChunkId, (u32, Vec<u8>)>)> = None;
+        // The first serving target's committed chunks: (version, bytes) by chunk.
+        type Content = BTreeMap<ChunkId, (u32, Vec<u8>)>;
+        let mut reference: Option<(t3fs_core::ids::TargetId, Content)> = None;
         for t in c.targets.iter().filter(|t| t.state == PublicState::Serving) {
-            let Some(node) = w.layout.initial.node_of(t.target) else { continue };
-            let Some(disk) = w.nodes[node.0 as usize].ctx.disks.get(&t.target) else { continue };
+            let Some(node) = w.layout.initial.node_of(t.target) else {
+                continue;
+            };
+            let Some(disk) = w.nodes[node.0 as usize].ctx.disks.get(&t.target) else {
+                continue;
+            };
             let content: BTreeMap<ChunkId, (u32, Vec<u8>)> = disk
                 .store
                 .chunks()
@@ -231,5 +278,7 @@ pub fn agreement(w: &World) -> Verdict {
             }
         }
     }
-    Verdict::Pass(format!("{compared} committed chunk replicas identical across serving targets"))
+    Verdict::Pass(format!(
+        "{compared} committed chunk replicas identical across serving targets"
+    ))
 }

@@ -14,10 +14,15 @@ use super::linearizability::{Interval, RegOp};
 
 /// The first read with an impossible value: its origin and the values it could have returned.
 pub fn check(ops: &[Interval]) -> Result<(), (usize, Vec<Option<u64>>)> {
-    let mut writes: Vec<&Interval> = ops.iter().filter(|o| matches!(o.op, RegOp::Write(_))).collect();
+    let mut writes: Vec<&Interval> = ops
+        .iter()
+        .filter(|o| matches!(o.op, RegOp::Write(_)))
+        .collect();
     writes.sort_by_key(|w| w.ret);
     for r in ops.iter().filter(|o| matches!(o.op, RegOp::Read(_))) {
-        let RegOp::Read(got) = r.op else { unreachable!() };
+        let RegOp::Read(got) = r.op else {
+            unreachable!()
+        };
         // Writes completed before the read started, by completion time.
         let done: Vec<&&Interval> = writes.iter().filter(|w| w.ret < r.call).collect();
         // The latest invocation among completed writes: any completed write that returned before
@@ -59,18 +64,39 @@ mod tests {
     #[test]
     fn inversion_allowed_staleness_not() {
         // Write 2 in flight; one read sees 2, a later read sees 1: regular, not linearizable.
-        let inv = [iv(Write(1), 1, 2), iv(Write(2), 3, 10), iv(Read(Some(2)), 4, 5), iv(Read(Some(1)), 6, 7)];
+        let inv = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 10),
+            iv(Read(Some(2)), 4, 5),
+            iv(Read(Some(1)), 6, 7),
+        ];
         assert_eq!(check(&inv), Ok(()));
         // Write 2 completed before the read: reading 1 is stale.
-        let stale = [iv(Write(1), 1, 2), iv(Write(2), 3, 4), iv(Read(Some(1)), 5, 6)];
+        let stale = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 4),
+            iv(Read(Some(1)), 5, 6),
+        ];
         assert!(check(&stale).is_err());
         // A hole after a completed write, or a value never written: violations.
         assert!(check(&[iv(Write(1), 1, 2), iv(Read(None), 3, 4)]).is_err());
         assert!(check(&[iv(Write(1), 1, 2), iv(Read(Some(9)), 3, 4)]).is_err());
         // Overlapping completed writes: either may be last.
-        let both = [iv(Write(1), 1, 5), iv(Write(2), 2, 4), iv(Read(Some(1)), 6, 7), iv(Read(Some(2)), 8, 9)];
+        let both = [
+            iv(Write(1), 1, 5),
+            iv(Write(2), 2, 4),
+            iv(Read(Some(1)), 6, 7),
+            iv(Read(Some(2)), 8, 9),
+        ];
         assert_eq!(check(&both), Ok(()));
         // An open write may be seen any time after its invocation.
-        assert_eq!(check(&[iv(Write(1), 1, 2), iv(Write(2), 3, u64::MAX), iv(Read(Some(2)), 9, 10)]), Ok(()));
+        assert_eq!(
+            check(&[
+                iv(Write(1), 1, 2),
+                iv(Write(2), 3, u64::MAX),
+                iv(Read(Some(2)), 9, 10)
+            ]),
+            Ok(())
+        );
     }
 }

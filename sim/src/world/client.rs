@@ -40,7 +40,12 @@ impl Driver {
     }
 
     /// The call for `op`, recording its invocation.
-    pub fn invoke(&mut self, client: u32, op: Op, history: &mut History) -> (RequestId, ClientCall) {
+    pub fn invoke(
+        &mut self,
+        client: u32,
+        op: Op,
+        history: &mut History,
+    ) -> (RequestId, ClientCall) {
         self.next_req += 1;
         let req = RequestId(self.next_req);
         let (chunk, kind, call) = match op {

@@ -46,8 +46,14 @@ mod tests {
 
     #[test]
     fn offset_drift_and_steps() {
-        let mut c = Clock { offset_ns: 1_000, drift_ppm: 100 };
-        assert_eq!(c.local(Instant(1_000_000)), Instant(1_000_000 + 100 + 1_000));
+        let mut c = Clock {
+            offset_ns: 1_000,
+            drift_ppm: 100,
+        };
+        assert_eq!(
+            c.local(Instant(1_000_000)),
+            Instant(1_000_000 + 100 + 1_000)
+        );
         assert!(c.to_true(Duration::from_secs(1)) < Duration::from_secs(1));
         c.step(-5_000);
         assert_eq!(c.local(Instant(0)), Instant(0), "saturates at zero");

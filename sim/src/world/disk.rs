@@ -159,8 +159,13 @@ impl Disk {
                 }
                 if may_damage && rng.chance(f.disk_corrupt / 4.0) {
                     // Misdirected: the bytes land on another chunk of this target.
-                    let others: Vec<ChunkId> =
-                        self.store.chunks().keys().filter(|c| *c != chunk).copied().collect();
+                    let others: Vec<ChunkId> = self
+                        .store
+                        .chunks()
+                        .keys()
+                        .filter(|c| *c != chunk)
+                        .copied()
+                        .collect();
                     if let Some(victim) = rng.pick(&others) {
                         self.counters.misdirected += 1;
                         self.corrupt.insert(*victim);

@@ -47,7 +47,10 @@ fn event<M: Machine<Msg = Msg>>(
         Input::Recv(from, msg) => Some(EventOf::Recv { from, msg }),
         Input::Timer(t) => Some(EventOf::Timer(timer(t)?)),
         Input::IoDone(id, result) => Some(EventOf::IoDone { id, result }),
-        Input::Call(req, c) => Some(EventOf::Call { req, call: call(c)? }),
+        Input::Call(req, c) => Some(EventOf::Call {
+            req,
+            call: call(c)?,
+        }),
     })
 }
 
@@ -66,12 +69,18 @@ fn run<M: Machine<Msg = Msg>>(
         Some(e) => m.handle(local, e, &mut out),
     }
     m.check_invariants();
-    let mut fx = Effects { returns: Vec::new(), halted: None, forwarded: false, committed: false };
+    let mut fx = Effects {
+        returns: Vec::new(),
+        halted: None,
+        forwarded: false,
+        committed: false,
+    };
     for a in out.drain() {
         match a {
             ActionOf::Send { to, msg } => {
                 if let Msg::Heartbeat(_) = msg {
-                    if now < ctx.drop_heartbeats_until || sim.rng.chance(sim.faults.heartbeat_loss) {
+                    if now < ctx.drop_heartbeats_until || sim.rng.chance(sim.faults.heartbeat_loss)
+                    {
                         sim.reached("heartbeat lost");
                         continue;
                     }
@@ -88,7 +97,10 @@ fn run<M: Machine<Msg = Msg>>(
                 // mgmtd's heartbeat deadline is exempt: 3FS's reads are safe only while the
                 // failure detector is slower than a live replica's routing refresh (no storage-
                 // side lease), so shrinking it reports that known hazard, not a new bug.
-                let exempt = matches!(key, AnyTimer::Mgmtd(t3fs_core::mgmtd::MgmtdTimer::HeartbeatDeadline(_)));
+                let exempt = matches!(
+                    key,
+                    AnyTimer::Mgmtd(t3fs_core::mgmtd::MgmtdTimer::HeartbeatDeadline(_))
+                );
                 let after = if !exempt && sim.buggify.fire("buggify: shrunk timer", &mut sim.rng) {
                     sim.reached("buggify: shrunk timer");
                     after.start / 10..after.start / 10
@@ -97,7 +109,14 @@ fn run<M: Machine<Msg = Msg>>(
                 };
                 let d = ctx.clock.to_true(sim.rng.duration(after));
                 let at = Instant(now.0 + d.as_nanos() as u64);
-                sim.queue.push(at, Ev::Timer { node: ctx.id.0 as usize, timer: key, gen: sim.gen });
+                sim.queue.push(
+                    at,
+                    Ev::Timer {
+                        node: ctx.id.0 as usize,
+                        timer: key,
+                        gen: sim.gen,
+                    },
+                );
             }
             ActionOf::CancelTimer(timer) => {
                 ctx.timers.remove(&wrap(timer));
@@ -105,10 +124,9 @@ fn run<M: Machine<Msg = Msg>>(
             ActionOf::Io { id, op } => {
                 let at = match op {
                     IoOp::Chunk { target, op } => {
-                        let disk = ctx
-                            .disks
-                            .get_mut(&target)
-                            .unwrap_or_else(|| panic!("{} submitted I/O to foreign target {target}", ctx.name));
+                        let disk = ctx.disks.get_mut(&target).unwrap_or_else(|| {
+                            panic!("{} submitted I/O to foreign target {target}", ctx.name)
+                        });
                         let at = disk.completion_time(now, &op, &mut sim.rng, &sim.faults);
                         ctx.inflight.insert(id, Pending::Chunk(target, op));
                         at
@@ -116,7 +134,8 @@ fn run<M: Machine<Msg = Msg>>(
                     IoOp::Kv(op) => {
                         // Only commits that write chain rows count (lease extensions run
                         // every second and would make the trigger fire on the wrong commit).
-                        let chain_prefix = t3fs_core::mgmtd::store::chain_key(t3fs_core::ids::ChainId(0));
+                        let chain_prefix =
+                            t3fs_core::mgmtd::store::chain_key(t3fs_core::ids::ChainId(0));
                         fx.committed |= matches!(&op, t3fs_core::kv::KvOp::Commit(c) if c.mutations.iter().any(|m| {
                             matches!(m, t3fs_core::kv::Mutation::Set(k, _) if k.starts_with(&chain_prefix[..4]))
                         }));
@@ -125,7 +144,14 @@ fn run<M: Machine<Msg = Msg>>(
                         Instant(now.0 + d.as_nanos() as u64)
                     }
                 };
-                sim.queue.push(at, Ev::Io { node: ctx.id.0 as usize, inc: ctx.incarnation, id });
+                sim.queue.push(
+                    at,
+                    Ev::Io {
+                        node: ctx.id.0 as usize,
+                        inc: ctx.incarnation,
+                        id,
+                    },
+                );
             }
             ActionOf::Return { req, ret } => fx.returns.push((req, ret)),
             ActionOf::Halt(reason) => fx.halted = Some(format!("{reason:?}")),
@@ -149,9 +175,14 @@ impl World {
                 let before = m.routing().map(|r| r.version);
                 let Some(ev) = event::<t3fs_core::mgmtd::Mgmtd>(
                     input,
-                    |t| match t { AnyTimer::Mgmtd(t) => Some(t), _ => None },
+                    |t| match t {
+                        AnyTimer::Mgmtd(t) => Some(t),
+                        _ => None,
+                    },
                     |_| None,
-                ) else { return };
+                ) else {
+                    return;
+                };
                 let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Mgmtd);
                 if fx.committed && node.ctx.pause_on_commit {
                     // Frozen with the commit in flight: its completion waits for the resume.
@@ -165,18 +196,28 @@ impl World {
             Proc::Storage(m) => {
                 let Some(ev) = event::<t3fs_core::storage::StorageNode>(
                     input,
-                    |t| match t { AnyTimer::Storage(t) => Some(t), _ => None },
+                    |t| match t {
+                        AnyTimer::Storage(t) => Some(t),
+                        _ => None,
+                    },
                     |_| None,
-                ) else { return };
+                ) else {
+                    return;
+                };
                 let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Storage);
                 (fx.halted, fx.forwarded, Vec::new(), false)
             }
             Proc::Client(m) => {
                 let Some(ev) = event::<t3fs_core::client::Client>(
                     input,
-                    |t| match t { AnyTimer::Client(t) => Some(t), _ => None },
+                    |t| match t {
+                        AnyTimer::Client(t) => Some(t),
+                        _ => None,
+                    },
                     Some,
-                ) else { return };
+                ) else {
+                    return;
+                };
                 let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Client);
                 (fx.halted, false, fx.returns, false)
             }
@@ -188,7 +229,9 @@ impl World {
             self.client_returned(i, req, ret);
         }
         if let Some(why) = halted {
-            self.sim.halts.push(format!("{} halted: {why}", self.nodes[i].ctx.name));
+            self.sim
+                .halts
+                .push(format!("{} halted: {why}", self.nodes[i].ctx.name));
             self.crash(i, "halt");
         } else if forwarded && self.nodes[i].ctx.crash_after_forward {
             self.crash(i, "right after forwarding an update");
@@ -198,40 +241,66 @@ impl World {
     /// Completes I/O `id` of node `i` (disk or KV) and feeds the result to the machine.
     pub(super) fn complete_io(&mut self, i: usize, id: IoId) {
         let may_damage = self.may_damage_node(i);
-        let Some(p) = self.nodes[i].ctx.inflight.remove(&id) else { return };
+        let Some(p) = self.nodes[i].ctx.inflight.remove(&id) else {
+            return;
+        };
         let result = match p {
             Pending::Chunk(target, op)
                 if matches!(op, t3fs_core::chunk::ChunkOp::Update { .. })
-                    && self.sim.buggify.fire("buggify: disk nospace", &mut self.sim.rng) =>
+                    && self
+                        .sim
+                        .buggify
+                        .fire("buggify: disk nospace", &mut self.sim.rng) =>
             {
                 self.sim.reached("buggify: disk nospace");
                 let _ = target;
                 IoResult::Chunk(Err(t3fs_core::chunk::ChunkError::NoSpace))
             }
             Pending::Chunk(target, op) => {
-                let disk = self.nodes[i].ctx.disks.get_mut(&target).expect("own target");
+                let disk = self.nodes[i]
+                    .ctx
+                    .disks
+                    .get_mut(&target)
+                    .expect("own target");
                 let was_damaged = disk.damaged;
                 let r = disk.execute(&op, &mut self.sim.rng, &self.sim.faults, may_damage);
                 if disk.damaged && !was_damaged {
                     let name = self.nodes[i].ctx.name.clone();
-                    self.sim.note("fault", &name, format!("disk of {target} failed ({r:?}); replacement scheduled"));
-                    self.sim.reached(if matches!(r, Err(t3fs_core::chunk::ChunkError::Corrupt)) {
-                        "corruption detected"
-                    } else {
-                        "disk EIO"
-                    });
+                    self.sim.note(
+                        "fault",
+                        &name,
+                        format!("disk of {target} failed ({r:?}); replacement scheduled"),
+                    );
+                    self.sim
+                        .reached(if matches!(r, Err(t3fs_core::chunk::ChunkError::Corrupt)) {
+                            "corruption detected"
+                        } else {
+                            "disk EIO"
+                        });
                     let d = self.sim.rng.duration(self.sim.faults.restart_after.clone());
                     let at = Instant(self.sim.now().0 + d.as_nanos() as u64);
-                    self.sim.queue.push(at, Ev::Restart { node: i, replace_damaged: true });
+                    self.sim.queue.push(
+                        at,
+                        Ev::Restart {
+                            node: i,
+                            replace_damaged: true,
+                        },
+                    );
                 }
                 IoResult::Chunk(r)
             }
             Pending::Kv(op) => {
                 if matches!(op, t3fs_core::kv::KvOp::Commit(_))
-                    && self.sim.buggify.fire("buggify: kv conflict", &mut self.sim.rng)
+                    && self
+                        .sim
+                        .buggify
+                        .fire("buggify: kv conflict", &mut self.sim.rng)
                 {
                     self.sim.reached("buggify: kv conflict");
-                    self.sim.kv.kv.inject(t3fs_core::kv::mem::MemKvFault::SpuriousConflict);
+                    self.sim
+                        .kv
+                        .kv
+                        .inject(t3fs_core::kv::mem::MemKvFault::SpuriousConflict);
                 }
                 IoResult::Kv(self.sim.kv.execute(op, &mut self.sim.rng))
             }
@@ -242,7 +311,9 @@ impl World {
     /// A client call returned: record it and schedule the next operation.
     fn client_returned(&mut self, i: usize, req: RequestId, ret: ClientRet) {
         let n = &mut self.nodes[i];
-        let Some(d) = n.ctx.driver.as_mut() else { return };
+        let Some(d) = n.ctx.driver.as_mut() else {
+            return;
+        };
         if !d.complete(req, &ret, &mut self.sim.history) {
             return;
         }
@@ -260,7 +331,9 @@ impl World {
             return;
         }
         let n = &mut self.nodes[i];
-        let Some(d) = n.ctx.driver.as_mut() else { return };
+        let Some(d) = n.ctx.driver.as_mut() else {
+            return;
+        };
         if d.running.is_some() {
             return;
         }
@@ -274,12 +347,18 @@ impl World {
     /// reads of the liveness phase); returns false if the client is busy.
     pub fn issue_read(&mut self, i: usize, chunk: u32) -> bool {
         let n = &mut self.nodes[i];
-        let Some(d) = n.ctx.driver.as_mut() else { return false };
+        let Some(d) = n.ctx.driver.as_mut() else {
+            return false;
+        };
         if d.running.is_some() || n.ctx.life != Life::Up {
             return false;
         }
         self.sim.history.now_ns = self.sim.now().0;
-        let (req, call) = d.invoke(n.ctx.index, t3fs_scenario::workload::Op::Read { chunk }, &mut self.sim.history);
+        let (req, call) = d.invoke(
+            n.ctx.index,
+            t3fs_scenario::workload::Op::Read { chunk },
+            &mut self.sim.history,
+        );
         self.drive(i, Input::Call(req, call));
         true
     }

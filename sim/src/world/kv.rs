@@ -99,7 +99,10 @@ pub fn seeded_kv(routing: &RoutingInfo) -> MemKv {
     for (target, node) in &routing.targets {
         t.set(&store::target_key(*target), &store::encode(node));
     }
-    t.set(store::ROUTING_VERSION_KEY, &store::encode(&routing.version.0));
+    t.set(
+        store::ROUTING_VERSION_KEY,
+        &store::encode(&routing.version.0),
+    );
     t.commit().expect("seeding an empty KV");
     kv
 }

@@ -209,7 +209,12 @@ impl Sim {
     /// Records a notable event.
     pub fn note(&mut self, kind: &'static str, node: &str, what: String) {
         let at = self.now().0;
-        self.notes.push(Note { at, kind, node: node.to_string(), what });
+        self.notes.push(Note {
+            at,
+            kind,
+            node: node.to_string(),
+            what,
+        });
     }
 
     /// Sends a frame through the network model (also used to re-inject released holds).
@@ -228,7 +233,14 @@ impl Sim {
                 for d in delays {
                     let d = d + extra;
                     let at = Instant(now.0 + d.as_nanos() as u64);
-                    self.queue.push(at, Ev::Deliver { from, to, frame: frame.clone() });
+                    self.queue.push(
+                        at,
+                        Ev::Deliver {
+                            from,
+                            to,
+                            frame: frame.clone(),
+                        },
+                    );
                 }
             }
         }
@@ -253,7 +265,11 @@ impl World {
             let id = NodeId(nodes.len() as u32);
             let max = faults.clock_offset.as_nanos() as i64;
             let clock = clock::Clock {
-                offset_ns: if max > 0 { rng.range(0..2 * max as u64) as i64 - max } else { 0 },
+                offset_ns: if max > 0 {
+                    rng.range(0..2 * max as u64) as i64 - max
+                } else {
+                    0
+                },
                 drift_ppm: if faults.clock_drift_ppm > 0 {
                     let d = i64::from(faults.clock_drift_ppm);
                     rng.range(0..2 * d as u64 + 1) as i64 - d
@@ -319,7 +335,12 @@ impl World {
             retired: BTreeMap::new(),
             buggify,
         };
-        let mut w = Self { scenario, layout, nodes, sim };
+        let mut w = Self {
+            scenario,
+            layout,
+            nodes,
+            sim,
+        };
         for c in w.layout.initial.chains.values() {
             w.sim.audit.chains.insert(c.chain, c.clone());
             w.sim.audit.timeline.push((0, c.clone()));
@@ -328,9 +349,14 @@ impl World {
             w.start_node(i, true);
         }
         for (i, s) in w.scenario.steps.iter().enumerate() {
-            w.sim.queue.push(Instant(s.at.as_nanos() as u64), Ev::Step(i));
+            w.sim
+                .queue
+                .push(Instant(s.at.as_nanos() as u64), Ev::Step(i));
         }
-        w.sim.queue.push(Instant(w.scenario.duration.as_nanos() as u64), Ev::SafetyEnd);
+        w.sim.queue.push(
+            Instant(w.scenario.duration.as_nanos() as u64),
+            Ev::SafetyEnd,
+        );
         Ok(w)
     }
 
@@ -454,7 +480,11 @@ impl World {
             ));
         }
         self.sim.note("fault", &name, what);
-        self.sim.reached(if replaced.is_empty() { "node restart" } else { "disk replaced" });
+        self.sim.reached(if replaced.is_empty() {
+            "node restart"
+        } else {
+            "disk replaced"
+        });
         self.start_node(i, false);
     }
 
@@ -473,7 +503,12 @@ impl World {
     }
 
     fn other_intact_replica(&self, target: TargetId) -> bool {
-        let Some(chain) = self.sim.audit.chains.values().find(|c| c.state_of(target).is_some())
+        let Some(chain) = self
+            .sim
+            .audit
+            .chains
+            .values()
+            .find(|c| c.state_of(target).is_some())
         else {
             return false;
         };
@@ -484,19 +519,27 @@ impl World {
                 && self.layout.initial.node_of(ct.target).is_some_and(|node| {
                     let c = &self.nodes[node.0 as usize].ctx;
                     c.life == Life::Up
-                        && c.disks.get(&ct.target).is_some_and(|d| !d.damaged && !d.eio && d.corrupt.is_empty())
+                        && c.disks
+                            .get(&ct.target)
+                            .is_some_and(|d| !d.damaged && !d.eio && d.corrupt.is_empty())
                 })
         })
     }
 
     /// The routing of the current primary mgmtd, if there is one.
     pub fn primary(&self) -> Option<(usize, &RoutingInfo)> {
-        self.nodes.iter().enumerate().find_map(|(i, n)| match &n.proc {
-            Proc::Mgmtd(m) if n.ctx.life == Life::Up && m.is_primary(n.ctx.clock.local(self.sim.now())) => {
-                m.routing().map(|r| (i, r))
-            }
-            _ => None,
-        })
+        self.nodes
+            .iter()
+            .enumerate()
+            .find_map(|(i, n)| match &n.proc {
+                Proc::Mgmtd(m)
+                    if n.ctx.life == Life::Up
+                        && m.is_primary(n.ctx.clock.local(self.sim.now())) =>
+                {
+                    m.routing().map(|r| (i, r))
+                }
+                _ => None,
+            })
     }
 
     /// Runs events until the queue is empty or `until` passes; returns false if `stop` asked.
@@ -566,7 +609,9 @@ impl World {
                 self.run_step(&step);
             }
             Ev::ClientNext { node, inc } => {
-                if self.nodes[node].ctx.incarnation != inc || self.nodes[node].ctx.life == Life::Down {
+                if self.nodes[node].ctx.incarnation != inc
+                    || self.nodes[node].ctx.life == Life::Down
+                {
                     return;
                 }
                 if self.defer_if_paused(node, Ev::ClientNext { node, inc }) {
@@ -574,10 +619,17 @@ impl World {
                 }
                 self.client_next(node);
             }
-            Ev::Restart { node, replace_damaged } => self.restart(node, replace_damaged, false),
-            Ev::Flap { node, down, left, down_for, up_for } => {
-                self.flap(node, down, left, down_for, up_for)
-            }
+            Ev::Restart {
+                node,
+                replace_damaged,
+            } => self.restart(node, replace_damaged, false),
+            Ev::Flap {
+                node,
+                down,
+                left,
+                down_for,
+                up_for,
+            } => self.flap(node, down, left, down_for, up_for),
             Ev::SafetyEnd | Ev::Probe => {} // Handled by the runner (run.rs) through `stop`.
         }
     }
@@ -591,7 +643,10 @@ impl World {
                     Ok(m) => format!("{m:?}"),
                     Err(e) => format!("malformed frame ({e})"),
                 };
-                (name(to.0 as usize), format!("recv from {}: {}", name(from.0 as usize), msg))
+                (
+                    name(to.0 as usize),
+                    format!("recv from {}: {}", name(from.0 as usize), msg),
+                )
             }
             Ev::Timer { node, timer, .. } => (name(*node), format!("timer {timer:?}")),
             Ev::Io { node, id, .. } => {
@@ -602,10 +657,16 @@ impl World {
                 };
                 (name(*node), what)
             }
-            Ev::Step(i) => ("", format!("step {}", self.scenario.steps[*i].action.verb())),
+            Ev::Step(i) => (
+                "",
+                format!("step {}", self.scenario.steps[*i].action.verb()),
+            ),
             Ev::ClientNext { node, .. } => (name(*node), "next operation".to_string()),
             Ev::Restart { node, .. } => (name(*node), "restart".to_string()),
-            Ev::Flap { node, down, .. } => (name(*node), format!("flap {}", if *down { "down" } else { "up" })),
+            Ev::Flap { node, down, .. } => (
+                name(*node),
+                format!("flap {}", if *down { "down" } else { "up" }),
+            ),
             Ev::SafetyEnd => ("", "safety phase ends".to_string()),
             Ev::Probe => ("", "probe".to_string()),
         };
@@ -624,9 +685,21 @@ impl World {
             .chains
             .values()
             .take(4)
-            .map(|c| format!("{}@{}{}", c.chain, c.version, t3fs_core::mgmtd::chain_update::render(&c.targets)))
+            .map(|c| {
+                format!(
+                    "{}@{}{}",
+                    c.chain,
+                    c.version,
+                    t3fs_core::mgmtd::chain_update::render(&c.targets)
+                )
+            })
             .collect();
-        println!("{:>12.6} {:<10} {what} | {}", self.sim.now().0 as f64 / 1e9, node, chains.join(" "));
+        println!(
+            "{:>12.6} {:<10} {what} | {}",
+            self.sim.now().0 as f64 / 1e9,
+            node,
+            chains.join(" ")
+        );
     }
 
     fn defer_if_paused(&mut self, node: usize, ev: Ev) -> bool {
@@ -646,7 +719,10 @@ impl World {
                 return;
             }
             Life::Paused => {
-                self.nodes[i].ctx.deferred.push(Ev::Deliver { from, to, frame });
+                self.nodes[i]
+                    .ctx
+                    .deferred
+                    .push(Ev::Deliver { from, to, frame });
                 return;
             }
             Life::Up => {}
@@ -664,7 +740,9 @@ impl World {
 
     /// Records a chain published by a primary and checks §2.6.1's invariants on it.
     pub fn audit_routing(&mut self, who: usize) {
-        let Proc::Mgmtd(m) = &self.nodes[who].proc else { return };
+        let Proc::Mgmtd(m) = &self.nodes[who].proc else {
+            return;
+        };
         let Some(routing) = m.routing() else { return };
         let mut changes = Vec::new();
         for (id, c) in &routing.chains {
@@ -716,7 +794,12 @@ impl World {
             self.sim.note(
                 "chain",
                 &name,
-                format!("{}@{} {}", c.chain, c.version, t3fs_core::mgmtd::chain_update::render(&c.targets)),
+                format!(
+                    "{}@{} {}",
+                    c.chain,
+                    c.version,
+                    t3fs_core::mgmtd::chain_update::render(&c.targets)
+                ),
             );
             let now = self.sim.now().0;
             self.sim.audit.timeline.push((now, c.clone()));

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use core::ops::Range;
 use core::time::Duration;
 
+use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::chunk::ChunkOp;
 use t3fs_core::client::{Client, ClientConfig, ClientTimer};
 use t3fs_core::ids::{ChainId, ChainVersion, ClientId, IoId, NodeId, RoutingVersion, TargetId};
@@ -19,12 +20,11 @@ use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig, MgmtdTimer};
 use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode, StorageTimer};
 use t3fs_core::time::Instant;
-use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_scenario::schema::{Cluster, Timeouts};
 
+use super::client::Driver;
 use super::clock::Clock;
 use super::disk::Disk;
-use super::client::Driver;
 
 /// A node's role.
 #[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
@@ -126,7 +126,13 @@ pub struct Node {
 
 /// The named counters of a process (machine counters a report sums over the cluster), plus
 /// the §2.6.1 rows an mgmtd exercised.
-pub fn counters_of(p: &Proc) -> (Vec<(&'static str, u64)>, Vec<(t3fs_core::mgmtd::chain_update::Row, u64)>) {
+/// Named counters and §2.6.1 row counts of a process.
+pub type ProcCounters = (
+    Vec<(&'static str, u64)>,
+    Vec<(t3fs_core::mgmtd::chain_update::Row, u64)>,
+);
+
+pub fn counters_of(p: &Proc) -> ProcCounters {
     match p {
         Proc::Storage(s) => {
             let c = s.counters();
@@ -158,7 +164,10 @@ pub fn counters_of(p: &Proc) -> (Vec<(&'static str, u64)>, Vec<(t3fs_core::mgmtd
             )
         }
         Proc::Client(c) => (
-            vec![("client.retries", c.counters().retries), ("client.failed_ios", c.counters().failed_ios)],
+            vec![
+                ("client.retries", c.counters().retries),
+                ("client.failed_ios", c.counters().failed_ios),
+            ],
             Vec::new(),
         ),
         Proc::None => (Vec::new(), Vec::new()),
@@ -195,8 +204,9 @@ impl Layout {
     pub fn new(c: &Cluster, bug: Option<PlantedBug>, mgmtd_bug: Option<MgmtdBug>) -> Self {
         let mgmtd: Vec<NodeId> = (0..c.mgmtd).map(NodeId).collect();
         let storage: Vec<NodeId> = (0..c.storage_nodes).map(|i| NodeId(c.mgmtd + i)).collect();
-        let clients: Vec<NodeId> =
-            (0..c.clients).map(|i| NodeId(c.mgmtd + c.storage_nodes + i)).collect();
+        let clients: Vec<NodeId> = (0..c.clients)
+            .map(|i| NodeId(c.mgmtd + c.storage_nodes + i))
+            .collect();
         let tid = |i: u32, t: u32| TargetId(i * c.targets_per_node + t + 1);
         let mut targets_of = BTreeMap::new();
         let mut routing = RoutingInfo {
@@ -231,7 +241,11 @@ impl Layout {
             targets_of,
             initial: routing,
             timeouts: c.timeouts,
-            read_mode: if c.reject_dirty_reads { ReadMode::RejectDirty } else { ReadMode::Committed },
+            read_mode: if c.reject_dirty_reads {
+                ReadMode::RejectDirty
+            } else {
+                ReadMode::Committed
+            },
             bug,
             mgmtd_bug,
         }
@@ -272,7 +286,10 @@ impl Layout {
 
     /// Storage configuration.
     pub fn storage_cfg(&self, node: NodeId) -> StorageConfig {
-        let targets = self.targets_of[&node].iter().map(|t| (*t, self.read_mode)).collect();
+        let targets = self.targets_of[&node]
+            .iter()
+            .map(|t| (*t, self.read_mode))
+            .collect();
         let mut s = StorageConfig::new(node, targets);
         s.mgmtd = self.mgmtd.clone();
         s.bug = self.bug;
@@ -280,7 +297,8 @@ impl Layout {
         if let Some(f) = &s.forward_timeout {
             s.forward_timeout = Some(self.scale(f.start)..self.scale(f.end));
         }
-        s.forward_retry_wait = self.scale(s.forward_retry_wait.start)..self.scale(s.forward_retry_wait.end);
+        s.forward_retry_wait =
+            self.scale(s.forward_retry_wait.start)..self.scale(s.forward_retry_wait.end);
         s
     }
 
@@ -302,7 +320,11 @@ impl Layout {
         match ctx.role {
             Role::Mgmtd => Proc::Mgmtd(Box::new(Mgmtd::new(self.mgmtd_cfg(ctx.id)))),
             Role::Storage => {
-                let metas = ctx.disks.iter().map(|(t, d)| (*t, d.store.metas())).collect();
+                let metas = ctx
+                    .disks
+                    .iter()
+                    .map(|(t, d)| (*t, d.store.metas()))
+                    .collect();
                 let cfg = self.storage_cfg(ctx.id);
                 let node = if in_service {
                     StorageNode::new_in_service(cfg, metas, self.initial.clone())

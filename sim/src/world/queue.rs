@@ -55,7 +55,11 @@ impl<E> Queue<E> {
     pub fn push(&mut self, at: Instant, ev: E) {
         let at = at.max(self.now);
         self.seq += 1;
-        self.heap.push(Reverse(Entry { at, seq: self.seq, ev }));
+        self.heap.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        }));
     }
 
     /// The next event, advancing the clock to its time.
@@ -99,6 +103,10 @@ mod tests {
         let order: Vec<&str> = core::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["a", "b", "c"]);
         q.push(Instant(0), "late");
-        assert_eq!(q.pop(), Some((Instant(5), "late")), "the past is clamped to now");
+        assert_eq!(
+            q.pop(),
+            Some((Instant(5), "late")),
+            "the past is clamped to now"
+        );
     }
 }

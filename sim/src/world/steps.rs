@@ -20,7 +20,8 @@ use super::{Ev, World};
 impl World {
     /// Resolves a node reference to a node index, if it currently names one.
     pub fn resolve(&self, r: &NodeRef) -> Option<usize> {
-        let idx = |ids: &[t3fs_core::ids::NodeId], i: u32| ids.get(i as usize).map(|n| n.0 as usize);
+        let idx =
+            |ids: &[t3fs_core::ids::NodeId], i: u32| ids.get(i as usize).map(|n| n.0 as usize);
         match r {
             NodeRef::Mgmtd(i) => idx(&self.layout.mgmtd, *i),
             NodeRef::Storage(i) => idx(&self.layout.storage, *i),
@@ -55,7 +56,7 @@ impl World {
         self.sim.reached(verb);
         let one = |w: &Self, r: &NodeRef| w.resolve(r);
         let name = |w: &Self, i: usize| w.nodes[i].ctx.name.clone();
-        let mut note = format!("{verb}");
+        let mut note = verb.to_string();
         match &step.action {
             Action::Crash(r) => {
                 if let Some(i) = one(self, r) {
@@ -88,7 +89,11 @@ impl World {
                         // hold an intact serving copy.
                         let allowed = self.may_damage_node(i);
                         if !allowed {
-                            self.sim.note("fault", &name(self, i), "atlas: disk kept (no other intact replica)".into());
+                            self.sim.note(
+                                "fault",
+                                &name(self, i),
+                                "atlas: disk kept (no other intact replica)".into(),
+                            );
                         }
                         self.restart(i, true, allowed);
                     }
@@ -119,7 +124,12 @@ impl World {
                         }
                     }
                 }
-                note = format!("partition {:?} {} {:?}", self.names(&a), if *oneway { "->" } else { "<->" }, self.names(&b));
+                note = format!(
+                    "partition {:?} {} {:?}",
+                    self.names(&a),
+                    if *oneway { "->" } else { "<->" },
+                    self.names(&b)
+                );
             }
             Action::Isolate(r) => {
                 if let Some(i) = one(self, r) {
@@ -131,8 +141,12 @@ impl World {
                 let (a, b) = (self.resolve_all(a), self.resolve_all(b));
                 for &x in &a {
                     for &y in &b {
-                        self.sim.net.repair(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
-                        self.sim.net.repair(self.nodes[y].ctx.id, self.nodes[x].ctx.id);
+                        self.sim
+                            .net
+                            .repair(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
+                        self.sim
+                            .net
+                            .repair(self.nodes[y].ctx.id, self.nodes[x].ctx.id);
                     }
                 }
                 note = format!("repair {:?} <-> {:?}", self.names(&a), self.names(&b));
@@ -141,7 +155,9 @@ impl World {
                 let (a, b) = (self.resolve_all(a), self.resolve_all(b));
                 for &x in &a {
                     for &y in &b {
-                        self.sim.net.hold(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
+                        self.sim
+                            .net
+                            .hold(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
                     }
                 }
                 note = format!("hold {:?} -> {:?}", self.names(&a), self.names(&b));
@@ -150,7 +166,10 @@ impl World {
                 let (a, b) = (self.resolve_all(a), self.resolve_all(b));
                 for &x in &a {
                     for &y in &b {
-                        let frames = self.sim.net.release(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
+                        let frames = self
+                            .sim
+                            .net
+                            .release(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
                         for (f, t, frame) in frames {
                             self.sim.transmit(f, t, frame);
                         }
@@ -162,18 +181,30 @@ impl World {
             Action::SetLoss(r) => self.sim.net.loss = *r,
             Action::SetDuplicate(r) => self.sim.net.duplicate = *r,
             Action::SetLatency(l) => self.sim.net.latency = l.clone(),
-            Action::Flap { node, down, up, count } => {
+            Action::Flap {
+                node,
+                down,
+                up,
+                count,
+            } => {
                 if let Some(i) = one(self, node) {
                     self.flap(i, true, *count, *down, *up);
                     note = format!("flap {} x{count}", name(self, i));
                 }
             }
-            Action::SkewClock { node, offset_ms, drift_ppm } => {
+            Action::SkewClock {
+                node,
+                offset_ms,
+                drift_ppm,
+            } => {
                 if let Some(i) = one(self, node) {
                     let c = &mut self.nodes[i].ctx.clock;
                     c.offset_ns = offset_ms * 1_000_000;
                     c.drift_ppm = *drift_ppm;
-                    note = format!("skew clock of {} by {offset_ms}ms, drift {drift_ppm}ppm", name(self, i));
+                    note = format!(
+                        "skew clock of {} by {offset_ms}ms, drift {drift_ppm}ppm",
+                        name(self, i)
+                    );
                 }
             }
             Action::StepClock { node, by_ms } => {
@@ -195,7 +226,10 @@ impl World {
                         }
                         note = format!("fail disks of {}", name(self, i));
                     } else {
-                        note = format!("atlas: disks of {} kept (no other intact replica)", name(self, i));
+                        note = format!(
+                            "atlas: disks of {} kept (no other intact replica)",
+                            name(self, i)
+                        );
                     }
                 }
             }
@@ -234,7 +268,10 @@ impl World {
             }
             Action::KvUnavailable => self.sim.kv.unavailable = true,
             Action::KvAvailable => self.sim.kv.unavailable = false,
-            Action::KvFaults { conflict, commit_unknown } => {
+            Action::KvFaults {
+                conflict,
+                commit_unknown,
+            } => {
                 self.sim.kv.conflict = *conflict;
                 self.sim.kv.commit_unknown = *commit_unknown;
             }
@@ -243,7 +280,9 @@ impl World {
     }
 
     fn names(&self, ids: &[usize]) -> Vec<String> {
-        ids.iter().map(|i| self.nodes[*i].ctx.name.clone()).collect()
+        ids.iter()
+            .map(|i| self.nodes[*i].ctx.name.clone())
+            .collect()
     }
 
     /// Cuts (or restores) every link of node `i`.
@@ -273,7 +312,14 @@ impl World {
         }
     }
 
-    pub(super) fn flap(&mut self, i: usize, down: bool, left: u32, down_for: Duration, up_for: Duration) {
+    pub(super) fn flap(
+        &mut self,
+        i: usize,
+        down: bool,
+        left: u32,
+        down_for: Duration,
+        up_for: Duration,
+    ) {
         self.isolate(i, down);
         self.sim.reached("link flap");
         let (next_in, next_down, next_left) = if down {
@@ -284,7 +330,16 @@ impl World {
             return;
         };
         let at = Instant(self.sim.now().0 + next_in.as_nanos() as u64);
-        self.sim.queue.push(at, Ev::Flap { node: i, down: next_down, left: next_left, down_for, up_for });
+        self.sim.queue.push(
+            at,
+            Ev::Flap {
+                node: i,
+                down: next_down,
+                left: next_left,
+                down_for,
+                up_for,
+            },
+        );
     }
 
     /// Corrupts one committed chunk on storage node `i` (atlas permitting).
@@ -328,11 +383,14 @@ impl World {
                 d.full = false;
             }
         }
-        let mut calm = t3fs_scenario::Faults::default();
-        calm.net_latency = self.scenario.faults.net_latency.clone();
-        calm.disk_latency = self.scenario.faults.disk_latency.clone();
-        calm.kv_latency = self.scenario.faults.kv_latency.clone();
-        calm.restart_after = self.scenario.faults.restart_after.clone();
+        let f = &self.scenario.faults;
+        let calm = t3fs_scenario::Faults {
+            net_latency: f.net_latency.clone(),
+            disk_latency: f.disk_latency.clone(),
+            kv_latency: f.kv_latency.clone(),
+            restart_after: f.restart_after.clone(),
+            ..t3fs_scenario::Faults::default()
+        };
         self.sim.net.set_rates(&calm);
         self.sim.faults = calm;
         self.sim.kv.unavailable = false;

@@ -738,9 +738,11 @@ pub fn parse_node(s: &str, c: &Cluster) -> Result<NodeRef, String> {
         "mgmtd" => (NodeRef::Mgmtd(i), c.mgmtd),
         "storage" => (NodeRef::Storage(i), c.storage_nodes),
         "client" => (NodeRef::Client(i), c.clients),
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"
-        )),
+        ))
+        }
     };
     if i >= count {
         return Err(format!(

@@ -229,8 +229,8 @@ pub struct StorageNode {
     hb_version: u64,
     /// The mgmtd believed primary.
     primary: Option<NodeId>,
-    /// Periodic heartbeats sent to `primary` since its last reply: a silent primary (crashed,
-    /// paused, partitioned) is abandoned for the next mgmtd after two periods.
+    /// Periodic heartbeats sent to `primary` since its last reply; every third silent period
+    /// the node probes the next mgmtd (see `on_heartbeat_timer`).
     hb_unanswered: u32,
     /// Resync rounds this node runs as predecessor, by its target.
     resyncs: BTreeMap<TargetId, resync::Resync>,

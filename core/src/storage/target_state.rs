@@ -107,10 +107,13 @@ impl StorageNode {
     }
 
     pub(super) fn on_heartbeat_timer(&mut self, out: &mut Outbox<Self>) {
-        // A primary that answered none of the last two heartbeats may be dead, paused or cut
-        // off; ask the next mgmtd (a standby answers NotPrimary with the primary it knows).
-        // Without this, a frozen primary silently swallowed every heartbeat and its successor
-        // declared the whole cluster down (found by the swarm).
+        // Accepted heartbeats get no reply, so silence alone cannot tell a healthy primary from
+        // a dead, frozen or cut-off one. Every third period without any reply the node probes
+        // the next mgmtd: a standby's NotPrimary hint sends it straight back to a live primary
+        // (one redirect per three periods), and once a standby has taken over, the probe is
+        // what brings the node's heartbeats to it. Without this, a frozen primary swallowed
+        // every heartbeat and its successor declared the whole cluster down (found by the
+        // swarm).
         self.hb_unanswered += 1;
         if self.hb_unanswered > 2 && self.cfg.mgmtd.len() > 1 {
             let at = self

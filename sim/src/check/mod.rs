@@ -95,14 +95,16 @@ fn lin_of(h: &History, ops: &[history::OpRec], chunks: u32) -> (Verdict, usize) 
         checked += iv.len();
         match linearizability::check(&iv, LIN_BUDGET) {
             Outcome::Ok => {}
-            Outcome::Violation(ctx) => return (
-                Verdict::Fail(format!(
+            Outcome::Violation(ctx) => {
+                return (
+                    Verdict::Fail(format!(
                     "chunk {c}: no linearization of its {} operations; around the conflict:\n{}",
                     iv.len(),
                     describe(h, &ctx)
                 )),
-                checked,
-            ),
+                    checked,
+                )
+            }
             Outcome::Unknown => {
                 return (
                     Verdict::Unknown(format!("chunk {c}: search budget exhausted")),

@@ -11,12 +11,16 @@
 //! version" (checker state in `Audit`). Not here: the scenario runner and verdicts (run.rs),
 //! the checkers of whole histories (check/).
 
+mod atlas;
+mod audit;
 pub mod buggify;
 pub mod client;
 pub mod clock;
 pub mod disk;
 mod drive;
 pub mod kv;
+mod lifecycle;
+mod log;
 pub mod net;
 pub mod node;
 pub mod queue;
@@ -27,8 +31,8 @@ use std::collections::BTreeMap;
 use core::time::Duration;
 
 use t3fs_core::ids::{ChainId, IoId, NodeId, TargetId};
-use t3fs_core::mgmtd::chain_update::{check_chain, Row};
-use t3fs_core::routing::{ChainInfo, PublicState, RoutingInfo};
+use t3fs_core::mgmtd::chain_update::Row;
+use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng, Scenario};
 
@@ -385,147 +389,6 @@ impl World {
         }
     }
 
-    /// Fail-stops node `i`: the process, its timers and unsynced I/O are gone; disks stay.
-    pub fn crash(&mut self, i: usize, why: &str) {
-        if self.nodes[i].ctx.life == Life::Down {
-            return;
-        }
-        let may_damage = self.may_damage_node(i);
-        let n = &mut self.nodes[i];
-        let inflight = std::mem::take(&mut n.ctx.inflight);
-        let mut per_target: BTreeMap<TargetId, Vec<t3fs_core::chunk::ChunkOp>> = BTreeMap::new();
-        for (_, p) in inflight {
-            if let node::Pending::Chunk(t, op) = p {
-                per_target.entry(t).or_default().push(op);
-            }
-        }
-        for (t, ops) in per_target {
-            if let Some(d) = n.ctx.disks.get_mut(&t) {
-                d.crash(&ops, &mut self.sim.rng, &self.sim.faults, may_damage);
-            }
-        }
-        if n.ctx.role == Role::Storage {
-            self.sim.audit.stale.extend(n.ctx.disks.keys().copied());
-        }
-        n.ctx.life = Life::Down;
-        n.ctx.incarnation += 1;
-        n.ctx.timers.clear();
-        n.ctx.deferred.clear();
-        n.ctx.crash_after_forward = false;
-        let (counters, rows) = node::counters_of(&n.proc);
-        for (k, v) in counters {
-            *self.sim.retired.entry(k).or_default() += v;
-        }
-        for (r, v) in rows {
-            *self.sim.reach.rows.entry(r).or_default() += v;
-        }
-        n.proc = Proc::None;
-        if let Some(d) = &mut n.ctx.driver {
-            // The running call's outcome is unknown: it stays open in the history.
-            if let Some((_, _, index)) = d.running.take() {
-                self.sim.history.fail(index);
-            }
-        }
-        let name = n.ctx.name.clone();
-        self.sim.note("fault", &name, format!("crash ({why})"));
-        self.sim.reached("node crash");
-    }
-
-    /// Restarts node `i` from its disks. A damaged disk (EIO, corruption) is replaced with an
-    /// empty one when `replace_damaged` and the fault atlas allows it (another intact SERVING
-    /// copy exists); otherwise the damage is treated as transient and cleared in place, since
-    /// replacing the last good copy would turn a recoverable fault into data loss (an empty
-    /// LASTSRV target returns as SERVING, §2.6.1). `replace_all` replaces every disk
-    /// unconditionally (a scenario's `restart_empty` already consulted the atlas).
-    pub fn restart(&mut self, i: usize, replace_damaged: bool, replace_all: bool) {
-        if self.nodes[i].ctx.life != Life::Down {
-            return;
-        }
-        let targets: Vec<TargetId> = self.nodes[i].ctx.disks.keys().copied().collect();
-        let replaceable: Vec<bool> = targets
-            .iter()
-            .map(|t| self.sim.atlas_off || self.other_intact_replica(*t))
-            .collect();
-        let n = &mut self.nodes[i];
-        let mut replaced = Vec::new();
-        let mut kept = Vec::new();
-        for ((t, d), ok) in n.ctx.disks.iter_mut().zip(replaceable) {
-            if replace_all || (replace_damaged && d.damaged && ok) {
-                let counters = d.counters.clone();
-                *d = disk::Disk::default();
-                d.counters = counters; // The slot's history stays in the report.
-                replaced.push(t.to_string());
-            } else {
-                if d.damaged || !d.corrupt.is_empty() {
-                    kept.push(t.to_string());
-                    d.damaged = false;
-                    d.corrupt.clear();
-                }
-                // The medium's transient modes end with the process (a healed disk).
-                d.eio = false;
-                d.full = false;
-                d.slow = None;
-            }
-        }
-        let name = n.ctx.name.clone();
-        let mut what = if replaced.is_empty() {
-            "restart".to_string()
-        } else {
-            format!("restart with replaced disks {}", replaced.join(","))
-        };
-        if !kept.is_empty() {
-            what.push_str(&format!(
-                "; atlas: damage on {} cleared in place (no other intact copy)",
-                kept.join(",")
-            ));
-        }
-        self.sim.note("fault", &name, what);
-        self.sim.reached(if replaced.is_empty() {
-            "node restart"
-        } else {
-            "disk replaced"
-        });
-        self.start_node(i, false);
-    }
-
-    /// The fault atlas: may a destructive fault hit a target of storage node `i`? Only if, for
-    /// each of its chains, some other target is SERVING in the latest published chain, on a live
-    /// node, with an undamaged disk — so every chunk keeps an intact serving copy.
-    pub fn may_damage_node(&self, i: usize) -> bool {
-        if self.sim.atlas_off {
-            return true;
-        }
-        let n = &self.nodes[i];
-        if n.ctx.role != Role::Storage {
-            return true;
-        }
-        n.ctx.disks.keys().all(|t| self.other_intact_replica(*t))
-    }
-
-    fn other_intact_replica(&self, target: TargetId) -> bool {
-        let Some(chain) = self
-            .sim
-            .audit
-            .chains
-            .values()
-            .find(|c| c.state_of(target).is_some())
-        else {
-            return false;
-        };
-        chain.targets.iter().any(|ct| {
-            ct.target != target
-                && ct.state == PublicState::Serving
-                && !self.sim.audit.stale.contains(&ct.target)
-                && self.layout.initial.node_of(ct.target).is_some_and(|node| {
-                    let c = &self.nodes[node.0 as usize].ctx;
-                    c.life == Life::Up
-                        && c.disks
-                            .get(&ct.target)
-                            .is_some_and(|d| !d.damaged && !d.eio && d.corrupt.is_empty())
-                })
-        })
-    }
-
     /// The routing of the current primary mgmtd, if there is one.
     pub fn primary(&self) -> Option<(usize, &RoutingInfo)> {
         self.nodes
@@ -634,74 +497,6 @@ impl World {
         }
     }
 
-    /// One status line per event: time, node, event, then the published chains.
-    fn log_line(&self, ev: &Ev) {
-        let name = |i: usize| self.nodes[i].ctx.name.as_str();
-        let (node, what) = match ev {
-            Ev::Deliver { from, to, frame } => {
-                let msg = match t3fs_core::msg::Msg::decode(frame) {
-                    Ok(m) => format!("{m:?}"),
-                    Err(e) => format!("malformed frame ({e})"),
-                };
-                (
-                    name(to.0 as usize),
-                    format!("recv from {}: {}", name(from.0 as usize), msg),
-                )
-            }
-            Ev::Timer { node, timer, .. } => (name(*node), format!("timer {timer:?}")),
-            Ev::Io { node, id, .. } => {
-                let what = match self.nodes[*node].ctx.inflight.get(id) {
-                    Some(node::Pending::Chunk(t, op)) => format!("disk {t} done: {op:?}"),
-                    Some(node::Pending::Kv(op)) => format!("kv done: {op:?}"),
-                    None => format!("stale io {id}"),
-                };
-                (name(*node), what)
-            }
-            Ev::Step(i) => (
-                "",
-                format!("step {}", self.scenario.steps[*i].action.verb()),
-            ),
-            Ev::ClientNext { node, .. } => (name(*node), "next operation".to_string()),
-            Ev::Restart { node, .. } => (name(*node), "restart".to_string()),
-            Ev::Flap { node, down, .. } => (
-                name(*node),
-                format!("flap {}", if *down { "down" } else { "up" }),
-            ),
-            Ev::SafetyEnd => ("", "safety phase ends".to_string()),
-            Ev::Probe => ("", "probe".to_string()),
-        };
-        let mut what = what;
-        if what.len() > 900 {
-            let mut cut = 900;
-            while !what.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            what.truncate(cut);
-            what.push('…');
-        }
-        let chains: Vec<String> = self
-            .sim
-            .audit
-            .chains
-            .values()
-            .take(4)
-            .map(|c| {
-                format!(
-                    "{}@{}{}",
-                    c.chain,
-                    c.version,
-                    t3fs_core::mgmtd::chain_update::render(&c.targets)
-                )
-            })
-            .collect();
-        println!(
-            "{:>12.6} {:<10} {what} | {}",
-            self.sim.now().0 as f64 / 1e9,
-            node,
-            chains.join(" ")
-        );
-    }
-
     fn defer_if_paused(&mut self, node: usize, ev: Ev) -> bool {
         if self.nodes[node].ctx.life == Life::Paused {
             self.nodes[node].ctx.deferred.push(ev);
@@ -735,75 +530,6 @@ impl World {
                 self.drive(i, drive::Input::Recv(from, msg));
             }
             Err(_) => self.sim.net.counters.malformed += 1,
-        }
-    }
-
-    /// Records a chain published by a primary and checks §2.6.1's invariants on it.
-    pub fn audit_routing(&mut self, who: usize) {
-        let Proc::Mgmtd(m) = &self.nodes[who].proc else {
-            return;
-        };
-        let Some(routing) = m.routing() else { return };
-        let mut changes = Vec::new();
-        for (id, c) in &routing.chains {
-            let old = self.sim.audit.chains.get(id);
-            if old == Some(c) {
-                continue;
-            }
-            if let Some(old) = old {
-                if c.version < old.version {
-                    // A deposed or lagging mgmtd may hold an older view; a primary must not
-                    // publish one (chain versions only grow: a stale row written by a deposed
-                    // primary and loaded by a later tenure would show up here).
-                    let primary = m.is_primary(self.nodes[who].ctx.clock.local(self.sim.now()));
-                    if primary {
-                        let v = format!(
-                            "chain {id} went back from {} to {} (published by primary {})",
-                            old.version, c.version, self.nodes[who].ctx.name
-                        );
-                        self.sim.audit.violation.get_or_insert(v);
-                    }
-                    continue;
-                }
-                if c.version == old.version {
-                    let v = format!(
-                        "chain {id} published twice at {} with different members: {} vs {}",
-                        c.version,
-                        t3fs_core::mgmtd::chain_update::render(&old.targets),
-                        t3fs_core::mgmtd::chain_update::render(&c.targets)
-                    );
-                    self.sim.audit.violation.get_or_insert(v);
-                    continue;
-                }
-            }
-            for t in &c.targets {
-                let was = old.and_then(|o| o.state_of(t.target));
-                if t.state == PublicState::Serving && was != Some(PublicState::Serving) {
-                    self.sim.audit.stale.remove(&t.target);
-                }
-            }
-            if let Err(e) = check_chain(&c.targets) {
-                let v = format!("chain {id}@{}: {e}", c.version);
-                self.sim.audit.violation.get_or_insert(v);
-            }
-            changes.push(c.clone());
-        }
-        let name = self.nodes[who].ctx.name.clone();
-        for c in changes {
-            self.sim.audit.routing_changes += 1;
-            self.sim.note(
-                "chain",
-                &name,
-                format!(
-                    "{}@{} {}",
-                    c.chain,
-                    c.version,
-                    t3fs_core::mgmtd::chain_update::render(&c.targets)
-                ),
-            );
-            let now = self.sim.now().0;
-            self.sim.audit.timeline.push((now, c.clone()));
-            self.sim.audit.chains.insert(c.chain, c);
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod duration;
 pub mod load;
+mod load_step;
 pub mod rng;
 pub mod schema;
 pub mod workload;

@@ -278,9 +278,8 @@ impl World {
                             "disk EIO"
                         });
                     let d = self.sim.rng.duration(self.sim.faults.restart_after.clone());
-                    let at = Instant(self.sim.now().0 + d.as_nanos() as u64);
-                    self.sim.queue.push(
-                        at,
+                    self.sim.schedule_in(
+                        d,
                         Ev::Restart {
                             node: i,
                             replace_damaged: true,
@@ -319,9 +318,8 @@ impl World {
         }
         if n.ctx.role == Role::Client && !self.sim.workload_stopped {
             let think = d.gen.think();
-            let at = Instant(self.sim.now().0 + think.as_nanos() as u64);
             let inc = n.ctx.incarnation;
-            self.sim.queue.push(at, Ev::ClientNext { node: i, inc });
+            self.sim.schedule_in(think, Ev::ClientNext { node: i, inc });
         }
     }
 

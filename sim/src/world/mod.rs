@@ -250,6 +250,12 @@ impl Sim {
         }
     }
 
+    /// Schedules `ev` after `d` of simulated time.
+    pub fn schedule_in(&mut self, d: core::time::Duration, ev: Ev) {
+        let at = Instant(self.now().0 + d.as_nanos() as u64);
+        self.queue.push(at, ev);
+    }
+
     /// Counts a fault class.
     pub fn reached(&mut self, class: &'static str) {
         *self.reach.faults.entry(class).or_default() += 1;

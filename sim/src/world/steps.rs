@@ -329,9 +329,8 @@ impl World {
         } else {
             return;
         };
-        let at = Instant(self.sim.now().0 + next_in.as_nanos() as u64);
-        self.sim.queue.push(
-            at,
+        self.sim.schedule_in(
+            next_in,
             Ev::Flap {
                 node: i,
                 down: next_down,

@@ -30,6 +30,7 @@ pub mod chunk_lock;
 pub mod exactly_once;
 mod read;
 pub mod resync;
+mod resync_decide;
 mod target_state;
 mod write;
 

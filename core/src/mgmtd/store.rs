@@ -63,6 +63,11 @@ fn keyed(prefix: &[u8], ids: &[u32]) -> Key {
 pub fn chain_key(chain: ChainId) -> Key {
     keyed(CHAIN, &[chain.0])
 }
+
+/// Whether `key` is a chain row's key.
+pub fn is_chain_key(key: &[u8]) -> bool {
+    key.starts_with(CHAIN)
+}
 /// `TGIF` + target.
 pub fn target_key(target: TargetId) -> Key {
     keyed(TARGET, &[target.0])

@@ -134,10 +134,8 @@ fn run<M: Machine<Msg = Msg>>(
                     IoOp::Kv(op) => {
                         // Only commits that write chain rows count (lease extensions run
                         // every second and would make the trigger fire on the wrong commit).
-                        let chain_prefix =
-                            t3fs_core::mgmtd::store::chain_key(t3fs_core::ids::ChainId(0));
                         fx.committed |= matches!(&op, t3fs_core::kv::KvOp::Commit(c) if c.mutations.iter().any(|m| {
-                            matches!(m, t3fs_core::kv::Mutation::Set(k, _) if k.starts_with(&chain_prefix[..4]))
+                            matches!(m, t3fs_core::kv::Mutation::Set(k, _) if t3fs_core::mgmtd::store::is_chain_key(k))
                         }));
                         let d = sim.kv.latency(&mut sim.rng, &sim.faults);
                         ctx.inflight.insert(id, Pending::Kv(op));
@@ -245,15 +243,13 @@ impl World {
             return;
         };
         let result = match p {
-            Pending::Chunk(target, op)
-                if matches!(op, t3fs_core::chunk::ChunkOp::Update { .. })
-                    && self
-                        .sim
-                        .buggify
-                        .fire("buggify: disk nospace", &mut self.sim.rng) =>
+            Pending::Chunk(_, t3fs_core::chunk::ChunkOp::Update { .. })
+                if self
+                    .sim
+                    .buggify
+                    .fire("buggify: disk nospace", &mut self.sim.rng) =>
             {
                 self.sim.reached("buggify: disk nospace");
-                let _ = target;
                 IoResult::Chunk(Err(t3fs_core::chunk::ChunkError::NoSpace))
             }
             Pending::Chunk(target, op) => {

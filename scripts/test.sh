@@ -32,4 +32,4 @@ cargo run --release --locked -- check mgmtd
 
 echo "== the main job and a swarm (release)"
 cargo run --release --locked -- demo --out target/runs
-cargo run --release --locked -- sim swarm --seeds 200 --from 1001
+cargo run --release --locked -- sim swarm --seeds 500

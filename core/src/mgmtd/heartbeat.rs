@@ -109,7 +109,22 @@ impl Mgmtd {
     }
 
     /// No heartbeat from `node` for the fail interval: it is failed and its targets OFFLINE.
-    pub(super) fn on_heartbeat_deadline(&mut self, node: NodeId) {
+    ///
+    /// Only a primary with a trusted lease judges silence. A deadline that fires while the lease
+    /// is untrusted (mgmtd stalled, or its KV was slow to extend) is re-armed instead: the
+    /// silence may be mgmtd's own. With 3FS's settings (fail interval 60 s ≥ lease 60 s −
+    /// suspicious 20 s) any stall long enough to fire a deadline falsely also distrusts the
+    /// lease, and a stall past the lease's end starts a new tenure (`lease::decide`).
+    pub(super) fn on_heartbeat_deadline(
+        &mut self,
+        now: Instant,
+        node: NodeId,
+        out: &mut Outbox<Self>,
+    ) {
+        if self.primary.is_some() && !self.is_primary(now) {
+            let wait = self.cfg.heartbeat_fail_interval;
+            return out.set_timer(MgmtdTimer::HeartbeatDeadline(node), wait..wait);
+        }
         let Some(p) = self.primary.as_mut() else {
             return;
         };

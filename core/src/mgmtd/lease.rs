@@ -2,7 +2,11 @@
 //! decision over the stored row and the caller's clock.
 //!
 //! Invariant: a decision never shortens another holder's unexpired lease, and an older release
-//! never takes the lease from a newer one (upgrade safety). Fencing is not here: it is the
+//! never takes the lease from a newer one (upgrade safety). A holder whose own lease lapsed
+//! (it stalled past the end) gets a fresh start, i.e. a new tenure: everything it learned from
+//! heartbeats before the lapse is void, because for a while it held no lease and heard nothing
+//! it could trust (3FS keeps the old start; the simulator found a stalled primary that woke up,
+//! declared every node dead at once and made an emptied head LASTSRV). Fencing is not here: it is the
 //! lease re-check inside every write transaction (`writer.rs`), which is what makes a deposed
 //! primary unable to commit.
 
@@ -56,7 +60,7 @@ pub fn decide(stored: Option<LeaseInfo>, now: Instant, p: &LeaseParams) -> Lease
     if s.end >= fresh_end {
         return LeaseDecision::Keep(s);
     }
-    if s.primary == p.me {
+    if s.primary == p.me && s.end >= now.0 {
         return LeaseDecision::Write(mine(s.start));
     }
     if s.end < now.0 {
@@ -113,6 +117,11 @@ mod tests {
         assert_eq!(
             decide(Some(theirs), now, &p(1, 1)),
             LeaseDecision::Keep(theirs)
+        );
+        // Mine, but lapsed: a fresh start (a new tenure), not an extension.
+        assert_eq!(
+            decide(Some(lease(1, 50, 99, 1)), now, &p(1, 1)),
+            LeaseDecision::Write(lease(1, 100, 160, 1))
         );
         // Someone else's, expired: take over with a fresh start (a new tenure).
         assert_eq!(

@@ -381,7 +381,7 @@ impl Machine for Mgmtd {
                         self.cfg.chain_update_interval.clone(),
                     );
                 }
-                MgmtdTimer::HeartbeatDeadline(node) => self.on_heartbeat_deadline(node),
+                MgmtdTimer::HeartbeatDeadline(node) => self.on_heartbeat_deadline(now, node, out),
                 MgmtdTimer::CheckSessions => {
                     self.check_sessions(now);
                     out.set_timer(MgmtdTimer::CheckSessions, self.cfg.extend_interval.clone());

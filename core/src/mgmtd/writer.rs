@@ -288,9 +288,13 @@ impl Mgmtd {
             // Learn what was applied before writing anything else.
             self.writer.push_front(WriterOp::Load, 0);
         }
-        if retry && attempts + 1 < ATTEMPTS_MAX {
-            if !matches!(op, WriterOp::Load) || e != KvError::CommitUnknown {
-                self.writer.push_front(op, attempts + 1);
+        // A tenure without its rows serves nothing and its lease extensions keep the same start,
+        // so nothing else would ever load again: a load is retried for as long as the tenure
+        // lasts (the swarm found a primary stuck unloaded after a KV outage during its load).
+        let load = matches!(op, WriterOp::Load);
+        if load || (retry && attempts + 1 < ATTEMPTS_MAX) {
+            if !load || e != KvError::CommitUnknown {
+                self.writer.push_front(op, attempts.saturating_add(1));
             }
         } else {
             self.drop_op(op, AdminError::Kv(e), out);

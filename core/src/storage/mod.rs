@@ -177,6 +177,9 @@ pub struct Target {
     pub local_state: LocalState,
     /// A medium error took the target OFFLINE until the process restarts.
     pub disk_error: bool,
+    /// The chain version of the sync round whose `SyncDone` made this SYNCING target UPTODATE.
+    /// That UPTODATE vouches for the data only at that version: see `after_routing`.
+    pub synced_at: Option<ChainVersion>,
     /// Cached metadata of every chunk on the target's store, kept in step with completed I/O.
     /// Invariant: mirrors the store's metadata after every completed `Update`/`Commit`.
     pub chunks: BTreeMap<ChunkId, ChunkMeta>,
@@ -269,6 +272,7 @@ impl StorageNode {
                         LocalState::UpToDate
                     },
                     disk_error: false,
+                    synced_at: None,
                     chunks,
                     locks: ChunkLocks::default(),
                     channels: ExactlyOnce::default(),

@@ -471,7 +471,9 @@ impl StorageNode {
     pub(super) fn on_sync_done(&mut self, from: NodeId, req: SyncReq, out: &mut Outbox<Self>) {
         let status = match self.admit_sync(&req) {
             Ok(target) => {
-                self.targets.get_mut(&target).expect("admitted").local_state = LocalState::UpToDate;
+                let t = self.targets.get_mut(&target).expect("admitted");
+                t.local_state = LocalState::UpToDate;
+                t.synced_at = Some(req.chain.version);
                 self.send_heartbeat(out);
                 Status::Ok
             }

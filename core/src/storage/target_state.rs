@@ -4,13 +4,17 @@
 //! Rules: a target loaded from disk is ONLINE; ONLINE + public SERVING → UPTODATE; UPTODATE +
 //! public OFFLINE/LASTSRV/WAITING → OFFLINE, and (its handle dropped and reloaded, as 3FS's
 //! CheckWorker does) straight back to ONLINE unless a disk error pins it OFFLINE; sync done →
-//! UPTODATE (in `resync.rs`). A restarted process reports every target OFFLINE until routing
+//! UPTODATE (in `resync.rs`); UPTODATE + public SYNCING at another chain version than the sync
+//! round's → ONLINE (t3fs: the swarm found a target synced by one predecessor, then, after the
+//! chain moved on and its view skipped a WAITING, promoted without the new predecessor's pending
+//! write, which that predecessor then force-committed: the replicas diverged). A restarted process reports every target OFFLINE until routing
 //! shows none of them SERVING/SYNCING/WAITING, so every restarted target goes through recovery.
 //! A target leaving LASTSRV for SERVING/SYNCING/WAITING force-commits its pending versions with
 //! the new chain version (§3.5 #8: an unacknowledged write may become visible).
 //!
 //! Not here: chain decisions (mgmtd) and the resync itself.
 
+use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkError, ChunkMeta, ChunkOp};
 use crate::ids::{ChainVersion, ChunkId, NodeId, TargetId};
 use crate::machine::Outbox;
@@ -210,7 +214,18 @@ impl StorageNode {
                     LocalState::UpToDate,
                     Some(PublicState::Offline | PublicState::LastSrv | PublicState::Waiting),
                 ) => t.local_state = LocalState::Online,
+                // A sync round vouches for one chain version: a later SYNCING view means a new
+                // round (maybe a new predecessor) must run before mgmtd may promote the target.
+                (LocalState::UpToDate, Some(PublicState::Syncing))
+                    if t.synced_at != Some(chain_version)
+                        && self.cfg.bug != Some(PlantedBug::KeepStaleSync) =>
+                {
+                    t.local_state = LocalState::Online
+                }
                 _ => {}
+            }
+            if public != Some(PublicState::Syncing) {
+                t.synced_at = None;
             }
             if t.disk_error {
                 t.local_state = LocalState::Offline;

@@ -243,6 +243,108 @@ fn failed_node_is_detected_and_its_target_moves_behind_the_alive_ones() {
     );
 }
 
+/// Swarm seed 260: a primary stalled past its lease woke up, fired every heartbeat deadline at
+/// once and made an emptied head LASTSRV. A stalled primary must not blame the nodes for its own
+/// silence.
+#[test]
+fn a_stalled_primary_does_not_blame_nodes_for_its_own_silence() {
+    let (mut m, mut kv) = cluster();
+    fire(&mut m, &mut kv, at(3), MgmtdTimer::UpdateChains);
+    let before = chain_states(&m);
+    // Woken inside the suspicious interval: the deadline is re-armed, the node stays up.
+    let acts = fire(
+        &mut m,
+        &mut kv,
+        at(990),
+        MgmtdTimer::HeartbeatDeadline(NodeId(2)),
+    );
+    assert!(acts.iter().any(|a| matches!(
+        a,
+        ActionOf::SetTimer {
+            timer: MgmtdTimer::HeartbeatDeadline(NodeId(2)),
+            ..
+        }
+    )));
+    assert_eq!(
+        m.primary().unwrap().local[&TargetId(2)],
+        LocalState::UpToDate
+    );
+    // Woken past the lease's end: the extension starts a new tenure that learns states afresh.
+    fire(&mut m, &mut kv, at(1010), MgmtdTimer::ExtendLease);
+    assert_eq!(m.counters().tenures, 2);
+    assert_eq!(m.lease().unwrap().start, 1010 * SEC);
+    let p = m.primary().unwrap();
+    assert!(p.nodes.is_empty() && p.reported.is_empty());
+    // The old tenure's deadline is void; the chain waits (frozen) for its targets' reports.
+    fire(
+        &mut m,
+        &mut kv,
+        at(1011),
+        MgmtdTimer::HeartbeatDeadline(NodeId(2)),
+    );
+    fire(&mut m, &mut kv, at(1012), MgmtdTimer::UpdateChains);
+    assert_eq!(chain_states(&m), before);
+}
+
+/// Swarm seed 663: the KV went away during a new tenure's load; the load was dropped after
+/// three attempts and the primary stayed unloaded (answering nothing) for good.
+#[test]
+fn a_new_tenure_keeps_loading_through_a_long_kv_outage() {
+    let (mut m, mut kv) = (mgmtd(100), MemKv::new(1000));
+    let mut out = Outbox::new();
+    m.start(at(0), &mut out);
+    let mut pending: Vec<Action<Mgmtd>> = out.drain();
+    let mut failed_loads = 0;
+    for second in 1..30 {
+        let mut retry = false;
+        while let Some(a) = pending.pop() {
+            let ActionOf::Io {
+                id,
+                op: IoOp::Kv(op),
+            } = a
+            else {
+                retry |= matches!(
+                    a,
+                    ActionOf::SetTimer {
+                        timer: MgmtdTimer::WriterRetry,
+                        ..
+                    }
+                );
+                continue;
+            };
+            let is_load = matches!(&op, kv::KvOp::Read { ranges, .. } if !ranges.is_empty());
+            let result = if is_load && failed_loads < 8 {
+                failed_loads += 1;
+                Err(KvError::Unavailable)
+            } else {
+                kv::execute(&mut kv, op)
+            };
+            let mut o = Outbox::new();
+            m.handle(
+                at(second),
+                EventOf::IoDone {
+                    id,
+                    result: IoResult::Kv(result),
+                },
+                &mut o,
+            );
+            pending.extend(o.drain());
+        }
+        if !retry {
+            break;
+        }
+        let mut o = Outbox::new();
+        m.handle(at(second), EventOf::Timer(MgmtdTimer::WriterRetry), &mut o);
+        pending.extend(o.drain());
+    }
+    assert_eq!(
+        failed_loads, 8,
+        "the load was retried past the old three-attempt budget"
+    );
+    assert!(m.is_primary(at(30)), "loaded once the KV answered");
+    assert_eq!(m.counters().tenures, 1);
+}
+
 #[test]
 fn heartbeats_are_validated() {
     let (mut m, mut kv) = cluster();

@@ -133,8 +133,9 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
             println!("{:<28} {}", bug.name(), bug.about());
             if bug == MgmtdBug::UnfencedWrites {
                 println!(
-                    "{:<28} needs two mgmtds: caught by `cargo nextest run -p t3fs-core deposed`",
-                    ""
+                    "{:<28} needs two mgmtds and a deposed primary's commit: `t3fs check mgmtd --bug {}` runs the simulator's swarm",
+                    "",
+                    bug.name()
                 );
             } else {
                 let (n, c, w, f, r) = mgmtd_catching(bug);
@@ -179,6 +180,9 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
     };
     let explicit = (a.clients, a.writes, a.failures, a.recoveries);
     let configs = match (explicit, bug) {
+        ((None, None, None, None), Some(MgmtdBug::UnfencedWrites)) => {
+            return via_simulator(MgmtdBug::UnfencedWrites.name());
+        }
         ((None, None, None, None), Some(bug)) => vec![make(mgmtd_catching(bug))],
         ((None, None, None, None), None) => MGMTD_STANDARD.iter().map(|s| make(*s)).collect(),
         ((c, w, f, r), _) => {
@@ -255,13 +259,16 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
 /// A planted bug the small model cannot reach (it needs stale routing racing a forward, or
 /// histories longer than exhaustive search affords): the simulator's swarm hunts it instead and
 /// the check fails with the simulator's counterexample and its reproduce command.
-fn via_simulator(bug: PlantedBug) -> ExitCode {
+fn via_simulator(bug: &str) -> ExitCode {
+    if let Some(name) = t3fs_sim::bugs::regression_scenario(bug) {
+        return via_regression(bug, name);
+    }
     println!(
         "{bug}: not reachable by the exhaustive model's small configurations; running the \
          simulator's swarm with the bug planted (seeds 1..=500)"
     );
     for seed in 1..=500 {
-        let sc = t3fs_sim::swarm::scenario(seed, Some(bug.name()));
+        let sc = t3fs_sim::swarm::scenario(seed, Some(bug));
         let o = match t3fs_sim::run::run(&sc, seed, false) {
             Ok(o) => o,
             Err(e) => {
@@ -292,6 +299,48 @@ fn via_simulator(bug: PlantedBug) -> ExitCode {
     println!("not caught by 500 swarm seeds either");
     println!("PASS");
     ExitCode::SUCCESS
+}
+
+/// A bug random seeds rarely reach: its saved regression scenario must fail with the bug
+/// planted (and pass without it, which the catalog test checks).
+fn via_regression(bug: &str, name: &str) -> ExitCode {
+    println!(
+        "{bug}: random swarm seeds rarely reach it; running the saved swarm seed that found it \
+         (catalog scenario {name})"
+    );
+    let loaded = t3fs_scenario::find(name)
+        .and_then(|p| t3fs_scenario::load_file(&p).map_err(|e| e.to_string()));
+    let mut sc = match loaded {
+        Ok(sc) => sc,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    sc.bug = Some(bug.to_string());
+    let seed = sc.seeds.first().copied().unwrap_or(1);
+    match t3fs_sim::run::run(&sc, seed, false) {
+        Ok(o) if !o.passed() => {
+            for (v, verdict) in o.verdicts.iter().filter(|(_, v)| v.failed()) {
+                println!("  {v}: {}", verdict.label());
+                for line in verdict.detail().lines() {
+                    println!("    {line}");
+                }
+            }
+            println!("FAIL");
+            println!("reproduce: cargo run --release -- sim run {name} --seed {seed} --bug {bug}");
+            ExitCode::FAILURE
+        }
+        Ok(_) => {
+            println!("the regression scenario passes with the bug planted");
+            println!("PASS");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn run_craq(a: CraqArgs) -> ExitCode {
@@ -366,7 +415,7 @@ fn run_craq(a: CraqArgs) -> ExitCode {
     let no_shape =
         a.replicas.is_none() && a.clients.is_none() && a.writes.is_none() && a.failures.is_none();
     if let Some(bug) = bug.filter(|b| no_shape && craq::catching_flags(*b).is_none()) {
-        return via_simulator(bug);
+        return via_simulator(bug.name());
     }
     let mut ok = true;
     for cfg in configs {

@@ -189,11 +189,11 @@ fn phases(w: &mut World) -> Outcome {
         }
     });
     let mut verdicts: Vec<(&'static str, Verdict)> = Vec::new();
-    let audit = match &w.sim.audit.violation {
-        Some(v) => Verdict::Fail(v.clone()),
+    let audit = match w.sim.audit.violation.as_deref().or(w.sim.kv.violation()) {
+        Some(v) => Verdict::Fail(v.to_string()),
         None => Verdict::Pass(format!(
-            "{} chain publications checked (§2.6.1)",
-            w.sim.audit.routing_changes
+            "{} chain publications and {} KV commits checked (§2.6.1, §2.2)",
+            w.sim.audit.routing_changes, w.sim.kv.counters.commits
         )),
     };
     let halts = if w.sim.halts.is_empty() {

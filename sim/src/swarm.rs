@@ -196,7 +196,17 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
                 };
                 let span = ms(2000 + r.below(8000));
                 let end = (at + span).min(duration);
-                add(at, Action::Pause(NodeRef::Mgmtd(k)));
+                // A third of the freezes strike in the middle of a chain-update commit, whose
+                // completion then lands after a standby may have taken over; a storage node
+                // crashes at the same moment so that a chain update comes.
+                if r.chance(0.33) {
+                    add(at, Action::PauseOnCommit(NodeRef::Mgmtd(k)));
+                    let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+                    add(at, Action::Crash(n.clone()));
+                    add(end, Action::Restart(n));
+                } else {
+                    add(at, Action::Pause(NodeRef::Mgmtd(k)));
+                }
                 if r.chance(0.5) {
                     let by = -(span.as_millis() as i64);
                     add(

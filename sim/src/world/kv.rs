@@ -5,6 +5,11 @@
 //! Invariant: a fault never violates the KV contract (a conflict is always allowed; an unknown
 //! result is reported only as `CommitUnknown`), so a correct client of the contract survives
 //! every fault here. Not here: which rows mgmtd writes (core's mgmtd::store).
+//!
+//! The KV also audits mgmtd's rows after every commit (§2.2's fencing made observable): the
+//! stored routing version only grows, and a chain row's version never goes back nor is rewritten
+//! with other members. A deposed primary whose write slips past the lease check breaks one of
+//! these even when no storage node ever sees its routing.
 
 use core::time::Duration;
 
@@ -43,6 +48,16 @@ pub struct SimKv {
     pub unavailable: bool,
     /// Counters.
     pub counters: KvCounters,
+    /// The rows as of the last commit, and the first violation of their monotonicity.
+    rows: Rows,
+}
+
+/// What the row audit remembers.
+#[derive(Default)]
+struct Rows {
+    routing_version: u64,
+    chains: std::collections::BTreeMap<t3fs_core::ids::ChainId, t3fs_core::routing::ChainInfo>,
+    violation: Option<String>,
 }
 
 impl SimKv {
@@ -54,6 +69,65 @@ impl SimKv {
             commit_unknown: f.kv_commit_unknown,
             unavailable: false,
             counters: KvCounters::default(),
+            rows: Rows {
+                routing_version: routing.version.0,
+                chains: routing.chains.clone(),
+                violation: None,
+            },
+        }
+    }
+
+    /// The first violation of the row audit (module doc), if any.
+    pub fn violation(&self) -> Option<&str> {
+        self.rows.violation.as_deref()
+    }
+
+    /// Re-reads mgmtd's rows after a commit and checks they only moved forward.
+    fn audit_rows(&mut self) {
+        let Ok(v) = self.kv.read_version() else {
+            return;
+        };
+        let rv = match self.kv.get(v, store::ROUTING_VERSION_KEY) {
+            Ok(Some(b)) => store::decode::<u64>(&b).unwrap_or(0),
+            _ => return,
+        };
+        let rows = &mut self.rows;
+        let mut bad = Vec::new();
+        if rv < rows.routing_version {
+            bad.push(format!(
+                "stored routing version went back from {} to {rv}",
+                rows.routing_version
+            ));
+        }
+        rows.routing_version = rows.routing_version.max(rv);
+        if let Ok(found) = self.kv.range(v, &store::chains_range(), usize::MAX) {
+            for (_, b) in found {
+                let Ok(c) = store::decode_chain(&b) else {
+                    continue;
+                };
+                match rows.chains.get(&c.chain) {
+                    Some(old) if c.version < old.version => bad.push(format!(
+                        "stored chain {} went back from {} to {}",
+                        c.chain, old.version, c.version
+                    )),
+                    Some(old) if c.version == old.version && c.targets != old.targets => {
+                        bad.push(format!(
+                            "stored chain {} rewritten at {} with other members: {} vs {}",
+                            c.chain,
+                            c.version,
+                            t3fs_core::mgmtd::chain_update::render(&old.targets),
+                            t3fs_core::mgmtd::chain_update::render(&c.targets)
+                        ))
+                    }
+                    Some(old) if c.version <= old.version => {}
+                    _ => {
+                        rows.chains.insert(c.chain, c);
+                    }
+                }
+            }
+        }
+        if let Some(first) = bad.into_iter().next() {
+            rows.violation.get_or_insert(first);
         }
     }
 
@@ -84,7 +158,12 @@ impl SimKv {
                 }
             }
         }
-        kv::execute(&mut self.kv as &mut dyn KvEngine, op)
+        let commit = matches!(op, KvOp::Commit(_));
+        let result = kv::execute(&mut self.kv as &mut dyn KvEngine, op);
+        if commit {
+            self.audit_rows();
+        }
+        result
     }
 }
 

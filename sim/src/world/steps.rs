@@ -110,6 +110,9 @@ impl World {
             }
             Action::Resume(r) => {
                 if let Some(i) = one(self, r) {
+                    // The freeze window is over: a pause armed for a commit that never came is
+                    // disarmed too.
+                    self.nodes[i].ctx.pause_on_commit = false;
                     self.resume(i);
                     note = format!("resume {}", name(self, i));
                 }

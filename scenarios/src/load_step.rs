@@ -91,6 +91,7 @@ impl Cx<'_> {
             "crash" | "crash_after_forward" | "pause_on_commit" | "restart" | "restart_empty" | "pause" | "resume"
             | "isolate" | "corrupt_chunk" | "fail_disk" | "heal_disk" | "fill_disk" => &["node"],
             "partition" => &["a", "b", "oneway"],
+            "link" => &["a", "b", "latency", "spike", "loss"],
             "repair" | "hold" | "release" => &["a", "b"],
             "heal" | "kv_unavailable" | "kv_available" => &[],
             "set_loss" | "set_duplicate" => &["rate"],
@@ -106,7 +107,7 @@ impl Cx<'_> {
                     "do",
                     format!(
                         "unknown verb `{other}` (crash, crash_after_forward, pause_on_commit, restart, \
-                         restart_empty, pause, resume, partition, isolate, repair, hold, \
+                         restart_empty, pause, resume, partition, link, isolate, repair, hold, \
                          release, heal, set_loss, set_duplicate, set_latency, flap, skew_clock, \
                          step_clock, corrupt_chunk, fail_disk, heal_disk, slow_disk, fill_disk, \
                          drop_heartbeats, kv_unavailable, kv_available, kv_faults)"
@@ -162,6 +163,21 @@ impl Cx<'_> {
                     None => false,
                     Some(toml::Value::Boolean(b)) => *b,
                     Some(_) => return Err(err("oneway", "expected true or false".into())),
+                },
+            },
+            "link" => Action::Link {
+                a: nodes_of("a")?,
+                b: nodes_of("b")?,
+                latency: parse_range(&str_of("latency")?).map_err(|m| err("latency", m))?,
+                spike: if t.contains_key("spike") {
+                    rate_of("spike")?
+                } else {
+                    0.0
+                },
+                loss: if t.contains_key("loss") {
+                    rate_of("loss")?
+                } else {
+                    0.0
                 },
             },
             "repair" => Action::Repair {

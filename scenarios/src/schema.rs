@@ -216,6 +216,21 @@ pub enum Action {
         /// Cut only a → b.
         oneway: bool,
     },
+    /// Links between the groups (both directions) get their own latency distribution: uniform
+    /// in `latency`, with a `spike` probability of the scenario's spike latency, and their own
+    /// `loss` rate (a far rack, a congested uplink), until `heal` or another `link` step.
+    Link {
+        /// One side.
+        a: Vec<NodeRef>,
+        /// The other side.
+        b: Vec<NodeRef>,
+        /// One-way latency on these links.
+        latency: Range<Duration>,
+        /// Probability that a frame takes a spike.
+        spike: f64,
+        /// Loss rate on these links.
+        loss: f64,
+    },
     /// Cut every link to and from a node.
     Isolate(NodeRef),
     /// Restore links between groups (both directions).
@@ -315,6 +330,7 @@ impl Action {
         matches!(
             self,
             Self::SkewClock { .. }
+                | Self::Link { .. }
                 | Self::StepClock { .. }
                 | Self::CorruptChunk(_)
                 | Self::FailDisk(_)
@@ -337,6 +353,7 @@ impl Action {
             Self::Pause(_) => "pause",
             Self::Resume(_) => "resume",
             Self::Partition { .. } => "partition",
+            Self::Link { .. } => "link",
             Self::Isolate(_) => "isolate",
             Self::Repair { .. } => "repair",
             Self::Hold { .. } => "hold",

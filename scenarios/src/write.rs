@@ -153,6 +153,18 @@ pub fn to_toml(s: &Scenario) -> String {
             Action::Partition { a, b, oneway } => {
                 format!("a = {}\nb = {}\noneway = {oneway}", nodes(a), nodes(b))
             }
+            Action::Link {
+                a,
+                b,
+                latency,
+                spike,
+                loss,
+            } => format!(
+                "a = {}\nb = {}\nlatency = \"{}\"\nspike = {spike:?}\nloss = {loss:?}",
+                nodes(a),
+                nodes(b),
+                range(latency)
+            ),
             Action::Repair { a, b } | Action::Hold { a, b } | Action::Release { a, b } => {
                 format!("a = {}\nb = {}", nodes(a), nodes(b))
             }

@@ -227,6 +227,29 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
             Action::CorruptChunk(storage(&mut r)),
         );
     }
+    // Drawn last so the fault schedule above is unchanged: a quarter of the seeds put one
+    // storage node behind a slow, lossy link for the whole run (a far rack or a congested
+    // uplink), so its chains have one replica much slower than the others.
+    if r.chance(0.25) {
+        let far = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+        let rest: Vec<NodeRef> = (0..storage_nodes)
+            .map(NodeRef::Storage)
+            .filter(|n| *n != far)
+            .chain((0..cluster.mgmtd).map(NodeRef::Mgmtd))
+            .chain((0..cluster.clients).map(NodeRef::Client))
+            .collect();
+        let lo = 1 + r.below(5);
+        add(
+            Duration::ZERO,
+            Action::Link {
+                a: vec![far],
+                b: rest,
+                latency: ms(lo)..ms(lo * 4),
+                spike: r.below(3) as f64 / 100.0,
+                loss: r.below(3) as f64 / 100.0,
+            },
+        );
+    }
     steps.sort_by_key(|s| s.at);
     Scenario {
         name: format!("swarm_{seed}"),

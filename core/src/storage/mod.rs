@@ -198,6 +198,9 @@ pub struct StorageCounters {
     pub stale_chain_version: u64,
     /// Forward retries.
     pub forward_retries: u64,
+    /// Late full-chunk installs older than the chunk committed at the same chain version
+    /// (answered, never applied).
+    pub stale_installs: u64,
     /// Updates answered from the exactly-once cache.
     pub cached_replies: u64,
     /// Heartbeats sent.

@@ -670,3 +670,46 @@ fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
         ]
     );
 }
+
+/// Swarm seed 2859: spiked copies of full chunks shipped to a SYNCING successor arrived after
+/// newer ones and rolled the replica back below an acknowledged write.
+#[test]
+fn a_late_full_chunk_never_rolls_a_syncing_replica_back() {
+    use PublicState::{Serving, Syncing};
+    let cfg = StorageConfig::new(NodeId(3), vec![(TargetId(3), ReadMode::Committed)]);
+    let syncing = routing(1, 1, &[(1, Serving), (2, Serving), (3, Syncing)]);
+    let mut h = Harness {
+        node: StorageNode::new(cfg, BTreeMap::new(), syncing),
+        store: MemChunkStore::new(),
+    };
+    // A SYNCING target is ONLINE until its round's SyncDone.
+    h.node.targets.get_mut(&TargetId(3)).unwrap().local_state = LocalState::Online;
+    let full = |seq: u64, u: u32, data: &[u8]| UpdateReq {
+        kind: UpdateKind::Replace {
+            data: data.to_vec(),
+        },
+        is_syncing: true,
+        ..forwarded(seq, 1, u, data)
+    };
+    let v8 = full(8, 8, b"eight");
+    let acts = h.recv(NodeId(2), Msg::Update(v8.clone()));
+    assert_eq!(acts.len(), 1, "one install: {acts:?}");
+    let acts = h.complete(&acts[0]);
+    let now = Some(result(8, 1, b"eight"));
+    assert_eq!(acts, vec![reply(NodeId(2), &v8, Status::Ok, now.clone())]);
+    // The late copy of v6 is answered with the chunk as it is, and nothing is written.
+    let v6 = full(6, 6, b"six");
+    assert_eq!(
+        h.recv(NodeId(2), Msg::Update(v6.clone())),
+        vec![reply(NodeId(2), &v6, Status::Ok, now)]
+    );
+    assert_eq!(h.node.counters().stale_installs, 1);
+    // The next version still installs.
+    let v9 = full(9, 9, b"nine");
+    let acts = h.recv(NodeId(2), Msg::Update(v9.clone()));
+    let acts = h.complete(&acts[0]);
+    assert_eq!(
+        acts,
+        vec![reply(NodeId(2), &v9, Status::Ok, Some(result(9, 1, b"nine")))]
+    );
+}

@@ -244,6 +244,24 @@ impl StorageNode {
         if w.req.is_syncing {
             // SYNCING successor: install the predecessor's full chunk at its version, committed.
             let (chunk, version) = (w.req.chunk, w.req.update_version);
+            // Within one chain version the predecessor ships a chunk's versions in increasing
+            // order, so a full chunk older than what this replica committed at the same chain
+            // version is a late duplicate (a retry or a spiked frame): installing it would roll
+            // the chunk back below an acknowledged write (found by the swarm, seed 2859). It is
+            // answered with the chunk as it is; a predecessor still waiting for exactly that
+            // version sees the mismatch and treats it as the divergence it would be. Removes
+            // (version 0) and installs from an older chain version keep the §3.6 semantics: the
+            // predecessor is authoritative.
+            let stale = w.req.kind != UpdateKind::Remove
+                && version < meta.committed
+                && meta.chain_version == w.req.chain.version;
+            if stale {
+                self.counters.stale_installs += 1;
+                let result = result_of(&meta);
+                t.channels.finish(&w.req.tag, None);
+                reply(out, w.from, &w.req, Status::Ok, Some(result));
+                return false;
+            }
             let data = match &w.req.kind {
                 UpdateKind::Replace { data } => Some(data.clone()),
                 _ => None,

@@ -1,5 +1,6 @@
 //! The simulated network: per-message fate (latency with spikes, loss, duplication as a late
-//! replay, reordering through latency spread), directed link cuts (symmetric and one-way
+//! replay, reordering through latency spread), per-link latency distributions and loss that
+//! override the cluster-wide ones (a far rack, a congested uplink), directed link cuts (symmetric and one-way
 //! partitions, isolation, flapping), holds (in-flight messages kept until released) and a bounded
 //! per-destination queue.
 //!
@@ -46,6 +47,17 @@ pub struct NetCounters {
     pub bytes: u64,
 }
 
+/// A link's own latency distribution and loss (`link` steps), overriding the cluster-wide ones.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkProfile {
+    /// One-way latency, uniform in this range.
+    pub latency: Range<Duration>,
+    /// Probability of a spike (the cluster's spike latency).
+    pub spike: f64,
+    /// Loss rate.
+    pub loss: f64,
+}
+
 /// What happens to one sent frame.
 pub enum Fate {
     /// Dropped.
@@ -70,6 +82,7 @@ pub struct Net {
     pub duplicate: f64,
     cut: BTreeSet<(NodeId, NodeId)>,
     held: BTreeSet<(NodeId, NodeId)>,
+    links: BTreeMap<(NodeId, NodeId), LinkProfile>,
     /// Frames parked by holds, in send order.
     pub parked: Vec<(NodeId, NodeId, Vec<u8>)>,
     queued: BTreeMap<NodeId, u32>,
@@ -88,6 +101,7 @@ impl Net {
             duplicate: 0.0,
             cut: BTreeSet::new(),
             held: BTreeSet::new(),
+            links: BTreeMap::new(),
             parked: Vec::new(),
             queued: BTreeMap::new(),
             counters: NetCounters::default(),
@@ -117,7 +131,9 @@ impl Net {
             self.counters.held += 1;
             return Fate::Held;
         }
-        if rng.chance(self.loss) {
+        let link = self.links.get(&(from, to)).cloned();
+        let loss = link.as_ref().map_or(self.loss, |l| l.loss);
+        if rng.chance(loss) {
             self.counters.lost += 1;
             return Fate::Dropped;
         }
@@ -126,22 +142,39 @@ impl Net {
             self.counters.overflow += 1;
             return Fate::Dropped;
         }
-        let mut delays = vec![self.delay(rng)];
+        let mut delays = vec![self.delay(rng, link.as_ref())];
         if rng.chance(self.duplicate) {
             self.counters.duplicated += 1;
             // A replay arrives after the original, possibly much later.
-            delays.push(delays[0] + self.delay(rng) + rng.duration(self.spike_latency.clone()));
+            let again = self.delay(rng, link.as_ref());
+            delays.push(delays[0] + again + rng.duration(self.spike_latency.clone()));
         }
         *self.queued.entry(to).or_default() += delays.len() as u32;
         Fate::Deliver(delays)
     }
 
-    fn delay(&mut self, rng: &mut Rng) -> Duration {
-        if rng.chance(self.spike) {
+    fn delay(&mut self, rng: &mut Rng, link: Option<&LinkProfile>) -> Duration {
+        let (spike, latency) = match link {
+            Some(l) => (l.spike, l.latency.clone()),
+            None => (self.spike, self.latency.clone()),
+        };
+        if rng.chance(spike) {
             self.counters.spiked += 1;
             return rng.duration(self.spike_latency.clone());
         }
-        rng.duration(self.latency.clone())
+        rng.duration(latency)
+    }
+
+    /// Gives `a → b` its own latency distribution and loss.
+    pub fn set_link(&mut self, a: NodeId, b: NodeId, profile: LinkProfile) {
+        if a != b {
+            self.links.insert((a, b), profile);
+        }
+    }
+
+    /// Every link back to the cluster-wide distribution.
+    pub fn reset_links(&mut self) {
+        self.links.clear();
     }
 
     /// A frame towards `to` left the queue (delivered or discarded).

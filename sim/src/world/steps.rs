@@ -117,6 +117,35 @@ impl World {
                     note = format!("resume {}", name(self, i));
                 }
             }
+            Action::Link {
+                a,
+                b,
+                latency,
+                spike,
+                loss,
+            } => {
+                let (a, b) = (self.resolve_all(a), self.resolve_all(b));
+                let profile = super::net::LinkProfile {
+                    latency: latency.clone(),
+                    spike: *spike,
+                    loss: *loss,
+                };
+                for &x in &a {
+                    for &y in &b {
+                        let (p, q) = (self.nodes[x].ctx.id, self.nodes[y].ctx.id);
+                        self.sim.net.set_link(p, q, profile.clone());
+                        self.sim.net.set_link(q, p, profile.clone());
+                    }
+                }
+                self.sim.reached("per-link latency");
+                note = format!(
+                    "link {:?} <-> {:?}: {:?}..{:?}, spike {spike}, loss {loss}",
+                    self.names(&a),
+                    self.names(&b),
+                    latency.start,
+                    latency.end
+                );
+            }
             Action::Partition { a, b, oneway } => {
                 let (a, b) = (self.resolve_all(a), self.resolve_all(b));
                 for &x in &a {
@@ -370,6 +399,7 @@ impl World {
     /// and clocks back to their background skew (steps and scripted skews end, as after NTP).
     pub fn heal(&mut self) {
         self.sim.net.repair_all();
+        self.sim.net.reset_links();
         for (f, t, frame) in self.sim.net.release_all() {
             self.sim.transmit(f, t, frame);
         }

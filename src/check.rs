@@ -260,9 +260,6 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
 /// histories longer than exhaustive search affords): the simulator's swarm hunts it instead and
 /// the check fails with the simulator's counterexample and its reproduce command.
 fn via_simulator(bug: &str) -> ExitCode {
-    if let Some(name) = t3fs_sim::bugs::regression_scenario(bug) {
-        return via_regression(bug, name);
-    }
     println!(
         "{bug}: not reachable by the exhaustive model's small configurations; running the \
          simulator's swarm with the bug planted (seeds 1..=500)"
@@ -299,48 +296,6 @@ fn via_simulator(bug: &str) -> ExitCode {
     println!("not caught by 500 swarm seeds either");
     println!("PASS");
     ExitCode::SUCCESS
-}
-
-/// A bug random seeds rarely reach: its saved regression scenario must fail with the bug
-/// planted (and pass without it, which the catalog test checks).
-fn via_regression(bug: &str, name: &str) -> ExitCode {
-    println!(
-        "{bug}: random swarm seeds rarely reach it; running the saved swarm seed that found it \
-         (catalog scenario {name})"
-    );
-    let loaded = t3fs_scenario::find(name)
-        .and_then(|p| t3fs_scenario::load_file(&p).map_err(|e| e.to_string()));
-    let mut sc = match loaded {
-        Ok(sc) => sc,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    sc.bug = Some(bug.to_string());
-    let seed = sc.seeds.first().copied().unwrap_or(1);
-    match t3fs_sim::run::run(&sc, seed, false) {
-        Ok(o) if !o.passed() => {
-            for (v, verdict) in o.verdicts.iter().filter(|(_, v)| v.failed()) {
-                println!("  {v}: {}", verdict.label());
-                for line in verdict.detail().lines() {
-                    println!("    {line}");
-                }
-            }
-            println!("FAIL");
-            println!("reproduce: cargo run --release -- sim run {name} --seed {seed} --bug {bug}");
-            ExitCode::FAILURE
-        }
-        Ok(_) => {
-            println!("the regression scenario passes with the bug planted");
-            println!("PASS");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
 }
 
 fn run_craq(a: CraqArgs) -> ExitCode {

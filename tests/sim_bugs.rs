@@ -1,6 +1,5 @@
 //! Every planted bug is caught by the swarm within a bounded number of seeds (the checkers can
-//! fail), or, for the one the swarm rarely reaches, by the saved swarm seed that found it
-//! (`bugs::regression_scenario`); the correct protocol passes the same seeds.
+//! fail); the correct protocol passes the same seeds.
 
 use t3fs_sim::{bugs, run, swarm};
 
@@ -17,22 +16,6 @@ const RARE: &[(&str, u64)] = &[("unfenced-writes", 400)];
 fn the_swarm_catches_every_planted_bug() {
     let mut missed = Vec::new();
     for (name, _) in bugs::list() {
-        if let Some(sc) = bugs::regression_scenario(name) {
-            // Caught by its saved regression scenario: fails with the bug, passes without.
-            let path = t3fs_scenario::find(sc).expect("regression scenario in the catalog");
-            let scenario = t3fs_scenario::load_file(&path).expect("loads");
-            let seed = scenario.seeds[0];
-            let mut planted = scenario.clone();
-            planted.bug = Some(name.to_string());
-            let with = run::run(&planted, seed, false).expect("runs");
-            let without = run::run(&scenario, seed, false).expect("runs");
-            if with.passed() || !without.passed() {
-                missed.push(name);
-            } else {
-                eprintln!("{name}: caught by regression scenario {sc} (seed {seed})");
-            }
-            continue;
-        }
         let bound = RARE
             .iter()
             .find(|(n, _)| *n == name)

@@ -32,15 +32,11 @@ pub enum PlantedBug {
     /// chunk with the version possibly committed downstream; the next write reuses the version
     /// for other bytes and the replicas diverge.
     AbandonForwardOnTimeout,
-    /// A SYNCING target keeps the UPTODATE it earned in an older sync round after the chain
-    /// moved on (a new predecessor, or a skipped WAITING), so mgmtd promotes it without the
-    /// current predecessor ever syncing it.
-    KeepStaleSync,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 7] = [
         Self::TailAckBeforeCommit,
         Self::ReadPending,
         Self::ReplayAppliedTwice,
@@ -48,7 +44,6 @@ impl PlantedBug {
         Self::CommitBeforeSuccessorAck,
         Self::Resync3fsTable,
         Self::AbandonForwardOnTimeout,
-        Self::KeepStaleSync,
     ];
 
     /// The command-line name.
@@ -61,7 +56,6 @@ impl PlantedBug {
             Self::CommitBeforeSuccessorAck => "commit-before-successor-ack",
             Self::Resync3fsTable => "resync-3fs-table",
             Self::AbandonForwardOnTimeout => "abandon-forward-on-timeout",
-            Self::KeepStaleSync => "keep-stale-sync",
         }
     }
 
@@ -81,7 +75,6 @@ impl PlantedBug {
             Self::AbandonForwardOnTimeout => {
                 "a forward that ran out of retries is abandoned; the version is reused"
             }
-            Self::KeepStaleSync => "a SYNCING target keeps an UPTODATE earned at an older chain version",
         }
     }
 

@@ -35,14 +35,3 @@ pub fn list() -> Vec<(&'static str, &'static str)> {
 pub fn names() -> Vec<&'static str> {
     list().into_iter().map(|(n, _)| n).collect()
 }
-
-/// The catalog scenario that catches `bug` when random swarm seeds rarely reach it: a saved
-/// swarm seed whose fault sequence is the one that exposed the bug (it passes without the bug).
-pub fn regression_scenario(bug: &str) -> Option<&'static str> {
-    match bug {
-        // Needs mgmtd's clock pushed past the heartbeat window while a target is mid-resync,
-        // then chains churning before the target's report lands: 1 swarm seed in over 1,000.
-        "keep-stale-sync" => Some("stale_sync_promotion"),
-        _ => None,
-    }
-}

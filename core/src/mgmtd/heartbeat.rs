@@ -46,23 +46,48 @@ impl Mgmtd {
         let mut targets: Vec<TargetId> = hb.targets.iter().map(|t| t.target).collect();
         targets.sort();
         targets.dedup();
+        let last = p.nodes.get(&hb.node).map_or(0, |n| n.hb_version);
         let status = if hb.node.0 == 0
             || hb.node == me
             || hb.node != from
             || targets.len() != hb.targets.len()
         {
             Some(MgmtdStatus::Invalid)
-        } else if hb.timestamp.abs_diff(now.0) > window {
-            Some(MgmtdStatus::BadTimestamp)
         } else if p.disabled.contains(&hb.node) {
             Some(MgmtdStatus::Disabled)
         } else if !p.nodes.contains_key(&hb.node) && p.nodes.len() >= crate::limits::MGMTD_NODES_MAX
         {
             Some(MgmtdStatus::Invalid)
+        } else if hb.hb_version <= last {
+            Some(MgmtdStatus::StaleHeartbeat { last })
+        } else if hb.timestamp.abs_diff(now.0) > window {
+            Some(MgmtdStatus::BadTimestamp)
         } else {
-            let last = p.nodes.get(&hb.node).map_or(0, |n| n.hb_version);
-            (hb.hb_version <= last).then_some(MgmtdStatus::StaleHeartbeat { last })
+            None
         };
+        if status == Some(MgmtdStatus::BadTimestamp) {
+            // The clocks disagree, maybe because mgmtd's own is off: the report's states are
+            // refused (3FS), but a fresh heartbeat still proves the node alive, and a target it
+            // reports OFFLINE is down whoever's clock is wrong. Without this, a primary whose
+            // clock stepped past the window heard only refusals, declared every node dead and
+            // made an emptied head LASTSRV (found by the swarm, seed 2849).
+            let rec = p.nodes.entry(hb.node).or_default();
+            rec.hb_version = hb.hb_version;
+            rec.connected = true;
+            for info in hb.targets.iter().filter(|i| i.state == LocalState::Offline) {
+                if let Some(chain) = p.routing.chain_of_target(info.target) {
+                    p.reported.insert(info.target);
+                    if p.local.insert(info.target, LocalState::Offline) != Some(LocalState::Offline)
+                    {
+                        p.dirty.insert(chain.chain);
+                    }
+                }
+            }
+            out.set_timer(
+                MgmtdTimer::HeartbeatDeadline(hb.node),
+                fail_after..fail_after,
+            );
+        }
         if let Some(status) = status {
             self.counters.heartbeats_refused += 1;
             return Self::reply_hb(out, from, status);

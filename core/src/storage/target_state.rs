@@ -14,7 +14,6 @@
 //!
 //! Not here: chain decisions (mgmtd) and the resync itself.
 
-use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkError, ChunkMeta, ChunkOp};
 use crate::ids::{ChainVersion, ChunkId, NodeId, TargetId};
 use crate::machine::Outbox;
@@ -217,8 +216,7 @@ impl StorageNode {
                 // A sync round vouches for one chain version: a later SYNCING view means a new
                 // round (maybe a new predecessor) must run before mgmtd may promote the target.
                 (LocalState::UpToDate, Some(PublicState::Syncing))
-                    if t.synced_at != Some(chain_version)
-                        && self.cfg.bug != Some(PlantedBug::KeepStaleSync) =>
+                    if t.synced_at != Some(chain_version) =>
                 {
                     t.local_state = LocalState::Online
                 }

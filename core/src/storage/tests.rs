@@ -696,7 +696,7 @@ fn a_late_full_chunk_never_rolls_a_syncing_replica_back() {
     assert_eq!(acts.len(), 1, "one install: {acts:?}");
     let acts = h.complete(&acts[0]);
     let now = Some(result(8, 1, b"eight"));
-    assert_eq!(acts, vec![reply(NodeId(2), &v8, Status::Ok, now.clone())]);
+    assert_eq!(acts, vec![reply(NodeId(2), &v8, Status::Ok, now)]);
     // The late copy of v6 is answered with the chunk as it is, and nothing is written.
     let v6 = full(6, 6, b"six");
     assert_eq!(
@@ -710,6 +710,51 @@ fn a_late_full_chunk_never_rolls_a_syncing_replica_back() {
     let acts = h.complete(&acts[0]);
     assert_eq!(
         acts,
-        vec![reply(NodeId(2), &v9, Status::Ok, Some(result(9, 1, b"nine")))]
+        vec![reply(
+            NodeId(2),
+            &v9,
+            Status::Ok,
+            Some(result(9, 1, b"nine"))
+        )]
     );
+}
+
+/// Swarm seed 19 (an earlier generator): a target synced by one predecessor stayed UPTODATE
+/// while its view skipped to a later SYNCING chain with another predecessor, and mgmtd promoted
+/// it without that predecessor's pending write. A sync round vouches for its chain version only.
+#[test]
+fn an_uptodate_from_an_older_sync_round_does_not_survive_a_new_chain_version() {
+    use PublicState::{Offline, Serving, Syncing};
+    let cfg = StorageConfig::new(NodeId(3), vec![(TargetId(3), ReadMode::Committed)]);
+    let mut h = Harness {
+        node: StorageNode::new(
+            cfg,
+            BTreeMap::new(),
+            routing(1, 1, &[(1, Serving), (2, Serving), (3, Syncing)]),
+        ),
+        store: MemChunkStore::new(),
+    };
+    let local = |h: &Harness| h.node.targets[&TargetId(3)].local_state;
+    h.node.targets.get_mut(&TargetId(3)).unwrap().local_state = LocalState::Online;
+    let done = crate::msg::SyncReq {
+        chain: VersionedChain {
+            chain: C1,
+            version: ChainVersion(1),
+        },
+        target: TargetId(3),
+    };
+    h.recv(NodeId(2), Msg::SyncDone(done));
+    assert_eq!(local(&h), LocalState::UpToDate);
+    // Same chain version (another routing change elsewhere): the sync still holds.
+    h.recv(
+        NodeId(0),
+        Msg::Routing(routing(2, 1, &[(1, Serving), (2, Serving), (3, Syncing)])),
+    );
+    assert_eq!(local(&h), LocalState::UpToDate);
+    // The chain moved on with the target still SYNCING (its predecessor failed): sync again.
+    h.recv(
+        NodeId(0),
+        Msg::Routing(routing(3, 2, &[(1, Serving), (3, Syncing), (2, Offline)])),
+    );
+    assert_eq!(local(&h), LocalState::Online);
 }

@@ -345,6 +345,59 @@ fn a_new_tenure_keeps_loading_through_a_long_kv_outage() {
     assert_eq!(m.counters().tenures, 1);
 }
 
+/// Swarm seed 2849: a primary whose clock stepped past the timestamp window refused every
+/// heartbeat and declared the whole cluster dead. Skewed heartbeats still prove their node
+/// alive, and their OFFLINE reports still count.
+#[test]
+fn skewed_heartbeats_keep_nodes_alive_and_offline_reports_count() {
+    let (mut m, mut kv) = cluster();
+    let rearms = |acts: &[Action<Mgmtd>], n: u32| {
+        acts.iter().any(|a| {
+            matches!(a, ActionOf::SetTimer { timer: MgmtdTimer::HeartbeatDeadline(x), .. } if *x == NodeId(n))
+        })
+    };
+    let skewed = run(
+        &mut m,
+        &mut kv,
+        at(3),
+        Some(heartbeat(1, 2, at(40), &[(1, LocalState::UpToDate)])),
+    );
+    assert_eq!(hb_status(&skewed), Some(MgmtdStatus::BadTimestamp));
+    assert!(
+        rearms(&skewed, 1),
+        "a fresh heartbeat re-arms the deadline even when refused"
+    );
+    let down = run(
+        &mut m,
+        &mut kv,
+        at(3),
+        Some(heartbeat(2, 2, at(40), &[(2, LocalState::Offline)])),
+    );
+    assert_eq!(hb_status(&down), Some(MgmtdStatus::BadTimestamp));
+    let p = m.primary().unwrap();
+    assert_eq!(
+        p.local[&TargetId(1)],
+        LocalState::UpToDate,
+        "refused states are not applied"
+    );
+    assert_eq!(
+        p.local[&TargetId(2)],
+        LocalState::Offline,
+        "an OFFLINE report counts"
+    );
+    // A replay of the same heartbeat is stale, as for accepted ones.
+    let again = run(
+        &mut m,
+        &mut kv,
+        at(3),
+        Some(heartbeat(2, 2, at(40), &[(2, LocalState::Offline)])),
+    );
+    assert_eq!(
+        hb_status(&again),
+        Some(MgmtdStatus::StaleHeartbeat { last: 2 })
+    );
+}
+
 #[test]
 fn heartbeats_are_validated() {
     let (mut m, mut kv) = cluster();

@@ -157,11 +157,9 @@ pub fn catching_flags(bug: PlantedBug) -> Option<&'static str> {
         // takes three reads per write for a head read to precede a middle one.
         PlantedBug::ReadPending => Some("--clients 2 --writes 1 --reads 3 --failures 0"),
         PlantedBug::SkipChainVersionCheck => None,
-        // These need resync, exhausted retry budgets under message loss, or a chain that moves
-        // on while a target is synced: the simulator's swarm catches them (tests/sim_bugs.rs).
-        PlantedBug::Resync3fsTable
-        | PlantedBug::AbandonForwardOnTimeout
-        | PlantedBug::KeepStaleSync => None,
+        // Both need resync or exhausted retry budgets under message loss: the simulator's
+        // swarm catches them (tests/sim_bugs.rs).
+        PlantedBug::Resync3fsTable | PlantedBug::AbandonForwardOnTimeout => None,
     }
 }
 

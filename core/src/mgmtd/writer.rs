@@ -532,7 +532,8 @@ impl Mgmtd {
         let Some(p) = self.primary.as_mut() else {
             return;
         };
-        if load {
+        if load && !p.loaded {
+            // A tenure's first load: nothing is known about any target yet.
             p.loaded = true;
             p.local = next
                 .chains
@@ -540,6 +541,21 @@ impl Mgmtd {
                 .flat_map(|c| c.targets.iter().map(|t| (t.target, LocalState::Offline)))
                 .collect();
             p.frozen = next.chains.keys().map(|c| (*c, until)).collect();
+            p.dirty = next.chains.keys().copied().collect();
+        } else if load {
+            // A reload within the tenure (after CommitUnknown or a stale read) re-learns the
+            // rows only: local states come from this tenure's heartbeats and deadlines, which no
+            // KV row can contradict. Resetting them made every target look down at once and an
+            // emptied head LASTSRV (found by the swarm, seed 3098).
+            let members: BTreeSet<TargetId> = next
+                .chains
+                .values()
+                .flat_map(|c| c.targets.iter().map(|t| t.target))
+                .collect();
+            for t in &members {
+                p.local.entry(*t).or_insert(LocalState::Offline);
+            }
+            p.local.retain(|t, _| members.contains(t));
             p.dirty = next.chains.keys().copied().collect();
         }
         for c in new_chains {

@@ -398,6 +398,41 @@ fn skewed_heartbeats_keep_nodes_alive_and_offline_reports_count() {
     );
 }
 
+/// Swarm seed 3098: a reload after a dropped CommitUnknown reset every local state to OFFLINE
+/// while the targets still counted as reported, so the next update saw every replica down at
+/// once and made the (emptied) head LASTSRV.
+#[test]
+fn a_reload_within_the_tenure_keeps_what_heartbeats_said() {
+    let (mut m, mut kv) = cluster();
+    fire(&mut m, &mut kv, at(3), MgmtdTimer::UpdateChains);
+    fire(
+        &mut m,
+        &mut kv,
+        at(62),
+        MgmtdTimer::HeartbeatDeadline(NodeId(3)),
+    );
+    for n in 1..=2 {
+        run(
+            &mut m,
+            &mut kv,
+            at(62),
+            Some(heartbeat(n, 2, at(62), &[(n, LocalState::UpToDate)])),
+        );
+    }
+    kv.inject(MemKvFault::CommitUnknownDropped);
+    fire(&mut m, &mut kv, at(63), MgmtdTimer::UpdateChains);
+    fire(&mut m, &mut kv, at(64), MgmtdTimer::WriterRetry);
+    fire(&mut m, &mut kv, at(65), MgmtdTimer::UpdateChains);
+    assert_eq!(
+        chain_states(&m),
+        vec![
+            (1, PublicState::Serving),
+            (2, PublicState::Serving),
+            (3, PublicState::Offline)
+        ]
+    );
+}
+
 #[test]
 fn heartbeats_are_validated() {
     let (mut m, mut kv) = cluster();

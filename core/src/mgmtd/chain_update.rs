@@ -28,9 +28,9 @@ pub enum Row {
     ServingStays,
     /// SERVING, down, another serving survives → OFFLINE.
     ServingDownOthersServe,
-    /// SERVING, down, none survives, first in order → LASTSRV.
+    /// SERVING, down, none survives, first in order (t3fs: first not fresh) → LASTSRV.
     ServingDownBecomesLastSrv,
-    /// SERVING, down, none survives, not first → OFFLINE.
+    /// SERVING, down, none survives, not the pick → OFFLINE.
     ServingDownNotFirst,
     /// LASTSRV, back, nothing serves yet → SERVING.
     LastSrvReturns,
@@ -112,7 +112,29 @@ pub fn generate_new_chain(
     local: impl Fn(TargetId) -> LocalState,
     bug: Option<MgmtdBug>,
 ) -> (Vec<ChainTarget>, Vec<Transition>) {
+    generate_new_chain_avoiding(old, local, |_| false, bug)
+}
+
+/// [`generate_new_chain`] with one t3fs change: when every SERVING target is down, LASTSRV goes
+/// to the first in chain order that is not `fresh` (came up on an empty store and was never
+/// synced since: maybe a replaced disk), and to the first in chain order only if all are
+/// fresh. 3FS picks the first in chain order, and the swarm found it making an emptied head
+/// LASTSRV, which then returned as SERVING with nothing and synced the intact replica empty.
+pub fn generate_new_chain_avoiding(
+    old: &[ChainTarget],
+    local: impl Fn(TargetId) -> LocalState,
+    fresh: impl Fn(TargetId) -> bool,
+    bug: Option<MgmtdBug>,
+) -> (Vec<ChainTarget>, Vec<Transition>) {
     use PublicState::*;
+    let down_serving = || {
+        old.iter()
+            .filter(|t| t.state == Serving && !alive(local(t.target)))
+            .map(|t| t.target)
+    };
+    let last_srv_pick = down_serving()
+        .find(|t| !fresh(*t))
+        .or_else(|| down_serving().next());
     let mut placed: Vec<Transition> = Vec::with_capacity(old.len());
     let has = |placed: &[Transition], s: PublicState| placed.iter().any(|t| t.new == s);
     for group in [Serving, LastSrv, Syncing, Waiting, Offline] {
@@ -122,7 +144,9 @@ pub fn generate_new_chain(
                 Serving if alive(l) || bug == Some(MgmtdBug::KeepFailedTarget) => {
                     (Serving, Row::ServingStays)
                 }
-                Serving if !has(&placed, LastSrv) => (LastSrv, Row::ServingDownBecomesLastSrv),
+                Serving if Some(t.target) == last_srv_pick => {
+                    (LastSrv, Row::ServingDownBecomesLastSrv)
+                }
                 Serving => (Offline, Row::ServingDownNotFirst),
                 LastSrv if has(&placed, Serving) => (Offline, Row::LastSrvDeposed),
                 LastSrv if alive(l) => (Serving, Row::LastSrvReturns),

@@ -208,3 +208,42 @@ fn transition_table_rows() {
     assert_eq!(states(&new), vec![(1, Serving), (2, Offline)]);
     assert_eq!(tr[1].row, Row::LastSrvDeposed);
 }
+
+/// t3fs's one change to the table: LASTSRV never goes to a fresh (empty, never synced) target
+/// while a target that held data is a candidate; with only fresh candidates, chain order rules.
+/// Every output still satisfies the invariants and the update checks.
+#[test]
+fn lastsrv_skips_fresh_targets_unless_all_are_fresh() {
+    use PublicState::{LastSrv, Offline, Serving};
+    let old = chain(&[Serving, Serving, Serving]);
+    let down = [LocalState::Offline; 3];
+    let pick = |fresh: &[u32]| {
+        let (new, tr) = generate_new_chain_avoiding(
+            &old,
+            |t| down[t.0 as usize - 1],
+            |t| fresh.contains(&t.0),
+            None,
+        );
+        check_update(&old, &new, &tr).expect("a legal update");
+        new.iter().find(|t| t.state == LastSrv).map(|t| t.target.0)
+    };
+    assert_eq!(pick(&[]), Some(1), "3FS: the first in chain order");
+    assert_eq!(pick(&[1]), Some(2), "the emptied head is skipped");
+    assert_eq!(pick(&[1, 2]), Some(3));
+    assert_eq!(pick(&[1, 2, 3]), Some(1), "all fresh: chain order again");
+    // With a survivor nothing is LASTSRV, fresh or not.
+    let (new, _) = generate_new_chain_avoiding(
+        &old,
+        |t| {
+            if t.0 == 3 {
+                LocalState::UpToDate
+            } else {
+                LocalState::Offline
+            }
+        },
+        |t| t.0 == 1,
+        None,
+    );
+    assert_eq!(new[0].state, Serving);
+    assert!(new[1..].iter().all(|t| t.state == Offline));
+}

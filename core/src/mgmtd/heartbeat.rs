@@ -10,7 +10,7 @@
 use core::time::Duration;
 use std::collections::BTreeSet;
 
-use super::chain_update::generate_new_chain;
+use super::chain_update::generate_new_chain_avoiding;
 use super::{AdminCall, AdminError, AdminRet, Mgmtd, MgmtdTimer, WriterOp};
 use crate::ids::{ChainId, ChainVersion, ClientId, NodeId, RequestId, RoutingVersion, TargetId};
 use crate::machine::{ActionOf, Outbox};
@@ -77,6 +77,9 @@ impl Mgmtd {
             for info in hb.targets.iter().filter(|i| i.state == LocalState::Offline) {
                 if let Some(chain) = p.routing.chain_of_target(info.target) {
                     p.reported.insert(info.target);
+                    if info.fresh {
+                        p.fresh.insert(info.target);
+                    }
                     if p.local.insert(info.target, LocalState::Offline) != Some(LocalState::Offline)
                     {
                         p.dirty.insert(chain.chain);
@@ -115,6 +118,11 @@ impl Mgmtd {
             };
             let old = p.local.insert(info.target, state);
             p.reported.insert(info.target);
+            if info.fresh {
+                p.fresh.insert(info.target);
+            } else {
+                p.fresh.remove(&info.target);
+            }
             if old != Some(state) {
                 p.dirty.insert(chain.chain);
             }
@@ -202,7 +210,9 @@ impl Mgmtd {
             }
             p.dirty.remove(&id);
             let local = |t: TargetId| p.local.get(&t).copied().unwrap_or(LocalState::Offline);
-            let (targets, transitions) = generate_new_chain(&chain.targets, local, bug);
+            let fresh = |t: TargetId| p.fresh.contains(&t);
+            let (targets, transitions) =
+                generate_new_chain_avoiding(&chain.targets, local, fresh, bug);
             if targets != chain.targets {
                 for t in &transitions {
                     *self.counters.rows.entry(t.row).or_default() += 1;

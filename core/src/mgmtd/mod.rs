@@ -236,6 +236,9 @@ pub struct Primary {
     pub sessions: BTreeMap<ClientId, Instant>,
     /// Reported targets that belong to no chain (3FS's orphan table).
     pub orphans: BTreeSet<TargetId>,
+    /// Targets last reported fresh (empty store, never synced since): never LASTSRV while a
+    /// target that held data can be.
+    pub fresh: BTreeSet<TargetId>,
 }
 
 /// Counters a driver can report.

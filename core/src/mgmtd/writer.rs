@@ -508,6 +508,7 @@ impl Mgmtd {
                     frozen: Default::default(),
                     sessions: Default::default(),
                     orphans: BTreeSet::new(),
+                    fresh: BTreeSet::new(),
                 }));
                 self.writer
                     .queue

@@ -164,6 +164,7 @@ fn message(r: &mut Rng) -> Msg {
                     target: TargetId(r.next() as u32),
                     state: local_state(r),
                     chain_version: ChainVersion(r.next() as u32),
+                    fresh: r.below(2) == 1,
                 })
                 .collect(),
         }),

@@ -21,11 +21,15 @@ pub struct LocalTargetInfo {
     /// The chain version the node last saw for the target's chain (0 = unknown); mgmtd ignores
     /// reports older than its own chain version (`heartbeat_ignore_stale_targets`).
     pub chain_version: ChainVersion,
+    /// The target came up on an empty store and has not been synced or served since: it may be
+    /// a replaced disk, so mgmtd never picks it as LASTSRV while a target that held data can be.
+    pub fresh: bool,
 }
 wire_struct!(LocalTargetInfo {
     target,
     state,
-    chain_version
+    chain_version,
+    fresh
 });
 
 /// Storage → primary mgmtd, periodically and on every local-state change.

@@ -177,6 +177,9 @@ pub struct Target {
     pub local_state: LocalState,
     /// A medium error took the target OFFLINE until the process restarts.
     pub disk_error: bool,
+    /// Came up on an empty store and not yet synced or SERVING: maybe a replaced disk
+    /// (reported to mgmtd, which then never picks it as LASTSRV over a target that held data).
+    pub fresh: bool,
     /// The chain version of the sync round whose `SyncDone` made this SYNCING target UPTODATE.
     /// That UPTODATE vouches for the data only at that version: see `after_routing`.
     pub synced_at: Option<ChainVersion>,
@@ -261,11 +264,12 @@ impl StorageNode {
             .targets
             .iter()
             .map(|&(id, read_mode)| {
-                let chunks = metas
+                let chunks: BTreeMap<ChunkId, ChunkMeta> = metas
                     .get(&id)
                     .map(|ms| ms.iter().map(|m| (m.chunk, m.clone())).collect())
                     .unwrap_or_default();
                 let t = Target {
+                    fresh: chunks.is_empty(),
                     id,
                     read_mode,
                     // Loaded from disk: ONLINE under mgmtd (§2.6.2); without mgmtd, trusted.
@@ -314,6 +318,7 @@ impl StorageNode {
         node.booting = false;
         for t in node.targets.values_mut() {
             t.local_state = LocalState::UpToDate;
+            t.fresh = false;
         }
         node
     }

@@ -474,6 +474,7 @@ impl StorageNode {
                 let t = self.targets.get_mut(&target).expect("admitted");
                 t.local_state = LocalState::UpToDate;
                 t.synced_at = Some(req.chain.version);
+                t.fresh = false;
                 self.send_heartbeat(out);
                 Status::Ok
             }

@@ -86,6 +86,7 @@ impl StorageNode {
                 t.local_state
             },
             chain_version,
+            fresh: t.fresh,
         }
     }
 
@@ -224,6 +225,9 @@ impl StorageNode {
             }
             if public != Some(PublicState::Syncing) {
                 t.synced_at = None;
+            }
+            if public == Some(PublicState::Serving) {
+                t.fresh = false; // Whatever it holds now is what the chain serves.
             }
             if t.disk_error {
                 t.local_state = LocalState::Offline;

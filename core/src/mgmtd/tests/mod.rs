@@ -93,6 +93,7 @@ fn heartbeat(node: u32, v: u64, now: Instant, targets: &[(u32, LocalState)]) -> 
             targets: targets
                 .iter()
                 .map(|&(t, state)| LocalTargetInfo {
+                    fresh: false,
                     target: TargetId(t),
                     state,
                     chain_version: ChainVersion(0),

@@ -1,6 +1,7 @@
 //! The t3fs command line: argument parsing and dispatch only. Every behaviour lives in the
 //! workspace crates (t3fs-core machines, t3fs-sim models and simulator, …).
 
+mod bench;
 mod check;
 mod report;
 mod sim;
@@ -38,6 +39,9 @@ enum Command {
         #[arg(long, default_value = "runs")]
         out: PathBuf,
     },
+    /// Wall-clock benchmarks of the simulator and the checkers (figures, not tests).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Re-render the report of a run directory.
     Report {
         /// The run directory.
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Check(cmd) => check::run(cmd),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Demo { out } => sim::demo(out),
+        Command::Bench(cmd) => bench::run(cmd),
         Command::Report { dir } => match t3fs_reports::render(&dir) {
             Ok(()) => {
                 println!("{}", dir.join("report.html").display());

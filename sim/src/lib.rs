@@ -10,6 +10,7 @@
 //! t3fs-core.
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod bugs;
 pub mod check;
 #[cfg(feature = "model")]

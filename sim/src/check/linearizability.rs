@@ -9,6 +9,7 @@
 //! by the corruption check, not here. Budget exhaustion reports `Unknown`, never success.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use t3fs_scenario::workload::Payload;
 
@@ -109,9 +110,16 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
             ret_pos[i] = p + 1;
         }
     }
-    let words = n.div_ceil(64);
-    let mut linearized = vec![0u64; words];
-    let mut cache: HashSet<(Vec<u64>, Option<u64>)> = HashSet::new();
+    // The memo key is the set of linearized operations and the register's state. The set is
+    // kept as a 128-bit Zobrist hash (XOR of per-operation random keys), updated in O(1) per
+    // step: hashing the whole bitset made each step O(n) and long single-chunk histories
+    // quadratic. A false "seen" needs a 128-bit collision among the states visited.
+    let keys: Vec<(u64, u64)> = (0..n as u64)
+        .map(|i| (splitmix(2 * i + 1), splitmix(2 * i + 2)))
+        .collect();
+    let mut linearized = (0u64, 0u64);
+    let mut cache: HashSet<(u64, u64, Option<u64>), BuildHasherDefault<KeyHasher>> =
+        HashSet::default();
     let mut calls: Vec<(usize, Option<u64>)> = Vec::new();
     let mut state: Option<u64> = None;
     let mut entry = next[0];
@@ -136,8 +144,9 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
         let (_, is_call, i) = entries[entry - 1];
         if is_call {
             if let Some(new_state) = step(state, ops[i].op) {
-                linearized[i / 64] |= 1 << (i % 64);
-                if cache.insert((linearized.clone(), new_state)) {
+                linearized.0 ^= keys[i].0;
+                linearized.1 ^= keys[i].1;
+                if cache.insert((linearized.0, linearized.1, new_state)) {
                     if cache.len() > budget {
                         return Outcome::Unknown;
                     }
@@ -152,7 +161,8 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
                     entry = next[0];
                     continue;
                 }
-                linearized[i / 64] &= !(1 << (i % 64));
+                linearized.0 ^= keys[i].0;
+                linearized.1 ^= keys[i].1;
             }
             entry = next[entry];
         } else {
@@ -164,13 +174,40 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
                 return Outcome::Violation(context(ops, stuck_at));
             };
             state = old;
-            linearized[j / 64] &= !(1 << (j % 64));
+            linearized.0 ^= keys[j].0;
+            linearized.1 ^= keys[j].1;
             relink(&mut next, &mut prev, call_pos[j]);
             relink(&mut next, &mut prev, ret_pos[j]);
             entry = next[call_pos[j]];
         }
     }
     Outcome::Ok
+}
+
+/// SplitMix64: fixed, well-mixed keys for the Zobrist hash (the same on every run).
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The memo keys are already uniformly random: hashing them again is wasted work.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = self.0.rotate_left(5) ^ x;
+    }
 }
 
 /// History indices of the operations overlapping the one the search could not get past, plus

@@ -197,12 +197,19 @@ pub struct Sim {
 const FNV_PRIME: u64 = 0x0000_0100_0000_01B3;
 
 impl Sim {
-    /// Mixes bytes into the trace hash (FNV-1a).
+    /// Mixes bytes into the trace hash: FNV-1a's xor-multiply over 8-byte words (and the tail
+    /// bytes, and the length), since every frame's payload is hashed and byte-wise FNV cost a
+    /// quarter of the simulator's time. Only equality of traces matters, not the function.
     pub fn hash(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.trace ^= u64::from(*b);
-            self.trace = self.trace.wrapping_mul(FNV_PRIME);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            self.trace = (self.trace ^ x).wrapping_mul(FNV_PRIME).rotate_left(29);
         }
+        for b in words.remainder() {
+            self.trace = (self.trace ^ u64::from(*b)).wrapping_mul(FNV_PRIME);
+        }
+        self.trace = (self.trace ^ bytes.len() as u64).wrapping_mul(FNV_PRIME);
     }
 
     /// Simulated time now.

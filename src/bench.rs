@@ -1,0 +1,162 @@
+//! `t3fs bench`: wall-clock benchmarks of the simulator and the linearizability checker
+//! (simulation.md §6c). Figures are measured on this machine in this run and printed with the
+//! goal they are compared against; nothing here is a test (timings are noisy by nature).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+use indicatif::{ProgressBar, ProgressStyle};
+use t3fs_sim::bench;
+
+/// What to measure.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// The 10-host cluster under faults: simulated seconds per wall second, events per second,
+    /// client operations per simulated second.
+    Sim {
+        /// Seeds to run (the first is 1).
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// Simulated seconds of workload per seed (the liveness phase comes on top).
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Bytes per write (every frame carries them through the codec and the checksums).
+        #[arg(long, default_value_t = 4096)]
+        write_size: u32,
+    },
+    /// The linearizability checker on synthetic histories: 10,000 operations by 10 clients on
+    /// one register, and 1,000,000 operations over 1,000 chunks; valid and with one stale read.
+    Checker {
+        /// Scale both workloads down by this factor (for a quick look).
+        #[arg(long, default_value_t = 1)]
+        divide: usize,
+    },
+}
+
+/// Runs a benchmark.
+pub fn run(cmd: BenchCommand) -> ExitCode {
+    match cmd {
+        BenchCommand::Sim {
+            seeds,
+            seconds,
+            write_size,
+        } => sim(seeds, seconds, write_size),
+        BenchCommand::Checker { divide } => checker(divide.max(1)),
+    }
+}
+
+fn bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+fn sim(seeds: u64, seconds: u64, write_size: u32) -> ExitCode {
+    let mut sc = bench::ten_host_scenario(Duration::from_secs(seconds));
+    sc.workload.write_size = write_size;
+    println!("{} {write_size}-byte writes.", sc.about);
+    let pb = bar(seeds, "bench sim");
+    let mut all = Vec::new();
+    for seed in 1..=seeds {
+        match bench::measure_sim(&sc, seed) {
+            Ok(f) => all.push(f),
+            Err(e) => {
+                pb.finish_and_clear();
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    println!(
+        "{:>5} {:>8} {:>10} {:>9} {:>9} {:>12} {:>13}",
+        "seed", "verdict", "events", "sim s", "wall s", "sim s/wall s", "ops/sim s"
+    );
+    for f in &all {
+        println!(
+            "{:>5} {:>8} {:>10} {:>9.1} {:>9.3} {:>12.0} {:>13.0}",
+            f.seed,
+            if f.passed { "PASS" } else { "FAIL" },
+            f.events,
+            f.sim_secs,
+            f.wall_secs,
+            f.speedup(),
+            f.ops_per_sim_sec()
+        );
+    }
+    let sum = |g: fn(&bench::SimFigures) -> f64| all.iter().map(g).sum::<f64>();
+    let (sim_s, wall_s, events, ops) = (
+        sum(|f| f.sim_secs),
+        sum(|f| f.wall_secs),
+        sum(|f| f.events as f64),
+        sum(|f| f.ops as f64),
+    );
+    println!(
+        "total: {:.0} simulated s in {:.2} wall s = {:.0}x real time (goal ≥ 200x on one core); \
+         {:.0} events/s; {:.0} client ops per simulated s (goal ≥ 1,000); {:.1} seeds/min",
+        sim_s,
+        wall_s,
+        sim_s / wall_s,
+        events / wall_s,
+        ops / sim_s,
+        all.len() as f64 * 60.0 / wall_s
+    );
+    if all.iter().all(|f| f.passed) {
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "some seeds failed their verdicts: replay them with `t3fs sim run` on the scenario"
+        );
+        ExitCode::FAILURE
+    }
+}
+
+fn checker(divide: usize) -> ExitCode {
+    let cases = [
+        (1, 10_000 / divide, 10, 0.3),
+        ((1_000 / divide).max(1), 1_000, 10, 10.0),
+    ];
+    let mut ok = true;
+    for (chunks, ops, clients, goal) in cases {
+        let name = format!("{} ops, {clients} clients, {chunks} chunk(s)", chunks * ops);
+        let name = name.as_str();
+        for stale in [false, true] {
+            let pb = bar(chunks as u64, name);
+            let f = bench::measure_checker(42, chunks, ops, clients, stale, |n| {
+                pb.set_position(n as u64)
+            });
+            pb.finish_and_clear();
+            let expect_ok = !stale;
+            let right = if expect_ok {
+                f.ok == f.chunks
+            } else {
+                f.violations == f.chunks
+            };
+            ok &= right;
+            println!(
+                "{name}, {}: {} ops checked in {:.3} s ({:.0} ops/s; goal ≤ {goal} s for the valid \
+                 history) → {} linearizable, {} violations, {} out of budget{}",
+                if stale { "one stale read per chunk" } else { "valid" },
+                f.ops,
+                f.wall_secs,
+                f.ops as f64 / f.wall_secs.max(1e-9),
+                f.ok,
+                f.violations,
+                f.unknown,
+                if right { "" } else { "  (WRONG VERDICT)" }
+            );
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

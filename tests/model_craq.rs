@@ -60,7 +60,9 @@ fn craq_fail_stop_anywhere_in_the_chain_loses_no_acknowledged_write() {
         .passed
         .contains(&"a write is acknowledged after a failover"));
     assert!(v.passed.contains(&"a retried write is acknowledged"));
-    assert_eq!(v.unique_states, 30_270, "pinned state count changed");
+    // 30,270 until the client remembered a replica's "chain is at version N" answer (a retry no
+    // longer goes out under the superseded version): that memory is state.
+    assert_eq!(v.unique_states, 31_313, "pinned state count changed");
 }
 
 #[test]
@@ -79,7 +81,7 @@ fn craq_two_clients_with_a_fail_stop_anywhere_stay_linearizable() {
         .passed
         .contains(&"a write is acknowledged after a failover"));
     assert!(v.passed.contains(&"a retried write is acknowledged"));
-    assert_eq!(v.unique_states, 3_112_712, "pinned state count changed");
+    assert_eq!(v.unique_states, 3_338_478, "pinned state count changed");
 }
 
 #[test]

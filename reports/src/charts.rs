@@ -1,5 +1,5 @@
-//! Charts of a run as SVG (plotters): throughput over time with fault markers, latency
-//! percentiles per operation, and the chain-state timeline.
+//! Charts of a run as SVG (plotters): throughput and key counters over time with fault
+//! markers, latency percentiles per operation, and the chain-state timeline.
 //!
 //! Invariant: every chart renders from `RunData` alone and an empty run gives an empty but valid
 //! chart. Not here: the page around the charts (render.rs).
@@ -51,25 +51,63 @@ where
 
 /// Completed operations per second over time, one line per operation, faults as red rules.
 pub fn throughput(d: &RunData) -> Result<String, String> {
+    per_second(
+        d,
+        "Throughput (completed operations per second)",
+        "ops/s",
+        d.series.ops.iter().collect(),
+    )
+}
+
+/// The counters a reader looks at first when a run misbehaves, in this order.
+const KEY_COUNTERS: [&str; 12] = [
+    "net.lost",
+    "net.cut",
+    "storage.forward_retries",
+    "storage.stale_chain_version",
+    "storage.resync_items",
+    "mgmtd.chain_updates",
+    "storage.force_commits",
+    "mgmtd.heartbeats_refused",
+    "net.duplicated",
+    "kv.conflicts_injected",
+    "disk.eio",
+    "disk.spikes",
+];
+
+/// Key counters per second over time (up to six that moved), faults as red rules: where the
+/// retries, resyncs and chain updates happened relative to the faults.
+pub fn counters(d: &RunData) -> Result<String, String> {
+    let lines: Vec<(&String, &Vec<u64>)> = KEY_COUNTERS
+        .iter()
+        .filter_map(|k| d.series.counters.get_key_value(*k))
+        .filter(|(_, v)| v.iter().any(|x| *x > 0))
+        .take(PALETTE.len())
+        .collect();
+    per_second(d, "Counters (increments per second)", "per second", lines)
+}
+
+/// One line per named series of per-interval counts, as rates, with fault markers.
+fn per_second(
+    d: &RunData,
+    title: &str,
+    y_desc: &str,
+    lines: Vec<(&String, &Vec<u64>)>,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let iv = d.series.interval.max(1e-9);
-        let n = d.series.ops.values().map(Vec::len).max().unwrap_or(0);
+        let n = lines.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
         let t_max = (n as f64 * iv).max(1.0);
-        let y_max = d
-            .series
-            .ops
-            .values()
-            .flat_map(|v| v.iter().map(|c| *c as f64 / iv))
+        let y_max = lines
+            .iter()
+            .flat_map(|(_, v)| v.iter().map(|c| *c as f64 / iv))
             .fold(1.0, f64::max)
             * 1.1;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Throughput (completed operations per second)",
-                ("sans-serif", 18),
-            )
+            .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(60)
@@ -78,7 +116,7 @@ pub fn throughput(d: &RunData) -> Result<String, String> {
         chart
             .configure_mesh()
             .x_desc("time (s)")
-            .y_desc("ops/s")
+            .y_desc(y_desc)
             .draw()
             .map_err(err)?;
         for t in fault_times(d) {
@@ -86,7 +124,7 @@ pub fn throughput(d: &RunData) -> Result<String, String> {
                 .draw_series(LineSeries::new(vec![(t, 0.0), (t, y_max)], RED.mix(0.35)))
                 .map_err(err)?;
         }
-        for (k, (op, counts)) in d.series.ops.iter().enumerate() {
+        for (k, (name, counts)) in lines.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
             let pts: Vec<(f64, f64)> = counts
                 .iter()
@@ -96,7 +134,7 @@ pub fn throughput(d: &RunData) -> Result<String, String> {
             chart
                 .draw_series(LineSeries::new(pts, color.stroke_width(2)))
                 .map_err(err)?
-                .label(op.as_str())
+                .label(name.as_str())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
                 });

@@ -212,6 +212,7 @@ pub fn render(dir: &Path) -> std::io::Result<()> {
     let d = rundir::read(dir)?;
     let charts = [
         ("throughput.svg", crate::charts::throughput(&d)),
+        ("counters.svg", crate::charts::counters(&d)),
         ("latency.svg", crate::charts::latency(&d)),
         ("chains.svg", crate::charts::chain_timeline(&d)),
     ];

@@ -3,7 +3,8 @@
 //! ```text
 //! manifest.json     commit, scenario, seed, mode, command, host, config, verdicts, counters
 //! events.jsonl      one JSON object per notable event (faults, chain changes, phases, verdicts)
-//! series.json       completions per interval over (simulated or real) time, per operation
+//! series.json       completions per interval over (simulated or real) time, per operation, and
+//!                   counter increments per interval
 //! history.jsonl     every client operation: client, chunk, op, value, invoke, return, failed
 //! chains.json       per chain: (time, serving targets, all targets, chain version) on change
 //! hist/<op>.hlog    HdrHistogram interval log (V2, compressed) of latencies in microseconds
@@ -96,6 +97,10 @@ pub struct Series {
     pub interval: f64,
     /// Completed operations per interval, by operation name.
     pub ops: BTreeMap<String, Vec<u64>>,
+    /// Counter increments per interval, by counter name (faults injected, retries, resync
+    /// items, chain updates, …). Absent in older run directories.
+    #[serde(default)]
+    pub counters: BTreeMap<String, Vec<u64>>,
 }
 
 /// chains.json entry: a chain's state after a change.

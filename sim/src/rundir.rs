@@ -59,56 +59,7 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             w.sim.reach.rows.get(&row).copied().unwrap_or(0),
         );
     }
-    let c = &mut m.counters;
-    let n = &w.sim.net.counters;
-    for (k, v) in [
-        ("net.sent", n.sent),
-        ("net.delivered", n.delivered),
-        ("net.lost", n.lost),
-        ("net.cut", n.cut),
-        ("net.duplicated", n.duplicated),
-        ("net.spiked", n.spiked),
-        ("net.held", n.held),
-        ("net.overflow", n.overflow),
-        ("net.malformed", n.malformed),
-        ("net.to_dead", n.to_dead),
-        ("net.bytes", n.bytes),
-        ("kv.ops", w.sim.kv.counters.ops),
-        ("kv.commits", w.sim.kv.counters.commits),
-        ("kv.conflicts_injected", w.sim.kv.counters.conflicts),
-        ("kv.unknown_applied", w.sim.kv.counters.unknown_applied),
-        ("kv.unknown_dropped", w.sim.kv.counters.unknown_dropped),
-        ("kv.unavailable", w.sim.kv.counters.unavailable),
-        ("history.operations", w.sim.history.ops.len() as u64),
-        ("history.completed", w.sim.history.completed() as u64),
-    ] {
-        c.insert(k.into(), v);
-    }
-    for node in &w.nodes {
-        for d in node.ctx.disks.values() {
-            let dc = &d.counters;
-            for (k, v) in [
-                ("disk.ops", dc.ops),
-                ("disk.spikes", dc.spikes),
-                ("disk.eio", dc.eio),
-                ("disk.corrupt", dc.corrupt),
-                ("disk.nospace", dc.nospace),
-                ("disk.misdirected", dc.misdirected),
-                ("disk.lost_on_crash", dc.lost_on_crash),
-                ("disk.applied_on_crash", dc.applied_on_crash),
-                ("disk.torn", dc.torn),
-                ("disk.reads_overtaking", dc.overtaken),
-            ] {
-                *c.entry(k.into()).or_default() += v;
-            }
-        }
-        for (k, v) in crate::world::node::counters_of(&node.proc).0 {
-            *c.entry(k.into()).or_default() += v;
-        }
-    }
-    for (k, v) in &w.sim.retired {
-        *c.entry(k.to_string()).or_default() += v;
-    }
+    m.counters = w.counter_totals();
     data.events = w
         .sim
         .notes
@@ -145,9 +96,28 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             let _ = hs[b].record(us);
         }
     }
+    // Counter increments per interval from the whole-second samples (and the final totals).
+    let mut counters: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let end = (o.sim_ns, m.counters.clone());
+    let points: Vec<&(u64, BTreeMap<String, u64>)> =
+        w.sim.samples.iter().chain(std::iter::once(&end)).collect();
+    for pair in points.windows(2) {
+        let (t, before) = (pair[0].0, &pair[0].1);
+        let after = &pair[1].1;
+        let b = ((t as f64 / 1e9 / INTERVAL) as usize).min(buckets - 1);
+        for (k, v) in after {
+            let d = v.saturating_sub(before.get(k).copied().unwrap_or(0));
+            if d > 0 {
+                counters
+                    .entry(k.clone())
+                    .or_insert_with(|| vec![0; buckets])[b] += d;
+            }
+        }
+    }
     data.series = Series {
         interval: INTERVAL,
         ops,
+        counters,
     };
     data.latencies = lat;
     data.chains = w

@@ -49,6 +49,10 @@ pub struct ChunkIo {
     pub channel: Option<(ChannelId, SeqNum)>,
     /// The target of the last attempt, while a reply is awaited (`None` while backing off).
     pub sent_to: Option<TargetId>,
+    /// A replica answered that the chain is at least at this version: no attempt goes out
+    /// under an older one (another replica still at the old version would have missed the
+    /// change and may serve stale data; found by the swarm, seed 3272).
+    pub min_chain: Option<crate::ids::ChainVersion>,
 }
 
 /// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.
@@ -169,7 +173,11 @@ impl Client {
         let io = &self.ios[&id];
         let target = self.pick_target(io);
         let node = target.and_then(|t| self.routing.node_of(t));
-        let chain = self.routing.chain(io.chain).map(|c| c.versioned());
+        let chain = self
+            .routing
+            .chain(io.chain)
+            .map(|c| c.versioned())
+            .filter(|c| io.min_chain.is_none_or(|min| c.version >= min));
         if let (Some(node), Some(chain)) = (node, chain) {
             let msg = match &io.kind {
                 IoKind::Read { offset, len, .. } => Msg::Read(ReadReq {
@@ -245,6 +253,16 @@ impl Client {
     }
 
     fn retry_after_status(&mut self, id: RequestId, status: Status, out: &mut Outbox<Self>) {
+        if let Status::StaleChainVersion { current } = status {
+            let known = self
+                .ios
+                .get(&id)
+                .and_then(|io| self.routing.chain(io.chain));
+            if known.is_some_and(|c| c.version < current) {
+                let io = self.ios.get_mut(&id).expect("present");
+                io.min_chain = Some(io.min_chain.map_or(current, |m| m.max(current)));
+            }
+        }
         if matches!(
             status,
             Status::StaleChainVersion { .. }

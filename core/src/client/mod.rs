@@ -268,6 +268,7 @@ impl Client {
                 retries: 0,
                 channel: None,
                 sent_to: None,
+                min_chain: None,
             };
             self.ios.insert(id, io);
             self.send_io(id, out);

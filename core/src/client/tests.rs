@@ -259,3 +259,50 @@ fn read_with_bad_checksum_is_retried_never_returned() {
         }
     }));
 }
+
+/// Swarm seed 3272: a replica said the chain had moved on, and the retry went to another
+/// replica still at the old version (frozen, cut off from mgmtd), which served a stale value.
+/// Once told, the client sends nothing under the old chain version.
+#[test]
+fn after_a_stale_chain_version_answer_no_attempt_uses_the_old_version() {
+    use PublicState::{Offline, Serving};
+    let mut c = client();
+    let (first, read) = start_read(&mut c, 3);
+    recv(
+        &mut c,
+        first,
+        read_reply(
+            &read,
+            Status::StaleChainVersion {
+                current: ChainVersion(2),
+            },
+            b"",
+            0,
+        ),
+    );
+    let acts = handle(&mut c, EventOf::Timer(ClientTimer::Retry(read.read_id)));
+    assert!(
+        !acts.iter().any(|a| matches!(
+            a,
+            ActionOf::Send {
+                msg: Msg::Read(_),
+                ..
+            }
+        )),
+        "no read under chain version 1: {acts:?}"
+    );
+    // The new routing arrives: the retry goes out under version 2.
+    recv(
+        &mut c,
+        NodeId(100),
+        Msg::Routing(routing(2, &[(1, Serving), (3, Serving), (2, Offline)])),
+    );
+    let acts = handle(&mut c, EventOf::Timer(ClientTimer::Retry(read.read_id)));
+    let sent = acts.iter().find_map(|a| match a {
+        ActionOf::Send {
+            msg: Msg::Read(r), ..
+        } => Some(r.chain.version),
+        _ => None,
+    });
+    assert_eq!(sent, Some(ChainVersion(2)));
+}

@@ -16,6 +16,7 @@ mod audit;
 pub mod buggify;
 pub mod client;
 pub mod clock;
+mod counters;
 pub mod disk;
 mod drive;
 pub mod kv;
@@ -190,11 +191,17 @@ pub struct Sim {
     pub halts: Vec<String>,
     /// Counters of processes that crashed (a report adds the live ones).
     pub retired: BTreeMap<&'static str, u64>,
+    /// Counter totals at every whole simulated second (`SAMPLE_NS`): the report's counters
+    /// over time. Taken between events, so they never disturb the run.
+    pub samples: Vec<(u64, BTreeMap<String, u64>)>,
     /// BUGGIFY sites enabled for this run.
     pub buggify: buggify::Buggify,
 }
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01B3;
+
+/// Interval of the counter samples, simulated nanoseconds.
+pub const SAMPLE_NS: u64 = 1_000_000_000;
 
 impl Sim {
     /// Mixes bytes into the trace hash: FNV-1a's xor-multiply over 8-byte words (and the tail
@@ -350,6 +357,7 @@ impl World {
             atlas_off: scenario.expect.loss_allowed,
             halts: Vec::new(),
             retired: BTreeMap::new(),
+            samples: Vec::new(),
             buggify,
         };
         let mut w = Self {
@@ -438,6 +446,12 @@ impl World {
             } else {
                 same_instant = 0;
                 last = at;
+            }
+            // Totals as of each whole second, before the first event at or after it.
+            while self.sim.samples.len() as u64 * SAMPLE_NS <= at.0 {
+                let t = self.sim.samples.len() as u64 * SAMPLE_NS;
+                let totals = self.counter_totals();
+                self.sim.samples.push((t, totals));
             }
             let (_, ev) = self.sim.queue.pop().expect("peeked");
             self.sim.events += 1;

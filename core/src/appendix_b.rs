@@ -111,6 +111,7 @@ fn b1_b4_partitioned_replica_serves_stale_reads_to_stale_clients() {
                 offset: 0,
                 data: vec![1],
             },
+            tag: None,
         })
         .unwrap();
     t2.store
@@ -256,6 +257,7 @@ fn lastsrv_return_makes_an_unacknowledged_write_visible() {
                 offset: 0,
                 data: vec![5],
             },
+            tag: None,
         })
         .unwrap();
     let metas = BTreeMap::from([(TargetId(1), t1.store.metas())]);

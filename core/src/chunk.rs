@@ -24,7 +24,7 @@
 //! Not here: allocation, block layout, torn-write handling below the API (the real stores' own
 //! concern) and fault injection (the simulator's disk model).
 
-use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
+use crate::ids::{ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, IoId, SeqNum};
 
 /// What an update does to a chunk (3FS update types; COMMIT is its own op).
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -130,6 +130,9 @@ pub enum ChunkOp {
         version: ChunkVersion,
         /// The change.
         kind: UpdateKind,
+        /// The client channel and seqnum the update answers, kept with the pending version and,
+        /// once committed, with the chunk (`ChunkMeta::applied`); `None` for resync items.
+        tag: Option<UpdateTag>,
     },
 }
 
@@ -151,6 +154,62 @@ pub struct ChunkMeta {
     pub checksum: u32,
     /// The pending (uncommitted) version, if any.
     pub pending: Option<PendingMeta>,
+    /// Exactly-once records of committed client updates to this chunk, the most recent per
+    /// client channel (at most [`APPLIED_PER_CHUNK_MAX`]): a restarted target rebuilds its
+    /// channel table from them, so a retry of a write it already applied is answered, not
+    /// applied again (t3fs; 3FS forgets them on restart, §3.5 #9).
+    pub applied: Vec<Applied>,
+}
+
+/// Records kept per chunk in [`ChunkMeta::applied`]; the oldest go first.
+pub const APPLIED_PER_CHUNK_MAX: usize = 16;
+
+/// Which client request an update answers (the exactly-once key of §3.2 and its seqnum).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct UpdateTag {
+    /// Client.
+    pub client: ClientId,
+    /// Its channel.
+    pub channel: ChannelId,
+    /// The seqnum on that channel.
+    pub seqnum: SeqNum,
+}
+
+/// A committed client update: its tag and the result its client was (or will be) given.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct Applied {
+    /// The update's tag.
+    pub tag: UpdateTag,
+    /// The chunk version it committed.
+    pub version: ChunkVersion,
+    /// The chain version of that commit.
+    pub chain_version: ChainVersion,
+    /// The chunk's length after it.
+    pub len: u32,
+    /// The chunk's CRC32C after it.
+    pub checksum: u32,
+}
+
+impl From<&crate::msg::MessageTag> for UpdateTag {
+    fn from(t: &crate::msg::MessageTag) -> Self {
+        Self {
+            client: t.client,
+            channel: t.channel,
+            seqnum: t.seqnum,
+        }
+    }
+}
+
+impl Applied {
+    /// Adds `a` to `list`, replacing an older record of the same channel and dropping the
+    /// oldest beyond [`APPLIED_PER_CHUNK_MAX`].
+    pub fn record(list: &mut Vec<Applied>, a: Applied) {
+        list.retain(|r| (r.tag.client, r.tag.channel) != (a.tag.client, a.tag.channel));
+        list.push(a);
+        if list.len() > APPLIED_PER_CHUNK_MAX {
+            list.remove(0);
+        }
+    }
 }
 
 /// The pending version of a chunk.
@@ -164,6 +223,8 @@ pub struct PendingMeta {
     pub checksum: u32,
     /// Whether the pending update removes the chunk.
     pub removes: bool,
+    /// The client request the pending version answers (`None`: a resync item).
+    pub tag: Option<UpdateTag>,
 }
 
 /// Successful completion of a [`ChunkOp`].

@@ -231,7 +231,25 @@ fn chunk_meta(r: &mut Rng) -> crate::chunk::ChunkMeta {
             len: r.next() as u32,
             checksum: r.next() as u32,
             removes: r.below(2) == 1,
+            tag: (r.below(2) == 1).then(|| crate::chunk::UpdateTag {
+                client: ClientId(r.next()),
+                channel: ChannelId(r.next() as u32),
+                seqnum: SeqNum(r.next()),
+            }),
         }),
+        applied: (0..r.below(3))
+            .map(|_| crate::chunk::Applied {
+                tag: crate::chunk::UpdateTag {
+                    client: ClientId(r.next()),
+                    channel: ChannelId(r.next() as u32),
+                    seqnum: SeqNum(r.next()),
+                },
+                version: ChunkVersion(r.next() as u32),
+                chain_version: ChainVersion(r.next() as u32),
+                len: r.next() as u32,
+                checksum: r.next() as u32,
+            })
+            .collect(),
     }
 }
 

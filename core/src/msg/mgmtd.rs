@@ -4,7 +4,7 @@
 //!
 //! Protocol outcomes are statuses inside replies ([`MgmtdStatus`]), never Rust errors.
 
-use crate::chunk::{ChunkMeta, PendingMeta};
+use crate::chunk::{Applied, ChunkMeta, PendingMeta, UpdateTag};
 use crate::ids::{ChainVersion, ClientId, NodeId, TargetId, VersionedChain};
 use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
 use crate::msg::Status;
@@ -203,13 +203,35 @@ wire_struct!(PendingMeta {
     version,
     len,
     checksum,
-    removes
+    removes,
+    tag
 });
+wire_struct!(UpdateTag {
+    client,
+    channel,
+    seqnum
+});
+wire_struct!(Applied {
+    tag,
+    version,
+    chain_version,
+    len,
+    checksum
+});
+impl Wire for Vec<Applied> {
+    fn encode(&self, enc: &mut Encoder) {
+        encode_list(enc, self);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        decode_list(dec)
+    }
+}
 wire_struct!(ChunkMeta {
     chunk,
     committed,
     chain_version,
     len,
     checksum,
-    pending
+    pending,
+    applied
 });

@@ -6,11 +6,14 @@
 //! change is answered from the cache instead of being applied twice (§3.5 #6).
 //!
 //! Invariant: at most one running update per (client, channel). Bounded by
-//! `CHANNEL_RECORDS_PER_TARGET_MAX`: the idle record least recently executed is evicted. Records are
-//! volatile: a restarted target forgets them (3FS §3.5 #9), which this module does not hide.
+//! `CHANNEL_RECORDS_PER_TARGET_MAX`: the idle record least recently executed is evicted. 3FS's
+//! records are volatile, so a restarted target re-executes a retry it already applied (§3.5
+//! #9); t3fs keeps each committed client update's record with its chunk and [`ExactlyOnce::adopt`]s
+//! them back at boot (the swarm found the double apply breaking linearizability, seed 2001).
 
 use std::collections::BTreeMap;
 
+use crate::chunk::UpdateTag;
 use crate::ids::{ChannelId, ClientId, SeqNum};
 use crate::limits::CHANNEL_RECORDS_PER_TARGET_MAX;
 use crate::msg::{MessageTag, UpdateResult};
@@ -94,6 +97,28 @@ impl ExactlyOnce {
                 rec.result = result;
             }
         }
+    }
+
+    /// Takes over a record found on disk at boot or made durable by a force commit: the
+    /// channel's newest seqnum wins; `running` marks a pending version whose fate is not known
+    /// yet (a retry then gets `ChannelLocked` instead of executing again).
+    pub fn adopt(&mut self, tag: &UpdateTag, result: Option<UpdateResult>, running: bool) {
+        let key = (tag.client, tag.channel);
+        if let Some(rec) = self.records.get(&key) {
+            if rec.seqnum > tag.seqnum || (rec.seqnum == tag.seqnum && rec.result.is_some()) {
+                return;
+            }
+        } else if self.records.len() >= CHANNEL_RECORDS_PER_TARGET_MAX {
+            self.evict_one();
+        }
+        self.clock += 1;
+        let rec = Record {
+            seqnum: tag.seqnum,
+            running,
+            result,
+            last_used: self.clock,
+        };
+        self.records.insert(key, rec);
     }
 
     /// Number of records held.

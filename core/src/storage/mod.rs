@@ -249,6 +249,16 @@ pub struct StorageNode {
     counters: crate::machine::Unobserved<StorageCounters>,
 }
 
+/// The result a client was given for the committed update `a`.
+pub(crate) fn applied_result(a: &crate::chunk::Applied) -> crate::msg::UpdateResult {
+    crate::msg::UpdateResult {
+        commit_version: a.version,
+        commit_chain_version: a.chain_version,
+        len: a.len,
+        checksum: a.checksum,
+    }
+}
+
 impl StorageNode {
     /// Boots a node from durable state: the chunk metadata of each hosted target, as listed by
     /// its store, and the routing info known at boot (possibly empty).
@@ -268,6 +278,18 @@ impl StorageNode {
                     .get(&id)
                     .map(|ms| ms.iter().map(|m| (m.chunk, m.clone())).collect())
                     .unwrap_or_default();
+                // Exactly-once records come back from the chunks (t3fs, see exactly_once.rs): a
+                // committed update answers its retries; a pending one locks its channel until
+                // its fate is known (force commit, or never).
+                let mut channels = ExactlyOnce::default();
+                for m in chunks.values() {
+                    for a in &m.applied {
+                        channels.adopt(&a.tag, Some(applied_result(a)), false);
+                    }
+                    if let Some(tag) = m.pending.as_ref().and_then(|p| p.tag) {
+                        channels.adopt(&tag, None, true);
+                    }
+                }
                 let t = Target {
                     fresh: chunks.is_empty(),
                     id,
@@ -282,7 +304,7 @@ impl StorageNode {
                     synced_at: None,
                     chunks,
                     locks: ChunkLocks::default(),
-                    channels: ExactlyOnce::default(),
+                    channels,
                 };
                 (id, t)
             })

@@ -121,6 +121,7 @@ mod tests {
                 version: ChunkVersion(committed + 1),
                 ..Default::default()
             }),
+            applied: Vec::new(),
         }
     }
 

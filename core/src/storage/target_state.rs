@@ -289,6 +289,13 @@ impl StorageNode {
         self.maybe_start_resyncs(out);
         let Ok(meta) = meta else { return };
         let t = self.targets.get_mut(&target).expect("hosted target");
+        // The force-committed write is now visible: its client's retry must be answered with
+        // it, not applied a second time (swarm seed 2001).
+        let pending_tag = t.chunks.get(&chunk).and_then(|m| m.pending.as_ref()?.tag);
+        if let Some(a) = meta.applied.iter().find(|a| Some(a.tag) == pending_tag) {
+            t.channels
+                .adopt(&a.tag, Some(super::applied_result(a)), false);
+        }
         if meta.committed == crate::ids::ChunkVersion(0) {
             t.chunks.remove(&chunk);
         } else {

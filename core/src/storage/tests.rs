@@ -126,7 +126,7 @@ fn forwarded(seq: u64, chain_version: u32, u: u32, data: &[u8]) -> UpdateReq {
     }
 }
 
-fn update_io(id: u64, target: u32, v: u32, data: &[u8]) -> Action<StorageNode> {
+fn update_io(id: u64, target: u32, v: u32, data: &[u8], t: MessageTag) -> Action<StorageNode> {
     ActionOf::Io {
         id: IoId(id),
         op: IoOp::Chunk {
@@ -138,6 +138,8 @@ fn update_io(id: u64, target: u32, v: u32, data: &[u8]) -> Action<StorageNode> {
                     offset: 0,
                     data: data.to_vec(),
                 },
+                // The client request travels with the pending version (durable records).
+                tag: Some(crate::chunk::UpdateTag::from(&t)),
             },
         },
     }
@@ -188,7 +190,7 @@ fn head_write_updates_forwards_commits_after_successor_ack_and_replies() {
     let mut h = Harness::new(1, ReadMode::Committed, 3);
     let req = write(1, 1, b"ab");
     let acts = h.recv(CLIENT, Msg::Write(req.clone()));
-    assert_eq!(acts, vec![update_io(1, 1, 1, b"ab")]);
+    assert_eq!(acts, vec![update_io(1, 1, 1, b"ab", tag(1))]);
     let acts = h.complete(&acts[0]);
     let fwd = forwarded(1, 1, 1, b"ab");
     let wait = h
@@ -251,7 +253,7 @@ fn tail_commits_locally_and_replies_to_predecessor() {
     let mut h = Harness::new(3, ReadMode::Committed, 3);
     let req = forwarded(1, 1, 1, b"xy");
     let acts = h.recv(NodeId(2), Msg::Update(req.clone()));
-    assert_eq!(acts, vec![update_io(1, 3, 1, b"xy")]);
+    assert_eq!(acts, vec![update_io(1, 3, 1, b"xy", tag(1))]);
     let acts = h.complete(&acts[0]);
     let timer = retry_timer(3);
     assert_eq!(
@@ -325,7 +327,7 @@ fn second_write_waits_for_the_chunk_lock_and_gets_the_next_version() {
         ..write(1, 1, b"2")
     };
     let acts = h.recv(CLIENT, Msg::Write(first.clone()));
-    assert_eq!(acts, vec![update_io(1, 1, 1, b"1")]);
+    assert_eq!(acts, vec![update_io(1, 1, 1, b"1", tag(1))]);
     assert_eq!(
         h.recv(CLIENT, Msg::Write(second.clone())),
         vec![],
@@ -352,7 +354,7 @@ fn second_write_waits_for_the_chunk_lock_and_gets_the_next_version() {
         acts,
         vec![
             reply(CLIENT, &first, Status::Ok, Some(result(1, 1, b"1"))),
-            update_io(3, 1, 2, b"2")
+            update_io(3, 1, 2, b"2", second.tag)
         ]
     );
 }
@@ -653,7 +655,7 @@ fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
     };
     assert_eq!(
         tail.recv(NodeId(2), Msg::Update(next)),
-        vec![update_io(3, 3, 2, b"b")]
+        vec![update_io(3, 3, 2, b"b", tag(7))]
     );
 
     let mut head = Harness::new(1, ReadMode::Committed, 0);
@@ -757,4 +759,37 @@ fn an_uptodate_from_an_older_sync_round_does_not_survive_a_new_chain_version() {
         Msg::Routing(routing(3, 2, &[(1, Serving), (3, Syncing), (2, Offline)])),
     );
     assert_eq!(local(&h), LocalState::Online);
+}
+
+/// Swarm seed 2001: a head restarted (disk kept) with a client's write applied; the client's
+/// retry then ran again as a new version. The exactly-once record is kept with the chunk and
+/// adopted at boot, so the retry is answered with the original result.
+#[test]
+fn a_restarted_target_answers_a_retry_of_a_write_it_applied() {
+    use PublicState::Serving;
+    let alone = routing(1, 1, &[(1, Serving)]);
+    let cfg = StorageConfig::new(NodeId(1), vec![(TargetId(1), ReadMode::Committed)]);
+    let mut h = Harness {
+        node: StorageNode::new_in_service(cfg.clone(), BTreeMap::new(), alone.clone()),
+        store: MemChunkStore::new(),
+    };
+    let req = write(1, 1, b"once");
+    let acts = h.recv(CLIENT, Msg::Write(req.clone()));
+    let acts = h.complete(&acts[0]);
+    let commit = acts
+        .iter()
+        .find(|a| matches!(a, ActionOf::Io { .. }))
+        .expect("a single-replica chain commits at once");
+    let acts = h.complete(commit);
+    let done = Some(result(1, 1, b"once"));
+    assert_eq!(acts, vec![reply(CLIENT, &req, Status::Ok, done)]);
+    // The process restarts from its disk; the client, which never saw the reply, retries.
+    let metas = BTreeMap::from([(TargetId(1), h.store.metas())]);
+    h.node = StorageNode::new_in_service(cfg, metas, alone);
+    let retry = UpdateReq { retry: 1, ..req };
+    assert_eq!(
+        h.recv(CLIENT, Msg::Write(retry.clone())),
+        vec![reply(CLIENT, &retry, Status::Ok, done)],
+        "answered from the durable record, not applied again"
+    );
 }

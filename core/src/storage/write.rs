@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 
 use crate::bugs::PlantedBug;
-use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind};
+use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind, UpdateTag};
 use crate::crc32c;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
 use crate::limits::CHUNK_SIZE_MAX;
@@ -310,6 +310,7 @@ impl StorageNode {
         };
         let chunk = w.req.chunk;
         let kind = w.req.kind.clone();
+        let tag = (w.req.tag.channel != SYNC_CHANNEL).then(|| UpdateTag::from(&w.req.tag));
         t.locks.lock(
             chunk,
             Running {
@@ -329,6 +330,7 @@ impl StorageNode {
                 chunk,
                 version,
                 kind,
+                tag,
             },
         );
         true

@@ -43,6 +43,7 @@ impl<S: ChunkStore> Driver<S> {
             chunk,
             version: ChunkVersion(v),
             kind,
+            tag: None,
         })
     }
 
@@ -268,6 +269,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
                 offset: 0,
                 data: b"1".to_vec(),
             },
+            tag: None,
         },
         ChunkOp::Commit {
             chunk: a,
@@ -281,6 +283,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
                 offset: 0,
                 data: b"2".to_vec(),
             },
+            tag: None,
         },
         ChunkOp::Commit {
             chunk: a,
@@ -307,6 +310,45 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     );
     assert!(done.iter().all(|(_, r)| r.is_ok()), "{done:?}");
     assert_eq!(d.read(a, 0, 1, false).expect("data").data, b"2".to_vec());
+
+    // An update's client tag is kept with its pending version and, once committed, among the
+    // chunk's exactly-once records, so a restarted target still knows what it applied.
+    let mut d = fresh();
+    let tag = crate::chunk::UpdateTag {
+        client: crate::ids::ClientId(3),
+        channel: crate::ids::ChannelId(2),
+        seqnum: crate::ids::SeqNum(9),
+    };
+    let pending = d.run(ChunkOp::Update {
+        chunk: a,
+        version: ChunkVersion(1),
+        kind: UpdateKind::Write {
+            offset: 0,
+            data: b"t".to_vec(),
+        },
+        tag: Some(tag),
+    });
+    match pending {
+        Ok(ChunkDone::Updated(m)) => assert_eq!(m.pending.and_then(|p| p.tag), Some(tag)),
+        other => panic!("tagged update: {other:?}"),
+    }
+    match d.commit(a, 1, 2) {
+        Ok(ChunkDone::Committed(m)) => assert_eq!(
+            m.applied,
+            vec![crate::chunk::Applied {
+                tag,
+                version: ChunkVersion(1),
+                chain_version: ChainVersion(2),
+                len: 1,
+                checksum: crc32c::checksum(b"t"),
+            }]
+        ),
+        other => panic!("commit: {other:?}"),
+    }
+    assert!(
+        matches!(d.run(ChunkOp::List), Ok(ChunkDone::Listed(v)) if v[0].applied.len() == 1),
+        "records are listed with the chunk"
+    );
 
     // Install sets committed content and version outright (even below the current version),
     // drops a pending version, and removes with `None`.

@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::chunk::{
-    ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkRead, ChunkStore, PendingMeta, UpdateKind,
+    Applied, ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkRead, ChunkStore, PendingMeta,
+    UpdateKind, UpdateTag,
 };
 use crate::crc32c;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
@@ -29,6 +30,10 @@ pub struct MemChunk {
     pub data_crc: u32,
     /// CRC32C of the pending content (0 when none).
     pub pending_crc: u32,
+    /// The client request of the pending version.
+    pub pending_tag: Option<UpdateTag>,
+    /// Exactly-once records of committed client updates (`ChunkMeta::applied`).
+    pub applied: Vec<Applied>,
 }
 
 impl MemChunk {
@@ -44,7 +49,9 @@ impl MemChunk {
                 len: content.as_ref().map_or(0, |c| c.len() as u32),
                 checksum: self.pending_crc,
                 removes: content.is_none(),
+                tag: self.pending_tag,
             }),
+            applied: self.applied.clone(),
         }
     }
 }
@@ -90,6 +97,7 @@ impl MemChunkStore {
                     c.data_crc = crc32c::checksum(data);
                     c.pending = None;
                     c.pending_crc = 0;
+                    c.pending_tag = None;
                     Ok(ChunkDone::Committed(c.meta(*chunk)))
                 }
                 None => {
@@ -130,6 +138,7 @@ impl MemChunkStore {
                 chunk,
                 version,
                 kind,
+                tag,
             } => {
                 let c = self.chunks.entry(*chunk).or_default();
                 if *version <= c.committed {
@@ -142,6 +151,7 @@ impl MemChunkStore {
                 };
                 c.pending_crc = content.as_deref().map_or(0, crc32c::checksum);
                 c.pending = Some((*version, content));
+                c.pending_tag = *tag;
                 Ok(ChunkDone::Updated(c.meta(*chunk)))
             }
             ChunkOp::Commit {
@@ -163,6 +173,16 @@ impl MemChunkStore {
                             c.data = data;
                             c.data_crc = c.pending_crc;
                             c.pending_crc = 0;
+                            if let Some(tag) = c.pending_tag.take() {
+                                let a = Applied {
+                                    tag,
+                                    version: v,
+                                    chain_version: *chain_version,
+                                    len: c.data.len() as u32,
+                                    checksum: c.data_crc,
+                                };
+                                Applied::record(&mut c.applied, a);
+                            }
                             Ok(ChunkDone::Committed(c.meta(*chunk)))
                         }
                         None => {

@@ -11,6 +11,7 @@ pub fn describe_op(op: &ChunkOp) -> String {
             chunk,
             version,
             kind,
+            ..
         } => format!("update {chunk} pending {version} {}", describe_kind(kind)),
         ChunkOp::Commit {
             chunk,

@@ -99,10 +99,9 @@ impl ExactlyOnce {
         }
     }
 
-    /// Takes over a record found on disk at boot or made durable by a force commit: the
-    /// channel's newest seqnum wins; `running` marks a pending version whose fate is not known
-    /// yet (a retry then gets `ChannelLocked` instead of executing again).
-    pub fn adopt(&mut self, tag: &UpdateTag, result: Option<UpdateResult>, running: bool) {
+    /// Takes over the result of an update found on disk at boot or made durable by a force
+    /// commit; the channel's newest seqnum wins.
+    pub fn adopt(&mut self, tag: &UpdateTag, result: UpdateResult) {
         let key = (tag.client, tag.channel);
         if let Some(rec) = self.records.get(&key) {
             if rec.seqnum > tag.seqnum || (rec.seqnum == tag.seqnum && rec.result.is_some()) {
@@ -114,8 +113,8 @@ impl ExactlyOnce {
         self.clock += 1;
         let rec = Record {
             seqnum: tag.seqnum,
-            running,
-            result,
+            running: false,
+            result: Some(result),
             last_used: self.clock,
         };
         self.records.insert(key, rec);

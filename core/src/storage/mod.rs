@@ -279,15 +279,13 @@ impl StorageNode {
                     .map(|ms| ms.iter().map(|m| (m.chunk, m.clone())).collect())
                     .unwrap_or_default();
                 // Exactly-once records come back from the chunks (t3fs, see exactly_once.rs): a
-                // committed update answers its retries; a pending one locks its channel until
-                // its fate is known (force commit, or never).
+                // committed update answers its retries. A pending one records nothing: its
+                // predecessor's forward retries must still get through (locking its channel
+                // wedged resyncs in the swarm), and a force commit records it when it lands.
                 let mut channels = ExactlyOnce::default();
                 for m in chunks.values() {
                     for a in &m.applied {
-                        channels.adopt(&a.tag, Some(applied_result(a)), false);
-                    }
-                    if let Some(tag) = m.pending.as_ref().and_then(|p| p.tag) {
-                        channels.adopt(&tag, None, true);
+                        channels.adopt(&a.tag, applied_result(a));
                     }
                 }
                 let t = Target {

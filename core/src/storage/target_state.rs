@@ -293,8 +293,7 @@ impl StorageNode {
         // it, not applied a second time (swarm seed 2001).
         let pending_tag = t.chunks.get(&chunk).and_then(|m| m.pending.as_ref()?.tag);
         if let Some(a) = meta.applied.iter().find(|a| Some(a.tag) == pending_tag) {
-            t.channels
-                .adopt(&a.tag, Some(super::applied_result(a)), false);
+            t.channels.adopt(&a.tag, super::applied_result(a));
         }
         if meta.committed == crate::ids::ChunkVersion(0) {
             t.chunks.remove(&chunk);

@@ -52,6 +52,7 @@ pub mod kv;
 pub mod layout;
 pub mod limits;
 pub mod machine;
+pub mod meta;
 pub mod mgmtd;
 pub mod msg;
 pub mod routing;

@@ -1,0 +1,439 @@
+//! The namespace operations of §4.3 as bodies of one KV transaction: path resolution (with
+//! symlinks), stat, list, create (open semantics, O_EXCL), mkdirs (recursive), symlink,
+//! hardlink, remove (recursive to GC) and rename (POSIX replace rules and the loop check).
+//!
+//! Invariant: an operation either returns an error having written nothing that matters (the
+//! caller drops the transaction) or leaves the namespace consistent (module invariants in
+//! `mod.rs`). Every row an operation's decision depends on is read with a conflict range, so
+//! concurrent operations serialize (SSI, as 3FS adds the parent and entries to the conflict set).
+//! Not here: retries, batching, permissions beyond existence and type checks.
+
+use super::keys::{self, dirent_key, dirent_range, idem_key, inode_key, INODE_ALLOC};
+use super::{
+    DirEntry, EntryKind, Inode, InodeKind, MetaError, DEPTH_MAX, GC_ROOT, NAME_MAX, NLINK_MAX,
+    ROOT, SYMLINKS_MAX,
+};
+use crate::ids::{ClientId, InodeId, RequestId};
+use crate::kv::{KvEngine, Txn};
+use crate::mgmtd::store::{decode, encode};
+
+/// Who asks and when: the identity idempotency is keyed on, and the caller's clock.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct PathOp {
+    /// The client.
+    pub client: ClientId,
+    /// Its request id (the same on every retry of one operation).
+    pub request: RequestId,
+    /// Seconds, for ctime/mtime.
+    pub now: u64,
+}
+
+/// The namespace inside one transaction.
+pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
+    txn: &'t mut Txn<'e, E>,
+}
+
+type R<T> = Result<T, MetaError>;
+
+fn split(path: &str) -> R<Vec<&[u8]>> {
+    if !path.starts_with('/') {
+        return Err(MetaError::Invalid("paths are absolute"));
+    }
+    let parts: Vec<&[u8]> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .map(str::as_bytes)
+        .collect();
+    if parts.iter().any(|p| p.len() > NAME_MAX) {
+        return Err(MetaError::NameTooLong);
+    }
+    if parts.len() > DEPTH_MAX {
+        return Err(MetaError::Loop);
+    }
+    Ok(parts)
+}
+
+impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
+    /// The namespace seen through `txn`.
+    pub fn new(txn: &'t mut Txn<'e, E>) -> Self {
+        Self { txn }
+    }
+
+    /// Creates the root and the GC root if absent (3FS `init-cluster`).
+    pub fn init(&mut self, now: u64) -> R<()> {
+        for (id, name) in [(ROOT, &b""[..]), (GC_ROOT, b"gc")] {
+            if self.txn.get(&inode_key(id))?.is_none() {
+                let dir = InodeKind::Directory {
+                    parent: ROOT,
+                    name: name.to_vec(),
+                };
+                self.put_inode(&new_inode(id, dir, 0o755, now));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads inode `id`.
+    pub fn inode(&mut self, id: InodeId) -> R<Inode> {
+        match self.txn.get(&inode_key(id))? {
+            Some(b) => Ok(decode(&b)?),
+            None => Err(MetaError::NotFound),
+        }
+    }
+
+    fn put_inode(&mut self, i: &Inode) {
+        self.txn.set(&inode_key(i.id), &encode(i));
+    }
+
+    fn entry(&mut self, parent: InodeId, name: &[u8]) -> R<Option<DirEntry>> {
+        match self.txn.get(&dirent_key(parent, name))? {
+            Some(b) => Ok(Some(decode(&b)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_entry(&mut self, parent: InodeId, name: &[u8], e: &DirEntry) {
+        self.txn.set(&dirent_key(parent, name), &encode(e));
+    }
+
+    /// Resolves `path` to its inode; a final symlink is followed when `follow`.
+    pub fn resolve(&mut self, path: &str, follow: bool) -> R<Inode> {
+        let mut links = 0;
+        self.walk(ROOT, &split(path)?, follow, &mut links)
+    }
+
+    fn walk(
+        &mut self,
+        start: InodeId,
+        parts: &[&[u8]],
+        follow: bool,
+        links: &mut usize,
+    ) -> R<Inode> {
+        let mut cur = self.inode(start)?;
+        for (k, name) in parts.iter().enumerate() {
+            let last = k + 1 == parts.len();
+            let InodeKind::Directory { parent, .. } = cur.kind else {
+                return Err(MetaError::NotDir);
+            };
+            if *name == b".." {
+                cur = self.inode(parent)?;
+                continue;
+            }
+            let e = self.entry(cur.id, name)?.ok_or(MetaError::NotFound)?;
+            let next = self.inode(e.inode)?;
+            cur = match &next.kind {
+                InodeKind::Symlink { target } if !last || follow => {
+                    *links += 1;
+                    if *links > SYMLINKS_MAX {
+                        return Err(MetaError::Loop);
+                    }
+                    let target = String::from_utf8_lossy(target).into_owned();
+                    let from = if target.starts_with('/') {
+                        ROOT
+                    } else {
+                        cur.id
+                    };
+                    let rel = format!("/{target}");
+                    self.walk(from, &split(&rel)?, true, links)?
+                }
+                _ => next,
+            };
+        }
+        Ok(cur)
+    }
+
+    /// The parent directory of `path` and the last name (which must be a real name).
+    fn parent_of<'p>(&mut self, path: &'p str) -> R<(Inode, &'p [u8])> {
+        let parts = split(path)?;
+        let Some((last, dirs)) = parts.split_last() else {
+            return Err(MetaError::Invalid("the root has no parent"));
+        };
+        if *last == b".." {
+            return Err(MetaError::Invalid("`..` names no entry"));
+        }
+        let mut links = 0;
+        let parent = self.walk(ROOT, dirs, true, &mut links)?;
+        if !parent.is_dir() {
+            return Err(MetaError::NotDir);
+        }
+        Ok((parent, last))
+    }
+
+    /// stat (lstat when `follow` is false).
+    pub fn stat(&mut self, path: &str, follow: bool) -> R<Inode> {
+        self.resolve(path, follow)
+    }
+
+    /// Up to `limit` entries of directory `path` after name `after`, in name order.
+    pub fn list(&mut self, path: &str, after: &[u8], limit: usize) -> R<Vec<(Vec<u8>, DirEntry)>> {
+        let dir = self.resolve(path, true)?;
+        if !dir.is_dir() {
+            return Err(MetaError::NotDir);
+        }
+        self.list_dir(dir.id, after, limit)
+    }
+
+    /// [`Namespace::list`] by inode (the GC root has no path).
+    pub fn list_dir(
+        &mut self,
+        dir: InodeId,
+        after: &[u8],
+        limit: usize,
+    ) -> R<Vec<(Vec<u8>, DirEntry)>> {
+        let rows = self.txn.range(&dirent_range(dir, after), limit)?;
+        rows.into_iter()
+            .map(|(k, v)| Ok((keys::name_of(dir, &k).to_vec(), decode(&v)?)))
+            .collect()
+    }
+
+    fn alloc_id(&mut self) -> R<InodeId> {
+        // One counter row, read with a conflict range: concurrent creates serialize on it.
+        // 3FS hands out blocks of 4096 ids per meta server; that batching belongs to the machine.
+        let next = match self.txn.get(INODE_ALLOC)? {
+            Some(b) => decode::<u64>(&b)?,
+            None => 0x100, // Ids below are reserved (root, GC root, virtual files).
+        };
+        self.txn.set(INODE_ALLOC, &encode(&(next + 1)));
+        Ok(InodeId(next))
+    }
+
+    /// Creates an inode of `kind` named by `path`, unless a retry of `op` already did (its entry
+    /// carries the request id).
+    fn make(&mut self, path: &str, kind: InodeKind, perm: u32, op: PathOp) -> R<(Inode, bool)> {
+        let (mut parent, name) = self.parent_of(path)?;
+        if let Some(e) = self.entry(parent.id, name)? {
+            let existing = self.inode(e.inode)?;
+            return Ok((existing, e.request == op.request));
+        }
+        let id = self.alloc_id()?;
+        let kind = match kind {
+            InodeKind::Directory { .. } => InodeKind::Directory {
+                parent: parent.id,
+                name: name.to_vec(),
+            },
+            k => k,
+        };
+        let inode = new_inode(id, kind, perm, op.now);
+        self.put_inode(&inode);
+        let entry = DirEntry {
+            inode: id,
+            kind: inode.entry_kind(),
+            request: op.request,
+        };
+        self.put_entry(parent.id, name, &entry);
+        parent.mtime = op.now;
+        parent.ctime = op.now;
+        self.put_inode(&parent);
+        Ok((inode, true))
+    }
+
+    /// create/open of a file: an existing file is opened (unless `exclusive`: EEXIST); an
+    /// existing directory is EISDIR. A retry of the creating request returns the created file
+    /// even with `exclusive`.
+    pub fn create(&mut self, path: &str, perm: u32, exclusive: bool, op: PathOp) -> R<Inode> {
+        let file = InodeKind::File {
+            length: 0,
+            truncate_ver: 0,
+        };
+        let (inode, ours) = self.make(path, file, perm, op)?;
+        match inode.kind {
+            InodeKind::Directory { .. } => Err(MetaError::IsDir),
+            _ if exclusive && !ours => Err(MetaError::Exists),
+            _ => Ok(inode),
+        }
+    }
+
+    /// mkdir, or mkdir -p when `recursive` (existing directories on the way are fine).
+    pub fn mkdirs(&mut self, path: &str, perm: u32, recursive: bool, op: PathOp) -> R<Inode> {
+        let parts = split(path)?;
+        let upto = if recursive { 1 } else { parts.len() };
+        let mut made = None;
+        for n in upto..=parts.len() {
+            let sub = format!(
+                "/{}",
+                parts[..n]
+                    .iter()
+                    .map(|p| String::from_utf8_lossy(p))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            );
+            let dir = InodeKind::Directory {
+                parent: ROOT,
+                name: Vec::new(),
+            };
+            let (inode, ours) = self.make(&sub, dir, perm, op)?;
+            let last = n == parts.len();
+            match (inode.is_dir(), ours) {
+                (false, _) if last => return Err(MetaError::Exists),
+                (false, _) => return Err(MetaError::NotDir),
+                (true, false) if last && !recursive => return Err(MetaError::Exists),
+                _ => made = Some(inode),
+            }
+        }
+        made.ok_or(MetaError::Exists) // `mkdirs /`: the root exists.
+    }
+
+    /// symlink `path` → `target`.
+    pub fn symlink(&mut self, path: &str, target: &str, op: PathOp) -> R<Inode> {
+        let kind = InodeKind::Symlink {
+            target: target.as_bytes().to_vec(),
+        };
+        match self.make(path, kind, 0o777, op)? {
+            (inode, true) => Ok(inode),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    /// hardlink: `new_path` names the file `existing` (files only).
+    pub fn hardlink(&mut self, existing: &str, new_path: &str, op: PathOp) -> R<Inode> {
+        let mut target = self.resolve(existing, false)?;
+        if !matches!(target.kind, InodeKind::File { .. }) {
+            return Err(MetaError::NotPermitted);
+        }
+        let (parent, name) = self.parent_of(new_path)?;
+        if let Some(e) = self.entry(parent.id, name)? {
+            return match e.inode == target.id && e.request == op.request {
+                true => Ok(target),
+                false => Err(MetaError::Exists),
+            };
+        }
+        if target.nlink >= NLINK_MAX {
+            return Err(MetaError::TooManyLinks);
+        }
+        target.nlink += 1;
+        target.ctime = op.now;
+        self.put_inode(&target);
+        let entry = DirEntry {
+            inode: target.id,
+            kind: EntryKind::File,
+            request: op.request,
+        };
+        self.put_entry(parent.id, name, &entry);
+        Ok(target)
+    }
+
+    /// Drops one name of `inode`; at nlink 0 (or for a directory) the inode moves under the GC
+    /// root, whose workers free its chunks later (§4.5).
+    fn unlink_inode(&mut self, mut inode: Inode, now: u64) {
+        inode.nlink = inode.nlink.saturating_sub(1);
+        inode.ctime = now;
+        if inode.nlink == 0 || inode.is_dir() {
+            let name = format!(
+                "{}-{:016x}",
+                if inode.is_dir() { 'd' } else { 'f' },
+                inode.id.0
+            );
+            let entry = DirEntry {
+                inode: inode.id,
+                kind: inode.entry_kind(),
+                request: RequestId(0),
+            };
+            self.put_entry(GC_ROOT, name.as_bytes(), &entry);
+            inode.nlink = 0;
+        }
+        self.put_inode(&inode);
+    }
+
+    fn is_empty_dir(&mut self, id: InodeId) -> R<bool> {
+        Ok(self.txn.range(&dirent_range(id, b""), 1)?.is_empty())
+    }
+
+    /// remove (unlink / rmdir; a non-empty directory needs `recursive`, and then goes to GC
+    /// whole). Idempotent by request: a retry after `CommitUnknown` is answered as done.
+    pub fn remove(&mut self, path: &str, recursive: bool, op: PathOp) -> R<()> {
+        let idem = idem_key(op.client, op.request);
+        if self.txn.get(&idem)?.is_some() {
+            return Ok(());
+        }
+        let (mut parent, name) = self.parent_of(path)?;
+        let e = self.entry(parent.id, name)?.ok_or(MetaError::NotFound)?;
+        let inode = self.inode(e.inode)?;
+        if inode.is_dir() && !recursive && !self.is_empty_dir(inode.id)? {
+            return Err(MetaError::NotEmpty);
+        }
+        self.txn.clear(&dirent_key(parent.id, name));
+        self.unlink_inode(inode, op.now);
+        parent.mtime = op.now;
+        parent.ctime = op.now;
+        self.put_inode(&parent);
+        self.txn.set(&idem, &encode(&op.now));
+        Ok(())
+    }
+
+    /// rename `from` → `to` with POSIX replace rules: a file may replace a file, a directory an
+    /// empty directory; never a directory into itself or a descendant.
+    pub fn rename(&mut self, from: &str, to: &str, op: PathOp) -> R<()> {
+        let (mut src_parent, src_name) = self.parent_of(from)?;
+        let (mut dst_parent, dst_name) = self.parent_of(to)?;
+        let Some(src_entry) = self.entry(src_parent.id, src_name)? else {
+            // A retry of a rename that took effect finds its own entry at the destination.
+            return match self.entry(dst_parent.id, dst_name)? {
+                Some(e) if e.request == op.request => Ok(()),
+                _ => Err(MetaError::NotFound),
+            };
+        };
+        let mut src = self.inode(src_entry.inode)?;
+        if src.is_dir() {
+            // The loop check: the destination's ancestors must not include the source.
+            let mut at = dst_parent.clone();
+            for _ in 0..=DEPTH_MAX {
+                if at.id == src.id {
+                    return Err(MetaError::Invalid("a directory cannot move into itself"));
+                }
+                let InodeKind::Directory { parent, .. } = at.kind else {
+                    break;
+                };
+                if at.id == ROOT {
+                    break;
+                }
+                at = self.inode(parent)?;
+            }
+        }
+        if let Some(dst_entry) = self.entry(dst_parent.id, dst_name)? {
+            if dst_entry.inode == src.id {
+                return Ok(()); // Two names of one inode: POSIX says do nothing.
+            }
+            let dst = self.inode(dst_entry.inode)?;
+            match (src.is_dir(), dst.is_dir()) {
+                (true, false) => return Err(MetaError::NotDir),
+                (false, true) => return Err(MetaError::IsDir),
+                (true, true) if !self.is_empty_dir(dst.id)? => return Err(MetaError::NotEmpty),
+                _ => {}
+            }
+            self.unlink_inode(dst, op.now);
+        }
+        self.txn.clear(&dirent_key(src_parent.id, src_name));
+        let entry = DirEntry {
+            request: op.request,
+            ..src_entry
+        };
+        self.put_entry(dst_parent.id, dst_name, &entry);
+        if let InodeKind::Directory { parent, name } = &mut src.kind {
+            *parent = dst_parent.id;
+            *name = dst_name.to_vec();
+        }
+        src.ctime = op.now;
+        self.put_inode(&src);
+        src_parent.mtime = op.now;
+        self.put_inode(&src_parent);
+        if dst_parent.id != src_parent.id {
+            dst_parent = self.inode(dst_parent.id)?; // Unchanged by the writes above.
+            dst_parent.mtime = op.now;
+            self.put_inode(&dst_parent);
+        }
+        Ok(())
+    }
+}
+
+fn new_inode(id: InodeId, kind: InodeKind, perm: u32, now: u64) -> Inode {
+    Inode {
+        id,
+        kind,
+        uid: 0,
+        gid: 0,
+        perm: perm & 0o7777,
+        nlink: 1,
+        ctime: now,
+        mtime: now,
+    }
+}

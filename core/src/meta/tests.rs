@@ -1,0 +1,225 @@
+//! Namespace operations against the in-memory MVCC KV: POSIX results and errors, GC of unlinked
+//! inodes, idempotent retries, and serializable conflicts between concurrent transactions.
+
+use super::*;
+use crate::ids::ClientId;
+use crate::kv::mem::MemKv;
+use crate::kv::Txn;
+
+fn op(request: u64) -> PathOp {
+    PathOp {
+        client: ClientId(7),
+        request: RequestId(request),
+        now: 100 + request,
+    }
+}
+
+/// Runs `f` in one transaction and commits it.
+fn tx<T>(
+    kv: &mut MemKv,
+    f: impl FnOnce(&mut Namespace<'_, '_, MemKv>) -> Result<T, MetaError>,
+) -> Result<T, MetaError> {
+    let mut t = Txn::new(kv);
+    let out = f(&mut Namespace::new(&mut t))?;
+    t.commit()?;
+    Ok(out)
+}
+
+fn fresh() -> MemKv {
+    let mut kv = MemKv::new(1000);
+    tx(&mut kv, |ns| ns.init(1)).unwrap();
+    kv
+}
+
+fn names(kv: &mut MemKv, dir: &str) -> Vec<String> {
+    tx(kv, |ns| ns.list(dir, b"", 100))
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| String::from_utf8(n).unwrap())
+        .collect()
+}
+
+/// The entries under the GC root (which no path reaches).
+fn gc(kv: &mut MemKv) -> Vec<String> {
+    tx(kv, |ns| ns.list_dir(GC_ROOT, b"", 100))
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| String::from_utf8(n).unwrap())
+        .collect()
+}
+
+#[test]
+fn create_mkdirs_stat_and_list() {
+    let mut kv = fresh();
+    let d = tx(&mut kv, |ns| ns.mkdirs("/a/b/c", 0o755, true, op(1))).unwrap();
+    assert!(d.is_dir());
+    tx(&mut kv, |ns| ns.create("/a/b/f2", 0o644, false, op(2))).unwrap();
+    tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, op(3))).unwrap();
+    assert_eq!(names(&mut kv, "/a/b"), ["c", "f1", "f2"], "name order");
+    let f = tx(&mut kv, |ns| ns.stat("/a/./b/../b/f1", true)).unwrap();
+    assert!(matches!(f.kind, InodeKind::File { length: 0, .. }) && f.nlink == 1);
+    // Paging: after "c".
+    let page = tx(&mut kv, |ns| ns.list("/a/b", b"c", 1)).unwrap();
+    assert_eq!(page[0].0, b"f1");
+    // Errors.
+    let e = |kv: &mut MemKv, r: Result<Inode, MetaError>| {
+        let _ = kv;
+        r.unwrap_err()
+    };
+    let r = tx(&mut kv, |ns| ns.mkdirs("/a/b", 0o755, false, op(4)));
+    assert_eq!(e(&mut kv, r), MetaError::Exists);
+    let r = tx(&mut kv, |ns| ns.mkdirs("/x/y", 0o755, false, op(5)));
+    assert_eq!(e(&mut kv, r), MetaError::NotFound);
+    let r = tx(&mut kv, |ns| ns.create("/a/b/f1/z", 0o644, false, op(6)));
+    assert_eq!(e(&mut kv, r), MetaError::NotDir);
+    let r = tx(&mut kv, |ns| ns.create("/a/b", 0o644, false, op(7)));
+    assert_eq!(e(&mut kv, r), MetaError::IsDir);
+    let r = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, true, op(8)));
+    assert_eq!(e(&mut kv, r), MetaError::Exists);
+    let long = format!("/{}", "n".repeat(NAME_MAX + 1));
+    let r = tx(&mut kv, |ns| ns.create(&long, 0o644, false, op(9)));
+    assert_eq!(e(&mut kv, r), MetaError::NameTooLong);
+    // Open of an existing file without O_EXCL is the file.
+    let again = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, op(10))).unwrap();
+    assert_eq!(again.id, f.id);
+}
+
+#[test]
+fn retries_of_non_idempotent_operations_are_answered_as_done() {
+    let mut kv = fresh();
+    let f = tx(&mut kv, |ns| ns.create("/f", 0o644, true, op(1))).unwrap();
+    // The same request again (its commit's outcome was unknown): the file, even with O_EXCL.
+    let again = tx(&mut kv, |ns| ns.create("/f", 0o644, true, op(1))).unwrap();
+    assert_eq!(again.id, f.id);
+    tx(&mut kv, |ns| ns.rename("/f", "/g", op(2))).unwrap();
+    tx(&mut kv, |ns| ns.rename("/f", "/g", op(2))).unwrap();
+    tx(&mut kv, |ns| ns.remove("/g", false, op(3))).unwrap();
+    tx(&mut kv, |ns| ns.remove("/g", false, op(3))).unwrap();
+    assert_eq!(
+        tx(&mut kv, |ns| ns.remove("/g", false, op(4))),
+        Err(MetaError::NotFound),
+        "a new request is judged afresh"
+    );
+}
+
+#[test]
+fn remove_links_and_gc() {
+    let mut kv = fresh();
+    tx(&mut kv, |ns| ns.mkdirs("/d/e", 0o755, true, op(1))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, op(2))).unwrap();
+    let l = tx(&mut kv, |ns| ns.hardlink("/d/f", "/d/g", op(3))).unwrap();
+    assert_eq!(l.nlink, 2);
+    assert_eq!(
+        tx(&mut kv, |ns| ns.hardlink("/d", "/h", op(4))),
+        Err(MetaError::NotPermitted)
+    );
+    assert_eq!(
+        tx(&mut kv, |ns| ns.remove("/d", false, op(5))),
+        Err(MetaError::NotEmpty)
+    );
+    assert_eq!(
+        tx(&mut kv, |ns| ns.remove("/", false, op(6))),
+        Err(MetaError::Invalid("the root has no parent"))
+    );
+    tx(&mut kv, |ns| ns.remove("/d/f", false, op(7))).unwrap();
+    let still = tx(&mut kv, |ns| ns.stat("/d/g", true)).unwrap();
+    assert_eq!((still.id, still.nlink), (f.id, 1), "one name left");
+    assert!(gc(&mut kv).is_empty());
+    tx(&mut kv, |ns| ns.remove("/d/g", false, op(8))).unwrap();
+    assert_eq!(gc(&mut kv), [format!("f-{:016x}", f.id.0)]);
+    let gone = tx(&mut kv, |ns| ns.inode(f.id)).unwrap();
+    assert_eq!(gone.nlink, 0, "the inode row waits for GC");
+    // A non-empty directory goes to GC whole with `recursive`.
+    tx(&mut kv, |ns| ns.remove("/d", true, op(9))).unwrap();
+    assert!(names(&mut kv, "/").is_empty());
+    assert_eq!(
+        gc(&mut kv).len(),
+        2,
+        "the file and the directory wait for GC"
+    );
+}
+
+#[test]
+fn rename_follows_posix_replace_rules_and_refuses_loops() {
+    let mut kv = fresh();
+    tx(&mut kv, |ns| ns.mkdirs("/a/sub", 0o755, true, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.mkdirs("/full/x", 0o755, true, op(2))).unwrap();
+    tx(&mut kv, |ns| ns.mkdirs("/empty", 0o755, false, op(3))).unwrap();
+    let f1 = tx(&mut kv, |ns| ns.create("/f1", 0o644, false, op(4))).unwrap();
+    let f2 = tx(&mut kv, |ns| ns.create("/f2", 0o644, false, op(5))).unwrap();
+    let rn = |kv: &mut MemKv, a: &str, b: &str, r: u64| tx(kv, |ns| ns.rename(a, b, op(r)));
+    assert_eq!(
+        rn(&mut kv, "/a", "/a/sub/in", 6),
+        Err(MetaError::Invalid("a directory cannot move into itself"))
+    );
+    assert_eq!(rn(&mut kv, "/a", "/full", 7), Err(MetaError::NotEmpty));
+    assert_eq!(rn(&mut kv, "/a", "/f1", 8), Err(MetaError::NotDir));
+    assert_eq!(rn(&mut kv, "/f1", "/empty", 9), Err(MetaError::IsDir));
+    assert_eq!(rn(&mut kv, "/nope", "/x", 10), Err(MetaError::NotFound));
+    // A file replaces a file; the replaced one goes to GC.
+    rn(&mut kv, "/f1", "/f2", 11).unwrap();
+    assert_eq!(tx(&mut kv, |ns| ns.stat("/f2", true)).unwrap().id, f1.id);
+    assert!(gc(&mut kv).contains(&format!("f-{:016x}", f2.id.0)));
+    // A directory replaces an empty directory and learns its new parent and name.
+    rn(&mut kv, "/a", "/empty", 12).unwrap();
+    let moved = tx(&mut kv, |ns| ns.stat("/empty/sub/..", true)).unwrap();
+    assert!(
+        matches!(&moved.kind, InodeKind::Directory { parent, name } if *parent == ROOT && name == b"empty")
+    );
+    // Into another directory.
+    rn(&mut kv, "/empty", "/full/x/e", 13).unwrap();
+    assert_eq!(names(&mut kv, "/full/x"), ["e"]);
+    assert_eq!(
+        rn(&mut kv, "/full", "/full/x/e/sub/deeper", 14),
+        Err(MetaError::Invalid("a directory cannot move into itself"))
+    );
+}
+
+#[test]
+fn symlinks_resolve_and_loops_end() {
+    let mut kv = fresh();
+    tx(&mut kv, |ns| ns.mkdirs("/real/dir", 0o755, true, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.symlink("/l", "/real", op(2))).unwrap();
+    tx(&mut kv, |ns| ns.symlink("/real/rel", "dir", op(3))).unwrap();
+    let d = tx(&mut kv, |ns| ns.stat("/l/rel", true)).unwrap();
+    assert!(matches!(&d.kind, InodeKind::Directory { name, .. } if name == b"dir"));
+    let link = tx(&mut kv, |ns| ns.stat("/l", false)).unwrap();
+    assert_eq!(link.entry_kind(), EntryKind::Symlink);
+    tx(&mut kv, |ns| ns.symlink("/x", "/y", op(4))).unwrap();
+    tx(&mut kv, |ns| ns.symlink("/y", "/x", op(5))).unwrap();
+    assert_eq!(tx(&mut kv, |ns| ns.stat("/x", true)), Err(MetaError::Loop));
+    assert_eq!(
+        tx(&mut kv, |ns| ns.symlink("/x", "/z", op(6))),
+        Err(MetaError::Exists)
+    );
+}
+
+#[test]
+fn concurrent_creates_of_one_name_serialize() {
+    let mut kv = fresh();
+    // Two meta servers race to create /same: both read "absent" at the same version; the
+    // second commit conflicts, and its retry opens the file the first one created.
+    let mut a_kv = kv.clone();
+    let req_a = {
+        let mut t = Txn::new(&mut a_kv);
+        Namespace::new(&mut t)
+            .create("/same", 0o644, true, op(1))
+            .unwrap();
+        t.to_commit_req().unwrap()
+    };
+    let req_b = {
+        let mut t = Txn::new(&mut kv);
+        Namespace::new(&mut t)
+            .create("/same", 0o644, true, op(2))
+            .unwrap();
+        t.to_commit_req().unwrap()
+    };
+    use crate::kv::KvEngine;
+    kv.commit(req_a).unwrap();
+    assert_eq!(kv.commit(req_b), Err(crate::kv::KvError::Conflict));
+    assert_eq!(
+        tx(&mut kv, |ns| ns.create("/same", 0o644, true, op(2))),
+        Err(MetaError::Exists),
+        "the retry sees the winner's file"
+    );
+}

@@ -227,8 +227,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         Ok((inode, true))
     }
 
-    /// create/open of a file: an existing file is opened (unless `exclusive`: EEXIST); an
-    /// existing directory is EISDIR. A retry of the creating request returns the created file
+    /// create/open of a file: an existing file is opened; with `exclusive` any existing name is
+    /// EEXIST; without it an existing directory is EISDIR. A retry of the creating request returns the created file
     /// even with `exclusive`.
     pub fn create(&mut self, path: &str, perm: u32, exclusive: bool, op: PathOp) -> R<Inode> {
         let file = InodeKind::File {
@@ -237,8 +237,9 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         };
         let (inode, ours) = self.make(path, file, perm, op)?;
         match inode.kind {
-            InodeKind::Directory { .. } => Err(MetaError::IsDir),
+            // O_CREAT|O_EXCL fails on any existing name, a directory included (POSIX).
             _ if exclusive && !ours => Err(MetaError::Exists),
+            InodeKind::Directory { .. } => Err(MetaError::IsDir),
             _ => Ok(inode),
         }
     }
@@ -287,15 +288,16 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// hardlink: `new_path` names the file `existing` (files only).
     pub fn hardlink(&mut self, existing: &str, new_path: &str, op: PathOp) -> R<Inode> {
         let mut target = self.resolve(existing, false)?;
-        if !matches!(target.kind, InodeKind::File { .. }) {
-            return Err(MetaError::NotPermitted);
-        }
         let (parent, name) = self.parent_of(new_path)?;
+        // The kernel's order: an existing new name is EEXIST before the source's type is judged.
         if let Some(e) = self.entry(parent.id, name)? {
             return match e.inode == target.id && e.request == op.request {
                 true => Ok(target),
                 false => Err(MetaError::Exists),
             };
+        }
+        if !matches!(target.kind, InodeKind::File { .. }) {
+            return Err(MetaError::NotPermitted);
         }
         if target.nlink >= NLINK_MAX {
             return Err(MetaError::TooManyLinks);
@@ -373,27 +375,20 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             };
         };
         let mut src = self.inode(src_entry.inode)?;
-        if src.is_dir() {
-            // The loop check: the destination's ancestors must not include the source.
-            let mut at = dst_parent.clone();
-            for _ in 0..=DEPTH_MAX {
-                if at.id == src.id {
-                    return Err(MetaError::Invalid("a directory cannot move into itself"));
-                }
-                let InodeKind::Directory { parent, .. } = at.kind else {
-                    break;
-                };
-                if at.id == ROOT {
-                    break;
-                }
-                at = self.inode(parent)?;
-            }
+        // The loop check: the destination's ancestors must not include the source.
+        if src.is_dir() && self.is_ancestor(src.id, &dst_parent)? {
+            return Err(MetaError::Invalid("a directory cannot move into itself"));
         }
         if let Some(dst_entry) = self.entry(dst_parent.id, dst_name)? {
             if dst_entry.inode == src.id {
                 return Ok(()); // Two names of one inode: POSIX says do nothing.
             }
             let dst = self.inode(dst_entry.inode)?;
+            // Linux's order: a destination that is an ancestor of the source is ENOTEMPTY
+            // before any type check (it cannot be empty: the source is inside it).
+            if dst.is_dir() && self.is_ancestor(dst.id, &src_parent)? {
+                return Err(MetaError::NotEmpty);
+            }
             match (src.is_dir(), dst.is_dir()) {
                 (true, false) => return Err(MetaError::NotDir),
                 (false, true) => return Err(MetaError::IsDir),
@@ -422,6 +417,27 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             self.put_inode(&dst_parent);
         }
         Ok(())
+    }
+}
+
+impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
+    /// Whether `id` is `dir` or one of its ancestors (walking parent pointers, each read with
+    /// a conflict range so a concurrent move of an ancestor aborts this transaction).
+    fn is_ancestor(&mut self, id: InodeId, dir: &Inode) -> R<bool> {
+        let mut at = dir.clone();
+        for _ in 0..=DEPTH_MAX {
+            if at.id == id {
+                return Ok(true);
+            }
+            let InodeKind::Directory { parent, .. } = at.kind else {
+                return Ok(false);
+            };
+            if at.id == ROOT {
+                return Ok(false);
+            }
+            at = self.inode(parent)?;
+        }
+        Err(MetaError::Loop)
     }
 }
 

@@ -1,7 +1,10 @@
-//! t3fs-real: the t3fs machines as real services (empty until its issues land).
+//! t3fs-real: the t3fs machines as real services. Landed: the embedded persistent KV engine
+//! ([`wal_kv`]).
 //!
 //! It will hold the tokio driver that executes `t3fs_core::machine::Action`s, the TCP transport
 //! (RDMA behind the `rdma` feature), the file and io_uring chunk stores (both must pass
 //! `t3fs_core::testing::chunk_store_suite`), KV engines up to etcd, the service binaries, the
 //! FUSE client and the benchmark client. It never depends on t3fs-sim.
 #![forbid(unsafe_code)]
+
+pub mod wal_kv;

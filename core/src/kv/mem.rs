@@ -55,6 +55,14 @@ impl MemKv {
         self.unavailable = unavailable;
     }
 
+    /// Every live key and its newest value, in key order (a persistent engine's snapshot).
+    pub fn latest(&self) -> Vec<(Key, Value)> {
+        self.data
+            .iter()
+            .filter_map(|(k, h)| Self::value_at(h, self.version).map(|v| (k.clone(), v.clone())))
+            .collect()
+    }
+
     /// The newest committed version.
     pub fn version(&self) -> KvVersion {
         self.version

@@ -32,6 +32,12 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         divide: usize,
     },
+    /// Meta namespace operations per second by type, on the in-memory and embedded KV.
+    Meta {
+        /// Files to create, stat, rename and remove.
+        #[arg(long, default_value_t = 20_000)]
+        files: u64,
+    },
 }
 
 /// Runs a benchmark.
@@ -43,6 +49,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             write_size,
         } => sim(seeds, seconds, write_size),
         BenchCommand::Checker { divide } => checker(divide.max(1)),
+        BenchCommand::Meta { files } => crate::bench_meta::run(files),
     }
 }
 

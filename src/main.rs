@@ -2,6 +2,7 @@
 //! workspace crates (t3fs-core machines, t3fs-sim models and simulator, …).
 
 mod bench;
+mod bench_meta;
 mod check;
 mod report;
 mod sim;

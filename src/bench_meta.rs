@@ -8,19 +8,16 @@ use std::time::Instant as WallClock;
 
 use t3fs_core::ids::{ClientId, RequestId};
 use t3fs_core::kv::mem::MemKv;
-use t3fs_core::kv::{KvEngine, Txn};
+use t3fs_core::kv::KvEngine;
 use t3fs_core::meta::{MetaError, Namespace, PathOp};
 use t3fs_real::wal_kv::WalKv;
 
-/// Runs one namespace operation in its own transaction and commits it.
+/// One operation in its own committed transaction.
 fn tx<E: KvEngine, T>(
     kv: &mut E,
     f: impl FnOnce(&mut Namespace<'_, '_, E>) -> Result<T, MetaError>,
 ) -> Result<T, MetaError> {
-    let mut t = Txn::new(kv);
-    let out = f(&mut Namespace::new(&mut t))?;
-    t.commit()?;
-    Ok(out)
+    t3fs_core::meta::transact(kv, f)
 }
 
 /// Operations per second of each phase over `files` files in 16 directories.

@@ -24,7 +24,7 @@ mod ops;
 mod tests;
 
 pub use keys::{dirent_key, dirent_range, idem_key, inode_key};
-pub use ops::{Namespace, PathOp};
+pub use ops::{transact, Namespace, PathOp};
 
 use crate::ids::{InodeId, RequestId};
 use crate::kv::KvError;

@@ -28,6 +28,19 @@ pub struct PathOp {
     pub now: u64,
 }
 
+/// Runs `f` on the namespace in one fresh transaction of `kv` and commits it: one attempt (a
+/// conflict is the caller's to retry; `CommitUnknown` is answered by retrying with the same
+/// request id).
+pub fn transact<E: KvEngine + ?Sized, T>(
+    kv: &mut E,
+    f: impl FnOnce(&mut Namespace<'_, '_, E>) -> R<T>,
+) -> R<T> {
+    let mut t = Txn::new(kv);
+    let out = f(&mut Namespace::new(&mut t))?;
+    t.commit()?;
+    Ok(out)
+}
+
 /// The namespace inside one transaction.
 pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     txn: &'t mut Txn<'e, E>,

@@ -14,15 +14,12 @@ fn op(request: u64) -> PathOp {
     }
 }
 
-/// Runs `f` in one transaction and commits it.
+/// One operation in its own committed transaction.
 fn tx<T>(
     kv: &mut MemKv,
     f: impl FnOnce(&mut Namespace<'_, '_, MemKv>) -> Result<T, MetaError>,
 ) -> Result<T, MetaError> {
-    let mut t = Txn::new(kv);
-    let out = f(&mut Namespace::new(&mut t))?;
-    t.commit()?;
-    Ok(out)
+    transact(kv, f)
 }
 
 fn fresh() -> MemKv {

@@ -1,6 +1,8 @@
 //! The meta service's namespace (3FS §4): inodes, directory entries and idempotency records kept
 //! in the transactional KV, and the namespace operations as functions of one KV transaction.
 //!
+//! Files: `keys.rs` the key layout, `ops.rs` the operations, [`placement`] §4.2's chain ranges.
+//!
 //! Purpose: meta is stateless (§4): every operation reads and writes only KV rows inside one
 //! optimistic transaction, so any meta server can serve any request and a conflict simply
 //! retries. This module is that transaction body; the meta machine that drives it through
@@ -15,11 +17,12 @@
 //! - non-idempotent operations carry a request id: a create/mkdir/symlink/hardlink/rename whose
 //!   entry already carries that id, or a remove with an idempotency record, is answered as done.
 //!
-//! Not here: chunk layouts and placement beyond the inherited directory layout (`layout.rs`),
-//! file length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
+//! Not here: storing layouts in inodes (the chain-range placement itself is [`placement`]), file
+//! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
 
 mod keys;
 mod ops;
+pub mod placement;
 #[cfg(test)]
 mod tests;
 

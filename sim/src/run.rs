@@ -141,6 +141,32 @@ pub fn run(scenario: &Scenario, seed: u64, log: bool) -> Result<Outcome, String>
     }
 }
 
+/// Runs until [`converged`] holds (probed every 100 ms of simulated time) or `deadline`: when it
+/// converged, and the last reason it had not.
+fn run_until_converged(w: &mut World, deadline: Instant) -> (Option<Instant>, String) {
+    let mut next_probe = w.sim.now();
+    let mut converged_at = None;
+    let mut last_reason = String::new();
+    w.run_until(deadline, |w| {
+        let now = w.sim.now();
+        if now < next_probe {
+            return false;
+        }
+        next_probe = Instant(now.0 + 100_000_000);
+        match converged(w) {
+            Ok(()) => {
+                converged_at = Some(now);
+                true
+            }
+            Err(r) => {
+                last_reason = r;
+                false
+            }
+        }
+    });
+    (converged_at, last_reason)
+}
+
 fn phases(w: &mut World) -> Outcome {
     let sc = w.scenario.clone();
     // Safety phase.
@@ -168,26 +194,7 @@ fn phases(w: &mut World) -> Outcome {
         }
     }
     let deadline = Instant(live_start.0 + sc.converge_within.as_nanos() as u64);
-    let mut next_probe = live_start;
-    let mut converged_at = None;
-    let mut last_reason = String::new();
-    w.run_until(deadline, |w| {
-        let now = w.sim.now();
-        if now < next_probe {
-            return false;
-        }
-        next_probe = Instant(now.0 + 100_000_000);
-        match converged(w) {
-            Ok(()) => {
-                converged_at = Some(now);
-                true
-            }
-            Err(r) => {
-                last_reason = r;
-                false
-            }
-        }
-    });
+    let (converged_at, last_reason) = run_until_converged(w, deadline);
     let mut verdicts: Vec<(&'static str, Verdict)> = Vec::new();
     let audit = match w.sim.audit.violation.as_deref().or(w.sim.kv.violation()) {
         Some(v) => Verdict::Fail(v.to_string()),
@@ -253,15 +260,7 @@ fn phases(w: &mut World) -> Outcome {
         // final reads; replicas are compared only once it has finished (found by swarm seed
         // 4543: the tail had committed a late retry the head was still forwarding).
         let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
-        let mut next = w.sim.now();
-        w.run_until(bound, |w| {
-            let now = w.sim.now();
-            if now < next {
-                return false;
-            }
-            next = Instant(now.0 + 100_000_000);
-            converged(w).is_ok()
-        });
+        run_until_converged(w, bound);
     }
     let agreement = if converged_at.is_some() {
         check::agreement(w)

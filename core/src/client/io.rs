@@ -126,6 +126,8 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
                 },
             )])
         }
+        // Not chunk I/O: served by `meta.rs` before planning.
+        ClientCall::Meta(_) => None,
     }
 }
 

@@ -8,10 +8,12 @@
 //! - every call is answered by exactly one `Return`; every chunk I/O is retried at most
 //!   `retries_max` times and then fails the call.
 //!
-//! Not here: path operations and file sessions (meta issue), the FUSE and native front ends,
+//! Namespace calls go to meta servers (`meta.rs`). Not here: file sessions, the FUSE and
+//! native front ends,
 //! write buffering and batching of reads into one RPC per target.
 
 mod io;
+mod meta;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -54,6 +56,12 @@ pub struct ClientConfig {
     /// Period of routing refresh and session extension with mgmtd (3FS: 10 s each); `None`
     /// disables both (routing then arrives only on errors or by push).
     pub refresh_interval: Option<Range<Duration>>,
+    /// Meta servers, any of which serves any namespace request.
+    pub meta: Vec<NodeId>,
+    /// How long to wait for a meta answer before re-sending to the next server.
+    pub meta_timeout: Range<Duration>,
+    /// Sends of one namespace request before its call returns `Kv(CommitUnknown)`.
+    pub meta_attempts_max: u32,
 }
 
 impl ClientConfig {
@@ -68,6 +76,9 @@ impl ClientConfig {
             io_timeout: Some(limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2),
             retry_wait: limits::CLIENT_RETRY_WAIT_MIN..limits::CLIENT_RETRY_WAIT_MAX,
             refresh_interval: Some(limits::ROUTING_REFRESH..limits::ROUTING_REFRESH * 11 / 10),
+            meta: Vec::new(),
+            meta_timeout: limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2,
+            meta_attempts_max: 64,
         }
     }
 }
@@ -108,6 +119,8 @@ pub enum ClientCall {
         /// The bytes.
         data: Vec<u8>,
     },
+    /// A namespace request to the meta service.
+    Meta(crate::meta::request::MetaOp),
 }
 
 /// The answer to a call.
@@ -135,6 +148,8 @@ pub enum ClientRet {
         /// Per-chunk commit results.
         results: Vec<(ChunkId, UpdateResult)>,
     },
+    /// A namespace request's answer (`Kv(CommitUnknown)`: unknown outcome after every retry).
+    Meta(crate::meta::request::MetaResult),
 }
 
 /// Timers of the client machine.
@@ -144,6 +159,8 @@ pub enum ClientTimer {
     Retry(RequestId),
     /// Periodic routing refresh and session extension.
     Refresh,
+    /// Re-send namespace call `id` to the next meta server.
+    Meta(RequestId),
 }
 
 /// A call in progress.
@@ -164,6 +181,8 @@ pub struct ClientCounters {
     pub retries: u64,
     /// Chunk I/Os that failed after their retry budget.
     pub failed_ios: u64,
+    /// Namespace requests re-sent.
+    pub meta_retries: u64,
 }
 
 /// The client machine.
@@ -175,6 +194,7 @@ pub struct Client {
     routing: Arc<RoutingInfo>,
     calls: BTreeMap<RequestId, CallState>,
     ios: BTreeMap<RequestId, ChunkIo>,
+    meta_calls: BTreeMap<RequestId, meta::MetaCall>,
     /// Chunk writes waiting for a free channel, in arrival order.
     waiting: Vec<RequestId>,
     free_channels: BTreeSet<ChannelId>,
@@ -196,6 +216,7 @@ impl Client {
             routing: Arc::new(routing),
             calls: BTreeMap::new(),
             ios: BTreeMap::new(),
+            meta_calls: BTreeMap::new(),
             waiting: Vec::new(),
             free_channels,
             seqnums: BTreeMap::new(),
@@ -221,12 +242,17 @@ impl Client {
     }
 
     fn on_call(&mut self, req: RequestId, call: ClientCall, out: &mut Outbox<Self>) {
-        if self.calls.len() >= limits::CLIENT_CALLS_MAX || self.calls.contains_key(&req) {
+        let busy = self.calls.len() + self.meta_calls.len() >= limits::CLIENT_CALLS_MAX;
+        if busy || self.calls.contains_key(&req) || self.meta_calls.contains_key(&req) {
             return out.push(crate::machine::ActionOf::Return {
                 req,
                 ret: ClientRet::Rejected(Status::Busy),
             });
         }
+        let call = match call {
+            ClientCall::Meta(op) => return self.on_meta_call(req, op, out),
+            call => call,
+        };
         let ios = match io::plan(&call) {
             Some(ios) if self.ios.len() + ios.len() <= limits::CLIENT_CHUNK_IOS_MAX => ios,
             Some(_) => {
@@ -333,6 +359,7 @@ impl Machine for Client {
             EventOf::Recv { msg, .. } => match msg {
                 Msg::UpdateReply(rep) => self.on_update_reply(rep, out),
                 Msg::ReadReply(rep) => self.on_read_reply(rep, out),
+                Msg::MetaReply(rep) => self.on_meta_reply(rep, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
                 // Follow the hint once per answer; with no hint, keep asking the same one.
                 Msg::NotPrimary { primary } if primary.is_some() && primary != self.mgmtd => {
@@ -343,6 +370,7 @@ impl Machine for Client {
                 _ => {}
             },
             EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(id, out),
+            EventOf::Timer(ClientTimer::Meta(id)) => self.send_meta(id, out),
             EventOf::Timer(ClientTimer::Refresh) => {
                 self.refresh_routing(out);
                 if let Some(mgmtd) = self.mgmtd {

@@ -14,8 +14,9 @@
 //! - a directory's `nlink` is 1 and it is removed only when empty (or moved to GC recursively);
 //!   a file's `nlink` counts its entries, and at 0 the inode goes under the GC root (§4.5)
 //!   instead of disappearing (its chunks are freed by GC, which is not here);
-//! - non-idempotent operations carry a request id: a create/mkdir/symlink/hardlink/rename whose
-//!   entry already carries that id, or a remove with an idempotency record, is answered as done.
+//! - non-idempotent operations carry a request id: `request::execute` stores each mutating
+//!   request's answer in an idempotency record in the same transaction, and answers a retry
+//!   from it (entries also record the request that made them, for debugging).
 //!
 //! Not here: storing layouts in inodes (the chain-range placement itself is [`placement`]), file
 //! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
@@ -23,6 +24,11 @@
 mod keys;
 mod ops;
 pub mod placement;
+mod replay;
+pub mod request;
+pub mod server;
+#[cfg(test)]
+mod server_tests;
 #[cfg(test)]
 mod tests;
 
@@ -48,7 +54,7 @@ pub const SYMLINKS_MAX: usize = 10;
 pub const NLINK_MAX: u32 = 65_535;
 
 /// What an inode is.
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum InodeKind {
     /// A regular file.
     File {
@@ -72,7 +78,7 @@ pub enum InodeKind {
 }
 
 /// One inode row (3FS `InodeData`, reduced).
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct Inode {
     /// Its id.
     pub id: InodeId,
@@ -104,7 +110,7 @@ pub enum EntryKind {
 }
 
 /// One directory entry (3FS `DirEntryData`, reduced).
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct DirEntry {
     /// The inode it names.
     pub inode: InodeId,
@@ -116,7 +122,7 @@ pub struct DirEntry {
 
 /// Why a namespace operation failed: POSIX-style statuses, plus the KV's own failures (which a
 /// caller retries on conflict and answers carefully on `CommitUnknown`).
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum MetaError {
     /// ENOENT.
     NotFound,

@@ -8,7 +8,7 @@
 //! concurrent operations serialize (SSI, as 3FS adds the parent and entries to the conflict set).
 //! Not here: retries, batching, permissions beyond existence and type checks.
 
-use super::keys::{self, dirent_key, dirent_range, idem_key, inode_key, INODE_ALLOC};
+use super::keys::{self, dirent_key, dirent_range, inode_key, INODE_ALLOC};
 use super::{
     DirEntry, EntryKind, Inode, InodeKind, MetaError, DEPTH_MAX, GC_ROOT, NAME_MAX, NLINK_MAX,
     ROOT, SYMLINKS_MAX,
@@ -70,6 +70,11 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// The namespace seen through `txn`.
     pub fn new(txn: &'t mut Txn<'e, E>) -> Self {
         Self { txn }
+    }
+
+    /// The transaction underneath (for request-level records, see `request.rs`).
+    pub fn txn(&mut self) -> &mut Txn<'e, E> {
+        self.txn
     }
 
     /// Creates the root and the GC root if absent (3FS `init-cluster`).
@@ -210,13 +215,13 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         Ok(InodeId(next))
     }
 
-    /// Creates an inode of `kind` named by `path`, unless a retry of `op` already did (its entry
-    /// carries the request id).
+    /// Creates an inode of `kind` named by `path`; an existing name is returned with `false`.
+    /// (Retries are answered from the request's idempotency record, `request.rs`: an entry's
+    /// request id alone cannot tell whose retry this is, nor survive a later rename.)
     fn make(&mut self, path: &str, kind: InodeKind, perm: u32, op: PathOp) -> R<(Inode, bool)> {
         let (mut parent, name) = self.parent_of(path)?;
         if let Some(e) = self.entry(parent.id, name)? {
-            let existing = self.inode(e.inode)?;
-            return Ok((existing, e.request == op.request));
+            return Ok((self.inode(e.inode)?, false));
         }
         let id = self.alloc_id()?;
         let kind = match kind {
@@ -241,8 +246,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     /// create/open of a file: an existing file is opened; with `exclusive` any existing name is
-    /// EEXIST; without it an existing directory is EISDIR. A retry of the creating request returns the created file
-    /// even with `exclusive`.
+    /// EEXIST; without it an existing directory is EISDIR.
     pub fn create(&mut self, path: &str, perm: u32, exclusive: bool, op: PathOp) -> R<Inode> {
         let file = InodeKind::File {
             length: 0,
@@ -303,11 +307,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         let mut target = self.resolve(existing, false)?;
         let (parent, name) = self.parent_of(new_path)?;
         // The kernel's order: an existing new name is EEXIST before the source's type is judged.
-        if let Some(e) = self.entry(parent.id, name)? {
-            return match e.inode == target.id && e.request == op.request {
-                true => Ok(target),
-                false => Err(MetaError::Exists),
-            };
+        if self.entry(parent.id, name)?.is_some() {
+            return Err(MetaError::Exists);
         }
         if !matches!(target.kind, InodeKind::File { .. }) {
             return Err(MetaError::NotPermitted);
@@ -354,12 +355,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     /// remove (unlink / rmdir; a non-empty directory needs `recursive`, and then goes to GC
-    /// whole). Idempotent by request: a retry after `CommitUnknown` is answered as done.
+    /// whole). Not idempotent by itself: `request::execute` answers retries from its record.
     pub fn remove(&mut self, path: &str, recursive: bool, op: PathOp) -> R<()> {
-        let idem = idem_key(op.client, op.request);
-        if self.txn.get(&idem)?.is_some() {
-            return Ok(());
-        }
         let (mut parent, name) = self.parent_of(path)?;
         let e = self.entry(parent.id, name)?.ok_or(MetaError::NotFound)?;
         let inode = self.inode(e.inode)?;
@@ -371,7 +368,6 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         parent.mtime = op.now;
         parent.ctime = op.now;
         self.put_inode(&parent);
-        self.txn.set(&idem, &encode(&op.now));
         Ok(())
     }
 
@@ -380,13 +376,9 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     pub fn rename(&mut self, from: &str, to: &str, op: PathOp) -> R<()> {
         let (mut src_parent, src_name) = self.parent_of(from)?;
         let (mut dst_parent, dst_name) = self.parent_of(to)?;
-        let Some(src_entry) = self.entry(src_parent.id, src_name)? else {
-            // A retry of a rename that took effect finds its own entry at the destination.
-            return match self.entry(dst_parent.id, dst_name)? {
-                Some(e) if e.request == op.request => Ok(()),
-                _ => Err(MetaError::NotFound),
-            };
-        };
+        let src_entry = self
+            .entry(src_parent.id, src_name)?
+            .ok_or(MetaError::NotFound)?;
         let mut src = self.inode(src_entry.inode)?;
         // The loop check: the destination's ancestors must not include the source.
         if src.is_dir() && self.is_ancestor(src.id, &dst_parent)? {

@@ -5,6 +5,7 @@ use super::*;
 use crate::ids::ClientId;
 use crate::kv::mem::MemKv;
 use crate::kv::Txn;
+use request::{execute, MetaAnswer, MetaOp, MetaResult};
 
 fn op(request: u64) -> PathOp {
     PathOp {
@@ -81,21 +82,62 @@ fn create_mkdirs_stat_and_list() {
     assert_eq!(again.id, f.id);
 }
 
+/// One request through `request::execute` in its own committed transaction.
+fn req(kv: &mut MemKv, client: u64, request: u64, op: MetaOp) -> MetaResult {
+    let p = PathOp {
+        client: ClientId(client),
+        request: RequestId(request),
+        now: 100 + request,
+    };
+    transact(kv, |ns| execute(ns, &op, p))
+}
+
 #[test]
-fn retries_of_non_idempotent_operations_are_answered_as_done() {
+fn retries_are_answered_from_the_idempotency_record() {
     let mut kv = fresh();
-    let f = tx(&mut kv, |ns| ns.create("/f", 0o644, true, op(1))).unwrap();
+    let create = MetaOp::Create {
+        path: "/f".into(),
+        perm: 0o644,
+        exclusive: true,
+    };
+    let Ok(MetaAnswer::Inode(f)) = req(&mut kv, 7, 1, create.clone()) else {
+        panic!("create failed");
+    };
     // The same request again (its commit's outcome was unknown): the file, even with O_EXCL.
-    let again = tx(&mut kv, |ns| ns.create("/f", 0o644, true, op(1))).unwrap();
-    assert_eq!(again.id, f.id);
-    tx(&mut kv, |ns| ns.rename("/f", "/g", op(2))).unwrap();
-    tx(&mut kv, |ns| ns.rename("/f", "/g", op(2))).unwrap();
-    tx(&mut kv, |ns| ns.remove("/g", false, op(3))).unwrap();
-    tx(&mut kv, |ns| ns.remove("/g", false, op(3))).unwrap();
     assert_eq!(
-        tx(&mut kv, |ns| ns.remove("/g", false, op(4))),
+        req(&mut kv, 7, 1, create.clone()),
+        Ok(MetaAnswer::Inode(f.clone()))
+    );
+    // Another client's request with the same number is judged afresh.
+    assert_eq!(req(&mut kv, 8, 1, create.clone()), Err(MetaError::Exists));
+    let rename = MetaOp::Rename {
+        from: "/f".into(),
+        to: "/g".into(),
+    };
+    assert_eq!(req(&mut kv, 7, 2, rename.clone()), Ok(MetaAnswer::Done));
+    // Someone renames it on; the retry is still answered as done and moves nothing.
+    let on = MetaOp::Rename {
+        from: "/g".into(),
+        to: "/h".into(),
+    };
+    assert_eq!(req(&mut kv, 8, 2, on), Ok(MetaAnswer::Done));
+    assert_eq!(req(&mut kv, 7, 2, rename), Ok(MetaAnswer::Done));
+    let remove = MetaOp::Remove {
+        path: "/h".into(),
+        recursive: false,
+    };
+    assert_eq!(req(&mut kv, 7, 3, remove.clone()), Ok(MetaAnswer::Done));
+    assert_eq!(req(&mut kv, 7, 3, remove.clone()), Ok(MetaAnswer::Done));
+    assert_eq!(
+        req(&mut kv, 7, 4, remove),
         Err(MetaError::NotFound),
-        "a new request is judged afresh"
+        "a new request"
+    );
+    // A create retried after its file was removed does not create it again.
+    assert_eq!(req(&mut kv, 7, 1, create), Ok(MetaAnswer::Inode(f)));
+    assert_eq!(
+        tx(&mut kv, |ns| ns.stat("/f", false)),
+        Err(MetaError::NotFound)
     );
 }
 

@@ -5,6 +5,7 @@
 //! in simulation alike, so codec bugs surface in simulation. Byte-level layout: `docs/wire.md`.
 
 pub mod codec;
+pub mod meta;
 pub mod mgmtd;
 pub mod storage;
 
@@ -61,6 +62,10 @@ pub enum Msg {
     SyncDone(SyncReq),
     /// SYNCING successor → predecessor.
     SyncDoneReply(SyncDoneReply),
+    /// Client → any meta server: a namespace request.
+    MetaReq(meta::MetaReq),
+    /// Meta server → client.
+    MetaReply(meta::MetaReply),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -78,6 +83,8 @@ const KIND_SYNC_START: u8 = 12;
 const KIND_SYNC_START_REPLY: u8 = 13;
 const KIND_SYNC_DONE: u8 = 14;
 const KIND_SYNC_DONE_REPLY: u8 = 15;
+const KIND_META_REQ: u8 = 16;
+const KIND_META_REPLY: u8 = 17;
 
 impl Msg {
     /// Encodes the message as one frame.
@@ -98,6 +105,8 @@ impl Msg {
             Self::SyncStartReply(m) => encode_frame(KIND_SYNC_START_REPLY, |e| m.encode(e)),
             Self::SyncDone(m) => encode_frame(KIND_SYNC_DONE, |e| m.encode(e)),
             Self::SyncDoneReply(m) => encode_frame(KIND_SYNC_DONE_REPLY, |e| m.encode(e)),
+            Self::MetaReq(m) => encode_frame(KIND_META_REQ, |e| m.encode(e)),
+            Self::MetaReply(m) => encode_frame(KIND_META_REPLY, |e| m.encode(e)),
         }
     }
 
@@ -125,6 +134,8 @@ impl Msg {
             KIND_SYNC_START_REPLY => Self::SyncStartReply(Wire::decode(d)?),
             KIND_SYNC_DONE => Self::SyncDone(Wire::decode(d)?),
             KIND_SYNC_DONE_REPLY => Self::SyncDoneReply(Wire::decode(d)?),
+            KIND_META_REQ => Self::MetaReq(Wire::decode(d)?),
+            KIND_META_REPLY => Self::MetaReply(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {

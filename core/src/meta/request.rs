@@ -1,0 +1,414 @@
+//! Meta requests as data: the operations a client sends a meta server ([`MetaOp`]), their
+//! answers ([`MetaAnswer`]), their wire encodings, and [`execute`], which runs one request as
+//! the body of one KV transaction with exactly-once semantics.
+//!
+//! Exactly-once: every mutating request writes an idempotency record (`IDEM` + client +
+//! request id) holding its answer, in the same transaction as its effect. A retry, after a lost
+//! reply or a `CommitUnknown`, reads the record first and returns the stored answer without
+//! applying anything again, even if the namespace has moved on since (the file it created was
+//! removed, the name it renamed was renamed again). Read-only requests write nothing.
+//! Invariant: a request's outcome depends only on the KV rows it reads and on the `PathOp`, so
+//! replaying it against the same rows gives the same answer and the same writes (the meta
+//! server relies on this; see `server.rs`).
+//!
+//! Not here: pruning of idempotency records (3FS expires them by age), retries (the caller's).
+
+use super::keys::idem_key;
+use super::{DirEntry, EntryKind, Inode, MetaError, Namespace, PathOp};
+use crate::kv::{KvEngine, KvError};
+use crate::mgmtd::store::{decode, encode};
+use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
+
+/// One namespace request (paths are absolute).
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum MetaOp {
+    /// stat (`follow`) or lstat.
+    Stat {
+        /// The path.
+        path: String,
+        /// Follow a final symlink.
+        follow: bool,
+    },
+    /// One page of a directory listing: names after `after`, at most `limit`.
+    List {
+        /// The directory.
+        path: String,
+        /// Exclusive start name.
+        after: Vec<u8>,
+        /// Page size.
+        limit: u32,
+    },
+    /// create/open of a file (O_CREAT, with O_EXCL when `exclusive`).
+    Create {
+        /// The file.
+        path: String,
+        /// Mode bits.
+        perm: u32,
+        /// O_EXCL.
+        exclusive: bool,
+    },
+    /// mkdir, or mkdir -p when `recursive`.
+    Mkdirs {
+        /// The directory.
+        path: String,
+        /// Mode bits.
+        perm: u32,
+        /// Create missing parents; an existing directory is fine.
+        recursive: bool,
+    },
+    /// symlink `path` → `target`.
+    Symlink {
+        /// The new link.
+        path: String,
+        /// What it points at.
+        target: String,
+    },
+    /// link: `path` becomes another name of the file `existing`.
+    Hardlink {
+        /// An existing file.
+        existing: String,
+        /// The new name.
+        path: String,
+    },
+    /// unlink or rmdir (`recursive`: a non-empty directory goes to GC whole).
+    Remove {
+        /// The path.
+        path: String,
+        /// Allow a non-empty directory.
+        recursive: bool,
+    },
+    /// rename `from` → `to` (POSIX replace rules).
+    Rename {
+        /// Source.
+        from: String,
+        /// Destination.
+        to: String,
+    },
+}
+
+impl MetaOp {
+    /// Whether the request changes the namespace (and so needs an idempotency record).
+    pub fn mutates(&self) -> bool {
+        !matches!(self, Self::Stat { .. } | Self::List { .. })
+    }
+}
+
+/// A successful answer.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum MetaAnswer {
+    /// The inode the request found or made.
+    Inode(Inode),
+    /// A listing page: names and entries in name order.
+    Entries(Vec<(Vec<u8>, DirEntry)>),
+    /// Done (remove, rename).
+    Done,
+}
+
+/// The answer to one request.
+pub type MetaResult = Result<MetaAnswer, MetaError>;
+
+/// Runs `op` on `ns` with exactly-once semantics (module docs). The caller commits.
+pub fn execute<E: KvEngine + ?Sized>(
+    ns: &mut Namespace<'_, '_, E>,
+    op: &MetaOp,
+    p: PathOp,
+) -> MetaResult {
+    if !op.mutates() {
+        return apply(ns, op, p);
+    }
+    let idem = idem_key(p.client, p.request);
+    if let Some(stored) = ns.txn().get(&idem)? {
+        return decode::<MetaAnswer>(&stored).map_err(MetaError::from);
+    }
+    let answer = apply(ns, op, p)?;
+    ns.txn().set(&idem, &encode(&answer));
+    Ok(answer)
+}
+
+fn apply<E: KvEngine + ?Sized>(
+    ns: &mut Namespace<'_, '_, E>,
+    op: &MetaOp,
+    p: PathOp,
+) -> MetaResult {
+    use MetaAnswer::{Done, Entries, Inode as I};
+    Ok(match op {
+        MetaOp::Stat { path, follow } => I(ns.stat(path, *follow)?),
+        MetaOp::List { path, after, limit } => Entries(ns.list(path, after, *limit as usize)?),
+        MetaOp::Create {
+            path,
+            perm,
+            exclusive,
+        } => I(ns.create(path, *perm, *exclusive, p)?),
+        MetaOp::Mkdirs {
+            path,
+            perm,
+            recursive,
+        } => I(ns.mkdirs(path, *perm, *recursive, p)?),
+        MetaOp::Symlink { path, target } => I(ns.symlink(path, target, p)?),
+        MetaOp::Hardlink { existing, path } => I(ns.hardlink(existing, path, p)?),
+        MetaOp::Remove { path, recursive } => {
+            ns.remove(path, *recursive, p)?;
+            Done
+        }
+        MetaOp::Rename { from, to } => {
+            ns.rename(from, to, p)?;
+            Done
+        }
+    })
+}
+
+fn put_str(enc: &mut Encoder, s: &str) {
+    enc.bytes(s.as_bytes());
+}
+
+fn get_str(dec: &mut Decoder<'_>) -> Result<String, DecodeError> {
+    String::from_utf8(dec.bytes()?).map_err(|_| DecodeError::Invalid)
+}
+
+impl Wire for MetaOp {
+    fn encode(&self, enc: &mut Encoder) {
+        match self {
+            Self::Stat { path, follow } => {
+                enc.u8(0);
+                put_str(enc, path);
+                follow.encode(enc);
+            }
+            Self::List { path, after, limit } => {
+                enc.u8(1);
+                put_str(enc, path);
+                after.encode(enc);
+                limit.encode(enc);
+            }
+            Self::Create {
+                path,
+                perm,
+                exclusive,
+            } => {
+                enc.u8(2);
+                put_str(enc, path);
+                perm.encode(enc);
+                exclusive.encode(enc);
+            }
+            Self::Mkdirs {
+                path,
+                perm,
+                recursive,
+            } => {
+                enc.u8(3);
+                put_str(enc, path);
+                perm.encode(enc);
+                recursive.encode(enc);
+            }
+            Self::Symlink { path, target } => {
+                enc.u8(4);
+                put_str(enc, path);
+                put_str(enc, target);
+            }
+            Self::Hardlink { existing, path } => {
+                enc.u8(5);
+                put_str(enc, existing);
+                put_str(enc, path);
+            }
+            Self::Remove { path, recursive } => {
+                enc.u8(6);
+                put_str(enc, path);
+                recursive.encode(enc);
+            }
+            Self::Rename { from, to } => {
+                enc.u8(7);
+                put_str(enc, from);
+                put_str(enc, to);
+            }
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::Stat {
+                path: get_str(dec)?,
+                follow: Wire::decode(dec)?,
+            },
+            1 => Self::List {
+                path: get_str(dec)?,
+                after: Wire::decode(dec)?,
+                limit: Wire::decode(dec)?,
+            },
+            2 => Self::Create {
+                path: get_str(dec)?,
+                perm: Wire::decode(dec)?,
+                exclusive: Wire::decode(dec)?,
+            },
+            3 => Self::Mkdirs {
+                path: get_str(dec)?,
+                perm: Wire::decode(dec)?,
+                recursive: Wire::decode(dec)?,
+            },
+            4 => Self::Symlink {
+                path: get_str(dec)?,
+                target: get_str(dec)?,
+            },
+            5 => Self::Hardlink {
+                existing: get_str(dec)?,
+                path: get_str(dec)?,
+            },
+            6 => Self::Remove {
+                path: get_str(dec)?,
+                recursive: Wire::decode(dec)?,
+            },
+            7 => Self::Rename {
+                from: get_str(dec)?,
+                to: get_str(dec)?,
+            },
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+/// A listing row on the wire.
+#[derive(Clone, Debug, Eq, PartialEq)]
+struct Row(Vec<u8>, DirEntry);
+
+impl Wire for Row {
+    fn encode(&self, enc: &mut Encoder) {
+        self.0.encode(enc);
+        self.1.encode(enc);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self(Wire::decode(dec)?, Wire::decode(dec)?))
+    }
+}
+
+impl Wire for MetaAnswer {
+    fn encode(&self, enc: &mut Encoder) {
+        match self {
+            Self::Inode(i) => {
+                enc.u8(0);
+                i.encode(enc);
+            }
+            Self::Entries(rows) => {
+                enc.u8(1);
+                let rows: Vec<Row> = rows
+                    .iter()
+                    .map(|(n, e)| Row(n.clone(), e.clone()))
+                    .collect();
+                encode_list(enc, &rows);
+            }
+            Self::Done => enc.u8(2),
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::Inode(Wire::decode(dec)?),
+            1 => Self::Entries(
+                decode_list::<Row>(dec)?
+                    .into_iter()
+                    .map(|r| (r.0, r.1))
+                    .collect(),
+            ),
+            2 => Self::Done,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+/// The `Invalid` messages, by wire code (an unknown code decodes as a generic message, so a
+/// newer server's new message never makes an answer undecodable).
+const INVALID: [&str; 5] = [
+    "invalid argument",
+    "paths are absolute",
+    "the root has no parent",
+    "`..` names no entry",
+    "a directory cannot move into itself",
+];
+
+fn kv_code(e: KvError) -> u8 {
+    match e {
+        KvError::Conflict => 0,
+        KvError::CommitUnknown => 1,
+        KvError::TooOld => 2,
+        KvError::Unavailable => 3,
+    }
+}
+
+impl Wire for MetaError {
+    fn encode(&self, enc: &mut Encoder) {
+        let (tag, arg) = match self {
+            Self::NotFound => (0, None),
+            Self::Exists => (1, None),
+            Self::NotDir => (2, None),
+            Self::IsDir => (3, None),
+            Self::NotEmpty => (4, None),
+            Self::Invalid(m) => (
+                5,
+                Some(INVALID.iter().position(|x| x == m).unwrap_or(0) as u8),
+            ),
+            Self::Loop => (6, None),
+            Self::NameTooLong => (7, None),
+            Self::TooManyLinks => (8, None),
+            Self::NotPermitted => (9, None),
+            Self::Kv(e) => (10, Some(kv_code(*e))),
+            Self::Corrupt => (11, None),
+        };
+        enc.u8(tag);
+        if let Some(a) = arg {
+            enc.u8(a);
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::NotFound,
+            1 => Self::Exists,
+            2 => Self::NotDir,
+            3 => Self::IsDir,
+            4 => Self::NotEmpty,
+            5 => Self::Invalid(
+                INVALID
+                    .get(dec.u8()? as usize)
+                    .copied()
+                    .unwrap_or(INVALID[0]),
+            ),
+            6 => Self::Loop,
+            7 => Self::NameTooLong,
+            8 => Self::TooManyLinks,
+            9 => Self::NotPermitted,
+            10 => Self::Kv(match dec.u8()? {
+                0 => KvError::Conflict,
+                1 => KvError::CommitUnknown,
+                2 => KvError::TooOld,
+                3 => KvError::Unavailable,
+                t => return Err(DecodeError::UnknownTag(t)),
+            }),
+            11 => Self::Corrupt,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}
+
+impl Wire for MetaResult {
+    fn encode(&self, enc: &mut Encoder) {
+        match self {
+            Ok(a) => {
+                enc.u8(0);
+                a.encode(enc);
+            }
+            Err(e) => {
+                enc.u8(1);
+                e.encode(enc);
+            }
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        match dec.u8()? {
+            0 => Ok(Ok(Wire::decode(dec)?)),
+            1 => Ok(Err(Wire::decode(dec)?)),
+            t => Err(DecodeError::UnknownTag(t)),
+        }
+    }
+}
+
+/// The entry kind of an answer's inode, if it carries one (what checkers compare).
+pub fn answer_kind(a: &MetaAnswer) -> Option<EntryKind> {
+    match a {
+        MetaAnswer::Inode(i) => Some(i.entry_kind()),
+        _ => None,
+    }
+}

@@ -1,0 +1,334 @@
+//! The meta server machine (3FS §4): stateless, it runs each client request as one optimistic
+//! KV transaction through `IoOp::Kv` and answers it.
+//!
+//! A request's attempt replays the operation against the rows fetched so far (`replay.rs`),
+//! fetching one missing row or range per round trip at the attempt's read version, then sends
+//! the commit. KV failures follow the contract's reactions:
+//! - `Conflict`, `TooOld`: a fresh attempt (new read version, empty cache);
+//! - `CommitUnknown`: a fresh attempt too, which is safe because mutating requests are
+//!   exactly-once through their idempotency record (`request.rs`);
+//! - `Unavailable`: a fresh attempt after a backoff timer.
+//!
+//! After `attempts_max` attempts the client is told `Kv(CommitUnknown)` if any attempt's commit
+//! had an unknown outcome (so it must not assume the request did nothing), else the last error;
+//! clients retry both with the same request id.
+//!
+//! Invariants: at most one running attempt per (client, request) (a duplicate request only
+//! updates where the answer goes); every I/O in flight belongs to a running request; at most
+//! [`REQUESTS_MAX`] requests run at once (more are refused with `Kv(Unavailable)`, a retryable
+//! answer). A crash loses running requests, which is harmless: the server keeps nothing else.
+//! Not here: owner routing of file-length updates, sessions, GC workers, batching of inode ids.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use core::time::Duration;
+
+use super::replay::{Fetched, Missing, ReplayKv};
+use super::request::{execute, MetaOp, MetaResult};
+use super::{MetaError, Namespace, PathOp};
+use crate::ids::{ClientId, IoId, NodeId, RequestId};
+use crate::kv::{KvDone, KvError, KvOp, Txn};
+use crate::machine::{EventOf, IoOp, IoResult, Machine, NoCall, Outbox, Unobserved};
+use crate::msg::meta::{MetaReply, MetaReq};
+use crate::msg::Msg;
+use crate::time::Instant;
+
+/// Requests one server runs at once.
+pub const REQUESTS_MAX: usize = 1024;
+
+/// Static configuration.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct MetaConfig {
+    /// This node.
+    pub node: NodeId,
+    /// Attempts of one request before the client gets an error to retry on.
+    pub attempts_max: u32,
+    /// Backoff after `Unavailable`.
+    pub unavailable_wait: Range<Duration>,
+}
+
+impl MetaConfig {
+    /// Defaults: 16 attempts, 100–200 ms backoff.
+    pub fn new(node: NodeId) -> Self {
+        Self {
+            node,
+            attempts_max: 16,
+            unavailable_wait: Duration::from_millis(100)..Duration::from_millis(200),
+        }
+    }
+}
+
+/// Timers of the meta server.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum MetaTimer {
+    /// Start the next attempt of a request after `Unavailable`.
+    Retry(ClientId, RequestId),
+}
+
+/// Counters a driver can report.
+#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
+pub struct MetaCounters {
+    /// Requests answered.
+    pub answered: u64,
+    /// Fresh attempts after a KV failure.
+    pub retries: u64,
+    /// Commits whose outcome was unknown.
+    pub commit_unknown: u64,
+    /// KV reads issued.
+    pub reads: u64,
+}
+
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+struct Running {
+    reply_to: NodeId,
+    op: MetaOp,
+    /// The attempt's clock reading, fixed so that every replay makes the same writes.
+    now: u64,
+    rows: ReplayKv,
+    attempts: u32,
+    unknown: bool,
+    /// The answer of the final replay, waiting for its commit.
+    answer: Option<MetaResult>,
+    io: Option<(IoId, Option<Missing>)>,
+}
+
+/// The meta server.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct MetaServer {
+    cfg: MetaConfig,
+    running: BTreeMap<(ClientId, RequestId), Running>,
+    ios: BTreeMap<IoId, (ClientId, RequestId)>,
+    next_io: u64,
+    counters: Unobserved<MetaCounters>,
+}
+
+type Key = (ClientId, RequestId);
+
+impl MetaServer {
+    /// A server with nothing running. `io_base` keeps I/O ids of incarnations apart.
+    pub fn new(cfg: MetaConfig, io_base: u64) -> Self {
+        Self {
+            cfg,
+            running: BTreeMap::new(),
+            ios: BTreeMap::new(),
+            next_io: io_base,
+            counters: Default::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &MetaCounters {
+        &self.counters
+    }
+
+    /// Requests running.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    fn on_request(&mut self, from: NodeId, req: MetaReq, now: Instant, out: &mut Outbox<Self>) {
+        let key = (req.client, req.request);
+        if let Some(r) = self.running.get_mut(&key) {
+            r.reply_to = from; // A retry: answer where the client now listens.
+            return;
+        }
+        if self.running.len() >= REQUESTS_MAX {
+            let result = Err(MetaError::Kv(KvError::Unavailable));
+            let reply = MetaReply {
+                request: req.request,
+                result,
+            };
+            return out.send(from, Msg::MetaReply(reply));
+        }
+        let r = Running {
+            reply_to: from,
+            op: req.op,
+            now: now.0 / 1_000_000_000,
+            rows: ReplayKv::default(),
+            attempts: 1,
+            unknown: false,
+            answer: None,
+            io: None,
+        };
+        self.running.insert(key, r);
+        self.step(key, out);
+    }
+
+    /// Replays the request on its rows: fetch the next missing row, commit, or answer.
+    fn step(&mut self, key: Key, out: &mut Outbox<Self>) {
+        let Some(r) = self.running.get_mut(&key) else {
+            return;
+        };
+        let p = PathOp {
+            client: key.0,
+            request: key.1,
+            now: r.now,
+        };
+        let mut txn = Txn::new(&mut r.rows);
+        let answer = execute(&mut Namespace::new(&mut txn), &r.op, p);
+        let commit = txn.to_commit_req();
+        drop(txn);
+        if let Some(miss) = r.rows.take_missing() {
+            let op = match &miss {
+                Missing::Key(k) => KvOp::Read {
+                    at: r.rows.version(),
+                    keys: vec![k.clone()],
+                    ranges: Vec::new(),
+                },
+                Missing::Range(range, limit) => KvOp::Read {
+                    at: r.rows.version(),
+                    keys: Vec::new(),
+                    ranges: vec![(range.clone(), *limit)],
+                },
+            };
+            self.counters.0.reads += 1;
+            return self.submit(key, op, Some(miss), out);
+        }
+        match (answer, commit) {
+            // A failed request, or a read-only one, writes nothing: answer at once.
+            (Err(e), _) => self.answer(key, Err(e), out),
+            // Mutating requests always read their idempotency record first, so the read
+            // version is real; were it not, version 0 would only make the commit conflict.
+            (Ok(a), Ok(req)) if !req.mutations.is_empty() => {
+                r.answer = Some(Ok(a));
+                self.submit(key, KvOp::Commit(req), None, out);
+            }
+            (Ok(a), _) => self.answer(key, Ok(a), out),
+        }
+    }
+
+    fn submit(&mut self, key: Key, op: KvOp, miss: Option<Missing>, out: &mut Outbox<Self>) {
+        self.next_io += 1;
+        let id = IoId(self.next_io);
+        self.ios.insert(id, key);
+        if let Some(r) = self.running.get_mut(&key) {
+            r.io = Some((id, miss));
+        }
+        out.io(id, IoOp::Kv(op));
+    }
+
+    fn answer(&mut self, key: Key, result: MetaResult, out: &mut Outbox<Self>) {
+        let Some(r) = self.running.remove(&key) else {
+            return;
+        };
+        self.counters.0.answered += 1;
+        let reply = MetaReply {
+            request: key.1,
+            result,
+        };
+        out.send(r.reply_to, Msg::MetaReply(reply));
+    }
+
+    fn on_io_done(&mut self, id: IoId, result: IoResult, now: Instant, out: &mut Outbox<Self>) {
+        let Some(key) = self.ios.remove(&id) else {
+            return;
+        };
+        let Some(r) = self.running.get_mut(&key) else {
+            return;
+        };
+        let Some((_, miss)) = r.io.take() else {
+            return;
+        };
+        let IoResult::Kv(result) = result else {
+            return;
+        };
+        match (result, miss) {
+            (
+                Ok(KvDone::Read {
+                    version,
+                    values,
+                    ranges,
+                }),
+                Some(miss),
+            ) => {
+                let fetched = match (values.into_iter().next(), ranges.into_iter().next()) {
+                    (Some(v), _) => Fetched::Value(v),
+                    (None, Some(rows)) => Fetched::Rows(rows),
+                    (None, None) => Fetched::Rows(Vec::new()),
+                };
+                r.rows.fill(version, miss, fetched);
+                self.step(key, out);
+            }
+            (Ok(KvDone::Committed(_)), None) => {
+                let answer = r.answer.take().expect("a commit follows a final replay");
+                self.answer(key, answer, out);
+            }
+            (Ok(_), _) => self.retry(key, KvError::Conflict, now, out),
+            (Err(e), _) => self.retry(key, e, now, out),
+        }
+    }
+
+    /// Starts a fresh attempt after `e`, or gives up with an answer the client retries on.
+    fn retry(&mut self, key: Key, e: KvError, now: Instant, out: &mut Outbox<Self>) {
+        let Some(r) = self.running.get_mut(&key) else {
+            return;
+        };
+        if e == KvError::CommitUnknown {
+            r.unknown = true;
+            self.counters.0.commit_unknown += 1;
+        }
+        if r.attempts >= self.cfg.attempts_max {
+            let e = if r.unknown { KvError::CommitUnknown } else { e };
+            return self.answer(key, Err(MetaError::Kv(e)), out);
+        }
+        r.attempts += 1;
+        r.rows = ReplayKv::default();
+        r.answer = None;
+        r.now = now.0 / 1_000_000_000;
+        self.counters.0.retries += 1;
+        if e == KvError::Unavailable {
+            out.set_timer(
+                MetaTimer::Retry(key.0, key.1),
+                self.cfg.unavailable_wait.clone(),
+            );
+        } else {
+            self.step(key, out);
+        }
+    }
+}
+
+impl Machine for MetaServer {
+    type Msg = Msg;
+    type Timer = MetaTimer;
+    type Call = NoCall;
+    type Ret = NoCall;
+
+    fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
+
+    fn handle(
+        &mut self,
+        now: Instant,
+        event: EventOf<Msg, MetaTimer, NoCall>,
+        out: &mut Outbox<Self>,
+    ) {
+        match event {
+            EventOf::Recv {
+                from,
+                msg: Msg::MetaReq(req),
+            } => self.on_request(from, req, now, out),
+            EventOf::Recv { .. } => {}
+            EventOf::IoDone { id, result } => self.on_io_done(id, result, now, out),
+            EventOf::Timer(MetaTimer::Retry(c, r)) => {
+                if self.running.get(&(c, r)).is_some_and(|r| r.io.is_none()) {
+                    self.step((c, r), out);
+                }
+            }
+            EventOf::Call { call, .. } => match call {},
+        }
+    }
+
+    fn check_invariants(&self) {
+        assert!(self.running.len() <= REQUESTS_MAX, "too many meta requests");
+        for (id, key) in &self.ios {
+            let r = self.running.get(key);
+            assert!(
+                r.is_some_and(|r| r.io.as_ref().is_some_and(|(i, _)| i == id)),
+                "meta I/O {id:?} without its running request"
+            );
+        }
+        for r in self.running.values() {
+            assert!(r.attempts <= self.cfg.attempts_max);
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The meta server machine against the in-memory KV, driven by a minimal inline driver: reads
+//! replay to an answer, and every KV failure the contract names (conflict, unknown commit
+//! applied or dropped, unavailability) still ends in exactly one effect and one answer.
+
+use super::request::{MetaAnswer, MetaOp, MetaResult};
+use super::server::{MetaConfig, MetaServer, MetaTimer};
+use super::{transact, MetaError};
+use crate::ids::{ClientId, NodeId, RequestId};
+use crate::kv::mem::{MemKv, MemKvFault};
+use crate::kv::{execute, KvOp};
+use crate::machine::{ActionOf, EventOf, IoOp, IoResult, Machine, Outbox};
+use crate::msg::meta::MetaReq;
+use crate::msg::Msg;
+use crate::time::Instant;
+
+const CLIENT: NodeId = NodeId(9);
+
+/// Runs the server until it is idle; `fault(n)` may inject a fault before the n-th commit.
+/// Returns the replies sent.
+fn run(
+    m: &mut MetaServer,
+    kv: &mut MemKv,
+    first: EventOf<Msg, MetaTimer, crate::machine::NoCall>,
+    mut fault: impl FnMut(u32, &mut MemKv),
+) -> Vec<MetaResult> {
+    let mut events = vec![first];
+    let mut replies = Vec::new();
+    let mut commits = 0;
+    while let Some(ev) = events.pop() {
+        let mut out = Outbox::new();
+        m.handle(Instant(5_000_000_000), ev, &mut out);
+        m.check_invariants();
+        for a in out.drain() {
+            match a {
+                ActionOf::Io {
+                    id,
+                    op: IoOp::Kv(op),
+                } => {
+                    if matches!(op, KvOp::Commit(_)) {
+                        commits += 1;
+                        fault(commits, kv);
+                    }
+                    let result = IoResult::Kv(execute(kv, op));
+                    events.push(EventOf::IoDone { id, result });
+                }
+                ActionOf::Send {
+                    to,
+                    msg: Msg::MetaReply(r),
+                } => {
+                    assert_eq!(to, CLIENT);
+                    replies.push(r.result);
+                }
+                ActionOf::SetTimer { timer, .. } => {
+                    kv.set_unavailable(false);
+                    events.push(EventOf::Timer(timer));
+                }
+                other => panic!("unexpected action {other:?}"),
+            }
+        }
+    }
+    replies
+}
+
+fn request(request: u64, op: MetaOp) -> EventOf<Msg, MetaTimer, crate::machine::NoCall> {
+    EventOf::Recv {
+        from: CLIENT,
+        msg: Msg::MetaReq(MetaReq {
+            client: ClientId(3),
+            request: RequestId(request),
+            op,
+        }),
+    }
+}
+
+fn setup() -> (MetaServer, MemKv) {
+    let mut kv = MemKv::new(1000);
+    transact(&mut kv, |ns| ns.init(0)).unwrap();
+    (MetaServer::new(MetaConfig::new(NodeId(1)), 0), kv)
+}
+
+fn mkdir(path: &str) -> MetaOp {
+    MetaOp::Mkdirs {
+        path: path.into(),
+        perm: 0o755,
+        recursive: true,
+    }
+}
+
+#[test]
+fn a_request_replays_its_reads_then_commits_once() {
+    let (mut m, mut kv) = setup();
+    let r = run(&mut m, &mut kv, request(1, mkdir("/a/b/c")), |_, _| {});
+    assert!(
+        matches!(r.as_slice(), [Ok(MetaAnswer::Inode(i))] if i.is_dir()),
+        "{r:?}"
+    );
+    assert!(m.counters().reads >= 6, "each level's rows were fetched");
+    let list = MetaOp::List {
+        path: "/a/b".into(),
+        after: Vec::new(),
+        limit: 10,
+    };
+    let r = run(&mut m, &mut kv, request(2, list), |_, _| {});
+    assert!(matches!(r.as_slice(), [Ok(MetaAnswer::Entries(e))] if e.len() == 1 && e[0].0 == b"c"));
+    assert_eq!(m.running(), 0);
+}
+
+#[test]
+fn every_kv_failure_still_gives_one_effect_and_one_answer() {
+    let faults = [
+        MemKvFault::SpuriousConflict,
+        MemKvFault::CommitUnknownApplied,
+        MemKvFault::CommitUnknownDropped,
+    ];
+    for fault in faults {
+        let (mut m, mut kv) = setup();
+        let create = MetaOp::Create {
+            path: "/f".into(),
+            perm: 0o644,
+            exclusive: true,
+        };
+        let r = run(&mut m, &mut kv, request(1, create.clone()), |n, kv| {
+            if n == 1 {
+                kv.inject(fault);
+            }
+        });
+        // O_EXCL would say EEXIST if the applied-but-unknown commit were applied again.
+        assert!(
+            matches!(r.as_slice(), [Ok(MetaAnswer::Inode(_))]),
+            "{fault:?}: {r:?}"
+        );
+        // The client's own retry is answered the same, and nothing is created twice.
+        let again = run(&mut m, &mut kv, request(1, create), |_, _| {});
+        assert_eq!(again, r, "{fault:?}");
+        let rows = transact(&mut kv, |ns| ns.list("/", b"", 10)).unwrap();
+        assert_eq!(rows.len(), 1, "{fault:?}");
+    }
+}
+
+#[test]
+fn unavailability_backs_off_and_posix_errors_are_final() {
+    let (mut m, mut kv) = setup();
+    kv.set_unavailable(true);
+    let r = run(&mut m, &mut kv, request(1, mkdir("/d")), |_, _| {});
+    assert!(matches!(r.as_slice(), [Ok(MetaAnswer::Inode(_))]), "{r:?}");
+    assert!(m.counters().retries >= 1);
+    let rm = MetaOp::Remove {
+        path: "/nope".into(),
+        recursive: false,
+    };
+    let r = run(&mut m, &mut kv, request(2, rm), |_, _| {});
+    assert_eq!(r, vec![Err(MetaError::NotFound)]);
+}
+
+#[test]
+fn a_duplicate_request_while_running_is_not_started_twice() {
+    let (mut m, _kv) = setup();
+    let mut out = Outbox::new();
+    m.handle(Instant::ZERO, request(1, mkdir("/x")), &mut out);
+    let first = out.drain().len();
+    m.handle(Instant::ZERO, request(1, mkdir("/x")), &mut out);
+    assert_eq!(first, 1, "one KV read issued");
+    assert!(out.drain().is_empty(), "the duplicate issued nothing");
+    assert_eq!(m.running(), 1);
+}

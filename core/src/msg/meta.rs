@@ -1,0 +1,35 @@
+//! Client ↔ meta server messages: one namespace request and its answer.
+//!
+//! A request carries the client's identity and request id: the pair keys the meta server's
+//! idempotency record, so a retry (to the same or another meta server) is answered, never
+//! applied twice. Not here: the operations themselves (`meta::request`).
+
+use crate::ids::{ClientId, RequestId};
+use crate::meta::request::{MetaOp, MetaResult};
+use crate::wire_struct;
+
+/// Client → any meta server.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct MetaReq {
+    /// The asking client.
+    pub client: ClientId,
+    /// Its request id, the same on every retry.
+    pub request: RequestId,
+    /// The operation.
+    pub op: MetaOp,
+}
+wire_struct!(MetaReq {
+    client,
+    request,
+    op
+});
+
+/// Meta server → client.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct MetaReply {
+    /// The request answered.
+    pub request: RequestId,
+    /// Its result.
+    pub result: MetaResult,
+}
+wire_struct!(MetaReply { request, result });

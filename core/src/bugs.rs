@@ -146,3 +146,45 @@ impl fmt::Display for MgmtdBug {
         f.write_str(self.name())
     }
 }
+
+/// A planted bug in the meta service, selected with `t3fs sim ... --bug NAME`.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum MetaBug {
+    /// Requests never consult or write idempotency records: a retry after a lost reply or an
+    /// unknown commit runs the request again (an O_EXCL create answers EEXIST to its own
+    /// creator, a remove answers ENOENT, a rename moves a second time).
+    SkipIdempotency,
+    /// Commits carry no read-conflict ranges: two requests that read the same rows both
+    /// commit (two O_EXCL creates of one name both succeed, racing renames lose an entry).
+    SnapshotReads,
+}
+
+impl MetaBug {
+    /// Every meta bug.
+    pub const ALL: [Self; 2] = [Self::SkipIdempotency, Self::SnapshotReads];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SkipIdempotency => "meta-skip-idempotency",
+            Self::SnapshotReads => "meta-snapshot-reads",
+        }
+    }
+
+    /// One line saying what is broken.
+    pub fn about(self) -> &'static str {
+        match self {
+            Self::SkipIdempotency => {
+                "meta retries re-run requests instead of answering from their record"
+            }
+            Self::SnapshotReads => {
+                "meta commits without read conflicts (snapshot isolation, write skew)"
+            }
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}

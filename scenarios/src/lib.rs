@@ -10,6 +10,7 @@
 pub mod duration;
 pub mod load;
 mod load_step;
+pub mod namespace;
 pub mod rng;
 pub mod schema;
 pub mod workload;

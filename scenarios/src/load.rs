@@ -56,6 +56,8 @@ struct Raw {
     #[serde(default)]
     workload: Option<Spanned<toml::Table>>,
     #[serde(default)]
+    namespace: Option<Spanned<toml::Table>>,
+    #[serde(default)]
     faults: Option<Spanned<toml::Table>>,
     #[serde(default)]
     step: Vec<Spanned<toml::Table>>,
@@ -77,6 +79,8 @@ struct RawCluster {
     chains: Option<u32>,
     #[serde(default = "two")]
     clients: u32,
+    #[serde(default)]
+    meta: u32,
     #[serde(default = "fast")]
     timeouts: String,
     #[serde(default)]
@@ -182,6 +186,24 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         Some(t) => cx.workload(t)?,
         None => cx.workload_from(RawWorkload::deserialize(empty()).expect("defaults"), 0)?,
     };
+    let namespace = match &raw.namespace {
+        Some(t) => {
+            let raw: crate::namespace::RawNamespace = cx.table(t, "namespace")?;
+            let from = t.span().start;
+            let ns = raw.validate().map_err(|(key, m)| {
+                cx.err_line(cx.key_line(from, key), &format!("namespace.{key}"), m)
+            })?;
+            if cluster.meta == 0 {
+                return Err(cx.err(
+                    from,
+                    "namespace",
+                    "a namespace workload needs `cluster.meta` of at least 1",
+                ));
+            }
+            Some(ns)
+        }
+        None => None,
+    };
     let faults = match &raw.faults {
         Some(t) => cx.faults(t)?,
         None => Faults::default(),
@@ -228,6 +250,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         converge_within: dur(&raw.converge_within, "converge_within", 60)?,
         cluster,
         workload,
+        namespace,
         faults,
         steps,
         expect,
@@ -371,6 +394,9 @@ impl Cx<'_> {
         if c.clients == 0 || c.clients > 1024 {
             return Err(bad("clients", "use 1 to 1024".into()));
         }
+        if c.meta > 16 {
+            return Err(bad("meta", "use 0 to 16".into()));
+        }
         let timeouts = match c.timeouts.as_str() {
             "fast" => Timeouts::Fast,
             "3fs" => Timeouts::ThreeFs,
@@ -388,6 +414,7 @@ impl Cx<'_> {
             replicas: c.replicas,
             chains,
             clients: c.clients,
+            meta: c.meta,
             timeouts,
             reject_dirty_reads: c.reject_dirty_reads,
         })

@@ -275,7 +275,7 @@ pub fn parse_node(s: &str, c: &Cluster) -> Result<NodeRef, String> {
     }
     let (role, idx) = s.rsplit_once('-').ok_or_else(|| {
         format!(
-            "unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"
+            "unknown node `{s}` (mgmtd-N, storage-N, client-N, meta-N, primary, head:N, middle:N, tail:N)"
         )
     })?;
     let i: u32 = idx
@@ -285,9 +285,10 @@ pub fn parse_node(s: &str, c: &Cluster) -> Result<NodeRef, String> {
         "mgmtd" => (NodeRef::Mgmtd(i), c.mgmtd),
         "storage" => (NodeRef::Storage(i), c.storage_nodes),
         "client" => (NodeRef::Client(i), c.clients),
+        "meta" => (NodeRef::Meta(i), c.meta),
         _ => {
             return Err(format!(
-            "unknown node `{s}` (mgmtd-N, storage-N, client-N, primary, head:N, middle:N, tail:N)"
+            "unknown node `{s}` (mgmtd-N, storage-N, client-N, meta-N, primary, head:N, middle:N, tail:N)"
         ))
         }
     };

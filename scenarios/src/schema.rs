@@ -27,6 +27,8 @@ pub struct Scenario {
     pub cluster: Cluster,
     /// Client workload.
     pub workload: Workload,
+    /// Namespace workload of every client (needs meta servers).
+    pub namespace: Option<crate::namespace::NsWorkload>,
     /// Background fault rates during the safety phase.
     pub faults: Faults,
     /// Timed steps, sorted by `at`.
@@ -61,6 +63,8 @@ pub struct Cluster {
     pub chains: u32,
     /// Client machines.
     pub clients: u32,
+    /// Meta servers (0: no meta service).
+    pub meta: u32,
     /// Timeout profile.
     pub timeouts: Timeouts,
     /// Targets answer "not committed" on dirty chunks (3FS's legacy read mode).
@@ -159,6 +163,8 @@ pub enum NodeRef {
     Storage(u32),
     /// `client-N`.
     Client(u32),
+    /// `meta-N`.
+    Meta(u32),
     /// `primary`: the mgmtd holding the lease when the step runs.
     Primary,
     /// `head:N`, `middle:N`, `tail:N`: the storage node hosting that position of chain N (1-based

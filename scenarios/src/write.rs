@@ -19,6 +19,7 @@ fn node(n: &NodeRef) -> String {
         NodeRef::Mgmtd(i) => format!("mgmtd-{i}"),
         NodeRef::Storage(i) => format!("storage-{i}"),
         NodeRef::Client(i) => format!("client-{i}"),
+        NodeRef::Meta(i) => format!("meta-{i}"),
         NodeRef::Primary => "primary".into(),
         NodeRef::ChainPos(p, c) => format!(
             "{}:{c}",
@@ -77,6 +78,9 @@ pub fn to_toml(s: &Scenario) -> String {
         }
     );
     let _ = writeln!(o, "reject_dirty_reads = {}", c.reject_dirty_reads);
+    if c.meta > 0 {
+        let _ = writeln!(o, "meta = {}", c.meta);
+    }
     let w = &s.workload;
     let _ = writeln!(o, "\n[workload]");
     let _ = writeln!(
@@ -87,6 +91,9 @@ pub fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(o, "think = \"{}\"", range(&w.think));
     if let Some(n) = w.ops_per_client {
         let _ = writeln!(o, "ops_per_client = {n}");
+    }
+    if let Some(ns) = &s.namespace {
+        o.push_str(&crate::namespace::ns_toml(ns));
     }
     let f = &s.faults;
     let _ = writeln!(o, "\n[faults]");

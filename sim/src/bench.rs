@@ -43,9 +43,11 @@ pub fn ten_host_scenario(duration: Duration) -> Scenario {
             replicas: 3,
             chains: 6,
             clients: 2,
+            meta: 0,
             timeouts: Timeouts::Fast,
             reject_dirty_reads: true,
         },
+        namespace: None,
         workload: Workload {
             chunks: 32,
             write_size: 4096,

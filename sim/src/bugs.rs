@@ -3,18 +3,30 @@
 //!
 //! Not here: the bugs themselves (each lives at the one place in core its rule is enforced).
 
-use t3fs_core::bugs::{MgmtdBug, PlantedBug};
+use t3fs_core::bugs::{MetaBug, MgmtdBug, PlantedBug};
 
-/// Parses a bug name into the storage or the mgmtd variant.
-pub fn parse(name: Option<&str>) -> Result<(Option<PlantedBug>, Option<MgmtdBug>), String> {
+/// The planted bugs of one run (at most one is set).
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub struct Bugs {
+    /// Storage.
+    pub storage: Option<PlantedBug>,
+    /// mgmtd.
+    pub mgmtd: Option<MgmtdBug>,
+    /// Meta.
+    pub meta: Option<MetaBug>,
+}
+
+/// Parses a bug name into the storage, mgmtd or meta variant.
+pub fn parse(name: Option<&str>) -> Result<Bugs, String> {
+    let mut bugs = Bugs::default();
     let Some(name) = name else {
-        return Ok((None, None));
+        return Ok(bugs);
     };
-    if let Some(b) = PlantedBug::from_name(name) {
-        return Ok((Some(b), None));
-    }
-    if let Some(b) = MgmtdBug::from_name(name) {
-        return Ok((None, Some(b)));
+    bugs.storage = PlantedBug::from_name(name);
+    bugs.mgmtd = MgmtdBug::from_name(name);
+    bugs.meta = MetaBug::from_name(name);
+    if bugs != Bugs::default() {
+        return Ok(bugs);
     }
     Err(format!(
         "unknown bug `{name}`; known: {}",
@@ -28,6 +40,7 @@ pub fn list() -> Vec<(&'static str, &'static str)> {
         .iter()
         .map(|b| (b.name(), b.about()))
         .chain(MgmtdBug::ALL.iter().map(|b| (b.name(), b.about())))
+        .chain(MetaBug::ALL.iter().map(|b| (b.name(), b.about())))
         .collect()
 }
 

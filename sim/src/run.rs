@@ -267,6 +267,17 @@ fn phases(w: &mut World) -> Outcome {
     } else {
         Verdict::Unknown("the cluster did not converge".into())
     };
+    let namespace = sc.namespace.as_ref().map(|ns| {
+        // Open requests keep retrying against the healed cluster; wait for their answers so
+        // that as few as possible stay open, then compare with the KV's final tree.
+        let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
+        w.run_until(bound, |w| !w.ns_busy());
+        let initial = crate::world::ns_client::initial_dirs(ns.dirs);
+        match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
+            Ok(listing) => check::namespace::check(&w.sim.ns_history, &initial, Some(listing)),
+            Err(e) => Verdict::Fail(e),
+        }
+    });
     let expected = |v: Verdict, allowed: bool| match v {
         Verdict::Fail(d) if allowed => Verdict::Expected(format!("the scenario expects this: {d}")),
         v => v,
@@ -281,14 +292,22 @@ fn phases(w: &mut World) -> Outcome {
     verdicts.push(("no acknowledged write lost", durable.clone()));
     verdicts.push(("no silent corruption", corruption.clone()));
     verdicts.push(("replicas agree", agreement.clone()));
+    if let Some(v) = &namespace {
+        verdicts.push(("namespace serializable", v.clone()));
+    }
     verdicts.push(("converged (liveness)", liveness.clone()));
     verdicts.push(("halts", halts));
+    let no_ns = Verdict::Pass(String::new());
     let correctness = [
         ("linearizable", &lin),
         ("regular", &reg),
         ("no acknowledged write lost", &durable),
         ("no silent corruption", &corruption),
         ("replicas agree", &agreement),
+        (
+            "namespace serializable",
+            namespace.as_ref().unwrap_or(&no_ns),
+        ),
     ];
     let (exit, reason) = if audit.failed() {
         (

@@ -9,6 +9,7 @@
 
 use core::time::Duration;
 
+use t3fs_scenario::namespace::{NsMix, NsWorkload};
 use t3fs_scenario::schema::{
     Action, ChainPos, Cluster, Expect, Faults, NodeRef, Scenario, Step, Timeouts, Workload,
 };
@@ -25,13 +26,14 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
     let storage_nodes = replicas + r.below(3) as u32;
     let targets_per_node = 1 + r.below(2) as u32;
     let chains = (storage_nodes * targets_per_node / replicas).max(1);
-    let cluster = Cluster {
+    let mut cluster = Cluster {
         mgmtd: 1 + r.below(3) as u32,
         storage_nodes,
         targets_per_node,
         replicas,
         chains,
         clients: 1 + r.below(4) as u32,
+        meta: 0,
         timeouts: Timeouts::Fast,
         reject_dirty_reads: r.chance(0.3),
     };
@@ -250,6 +252,29 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
             },
         );
     }
+    // Drawn last for the same reason: 30% of the seeds add meta servers and a namespace
+    // workload on every client, and crash a meta server mid-run on half of those.
+    let mut namespace = None;
+    let meta_bug = bug.is_some_and(|b| t3fs_core::bugs::MetaBug::from_name(b).is_some());
+    if r.chance(0.3) || meta_bug {
+        cluster.meta = 1 + r.below(3) as u32;
+        let mix = [NsMix::Mixed, NsMix::OneDir, NsMix::RenameLoops][r.below(3) as usize];
+        let think = ms(20)..ms(100 + r.below(400));
+        let ops = duration.as_millis() as u64 / think.end.as_millis().max(1) as u64;
+        namespace = Some(NsWorkload {
+            dirs: 1 + r.below(2) as u32,
+            names: 2 + r.below(3) as u32,
+            mix,
+            think,
+            ops_per_client: Some(ops.clamp(10, 80)),
+        });
+        if r.chance(0.5) {
+            let victim = NodeRef::Meta(r.below(u64::from(cluster.meta)) as u32);
+            let at = ms(r.below(duration.as_millis() as u64 / 2));
+            add(at, Action::Crash(victim.clone()));
+            add(at + ms(200 + r.below(3000)), Action::Restart(victim));
+        }
+    }
     steps.sort_by_key(|s| s.at);
     Scenario {
         name: format!("swarm_{seed}"),
@@ -259,6 +284,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         converge_within: Duration::from_secs(90),
         cluster,
         workload,
+        namespace,
         faults,
         steps,
         expect: Expect::default(),

@@ -113,7 +113,18 @@ pub fn execute<E: KvEngine + ?Sized>(
     op: &MetaOp,
     p: PathOp,
 ) -> MetaResult {
-    if !op.mutates() {
+    execute_with(ns, op, p, true)
+}
+
+/// [`execute`], or, when `!exactly_once` (the planted bug `meta-skip-idempotency`), the bare
+/// operation without its record.
+pub fn execute_with<E: KvEngine + ?Sized>(
+    ns: &mut Namespace<'_, '_, E>,
+    op: &MetaOp,
+    p: PathOp,
+    exactly_once: bool,
+) -> MetaResult {
+    if !op.mutates() || !exactly_once {
         return apply(ns, op, p);
     }
     let idem = idem_key(p.client, p.request);

@@ -25,8 +25,9 @@ use std::ops::Range;
 use core::time::Duration;
 
 use super::replay::{Fetched, Missing, ReplayKv};
-use super::request::{execute, MetaOp, MetaResult};
+use super::request::{execute_with, MetaOp, MetaResult};
 use super::{MetaError, Namespace, PathOp};
+use crate::bugs::MetaBug;
 use crate::ids::{ClientId, IoId, NodeId, RequestId};
 use crate::kv::{KvDone, KvError, KvOp, Txn};
 use crate::machine::{EventOf, IoOp, IoResult, Machine, NoCall, Outbox, Unobserved};
@@ -46,6 +47,8 @@ pub struct MetaConfig {
     pub attempts_max: u32,
     /// Backoff after `Unavailable`.
     pub unavailable_wait: Range<Duration>,
+    /// A planted bug (simulation only).
+    pub bug: Option<MetaBug>,
 }
 
 impl MetaConfig {
@@ -55,6 +58,7 @@ impl MetaConfig {
             node,
             attempts_max: 16,
             unavailable_wait: Duration::from_millis(100)..Duration::from_millis(200),
+            bug: None,
         }
     }
 }
@@ -166,8 +170,14 @@ impl MetaServer {
             now: r.now,
         };
         let mut txn = Txn::new(&mut r.rows);
-        let answer = execute(&mut Namespace::new(&mut txn), &r.op, p);
-        let commit = txn.to_commit_req();
+        let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
+        let answer = execute_with(&mut Namespace::new(&mut txn), &r.op, p, exactly_once);
+        let mut commit = txn.to_commit_req();
+        if self.cfg.bug == Some(MetaBug::SnapshotReads) {
+            if let Ok(req) = &mut commit {
+                req.read_conflicts.clear();
+            }
+        }
         drop(txn);
         if let Some(miss) = r.rows.take_missing() {
             let op = match &miss {

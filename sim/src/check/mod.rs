@@ -9,6 +9,8 @@
 
 pub mod history;
 pub mod linearizability;
+pub mod namespace;
+pub mod ns_model;
 pub mod regular;
 
 use std::collections::BTreeMap;

@@ -108,5 +108,7 @@ pub fn describe_msg(msg: &Msg) -> String {
         ),
         Msg::SyncDone(r) => format!("SyncDone {} {}", r.chain, r.target),
         Msg::SyncDoneReply(r) => format!("SyncDoneReply {} {:?}", r.req.chain, r.status),
+        Msg::MetaReq(r) => format!("MetaReq {}#{} {:?}", r.client.0, r.request.0, r.op),
+        Msg::MetaReply(r) => format!("MetaReply #{} {:?}", r.request.0, r.result),
     }
 }

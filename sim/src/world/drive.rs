@@ -219,6 +219,20 @@ impl World {
                 let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Client);
                 (fx.halted, false, fx.returns, false)
             }
+            Proc::Meta(m) => {
+                let Some(ev) = event::<t3fs_core::meta::server::MetaServer>(
+                    input,
+                    |t| match t {
+                        AnyTimer::Meta(t) => Some(t),
+                        _ => None,
+                    },
+                    |_| None,
+                ) else {
+                    return;
+                };
+                let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Meta);
+                (fx.halted, false, Vec::new(), false)
+            }
         };
         if published {
             self.audit_routing(i);
@@ -305,6 +319,9 @@ impl World {
 
     /// A client call returned: record it and schedule the next operation.
     fn client_returned(&mut self, i: usize, req: RequestId, ret: ClientRet) {
+        if self.ns_returned(i, req, &ret) {
+            return;
+        }
         let n = &mut self.nodes[i];
         let Some(d) = n.ctx.driver.as_mut() else {
             return;

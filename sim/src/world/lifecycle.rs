@@ -53,6 +53,9 @@ impl World {
                 self.sim.history.fail(index);
             }
         }
+        if let Some(d) = &mut n.ctx.ns {
+            d.running = None; // Likewise open in the namespace history.
+        }
         let name = n.ctx.name.clone();
         self.sim.note("fault", &name, format!("crash ({why})"));
         self.sim.reached("node crash");

@@ -34,6 +34,7 @@ impl World {
                 format!("step {}", self.scenario.steps[*i].action.verb()),
             ),
             Ev::ClientNext { node, .. } => (name(*node), "next operation".to_string()),
+            Ev::NsNext { node, .. } => (name(*node), "next namespace operation".to_string()),
             Ev::Restart { node, .. } => (name(*node), "restart".to_string()),
             Ev::Flap { node, down, .. } => (
                 name(*node),

@@ -24,6 +24,7 @@ mod lifecycle;
 mod log;
 pub mod net;
 pub mod node;
+pub mod ns_client;
 pub mod queue;
 mod steps;
 
@@ -71,6 +72,13 @@ pub enum Ev {
     },
     /// Scenario step `i` runs.
     Step(usize),
+    /// A client starts its next namespace operation.
+    NsNext {
+        /// Node index.
+        node: usize,
+        /// Incarnation.
+        inc: u64,
+    },
     /// A client starts its next operation.
     ClientNext {
         /// Node index.
@@ -175,6 +183,8 @@ pub struct Sim {
     pub events: u64,
     /// Client history.
     pub history: History,
+    /// Namespace history.
+    pub ns_history: crate::check::namespace::NsHistory,
     /// Notable events.
     pub notes: Vec<Note>,
     /// Invariant audit.
@@ -279,8 +289,8 @@ impl Sim {
 impl World {
     /// Builds the cluster of `scenario` for `seed` and schedules its steps and phases.
     pub fn new(scenario: Scenario, seed: u64, log: bool) -> Result<Self, String> {
-        let (bug, mgmtd_bug) = crate::bugs::parse(scenario.bug.as_deref())?;
-        let layout = Layout::new(&scenario.cluster, bug, mgmtd_bug);
+        let bugs = crate::bugs::parse(scenario.bug.as_deref())?;
+        let layout = Layout::new(&scenario.cluster, bugs);
         let mut rng = Rng::new(seed);
         let faults = scenario.faults.clone();
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);
@@ -319,6 +329,7 @@ impl World {
                     drop_heartbeats_until: Instant::ZERO,
                     deferred: Vec::new(),
                     driver: None,
+                    ns: None,
                 },
                 proc: Proc::None,
             });
@@ -331,6 +342,9 @@ impl World {
         }
         for i in 0..layout.clients.len() as u32 {
             add(Role::Client, i, format!("client-{i}"), &mut rng);
+        }
+        for i in 0..layout.meta.len() as u32 {
+            add(Role::Meta, i, format!("meta-{i}"), &mut rng);
         }
         for n in &mut nodes {
             if n.ctx.role == Role::Storage {
@@ -349,6 +363,7 @@ impl World {
             trace: 0xCBF2_9CE4_8422_2325,
             events: 0,
             history: History::default(),
+            ns_history: Default::default(),
             notes: Vec::new(),
             audit: Audit::default(),
             reach: Reach::default(),
@@ -366,6 +381,10 @@ impl World {
             nodes,
             sim,
         };
+        if !w.layout.meta.is_empty() {
+            let dirs = w.scenario.namespace.as_ref().map_or(0, |n| n.dirs);
+            ns_client::seed_namespace(&mut w.sim.kv.kv, dirs);
+        }
         for c in w.layout.initial.chains.values() {
             w.sim.audit.chains.insert(c.chain, c.clone());
             w.sim.audit.timeline.push((0, c.clone()));
@@ -402,11 +421,20 @@ impl World {
                 chains: self.layout.chains(),
             });
         }
+        if n.ctx.role == Role::Client && n.ctx.ns.is_none() {
+            if let Some(w) = &self.scenario.namespace {
+                let rng = self.sim.rng.fork(0x6e73 << 16 | i as u64);
+                n.ctx.ns = Some(ns_client::NsDriver::new(w, rng));
+            }
+        }
         self.drive(i, drive::Input::Start);
         if self.nodes[i].ctx.role == Role::Client {
             let inc = self.nodes[i].ctx.incarnation;
             let now = self.sim.now();
             self.sim.queue.push(now, Ev::ClientNext { node: i, inc });
+            if self.nodes[i].ctx.ns.is_some() {
+                self.sim.queue.push(now, Ev::NsNext { node: i, inc });
+            }
         }
     }
 
@@ -508,6 +536,17 @@ impl World {
                     return;
                 }
                 self.client_next(node);
+            }
+            Ev::NsNext { node, inc } => {
+                if self.nodes[node].ctx.incarnation != inc
+                    || self.nodes[node].ctx.life == Life::Down
+                {
+                    return;
+                }
+                if self.defer_if_paused(node, Ev::NsNext { node, inc }) {
+                    return;
+                }
+                self.ns_next(node);
             }
             Ev::Restart {
                 node,

@@ -1,7 +1,8 @@
-//! Simulated nodes: a process (mgmtd, storage or client machine) with its volatile context
+//! Simulated nodes: a process (mgmtd, storage, client or meta machine) with its volatile context
 //! (timers, in-flight I/O, clock) and, for storage, durable disks that survive crashes.
 //!
-//! Node ids are dense: mgmtd first, then storage, then clients, so `NodeId(i)` is `nodes[i]`.
+//! Node ids are dense: mgmtd first, then storage, then clients, then meta servers (last, so a
+//! cluster without meta keeps its ids), and `NodeId(i)` is `nodes[i]`.
 //! Invariant: a crashed node holds no process and no timers; its disks stay (unless replaced on
 //! restart); its incarnation number grows on every crash, so completions and timers of an older
 //! incarnation are recognised and discarded. Not here: event handling (mod.rs, drive.rs).
@@ -16,6 +17,7 @@ use t3fs_core::chunk::ChunkOp;
 use t3fs_core::client::{Client, ClientConfig, ClientTimer};
 use t3fs_core::ids::{ChainId, ChainVersion, ClientId, IoId, NodeId, RoutingVersion, TargetId};
 use t3fs_core::kv::KvOp;
+use t3fs_core::meta::server::{MetaConfig, MetaServer, MetaTimer};
 use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig, MgmtdTimer};
 use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode, StorageTimer};
@@ -35,6 +37,8 @@ pub enum Role {
     Storage,
     /// Client with a workload.
     Client,
+    /// Meta server.
+    Meta,
 }
 
 /// Whether the process runs.
@@ -58,6 +62,8 @@ pub enum Proc {
     Storage(Box<StorageNode>),
     /// Client.
     Client(Box<Client>),
+    /// Meta server.
+    Meta(Box<MetaServer>),
 }
 
 /// Timers of any machine kind.
@@ -69,6 +75,8 @@ pub enum AnyTimer {
     Storage(StorageTimer),
     /// Client's.
     Client(ClientTimer),
+    /// Meta server's.
+    Meta(MetaTimer),
 }
 
 /// An I/O in flight.
@@ -114,6 +122,8 @@ pub struct Ctx {
     pub deferred: Vec<super::Ev>,
     /// Client: the workload driver.
     pub driver: Option<Driver>,
+    /// Client: the namespace workload driver.
+    pub ns: Option<super::ns_client::NsDriver>,
 }
 
 /// A node.
@@ -170,6 +180,14 @@ pub fn counters_of(p: &Proc) -> ProcCounters {
             ],
             Vec::new(),
         ),
+        Proc::Meta(m) => (
+            vec![
+                ("meta.answered", m.counters().answered),
+                ("meta.retries", m.counters().retries),
+                ("meta.commit_unknown", m.counters().commit_unknown),
+            ],
+            Vec::new(),
+        ),
         Proc::None => (Vec::new(), Vec::new()),
     }
 }
@@ -183,6 +201,8 @@ pub struct Layout {
     pub storage: Vec<NodeId>,
     /// Client node ids.
     pub clients: Vec<NodeId>,
+    /// Meta server node ids.
+    pub meta: Vec<NodeId>,
     /// Targets per storage node.
     pub targets_of: BTreeMap<NodeId, Vec<TargetId>>,
     /// The deployed routing (chain version 1, all SERVING).
@@ -195,18 +215,22 @@ pub struct Layout {
     pub bug: Option<PlantedBug>,
     /// Planted mgmtd bug.
     pub mgmtd_bug: Option<MgmtdBug>,
+    /// Planted meta bug.
+    pub meta_bug: Option<t3fs_core::bugs::MetaBug>,
 }
 
 impl Layout {
     /// Lays out `c`: target `t` of storage node `i` is `TargetId(i * targets_per_node + t + 1)`;
     /// chain `k` takes `replicas` consecutive targets of the slot-major order, so its replicas
     /// sit on distinct nodes.
-    pub fn new(c: &Cluster, bug: Option<PlantedBug>, mgmtd_bug: Option<MgmtdBug>) -> Self {
+    pub fn new(c: &Cluster, bugs: crate::bugs::Bugs) -> Self {
         let mgmtd: Vec<NodeId> = (0..c.mgmtd).map(NodeId).collect();
         let storage: Vec<NodeId> = (0..c.storage_nodes).map(|i| NodeId(c.mgmtd + i)).collect();
         let clients: Vec<NodeId> = (0..c.clients)
             .map(|i| NodeId(c.mgmtd + c.storage_nodes + i))
             .collect();
+        let first_meta = c.mgmtd + c.storage_nodes + c.clients;
+        let meta: Vec<NodeId> = (0..c.meta).map(|i| NodeId(first_meta + i)).collect();
         let tid = |i: u32, t: u32| TargetId(i * c.targets_per_node + t + 1);
         let mut targets_of = BTreeMap::new();
         let mut routing = RoutingInfo {
@@ -238,6 +262,7 @@ impl Layout {
             mgmtd,
             storage,
             clients,
+            meta,
             targets_of,
             initial: routing,
             timeouts: c.timeouts,
@@ -246,8 +271,9 @@ impl Layout {
             } else {
                 ReadMode::Committed
             },
-            bug,
-            mgmtd_bug,
+            bug: bugs.storage,
+            mgmtd_bug: bugs.mgmtd,
+            meta_bug: bugs.meta,
         }
     }
 
@@ -312,6 +338,8 @@ impl Layout {
         }
         c.retry_wait = self.scale(c.retry_wait.start)..self.scale(c.retry_wait.end);
         c.refresh_interval = Some(self.jitter(t3fs_core::limits::ROUTING_REFRESH));
+        c.meta = self.meta.clone();
+        c.meta_timeout = self.scale(c.meta_timeout.start)..self.scale(c.meta_timeout.end);
         c
     }
 
@@ -337,6 +365,13 @@ impl Layout {
                 self.client_cfg(ctx.id, ctx.incarnation),
                 self.initial.clone(),
             ))),
+            Role::Meta => {
+                let mut cfg = MetaConfig::new(ctx.id);
+                cfg.bug = self.meta_bug;
+                cfg.unavailable_wait =
+                    self.scale(cfg.unavailable_wait.start)..self.scale(cfg.unavailable_wait.end);
+                Proc::Meta(Box::new(MetaServer::new(cfg, ctx.incarnation << 40)))
+            }
         }
     }
 }

@@ -26,6 +26,7 @@ impl World {
             NodeRef::Mgmtd(i) => idx(&self.layout.mgmtd, *i),
             NodeRef::Storage(i) => idx(&self.layout.storage, *i),
             NodeRef::Client(i) => idx(&self.layout.clients, *i),
+            NodeRef::Meta(i) => idx(&self.layout.meta, *i),
             NodeRef::Primary => self.primary().map(|(i, _)| i),
             NodeRef::ChainPos(pos, chain) => {
                 let c = self.sim.audit.chains.get(&ChainId(*chain))?;

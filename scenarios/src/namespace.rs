@@ -1,0 +1,247 @@
+//! The namespace workload: what a client asks the meta service, drawn from a small pool of
+//! paths so that concurrent operations collide (one directory's entries, renames across
+//! directories, directories moved into their own subtrees).
+//!
+//! Paths are `/dK` (K < `dirs`) and below them names `nJ` (J < `names`), nested up to the mix's
+//! depth. Invariant: every drawn operation names pool paths only, so a checker's reference
+//! model stays small. Not here: executing or checking operations (t3fs-sim).
+
+use core::ops::Range;
+use core::time::Duration;
+
+use serde::Deserialize;
+use t3fs_core::meta::request::MetaOp;
+
+use crate::duration::{fmt_duration, parse_range};
+use crate::rng::Rng;
+
+/// Which operations a namespace workload favours.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum NsMix {
+    /// Every operation type over two levels.
+    Mixed,
+    /// create / remove / rename / stat / list of names in one directory.
+    OneDir,
+    /// mkdir -p and directory renames over three levels: moves into a subtree must fail.
+    RenameLoops,
+}
+
+impl NsMix {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mixed => "mixed",
+            Self::OneDir => "one-dir",
+            Self::RenameLoops => "rename-loops",
+        }
+    }
+}
+
+/// The `[namespace]` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NsWorkload {
+    /// Top-level directories in the pool.
+    pub dirs: u32,
+    /// Names per level.
+    pub names: u32,
+    /// Operation mix.
+    pub mix: NsMix,
+    /// Think time between a client's namespace operations.
+    pub think: Range<Duration>,
+    /// Operations per client (`None`: until the safety phase ends).
+    pub ops_per_client: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNamespace {
+    #[serde(default = "two")]
+    dirs: u32,
+    #[serde(default = "three")]
+    names: u32,
+    #[serde(default = "mixed")]
+    mix: String,
+    #[serde(default = "think")]
+    think: String,
+    ops_per_client: Option<u64>,
+}
+
+fn two() -> u32 {
+    2
+}
+fn three() -> u32 {
+    3
+}
+fn mixed() -> String {
+    "mixed".into()
+}
+fn think() -> String {
+    "20ms..200ms".into()
+}
+
+impl RawNamespace {
+    /// Validates; errors name the field (the caller adds file and line).
+    pub(crate) fn validate(self) -> Result<NsWorkload, (&'static str, String)> {
+        if self.dirs == 0 || self.dirs > 8 {
+            return Err(("dirs", "use 1 to 8".into()));
+        }
+        if self.names == 0 || self.names > 8 {
+            return Err(("names", "use 1 to 8".into()));
+        }
+        let mix = match self.mix.as_str() {
+            "mixed" => NsMix::Mixed,
+            "one-dir" => NsMix::OneDir,
+            "rename-loops" => NsMix::RenameLoops,
+            other => {
+                return Err((
+                    "mix",
+                    format!("`{other}`: use \"mixed\", \"one-dir\" or \"rename-loops\""),
+                ))
+            }
+        };
+        let think = parse_range(&self.think).map_err(|m| ("think", m))?;
+        Ok(NsWorkload {
+            dirs: self.dirs,
+            names: self.names,
+            mix,
+            think,
+            ops_per_client: self.ops_per_client,
+        })
+    }
+}
+
+/// The section as TOML (for `write.rs`).
+pub fn ns_toml(w: &NsWorkload) -> String {
+    let mut o = format!(
+        "\n[namespace]\ndirs = {}\nnames = {}\nmix = \"{}\"\nthink = \"{}..{}\"\n",
+        w.dirs,
+        w.names,
+        w.mix.name(),
+        fmt_duration(w.think.start),
+        fmt_duration(w.think.end)
+    );
+    if let Some(n) = w.ops_per_client {
+        o.push_str(&format!("ops_per_client = {n}\n"));
+    }
+    o
+}
+
+/// One client's stream of namespace operations.
+#[derive(Clone, Debug)]
+pub struct NsGenerator {
+    w: NsWorkload,
+    rng: Rng,
+    issued: u64,
+}
+
+impl NsGenerator {
+    /// The stream drawn from `rng`.
+    pub fn new(w: &NsWorkload, rng: Rng) -> Self {
+        Self {
+            w: w.clone(),
+            rng,
+            issued: 0,
+        }
+    }
+
+    /// Think time before the next operation.
+    pub fn think(&mut self) -> Duration {
+        self.rng.duration(self.w.think.clone())
+    }
+
+    fn path(&mut self, depth: u32) -> String {
+        let mut p = match self.w.mix {
+            NsMix::OneDir => "/d0".to_string(),
+            _ => format!("/d{}", self.rng.below(u64::from(self.w.dirs))),
+        };
+        let extra = match self.w.mix {
+            NsMix::OneDir => 1,
+            _ => self.rng.below(u64::from(depth)) as u32,
+        };
+        for _ in 0..extra {
+            p.push_str(&format!("/n{}", self.rng.below(u64::from(self.w.names))));
+        }
+        p
+    }
+
+    /// The next operation, or `None` when the budget is spent.
+    pub fn next_op(&mut self) -> Option<MetaOp> {
+        if self.w.ops_per_client.is_some_and(|n| self.issued >= n) {
+            return None;
+        }
+        self.issued += 1;
+        let depth = match self.w.mix {
+            NsMix::RenameLoops => 4,
+            _ => 2,
+        };
+        let roll = self.rng.below(100);
+        let op = match self.w.mix {
+            NsMix::RenameLoops => match roll {
+                0..=34 => MetaOp::Mkdirs {
+                    path: self.path(depth),
+                    perm: 0o755,
+                    recursive: true,
+                },
+                35..=69 => MetaOp::Rename {
+                    from: self.path(depth),
+                    to: self.path(depth),
+                },
+                70..=79 => MetaOp::Remove {
+                    path: self.path(depth),
+                    recursive: self.rng.chance(0.5),
+                },
+                80..=89 => MetaOp::Stat {
+                    path: self.path(depth),
+                    follow: false,
+                },
+                _ => MetaOp::List {
+                    path: self.path(depth - 1),
+                    after: Vec::new(),
+                    limit: 64,
+                },
+            },
+            NsMix::OneDir | NsMix::Mixed => match roll {
+                0..=19 => MetaOp::Create {
+                    path: self.path(depth),
+                    perm: 0o644,
+                    exclusive: self.rng.chance(0.5),
+                },
+                20..=29 => MetaOp::Mkdirs {
+                    path: self.path(depth),
+                    perm: 0o755,
+                    recursive: self.w.mix == NsMix::Mixed && self.rng.chance(0.3),
+                },
+                30..=44 => MetaOp::Remove {
+                    path: self.path(depth),
+                    recursive: self.rng.chance(0.2),
+                },
+                45..=64 => MetaOp::Rename {
+                    from: self.path(depth),
+                    to: self.path(depth),
+                },
+                65..=69 => MetaOp::Symlink {
+                    path: self.path(depth),
+                    target: self.path(depth),
+                },
+                70..=74 => MetaOp::Hardlink {
+                    existing: self.path(depth),
+                    path: self.path(depth),
+                },
+                75..=89 => MetaOp::Stat {
+                    path: self.path(depth),
+                    follow: self.rng.chance(0.5),
+                },
+                _ => MetaOp::List {
+                    path: if self.w.mix == NsMix::OneDir {
+                        "/d0".into()
+                    } else {
+                        self.path(1)
+                    },
+                    after: Vec::new(),
+                    limit: 64,
+                },
+            },
+        };
+        Some(op)
+    }
+}

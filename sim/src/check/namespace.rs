@@ -1,0 +1,251 @@
+//! The namespace checker: every answer clients saw must be explained by one serial order of the
+//! namespace operations that respects real time (an operation that returned before another was
+//! invoked comes first), replayed on the reference tree (`ns_model.rs`), and that order must
+//! end in the tree the KV holds after the run (strict serializability of the meta service).
+//!
+//! Open operations (the client crashed, or every retry ended in an unknown commit) may appear
+//! anywhere after their invocation, or nowhere. The search is Wing & Gong's with a memo of
+//! (set of operations placed, tree) states, as in `linearizability.rs`; past a memo budget it
+//! answers `Unknown`, never `Pass`. Not here: running the operations (world/ns_client.rs).
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use t3fs_core::meta::request::{MetaOp, MetaResult};
+use t3fs_core::meta::MetaError;
+
+use super::ns_model::{abstract_of, Abstract, Tree};
+use super::Verdict;
+
+/// One namespace operation of a run.
+#[derive(Clone, Debug)]
+pub struct NsRec {
+    /// Client index.
+    pub client: u32,
+    /// The request.
+    pub op: MetaOp,
+    /// Logical invocation time.
+    pub invoke: u64,
+    /// Logical return time and answer (`None`: open).
+    pub ret: Option<(u64, Abstract)>,
+    /// Simulated ns at invocation.
+    pub invoke_ns: u64,
+}
+
+/// A run's namespace history.
+#[derive(Clone, Debug, Default)]
+pub struct NsHistory {
+    /// Operations in invocation order.
+    pub ops: Vec<NsRec>,
+    clock: u64,
+}
+
+impl NsHistory {
+    /// Records an invocation; returns its index.
+    pub fn invoke(&mut self, client: u32, op: MetaOp, now_ns: u64) -> usize {
+        self.clock += 1;
+        self.ops.push(NsRec {
+            client,
+            op,
+            invoke: self.clock,
+            ret: None,
+            invoke_ns: now_ns,
+        });
+        self.ops.len() - 1
+    }
+
+    /// Records the answer of operation `i`. A KV failure after every retry leaves it open.
+    pub fn ret(&mut self, i: usize, result: MetaResult, _now_ns: u64) {
+        self.clock += 1;
+        if matches!(result, Err(MetaError::Kv(_))) {
+            return; // Unknown outcome: may or may not have taken effect.
+        }
+        self.ops[i].ret = Some((self.clock, abstract_of(&result)));
+    }
+
+    /// Answered operations.
+    pub fn answered(&self) -> usize {
+        self.ops.iter().filter(|o| o.ret.is_some()).count()
+    }
+}
+
+/// Memo states the search may visit before answering `Unknown`.
+pub const NS_BUDGET: usize = 2_000_000;
+
+struct Search<'h> {
+    ops: &'h [NsRec],
+    final_listing: Option<Vec<(String, String)>>,
+    memo: HashSet<(u64, u64)>,
+    zobrist: Vec<u64>,
+    budget: usize,
+    order: Vec<usize>,
+}
+
+fn tree_hash(t: &Tree) -> u64 {
+    let mut h = DefaultHasher::new();
+    t.hash(&mut h);
+    h.finish()
+}
+
+impl Search<'_> {
+    /// Depth-first: true if the remaining operations can be placed from `tree`.
+    fn go(&mut self, tree: &Tree, placed: &mut Vec<bool>, key: u64) -> Result<bool, ()> {
+        let done = self
+            .ops
+            .iter()
+            .enumerate()
+            .all(|(i, o)| placed[i] || o.ret.is_none());
+        if done
+            && self
+                .final_listing
+                .as_ref()
+                .is_none_or(|f| *f == tree.listing())
+        {
+            return Ok(true);
+        }
+        if !self.memo.insert((key, tree_hash(tree))) {
+            return Ok(false);
+        }
+        if self.memo.len() > self.budget {
+            return Err(());
+        }
+        // Only an operation invoked before every unplaced answered operation returned may go
+        // next (otherwise that one returned before it began, and must precede it).
+        let bound = self
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| !placed[*i] && o.ret.is_some())
+            .map(|(_, o)| o.ret.as_ref().map_or(u64::MAX, |r| r.0))
+            .min()
+            .unwrap_or(u64::MAX);
+        for i in 0..self.ops.len() {
+            let o = &self.ops[i];
+            if o.invoke > bound {
+                break;
+            }
+            if placed[i] {
+                continue;
+            }
+            let mut next = tree.clone();
+            let got = next.apply(&o.op);
+            if o.ret.as_ref().is_some_and(|(_, want)| *want != got) {
+                continue;
+            }
+            placed[i] = true;
+            self.order.push(i);
+            if self.go(&next, placed, key ^ self.zobrist[i])? {
+                return Ok(true);
+            }
+            self.order.pop();
+            placed[i] = false;
+        }
+        Ok(false)
+    }
+}
+
+/// Checks `h` from the tree holding `initial` directories; `final_listing` is the real tree
+/// after the run (`None` skips that comparison).
+pub fn check(
+    h: &NsHistory,
+    initial: &[String],
+    final_listing: Option<Vec<(String, String)>>,
+) -> Verdict {
+    if h.ops.is_empty() {
+        return Verdict::Pass("no namespace operations".into());
+    }
+    let mut z = 0x9E37_79B9_7F4A_7C15u64;
+    let zobrist = (0..h.ops.len())
+        .map(|_| {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            x ^ (x >> 31)
+        })
+        .collect();
+    let mut s = Search {
+        ops: &h.ops,
+        final_listing,
+        memo: HashSet::new(),
+        zobrist,
+        budget: NS_BUDGET,
+        order: Vec::new(),
+    };
+    let tree = Tree::with_dirs(initial);
+    let mut placed = vec![false; h.ops.len()];
+    let open = h.ops.len() - h.answered();
+    match s.go(&tree, &mut placed, 0) {
+        Ok(true) => Verdict::Pass(format!(
+            "{} namespace operations ({} answered, {open} open) explained by one serial order ending in the final tree",
+            h.ops.len(),
+            h.answered()
+        )),
+        Ok(false) => Verdict::Fail(explain(h, initial, &s.final_listing)),
+        Err(()) => Verdict::Unknown(format!(
+            "namespace search gave up after {} states",
+            s.budget
+        )),
+    }
+}
+
+fn explain(
+    h: &NsHistory,
+    initial: &[String],
+    final_listing: &Option<Vec<(String, String)>>,
+) -> String {
+    // The shortest failing prefix of answered operations names the culprit best.
+    let answered: Vec<usize> = (0..h.ops.len())
+        .filter(|&i| h.ops[i].ret.is_some())
+        .collect();
+    let mut culprit = None;
+    for &end in &answered {
+        let cut = h.ops[end].ret.as_ref().map_or(0, |r| r.0);
+        let prefix = NsHistory {
+            ops: h
+                .ops
+                .iter()
+                .filter(|o| o.invoke <= cut)
+                .map(|o| {
+                    let mut o = o.clone();
+                    if o.ret.as_ref().is_some_and(|r| r.0 > cut) {
+                        o.ret = None;
+                    }
+                    o
+                })
+                .collect(),
+            clock: 0,
+        };
+        let mut s = Search {
+            ops: &prefix.ops,
+            final_listing: None,
+            memo: HashSet::new(),
+            zobrist: (0..prefix.ops.len() as u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+                .collect(),
+            budget: NS_BUDGET / 4,
+            order: Vec::new(),
+        };
+        let mut placed = vec![false; prefix.ops.len()];
+        if let Ok(false) = s.go(&Tree::with_dirs(initial), &mut placed, 0) {
+            culprit = Some(end);
+            break;
+        }
+    }
+    match culprit {
+        Some(i) => {
+            let o = &h.ops[i];
+            format!(
+                "no serial order explains client {}'s {:?} -> {:?} (invoked at {:.6}s)",
+                o.client,
+                o.op,
+                o.ret.as_ref().map(|r| &r.1),
+                o.invoke_ns as f64 / 1e9
+            )
+        }
+        None => format!(
+            "every answer is explained, but no serial order ends in the final tree ({} paths)",
+            final_listing.as_ref().map_or(0, Vec::len)
+        ),
+    }
+}

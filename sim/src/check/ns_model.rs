@@ -1,0 +1,390 @@
+//! The reference model of the file system tree that the namespace checker replays histories
+//! on: a plain in-memory tree with POSIX semantics, written independently of `core::meta`
+//! (which it is compared against in `tests/meta_model.rs`, and which the differential test
+//! compares against a real directory).
+//!
+//! Answers are abstract: what kind of inode a request found or made, the names and kinds of a
+//! listing, or a POSIX error. Inode numbers, times and link counts are not compared (a real
+//! run allocates ids in commit order, which a serial order need not follow).
+//! Invariant: the model never panics on any request; errors follow the same precedence as the
+//! kernel's (checked by the differential test through `core::meta`). Not here: the search.
+
+use std::collections::BTreeMap;
+
+use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
+use t3fs_core::meta::{EntryKind, MetaError, DEPTH_MAX, NAME_MAX, NLINK_MAX, SYMLINKS_MAX};
+
+const ROOT: u32 = 0;
+
+/// One inode of the model.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+enum Node {
+    Dir {
+        entries: BTreeMap<Vec<u8>, u32>,
+        parent: u32,
+    },
+    File {
+        nlink: u32,
+    },
+    Symlink(String),
+}
+
+/// What a checker compares.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub enum Abstract {
+    /// The request's inode kind.
+    Kind(EntryKind),
+    /// A listing: names and kinds.
+    Names(Vec<(Vec<u8>, EntryKind)>),
+    /// Done.
+    Done,
+    /// A POSIX error.
+    Error(MetaError),
+}
+
+/// The abstract form of a real answer.
+pub fn abstract_of(r: &MetaResult) -> Abstract {
+    match r {
+        Ok(MetaAnswer::Inode(i)) => Abstract::Kind(i.entry_kind()),
+        Ok(MetaAnswer::Entries(rows)) => {
+            Abstract::Names(rows.iter().map(|(n, e)| (n.clone(), e.kind)).collect())
+        }
+        Ok(MetaAnswer::Done) => Abstract::Done,
+        Err(e) => Abstract::Error(e.clone()),
+    }
+}
+
+/// The tree.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Tree {
+    nodes: BTreeMap<u32, Node>,
+    next: u32,
+}
+
+type R<T> = Result<T, MetaError>;
+
+fn split(path: &str) -> R<Vec<&[u8]>> {
+    if !path.starts_with('/') {
+        return Err(MetaError::Invalid("paths are absolute"));
+    }
+    let parts: Vec<&[u8]> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .map(str::as_bytes)
+        .collect();
+    if parts.iter().any(|p| p.len() > NAME_MAX) {
+        return Err(MetaError::NameTooLong);
+    }
+    if parts.len() > DEPTH_MAX {
+        return Err(MetaError::Loop);
+    }
+    Ok(parts)
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        let mut nodes = BTreeMap::new();
+        nodes.insert(
+            ROOT,
+            Node::Dir {
+                entries: BTreeMap::new(),
+                parent: ROOT,
+            },
+        );
+        Self { nodes, next: 1 }
+    }
+}
+
+impl Tree {
+    /// A tree holding the directories `paths` (created in order).
+    pub fn with_dirs(paths: &[String]) -> Self {
+        let mut t = Self::default();
+        for p in paths {
+            let op = MetaOp::Mkdirs {
+                path: p.clone(),
+                perm: 0o755,
+                recursive: false,
+            };
+            t.apply(&op);
+        }
+        t
+    }
+
+    fn kind(&self, id: u32) -> EntryKind {
+        match self.nodes.get(&id) {
+            Some(Node::Dir { .. }) => EntryKind::Directory,
+            Some(Node::Symlink(_)) => EntryKind::Symlink,
+            _ => EntryKind::File,
+        }
+    }
+
+    fn walk(&self, start: u32, parts: &[&[u8]], follow: bool, links: &mut usize) -> R<u32> {
+        let mut cur = start;
+        for (k, name) in parts.iter().enumerate() {
+            let last = k + 1 == parts.len();
+            let Some(Node::Dir { entries, parent }) = self.nodes.get(&cur) else {
+                return Err(MetaError::NotDir);
+            };
+            if *name == b".." {
+                cur = *parent;
+                continue;
+            }
+            let next = *entries.get(*name).ok_or(MetaError::NotFound)?;
+            cur = match self.nodes.get(&next) {
+                Some(Node::Symlink(target)) if !last || follow => {
+                    *links += 1;
+                    if *links > SYMLINKS_MAX {
+                        return Err(MetaError::Loop);
+                    }
+                    let from = if target.starts_with('/') { ROOT } else { cur };
+                    let rel = format!("/{target}");
+                    self.walk(from, &split(&rel)?, true, links)?
+                }
+                _ => next,
+            };
+        }
+        Ok(cur)
+    }
+
+    fn resolve(&self, path: &str, follow: bool) -> R<u32> {
+        self.walk(ROOT, &split(path)?, follow, &mut 0)
+    }
+
+    fn parent_of<'p>(&self, path: &'p str) -> R<(u32, &'p [u8])> {
+        let parts = split(path)?;
+        let Some((last, dirs)) = parts.split_last() else {
+            return Err(MetaError::Invalid("the root has no parent"));
+        };
+        if *last == b".." {
+            return Err(MetaError::Invalid("`..` names no entry"));
+        }
+        let parent = self.walk(ROOT, dirs, true, &mut 0)?;
+        match self.nodes.get(&parent) {
+            Some(Node::Dir { .. }) => Ok((parent, last)),
+            _ => Err(MetaError::NotDir),
+        }
+    }
+
+    fn entry(&self, dir: u32, name: &[u8]) -> Option<u32> {
+        match self.nodes.get(&dir) {
+            Some(Node::Dir { entries, .. }) => entries.get(name).copied(),
+            _ => None,
+        }
+    }
+
+    fn entries_mut(&mut self, dir: u32) -> &mut BTreeMap<Vec<u8>, u32> {
+        match self.nodes.get_mut(&dir) {
+            Some(Node::Dir { entries, .. }) => entries,
+            _ => unreachable!("parent_of returns directories only"),
+        }
+    }
+
+    /// The existing inode named by `path` (`false`), or a new one of `node` (`true`).
+    fn make(&mut self, path: &str, node: Node) -> R<(u32, bool)> {
+        let (parent, name) = self.parent_of(path)?;
+        if let Some(e) = self.entry(parent, name) {
+            return Ok((e, false));
+        }
+        let id = self.next;
+        self.next += 1;
+        let node = match node {
+            Node::Dir { entries, .. } => Node::Dir { entries, parent },
+            n => n,
+        };
+        self.nodes.insert(id, node);
+        self.entries_mut(parent).insert(name.to_vec(), id);
+        Ok((id, true))
+    }
+
+    fn is_ancestor(&self, id: u32, dir: u32) -> R<bool> {
+        let mut at = dir;
+        for _ in 0..=DEPTH_MAX {
+            if at == id {
+                return Ok(true);
+            }
+            let Some(Node::Dir { parent, .. }) = self.nodes.get(&at) else {
+                return Ok(false);
+            };
+            if at == ROOT {
+                return Ok(false);
+            }
+            at = *parent;
+        }
+        Err(MetaError::Loop)
+    }
+
+    fn is_empty_dir(&self, id: u32) -> bool {
+        matches!(self.nodes.get(&id), Some(Node::Dir { entries, .. }) if entries.is_empty())
+    }
+
+    /// Drops one name of `id` (its inode goes to "GC": out of the model once unnamed).
+    fn unlink(&mut self, id: u32) {
+        match self.nodes.get_mut(&id) {
+            Some(Node::File { nlink }) if *nlink > 1 => *nlink -= 1,
+            _ => {
+                self.nodes.remove(&id);
+            }
+        }
+    }
+
+    fn is_dir(&self, id: u32) -> bool {
+        matches!(self.nodes.get(&id), Some(Node::Dir { .. }))
+    }
+
+    /// Applies `op`; the abstract answer.
+    pub fn apply(&mut self, op: &MetaOp) -> Abstract {
+        match self.run(op) {
+            Ok(a) => a,
+            Err(e) => Abstract::Error(e),
+        }
+    }
+
+    fn run(&mut self, op: &MetaOp) -> R<Abstract> {
+        let dir = || Node::Dir {
+            entries: BTreeMap::new(),
+            parent: ROOT,
+        };
+        match op {
+            MetaOp::Stat { path, follow } => {
+                Ok(Abstract::Kind(self.kind(self.resolve(path, *follow)?)))
+            }
+            MetaOp::List { path, after, limit } => {
+                let id = self.resolve(path, true)?;
+                let Some(Node::Dir { entries, .. }) = self.nodes.get(&id) else {
+                    return Err(MetaError::NotDir);
+                };
+                let names = entries
+                    .iter()
+                    .filter(|(n, _)| n.as_slice() > after.as_slice())
+                    .take(*limit as usize)
+                    .map(|(n, id)| (n.clone(), self.kind(*id)))
+                    .collect();
+                Ok(Abstract::Names(names))
+            }
+            MetaOp::Create {
+                path, exclusive, ..
+            } => {
+                let (id, ours) = self.make(path, Node::File { nlink: 1 })?;
+                match self.kind(id) {
+                    _ if *exclusive && !ours => Err(MetaError::Exists),
+                    EntryKind::Directory => Err(MetaError::IsDir),
+                    k => Ok(Abstract::Kind(k)),
+                }
+            }
+            MetaOp::Mkdirs {
+                path, recursive, ..
+            } => {
+                let parts = split(path)?;
+                let upto = if *recursive { 1 } else { parts.len() };
+                let mut made = None;
+                for n in upto..=parts.len() {
+                    let sub = format!(
+                        "/{}",
+                        parts[..n]
+                            .iter()
+                            .map(|p| String::from_utf8_lossy(p))
+                            .collect::<Vec<_>>()
+                            .join("/")
+                    );
+                    let (id, ours) = self.make(&sub, dir())?;
+                    let last = n == parts.len();
+                    match (self.is_dir(id), ours) {
+                        (false, _) if last => return Err(MetaError::Exists),
+                        (false, _) => return Err(MetaError::NotDir),
+                        (true, false) if last && !recursive => return Err(MetaError::Exists),
+                        _ => made = Some(id),
+                    }
+                }
+                made.map(|_| Abstract::Kind(EntryKind::Directory))
+                    .ok_or(MetaError::Exists)
+            }
+            MetaOp::Symlink { path, target } => {
+                match self.make(path, Node::Symlink(target.clone()))? {
+                    (_, true) => Ok(Abstract::Kind(EntryKind::Symlink)),
+                    _ => Err(MetaError::Exists),
+                }
+            }
+            MetaOp::Hardlink { existing, path } => {
+                let target = self.resolve(existing, false)?;
+                let (parent, name) = self.parent_of(path)?;
+                if self.entry(parent, name).is_some() {
+                    return Err(MetaError::Exists);
+                }
+                let Some(Node::File { nlink }) = self.nodes.get_mut(&target) else {
+                    return Err(MetaError::NotPermitted);
+                };
+                if *nlink >= NLINK_MAX {
+                    return Err(MetaError::TooManyLinks);
+                }
+                *nlink += 1;
+                self.entries_mut(parent).insert(name.to_vec(), target);
+                Ok(Abstract::Kind(EntryKind::File))
+            }
+            MetaOp::Remove { path, recursive } => {
+                let (parent, name) = self.parent_of(path)?;
+                let id = self.entry(parent, name).ok_or(MetaError::NotFound)?;
+                if self.is_dir(id) && !recursive && !self.is_empty_dir(id) {
+                    return Err(MetaError::NotEmpty);
+                }
+                self.entries_mut(parent).remove(name);
+                self.unlink(id);
+                Ok(Abstract::Done)
+            }
+            MetaOp::Rename { from, to } => {
+                let (sp, sn) = self.parent_of(from)?;
+                let (dp, dn) = self.parent_of(to)?;
+                let src = self.entry(sp, sn).ok_or(MetaError::NotFound)?;
+                if self.is_dir(src) && self.is_ancestor(src, dp)? {
+                    return Err(MetaError::Invalid("a directory cannot move into itself"));
+                }
+                if let Some(dst) = self.entry(dp, dn) {
+                    if dst == src {
+                        return Ok(Abstract::Done);
+                    }
+                    if self.is_dir(dst) && self.is_ancestor(dst, sp)? {
+                        return Err(MetaError::NotEmpty);
+                    }
+                    match (self.is_dir(src), self.is_dir(dst)) {
+                        (true, false) => return Err(MetaError::NotDir),
+                        (false, true) => return Err(MetaError::IsDir),
+                        (true, true) if !self.is_empty_dir(dst) => return Err(MetaError::NotEmpty),
+                        _ => {}
+                    }
+                    self.unlink(dst);
+                }
+                self.entries_mut(sp).remove(sn);
+                self.entries_mut(dp).insert(dn.to_vec(), src);
+                if let Some(Node::Dir { parent, .. }) = self.nodes.get_mut(&src) {
+                    *parent = dp;
+                }
+                Ok(Abstract::Done)
+            }
+        }
+    }
+
+    /// Every reachable path with its kind (and a symlink's target), in path order: what a
+    /// final walk of the real namespace is compared with.
+    pub fn listing(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        self.list_into(ROOT, String::new(), &mut out, 0);
+        out
+    }
+
+    fn list_into(&self, dir: u32, prefix: String, out: &mut Vec<(String, String)>, depth: usize) {
+        let Some(Node::Dir { entries, .. }) = self.nodes.get(&dir) else {
+            return;
+        };
+        for (name, id) in entries {
+            let path = format!("{prefix}/{}", String::from_utf8_lossy(name));
+            let what = match self.nodes.get(id) {
+                Some(Node::Dir { .. }) => "dir".to_string(),
+                Some(Node::Symlink(t)) => format!("symlink -> {t}"),
+                _ => "file".to_string(),
+            };
+            out.push((path.clone(), what));
+            if depth < DEPTH_MAX {
+                self.list_into(*id, path, out, depth + 1);
+            }
+        }
+    }
+}

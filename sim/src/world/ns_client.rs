@@ -1,0 +1,153 @@
+//! The namespace workload of a client node: one meta request at a time with think time, every
+//! invocation and answer recorded in the namespace history for the serializability checker.
+//!
+//! Request ids of namespace calls have the top bit set, so they never collide with the chunk
+//! workload's calls on the same client machine. A call whose client crashes stays open in the
+//! history (its effect is unknown). Not here: the checker (check/namespace.rs).
+
+use t3fs_core::client::{ClientCall, ClientRet};
+use t3fs_core::ids::RequestId;
+use t3fs_core::kv::mem::MemKv;
+use t3fs_core::meta::request::{execute, MetaOp};
+use t3fs_core::meta::{transact, InodeKind, MetaError, PathOp};
+use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
+use t3fs_scenario::Rng;
+
+use super::drive::Input;
+use super::{Ev, World};
+
+/// Namespace calls carry request ids with this bit set.
+pub const NS_REQUEST_BIT: u64 = 1 << 63;
+
+/// Per-client namespace workload state.
+pub struct NsDriver {
+    /// The operation stream.
+    pub gen: NsGenerator,
+    /// The running call: request id and its history index.
+    pub running: Option<(RequestId, usize)>,
+    next_req: u64,
+}
+
+impl NsDriver {
+    /// A driver drawing from `rng`.
+    pub fn new(w: &NsWorkload, rng: Rng) -> Self {
+        Self {
+            gen: NsGenerator::new(w, rng),
+            running: None,
+            next_req: 0,
+        }
+    }
+}
+
+/// The paths every namespace run starts with: `/d0` … `/d{dirs-1}` (the reference model of
+/// the checker starts from the same tree).
+pub fn initial_dirs(dirs: u32) -> Vec<String> {
+    (0..dirs).map(|k| format!("/d{k}")).collect()
+}
+
+/// Writes the root, the GC root and the initial directories into the KV before the run.
+pub fn seed_namespace(kv: &mut MemKv, dirs: u32) {
+    transact(kv, |ns| ns.init(0)).expect("fresh KV");
+    for (k, path) in initial_dirs(dirs).into_iter().enumerate() {
+        let op = MetaOp::Mkdirs {
+            path,
+            perm: 0o755,
+            recursive: false,
+        };
+        let p = PathOp {
+            client: t3fs_core::ids::ClientId(u64::MAX),
+            request: RequestId(k as u64 + 1),
+            now: 0,
+        };
+        transact(kv, |ns| execute(ns, &op, p)).expect("seeding the namespace");
+    }
+}
+
+/// Every path reachable from the root in `kv`'s latest namespace, with its kind (and a
+/// symlink's target), in path order, as `ns_model::Tree::listing` gives it.
+pub fn final_listing(kv: &mut MemKv) -> Result<Vec<(String, String)>, String> {
+    fn walk(
+        ns: &mut t3fs_core::meta::Namespace<'_, '_, MemKv>,
+        dir: t3fs_core::ids::InodeId,
+        prefix: &str,
+        out: &mut Vec<(String, String)>,
+        depth: usize,
+    ) -> Result<(), MetaError> {
+        for (name, e) in ns.list_dir(dir, b"", usize::MAX)? {
+            let path = format!("{prefix}/{}", String::from_utf8_lossy(&name));
+            let inode = ns.inode(e.inode)?;
+            let what = match &inode.kind {
+                InodeKind::Directory { .. } => "dir".to_string(),
+                InodeKind::Symlink { target } => {
+                    format!("symlink -> {}", String::from_utf8_lossy(target))
+                }
+                InodeKind::File { .. } => "file".to_string(),
+            };
+            out.push((path.clone(), what));
+            if inode.is_dir() && depth < t3fs_core::meta::DEPTH_MAX {
+                walk(ns, e.inode, &path, out, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    transact(kv, |ns| walk(ns, t3fs_core::meta::ROOT, "", &mut out, 0))
+        .map_err(|e| format!("reading the final namespace: {e:?}"))?;
+    Ok(out)
+}
+
+impl World {
+    /// Starts client `i`'s next namespace operation, if any.
+    pub(super) fn ns_next(&mut self, i: usize) {
+        if self.sim.workload_stopped {
+            return;
+        }
+        let n = &mut self.nodes[i];
+        let Some(d) = n.ctx.ns.as_mut() else {
+            return;
+        };
+        if d.running.is_some() {
+            return;
+        }
+        let Some(op) = d.gen.next_op() else { return };
+        d.next_req += 1;
+        let req = RequestId(NS_REQUEST_BIT | d.next_req);
+        let now = self.sim.now().0;
+        let index = self.sim.ns_history.invoke(n.ctx.index, op.clone(), now);
+        d.running = Some((req, index));
+        self.drive(i, Input::Call(req, ClientCall::Meta(op)));
+    }
+
+    /// A namespace call returned; true if it was one.
+    pub(super) fn ns_returned(&mut self, i: usize, req: RequestId, ret: &ClientRet) -> bool {
+        let ClientRet::Meta(result) = ret else {
+            return false;
+        };
+        let n = &mut self.nodes[i];
+        let Some(d) = n.ctx.ns.as_mut() else {
+            return true;
+        };
+        let Some((running, index)) = d.running else {
+            return true;
+        };
+        if running != req {
+            return true;
+        }
+        d.running = None;
+        let now = self.sim.now().0;
+        self.sim.ns_history.ret(index, result.clone(), now);
+        if !self.sim.workload_stopped {
+            let think = d.gen.think();
+            let inc = n.ctx.incarnation;
+            self.sim.schedule_in(think, Ev::NsNext { node: i, inc });
+        }
+        true
+    }
+
+    /// Whether any client still waits for a namespace answer.
+    pub fn ns_busy(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.ctx.ns.as_ref().is_some_and(|d| d.running.is_some()))
+    }
+}

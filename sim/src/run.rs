@@ -274,7 +274,17 @@ fn phases(w: &mut World) -> Outcome {
         w.run_until(bound, |w| !w.ns_busy());
         let initial = crate::world::ns_client::initial_dirs(ns.dirs);
         match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
-            Ok(listing) => check::namespace::check(&w.sim.ns_history, &initial, Some(listing)),
+            Ok(listing) => {
+                let v = check::namespace::check(&w.sim.ns_history, &initial, Some(listing.clone()));
+                if v.failed() && w.sim.log {
+                    // With --log, the whole namespace history and the final tree, to read.
+                    for o in &w.sim.ns_history.ops {
+                        println!("ns {o:?}");
+                    }
+                    println!("ns final {listing:?}");
+                }
+                v
+            }
             Err(e) => Verdict::Fail(e),
         }
     });

@@ -108,6 +108,14 @@ impl<'e, E: KvEngine + ?Sized> Txn<'e, E> {
         self.mutations.push(Mutation::ClearRange(range.clone()));
     }
 
+    /// Drops every buffered write, keeping the reads (read version and conflict ranges): for a
+    /// transaction whose body failed but which must still record that outcome.
+    pub fn discard_writes(&mut self) {
+        self.cleared.clear();
+        self.writes.clear();
+        self.mutations.clear();
+    }
+
     /// Adds a read-conflict range without reading (e.g. to fence on a lease row read earlier).
     pub fn add_read_conflict(&mut self, range: KeyRange) {
         self.conflicts.push(range);

@@ -6,7 +6,11 @@
 //! request id) holding its answer, in the same transaction as its effect. A retry, after a lost
 //! reply or a `CommitUnknown`, reads the record first and returns the stored answer without
 //! applying anything again, even if the namespace has moved on since (the file it created was
-//! removed, the name it renamed was renamed again). Read-only requests write nothing.
+//! removed, the name it renamed was renamed again). A request that fails with a POSIX error
+//! records that error too (and nothing else): otherwise a duplicate of it delivered late would
+//! run again and could succeed after its client was told it failed (found by the swarm, seed
+//! 200: a `remove` answered ENOENT later removed a symlink created after it). Read-only
+//! requests write nothing.
 //! Invariant: a request's outcome depends only on the KV rows it reads and on the `PathOp`, so
 //! replaying it against the same rows gives the same answer and the same writes (the meta
 //! server relies on this; see `server.rs`).
@@ -129,11 +133,19 @@ pub fn execute_with<E: KvEngine + ?Sized>(
     }
     let idem = idem_key(p.client, p.request);
     if let Some(stored) = ns.txn().get(&idem)? {
-        return decode::<MetaAnswer>(&stored).map_err(MetaError::from);
+        return decode::<MetaResult>(&stored).map_err(MetaError::from)?;
     }
-    let answer = apply(ns, op, p)?;
-    ns.txn().set(&idem, &encode(&answer));
-    Ok(answer)
+    let result = apply(ns, op, p);
+    match &result {
+        // The KV's own failures and damaged rows are not outcomes: nothing is recorded.
+        Err(MetaError::Kv(_) | MetaError::Corrupt) => return result,
+        // A POSIX error keeps its reads (so a change to them aborts the record) but none of
+        // the writes made before the error was found (mkdir -p's parents, say).
+        Err(_) => ns.txn().discard_writes(),
+        Ok(_) => {}
+    }
+    ns.txn().set(&idem, &encode(&result));
+    result
 }
 
 fn apply<E: KvEngine + ?Sized>(

@@ -195,16 +195,16 @@ impl MetaServer {
             self.counters.0.reads += 1;
             return self.submit(key, op, Some(miss), out);
         }
-        match (answer, commit) {
-            // A failed request, or a read-only one, writes nothing: answer at once.
-            (Err(e), _) => self.answer(key, Err(e), out),
+        match commit {
             // Mutating requests always read their idempotency record first, so the read
             // version is real; were it not, version 0 would only make the commit conflict.
-            (Ok(a), Ok(req)) if !req.mutations.is_empty() => {
-                r.answer = Some(Ok(a));
+            // A failed request commits too: its record holds the error (`request.rs`).
+            Ok(req) if !req.mutations.is_empty() => {
+                r.answer = Some(answer);
                 self.submit(key, KvOp::Commit(req), None, out);
             }
-            (Ok(a), _) => self.answer(key, Ok(a), out),
+            // A read-only request writes nothing: answer at once.
+            _ => self.answer(key, answer, out),
         }
     }
 

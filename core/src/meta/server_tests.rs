@@ -163,3 +163,29 @@ fn a_duplicate_request_while_running_is_not_started_twice() {
     assert!(out.drain().is_empty(), "the duplicate issued nothing");
     assert_eq!(m.running(), 1);
 }
+
+#[test]
+fn a_late_duplicate_of_a_failed_request_stays_failed() {
+    // Swarm seed 200: a remove answered ENOENT was delivered again (a duplicated frame) after
+    // the name had been created, and removed it. The error is now recorded like any answer.
+    let (mut m, mut kv) = setup();
+    let rm = MetaOp::Remove {
+        path: "/x".into(),
+        recursive: false,
+    };
+    assert_eq!(
+        run(&mut m, &mut kv, request(1, rm.clone()), |_, _| {}),
+        vec![Err(MetaError::NotFound)]
+    );
+    let r = run(&mut m, &mut kv, request(2, mkdir("/x")), |_, _| {});
+    assert!(matches!(r.as_slice(), [Ok(_)]));
+    assert_eq!(
+        run(&mut m, &mut kv, request(1, rm), |_, _| {}),
+        vec![Err(MetaError::NotFound)],
+        "the duplicate is answered from the record"
+    );
+    assert!(
+        transact(&mut kv, |ns| ns.stat("/x", false)).is_ok(),
+        "/x survives"
+    );
+}

@@ -89,8 +89,106 @@ fn update(r: &mut Rng) -> UpdateReq {
     }
 }
 
+fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
+    use crate::meta::request::MetaOp;
+    let path = |r: &mut Rng| format!("/d{}/n{}", r.below(4), r.below(4));
+    match r.below(8) {
+        0 => MetaOp::Stat {
+            path: path(r),
+            follow: r.below(2) == 1,
+        },
+        1 => MetaOp::List {
+            path: path(r),
+            after: r.bytes(8),
+            limit: r.next() as u32,
+        },
+        2 => MetaOp::Create {
+            path: path(r),
+            perm: r.next() as u32,
+            exclusive: r.below(2) == 1,
+        },
+        3 => MetaOp::Mkdirs {
+            path: path(r),
+            perm: r.next() as u32,
+            recursive: r.below(2) == 1,
+        },
+        4 => MetaOp::Symlink {
+            path: path(r),
+            target: path(r),
+        },
+        5 => MetaOp::Hardlink {
+            existing: path(r),
+            path: path(r),
+        },
+        6 => MetaOp::Remove {
+            path: path(r),
+            recursive: r.below(2) == 1,
+        },
+        _ => MetaOp::Rename {
+            from: path(r),
+            to: path(r),
+        },
+    }
+}
+
+fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
+    use crate::meta::request::MetaAnswer;
+    use crate::meta::{DirEntry, EntryKind, Inode, InodeKind, MetaError};
+    let inode = |r: &mut Rng| Inode {
+        id: InodeId(r.next()),
+        kind: match r.below(3) {
+            0 => InodeKind::File {
+                length: r.next(),
+                truncate_ver: r.next(),
+            },
+            1 => InodeKind::Directory {
+                parent: InodeId(r.next()),
+                name: r.bytes(8),
+            },
+            _ => InodeKind::Symlink { target: r.bytes(8) },
+        },
+        uid: r.next() as u32,
+        gid: r.next() as u32,
+        perm: r.next() as u32,
+        nlink: r.next() as u32,
+        ctime: r.next(),
+        mtime: r.next(),
+    };
+    match r.below(5) {
+        0 => Ok(MetaAnswer::Inode(inode(r))),
+        1 => Ok(MetaAnswer::Entries(
+            (0..r.below(4))
+                .map(|_| {
+                    let e = DirEntry {
+                        inode: InodeId(r.next()),
+                        kind: [EntryKind::File, EntryKind::Directory, EntryKind::Symlink]
+                            [r.below(3) as usize],
+                        request: RequestId(r.next()),
+                    };
+                    (r.bytes(8), e)
+                })
+                .collect(),
+        )),
+        2 => Ok(MetaAnswer::Done),
+        3 => Err(MetaError::Invalid("a directory cannot move into itself")),
+        _ => Err(
+            [MetaError::NotFound, MetaError::NotEmpty, MetaError::Loop][r.below(3) as usize]
+                .clone(),
+        ),
+    }
+}
+
 fn message(r: &mut Rng) -> Msg {
-    match r.below(15) {
+    match r.below(17) {
+        15 => Msg::MetaReq(crate::msg::meta::MetaReq {
+            client: ClientId(r.next()),
+            request: RequestId(r.next()),
+            op: meta_op(r),
+        }),
+        16 => Msg::MetaReply(crate::msg::meta::MetaReply {
+            request: RequestId(r.next()),
+            result: meta_result(r),
+        }),
         0 => Msg::GetRouting {
             known: RoutingVersion(r.next()),
         },

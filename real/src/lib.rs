@@ -1,5 +1,5 @@
 //! t3fs-real: the t3fs machines as real services. Landed: the embedded persistent KV engine
-//! ([`wal_kv`]).
+//! ([`wal_kv`]) and, behind the `etcd` feature, the distributed one (`etcd_kv`).
 //!
 //! It will hold the tokio driver that executes `t3fs_core::machine::Action`s, the TCP transport
 //! (RDMA behind the `rdma` feature), the file and io_uring chunk stores (both must pass
@@ -7,4 +7,6 @@
 //! FUSE client and the benchmark client. It never depends on t3fs-sim.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "etcd")]
+pub mod etcd_kv;
 pub mod wal_kv;

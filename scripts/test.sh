@@ -4,9 +4,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages: none are needed by the tests that exist today. The mgmtd/meta issues add
-# etcd-server and protobuf-compiler, the FUSE issue fuse3/libfuse3-dev; they are installed here
-# when those tests land.
+# System packages: etcd (Debian etcd-server) for the etcd KV engine's conformance run, protoc
+# (protobuf-compiler) and the well-known .proto files (libprotobuf-dev) for etcd-client's
+# build, curl for scripts/etcd.sh's health check. Installed with apt when missing (as root, or
+# through sudo). The main job needs none of them.
+need=()
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+# etcd-client's .proto files import google/protobuf/{descriptor,struct}.proto (libprotobuf-dev).
+[ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing ${need[*]} (apt)"
+  if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+  elif command -v sudo >/dev/null; then
+    SUDO=(sudo)
+  else
+    echo "error: ${need[*]} missing and neither root nor sudo is available to install them" >&2
+    exit 2
+  fi
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
 
 if ! command -v cargo >/dev/null; then
   echo "error: cargo not found; install a Rust toolchain (rustup) first" >&2
@@ -20,11 +40,20 @@ fi
 echo "== dependency rules (ARCHITECTURE.md)"
 bash scripts/check-deps.sh
 
-echo "== build"
-cargo build --workspace --all-targets --locked
+# The etcd engine is a cargo feature (off by default, so the main job builds with cargo alone);
+# the tests turn it on and run its conformance suite against a private etcd on loopback.
+FEATURES=(--features t3fs-real/etcd)
 
-echo "== tests"
-cargo nextest run --workspace --locked --no-fail-fast
+echo "== build"
+cargo build --workspace --all-targets --locked "${FEATURES[@]}"
+
+echo "== tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
+T3FS_ETCD_ENDPOINTS=$(bash scripts/etcd.sh start)
+export T3FS_ETCD_ENDPOINTS
+trap 'bash scripts/etcd.sh stop >/dev/null' EXIT
+cargo nextest run --workspace --locked --no-fail-fast "${FEATURES[@]}"
+bash scripts/etcd.sh stop >/dev/null
+trap - EXIT
 
 echo "== model check (release binary, the command users run)"
 cargo run --release --locked -- check craq

@@ -37,6 +37,10 @@ pub enum BenchCommand {
         /// Files to create, stat, rename and remove.
         #[arg(long, default_value_t = 20_000)]
         files: u64,
+        /// Also measure against this etcd endpoint (needs a build with `--features etcd`;
+        /// `bash scripts/etcd.sh start` runs one on http://127.0.0.1:23790).
+        #[arg(long, value_name = "URL")]
+        etcd: Option<String>,
     },
 }
 
@@ -49,7 +53,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             write_size,
         } => sim(seeds, seconds, write_size),
         BenchCommand::Checker { divide } => checker(divide.max(1)),
-        BenchCommand::Meta { files } => crate::bench_meta::run(files),
+        BenchCommand::Meta { files, etcd } => crate::bench_meta::run(files, etcd),
     }
 }
 

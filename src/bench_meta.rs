@@ -76,8 +76,14 @@ fn phases<E: KvEngine>(kv: &mut E, files: u64) -> Result<Vec<(&'static str, f64)
     Ok(out)
 }
 
-/// Runs the benchmark on both engines.
-pub fn run(files: u64) -> ExitCode {
+/// Runs the benchmark on the embedded engines (and etcd when given), then in simulation.
+pub fn run(files: u64, etcd: Option<String>) -> ExitCode {
+    if let Some(url) = etcd {
+        if let Err(e) = on_etcd(&url, files) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let dir: PathBuf = std::env::temp_dir().join(format!("t3fs-bench-meta-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut mem = MemKv::new(100_000);
@@ -103,6 +109,24 @@ pub fn run(files: u64) -> ExitCode {
     }
     println!("(embedded KV files under {})", dir.display());
     simulated()
+}
+
+#[cfg(feature = "etcd")]
+fn on_etcd(url: &str, files: u64) -> Result<(), String> {
+    let prefix = format!("t3fs-bench-meta-{}/", std::process::id());
+    let mut kv = t3fs_real::etcd_kv::EtcdKv::connect(&[url.to_string()], prefix.as_bytes())?;
+    let figs = phases(&mut kv, files).map_err(|e| format!("on etcd at {url}: {e:?}"))?;
+    println!("meta operations per second on etcd at {url}, {files} files, one transaction each:");
+    for (label, n) in figs {
+        println!("{label:<22} {n:>14.0}");
+    }
+    println!();
+    Ok(())
+}
+
+#[cfg(not(feature = "etcd"))]
+fn on_etcd(_url: &str, _files: u64) -> Result<(), String> {
+    Err("this binary was built without the etcd engine; rebuild with `--features etcd`".into())
 }
 
 /// A simulated cluster: 3 meta servers, 8 clients in closed loop over one contended pool of

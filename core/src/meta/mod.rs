@@ -33,7 +33,7 @@ mod server_tests;
 mod tests;
 
 pub use keys::{dirent_key, dirent_range, idem_key, inode_key};
-pub use ops::{transact, Namespace, PathOp};
+pub use ops::{split_path, transact, Namespace, PathOp};
 
 use crate::ids::{InodeId, RequestId};
 use crate::kv::KvError;

@@ -48,7 +48,9 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
 
 type R<T> = Result<T, MetaError>;
 
-fn split(path: &str) -> R<Vec<&[u8]>> {
+/// The components of absolute `path` (empty and `.` components dropped), with the name-length
+/// and depth limits checked: the one path syntax of meta and of checkers' reference models.
+pub fn split_path(path: &str) -> R<Vec<&[u8]>> {
     if !path.starts_with('/') {
         return Err(MetaError::Invalid("paths are absolute"));
     }
@@ -117,7 +119,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// Resolves `path` to its inode; a final symlink is followed when `follow`.
     pub fn resolve(&mut self, path: &str, follow: bool) -> R<Inode> {
         let mut links = 0;
-        self.walk(ROOT, &split(path)?, follow, &mut links)
+        self.walk(ROOT, &split_path(path)?, follow, &mut links)
     }
 
     fn walk(
@@ -152,7 +154,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
                         cur.id
                     };
                     let rel = format!("/{target}");
-                    self.walk(from, &split(&rel)?, true, links)?
+                    self.walk(from, &split_path(&rel)?, true, links)?
                 }
                 _ => next,
             };
@@ -162,7 +164,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
 
     /// The parent directory of `path` and the last name (which must be a real name).
     fn parent_of<'p>(&mut self, path: &'p str) -> R<(Inode, &'p [u8])> {
-        let parts = split(path)?;
+        let parts = split_path(path)?;
         let Some((last, dirs)) = parts.split_last() else {
             return Err(MetaError::Invalid("the root has no parent"));
         };
@@ -263,7 +265,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
 
     /// mkdir, or mkdir -p when `recursive` (existing directories on the way are fine).
     pub fn mkdirs(&mut self, path: &str, perm: u32, recursive: bool, op: PathOp) -> R<Inode> {
-        let parts = split(path)?;
+        let parts = split_path(path)?;
         let upto = if recursive { 1 } else { parts.len() };
         let mut made = None;
         for n in upto..=parts.len() {

@@ -1,5 +1,6 @@
 //! The reference model of the file system tree that the namespace checker replays histories
 //! on: a plain in-memory tree with POSIX semantics, written independently of `core::meta`
+//! except for the path syntax (`split_path`)
 //! (which it is compared against in `tests/meta_model.rs`, and which the differential test
 //! compares against a real directory).
 //!
@@ -12,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
-use t3fs_core::meta::{EntryKind, MetaError, DEPTH_MAX, NAME_MAX, NLINK_MAX, SYMLINKS_MAX};
+use t3fs_core::meta::{split_path, EntryKind, MetaError, DEPTH_MAX, NLINK_MAX, SYMLINKS_MAX};
 
 const ROOT: u32 = 0;
 
@@ -62,24 +63,6 @@ pub struct Tree {
 }
 
 type R<T> = Result<T, MetaError>;
-
-fn split(path: &str) -> R<Vec<&[u8]>> {
-    if !path.starts_with('/') {
-        return Err(MetaError::Invalid("paths are absolute"));
-    }
-    let parts: Vec<&[u8]> = path
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .map(str::as_bytes)
-        .collect();
-    if parts.iter().any(|p| p.len() > NAME_MAX) {
-        return Err(MetaError::NameTooLong);
-    }
-    if parts.len() > DEPTH_MAX {
-        return Err(MetaError::Loop);
-    }
-    Ok(parts)
-}
 
 impl Default for Tree {
     fn default() -> Self {
@@ -138,7 +121,7 @@ impl Tree {
                     }
                     let from = if target.starts_with('/') { ROOT } else { cur };
                     let rel = format!("/{target}");
-                    self.walk(from, &split(&rel)?, true, links)?
+                    self.walk(from, &split_path(&rel)?, true, links)?
                 }
                 _ => next,
             };
@@ -147,11 +130,11 @@ impl Tree {
     }
 
     fn resolve(&self, path: &str, follow: bool) -> R<u32> {
-        self.walk(ROOT, &split(path)?, follow, &mut 0)
+        self.walk(ROOT, &split_path(path)?, follow, &mut 0)
     }
 
     fn parent_of<'p>(&self, path: &'p str) -> R<(u32, &'p [u8])> {
-        let parts = split(path)?;
+        let parts = split_path(path)?;
         let Some((last, dirs)) = parts.split_last() else {
             return Err(MetaError::Invalid("the root has no parent"));
         };
@@ -274,7 +257,7 @@ impl Tree {
             MetaOp::Mkdirs {
                 path, recursive, ..
             } => {
-                let parts = split(path)?;
+                let parts = split_path(path)?;
                 let upto = if *recursive { 1 } else { parts.len() };
                 let mut made = None;
                 for n in upto..=parts.len() {

@@ -12,8 +12,11 @@ use crate::kv::{Key, KeyRange};
 const INODE: &[u8] = b"INOD";
 const DIRENT: &[u8] = b"DENT";
 const IDEM: &[u8] = b"IDEM";
-/// The inode id allocator's counter (3FS shards it 32 ways; one row here).
+/// The inode id allocator's counter, in blocks of [`ID_BLOCK`] ids (3FS: a 52-bit counter whose
+/// value v stands for ids `v << 12 | 0..4095`, sharded 32 ways; one row here).
 pub const INODE_ALLOC: &[u8] = b"SING-inode-alloc";
+/// Ids per allocated block.
+pub const ID_BLOCK: u64 = 4096;
 
 /// The row of inode `id`.
 pub fn inode_key(id: InodeId) -> Key {

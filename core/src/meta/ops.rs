@@ -8,7 +8,7 @@
 //! concurrent operations serialize (SSI, as 3FS adds the parent and entries to the conflict set).
 //! Not here: retries, batching, permissions beyond existence and type checks.
 
-use super::keys::{self, dirent_key, dirent_range, inode_key, INODE_ALLOC};
+use super::keys::{self, dirent_key, dirent_range, inode_key, ID_BLOCK, INODE_ALLOC};
 use super::{
     DirEntry, EntryKind, Inode, InodeKind, MetaError, DEPTH_MAX, GC_ROOT, NAME_MAX, NLINK_MAX,
     ROOT, SYMLINKS_MAX,
@@ -44,6 +44,9 @@ pub fn transact<E: KvEngine + ?Sized, T>(
 /// The namespace inside one transaction.
 pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     txn: &'t mut Txn<'e, E>,
+    /// Inode ids reserved for this transaction from the caller's block; `None`: take a block
+    /// of the counter per new inode (tools and tests).
+    ids: Option<core::ops::Range<u64>>,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -71,7 +74,28 @@ pub fn split_path(path: &str) -> R<Vec<&[u8]>> {
 impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// The namespace seen through `txn`.
     pub fn new(txn: &'t mut Txn<'e, E>) -> Self {
-        Self { txn }
+        Self { txn, ids: None }
+    }
+
+    /// The namespace seen through `txn`, making new inodes with the ids of `ids` (a range the
+    /// caller reserved from a block it allocated with [`Namespace::allocate_block`]).
+    pub fn with_ids(txn: &'t mut Txn<'e, E>, ids: core::ops::Range<u64>) -> Self {
+        Self {
+            txn,
+            ids: Some(ids),
+        }
+    }
+
+    /// Takes the next block of [`ID_BLOCK`] inode ids from the counter (one small transaction
+    /// per block, so concurrent creates do not all conflict on the counter row).
+    pub fn allocate_block(&mut self) -> R<core::ops::Range<u64>> {
+        // Block 0 holds the reserved ids (root, GC root, virtual files).
+        let block = match self.txn.get(INODE_ALLOC)? {
+            Some(b) => decode::<u64>(&b)?,
+            None => 1,
+        };
+        self.txn.set(INODE_ALLOC, &encode(&(block + 1)));
+        Ok(block * ID_BLOCK..(block + 1) * ID_BLOCK)
     }
 
     /// The transaction underneath (for request-level records, see `request.rs`).
@@ -207,14 +231,14 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     fn alloc_id(&mut self) -> R<InodeId> {
-        // One counter row, read with a conflict range: concurrent creates serialize on it.
-        // 3FS hands out blocks of 4096 ids per meta server; that batching belongs to the machine.
-        let next = match self.txn.get(INODE_ALLOC)? {
-            Some(b) => decode::<u64>(&b)?,
-            None => 0x100, // Ids below are reserved (root, GC root, virtual files).
-        };
-        self.txn.set(INODE_ALLOC, &encode(&(next + 1)));
-        Ok(InodeId(next))
+        match &mut self.ids {
+            Some(ids) => match ids.next() {
+                Some(id) => Ok(InodeId(id)),
+                // The caller reserves as many ids as the request can make (`request.rs`).
+                None => Err(MetaError::Invalid("invalid argument")),
+            },
+            None => Ok(InodeId(self.allocate_block()?.start)),
+        }
     }
 
     /// Creates an inode of `kind` named by `path`; an existing name is returned with `false`.

@@ -95,6 +95,15 @@ impl MetaOp {
     pub fn mutates(&self) -> bool {
         !matches!(self, Self::Stat { .. } | Self::List { .. })
     }
+
+    /// The most inodes the request can make: the ids a server reserves for it.
+    pub fn ids_needed(&self) -> u64 {
+        match self {
+            Self::Create { .. } | Self::Symlink { .. } => 1,
+            Self::Mkdirs { path, .. } => super::split_path(path).map_or(0, |p| p.len() as u64),
+            _ => 0,
+        }
+    }
 }
 
 /// A successful answer.

@@ -13,11 +13,19 @@
 //! had an unknown outcome (so it must not assume the request did nothing), else the last error;
 //! clients retry both with the same request id.
 //!
+//! Inode ids come in blocks of 4096 from the KV counter (3FS §4.1), one small transaction per
+//! block, so concurrent creates on different servers do not all conflict on the counter row.
+//! A request that can make inodes reserves the ids it may use from the server's block when it
+//! starts and keeps them over its retries (an attempt whose commit was unknown either applied,
+//! and then its record answers the retry, or did not, and then the ids are still unused).
+//! Requests that find the block too small wait for the next one.
+//!
 //! Invariants: at most one running attempt per (client, request) (a duplicate request only
-//! updates where the answer goes); every I/O in flight belongs to a running request; at most
+//! updates where the answer goes); every I/O in flight belongs to running work; at most
 //! [`REQUESTS_MAX`] requests run at once (more are refused with `Kv(Unavailable)`, a retryable
-//! answer). A crash loses running requests, which is harmless: the server keeps nothing else.
-//! Not here: owner routing of file-length updates, sessions, GC workers, batching of inode ids.
+//! answer); no two running requests hold overlapping ids. A crash loses running requests and
+//! the rest of the block, which is harmless: ids are unique, not dense.
+//! Not here: owner routing of file-length updates, sessions, GC workers.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -25,7 +33,7 @@ use std::ops::Range;
 use core::time::Duration;
 
 use super::replay::{Fetched, Missing, ReplayKv};
-use super::request::{execute_with, MetaOp, MetaResult};
+use super::request::{execute_with, MetaAnswer, MetaOp, MetaResult};
 use super::{MetaError, Namespace, PathOp};
 use crate::bugs::MetaBug;
 use crate::ids::{ClientId, IoId, NodeId, RequestId};
@@ -83,10 +91,24 @@ pub struct MetaCounters {
     pub reads: u64,
 }
 
+/// What a running entry does.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+enum Work {
+    /// A client's request.
+    Request(MetaOp),
+    /// The next block of inode ids.
+    AllocIds,
+}
+
+/// The key of the server's own work (no client has this id).
+const SELF: ClientId = ClientId(u64::MAX);
+
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 struct Running {
-    reply_to: NodeId,
-    op: MetaOp,
+    reply_to: Option<NodeId>,
+    work: Work,
+    /// Inode ids reserved for the request.
+    ids: core::ops::Range<u64>,
     /// The attempt's clock reading, fixed so that every replay makes the same writes.
     now: u64,
     rows: ReplayKv,
@@ -104,6 +126,10 @@ pub struct MetaServer {
     running: BTreeMap<(ClientId, RequestId), Running>,
     ios: BTreeMap<IoId, (ClientId, RequestId)>,
     next_io: u64,
+    /// Unreserved ids of the current block.
+    pool: core::ops::Range<u64>,
+    /// Requests waiting for ids, in arrival order.
+    waiting: Vec<Key>,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -117,6 +143,8 @@ impl MetaServer {
             running: BTreeMap::new(),
             ios: BTreeMap::new(),
             next_io: io_base,
+            pool: 0..0,
+            waiting: Vec::new(),
             counters: Default::default(),
         }
     }
@@ -134,7 +162,7 @@ impl MetaServer {
     fn on_request(&mut self, from: NodeId, req: MetaReq, now: Instant, out: &mut Outbox<Self>) {
         let key = (req.client, req.request);
         if let Some(r) = self.running.get_mut(&key) {
-            r.reply_to = from; // A retry: answer where the client now listens.
+            r.reply_to = Some(from); // A retry: answer where the client now listens.
             return;
         }
         if self.running.len() >= REQUESTS_MAX {
@@ -145,9 +173,11 @@ impl MetaServer {
             };
             return out.send(from, Msg::MetaReply(reply));
         }
+        let need = req.op.ids_needed();
         let r = Running {
-            reply_to: from,
-            op: req.op,
+            reply_to: Some(from),
+            work: Work::Request(req.op),
+            ids: 0..0,
             now: now.0 / 1_000_000_000,
             rows: ReplayKv::default(),
             attempts: 1,
@@ -156,11 +186,51 @@ impl MetaServer {
             io: None,
         };
         self.running.insert(key, r);
-        self.step(key, out);
+        if need > 0 {
+            self.waiting.push(key);
+            return self.hand_out_ids(now, out);
+        }
+        self.step(key, now, out);
+    }
+
+    /// Gives waiting requests their ids in arrival order, fetching a new block when short.
+    fn hand_out_ids(&mut self, now: Instant, out: &mut Outbox<Self>) {
+        while let Some(&key) = self.waiting.first() {
+            let need = match self.running.get(&key).map(|r| &r.work) {
+                Some(Work::Request(op)) => op.ids_needed(),
+                _ => 0,
+            };
+            if self.pool.end - self.pool.start < need {
+                let alloc = (SELF, RequestId(0));
+                if !self.running.contains_key(&alloc) {
+                    let r = Running {
+                        reply_to: None,
+                        work: Work::AllocIds,
+                        ids: 0..0,
+                        now: now.0 / 1_000_000_000,
+                        rows: ReplayKv::default(),
+                        attempts: 1,
+                        unknown: false,
+                        answer: None,
+                        io: None,
+                    };
+                    self.running.insert(alloc, r);
+                    self.step(alloc, now, out);
+                }
+                return;
+            }
+            self.waiting.remove(0);
+            let start = self.pool.start;
+            self.pool.start += need;
+            if let Some(r) = self.running.get_mut(&key) {
+                r.ids = start..start + need;
+            }
+            self.step(key, now, out);
+        }
     }
 
     /// Replays the request on its rows: fetch the next missing row, commit, or answer.
-    fn step(&mut self, key: Key, out: &mut Outbox<Self>) {
+    fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
         let Some(r) = self.running.get_mut(&key) else {
             return;
         };
@@ -171,7 +241,14 @@ impl MetaServer {
         };
         let mut txn = Txn::new(&mut r.rows);
         let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
-        let answer = execute_with(&mut Namespace::new(&mut txn), &r.op, p, exactly_once);
+        let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
+        let answer = match &r.work {
+            Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
+            Work::AllocIds => ns.allocate_block().map(|ids| {
+                r.ids = ids;
+                MetaAnswer::Done
+            }),
+        };
         let mut commit = txn.to_commit_req();
         if self.cfg.bug == Some(MetaBug::SnapshotReads) {
             if let Ok(req) = &mut commit {
@@ -204,7 +281,7 @@ impl MetaServer {
                 self.submit(key, KvOp::Commit(req), None, out);
             }
             // A read-only request writes nothing: answer at once.
-            _ => self.answer(key, answer, out),
+            _ => self.answer(key, answer, now, out),
         }
     }
 
@@ -218,16 +295,26 @@ impl MetaServer {
         out.io(id, IoOp::Kv(op));
     }
 
-    fn answer(&mut self, key: Key, result: MetaResult, out: &mut Outbox<Self>) {
+    fn answer(&mut self, key: Key, result: MetaResult, now: Instant, out: &mut Outbox<Self>) {
         let Some(r) = self.running.remove(&key) else {
             return;
         };
+        if r.work == Work::AllocIds {
+            // A committed block replaces what is left of the old one (never reused); a failed
+            // allocation is tried again by the next request that waits.
+            if result.is_ok() {
+                self.pool = r.ids;
+            }
+            return self.hand_out_ids(now, out);
+        }
         self.counters.0.answered += 1;
         let reply = MetaReply {
             request: key.1,
             result,
         };
-        out.send(r.reply_to, Msg::MetaReply(reply));
+        if let Some(to) = r.reply_to {
+            out.send(to, Msg::MetaReply(reply));
+        }
     }
 
     fn on_io_done(&mut self, id: IoId, result: IoResult, now: Instant, out: &mut Outbox<Self>) {
@@ -258,11 +345,11 @@ impl MetaServer {
                     (None, None) => Fetched::Rows(Vec::new()),
                 };
                 r.rows.fill(version, miss, fetched);
-                self.step(key, out);
+                self.step(key, now, out);
             }
             (Ok(KvDone::Committed(_)), None) => {
                 let answer = r.answer.take().expect("a commit follows a final replay");
-                self.answer(key, answer, out);
+                self.answer(key, answer, now, out);
             }
             (Ok(_), _) => self.retry(key, KvError::Conflict, now, out),
             (Err(e), _) => self.retry(key, e, now, out),
@@ -280,7 +367,7 @@ impl MetaServer {
         }
         if r.attempts >= self.cfg.attempts_max {
             let e = if r.unknown { KvError::CommitUnknown } else { e };
-            return self.answer(key, Err(MetaError::Kv(e)), out);
+            return self.answer(key, Err(MetaError::Kv(e)), now, out);
         }
         r.attempts += 1;
         r.rows = ReplayKv::default();
@@ -293,7 +380,7 @@ impl MetaServer {
                 self.cfg.unavailable_wait.clone(),
             );
         } else {
-            self.step(key, out);
+            self.step(key, now, out);
         }
     }
 }
@@ -321,7 +408,7 @@ impl Machine for MetaServer {
             EventOf::IoDone { id, result } => self.on_io_done(id, result, now, out),
             EventOf::Timer(MetaTimer::Retry(c, r)) => {
                 if self.running.get(&(c, r)).is_some_and(|r| r.io.is_none()) {
-                    self.step((c, r), out);
+                    self.step((c, r), now, out);
                 }
             }
             EventOf::Call { call, .. } => match call {},
@@ -337,8 +424,26 @@ impl Machine for MetaServer {
                 "meta I/O {id:?} without its running request"
             );
         }
+        let mut held: Vec<&core::ops::Range<u64>> = self
+            .running
+            .values()
+            .filter(|r| matches!(r.work, Work::Request(_)) && !r.ids.is_empty())
+            .map(|r| &r.ids)
+            .chain(Some(&self.pool).filter(|p| !p.is_empty()))
+            .collect();
+        held.sort_by_key(|r| r.start);
+        assert!(
+            held.windows(2).all(|w| w[0].end <= w[1].start),
+            "two requests hold the same inode ids"
+        );
         for r in self.running.values() {
             assert!(r.attempts <= self.cfg.attempts_max);
+        }
+        for k in &self.waiting {
+            assert!(
+                self.running.contains_key(k),
+                "a waiting request is not running"
+            );
         }
     }
 }

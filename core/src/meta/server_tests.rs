@@ -155,10 +155,14 @@ fn unavailability_backs_off_and_posix_errors_are_final() {
 #[test]
 fn a_duplicate_request_while_running_is_not_started_twice() {
     let (mut m, _kv) = setup();
+    let rm = MetaOp::Remove {
+        path: "/x".into(),
+        recursive: false,
+    };
     let mut out = Outbox::new();
-    m.handle(Instant::ZERO, request(1, mkdir("/x")), &mut out);
+    m.handle(Instant::ZERO, request(1, rm.clone()), &mut out);
     let first = out.drain().len();
-    m.handle(Instant::ZERO, request(1, mkdir("/x")), &mut out);
+    m.handle(Instant::ZERO, request(1, rm), &mut out);
     assert_eq!(first, 1, "one KV read issued");
     assert!(out.drain().is_empty(), "the duplicate issued nothing");
     assert_eq!(m.running(), 1);
@@ -187,5 +191,39 @@ fn a_late_duplicate_of_a_failed_request_stays_failed() {
     assert!(
         transact(&mut kv, |ns| ns.stat("/x", false)).is_ok(),
         "/x survives"
+    );
+}
+
+#[test]
+fn one_block_of_inode_ids_serves_many_creates() {
+    let (mut m, mut kv) = setup();
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let create = MetaOp::Create {
+            path: format!("/f{i}"),
+            perm: 0o644,
+            exclusive: true,
+        };
+        match run(&mut m, &mut kv, request(i + 1, create), |_, _| {}).as_slice() {
+            [Ok(MetaAnswer::Inode(inode))] => ids.push(inode.id.0),
+            other => panic!("create {i}: {other:?}"),
+        }
+    }
+    let r = run(&mut m, &mut kv, request(99, mkdir("/a/b/c")), |_, _| {});
+    assert!(matches!(r.as_slice(), [Ok(_)]));
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 40, "ids are unique");
+    assert!(
+        ids.iter().all(|&id| id >= super::keys::ID_BLOCK),
+        "block 0 stays reserved"
+    );
+    let counter = crate::kv::Txn::new(&mut kv)
+        .get(super::keys::INODE_ALLOC)
+        .unwrap();
+    let blocks: u64 = crate::mgmtd::store::decode(&counter.unwrap()).unwrap();
+    assert_eq!(
+        blocks, 2,
+        "one block (number 1) was allocated for 43 inodes"
     );
 }

@@ -189,6 +189,8 @@ fn simulated() -> ExitCode {
             M::Mkdirs { .. } => "mkdir",
             M::Symlink { .. } => "symlink",
             M::Hardlink { .. } => "link",
+            M::Open { .. } => "open",
+            M::Close { .. } => "close",
         };
         *by_type.entry(t).or_default() += 1;
     }

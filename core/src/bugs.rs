@@ -157,17 +157,24 @@ pub enum MetaBug {
     /// Commits carry no read-conflict ranges: two requests that read the same rows both
     /// commit (two O_EXCL creates of one name both succeed, racing renames lose an entry).
     SnapshotReads,
+    /// GC frees unlinked files even while a write session holds them (3FS defers them).
+    GcIgnoresSessions,
 }
 
 impl MetaBug {
     /// Every meta bug.
-    pub const ALL: [Self; 2] = [Self::SkipIdempotency, Self::SnapshotReads];
+    pub const ALL: [Self; 3] = [
+        Self::SkipIdempotency,
+        Self::SnapshotReads,
+        Self::GcIgnoresSessions,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
             Self::SkipIdempotency => "meta-skip-idempotency",
             Self::SnapshotReads => "meta-snapshot-reads",
+            Self::GcIgnoresSessions => "meta-gc-ignores-sessions",
         }
     }
 
@@ -180,6 +187,7 @@ impl MetaBug {
             Self::SnapshotReads => {
                 "meta commits without read conflicts (snapshot isolation, write skew)"
             }
+            Self::GcIgnoresSessions => "GC frees unlinked files still held by write sessions",
         }
     }
 

@@ -164,6 +164,17 @@ impl NsGenerator {
         p
     }
 
+    /// Whether the next operation closes one of the client's `open` write sessions (drawn
+    /// only while it holds some, so streams without opens are unchanged).
+    pub fn wants_close(&mut self, open: usize) -> bool {
+        open > 0 && self.rng.chance(0.3)
+    }
+
+    /// The length hint a closing writer reports (the end of its last write).
+    pub fn length_hint(&mut self) -> u64 {
+        self.rng.below(1 << 20)
+    }
+
     /// The next operation, or `None` when the budget is spent.
     pub fn next_op(&mut self) -> Option<MetaOp> {
         if self.w.ops_per_client.is_some_and(|n| self.issued >= n) {
@@ -227,9 +238,15 @@ impl NsGenerator {
                     existing: self.path(depth),
                     path: self.path(depth),
                 },
-                75..=89 => MetaOp::Stat {
+                75..=81 => MetaOp::Stat {
                     path: self.path(depth),
                     follow: self.rng.chance(0.5),
+                },
+                // An open for write; the driver fills in the session id and closes it later.
+                82..=89 => MetaOp::Open {
+                    path: self.path(depth),
+                    write: true,
+                    session: 0,
                 },
                 _ => MetaOp::List {
                     path: if self.w.mix == NsMix::OneDir {

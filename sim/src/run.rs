@@ -272,8 +272,12 @@ fn phases(w: &mut World) -> Outcome {
         // that as few as possible stay open, then compare with the KV's final tree.
         let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
         w.run_until(bound, |w| !w.ns_busy());
+        // Then let GC catch up: every GC entry processed at least once.
+        let gc_bound = Instant(w.sim.now().0 + 5_000_000_000);
+        w.run_until(gc_bound, |w| w.gc_idle());
+        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, w.gc_idle());
         let initial = crate::world::ns_client::initial_dirs(ns.dirs);
-        match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
+        let order = match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
             Ok(listing) => {
                 let v = check::namespace::check(&w.sim.ns_history, &initial, Some(listing.clone()));
                 if v.failed() && w.sim.log {
@@ -286,8 +290,13 @@ fn phases(w: &mut World) -> Outcome {
                 v
             }
             Err(e) => Verdict::Fail(e),
-        }
+        };
+        (order, fsck)
     });
+    let (namespace, fsck) = match namespace {
+        Some((a, b)) => (Some(a), Some(b)),
+        None => (None, None),
+    };
     let expected = |v: Verdict, allowed: bool| match v {
         Verdict::Fail(d) if allowed => Verdict::Expected(format!("the scenario expects this: {d}")),
         v => v,
@@ -305,6 +314,9 @@ fn phases(w: &mut World) -> Outcome {
     if let Some(v) = &namespace {
         verdicts.push(("namespace serializable", v.clone()));
     }
+    if let Some(v) = &fsck {
+        verdicts.push(("namespace integrity", v.clone()));
+    }
     verdicts.push(("converged (liveness)", liveness.clone()));
     verdicts.push(("halts", halts));
     let no_ns = Verdict::Pass(String::new());
@@ -318,6 +330,7 @@ fn phases(w: &mut World) -> Outcome {
             "namespace serializable",
             namespace.as_ref().unwrap_or(&no_ns),
         ),
+        ("namespace integrity", fsck.as_ref().unwrap_or(&no_ns)),
     ];
     let (exit, reason) = if audit.failed() {
         (

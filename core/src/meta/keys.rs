@@ -1,7 +1,8 @@
 //! The KV key layout of the namespace (3FS §4.1): `INOD` + inode id (little-endian, so
 //! consecutive ids spread over shards), `DENT` + parent id (little-endian) + raw name bytes (so
 //! one directory's entries are one range, in name order), `IDEM` + client + request for
-//! idempotency records, and the inode id allocator's counter.
+//! idempotency records, `INOS` + inode + client + session for write sessions, and the inode id
+//! allocator's counter.
 //!
 //! Invariant: no key of one kind is a prefix of a key of another kind. Not here: value encoding
 //! (the wire codec, `mod.rs`).
@@ -12,6 +13,7 @@ use crate::kv::{Key, KeyRange};
 const INODE: &[u8] = b"INOD";
 const DIRENT: &[u8] = b"DENT";
 const IDEM: &[u8] = b"IDEM";
+const SESSION: &[u8] = b"INOS";
 /// The inode id allocator's counter, in blocks of [`ID_BLOCK`] ids (3FS: a 52-bit counter whose
 /// value v stands for ids `v << 12 | 0..4095`, sharded 32 ways; one row here).
 pub const INODE_ALLOC: &[u8] = b"SING-inode-alloc";
@@ -55,6 +57,41 @@ pub fn dirent_range(parent: InodeId, after: &[u8]) -> KeyRange {
 /// The name part of an entry key of `parent`.
 pub fn name_of(parent: InodeId, key: &[u8]) -> &[u8] {
     &key[dirent_key(parent, b"").len()..]
+}
+
+/// The write session `session` of `client` on file `inode`.
+pub fn session_key(inode: InodeId, client: ClientId, session: u64) -> Key {
+    let mut k = SESSION.to_vec();
+    k.extend_from_slice(&inode.0.to_le_bytes());
+    k.extend_from_slice(&client.0.to_be_bytes());
+    k.extend_from_slice(&session.to_be_bytes());
+    k
+}
+
+/// Every write session of file `inode`.
+pub fn session_range(inode: InodeId) -> KeyRange {
+    let mut p = SESSION.to_vec();
+    p.extend_from_slice(&inode.0.to_le_bytes());
+    KeyRange::prefix(&p)
+}
+
+/// The parent and name of an entry key, if `key` is one.
+pub fn parse_dirent_key(key: &[u8]) -> Option<(InodeId, &[u8])> {
+    let rest = key.strip_prefix(DIRENT)?;
+    let id = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?);
+    Some((InodeId(id), &rest[8..]))
+}
+
+/// The inode of an inode key, if `key` is one.
+pub fn parse_inode_key(key: &[u8]) -> Option<InodeId> {
+    let rest = key.strip_prefix(INODE)?;
+    Some(InodeId(u64::from_le_bytes(rest.try_into().ok()?)))
+}
+
+/// The file of a session key, if `key` is one.
+pub fn parse_session_key(key: &[u8]) -> Option<InodeId> {
+    let rest = key.strip_prefix(SESSION)?;
+    Some(InodeId(u64::from_le_bytes(rest.get(..8)?.try_into().ok()?)))
 }
 
 /// The idempotency record of `request` from `client`.

@@ -21,6 +21,7 @@
 //! Not here: storing layouts in inodes (the chain-range placement itself is [`placement`]), file
 //! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
 
+mod gc;
 mod keys;
 mod ops;
 pub mod placement;
@@ -29,11 +30,17 @@ pub mod request;
 pub mod server;
 #[cfg(test)]
 mod server_tests;
+mod session;
 #[cfg(test)]
 mod tests;
 
-pub use keys::{dirent_key, dirent_range, idem_key, inode_key};
+pub use gc::GcStats;
+pub use keys::{
+    dirent_key, dirent_range, idem_key, inode_key, parse_dirent_key, parse_inode_key,
+    parse_session_key, session_key, session_range,
+};
 pub use ops::{split_path, transact, Namespace, PathOp};
+pub use session::FileSession;
 
 use crate::ids::{InodeId, RequestId};
 use crate::kv::KvError;

@@ -125,18 +125,18 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         }
     }
 
-    fn put_inode(&mut self, i: &Inode) {
+    pub(super) fn put_inode(&mut self, i: &Inode) {
         self.txn.set(&inode_key(i.id), &encode(i));
     }
 
-    fn entry(&mut self, parent: InodeId, name: &[u8]) -> R<Option<DirEntry>> {
+    pub(super) fn entry(&mut self, parent: InodeId, name: &[u8]) -> R<Option<DirEntry>> {
         match self.txn.get(&dirent_key(parent, name))? {
             Some(b) => Ok(Some(decode(&b)?)),
             None => Ok(None),
         }
     }
 
-    fn put_entry(&mut self, parent: InodeId, name: &[u8], e: &DirEntry) {
+    pub(super) fn put_entry(&mut self, parent: InodeId, name: &[u8], e: &DirEntry) {
         self.txn.set(&dirent_key(parent, name), &encode(e));
     }
 
@@ -356,7 +356,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
 
     /// Drops one name of `inode`; at nlink 0 (or for a directory) the inode moves under the GC
     /// root, whose workers free its chunks later (§4.5).
-    fn unlink_inode(&mut self, mut inode: Inode, now: u64) {
+    pub(super) fn unlink_inode(&mut self, mut inode: Inode, now: u64) {
         inode.nlink = inode.nlink.saturating_sub(1);
         inode.ctime = now;
         if inode.nlink == 0 || inode.is_dir() {
@@ -376,7 +376,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.put_inode(&inode);
     }
 
-    fn is_empty_dir(&mut self, id: InodeId) -> R<bool> {
+    pub(super) fn is_empty_dir(&mut self, id: InodeId) -> R<bool> {
         Ok(self.txn.range(&dirent_range(id, b""), 1)?.is_empty())
     }
 

@@ -88,12 +88,33 @@ pub enum MetaOp {
         /// Destination.
         to: String,
     },
+    /// open of an existing file; for write, a write session `session` (the client's id for it).
+    Open {
+        /// The path (symlinks followed).
+        path: String,
+        /// Open for write (stores a session).
+        write: bool,
+        /// The session id.
+        session: u64,
+    },
+    /// close of write session `session` on `inode`, with the writer's length hint.
+    Close {
+        /// The file.
+        inode: crate::ids::InodeId,
+        /// The session id given at open.
+        session: u64,
+        /// Max end offset written, if any.
+        length: Option<u64>,
+    },
 }
 
 impl MetaOp {
     /// Whether the request changes the namespace (and so needs an idempotency record).
     pub fn mutates(&self) -> bool {
-        !matches!(self, Self::Stat { .. } | Self::List { .. })
+        !matches!(
+            self,
+            Self::Stat { .. } | Self::List { .. } | Self::Open { write: false, .. }
+        )
     }
 
     /// The most inodes the request can make: the ids a server reserves for it.
@@ -186,6 +207,19 @@ fn apply<E: KvEngine + ?Sized>(
             ns.rename(from, to, p)?;
             Done
         }
+        MetaOp::Open {
+            path,
+            write,
+            session,
+        } => I(ns.open(path, *write, *session, p)?),
+        MetaOp::Close {
+            inode,
+            session,
+            length,
+        } => {
+            ns.close(*inode, *session, *length, p)?;
+            Done
+        }
     })
 }
 
@@ -251,6 +285,26 @@ impl Wire for MetaOp {
                 put_str(enc, from);
                 put_str(enc, to);
             }
+            Self::Open {
+                path,
+                write,
+                session,
+            } => {
+                enc.u8(8);
+                put_str(enc, path);
+                write.encode(enc);
+                session.encode(enc);
+            }
+            Self::Close {
+                inode,
+                session,
+                length,
+            } => {
+                enc.u8(9);
+                inode.encode(enc);
+                session.encode(enc);
+                length.encode(enc);
+            }
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -289,6 +343,16 @@ impl Wire for MetaOp {
             7 => Self::Rename {
                 from: get_str(dec)?,
                 to: get_str(dec)?,
+            },
+            8 => Self::Open {
+                path: get_str(dec)?,
+                write: Wire::decode(dec)?,
+                session: Wire::decode(dec)?,
+            },
+            9 => Self::Close {
+                inode: Wire::decode(dec)?,
+                session: Wire::decode(dec)?,
+                length: Wire::decode(dec)?,
             },
             t => return Err(DecodeError::UnknownTag(t)),
         })

@@ -25,7 +25,9 @@
 //! [`REQUESTS_MAX`] requests run at once (more are refused with `Kv(Unavailable)`, a retryable
 //! answer); no two running requests hold overlapping ids. A crash loses running requests and
 //! the rest of the block, which is harmless: ids are unique, not dense.
-//! Not here: owner routing of file-length updates, sessions, GC workers.
+//! GC (§4.5) runs as the server's own work too: every `gc_interval` one bounded step over the
+//! GC root (`gc.rs`), continuing where the last one stopped.
+//! Not here: owner routing of file-length updates, session pruning, freeing chunks on storage.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -57,6 +59,10 @@ pub struct MetaConfig {
     pub unavailable_wait: Range<Duration>,
     /// A planted bug (simulation only).
     pub bug: Option<MetaBug>,
+    /// Period of GC steps (3FS scans every 200 ms); `None` disables GC on this server.
+    pub gc_interval: Option<Range<Duration>>,
+    /// GC entries (and directory children) one GC step handles.
+    pub gc_batch: usize,
 }
 
 impl MetaConfig {
@@ -67,6 +73,8 @@ impl MetaConfig {
             attempts_max: 16,
             unavailable_wait: Duration::from_millis(100)..Duration::from_millis(200),
             bug: None,
+            gc_interval: Some(Duration::from_millis(200)..Duration::from_millis(300)),
+            gc_batch: 32,
         }
     }
 }
@@ -76,6 +84,8 @@ impl MetaConfig {
 pub enum MetaTimer {
     /// Start the next attempt of a request after `Unavailable`.
     Retry(ClientId, RequestId),
+    /// Run the next GC step.
+    Gc,
 }
 
 /// Counters a driver can report.
@@ -89,6 +99,10 @@ pub struct MetaCounters {
     pub commit_unknown: u64,
     /// KV reads issued.
     pub reads: u64,
+    /// Inodes (files, symlinks, directories) freed by GC.
+    pub gc_freed: u64,
+    /// GC entries skipped because a write session held the file.
+    pub gc_busy: u64,
 }
 
 /// What a running entry does.
@@ -98,6 +112,8 @@ enum Work {
     Request(MetaOp),
     /// The next block of inode ids.
     AllocIds,
+    /// One GC step.
+    Gc,
 }
 
 /// The key of the server's own work (no client has this id).
@@ -109,6 +125,8 @@ struct Running {
     work: Work,
     /// Inode ids reserved for the request.
     ids: core::ops::Range<u64>,
+    /// A GC step's outcome, from its final replay.
+    gc: Option<(super::GcStats, Vec<u8>)>,
     /// The attempt's clock reading, fixed so that every replay makes the same writes.
     now: u64,
     rows: ReplayKv,
@@ -117,6 +135,23 @@ struct Running {
     /// The answer of the final replay, waiting for its commit.
     answer: Option<MetaResult>,
     io: Option<(IoId, Option<Missing>)>,
+}
+
+impl Running {
+    fn new(reply_to: Option<NodeId>, work: Work, now: Instant) -> Self {
+        Self {
+            reply_to,
+            work,
+            ids: 0..0,
+            gc: None,
+            now: now.0 / 1_000_000_000,
+            rows: ReplayKv::default(),
+            attempts: 1,
+            unknown: false,
+            answer: None,
+            io: None,
+        }
+    }
 }
 
 /// The meta server.
@@ -130,6 +165,8 @@ pub struct MetaServer {
     pool: core::ops::Range<u64>,
     /// Requests waiting for ids, in arrival order.
     waiting: Vec<Key>,
+    /// The GC entry the next GC step continues after.
+    gc_after: Vec<u8>,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -145,6 +182,7 @@ impl MetaServer {
             next_io: io_base,
             pool: 0..0,
             waiting: Vec::new(),
+            gc_after: Vec::new(),
             counters: Default::default(),
         }
     }
@@ -174,23 +212,21 @@ impl MetaServer {
             return out.send(from, Msg::MetaReply(reply));
         }
         let need = req.op.ids_needed();
-        let r = Running {
-            reply_to: Some(from),
-            work: Work::Request(req.op),
-            ids: 0..0,
-            now: now.0 / 1_000_000_000,
-            rows: ReplayKv::default(),
-            attempts: 1,
-            unknown: false,
-            answer: None,
-            io: None,
-        };
+        let r = Running::new(Some(from), Work::Request(req.op), now);
         self.running.insert(key, r);
         if need > 0 {
             self.waiting.push(key);
             return self.hand_out_ids(now, out);
         }
         self.step(key, now, out);
+    }
+
+    /// Starts the server's own `work` under `key` unless it is already running.
+    fn start_own(&mut self, key: Key, work: Work, now: Instant, out: &mut Outbox<Self>) {
+        if let std::collections::btree_map::Entry::Vacant(e) = self.running.entry(key) {
+            e.insert(Running::new(None, work, now));
+            self.step(key, now, out);
+        }
     }
 
     /// Gives waiting requests their ids in arrival order, fetching a new block when short.
@@ -202,21 +238,7 @@ impl MetaServer {
             };
             if self.pool.end - self.pool.start < need {
                 let alloc = (SELF, RequestId(0));
-                if !self.running.contains_key(&alloc) {
-                    let r = Running {
-                        reply_to: None,
-                        work: Work::AllocIds,
-                        ids: 0..0,
-                        now: now.0 / 1_000_000_000,
-                        rows: ReplayKv::default(),
-                        attempts: 1,
-                        unknown: false,
-                        answer: None,
-                        io: None,
-                    };
-                    self.running.insert(alloc, r);
-                    self.step(alloc, now, out);
-                }
+                self.start_own(alloc, Work::AllocIds, now, out);
                 return;
             }
             self.waiting.remove(0);
@@ -248,6 +270,17 @@ impl MetaServer {
                 r.ids = ids;
                 MetaAnswer::Done
             }),
+            Work::Gc => ns
+                .gc_step(
+                    &self.gc_after,
+                    self.cfg.gc_batch,
+                    p.now,
+                    self.cfg.bug != Some(MetaBug::GcIgnoresSessions),
+                )
+                .map(|out| {
+                    r.gc = Some(out);
+                    MetaAnswer::Done
+                }),
         };
         let mut commit = txn.to_commit_req();
         if self.cfg.bug == Some(MetaBug::SnapshotReads) {
@@ -299,6 +332,17 @@ impl MetaServer {
         let Some(r) = self.running.remove(&key) else {
             return;
         };
+        if r.work == Work::Gc {
+            if let (Ok(_), Some((stats, next))) = (&result, r.gc) {
+                self.gc_after = next;
+                self.counters.0.gc_freed += u64::from(stats.freed + stats.dirs);
+                self.counters.0.gc_busy += u64::from(stats.busy);
+            }
+            if let Some(every) = self.cfg.gc_interval.clone() {
+                out.set_timer(MetaTimer::Gc, every);
+            }
+            return;
+        }
         if r.work == Work::AllocIds {
             // A committed block replaces what is left of the old one (never reused); a failed
             // allocation is tried again by the next request that waits.
@@ -391,7 +435,11 @@ impl Machine for MetaServer {
     type Call = NoCall;
     type Ret = NoCall;
 
-    fn start(&mut self, _now: Instant, _out: &mut Outbox<Self>) {}
+    fn start(&mut self, _now: Instant, out: &mut Outbox<Self>) {
+        if let Some(every) = self.cfg.gc_interval.clone() {
+            out.set_timer(MetaTimer::Gc, every);
+        }
+    }
 
     fn handle(
         &mut self,
@@ -406,6 +454,9 @@ impl Machine for MetaServer {
             } => self.on_request(from, req, now, out),
             EventOf::Recv { .. } => {}
             EventOf::IoDone { id, result } => self.on_io_done(id, result, now, out),
+            EventOf::Timer(MetaTimer::Gc) => {
+                self.start_own((SELF, RequestId(1)), Work::Gc, now, out);
+            }
             EventOf::Timer(MetaTimer::Retry(c, r)) => {
                 if self.running.get(&(c, r)).is_some_and(|r| r.io.is_none()) {
                     self.step((c, r), now, out);

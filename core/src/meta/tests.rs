@@ -262,3 +262,39 @@ fn concurrent_creates_of_one_name_serialize() {
         "the retry sees the winner's file"
     );
 }
+
+#[test]
+fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
+    let mut kv = fresh();
+    tx(&mut kv, |ns| ns.mkdirs("/d/e", 0o755, true, op(1))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/d/e/f", 0o644, false, op(2))).unwrap();
+    let g = tx(&mut kv, |ns| ns.create("/g", 0o644, false, op(3))).unwrap();
+    let link = tx(&mut kv, |ns| ns.hardlink("/d/e/f", "/f2", op(4)));
+    assert!(link.is_ok());
+    tx(&mut kv, |ns| ns.open("/g", true, 77, op(5))).unwrap();
+    tx(&mut kv, |ns| ns.remove("/g", false, op(6))).unwrap();
+    tx(&mut kv, |ns| ns.remove("/d", true, op(7))).unwrap();
+    // Run GC steps until nothing changes: /d and /d/e are freed; /d/e/f keeps its other name;
+    // /g waits for its writer.
+    let mut total = GcStats::default();
+    for _ in 0..10 {
+        let (s, _) = tx(&mut kv, |ns| ns.gc_step(b"", 2, 100, true)).unwrap();
+        total.freed += s.freed;
+        total.dirs += s.dirs;
+        total.busy += s.busy;
+    }
+    assert_eq!(total.dirs, 2, "both directories freed");
+    assert_eq!(total.freed, 0, "nothing else freed yet");
+    assert!(total.busy > 0, "the held file was seen and deferred");
+    assert_eq!(tx(&mut kv, |ns| ns.stat("/f2", false)).unwrap().nlink, 1);
+    assert!(tx(&mut kv, |ns| ns.inode(f.id)).is_ok());
+    // The writer closes with a length hint; the next step frees the file.
+    let closed = tx(&mut kv, |ns| ns.close(g.id, 77, Some(4096), op(8))).unwrap();
+    assert!(matches!(closed.kind, InodeKind::File { length: 4096, .. }));
+    let (s, _) = tx(&mut kv, |ns| ns.gc_step(b"", 8, 101, true)).unwrap();
+    assert_eq!(s.freed, 1);
+    assert_eq!(tx(&mut kv, |ns| ns.inode(g.id)), Err(MetaError::NotFound));
+    assert!(tx(&mut kv, |ns| ns.list_dir(GC_ROOT, b"", 8))
+        .unwrap()
+        .is_empty());
+}

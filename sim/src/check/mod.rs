@@ -10,6 +10,7 @@
 pub mod history;
 pub mod linearizability;
 pub mod namespace;
+pub mod ns_fsck;
 pub mod ns_model;
 pub mod regular;
 

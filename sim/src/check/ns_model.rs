@@ -313,6 +313,15 @@ impl Tree {
                 self.unlink(id);
                 Ok(Abstract::Done)
             }
+            MetaOp::Open { path, write, .. } => {
+                let id = self.resolve(path, true)?;
+                if *write && self.is_dir(id) {
+                    return Err(MetaError::IsDir);
+                }
+                Ok(Abstract::Kind(self.kind(id)))
+            }
+            // Sessions are invisible in the tree: they only hold back GC (checked by fsck).
+            MetaOp::Close { .. } => Ok(Abstract::Done),
             MetaOp::Rename { from, to } => {
                 let (sp, sn) = self.parent_of(from)?;
                 let (dp, dn) = self.parent_of(to)?;

@@ -55,6 +55,9 @@ impl World {
         }
         if let Some(d) = &mut n.ctx.ns {
             d.running = None; // Likewise open in the namespace history.
+                              // Its write sessions belong to the dead incarnation: only pruning (not modelled)
+                              // could end them, so they hold their files back from GC for good.
+            d.open.clear();
         }
         let name = n.ctx.name.clone();
         self.sim.note("fault", &name, format!("crash ({why})"));

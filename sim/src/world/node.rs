@@ -185,6 +185,8 @@ pub fn counters_of(p: &Proc) -> ProcCounters {
                 ("meta.answered", m.counters().answered),
                 ("meta.retries", m.counters().retries),
                 ("meta.commit_unknown", m.counters().commit_unknown),
+                ("meta.gc_freed", m.counters().gc_freed),
+                ("meta.gc_busy", m.counters().gc_busy),
             ],
             Vec::new(),
         ),
@@ -368,6 +370,9 @@ impl Layout {
             Role::Meta => {
                 let mut cfg = MetaConfig::new(ctx.id);
                 cfg.bug = self.meta_bug;
+                cfg.gc_interval = cfg
+                    .gc_interval
+                    .map(|r| self.scale(r.start)..self.scale(r.end));
                 cfg.unavailable_wait =
                     self.scale(cfg.unavailable_wait.start)..self.scale(cfg.unavailable_wait.end);
                 Proc::Meta(Box::new(MetaServer::new(cfg, ctx.incarnation << 40)))

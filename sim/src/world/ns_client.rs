@@ -23,8 +23,10 @@ pub const NS_REQUEST_BIT: u64 = 1 << 63;
 pub struct NsDriver {
     /// The operation stream.
     pub gen: NsGenerator,
-    /// The running call: request id and its history index.
-    pub running: Option<(RequestId, usize)>,
+    /// The running call: request id, its history index, and whether it opens for write.
+    pub running: Option<(RequestId, usize, bool)>,
+    /// Write sessions this client holds: file and session id.
+    pub open: Vec<(t3fs_core::ids::InodeId, u64)>,
     next_req: u64,
 }
 
@@ -34,6 +36,7 @@ impl NsDriver {
         Self {
             gen: NsGenerator::new(w, rng),
             running: None,
+            open: Vec::new(),
             next_req: 0,
         }
     }
@@ -109,12 +112,30 @@ impl World {
         if d.running.is_some() {
             return;
         }
-        let Some(op) = d.gen.next_op() else { return };
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
+        let op = if d.gen.wants_close(d.open.len()) {
+            let (inode, session) = d.open.remove(0);
+            MetaOp::Close {
+                inode,
+                session,
+                length: Some(d.gen.length_hint()),
+            }
+        } else {
+            match d.gen.next_op() {
+                Some(MetaOp::Open { path, write, .. }) => MetaOp::Open {
+                    path,
+                    write,
+                    session: req.0,
+                },
+                Some(op) => op,
+                None => return,
+            }
+        };
+        let opens = matches!(op, MetaOp::Open { write: true, .. });
         let now = self.sim.now().0;
         let index = self.sim.ns_history.invoke(n.ctx.index, op.clone(), now);
-        d.running = Some((req, index));
+        d.running = Some((req, index, opens));
         self.drive(i, Input::Call(req, ClientCall::Meta(op)));
     }
 
@@ -127,13 +148,18 @@ impl World {
         let Some(d) = n.ctx.ns.as_mut() else {
             return true;
         };
-        let Some((running, index)) = d.running else {
+        let Some((running, index, opens)) = d.running else {
             return true;
         };
         if running != req {
             return true;
         }
         d.running = None;
+        if let (true, Ok(t3fs_core::meta::request::MetaAnswer::Inode(i))) = (opens, result) {
+            if !i.is_dir() {
+                d.open.push((i.id, req.0));
+            }
+        }
         let now = self.sim.now().0;
         self.sim.ns_history.ret(index, result.clone(), now);
         if !self.sim.workload_stopped {
@@ -142,6 +168,24 @@ impl World {
             self.sim.schedule_in(think, Ev::NsNext { node: i, inc });
         }
         true
+    }
+
+    /// Whether GC has nothing left it could do: every GC entry is a file held by a write
+    /// session (read from the KV's latest rows).
+    pub fn gc_idle(&self) -> bool {
+        use t3fs_core::meta::{parse_dirent_key, session_range, DirEntry, EntryKind, GC_ROOT};
+        let rows = self.sim.kv.kv.latest();
+        rows.iter()
+            .filter_map(|(k, v)| match parse_dirent_key(k) {
+                Some((p, _)) if p == GC_ROOT => t3fs_core::mgmtd::store::decode::<DirEntry>(v).ok(),
+                _ => None,
+            })
+            .all(|e| {
+                e.kind == EntryKind::File && {
+                    let r = session_range(e.inode);
+                    rows.iter().any(|(k, _)| r.contains(k))
+                }
+            })
     }
 
     /// Whether any client still waits for a namespace answer.

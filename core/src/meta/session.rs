@@ -1,0 +1,76 @@
+//! Write sessions and file length hints (3FS §4.3 open/close/sync, §4.4): an open for write
+//! stores a `FileSession` row under the file, which keeps GC from freeing the file's data while
+//! the writer may still write (§4.5); close removes it and adopts the writer's length hint.
+//!
+//! Invariants: a session row names an existing file inode (GC frees an inode only once it has
+//! no session rows); a length hint only ever grows `length` (shrinking is truncate's, which
+//! bumps `truncate_ver`). Not here: session pruning for dead clients (driven by mgmtd's client
+//! sessions in 3FS), the query of storage for a precise length, truncate, owner batching.
+
+use super::keys::session_key;
+use super::ops::Namespace;
+use super::{Inode, InodeKind, MetaError, PathOp};
+use crate::ids::{ClientId, InodeId};
+use crate::kv::KvEngine;
+use crate::mgmtd::store::encode;
+use crate::wire_struct;
+
+/// A write session (3FS `FileSession`).
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct FileSession {
+    /// The writer.
+    pub client: ClientId,
+    /// The writer's session id (its open request's id).
+    pub session: u64,
+    /// When it was opened (the meta server's clock, seconds).
+    pub opened: u64,
+}
+wire_struct!(FileSession {
+    client,
+    session,
+    opened
+});
+
+type R<T> = Result<T, MetaError>;
+
+impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
+    /// open of an existing path (following symlinks); for write, a session row `session` of
+    /// the asking client. A directory cannot be opened for write (EISDIR).
+    pub fn open(&mut self, path: &str, write: bool, session: u64, op: PathOp) -> R<Inode> {
+        let inode = self.resolve(path, true)?;
+        if write {
+            if inode.is_dir() {
+                return Err(MetaError::IsDir);
+            }
+            let s = FileSession {
+                client: op.client,
+                session,
+                opened: op.now,
+            };
+            self.txn()
+                .set(&session_key(inode.id, op.client, session), &encode(&s));
+        }
+        Ok(inode)
+    }
+
+    /// close of the asking client's session `session` on `inode`, adopting a length hint
+    /// larger than the stored length (the writer's max offset + length).
+    pub fn close(
+        &mut self,
+        inode: InodeId,
+        session: u64,
+        length: Option<u64>,
+        op: PathOp,
+    ) -> R<Inode> {
+        self.txn().clear(&session_key(inode, op.client, session));
+        let mut i = self.inode(inode)?;
+        if let (InodeKind::File { length: stored, .. }, Some(hint)) = (&mut i.kind, length) {
+            if hint > *stored {
+                *stored = hint;
+                i.mtime = op.now;
+                self.put_inode(&i);
+            }
+        }
+        Ok(i)
+    }
+}

@@ -1,0 +1,120 @@
+//! The namespace's structural check after a run (an fsck over the KV's rows): every entry
+//! names an inode of its kind; every directory has exactly one name and its parent pointer and
+//! own name match that entry; a file's link count equals the entries naming it; every inode is
+//! reachable from the root or the GC root (nothing leaked); and once GC has caught up, the GC
+//! root holds only files still held by a write session.
+//!
+//! Invariant: reads only the final rows; says `Fail` with the first inconsistency found. Not
+//! here: whether the tree is the right one (the serializability checker says that).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use t3fs_core::ids::InodeId;
+use t3fs_core::kv::mem::MemKv;
+use t3fs_core::meta::{
+    parse_dirent_key, parse_inode_key, parse_session_key, DirEntry, Inode, InodeKind, GC_ROOT, ROOT,
+};
+use t3fs_core::mgmtd::store::decode;
+
+use super::Verdict;
+
+/// Checks the namespace rows of `kv`; `gc_done`: GC had time to catch up.
+pub fn fsck(kv: &MemKv, gc_done: bool) -> Verdict {
+    match check(kv, gc_done) {
+        Ok(s) => Verdict::Pass(s),
+        Err(e) => Verdict::Fail(e),
+    }
+}
+
+fn check(kv: &MemKv, gc_done: bool) -> Result<String, String> {
+    let mut inodes: BTreeMap<InodeId, Inode> = BTreeMap::new();
+    let mut entries: Vec<(InodeId, Vec<u8>, DirEntry)> = Vec::new();
+    let mut sessions: BTreeSet<InodeId> = BTreeSet::new();
+    for (k, v) in kv.latest() {
+        if let Some(id) = parse_inode_key(&k) {
+            let i: Inode = decode(&v).map_err(|e| format!("inode {id:?}: {e:?}"))?;
+            inodes.insert(id, i);
+        } else if let Some((parent, name)) = parse_dirent_key(&k) {
+            let e: DirEntry = decode(&v).map_err(|e| format!("entry in {parent:?}: {e:?}"))?;
+            entries.push((parent, name.to_vec(), e));
+        } else if let Some(id) = parse_session_key(&k) {
+            sessions.insert(id);
+        }
+    }
+    let mut names: BTreeMap<InodeId, Vec<(InodeId, &[u8])>> = BTreeMap::new();
+    let mut in_gc: BTreeSet<InodeId> = BTreeSet::new();
+    for (parent, name, e) in &entries {
+        let show = String::from_utf8_lossy(name);
+        let i = inodes.get(&e.inode).ok_or_else(|| {
+            format!(
+                "entry {show:?} of {parent:?} names missing inode {:?}",
+                e.inode
+            )
+        })?;
+        if i.entry_kind() != e.kind {
+            return Err(format!(
+                "entry {show:?} of {parent:?} says {:?}, inode is {:?}",
+                e.kind,
+                i.entry_kind()
+            ));
+        }
+        if !inodes.get(parent).is_some_and(Inode::is_dir) {
+            return Err(format!(
+                "entry {show:?} lives in {parent:?}, which is no directory"
+            ));
+        }
+        if *parent == GC_ROOT {
+            in_gc.insert(e.inode);
+        } else {
+            names.entry(e.inode).or_default().push((*parent, name));
+        }
+    }
+    for (id, i) in &inodes {
+        if *id == ROOT || *id == GC_ROOT {
+            continue;
+        }
+        let n = names.get(id).map_or(0, Vec::len);
+        let gc = in_gc.contains(id);
+        match &i.kind {
+            InodeKind::Directory { parent, name }
+                if !gc && (n != 1 || names[id][0] != (*parent, name.as_slice())) =>
+            {
+                return Err(format!(
+                    "directory {id:?} has {n} names, or its parent pointer is stale"
+                ));
+            }
+            InodeKind::Directory { .. } => {}
+            _ if gc && (i.nlink != 0 || n != 0) => {
+                return Err(format!(
+                    "{id:?} is under GC with nlink {} and {n} names",
+                    i.nlink
+                ));
+            }
+            _ if !gc && i.nlink as usize != n => {
+                return Err(format!("{id:?} has nlink {} but {n} names", i.nlink));
+            }
+            _ => {}
+        }
+        if n == 0 && !gc {
+            return Err(format!("{id:?} is named nowhere: leaked"));
+        }
+        if gc_done && gc && !(matches!(i.kind, InodeKind::File { .. }) && sessions.contains(id)) {
+            return Err(format!(
+                "GC left {id:?} ({:?}) behind with no write session holding it",
+                i.entry_kind()
+            ));
+        }
+    }
+    for s in &sessions {
+        if !inodes.contains_key(s) {
+            return Err(format!("a write session holds {s:?}, which GC freed"));
+        }
+    }
+    Ok(format!(
+        "{} inodes, {} entries, {} under GC (held by write sessions), {} with sessions",
+        inodes.len(),
+        entries.len(),
+        in_gc.len(),
+        sessions.len()
+    ))
+}

@@ -191,6 +191,7 @@ fn simulated() -> ExitCode {
             M::Hardlink { .. } => "link",
             M::Open { .. } => "open",
             M::Close { .. } => "close",
+            M::ExtendStripe { .. } => "extend stripe",
         };
         *by_type.entry(t).or_default() += 1;
     }

@@ -170,11 +170,6 @@ impl NsGenerator {
         open > 0 && self.rng.chance(0.3)
     }
 
-    /// The length hint a closing writer reports (the end of its last write).
-    pub fn length_hint(&mut self) -> u64 {
-        self.rng.below(1 << 20)
-    }
-
     /// The next operation, or `None` when the budget is spent.
     pub fn next_op(&mut self) -> Option<MetaOp> {
         if self.w.ops_per_client.is_some_and(|n| self.issued >= n) {

@@ -65,10 +65,12 @@ pub const NLINK_MAX: u32 = 65_535;
 pub enum InodeKind {
     /// A regular file.
     File {
-        /// Length in bytes (maintained by §4.4, not here).
+        /// Length in bytes (grown by writers' length hints, §4.4).
         length: u64,
         /// Bumped by every truncate.
         truncate_ver: u64,
+        /// Where its chunks live (§4.2); `None` when the server had no chain table.
+        layout: Option<placement::Layout>,
     },
     /// A directory.
     Directory {
@@ -175,10 +177,12 @@ impl Wire for InodeKind {
             Self::File {
                 length,
                 truncate_ver,
+                layout,
             } => {
                 0u8.encode(enc);
                 length.encode(enc);
                 truncate_ver.encode(enc);
+                layout.encode(enc);
             }
             Self::Directory { parent, name } => {
                 1u8.encode(enc);
@@ -196,6 +200,7 @@ impl Wire for InodeKind {
             0 => Self::File {
                 length: Wire::decode(dec)?,
                 truncate_ver: Wire::decode(dec)?,
+                layout: Wire::decode(dec)?,
             },
             1 => Self::Directory {
                 parent: Wire::decode(dec)?,

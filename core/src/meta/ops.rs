@@ -47,6 +47,8 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     /// Inode ids reserved for this transaction from the caller's block; `None`: take a block
     /// of the counter per new inode (tools and tests).
     ids: Option<core::ops::Range<u64>>,
+    /// The layout a file created by this transaction gets (chosen by the caller's allocator).
+    new_layout: Option<super::placement::Layout>,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -74,7 +76,11 @@ pub fn split_path(path: &str) -> R<Vec<&[u8]>> {
 impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// The namespace seen through `txn`.
     pub fn new(txn: &'t mut Txn<'e, E>) -> Self {
-        Self { txn, ids: None }
+        Self {
+            txn,
+            ids: None,
+            new_layout: None,
+        }
     }
 
     /// The namespace seen through `txn`, making new inodes with the ids of `ids` (a range the
@@ -83,7 +89,13 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         Self {
             txn,
             ids: Some(ids),
+            new_layout: None,
         }
+    }
+
+    /// Gives files this transaction creates `layout`.
+    pub fn set_new_layout(&mut self, layout: Option<super::placement::Layout>) {
+        self.new_layout = layout;
     }
 
     /// Takes the next block of [`ID_BLOCK`] inode ids from the counter (one small transaction
@@ -277,6 +289,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         let file = InodeKind::File {
             length: 0,
             truncate_ver: 0,
+            layout: self.new_layout,
         };
         let (inode, ours) = self.make(path, file, perm, op)?;
         match inode.kind {

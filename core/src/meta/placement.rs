@@ -66,9 +66,84 @@ impl ChainRange {
     }
 }
 
+crate::wire_struct!(ChainRange {
+    table,
+    table_version,
+    base,
+    stripe,
+    seed
+});
+
+/// A file's layout (3FS `Layout` with a `ChainRange`, plus the dynamic stripe of §4.2).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct Layout {
+    /// Bytes per chunk.
+    pub chunk_size: u32,
+    /// The chains, as a shuffled range of the chain table.
+    pub range: ChainRange,
+    /// How many of the stripe's chains the file may use so far (grown by `extend_stripe`,
+    /// doubling; at most `range.stripe`). Length queries and GC only visit these.
+    pub dyn_stripe: u32,
+}
+
+crate::wire_struct!(Layout {
+    chunk_size,
+    range,
+    dyn_stripe
+});
+
+/// A shuffle seed derived from a request's identity (deterministic: no RNG in machines).
+pub fn seed_of(client: u64, request: u64) -> u64 {
+    let mut x = client.rotate_left(32) ^ request;
+    splitmix(&mut x)
+}
+
+/// A new file starts on this many chains of its stripe (3FS: min(16, stripe)).
+pub const DYN_STRIPE_INITIAL: u32 = 16;
+
+impl Layout {
+    /// A new file's layout over `range`.
+    pub fn new(chunk_size: u32, range: ChainRange) -> Self {
+        Self {
+            chunk_size,
+            range,
+            dyn_stripe: DYN_STRIPE_INITIAL.min(range.stripe),
+        }
+    }
+
+    /// The client's view: chunk k's chain is `chains[k mod stripe]` (`None` for a table
+    /// shorter than the stripe or a malformed range).
+    pub fn file_layout(&self, table: &[ChainId]) -> Option<FileLayout> {
+        self.range.resolve(table, self.chunk_size)
+    }
+
+    /// The chains the file may have used so far (the first `dyn_stripe` of its stripe).
+    pub fn used_chains(&self, table: &[ChainId]) -> Vec<ChainId> {
+        self.file_layout(table)
+            .map(|l| {
+                l.chains
+                    .into_iter()
+                    .take(self.dyn_stripe as usize)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Grows the dynamic stripe by doubling until it covers chunk index `chunk` (or the whole
+    /// stripe); true if it grew.
+    pub fn extend_stripe(&mut self, chunk: u64) -> bool {
+        let want = (chunk + 1).min(u64::from(self.range.stripe)) as u32;
+        let before = self.dyn_stripe;
+        while self.dyn_stripe < want {
+            self.dyn_stripe = (self.dyn_stripe.max(1) * 2).min(self.range.stripe);
+        }
+        self.dyn_stripe != before
+    }
+}
+
 /// Round-robin choice of base indexes for new files, per (table, stripe) (3FS's per-server
-/// `ChainAllocator`); the caller supplies the seed (drawn by the meta machine's seeded RNG).
-#[derive(Clone, Debug, Default, Eq, PartialEq)]
+/// `ChainAllocator`); the caller supplies the seed (derived from the request by the meta server).
+#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
 pub struct ChainAllocator {
     next: BTreeMap<(u32, u32), u32>,
 }

@@ -97,6 +97,13 @@ pub enum MetaOp {
         /// The session id.
         session: u64,
     },
+    /// Grow `inode`'s dynamic stripe to cover chunk index `chunk` (3FS setAttr extendStripe).
+    ExtendStripe {
+        /// The file.
+        inode: crate::ids::InodeId,
+        /// The chunk index about to be written.
+        chunk: u64,
+    },
     /// close of write session `session` on `inode`, with the writer's length hint.
     Close {
         /// The file.
@@ -220,6 +227,7 @@ fn apply<E: KvEngine + ?Sized>(
             ns.close(*inode, *session, *length, p)?;
             Done
         }
+        MetaOp::ExtendStripe { inode, chunk } => I(ns.extend_stripe(*inode, *chunk, p)?),
     })
 }
 
@@ -305,6 +313,11 @@ impl Wire for MetaOp {
                 session.encode(enc);
                 length.encode(enc);
             }
+            Self::ExtendStripe { inode, chunk } => {
+                enc.u8(10);
+                inode.encode(enc);
+                chunk.encode(enc);
+            }
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -353,6 +366,10 @@ impl Wire for MetaOp {
                 inode: Wire::decode(dec)?,
                 session: Wire::decode(dec)?,
                 length: Wire::decode(dec)?,
+            },
+            10 => Self::ExtendStripe {
+                inode: Wire::decode(dec)?,
+                chunk: Wire::decode(dec)?,
             },
             t => return Err(DecodeError::UnknownTag(t)),
         })

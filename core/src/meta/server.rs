@@ -63,6 +63,24 @@ pub struct MetaConfig {
     pub gc_interval: Option<Range<Duration>>,
     /// GC entries (and directory children) one GC step handles.
     pub gc_batch: usize,
+    /// How new files are laid out; `None`: files get no layout.
+    pub layout: Option<LayoutPolicy>,
+}
+
+/// The chain table and the defaults new files are laid out with (3FS: the root directory's
+/// default layout from `init-cluster`, and the chain table from mgmtd's routing info).
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct LayoutPolicy {
+    /// Chain table id.
+    pub table: u32,
+    /// Its version.
+    pub table_version: u32,
+    /// Its chains, in table order.
+    pub chains: Vec<crate::ids::ChainId>,
+    /// Bytes per chunk.
+    pub chunk_size: u32,
+    /// Chains per file.
+    pub stripe: u32,
 }
 
 impl MetaConfig {
@@ -75,6 +93,7 @@ impl MetaConfig {
             bug: None,
             gc_interval: Some(Duration::from_millis(200)..Duration::from_millis(300)),
             gc_batch: 32,
+            layout: None,
         }
     }
 }
@@ -125,6 +144,8 @@ struct Running {
     work: Work,
     /// Inode ids reserved for the request.
     ids: core::ops::Range<u64>,
+    /// The layout a file the request creates gets (allocated once, kept over retries).
+    layout: Option<super::placement::Layout>,
     /// A GC step's outcome, from its final replay.
     gc: Option<(super::GcStats, Vec<u8>)>,
     /// The attempt's clock reading, fixed so that every replay makes the same writes.
@@ -143,6 +164,7 @@ impl Running {
             reply_to,
             work,
             ids: 0..0,
+            layout: None,
             gc: None,
             now: now.0 / 1_000_000_000,
             rows: ReplayKv::default(),
@@ -167,6 +189,8 @@ pub struct MetaServer {
     waiting: Vec<Key>,
     /// The GC entry the next GC step continues after.
     gc_after: Vec<u8>,
+    /// Round-robin bases of new files' chain ranges.
+    allocator: super::placement::ChainAllocator,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -183,6 +207,7 @@ impl MetaServer {
             pool: 0..0,
             waiting: Vec::new(),
             gc_after: Vec::new(),
+            allocator: Default::default(),
             counters: Default::default(),
         }
     }
@@ -212,7 +237,16 @@ impl MetaServer {
             return out.send(from, Msg::MetaReply(reply));
         }
         let need = req.op.ids_needed();
-        let r = Running::new(Some(from), Work::Request(req.op), now);
+        let mut r = Running::new(Some(from), Work::Request(req.op), now);
+        if let (Work::Request(MetaOp::Create { .. }), Some(p)) = (&r.work, &self.cfg.layout) {
+            // The shuffle seed is derived from the request, so a rerun picks the same one.
+            let seed = super::placement::seed_of(key.0 .0, key.1 .0);
+            let len = p.chains.len() as u32;
+            r.layout = self
+                .allocator
+                .allocate(p.table, p.table_version, len, p.stripe.min(len), seed)
+                .map(|range| super::placement::Layout::new(p.chunk_size, range));
+        }
         self.running.insert(key, r);
         if need > 0 {
             self.waiting.push(key);
@@ -264,6 +298,7 @@ impl MetaServer {
         let mut txn = Txn::new(&mut r.rows);
         let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
         let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
+        ns.set_new_layout(r.layout);
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
             Work::AllocIds => ns.allocate_block().map(|ids| {

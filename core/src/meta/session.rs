@@ -53,6 +53,25 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         Ok(inode)
     }
 
+    /// extendStripe (3FS setAttr): before writing chunk index `chunk`, a writer makes sure the
+    /// file's dynamic stripe covers it; answers the (possibly grown) inode.
+    pub fn extend_stripe(&mut self, inode: InodeId, chunk: u64, op: PathOp) -> R<Inode> {
+        let mut i = self.inode(inode)?;
+        match &mut i.kind {
+            InodeKind::File {
+                layout: Some(l), ..
+            } => {
+                if l.extend_stripe(chunk) {
+                    i.ctime = op.now;
+                    self.put_inode(&i);
+                }
+                Ok(i)
+            }
+            InodeKind::File { layout: None, .. } => Err(MetaError::Invalid("invalid argument")),
+            _ => Err(MetaError::IsDir),
+        }
+    }
+
     /// close of the asking client's session `session` on `inode`, adopting a length hint
     /// larger than the stored length (the writer's max offset + length).
     pub fn close(

@@ -140,6 +140,17 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
             0 => InodeKind::File {
                 length: r.next(),
                 truncate_ver: r.next(),
+                layout: (r.below(2) == 1).then(|| crate::meta::placement::Layout {
+                    chunk_size: r.next() as u32,
+                    range: crate::meta::placement::ChainRange {
+                        table: r.next() as u32,
+                        table_version: r.next() as u32,
+                        base: r.next() as u32,
+                        stripe: r.next() as u32,
+                        seed: r.next(),
+                    },
+                    dyn_stripe: r.next() as u32,
+                }),
             },
             1 => InodeKind::Directory {
                 parent: InodeId(r.next()),

@@ -16,11 +16,10 @@ pub mod regular;
 
 use std::collections::BTreeMap;
 
-use t3fs_core::ids::{ChunkId, InodeId};
+use t3fs_core::ids::ChunkId;
 use t3fs_core::routing::PublicState;
 use t3fs_scenario::workload::Payload;
 
-use crate::world::client::WORKLOAD_INODE;
 use crate::world::World;
 use history::{History, OpKind};
 use linearizability::Outcome;
@@ -258,7 +257,7 @@ pub fn agreement(w: &World) -> Verdict {
                 .store
                 .chunks()
                 .iter()
-                .filter(|(id, m)| id.inode == InodeId(WORKLOAD_INODE) && m.committed.0 > 0)
+                .filter(|(_, m)| m.committed.0 > 0)
                 .map(|(id, m)| (*id, (m.committed.0, m.data.clone())))
                 .collect();
             compared += content.len();

@@ -322,6 +322,8 @@ impl Tree {
             }
             // Sessions are invisible in the tree: they only hold back GC (checked by fsck).
             MetaOp::Close { .. } => Ok(Abstract::Done),
+            // By inode, for the data path; drivers keep it out of namespace histories.
+            MetaOp::ExtendStripe { .. } => Ok(Abstract::Kind(EntryKind::File)),
             MetaOp::Rename { from, to } => {
                 let (sp, sn) = self.parent_of(from)?;
                 let (dp, dn) = self.parent_of(to)?;

@@ -370,6 +370,16 @@ impl Layout {
             Role::Meta => {
                 let mut cfg = MetaConfig::new(ctx.id);
                 cfg.bug = self.meta_bug;
+                // Files stripe over up to four chains of table 1, in 4 KiB chunks.
+                cfg.layout = self.initial.chain_tables.get(&(1, 1)).map(|chains| {
+                    t3fs_core::meta::server::LayoutPolicy {
+                        table: 1,
+                        table_version: 1,
+                        chains: chains.clone(),
+                        chunk_size: 4096,
+                        stripe: chains.len().min(4) as u32,
+                    }
+                });
                 cfg.gc_interval = cfg
                     .gc_interval
                     .map(|r| self.scale(r.start)..self.scale(r.end));

@@ -8,9 +8,11 @@
 use t3fs_core::client::{ClientCall, ClientRet};
 use t3fs_core::ids::RequestId;
 use t3fs_core::kv::mem::MemKv;
+use t3fs_core::meta::request::MetaAnswer;
 use t3fs_core::meta::request::{execute, MetaOp};
 use t3fs_core::meta::{transact, InodeKind, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
+use t3fs_scenario::workload::payload;
 use t3fs_scenario::Rng;
 
 use super::drive::Input;
@@ -19,14 +21,41 @@ use super::{Ev, World};
 /// Namespace calls carry request ids with this bit set.
 pub const NS_REQUEST_BIT: u64 = 1 << 63;
 
+/// Bytes a writer puts at offset 0 of a file it opened for write.
+pub const FILE_WRITE_BYTES: u32 = 64;
+
+/// A namespace driver's call in flight.
+#[derive(Clone, Copy, Debug)]
+pub enum NsRunning {
+    /// A meta request: its id, history index, and whether it opens for write.
+    Meta(RequestId, usize, bool),
+    /// The data write of open session `k`.
+    Write(RequestId, usize),
+}
+
+/// A write session the client holds.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The file.
+    pub inode: t3fs_core::ids::InodeId,
+    /// The session id (its open's request id).
+    pub session: u64,
+    /// The file's layout, from the open's answer.
+    pub layout: Option<t3fs_core::meta::placement::Layout>,
+    /// Its data write is still to come.
+    pub to_write: bool,
+    /// The length hint for its close: the end of the acknowledged write.
+    pub written: Option<u64>,
+}
+
 /// Per-client namespace workload state.
 pub struct NsDriver {
     /// The operation stream.
     pub gen: NsGenerator,
-    /// The running call: request id, its history index, and whether it opens for write.
-    pub running: Option<(RequestId, usize, bool)>,
-    /// Write sessions this client holds: file and session id.
-    pub open: Vec<(t3fs_core::ids::InodeId, u64)>,
+    /// The running call.
+    pub running: Option<NsRunning>,
+    /// Write sessions this client holds.
+    pub open: Vec<Session>,
     next_req: u64,
 }
 
@@ -100,11 +129,13 @@ pub fn final_listing(kv: &mut MemKv) -> Result<Vec<(String, String)>, String> {
 }
 
 impl World {
-    /// Starts client `i`'s next namespace operation, if any.
+    /// Starts client `i`'s next namespace operation, if any: first the data write of a file it
+    /// just opened for write, else maybe a close of one of its sessions, else the generator's.
     pub(super) fn ns_next(&mut self, i: usize) {
         if self.sim.workload_stopped {
             return;
         }
+        let table = self.layout.initial.chain_tables.get(&(1, 1)).cloned();
         let n = &mut self.nodes[i];
         let Some(d) = n.ctx.ns.as_mut() else {
             return;
@@ -114,12 +145,32 @@ impl World {
         }
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
+        if let Some(k) = d.open.iter().position(|s| s.to_write) {
+            // The data path: one self-describing block at offset 0 of the file, on the chain
+            // its layout names (no meta involved), then the length hint for its close.
+            let s = &mut d.open[k];
+            s.to_write = false;
+            let layout = match (&s.layout, &table) {
+                (Some(l), Some(t)) => l.file_layout(t),
+                _ => None,
+            };
+            if let Some(layout) = layout {
+                let call = ClientCall::Write {
+                    inode: s.inode,
+                    layout,
+                    offset: 0,
+                    data: payload(req.0, FILE_WRITE_BYTES),
+                };
+                d.running = Some(NsRunning::Write(req, k));
+                return self.drive(i, Input::Call(req, call));
+            }
+        }
         let op = if d.gen.wants_close(d.open.len()) {
-            let (inode, session) = d.open.remove(0);
+            let s = d.open.remove(0);
             MetaOp::Close {
-                inode,
-                session,
-                length: Some(d.gen.length_hint()),
+                inode: s.inode,
+                session: s.session,
+                length: s.written,
             }
         } else {
             match d.gen.next_op() {
@@ -135,33 +186,45 @@ impl World {
         let opens = matches!(op, MetaOp::Open { write: true, .. });
         let now = self.sim.now().0;
         let index = self.sim.ns_history.invoke(n.ctx.index, op.clone(), now);
-        d.running = Some((req, index, opens));
+        d.running = Some(NsRunning::Meta(req, index, opens));
         self.drive(i, Input::Call(req, ClientCall::Meta(op)));
     }
 
-    /// A namespace call returned; true if it was one.
+    /// A namespace call (or its data write) returned; true if it was one.
     pub(super) fn ns_returned(&mut self, i: usize, req: RequestId, ret: &ClientRet) -> bool {
-        let ClientRet::Meta(result) = ret else {
+        if req.0 & NS_REQUEST_BIT == 0 {
             return false;
-        };
+        }
         let n = &mut self.nodes[i];
         let Some(d) = n.ctx.ns.as_mut() else {
             return true;
         };
-        let Some((running, index, opens)) = d.running else {
-            return true;
-        };
-        if running != req {
-            return true;
+        match (d.running, ret) {
+            (Some(NsRunning::Meta(running, index, opens)), ClientRet::Meta(result))
+                if running == req =>
+            {
+                if let (true, Ok(MetaAnswer::Inode(inode))) = (opens, result) {
+                    if let InodeKind::File { layout, .. } = &inode.kind {
+                        d.open.push(Session {
+                            inode: inode.id,
+                            session: req.0,
+                            layout: *layout,
+                            to_write: true,
+                            written: None,
+                        });
+                    }
+                }
+                let now = self.sim.now().0;
+                self.sim.ns_history.ret(index, result.clone(), now);
+            }
+            (Some(NsRunning::Write(running, k)), ret) if running == req => {
+                if let (ClientRet::Updated { .. }, Some(s)) = (ret, d.open.get_mut(k)) {
+                    s.written = Some(FILE_WRITE_BYTES.into());
+                }
+            }
+            _ => return true,
         }
         d.running = None;
-        if let (true, Ok(t3fs_core::meta::request::MetaAnswer::Inode(i))) = (opens, result) {
-            if !i.is_dir() {
-                d.open.push((i.id, req.0));
-            }
-        }
-        let now = self.sim.now().0;
-        self.sim.ns_history.ret(index, result.clone(), now);
         if !self.sim.workload_stopped {
             let think = d.gen.think();
             let inc = n.ctx.incarnation;

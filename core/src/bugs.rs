@@ -159,14 +159,17 @@ pub enum MetaBug {
     SnapshotReads,
     /// GC frees unlinked files even while a write session holds them (3FS defers them).
     GcIgnoresSessions,
+    /// GC frees inodes without removing their chunks on storage: the data leaks.
+    GcSkipsChunks,
 }
 
 impl MetaBug {
     /// Every meta bug.
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::SkipIdempotency,
         Self::SnapshotReads,
         Self::GcIgnoresSessions,
+        Self::GcSkipsChunks,
     ];
 
     /// The command-line name.
@@ -175,6 +178,7 @@ impl MetaBug {
             Self::SkipIdempotency => "meta-skip-idempotency",
             Self::SnapshotReads => "meta-snapshot-reads",
             Self::GcIgnoresSessions => "meta-gc-ignores-sessions",
+            Self::GcSkipsChunks => "meta-gc-skips-chunks",
         }
     }
 
@@ -188,6 +192,7 @@ impl MetaBug {
                 "meta commits without read conflicts (snapshot isolation, write skew)"
             }
             Self::GcIgnoresSessions => "GC frees unlinked files still held by write sessions",
+            Self::GcSkipsChunks => "GC frees inodes without removing their chunks on storage",
         }
     }
 

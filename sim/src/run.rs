@@ -275,7 +275,8 @@ fn phases(w: &mut World) -> Outcome {
         // Then let GC catch up: every GC entry processed at least once.
         let gc_bound = Instant(w.sim.now().0 + 5_000_000_000);
         w.run_until(gc_bound, |w| w.gc_idle());
-        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, w.gc_idle());
+        let chunks = w.file_chunks();
+        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, w.gc_idle(), &chunks);
         let initial = crate::world::ns_client::initial_dirs(ns.dirs);
         let order = match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
             Ok(listing) => {

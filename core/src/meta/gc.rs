@@ -3,19 +3,21 @@
 //!
 //! - a file or symlink entry whose inode has no write session is freed: its GC entry and its
 //!   inode row go in one transaction; a file with a write session is busy and skipped (its
-//!   writer may still write; the next round looks again);
+//!   writer may still write; the next round looks again). With `purge_files`, a free file is
+//!   returned instead, for its chunks to be removed on storage first (`purge.rs`); then
+//!   [`Namespace::gc_free`] deletes its entry and inode;
 //! - a directory entry moves up to `batch` of its children out, each through the same unlink
 //!   as remove (a file whose last name this was gets its own GC entry, a subdirectory too), and
 //!   once the directory is empty frees it.
 //!
 //! Invariant: GC never frees an inode that an entry outside the GC root still names (only
 //! unlinked inodes get GC entries, and a hard link elsewhere keeps nlink above 0).
-//! Not here: freeing the file's chunks on storage (every used stripe chain's `removeChunks`,
-//! which needs the storage client; left out), the 5-minute delay, trash.
+//! Not here: removing chunks (`purge.rs`), the 5-minute delay, trash.
 
 use super::keys::{dirent_key, inode_key, session_range};
 use super::ops::Namespace;
-use super::{InodeKind, MetaError, GC_ROOT};
+use super::{Inode, InodeKind, MetaError, GC_ROOT};
+use crate::ids::InodeId;
 use crate::kv::KvEngine;
 
 /// What one GC step did.
@@ -31,18 +33,32 @@ pub struct GcStats {
     pub busy: u32,
 }
 
+/// What one GC step decided.
+#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
+pub struct GcOutcome {
+    /// Counts.
+    pub stats: GcStats,
+    /// The name to continue after (empty: start over).
+    pub next: Vec<u8>,
+    /// Free files whose chunks must go before their inodes (GC entry name and inode).
+    pub purge: Vec<(Vec<u8>, Inode)>,
+}
+
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// One GC step over the GC entries after `after` (empty: from the first); returns what it
     /// did and the name to continue after (empty: start over next time).
-    /// `respect_sessions` is false only for the planted bug `meta-gc-ignores-sessions`.
+    /// `respect_sessions` is false only for the planted bug `meta-gc-ignores-sessions`;
+    /// `purge_files`: return free files instead of freeing them (module docs).
     pub fn gc_step(
         &mut self,
         after: &[u8],
         batch: usize,
         now: u64,
         respect_sessions: bool,
-    ) -> Result<(GcStats, Vec<u8>), MetaError> {
+        purge_files: bool,
+    ) -> Result<GcOutcome, MetaError> {
         let mut stats = GcStats::default();
+        let mut purge = Vec::new();
         let entries = self.list_dir(GC_ROOT, after, batch)?;
         let next = if entries.len() < batch {
             Vec::new()
@@ -65,6 +81,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                 {
                     stats.busy += 1;
                 }
+                InodeKind::File { .. } if purge_files => purge.push((name, inode)),
                 InodeKind::File { .. } | InodeKind::Symlink { .. } => {
                     self.txn().clear(&dirent_key(GC_ROOT, &name));
                     self.txn().clear(&inode_key(inode.id));
@@ -86,6 +103,19 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                 }
             }
         }
-        Ok((stats, next))
+        Ok(GcOutcome { stats, next, purge })
+    }
+
+    /// Frees file `inode` whose chunks are gone: its GC entry `entry` and its inode row. False
+    /// (and nothing written) if the entry no longer names it (another server freed it).
+    pub fn gc_free(&mut self, entry: &[u8], inode: InodeId) -> Result<bool, MetaError> {
+        match self.entry(GC_ROOT, entry)? {
+            Some(e) if e.inode == inode => {
+                self.txn().clear(&dirent_key(GC_ROOT, entry));
+                self.txn().clear(&inode_key(inode));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }

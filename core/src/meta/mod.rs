@@ -25,6 +25,7 @@ mod gc;
 mod keys;
 mod ops;
 pub mod placement;
+pub mod purge;
 mod replay;
 pub mod request;
 pub mod server;
@@ -34,7 +35,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-pub use gc::GcStats;
+pub use gc::{GcOutcome, GcStats};
 pub use keys::{
     dirent_key, dirent_range, idem_key, inode_key, parse_dirent_key, parse_inode_key,
     parse_session_key, session_key, session_range,

@@ -65,6 +65,9 @@ pub struct MetaConfig {
     pub gc_batch: usize,
     /// How new files are laid out; `None`: files get no layout.
     pub layout: Option<LayoutPolicy>,
+    /// The storage client GC removes chunks with, and the routing it starts from; `None`:
+    /// GC frees inodes without touching storage (tests of the namespace alone).
+    pub storage: Option<(crate::client::ClientConfig, crate::routing::RoutingInfo)>,
 }
 
 /// The chain table and the defaults new files are laid out with (3FS: the root directory's
@@ -94,6 +97,7 @@ impl MetaConfig {
             gc_interval: Some(Duration::from_millis(200)..Duration::from_millis(300)),
             gc_batch: 32,
             layout: None,
+            storage: None,
         }
     }
 }
@@ -105,6 +109,8 @@ pub enum MetaTimer {
     Retry(ClientId, RequestId),
     /// Run the next GC step.
     Gc,
+    /// A timer of the embedded storage client (GC's chunk removal).
+    Storage(crate::client::ClientTimer),
 }
 
 /// Counters a driver can report.
@@ -133,6 +139,8 @@ enum Work {
     AllocIds,
     /// One GC step.
     Gc,
+    /// Delete a purged file's GC entry and inode.
+    Free(Vec<u8>, crate::ids::InodeId),
 }
 
 /// The key of the server's own work (no client has this id).
@@ -147,7 +155,7 @@ struct Running {
     /// The layout a file the request creates gets (allocated once, kept over retries).
     layout: Option<super::placement::Layout>,
     /// A GC step's outcome, from its final replay.
-    gc: Option<(super::GcStats, Vec<u8>)>,
+    gc: Option<super::GcOutcome>,
     /// The attempt's clock reading, fixed so that every replay makes the same writes.
     now: u64,
     rows: ReplayKv,
@@ -191,6 +199,8 @@ pub struct MetaServer {
     gc_after: Vec<u8>,
     /// Round-robin bases of new files' chain ranges.
     allocator: super::placement::ChainAllocator,
+    /// GC's chunk removal on storage.
+    purger: Option<super::purge::Purger>,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -199,7 +209,16 @@ type Key = (ClientId, RequestId);
 impl MetaServer {
     /// A server with nothing running. `io_base` keeps I/O ids of incarnations apart.
     pub fn new(cfg: MetaConfig, io_base: u64) -> Self {
+        let purger = match (&cfg.storage, &cfg.layout) {
+            (Some((client, routing)), Some(p)) => Some(super::purge::Purger::new(
+                client.clone(),
+                routing.clone(),
+                p.chains.clone(),
+            )),
+            _ => None,
+        };
         Self {
+            purger,
             cfg,
             running: BTreeMap::new(),
             ios: BTreeMap::new(),
@@ -255,6 +274,21 @@ impl MetaServer {
         self.step(key, now, out);
     }
 
+    /// Files whose chunks are gone get their inodes freed (a failed purge waits for GC's
+    /// next round).
+    fn purged(&mut self, done: Vec<super::purge::Purged>, now: Instant, out: &mut Outbox<Self>) {
+        for (inode, entry, ok) in done {
+            if ok {
+                self.start_own(
+                    (SELF, RequestId(inode.0)),
+                    Work::Free(entry, inode),
+                    now,
+                    out,
+                );
+            }
+        }
+    }
+
     /// Starts the server's own `work` under `key` unless it is already running.
     fn start_own(&mut self, key: Key, work: Work, now: Instant, out: &mut Outbox<Self>) {
         if let std::collections::btree_map::Entry::Vacant(e) = self.running.entry(key) {
@@ -301,6 +335,12 @@ impl MetaServer {
         ns.set_new_layout(r.layout);
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
+            Work::Free(entry, inode) => ns.gc_free(entry, *inode).map(|freed| {
+                if freed {
+                    self.counters.0.gc_freed += 1;
+                }
+                MetaAnswer::Done
+            }),
             Work::AllocIds => ns.allocate_block().map(|ids| {
                 r.ids = ids;
                 MetaAnswer::Done
@@ -311,6 +351,7 @@ impl MetaServer {
                     self.cfg.gc_batch,
                     p.now,
                     self.cfg.bug != Some(MetaBug::GcIgnoresSessions),
+                    self.purger.is_some() && self.cfg.bug != Some(MetaBug::GcSkipsChunks),
                 )
                 .map(|out| {
                     r.gc = Some(out);
@@ -367,11 +408,21 @@ impl MetaServer {
         let Some(r) = self.running.remove(&key) else {
             return;
         };
+        if matches!(r.work, Work::Free(..)) {
+            return;
+        }
         if r.work == Work::Gc {
-            if let (Ok(_), Some((stats, next))) = (&result, r.gc) {
-                self.gc_after = next;
-                self.counters.0.gc_freed += u64::from(stats.freed + stats.dirs);
-                self.counters.0.gc_busy += u64::from(stats.busy);
+            if let (Ok(_), Some(g)) = (&result, r.gc) {
+                self.gc_after = g.next;
+                self.counters.0.gc_freed += u64::from(g.stats.freed + g.stats.dirs);
+                self.counters.0.gc_busy += u64::from(g.stats.busy);
+                for (entry, file) in g.purge {
+                    let done = match &mut self.purger {
+                        Some(p) if !p.busy(file.id) => p.purge(entry, &file, now, out),
+                        _ => Vec::new(),
+                    };
+                    self.purged(done, now, out);
+                }
             }
             if let Some(every) = self.cfg.gc_interval.clone() {
                 out.set_timer(MetaTimer::Gc, every);
@@ -470,7 +521,10 @@ impl Machine for MetaServer {
     type Call = NoCall;
     type Ret = NoCall;
 
-    fn start(&mut self, _now: Instant, out: &mut Outbox<Self>) {
+    fn start(&mut self, now: Instant, out: &mut Outbox<Self>) {
+        if let Some(p) = &mut self.purger {
+            p.start(now, out);
+        }
         if let Some(every) = self.cfg.gc_interval.clone() {
             out.set_timer(MetaTimer::Gc, every);
         }
@@ -487,7 +541,19 @@ impl Machine for MetaServer {
                 from,
                 msg: Msg::MetaReq(req),
             } => self.on_request(from, req, now, out),
-            EventOf::Recv { .. } => {}
+            EventOf::Recv { from, msg } => {
+                // Everything else is for the storage client GC removes chunks with.
+                if let Some(p) = &mut self.purger {
+                    let done = p.on_msg(from, msg, now, out);
+                    self.purged(done, now, out);
+                }
+            }
+            EventOf::Timer(MetaTimer::Storage(t)) => {
+                if let Some(p) = &mut self.purger {
+                    let done = p.on_timer(t, now, out);
+                    self.purged(done, now, out);
+                }
+            }
             EventOf::IoDone { id, result } => self.on_io_done(id, result, now, out),
             EventOf::Timer(MetaTimer::Gc) => {
                 self.start_own((SELF, RequestId(1)), Work::Gc, now, out);
@@ -502,7 +568,13 @@ impl Machine for MetaServer {
     }
 
     fn check_invariants(&self) {
-        assert!(self.running.len() <= REQUESTS_MAX, "too many meta requests");
+        assert!(
+            self.running.keys().filter(|k| k.0 != SELF).count() <= REQUESTS_MAX,
+            "too many meta requests"
+        );
+        if let Some(p) = &self.purger {
+            p.check_invariants();
+        }
         for (id, key) in &self.ios {
             let r = self.running.get(key);
             assert!(

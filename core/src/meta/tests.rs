@@ -278,7 +278,9 @@ fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     // /g waits for its writer.
     let mut total = GcStats::default();
     for _ in 0..10 {
-        let (s, _) = tx(&mut kv, |ns| ns.gc_step(b"", 2, 100, true)).unwrap();
+        let s = tx(&mut kv, |ns| ns.gc_step(b"", 2, 100, true, false))
+            .unwrap()
+            .stats;
         total.freed += s.freed;
         total.dirs += s.dirs;
         total.busy += s.busy;
@@ -291,7 +293,9 @@ fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     // The writer closes with a length hint; the next step frees the file.
     let closed = tx(&mut kv, |ns| ns.close(g.id, 77, Some(4096), op(8))).unwrap();
     assert!(matches!(closed.kind, InodeKind::File { length: 4096, .. }));
-    let (s, _) = tx(&mut kv, |ns| ns.gc_step(b"", 8, 101, true)).unwrap();
+    let s = tx(&mut kv, |ns| ns.gc_step(b"", 8, 101, true, false))
+        .unwrap()
+        .stats;
     assert_eq!(s.freed, 1);
     assert_eq!(tx(&mut kv, |ns| ns.inode(g.id)), Err(MetaError::NotFound));
     assert!(tx(&mut kv, |ns| ns.list_dir(GC_ROOT, b"", 8))

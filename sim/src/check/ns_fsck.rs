@@ -1,8 +1,9 @@
 //! The namespace's structural check after a run (an fsck over the KV's rows): every entry
 //! names an inode of its kind; every directory has exactly one name and its parent pointer and
 //! own name match that entry; a file's link count equals the entries naming it; every inode is
-//! reachable from the root or the GC root (nothing leaked); and once GC has caught up, the GC
-//! root holds only files still held by a write session.
+//! reachable from the root or the GC root (nothing leaked); once GC has caught up, the GC
+//! root holds only files still held by a write session; and no target stores a chunk of a file
+//! whose inode GC freed (GC removes the chunks first).
 //!
 //! Invariant: reads only the final rows; says `Fail` with the first inconsistency found. Not
 //! here: whether the tree is the right one (the serializability checker says that).
@@ -18,15 +19,16 @@ use t3fs_core::mgmtd::store::decode;
 
 use super::Verdict;
 
-/// Checks the namespace rows of `kv`; `gc_done`: GC had time to catch up.
-pub fn fsck(kv: &MemKv, gc_done: bool) -> Verdict {
-    match check(kv, gc_done) {
+/// Checks the namespace rows of `kv` and the files of the `chunks` stored on any target
+/// (besides the chunk workload's inode); `gc_done`: GC had time to catch up.
+pub fn fsck(kv: &MemKv, gc_done: bool, chunks: &BTreeSet<InodeId>) -> Verdict {
+    match check(kv, gc_done, chunks) {
         Ok(s) => Verdict::Pass(s),
         Err(e) => Verdict::Fail(e),
     }
 }
 
-fn check(kv: &MemKv, gc_done: bool) -> Result<String, String> {
+fn check(kv: &MemKv, gc_done: bool, chunks: &BTreeSet<InodeId>) -> Result<String, String> {
     let mut inodes: BTreeMap<InodeId, Inode> = BTreeMap::new();
     let mut entries: Vec<(InodeId, Vec<u8>, DirEntry)> = Vec::new();
     let mut sessions: BTreeSet<InodeId> = BTreeSet::new();
@@ -105,16 +107,27 @@ fn check(kv: &MemKv, gc_done: bool) -> Result<String, String> {
             ));
         }
     }
+    for c in chunks {
+        if !inodes
+            .get(c)
+            .is_some_and(|i| matches!(i.kind, InodeKind::File { .. }))
+        {
+            return Err(format!(
+                "a target still stores chunks of {c:?}, which is no file"
+            ));
+        }
+    }
     for s in &sessions {
         if !inodes.contains_key(s) {
             return Err(format!("a write session holds {s:?}, which GC freed"));
         }
     }
     Ok(format!(
-        "{} inodes, {} entries, {} under GC (held by write sessions), {} with sessions",
+        "{} inodes, {} entries, {} under GC (held by write sessions), {} with sessions, chunks of {} files on storage",
         inodes.len(),
         entries.len(),
         in_gc.len(),
-        sessions.len()
+        sessions.len(),
+        chunks.len()
     ))
 }

@@ -370,6 +370,11 @@ impl Layout {
             Role::Meta => {
                 let mut cfg = MetaConfig::new(ctx.id);
                 cfg.bug = self.meta_bug;
+                // GC removes chunks through its own storage client.
+                cfg.storage = Some((
+                    self.client_cfg(ctx.id, ctx.incarnation),
+                    self.initial.clone(),
+                ));
                 // Files stripe over up to four chains of table 1, in 4 KiB chunks.
                 cfg.layout = self.initial.chain_tables.get(&(1, 1)).map(|chains| {
                     t3fs_core::meta::server::LayoutPolicy {

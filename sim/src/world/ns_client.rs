@@ -251,6 +251,17 @@ impl World {
             })
     }
 
+    /// The files (not the chunk workload's inode) any target stores a chunk of.
+    pub fn file_chunks(&self) -> std::collections::BTreeSet<t3fs_core::ids::InodeId> {
+        let workload = t3fs_core::ids::InodeId(super::client::WORKLOAD_INODE);
+        self.nodes
+            .iter()
+            .flat_map(|n| n.ctx.disks.values())
+            .flat_map(|d| d.store.chunks().keys().map(|c| c.inode).collect::<Vec<_>>())
+            .filter(|i| *i != workload)
+            .collect()
+    }
+
     /// Whether any client still waits for a namespace answer.
     pub fn ns_busy(&self) -> bool {
         self.nodes

@@ -156,6 +156,9 @@ impl NsGenerator {
         };
         let extra = match self.w.mix {
             NsMix::OneDir => 1,
+            // Mostly below the top directories: a top directory replaced by a file would turn
+            // most later operations into ENOTDIR.
+            NsMix::Mixed if self.rng.chance(0.85) => 1,
             _ => self.rng.below(u64::from(depth)) as u32,
         };
         for _ in 0..extra {
@@ -164,10 +167,19 @@ impl NsGenerator {
         p
     }
 
+    /// A path one level below a top directory, where files live.
+    fn file_path(&mut self) -> String {
+        let d = match self.w.mix {
+            NsMix::OneDir => 0,
+            _ => self.rng.below(u64::from(self.w.dirs)),
+        };
+        format!("/d{d}/n{}", self.rng.below(u64::from(self.w.names)))
+    }
+
     /// Whether the next operation closes one of the client's `open` write sessions (drawn
     /// only while it holds some, so streams without opens are unchanged).
     pub fn wants_close(&mut self, open: usize) -> bool {
-        open > 0 && self.rng.chance(0.3)
+        open > 0 && self.rng.chance(0.1)
     }
 
     /// The next operation, or `None` when the budget is spent.
@@ -239,7 +251,7 @@ impl NsGenerator {
                 },
                 // An open for write; the driver fills in the session id and closes it later.
                 82..=89 => MetaOp::Open {
-                    path: self.path(depth),
+                    path: self.file_path(),
                     write: true,
                     session: 0,
                 },

@@ -272,11 +272,14 @@ fn phases(w: &mut World) -> Outcome {
         // that as few as possible stay open, then compare with the KV's final tree.
         let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
         w.run_until(bound, |w| !w.ns_busy());
-        // Then let GC catch up: every GC entry processed at least once.
-        let gc_bound = Instant(w.sim.now().0 + 5_000_000_000);
-        w.run_until(gc_bound, |w| w.gc_idle());
+        // Then let GC catch up, and session pruning: a dead writer's sessions go once mgmtd has
+        // dropped its client session (after the session timeout) and a prune round ran.
+        let m = w.layout.mgmtd_cfg(t3fs_core::ids::NodeId(0));
+        let wait = m.session_timeout + m.session_timeout / 2 + core::time::Duration::from_secs(10);
+        let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
+        w.run_until(gc_bound, |w| w.gc_drained());
         let chunks = w.file_chunks();
-        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, w.gc_idle(), &chunks);
+        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, w.gc_drained(), &chunks);
         let initial = crate::world::ns_client::initial_dirs(ns.dirs);
         let order = match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
             Ok(listing) => {

@@ -75,6 +75,11 @@ pub fn session_range(inode: InodeId) -> KeyRange {
     KeyRange::prefix(&p)
 }
 
+/// Every write session of every file.
+pub fn all_sessions() -> KeyRange {
+    KeyRange::prefix(SESSION)
+}
+
 /// The parent and name of an entry key, if `key` is one.
 pub fn parse_dirent_key(key: &[u8]) -> Option<(InodeId, &[u8])> {
     let rest = key.strip_prefix(DIRENT)?;

@@ -27,7 +27,9 @@
 //! the rest of the block, which is harmless: ids are unique, not dense.
 //! GC (§4.5) runs as the server's own work too: every `gc_interval` one bounded step over the
 //! GC root (`gc.rs`), continuing where the last one stopped.
-//! Not here: owner routing of file-length updates, session pruning, freeing chunks on storage.
+//! Every `prune_interval` it asks the primary mgmtd for the live clients and deletes the
+//! write sessions of the others (`session.rs`), so a dead writer's files can be collected.
+//! Not here: owner routing of file-length updates.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -65,6 +67,12 @@ pub struct MetaConfig {
     pub gc_batch: usize,
     /// How new files are laid out; `None`: files get no layout.
     pub layout: Option<LayoutPolicy>,
+    /// mgmtd instances, asked for live client sessions when pruning file sessions.
+    pub mgmtd: Vec<NodeId>,
+    /// Period of session pruning (3FS: 5 min); `None` disables it.
+    pub prune_interval: Option<Range<Duration>>,
+    /// Sessions younger than this many seconds are never pruned (3FS: 1 min).
+    pub prune_min_age: u64,
     /// The storage client GC removes chunks with, and the routing it starts from; `None`:
     /// GC frees inodes without touching storage (tests of the namespace alone).
     pub storage: Option<(crate::client::ClientConfig, crate::routing::RoutingInfo)>,
@@ -98,6 +106,9 @@ impl MetaConfig {
             gc_batch: 32,
             layout: None,
             storage: None,
+            mgmtd: Vec::new(),
+            prune_interval: Some(Duration::from_secs(300)..Duration::from_secs(330)),
+            prune_min_age: 60,
         }
     }
 }
@@ -109,6 +120,8 @@ pub enum MetaTimer {
     Retry(ClientId, RequestId),
     /// Run the next GC step.
     Gc,
+    /// Ask mgmtd for live clients, then prune sessions of the others.
+    Prune,
     /// A timer of the embedded storage client (GC's chunk removal).
     Storage(crate::client::ClientTimer),
 }
@@ -128,6 +141,8 @@ pub struct MetaCounters {
     pub gc_freed: u64,
     /// GC entries skipped because a write session held the file.
     pub gc_busy: u64,
+    /// Write sessions of dead clients deleted.
+    pub sessions_pruned: u64,
 }
 
 /// What a running entry does.
@@ -141,6 +156,8 @@ enum Work {
     Gc,
     /// Delete a purged file's GC entry and inode.
     Free(Vec<u8>, crate::ids::InodeId),
+    /// Delete sessions of clients not in this (sorted) list of live ones.
+    Prune(Vec<ClientId>),
 }
 
 /// The key of the server's own work (no client has this id).
@@ -201,6 +218,10 @@ pub struct MetaServer {
     allocator: super::placement::ChainAllocator,
     /// GC's chunk removal on storage.
     purger: Option<super::purge::Purger>,
+    /// The mgmtd believed primary (follows `NotPrimary` hints).
+    mgmtd: Option<NodeId>,
+    /// The session key the next prune continues after.
+    prune_after: Vec<u8>,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -219,6 +240,8 @@ impl MetaServer {
         };
         Self {
             purger,
+            mgmtd: cfg.mgmtd.first().copied(),
+            prune_after: Vec::new(),
             cfg,
             running: BTreeMap::new(),
             ios: BTreeMap::new(),
@@ -335,6 +358,19 @@ impl MetaServer {
         ns.set_new_layout(r.layout);
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
+            Work::Prune(live) => ns
+                .prune_sessions(live, &self.prune_after, 256, p.now, self.cfg.prune_min_age)
+                .map(|(n, next)| {
+                    r.gc = Some(super::GcOutcome {
+                        stats: super::GcStats {
+                            freed: n,
+                            ..Default::default()
+                        },
+                        next,
+                        purge: Vec::new(),
+                    });
+                    MetaAnswer::Done
+                }),
             Work::Free(entry, inode) => ns.gc_free(entry, *inode).map(|freed| {
                 if freed {
                     self.counters.0.gc_freed += 1;
@@ -409,6 +445,13 @@ impl MetaServer {
             return;
         };
         if matches!(r.work, Work::Free(..)) {
+            return;
+        }
+        if let Work::Prune(_) = r.work {
+            if let (Ok(_), Some(g)) = (&result, r.gc) {
+                self.prune_after = g.next;
+                self.counters.0.sessions_pruned += u64::from(g.stats.freed);
+            }
             return;
         }
         if r.work == Work::Gc {
@@ -522,6 +565,9 @@ impl Machine for MetaServer {
     type Ret = NoCall;
 
     fn start(&mut self, now: Instant, out: &mut Outbox<Self>) {
+        if let (Some(every), Some(_)) = (self.cfg.prune_interval.clone(), self.mgmtd) {
+            out.set_timer(MetaTimer::Prune, every);
+        }
         if let Some(p) = &mut self.purger {
             p.start(now, out);
         }
@@ -541,7 +587,20 @@ impl Machine for MetaServer {
                 from,
                 msg: Msg::MetaReq(req),
             } => self.on_request(from, req, now, out),
+            EventOf::Recv {
+                msg: Msg::ClientSessions(s),
+                ..
+            } => {
+                if s.complete {
+                    let mut live = s.clients;
+                    live.sort_unstable();
+                    self.start_own((SELF, RequestId(2)), Work::Prune(live), now, out);
+                }
+            }
             EventOf::Recv { from, msg } => {
+                if let Msg::NotPrimary { primary: Some(p) } = &msg {
+                    self.mgmtd = Some(*p);
+                }
                 // Everything else is for the storage client GC removes chunks with.
                 if let Some(p) = &mut self.purger {
                     let done = p.on_msg(from, msg, now, out);
@@ -555,6 +614,14 @@ impl Machine for MetaServer {
                 }
             }
             EventOf::IoDone { id, result } => self.on_io_done(id, result, now, out),
+            EventOf::Timer(MetaTimer::Prune) => {
+                if let Some(m) = self.mgmtd {
+                    out.send(m, Msg::GetClientSessions);
+                }
+                if let Some(every) = self.cfg.prune_interval.clone() {
+                    out.set_timer(MetaTimer::Prune, every);
+                }
+            }
             EventOf::Timer(MetaTimer::Gc) => {
                 self.start_own((SELF, RequestId(1)), Work::Gc, now, out);
             }

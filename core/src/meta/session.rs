@@ -4,14 +4,19 @@
 //!
 //! Invariants: a session row names an existing file inode (GC frees an inode only once it has
 //! no session rows); a length hint only ever grows `length` (shrinking is truncate's, which
-//! bumps `truncate_ver`). Not here: session pruning for dead clients (driven by mgmtd's client
-//! sessions in 3FS), the query of storage for a precise length, truncate, owner batching.
+//! bumps `truncate_ver`).
+//!
+//! Pruning (3FS `SessionManager`): sessions of clients that mgmtd no longer lists as alive,
+//! older than a minimum age, are deleted, so a writer that died does not hold its files back
+//! from GC forever.
+//! Not here: the query of storage for a precise length, truncate, owner batching.
 
-use super::keys::session_key;
+use super::keys::{all_sessions, session_key};
 use super::ops::Namespace;
 use super::{Inode, InodeKind, MetaError, PathOp};
 use crate::ids::{ClientId, InodeId};
 use crate::kv::KvEngine;
+use crate::mgmtd::store::decode;
 use crate::mgmtd::store::encode;
 use crate::wire_struct;
 
@@ -70,6 +75,38 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
             InodeKind::File { layout: None, .. } => Err(MetaError::Invalid("invalid argument")),
             _ => Err(MetaError::IsDir),
         }
+    }
+
+    /// Deletes up to `batch` sessions after key `after` (empty: from the first) whose client is
+    /// not in `live` (sorted) and which are at least `min_age` seconds old; returns how many,
+    /// and the key to continue after (empty: start over).
+    pub fn prune_sessions(
+        &mut self,
+        live: &[ClientId],
+        after: &[u8],
+        batch: usize,
+        now: u64,
+        min_age: u64,
+    ) -> R<(u32, Vec<u8>)> {
+        let mut range = all_sessions();
+        if !after.is_empty() {
+            range.begin = after.to_vec();
+            range.begin.push(0);
+        }
+        let rows = self.txn().range(&range, batch)?;
+        let next = match rows.len() < batch {
+            true => Vec::new(),
+            false => rows.last().map(|(k, _)| k.clone()).unwrap_or_default(),
+        };
+        let mut pruned = 0;
+        for (k, v) in rows {
+            let s: FileSession = decode(&v)?;
+            if live.binary_search(&s.client).is_err() && now >= s.opened.saturating_add(min_age) {
+                self.txn().clear(&k);
+                pruned += 1;
+            }
+        }
+        Ok((pruned, next))
     }
 
     /// close of the asking client's session `session` on `inode`, adopting a length hint

@@ -257,6 +257,25 @@ impl Mgmtd {
         }
     }
 
+    pub(super) fn on_get_client_sessions(
+        &mut self,
+        now: Instant,
+        from: NodeId,
+        out: &mut Outbox<Self>,
+    ) {
+        if !self.is_primary(now) {
+            let primary = self.primary_hint();
+            return out.send(from, Msg::NotPrimary { primary });
+        }
+        let p = self.primary.as_ref().expect("is_primary");
+        let complete = now.0.saturating_sub(p.lease.start) >= nanos(self.cfg.session_timeout);
+        let clients = p.sessions.keys().copied().collect();
+        out.send(
+            from,
+            Msg::ClientSessions(crate::msg::mgmtd::ClientSessions { clients, complete }),
+        );
+    }
+
     pub(super) fn check_sessions(&mut self, now: Instant) {
         let timeout = nanos(self.cfg.session_timeout);
         if let Some(p) = self.primary.as_mut() {

@@ -369,6 +369,7 @@ impl Machine for Mgmtd {
                 Msg::Heartbeat(hb) => self.on_heartbeat(now, from, hb, out),
                 Msg::GetRouting { known } => self.on_get_routing(now, from, known, out),
                 Msg::ExtendSession(s) => self.on_extend_session(now, s.client),
+                Msg::GetClientSessions => self.on_get_client_sessions(now, from, out),
                 // Messages for other roles: not ours.
                 _ => {}
             },

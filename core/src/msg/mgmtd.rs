@@ -235,3 +235,27 @@ wire_struct!(ChunkMeta {
     pending,
     applied
 });
+
+/// Primary mgmtd → meta server: the clients whose sessions are alive (3FS meta prunes file
+/// sessions of clients missing here).
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ClientSessions {
+    /// Live clients, in id order.
+    pub clients: Vec<crate::ids::ClientId>,
+    /// The primary has held its tenure for a whole session timeout, so a client missing here
+    /// really stopped extending (a newer primary knows only clients that extended since).
+    pub complete: bool,
+}
+
+impl Wire for ClientSessions {
+    fn encode(&self, enc: &mut Encoder) {
+        super::codec::encode_list(enc, &self.clients);
+        self.complete.encode(enc);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            clients: super::codec::decode_list(dec)?,
+            complete: Wire::decode(dec)?,
+        })
+    }
+}

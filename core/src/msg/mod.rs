@@ -66,6 +66,10 @@ pub enum Msg {
     MetaReq(meta::MetaReq),
     /// Meta server → client.
     MetaReply(meta::MetaReply),
+    /// Meta server → primary mgmtd: which clients are alive?
+    GetClientSessions,
+    /// Primary mgmtd → meta server.
+    ClientSessions(mgmtd::ClientSessions),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -85,6 +89,8 @@ const KIND_SYNC_DONE: u8 = 14;
 const KIND_SYNC_DONE_REPLY: u8 = 15;
 const KIND_META_REQ: u8 = 16;
 const KIND_META_REPLY: u8 = 17;
+const KIND_GET_CLIENT_SESSIONS: u8 = 18;
+const KIND_CLIENT_SESSIONS: u8 = 19;
 
 impl Msg {
     /// Encodes the message as one frame.
@@ -107,6 +113,8 @@ impl Msg {
             Self::SyncDoneReply(m) => encode_frame(KIND_SYNC_DONE_REPLY, |e| m.encode(e)),
             Self::MetaReq(m) => encode_frame(KIND_META_REQ, |e| m.encode(e)),
             Self::MetaReply(m) => encode_frame(KIND_META_REPLY, |e| m.encode(e)),
+            Self::GetClientSessions => encode_frame(KIND_GET_CLIENT_SESSIONS, |_| {}),
+            Self::ClientSessions(m) => encode_frame(KIND_CLIENT_SESSIONS, |e| m.encode(e)),
         }
     }
 
@@ -136,6 +144,8 @@ impl Msg {
             KIND_SYNC_DONE_REPLY => Self::SyncDoneReply(Wire::decode(d)?),
             KIND_META_REQ => Self::MetaReq(Wire::decode(d)?),
             KIND_META_REPLY => Self::MetaReply(Wire::decode(d)?),
+            KIND_GET_CLIENT_SESSIONS => Self::GetClientSessions,
+            KIND_CLIENT_SESSIONS => Self::ClientSessions(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {

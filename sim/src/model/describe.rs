@@ -110,5 +110,11 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::SyncDoneReply(r) => format!("SyncDoneReply {} {:?}", r.req.chain, r.status),
         Msg::MetaReq(r) => format!("MetaReq {}#{} {:?}", r.client.0, r.request.0, r.op),
         Msg::MetaReply(r) => format!("MetaReply #{} {:?}", r.request.0, r.result),
+        Msg::GetClientSessions => "GetClientSessions".into(),
+        Msg::ClientSessions(s) => format!(
+            "ClientSessions {} clients complete={}",
+            s.clients.len(),
+            s.complete
+        ),
     }
 }

@@ -187,6 +187,7 @@ pub fn counters_of(p: &Proc) -> ProcCounters {
                 ("meta.commit_unknown", m.counters().commit_unknown),
                 ("meta.gc_freed", m.counters().gc_freed),
                 ("meta.gc_busy", m.counters().gc_busy),
+                ("meta.sessions_pruned", m.counters().sessions_pruned),
             ],
             Vec::new(),
         ),
@@ -370,6 +371,11 @@ impl Layout {
             Role::Meta => {
                 let mut cfg = MetaConfig::new(ctx.id);
                 cfg.bug = self.meta_bug;
+                cfg.mgmtd = self.mgmtd.clone();
+                cfg.prune_interval = cfg
+                    .prune_interval
+                    .map(|r| self.scale(r.start)..self.scale(r.end));
+                cfg.prune_min_age = self.scale(Duration::from_secs(cfg.prune_min_age)).as_secs();
                 // GC removes chunks through its own storage client.
                 cfg.storage = Some((
                     self.client_cfg(ctx.id, ctx.incarnation),

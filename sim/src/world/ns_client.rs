@@ -132,20 +132,19 @@ impl World {
     /// Starts client `i`'s next namespace operation, if any: first the data write of a file it
     /// just opened for write, else maybe a close of one of its sessions, else the generator's.
     pub(super) fn ns_next(&mut self, i: usize) {
-        if self.sim.workload_stopped {
-            return;
-        }
+        let stopped = self.sim.workload_stopped;
         let table = self.layout.initial.chain_tables.get(&(1, 1)).cloned();
         let n = &mut self.nodes[i];
         let Some(d) = n.ctx.ns.as_mut() else {
             return;
         };
-        if d.running.is_some() {
+        // Once the workload stops, a writer only closes what it still holds.
+        if d.running.is_some() || (stopped && d.open.is_empty()) {
             return;
         }
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
-        if let Some(k) = d.open.iter().position(|s| s.to_write) {
+        if let Some(k) = d.open.iter().position(|s| s.to_write && !stopped) {
             // The data path: one self-describing block at offset 0 of the file, on the chain
             // its layout names (no meta involved), then the length hint for its close.
             let s = &mut d.open[k];
@@ -165,13 +164,16 @@ impl World {
                 return self.drive(i, Input::Call(req, call));
             }
         }
-        let op = if d.gen.wants_close(d.open.len()) {
+        let close = |d: &mut NsDriver| {
             let s = d.open.remove(0);
             MetaOp::Close {
                 inode: s.inode,
                 session: s.session,
                 length: s.written,
             }
+        };
+        let op = if stopped || d.gen.wants_close(d.open.len()) {
+            close(d)
         } else {
             match d.gen.next_op() {
                 Some(MetaOp::Open { path, write, .. }) => MetaOp::Open {
@@ -180,6 +182,8 @@ impl World {
                     session: req.0,
                 },
                 Some(op) => op,
+                // Budget spent: a writer still closes what it opened.
+                None if !d.open.is_empty() => close(d),
                 None => return,
             }
         };
@@ -225,12 +229,20 @@ impl World {
             _ => return true,
         }
         d.running = None;
-        if !self.sim.workload_stopped {
+        if !self.sim.workload_stopped || !d.open.is_empty() {
             let think = d.gen.think();
             let inc = n.ctx.incarnation;
             self.sim.schedule_in(think, Ev::NsNext { node: i, inc });
         }
         true
+    }
+
+    /// Whether GC and session pruning are done: no GC entry and no write session is left.
+    pub fn gc_drained(&self) -> bool {
+        use t3fs_core::meta::{parse_dirent_key, parse_session_key, GC_ROOT};
+        !self.sim.kv.kv.latest().iter().any(|(k, _)| {
+            parse_session_key(k).is_some() || parse_dirent_key(k).is_some_and(|(p, _)| p == GC_ROOT)
+        })
     }
 
     /// Whether GC has nothing left it could do: every GC entry is a file held by a write
@@ -251,13 +263,22 @@ impl World {
             })
     }
 
-    /// The files (not the chunk workload's inode) any target stores a chunk of.
+    /// The files (not the chunk workload's inode) any target stores committed chunk data of.
     pub fn file_chunks(&self) -> std::collections::BTreeSet<t3fs_core::ids::InodeId> {
         let workload = t3fs_core::ids::InodeId(super::client::WORKLOAD_INODE);
         self.nodes
             .iter()
             .flat_map(|n| n.ctx.disks.values())
-            .flat_map(|d| d.store.chunks().keys().map(|c| c.inode).collect::<Vec<_>>())
+            // Committed data only: a remove still in flight (two meta servers may purge one
+            // file) leaves a pending entry behind for a moment.
+            .flat_map(|d| {
+                d.store
+                    .chunks()
+                    .iter()
+                    .filter(|(_, m)| m.committed.0 > 0)
+                    .map(|(c, _)| c.inode)
+                    .collect::<Vec<_>>()
+            })
             .filter(|i| *i != workload)
             .collect()
     }

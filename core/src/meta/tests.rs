@@ -318,9 +318,15 @@ fn sessions_of_dead_clients_are_pruned_once_old_enough() {
     tx(&mut kv, |ns| ns.open("/f", true, 10, live)).unwrap();
     tx(&mut kv, |ns| ns.open("/f", true, 11, dead)).unwrap();
     // Too young (opened at 103, min age 60): nothing goes.
-    let (n, _) = tx(&mut kv, |ns| ns.prune_sessions(&[ClientId(1)], b"", 8, 150, 60)).unwrap();
+    let (n, _) = tx(&mut kv, |ns| {
+        ns.prune_sessions(&[ClientId(1)], b"", 8, 150, 60)
+    })
+    .unwrap();
     assert_eq!(n, 0);
-    let (n, next) = tx(&mut kv, |ns| ns.prune_sessions(&[ClientId(1)], b"", 8, 200, 60)).unwrap();
+    let (n, next) = tx(&mut kv, |ns| {
+        ns.prune_sessions(&[ClientId(1)], b"", 8, 200, 60)
+    })
+    .unwrap();
     assert_eq!((n, next), (1, Vec::new()), "only the dead client's session");
     let f = tx(&mut kv, |ns| ns.stat("/f", false)).unwrap();
     let left = transact(&mut kv, |ns| Ok(ns.txn().range(&session_range(f.id), 8)?)).unwrap();

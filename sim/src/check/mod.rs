@@ -7,6 +7,7 @@
 //! Invariant: a checker that cannot decide says `Unknown`, never `Pass`. Not here: liveness
 //! (the runner measures convergence time against the scenario's bound).
 
+pub mod appendix_b;
 pub mod history;
 pub mod linearizability;
 pub mod namespace;

@@ -49,9 +49,15 @@ impl Client {
         if call.sends > 0 {
             self.counters.0.meta_retries += 1;
         }
-        // Spread first tries by request id; each retry moves to the next server.
+        // Requests about one inode start at its owner (§4.6: rendezvous hashing over the meta
+        // servers, so one server sees all of an inode's length updates); others spread by
+        // request id. Each retry moves to the next server.
         let n = self.cfg.meta.len() as u64;
-        let to = self.cfg.meta[((req.0 + u64::from(call.sends)) % n) as usize];
+        let first = match call.op.inode() {
+            Some(inode) => owner_index(inode, &self.cfg.meta) as u64,
+            None => req.0,
+        };
+        let to = self.cfg.meta[((first + u64::from(call.sends)) % n) as usize];
         call.sends += 1;
         let msg = Msg::MetaReq(MetaReq {
             client: self.cfg.client,
@@ -78,6 +84,19 @@ impl Client {
             ret: ClientRet::Meta(rep.result),
         });
     }
+}
+
+/// The owner of `inode` among `servers`: the highest rendezvous hash of (inode, server).
+pub fn owner_index(inode: crate::ids::InodeId, servers: &[crate::ids::NodeId]) -> usize {
+    let score = |s: crate::ids::NodeId| {
+        let mut x = inode.0 ^ u64::from(s.0).rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    };
+    (0..servers.len())
+        .max_by_key(|&i| (score(servers[i]), i))
+        .unwrap_or(0)
 }
 
 fn retryable(r: &MetaResult) -> bool {

@@ -306,3 +306,25 @@ fn after_a_stale_chain_version_answer_no_attempt_uses_the_old_version() {
     });
     assert_eq!(sent, Some(ChainVersion(2)));
 }
+
+#[test]
+fn owners_are_stable_and_spread_over_meta_servers() {
+    use crate::ids::{InodeId, NodeId};
+    let servers: Vec<NodeId> = (10..13).map(NodeId).collect();
+    let mut per_server = [0u32; 3];
+    for i in 0..3000u64 {
+        let o = super::meta::owner_index(InodeId(4096 + i), &servers);
+        assert_eq!(o, super::meta::owner_index(InodeId(4096 + i), &servers));
+        per_server[o] += 1;
+    }
+    assert!(per_server.iter().all(|&n| n > 800), "{per_server:?}");
+    // Rendezvous: dropping a server moves only the inodes it owned.
+    let fewer = &servers[..2];
+    for i in 0..3000u64 {
+        let id = InodeId(4096 + i);
+        let o = super::meta::owner_index(id, &servers);
+        if o < 2 {
+            assert_eq!(super::meta::owner_index(id, fewer), o);
+        }
+    }
+}

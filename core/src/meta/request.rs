@@ -124,6 +124,15 @@ impl MetaOp {
         )
     }
 
+    /// The inode a request is about, when it names one rather than a path (its owner server
+    /// takes it first).
+    pub fn inode(&self) -> Option<crate::ids::InodeId> {
+        match self {
+            Self::Close { inode, .. } | Self::ExtendStripe { inode, .. } => Some(*inode),
+            _ => None,
+        }
+    }
+
     /// The most inodes the request can make: the ids a server reserves for it.
     pub fn ids_needed(&self) -> u64 {
         match self {

@@ -192,6 +192,8 @@ fn simulated() -> ExitCode {
             M::Open { .. } => "open",
             M::Close { .. } => "close",
             M::ExtendStripe { .. } => "extend stripe",
+            M::SetAttr { .. } => "setattr",
+            M::BatchStat { .. } => "batch stat",
         };
         *by_type.entry(t).or_default() += 1;
     }

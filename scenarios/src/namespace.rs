@@ -245,9 +245,20 @@ impl NsGenerator {
                     existing: self.path(depth),
                     path: self.path(depth),
                 },
-                75..=81 => MetaOp::Stat {
+                75..=78 => MetaOp::Stat {
                     path: self.path(depth),
                     follow: self.rng.chance(0.5),
+                },
+                79..=80 => MetaOp::SetAttr {
+                    path: self.path(depth),
+                    attr: t3fs_core::meta::SetAttr {
+                        perm: Some(0o600 | self.rng.below(0o200) as u32),
+                        mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
+                        ..Default::default()
+                    },
+                },
+                81 => MetaOp::BatchStat {
+                    paths: (0..3).map(|_| self.path(depth)).collect(),
                 },
                 // An open for write; the driver fills in the session id and closes it later.
                 82..=89 => MetaOp::Open {

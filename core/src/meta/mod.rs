@@ -21,6 +21,7 @@
 //! Not here: storing layouts in inodes (the chain-range placement itself is [`placement`]), file
 //! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
 
+mod attrs;
 mod gc;
 mod keys;
 mod ops;
@@ -35,6 +36,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
+pub use attrs::{SetAttr, BATCH_STAT_MAX};
 pub use gc::{GcOutcome, GcStats};
 pub use keys::{
     dirent_key, dirent_range, idem_key, inode_key, parse_dirent_key, parse_inode_key,

@@ -97,6 +97,18 @@ pub enum MetaOp {
         /// The session id.
         session: u64,
     },
+    /// setattr: chmod / chown / utimes of `path` (symlinks followed).
+    SetAttr {
+        /// The path.
+        path: String,
+        /// What to change.
+        attr: super::SetAttr,
+    },
+    /// stat of several paths (symlinks followed), each answered on its own.
+    BatchStat {
+        /// The paths (at most `BATCH_STAT_MAX`).
+        paths: Vec<String>,
+    },
     /// Grow `inode`'s dynamic stripe to cover chunk index `chunk` (3FS setAttr extendStripe).
     ExtendStripe {
         /// The file.
@@ -120,7 +132,10 @@ impl MetaOp {
     pub fn mutates(&self) -> bool {
         !matches!(
             self,
-            Self::Stat { .. } | Self::List { .. } | Self::Open { write: false, .. }
+            Self::Stat { .. }
+                | Self::List { .. }
+                | Self::BatchStat { .. }
+                | Self::Open { write: false, .. }
         )
     }
 
@@ -152,6 +167,8 @@ pub enum MetaAnswer {
     Entries(Vec<(Vec<u8>, DirEntry)>),
     /// Done (remove, rename).
     Done,
+    /// A batch stat: one result per path, in request order.
+    Stats(Vec<Result<Inode, MetaError>>),
 }
 
 /// The answer to one request.
@@ -237,6 +254,8 @@ fn apply<E: KvEngine + ?Sized>(
             Done
         }
         MetaOp::ExtendStripe { inode, chunk } => I(ns.extend_stripe(*inode, *chunk, p)?),
+        MetaOp::SetAttr { path, attr } => I(ns.setattr(path, *attr, p)?),
+        MetaOp::BatchStat { paths } => MetaAnswer::Stats(ns.batch_stat(paths)?),
     })
 }
 
@@ -327,6 +346,18 @@ impl Wire for MetaOp {
                 inode.encode(enc);
                 chunk.encode(enc);
             }
+            Self::SetAttr { path, attr } => {
+                enc.u8(11);
+                put_str(enc, path);
+                attr.encode(enc);
+            }
+            Self::BatchStat { paths } => {
+                enc.u8(12);
+                enc.len(paths.len());
+                for p in paths {
+                    put_str(enc, p);
+                }
+            }
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -380,6 +411,18 @@ impl Wire for MetaOp {
                 inode: Wire::decode(dec)?,
                 chunk: Wire::decode(dec)?,
             },
+            11 => Self::SetAttr {
+                path: get_str(dec)?,
+                attr: Wire::decode(dec)?,
+            },
+            12 => {
+                let n = dec.len(super::BATCH_STAT_MAX as u32, 4)?;
+                let mut paths = Vec::with_capacity(n);
+                for _ in 0..n {
+                    paths.push(get_str(dec)?);
+                }
+                Self::BatchStat { paths }
+            }
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }
@@ -415,6 +458,22 @@ impl Wire for MetaAnswer {
                 encode_list(enc, &rows);
             }
             Self::Done => enc.u8(2),
+            Self::Stats(rs) => {
+                enc.u8(3);
+                enc.len(rs.len());
+                for r in rs {
+                    match r {
+                        Ok(i) => {
+                            enc.u8(0);
+                            i.encode(enc);
+                        }
+                        Err(e) => {
+                            enc.u8(1);
+                            e.encode(enc);
+                        }
+                    }
+                }
+            }
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -427,6 +486,18 @@ impl Wire for MetaAnswer {
                     .collect(),
             ),
             2 => Self::Done,
+            3 => {
+                let n = dec.len(super::BATCH_STAT_MAX as u32, 2)?;
+                let mut rs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    rs.push(match dec.u8()? {
+                        0 => Ok(Wire::decode(dec)?),
+                        1 => Err(Wire::decode(dec)?),
+                        t => return Err(DecodeError::UnknownTag(t)),
+                    });
+                }
+                Self::Stats(rs)
+            }
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

@@ -332,3 +332,28 @@ fn sessions_of_dead_clients_are_pruned_once_old_enough() {
     let left = transact(&mut kv, |ns| Ok(ns.txn().range(&session_range(f.id), 8)?)).unwrap();
     assert_eq!(left.len(), 1);
 }
+
+#[test]
+fn setattr_changes_only_what_it_is_given_and_batch_stat_answers_each_path() {
+    let mut kv = fresh();
+    tx(&mut kv, |ns| ns.create("/f", 0o644, false, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.symlink("/l", "/f", op(2))).unwrap();
+    let attr = SetAttr {
+        perm: Some(0o100_600),
+        mtime: Some(7),
+        ..SetAttr::default()
+    };
+    let i = tx(&mut kv, |ns| ns.setattr("/l", attr, op(3))).unwrap();
+    assert!(
+        matches!(i.kind, InodeKind::File { .. }),
+        "the link is followed"
+    );
+    assert_eq!((i.perm, i.mtime, i.ctime, i.uid), (0o600, 7, 103, 0));
+    let paths: Vec<String> = ["/f", "/nope", "/l/x"].map(String::from).to_vec();
+    let rs = tx(&mut kv, |ns| ns.batch_stat(&paths)).unwrap();
+    assert!(rs[0].is_ok());
+    assert_eq!(rs[1], Err(MetaError::NotFound));
+    assert_eq!(rs[2], Err(MetaError::NotDir));
+    let many = vec!["/f".to_string(); BATCH_STAT_MAX + 1];
+    assert!(tx(&mut kv, |ns| ns.batch_stat(&many)).is_err());
+}

@@ -92,7 +92,19 @@ fn update(r: &mut Rng) -> UpdateReq {
 fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
     use crate::meta::request::MetaOp;
     let path = |r: &mut Rng| format!("/d{}/n{}", r.below(4), r.below(4));
-    match r.below(8) {
+    match r.below(10) {
+        8 => MetaOp::SetAttr {
+            path: path(r),
+            attr: crate::meta::SetAttr {
+                perm: Some(r.next() as u32),
+                uid: None,
+                gid: Some(r.next() as u32),
+                mtime: Some(r.next()),
+            },
+        },
+        9 => MetaOp::BatchStat {
+            paths: (0..r.below(4)).map(|_| path(r)).collect(),
+        },
         0 => MetaOp::Stat {
             path: path(r),
             follow: r.below(2) == 1,

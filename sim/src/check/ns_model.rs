@@ -41,6 +41,8 @@ pub enum Abstract {
     Done,
     /// A POSIX error.
     Error(MetaError),
+    /// A batch stat: each path's kind or error.
+    Many(Vec<Abstract>),
 }
 
 /// The abstract form of a real answer.
@@ -51,6 +53,14 @@ pub fn abstract_of(r: &MetaResult) -> Abstract {
             Abstract::Names(rows.iter().map(|(n, e)| (n.clone(), e.kind)).collect())
         }
         Ok(MetaAnswer::Done) => Abstract::Done,
+        Ok(MetaAnswer::Stats(rs)) => Abstract::Many(
+            rs.iter()
+                .map(|r| match r {
+                    Ok(i) => Abstract::Kind(i.entry_kind()),
+                    Err(e) => Abstract::Error(e.clone()),
+                })
+                .collect(),
+        ),
         Err(e) => Abstract::Error(e.clone()),
     }
 }
@@ -322,6 +332,19 @@ impl Tree {
             }
             // Sessions are invisible in the tree: they only hold back GC (checked by fsck).
             MetaOp::Close { .. } => Ok(Abstract::Done),
+            // Attributes are not compared; the path must resolve.
+            MetaOp::SetAttr { path, .. } => {
+                Ok(Abstract::Kind(self.kind(self.resolve(path, true)?)))
+            }
+            MetaOp::BatchStat { paths } => Ok(Abstract::Many(
+                paths
+                    .iter()
+                    .map(|p| match self.resolve(p, true) {
+                        Ok(id) => Abstract::Kind(self.kind(id)),
+                        Err(e) => Abstract::Error(e),
+                    })
+                    .collect(),
+            )),
             // By inode, for the data path; drivers keep it out of namespace histories.
             MetaOp::ExtendStripe { .. } => Ok(Abstract::Kind(EntryKind::File)),
             MetaOp::Rename { from, to } => {

@@ -1,0 +1,73 @@
+//! Attribute operations of §4.3: setattr (chmod, chown, utimes) and batch stat.
+//!
+//! Invariant: setattr changes only the attributes it is given and stamps ctime with the
+//! caller's clock (mtime only when asked: utimes); a batch stat answers each path on its own,
+//! all from one snapshot. Not here: permission checks (no users yet), iflags, directory
+//! layouts.
+
+use super::ops::Namespace;
+use super::{Inode, MetaError, PathOp};
+use crate::kv::KvEngine;
+
+/// Paths one batch stat may ask about.
+pub const BATCH_STAT_MAX: usize = 64;
+
+type R<T> = Result<T, MetaError>;
+
+/// The attributes a setattr changes (`None`: keep).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SetAttr {
+    /// New mode bits (chmod).
+    pub perm: Option<u32>,
+    /// New owner (chown).
+    pub uid: Option<u32>,
+    /// New group (chown).
+    pub gid: Option<u32>,
+    /// New modification time, seconds (utimes).
+    pub mtime: Option<u64>,
+}
+
+crate::wire_struct!(SetAttr {
+    perm,
+    uid,
+    gid,
+    mtime
+});
+
+impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
+    /// setattr on `path` (symlinks followed).
+    pub fn setattr(&mut self, path: &str, attr: SetAttr, op: PathOp) -> R<Inode> {
+        let mut i = self.resolve(path, true)?;
+        if let Some(p) = attr.perm {
+            i.perm = p & 0o7777;
+        }
+        if let Some(u) = attr.uid {
+            i.uid = u;
+        }
+        if let Some(g) = attr.gid {
+            i.gid = g;
+        }
+        if let Some(m) = attr.mtime {
+            i.mtime = m;
+        }
+        i.ctime = op.now;
+        self.put_inode(&i);
+        Ok(i)
+    }
+
+    /// stat of every path (symlinks followed), each answered on its own.
+    pub fn batch_stat(&mut self, paths: &[String]) -> R<Vec<R<Inode>>> {
+        if paths.len() > BATCH_STAT_MAX {
+            return Err(MetaError::Invalid("invalid argument"));
+        }
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            match self.resolve(p, true) {
+                Err(MetaError::Kv(e)) => return Err(MetaError::Kv(e)),
+                Err(MetaError::Corrupt) => return Err(MetaError::Corrupt),
+                r => out.push(r),
+            }
+        }
+        Ok(out)
+    }
+}

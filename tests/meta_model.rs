@@ -23,6 +23,7 @@ fn the_reference_tree_answers_like_the_meta_service() {
                 mix,
                 think: core::time::Duration::ZERO..core::time::Duration::from_millis(1),
                 ops_per_client: Some(200),
+                gc_delay: None,
             };
             let mut kv = MemKv::new(100_000);
             seed_namespace(&mut kv, w.dirs);

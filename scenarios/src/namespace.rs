@@ -50,6 +50,10 @@ pub struct NsWorkload {
     pub think: Range<Duration>,
     /// Operations per client (`None`: until the safety phase ends).
     pub ops_per_client: Option<u64>,
+    /// How long GC leaves an unlinked file alone (`None`: 3FS's 5 minutes, scaled like the
+    /// other timeouts). Shorter is safe only without delayed duplicate frames (module docs of
+    /// `core::meta::gc`).
+    pub gc_delay: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +68,7 @@ pub(crate) struct RawNamespace {
     #[serde(default = "think")]
     think: String,
     ops_per_client: Option<u64>,
+    gc_delay: Option<String>,
 }
 
 fn two() -> u32 {
@@ -100,12 +105,17 @@ impl RawNamespace {
             }
         };
         let think = parse_range(&self.think).map_err(|m| ("think", m))?;
+        let gc_delay = match &self.gc_delay {
+            Some(s) => Some(crate::duration::parse_duration(s).map_err(|m| ("gc_delay", m))?),
+            None => None,
+        };
         Ok(NsWorkload {
             dirs: self.dirs,
             names: self.names,
             mix,
             think,
             ops_per_client: self.ops_per_client,
+            gc_delay,
         })
     }
 }
@@ -122,6 +132,9 @@ pub fn ns_toml(w: &NsWorkload) -> String {
     );
     if let Some(n) = w.ops_per_client {
         o.push_str(&format!("ops_per_client = {n}\n"));
+    }
+    if let Some(d) = w.gc_delay {
+        o.push_str(&format!("gc_delay = \"{}\"\n", fmt_duration(d)));
     }
     o
 }

@@ -1,6 +1,11 @@
 //! Garbage collection of unlinked inodes (3FS §4.5), as bounded steps a meta server runs
 //! periodically: each step is one transaction over at most `batch` entries of the GC root.
 //!
+//! - a file unlinked less than `file_delay` seconds ago waits (3FS `gc_file_delay`, 5 min):
+//!   writes acknowledged before the unlink may still have frames in flight, and a stale
+//!   forward landing after the chunk was removed would recreate it (swarm seed 862, with no
+//!   delay: a duplicate forward re-created a purged chunk on the tail, since a removed chunk's
+//!   version starts again at 1);
 //! - a file or symlink entry whose inode has no write session is freed: its GC entry and its
 //!   inode row go in one transaction; a file with a write session is busy and skipped (its
 //!   writer may still write; the next round looks again). With `purge_files`, a free file is
@@ -31,6 +36,21 @@ pub struct GcStats {
     pub moved: u32,
     /// Files skipped because a write session holds them.
     pub busy: u32,
+    /// Files skipped because they were unlinked less than the delay ago.
+    pub young: u32,
+}
+
+/// How a GC step behaves.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub struct GcPolicy {
+    /// GC entries (and directory children) one step handles.
+    pub batch: usize,
+    /// Seconds a file waits after its unlink (its ctime) before it is freed.
+    pub file_delay: u64,
+    /// Defer files held by write sessions (false only for `meta-gc-ignores-sessions`).
+    pub respect_sessions: bool,
+    /// Return free files for their chunks to be removed first (`purge.rs`).
+    pub purge_files: bool,
 }
 
 /// What one GC step decided.
@@ -47,16 +67,13 @@ pub struct GcOutcome {
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// One GC step over the GC entries after `after` (empty: from the first); returns what it
     /// did and the name to continue after (empty: start over next time).
-    /// `respect_sessions` is false only for the planted bug `meta-gc-ignores-sessions`;
-    /// `purge_files`: return free files instead of freeing them (module docs).
     pub fn gc_step(
         &mut self,
         after: &[u8],
-        batch: usize,
         now: u64,
-        respect_sessions: bool,
-        purge_files: bool,
+        policy: GcPolicy,
     ) -> Result<GcOutcome, MetaError> {
+        let batch = policy.batch;
         let mut stats = GcStats::default();
         let mut purge = Vec::new();
         let entries = self.list_dir(GC_ROOT, after, batch)?;
@@ -75,13 +92,16 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                 Err(err) => return Err(err),
             };
             match &inode.kind {
+                InodeKind::File { .. } if now < inode.ctime.saturating_add(policy.file_delay) => {
+                    stats.young += 1;
+                }
                 InodeKind::File { .. }
-                    if respect_sessions
+                    if policy.respect_sessions
                         && !self.txn().range(&session_range(inode.id), 1)?.is_empty() =>
                 {
                     stats.busy += 1;
                 }
-                InodeKind::File { .. } if purge_files => purge.push((name, inode)),
+                InodeKind::File { .. } if policy.purge_files => purge.push((name, inode)),
                 InodeKind::File { .. } | InodeKind::Symlink { .. } => {
                     self.txn().clear(&dirent_key(GC_ROOT, &name));
                     self.txn().clear(&inode_key(inode.id));

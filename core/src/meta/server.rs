@@ -65,6 +65,8 @@ pub struct MetaConfig {
     pub gc_interval: Option<Range<Duration>>,
     /// GC entries (and directory children) one GC step handles.
     pub gc_batch: usize,
+    /// Seconds an unlinked file waits before GC frees it (3FS `gc_file_delay`: 5 min).
+    pub gc_file_delay: u64,
     /// How new files are laid out; `None`: files get no layout.
     pub layout: Option<LayoutPolicy>,
     /// mgmtd instances, asked for live client sessions when pruning file sessions.
@@ -104,6 +106,7 @@ impl MetaConfig {
             bug: None,
             gc_interval: Some(Duration::from_millis(200)..Duration::from_millis(300)),
             gc_batch: 32,
+            gc_file_delay: 300,
             layout: None,
             storage: None,
             mgmtd: Vec::new(),
@@ -384,10 +387,14 @@ impl MetaServer {
             Work::Gc => ns
                 .gc_step(
                     &self.gc_after,
-                    self.cfg.gc_batch,
                     p.now,
-                    self.cfg.bug != Some(MetaBug::GcIgnoresSessions),
-                    self.purger.is_some() && self.cfg.bug != Some(MetaBug::GcSkipsChunks),
+                    super::GcPolicy {
+                        batch: self.cfg.gc_batch,
+                        file_delay: self.cfg.gc_file_delay,
+                        respect_sessions: self.cfg.bug != Some(MetaBug::GcIgnoresSessions),
+                        purge_files: self.purger.is_some()
+                            && self.cfg.bug != Some(MetaBug::GcSkipsChunks),
+                    },
                 )
                 .map(|out| {
                     r.gc = Some(out);

@@ -263,6 +263,15 @@ fn concurrent_creates_of_one_name_serialize() {
     );
 }
 
+fn policy(batch: usize) -> GcPolicy {
+    GcPolicy {
+        batch,
+        file_delay: 0,
+        respect_sessions: true,
+        purge_files: false,
+    }
+}
+
 #[test]
 fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     let mut kv = fresh();
@@ -278,7 +287,7 @@ fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     // /g waits for its writer.
     let mut total = GcStats::default();
     for _ in 0..10 {
-        let s = tx(&mut kv, |ns| ns.gc_step(b"", 2, 100, true, false))
+        let s = tx(&mut kv, |ns| ns.gc_step(b"", 200, policy(2)))
             .unwrap()
             .stats;
         total.freed += s.freed;
@@ -293,9 +302,14 @@ fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     // The writer closes with a length hint; the next step frees the file.
     let closed = tx(&mut kv, |ns| ns.close(g.id, 77, Some(4096), op(8))).unwrap();
     assert!(matches!(closed.kind, InodeKind::File { length: 4096, .. }));
-    let s = tx(&mut kv, |ns| ns.gc_step(b"", 8, 101, true, false))
-        .unwrap()
-        .stats;
+    // Too young first: unlinked at 106, delay 10.
+    let young = GcPolicy {
+        file_delay: 10,
+        ..policy(8)
+    };
+    let s = tx(&mut kv, |ns| ns.gc_step(b"", 110, young)).unwrap().stats;
+    assert_eq!((s.freed, s.young), (0, 1));
+    let s = tx(&mut kv, |ns| ns.gc_step(b"", 116, young)).unwrap().stats;
     assert_eq!(s.freed, 1);
     assert_eq!(tx(&mut kv, |ns| ns.inode(g.id)), Err(MetaError::NotFound));
     assert!(tx(&mut kv, |ns| ns.list_dir(GC_ROOT, b"", 8))

@@ -131,6 +131,27 @@ impl SimKv {
         }
     }
 
+    /// GC must never free an inode a write session still holds (§4.5): checked on every
+    /// commit that deletes inode rows, so a premature free is caught even if the session is
+    /// pruned later.
+    fn audit_freed(&mut self, freed: &[t3fs_core::ids::InodeId]) {
+        let Ok(v) = self.kv.read_version() else {
+            return;
+        };
+        for id in freed {
+            let held = self
+                .kv
+                .range(v, &t3fs_core::meta::session_range(*id), 1)
+                .is_ok_and(|rows| !rows.is_empty());
+            if held {
+                self.rows.violation.get_or_insert(format!(
+                    "GC freed inode {} while a write session held it",
+                    id.0
+                ));
+            }
+        }
+    }
+
     /// Latency of one operation.
     pub fn latency(&self, rng: &mut Rng, f: &Faults) -> Duration {
         rng.duration(f.kv_latency.clone())
@@ -159,9 +180,24 @@ impl SimKv {
             }
         }
         let commit = matches!(op, KvOp::Commit(_));
+        // Inode rows this commit deletes (GC freeing them), for the session audit below.
+        let freed: Vec<t3fs_core::ids::InodeId> = match &op {
+            KvOp::Commit(c) => c
+                .mutations
+                .iter()
+                .filter_map(|m| match m {
+                    t3fs_core::kv::Mutation::Clear(k) => t3fs_core::meta::parse_inode_key(k),
+                    _ => None,
+                })
+                .collect(),
+            KvOp::Read { .. } => Vec::new(),
+        };
         let result = kv::execute(&mut self.kv as &mut dyn KvEngine, op);
         if commit {
             self.audit_rows();
+            if result.is_ok() {
+                self.audit_freed(&freed);
+            }
         }
         result
     }

@@ -290,7 +290,8 @@ impl World {
     /// Builds the cluster of `scenario` for `seed` and schedules its steps and phases.
     pub fn new(scenario: Scenario, seed: u64, log: bool) -> Result<Self, String> {
         let bugs = crate::bugs::parse(scenario.bug.as_deref())?;
-        let layout = Layout::new(&scenario.cluster, bugs);
+        let mut layout = Layout::new(&scenario.cluster, bugs);
+        layout.gc_delay = scenario.namespace.as_ref().and_then(|n| n.gc_delay);
         let mut rng = Rng::new(seed);
         let faults = scenario.faults.clone();
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);

@@ -220,6 +220,8 @@ pub struct Layout {
     pub mgmtd_bug: Option<MgmtdBug>,
     /// Planted meta bug.
     pub meta_bug: Option<t3fs_core::bugs::MetaBug>,
+    /// The scenario's GC delay for unlinked files (`None`: 3FS's, scaled).
+    pub gc_delay: Option<Duration>,
 }
 
 impl Layout {
@@ -277,6 +279,7 @@ impl Layout {
             bug: bugs.storage,
             mgmtd_bug: bugs.mgmtd,
             meta_bug: bugs.meta,
+            gc_delay: None,
         }
     }
 
@@ -372,6 +375,10 @@ impl Layout {
                 let mut cfg = MetaConfig::new(ctx.id);
                 cfg.bug = self.meta_bug;
                 cfg.mgmtd = self.mgmtd.clone();
+                cfg.gc_file_delay = match self.gc_delay {
+                    Some(d) => d.as_secs(),
+                    None => self.scale(Duration::from_secs(cfg.gc_file_delay)).as_secs(),
+                };
                 cfg.prune_interval = cfg
                     .prune_interval
                     .map(|r| self.scale(r.start)..self.scale(r.end));

@@ -42,7 +42,7 @@ pub use keys::{
     dirent_key, dirent_range, idem_key, inode_key, parse_dirent_key, parse_inode_key,
     parse_session_key, session_key, session_range,
 };
-pub use ops::{split_path, transact, Namespace, PathOp};
+pub use ops::{prefix_path, split_path, transact, Namespace, PathOp};
 pub use session::FileSession;
 
 use crate::ids::{InodeId, RequestId};

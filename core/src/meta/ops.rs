@@ -53,6 +53,15 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
 
 type R<T> = Result<T, MetaError>;
 
+/// The absolute path of the first `n` of `parts` (mkdir -p walks these).
+pub fn prefix_path(parts: &[&[u8]], n: usize) -> String {
+    let names: Vec<_> = parts[..n]
+        .iter()
+        .map(|p| String::from_utf8_lossy(p))
+        .collect();
+    format!("/{}", names.join("/"))
+}
+
 /// The components of absolute `path` (empty and `.` components dropped), with the name-length
 /// and depth limits checked: the one path syntax of meta and of checkers' reference models.
 pub fn split_path(path: &str) -> R<Vec<&[u8]>> {
@@ -306,14 +315,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         let upto = if recursive { 1 } else { parts.len() };
         let mut made = None;
         for n in upto..=parts.len() {
-            let sub = format!(
-                "/{}",
-                parts[..n]
-                    .iter()
-                    .map(|p| String::from_utf8_lossy(p))
-                    .collect::<Vec<_>>()
-                    .join("/")
-            );
+            let sub = prefix_path(&parts, n);
             let dir = InodeKind::Directory {
                 parent: ROOT,
                 name: Vec::new(),

@@ -13,7 +13,9 @@
 use std::collections::BTreeMap;
 
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
-use t3fs_core::meta::{split_path, EntryKind, MetaError, DEPTH_MAX, NLINK_MAX, SYMLINKS_MAX};
+use t3fs_core::meta::{
+    prefix_path, split_path, EntryKind, MetaError, DEPTH_MAX, NLINK_MAX, SYMLINKS_MAX,
+};
 
 const ROOT: u32 = 0;
 
@@ -271,14 +273,7 @@ impl Tree {
                 let upto = if *recursive { 1 } else { parts.len() };
                 let mut made = None;
                 for n in upto..=parts.len() {
-                    let sub = format!(
-                        "/{}",
-                        parts[..n]
-                            .iter()
-                            .map(|p| String::from_utf8_lossy(p))
-                            .collect::<Vec<_>>()
-                            .join("/")
-                    );
+                    let sub = prefix_path(&parts, n);
                     let (id, ours) = self.make(&sub, dir())?;
                     let last = n == parts.len();
                     match (self.is_dir(id), ours) {

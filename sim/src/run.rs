@@ -279,7 +279,8 @@ fn phases(w: &mut World) -> Outcome {
         let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
         w.run_until(gc_bound, |w| w.gc_drained());
         let chunks = w.file_chunks();
-        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, w.gc_drained(), &chunks);
+        let drained = w.gc_drained();
+        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, drained, &chunks);
         let initial = crate::world::ns_client::initial_dirs(ns.dirs);
         let order = match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
             Ok(listing) => {

@@ -39,7 +39,7 @@ mod tests;
 pub use attrs::{SetAttr, BATCH_STAT_MAX};
 pub use gc::{GcOutcome, GcPolicy, GcStats};
 pub use keys::{
-    dirent_key, dirent_range, idem_key, inode_key, parse_dirent_key, parse_inode_key,
+    all_sessions, dirent_key, dirent_range, idem_key, inode_key, parse_dirent_key, parse_inode_key,
     parse_session_key, session_key, session_range,
 };
 pub use ops::{prefix_path, split_path, transact, Namespace, PathOp};

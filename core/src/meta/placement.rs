@@ -117,18 +117,6 @@ impl Layout {
         self.range.resolve(table, self.chunk_size)
     }
 
-    /// The chains the file may have used so far (the first `dyn_stripe` of its stripe).
-    pub fn used_chains(&self, table: &[ChainId]) -> Vec<ChainId> {
-        self.file_layout(table)
-            .map(|l| {
-                l.chains
-                    .into_iter()
-                    .take(self.dyn_stripe as usize)
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     /// Grows the dynamic stripe by doubling until it covers chunk index `chunk` (or the whole
     /// stripe); true if it grew.
     pub fn extend_stripe(&mut self, chunk: u64) -> bool {

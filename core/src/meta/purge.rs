@@ -84,11 +84,6 @@ impl Purger {
         self.files.contains_key(&inode)
     }
 
-    /// Files being purged.
-    pub fn in_flight(&self) -> usize {
-        self.files.len()
-    }
-
     /// Starts the embedded client.
     pub fn start(&mut self, now: Instant, out: &mut Outbox<super::server::MetaServer>) {
         let mut inner = Outbox::new();

@@ -18,7 +18,7 @@
 //! Not here: pruning of idempotency records (3FS expires them by age), retries (the caller's).
 
 use super::keys::idem_key;
-use super::{DirEntry, EntryKind, Inode, MetaError, Namespace, PathOp};
+use super::{DirEntry, Inode, MetaError, Namespace, PathOp};
 use crate::kv::{KvEngine, KvError};
 use crate::mgmtd::store::{decode, encode};
 use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
@@ -595,13 +595,5 @@ impl Wire for MetaResult {
             1 => Ok(Err(Wire::decode(dec)?)),
             t => Err(DecodeError::UnknownTag(t)),
         }
-    }
-}
-
-/// The entry kind of an answer's inode, if it carries one (what checkers compare).
-pub fn answer_kind(a: &MetaAnswer) -> Option<EntryKind> {
-    match a {
-        MetaAnswer::Inode(i) => Some(i.entry_kind()),
-        _ => None,
     }
 }

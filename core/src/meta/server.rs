@@ -174,8 +174,8 @@ struct Running {
     ids: core::ops::Range<u64>,
     /// The layout a file the request creates gets (allocated once, kept over retries).
     layout: Option<super::placement::Layout>,
-    /// A GC step's outcome, from its final replay.
-    gc: Option<super::GcOutcome>,
+    /// What the server's own work found in its final replay, applied once it commits.
+    own: Option<Own>,
     /// The attempt's clock reading, fixed so that every replay makes the same writes.
     now: u64,
     rows: ReplayKv,
@@ -186,6 +186,19 @@ struct Running {
     io: Option<(IoId, Option<Missing>)>,
 }
 
+/// The result of the server's own work (not sent to anyone).
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+enum Own {
+    /// A new block of inode ids.
+    Ids(core::ops::Range<u64>),
+    /// A GC step.
+    Gc(super::GcOutcome),
+    /// Sessions pruned, and the key to continue after.
+    Pruned(u32, Vec<u8>),
+    /// Whether a purged file's inode was freed.
+    Freed(bool),
+}
+
 impl Running {
     fn new(reply_to: Option<NodeId>, work: Work, now: Instant) -> Self {
         Self {
@@ -193,7 +206,7 @@ impl Running {
             work,
             ids: 0..0,
             layout: None,
-            gc: None,
+            own: None,
             now: now.0 / 1_000_000_000,
             rows: ReplayKv::default(),
             attempts: 1,
@@ -364,24 +377,15 @@ impl MetaServer {
             Work::Prune(live) => ns
                 .prune_sessions(live, &self.prune_after, 256, p.now, self.cfg.prune_min_age)
                 .map(|(n, next)| {
-                    r.gc = Some(super::GcOutcome {
-                        stats: super::GcStats {
-                            freed: n,
-                            ..Default::default()
-                        },
-                        next,
-                        purge: Vec::new(),
-                    });
+                    r.own = Some(Own::Pruned(n, next));
                     MetaAnswer::Done
                 }),
             Work::Free(entry, inode) => ns.gc_free(entry, *inode).map(|freed| {
-                if freed {
-                    self.counters.0.gc_freed += 1;
-                }
+                r.own = Some(Own::Freed(freed));
                 MetaAnswer::Done
             }),
             Work::AllocIds => ns.allocate_block().map(|ids| {
-                r.ids = ids;
+                r.own = Some(Own::Ids(ids));
                 MetaAnswer::Done
             }),
             Work::Gc => ns
@@ -397,7 +401,7 @@ impl MetaServer {
                     },
                 )
                 .map(|out| {
-                    r.gc = Some(out);
+                    r.own = Some(Own::Gc(out));
                     MetaAnswer::Done
                 }),
         };
@@ -451,41 +455,32 @@ impl MetaServer {
         let Some(r) = self.running.remove(&key) else {
             return;
         };
-        if matches!(r.work, Work::Free(..)) {
-            return;
-        }
-        if let Work::Prune(_) = r.work {
-            if let (Ok(_), Some(g)) = (&result, r.gc) {
-                self.prune_after = g.next;
-                self.counters.0.sessions_pruned += u64::from(g.stats.freed);
-            }
-            return;
-        }
-        if r.work == Work::Gc {
-            if let (Ok(_), Some(g)) = (&result, r.gc) {
-                self.gc_after = g.next;
-                self.counters.0.gc_freed += u64::from(g.stats.freed + g.stats.dirs);
-                self.counters.0.gc_busy += u64::from(g.stats.busy);
-                for (entry, file) in g.purge {
-                    let done = match &mut self.purger {
-                        Some(p) if !p.busy(file.id) => p.purge(entry, &file, now, out),
-                        _ => Vec::new(),
-                    };
-                    self.purged(done, now, out);
+        // The server's own work: apply what its committed final replay found.
+        let own = if result.is_ok() { r.own } else { None };
+        match (&r.work, own) {
+            (Work::Request(_), _) => {}
+            (Work::Free(..), freed) => {
+                if freed == Some(Own::Freed(true)) {
+                    self.counters.0.gc_freed += 1;
                 }
+                return;
             }
-            if let Some(every) = self.cfg.gc_interval.clone() {
-                out.set_timer(MetaTimer::Gc, every);
+            (Work::Prune(_), pruned) => {
+                if let Some(Own::Pruned(n, next)) = pruned {
+                    self.prune_after = next;
+                    self.counters.0.sessions_pruned += u64::from(n);
+                }
+                return;
             }
-            return;
-        }
-        if r.work == Work::AllocIds {
+            (Work::Gc, gc) => return self.gc_done(gc, now, out),
             // A committed block replaces what is left of the old one (never reused); a failed
             // allocation is tried again by the next request that waits.
-            if result.is_ok() {
-                self.pool = r.ids;
+            (Work::AllocIds, ids) => {
+                if let Some(Own::Ids(ids)) = ids {
+                    self.pool = ids;
+                }
+                return self.hand_out_ids(now, out);
             }
-            return self.hand_out_ids(now, out);
         }
         self.counters.0.answered += 1;
         let reply = MetaReply {
@@ -494,6 +489,25 @@ impl MetaServer {
         };
         if let Some(to) = r.reply_to {
             out.send(to, Msg::MetaReply(reply));
+        }
+    }
+
+    /// A GC step ended: continue after it next time, start purging what it found, re-arm.
+    fn gc_done(&mut self, gc: Option<Own>, now: Instant, out: &mut Outbox<Self>) {
+        if let Some(Own::Gc(g)) = gc {
+            self.gc_after = g.next;
+            self.counters.0.gc_freed += u64::from(g.stats.freed + g.stats.dirs);
+            self.counters.0.gc_busy += u64::from(g.stats.busy);
+            for (entry, file) in g.purge {
+                let done = match &mut self.purger {
+                    Some(p) if !p.busy(file.id) => p.purge(entry, &file, now, out),
+                    _ => Vec::new(),
+                };
+                self.purged(done, now, out);
+            }
+        }
+        if let Some(every) = self.cfg.gc_interval.clone() {
+            out.set_timer(MetaTimer::Gc, every);
         }
     }
 
@@ -659,7 +673,7 @@ impl Machine for MetaServer {
         let mut held: Vec<&core::ops::Range<u64>> = self
             .running
             .values()
-            .filter(|r| matches!(r.work, Work::Request(_)) && !r.ids.is_empty())
+            .filter(|r| !r.ids.is_empty())
             .map(|r| &r.ids)
             .chain(Some(&self.pool).filter(|p| !p.is_empty()))
             .collect();

@@ -55,7 +55,7 @@ impl NsHistory {
     }
 
     /// Records the answer of operation `i`. A KV failure after every retry leaves it open.
-    pub fn ret(&mut self, i: usize, result: MetaResult, _now_ns: u64) {
+    pub fn ret(&mut self, i: usize, result: MetaResult) {
         self.clock += 1;
         if matches!(result, Err(MetaError::Kv(_))) {
             return; // Unknown outcome: may or may not have taken effect.

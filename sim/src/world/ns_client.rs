@@ -218,8 +218,7 @@ impl World {
                         });
                     }
                 }
-                let now = self.sim.now().0;
-                self.sim.ns_history.ret(index, result.clone(), now);
+                self.sim.ns_history.ret(index, result.clone());
             }
             (Some(NsRunning::Write(running, k)), ret) if running == req => {
                 if let (ClientRet::Updated { .. }, Some(s)) = (ret, d.open.get_mut(k)) {
@@ -238,29 +237,14 @@ impl World {
     }
 
     /// Whether GC and session pruning are done: no GC entry and no write session is left.
-    pub fn gc_drained(&self) -> bool {
-        use t3fs_core::meta::{parse_dirent_key, parse_session_key, GC_ROOT};
-        !self.sim.kv.kv.latest().iter().any(|(k, _)| {
-            parse_session_key(k).is_some() || parse_dirent_key(k).is_some_and(|(p, _)| p == GC_ROOT)
-        })
-    }
-
-    /// Whether GC has nothing left it could do: every GC entry is a file held by a write
-    /// session (read from the KV's latest rows).
-    pub fn gc_idle(&self) -> bool {
-        use t3fs_core::meta::{parse_dirent_key, session_range, DirEntry, EntryKind, GC_ROOT};
-        let rows = self.sim.kv.kv.latest();
-        rows.iter()
-            .filter_map(|(k, v)| match parse_dirent_key(k) {
-                Some((p, _)) if p == GC_ROOT => t3fs_core::mgmtd::store::decode::<DirEntry>(v).ok(),
-                _ => None,
-            })
-            .all(|e| {
-                e.kind == EntryKind::File && {
-                    let r = session_range(e.inode);
-                    rows.iter().any(|(k, _)| r.contains(k))
-                }
-            })
+    /// A stop condition checked after every event, so two one-row range reads, not a scan.
+    pub fn gc_drained(&mut self) -> bool {
+        use t3fs_core::kv::KvEngine;
+        use t3fs_core::meta::{all_sessions, dirent_range, GC_ROOT};
+        let kv = &mut self.sim.kv.kv;
+        let at = kv.version();
+        let empty = |kv: &mut MemKv, r| kv.range(at, &r, 1).is_ok_and(|rows| rows.is_empty());
+        empty(kv, dirent_range(GC_ROOT, b"")) && empty(kv, all_sessions())
     }
 
     /// The files (not the chunk workload's inode) any target stores committed chunk data of.

@@ -192,6 +192,7 @@ fn simulated() -> ExitCode {
             M::Open { .. } => "open",
             M::Close { .. } => "close",
             M::ExtendStripe { .. } => "extend stripe",
+            M::Sync { .. } => "sync",
             M::SetAttr { .. } => "setattr",
             M::BatchStat { .. } => "batch stat",
         };

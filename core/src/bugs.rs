@@ -161,15 +161,19 @@ pub enum MetaBug {
     GcIgnoresSessions,
     /// GC frees inodes without removing their chunks on storage: the data leaks.
     GcSkipsChunks,
+    /// A length hint from before a truncate is adopted as if current (§4.4 asks storage):
+    /// a writer closing after a truncate makes the file longer than its data.
+    StaleLengthHint,
 }
 
 impl MetaBug {
     /// Every meta bug.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::SkipIdempotency,
         Self::SnapshotReads,
         Self::GcIgnoresSessions,
         Self::GcSkipsChunks,
+        Self::StaleLengthHint,
     ];
 
     /// The command-line name.
@@ -179,6 +183,7 @@ impl MetaBug {
             Self::SnapshotReads => "meta-snapshot-reads",
             Self::GcIgnoresSessions => "meta-gc-ignores-sessions",
             Self::GcSkipsChunks => "meta-gc-skips-chunks",
+            Self::StaleLengthHint => "meta-stale-length-hint",
         }
     }
 
@@ -193,6 +198,7 @@ impl MetaBug {
             }
             Self::GcIgnoresSessions => "GC frees unlinked files still held by write sessions",
             Self::GcSkipsChunks => "GC frees inodes without removing their chunks on storage",
+            Self::StaleLengthHint => "meta adopts length hints from before a truncate",
         }
     }
 

@@ -24,7 +24,23 @@ pub enum NsMix {
     OneDir,
     /// mkdir -p and directory renames over three levels: moves into a subtree must fail.
     RenameLoops,
+    /// Writers open a few files in one directory, write at scattered offsets and truncate
+    /// them (client-driven, §4.3) while others write: truncate racing a write.
+    Truncate,
 }
+
+/// What a writer does with a file it opened for write, in order, before closing it.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum FileAction {
+    /// Writes a block at this byte offset.
+    Write(u64),
+    /// Truncates the file to this length.
+    Truncate(u64),
+}
+
+/// Offsets and lengths of file actions stay below this many bytes (four 4 KiB chunks of the
+/// simulator's layout).
+pub const FILE_SPAN: u64 = 16 * 1024;
 
 impl NsMix {
     /// The name used in scenario files.
@@ -33,6 +49,7 @@ impl NsMix {
             Self::Mixed => "mixed",
             Self::OneDir => "one-dir",
             Self::RenameLoops => "rename-loops",
+            Self::Truncate => "truncate",
         }
     }
 }
@@ -97,10 +114,13 @@ impl RawNamespace {
             "mixed" => NsMix::Mixed,
             "one-dir" => NsMix::OneDir,
             "rename-loops" => NsMix::RenameLoops,
+            "truncate" => NsMix::Truncate,
             other => {
                 return Err((
                     "mix",
-                    format!("`{other}`: use \"mixed\", \"one-dir\" or \"rename-loops\""),
+                    format!(
+                        "`{other}`: use \"mixed\", \"one-dir\", \"rename-loops\" or \"truncate\""
+                    ),
                 ))
             }
         };
@@ -164,11 +184,11 @@ impl NsGenerator {
 
     fn path(&mut self, depth: u32) -> String {
         let mut p = match self.w.mix {
-            NsMix::OneDir => "/d0".to_string(),
+            NsMix::OneDir | NsMix::Truncate => "/d0".to_string(),
             _ => format!("/d{}", self.rng.below(u64::from(self.w.dirs))),
         };
         let extra = match self.w.mix {
-            NsMix::OneDir => 1,
+            NsMix::OneDir | NsMix::Truncate => 1,
             // Mostly below the top directories: a top directory replaced by a file would turn
             // most later operations into ENOTDIR.
             NsMix::Mixed if self.rng.chance(0.85) => 1,
@@ -183,7 +203,7 @@ impl NsGenerator {
     /// A path one level below a top directory, where files live.
     fn file_path(&mut self) -> String {
         let d = match self.w.mix {
-            NsMix::OneDir => 0,
+            NsMix::OneDir | NsMix::Truncate => 0,
             _ => self.rng.below(u64::from(self.w.dirs)),
         };
         format!("/d{d}/n{}", self.rng.below(u64::from(self.w.names)))
@@ -193,6 +213,29 @@ impl NsGenerator {
     /// only while it holds some, so streams without opens are unchanged).
     pub fn wants_close(&mut self, open: usize) -> bool {
         open > 0 && self.rng.chance(0.1)
+    }
+
+    /// What a writer does with a file it just opened for write. Mixed streams write one
+    /// block, and sometimes truncate; truncate streams interleave scattered writes and
+    /// truncates; the others write one block at offset 0.
+    pub fn file_plan(&mut self, block: u64) -> Vec<FileAction> {
+        let write = |rng: &mut Rng| FileAction::Write(rng.below(FILE_SPAN - block));
+        match self.w.mix {
+            NsMix::Truncate => (0..1 + self.rng.below(3))
+                .map(|_| match self.rng.chance(0.4) {
+                    true => FileAction::Truncate(self.rng.below(FILE_SPAN + 1)),
+                    false => write(&mut self.rng),
+                })
+                .collect(),
+            NsMix::Mixed => {
+                let mut plan = vec![write(&mut self.rng)];
+                if self.rng.chance(0.2) {
+                    plan.push(FileAction::Truncate(self.rng.below(FILE_SPAN + 1)));
+                }
+                plan
+            }
+            NsMix::OneDir | NsMix::RenameLoops => vec![FileAction::Write(0)],
+        }
     }
 
     /// The next operation, or `None` when the budget is spent.
@@ -229,6 +272,27 @@ impl NsGenerator {
                     path: self.path(depth - 1),
                     after: Vec::new(),
                     limit: 64,
+                },
+            },
+            // Mostly opens for write of three files: the plans race on them.
+            NsMix::Truncate => match roll {
+                0..=59 => MetaOp::Open {
+                    path: format!("/d0/n{}", self.rng.below(3)),
+                    write: true,
+                    session: 0,
+                },
+                60..=69 => MetaOp::Create {
+                    path: format!("/d0/n{}", self.rng.below(3)),
+                    perm: 0o644,
+                    exclusive: false,
+                },
+                70..=79 => MetaOp::Remove {
+                    path: format!("/d0/n{}", self.rng.below(3)),
+                    recursive: false,
+                },
+                _ => MetaOp::Stat {
+                    path: format!("/d0/n{}", self.rng.below(3)),
+                    follow: true,
                 },
             },
             NsMix::OneDir | NsMix::Mixed => match roll {

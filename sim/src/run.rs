@@ -278,9 +278,9 @@ fn phases(w: &mut World) -> Outcome {
         let wait = m.session_timeout + m.session_timeout / 2 + core::time::Duration::from_secs(10);
         let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
         w.run_until(gc_bound, |w| w.gc_drained());
-        let chunks = w.file_chunks();
+        let extents = w.file_extents();
         let drained = w.gc_drained();
-        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, drained, &chunks);
+        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, drained, &extents);
         let initial = crate::world::ns_client::initial_dirs(ns.dirs);
         let order = match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
             Ok(listing) => {

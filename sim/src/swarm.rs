@@ -258,7 +258,12 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
     let meta_bug = bug.is_some_and(|b| t3fs_core::bugs::MetaBug::from_name(b).is_some());
     if r.chance(0.3) || meta_bug {
         cluster.meta = 1 + r.below(3) as u32;
-        let mix = [NsMix::Mixed, NsMix::OneDir, NsMix::RenameLoops][r.below(3) as usize];
+        let mix = [
+            NsMix::Mixed,
+            NsMix::OneDir,
+            NsMix::RenameLoops,
+            NsMix::Truncate,
+        ][r.below(4) as usize];
         let think = ms(20)..ms(100 + r.below(400));
         let ops = duration.as_millis() as u64 / think.end.as_millis().max(1) as u64;
         namespace = Some(NsWorkload {

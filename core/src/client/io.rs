@@ -6,7 +6,10 @@ use crate::client::{Client, ClientCall, ClientTimer};
 use crate::crc32c;
 use crate::ids::{ChainId, ChannelId, ChunkId, RequestId, SeqNum, TargetId};
 use crate::machine::{ActionOf, Outbox};
-use crate::msg::{MessageTag, Msg, ReadReply, ReadReq, Status, UpdateReply, UpdateReq};
+use crate::msg::{
+    MessageTag, Msg, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq, Status,
+    UpdateReply, UpdateReq,
+};
 
 /// What a chunk I/O does.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -19,6 +22,13 @@ pub enum IoKind {
         len: u32,
         /// Where the bytes go in the call's buffer.
         buf_offset: u64,
+    },
+    /// A `queryLastChunk` of the file over chunk indexes below `end`, sent to the head.
+    QueryLast {
+        /// Exclusive bound of the chunk indexes.
+        end: u32,
+        /// Count zero-length chunks too.
+        empty: bool,
     },
     /// An update sent to the head.
     Update {
@@ -126,6 +136,23 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
                 },
             )])
         }
+        ClientCall::QueryLastChunk {
+            inode,
+            chains,
+            end,
+            empty,
+        } => {
+            let chains: std::collections::BTreeSet<ChainId> = chains.iter().copied().collect();
+            let chunk = ChunkId {
+                inode: *inode,
+                index: 0,
+            };
+            let kind = |_| IoKind::QueryLast {
+                end: *end,
+                empty: *empty,
+            };
+            Some(chains.into_iter().map(|c| (c, chunk, kind(c))).collect())
+        }
         // Not chunk I/O: served by `meta.rs` before planning.
         ClientCall::Meta(_) => None,
     }
@@ -138,7 +165,7 @@ impl Client {
     pub(super) fn pick_target(&self, io: &ChunkIo) -> Option<TargetId> {
         let chain = self.routing.chain(io.chain)?;
         match io.kind {
-            IoKind::Update { .. } => chain.head(),
+            IoKind::Update { .. } | IoKind::QueryLast { .. } => chain.head(),
             IoKind::Read { .. } => {
                 let serving: Vec<TargetId> = chain.serving().collect();
                 if serving.is_empty() {
@@ -188,6 +215,15 @@ impl Client {
                     chunk: io.chunk,
                     offset: *offset,
                     len: *len,
+                    retry: io.retries,
+                }),
+                IoKind::QueryLast { end, empty } => Msg::QueryLastChunk(QueryLastChunkReq {
+                    query_id: io.id,
+                    chain,
+                    inode: io.chunk.inode,
+                    begin: 0,
+                    end: *end,
+                    empty: *empty,
                     retry: io.retries,
                 }),
                 IoKind::Update { kind, chunk_size } => {
@@ -330,6 +366,25 @@ impl Client {
         }
     }
 
+    pub(super) fn on_query_reply(&mut self, rep: QueryLastChunkReply, out: &mut Outbox<Self>) {
+        let Some(io) = self.ios.get(&rep.query_id) else {
+            return;
+        };
+        if !matches!(io.kind, IoKind::QueryLast { .. }) || io.sent_to.is_none() {
+            return;
+        }
+        let (id, call, chain) = (io.id, io.call, io.chain);
+        match rep.status {
+            Status::Ok => {
+                let state = self.calls.get_mut(&call).expect("I/O of a live call");
+                state.lasts.push((chain, rep.last));
+                self.finish_io(id, Ok(None), out)
+            }
+            status if status.is_retryable() => self.retry_after_status(id, status, out),
+            status => self.finish_io(id, Err(status), out),
+        }
+    }
+
     /// Ends chunk I/O `id`, releasing its channel, and finishes its call when it was the last.
     fn finish_io(
         &mut self,
@@ -352,6 +407,7 @@ impl Client {
         if state.ios_left == 0 {
             state.results.sort();
             state.versions.sort();
+            state.lasts.sort();
             self.finish_call(io.call, out);
         }
         if let Some((ch, _)) = io.channel {

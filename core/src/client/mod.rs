@@ -119,6 +119,18 @@ pub enum ClientCall {
         /// The bytes.
         data: Vec<u8>,
     },
+    /// The last committed chunk of a file on each of `chains` (3FS `queryLastChunk`), among
+    /// chunk indexes below `end`; asked of each chain's head.
+    QueryLastChunk {
+        /// The file.
+        inode: InodeId,
+        /// The chains (duplicates are asked once).
+        chains: Vec<ChainId>,
+        /// Exclusive bound of the chunk indexes considered.
+        end: u32,
+        /// Count zero-length chunks too.
+        empty: bool,
+    },
     /// A namespace request to the meta service.
     Meta(crate::meta::request::MetaOp),
 }
@@ -150,6 +162,9 @@ pub enum ClientRet {
     },
     /// A namespace request's answer (`Kv(CommitUnknown)`: unknown outcome after every retry).
     Meta(crate::meta::request::MetaResult),
+    /// The answer to `QueryLastChunk`: per chain asked, in chain order, its last committed
+    /// chunk of the file (`None`: none).
+    LastChunks(Vec<(ChainId, Option<crate::msg::LastChunk>)>),
 }
 
 /// Timers of the client machine.
@@ -169,6 +184,8 @@ struct CallState {
     ios_left: usize,
     failed: Option<(ChunkId, Status)>,
     is_read: bool,
+    is_query: bool,
+    lasts: Vec<(ChainId, Option<crate::msg::LastChunk>)>,
     buf: Vec<u8>,
     versions: Vec<(ChunkId, ChunkVersion)>,
     results: Vec<(ChunkId, UpdateResult)>,
@@ -274,6 +291,8 @@ impl Client {
             ios_left: ios.len(),
             failed: None,
             is_read,
+            is_query: matches!(call, ClientCall::QueryLastChunk { .. }),
+            lasts: Vec::new(),
             buf: vec![0; buf_len],
             versions: Vec::new(),
             results: Vec::new(),
@@ -305,6 +324,7 @@ impl Client {
         let state = self.calls.remove(&req).expect("finishing a known call");
         let ret = match state.failed {
             Some((chunk, status)) => ClientRet::Failed { chunk, status },
+            None if state.is_query => ClientRet::LastChunks(state.lasts),
             None if state.is_read => ClientRet::Read {
                 data: state.buf,
                 versions: state.versions,
@@ -359,6 +379,7 @@ impl Machine for Client {
             EventOf::Recv { msg, .. } => match msg {
                 Msg::UpdateReply(rep) => self.on_update_reply(rep, out),
                 Msg::ReadReply(rep) => self.on_read_reply(rep, out),
+                Msg::QueryLastChunkReply(rep) => self.on_query_reply(rep, out),
                 Msg::MetaReply(rep) => self.on_meta_reply(rep, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
                 // Follow the hint once per answer; with no hint, keep asking the same one.

@@ -24,6 +24,7 @@
 mod attrs;
 mod gc;
 mod keys;
+pub mod length;
 mod ops;
 pub mod placement;
 pub mod purge;
@@ -160,6 +161,9 @@ pub enum MetaError {
     Kv(KvError),
     /// A row failed to decode: the store is damaged (never silently skipped).
     Corrupt,
+    /// A length update needs storage's answer first (`length.rs`). Internal to the meta
+    /// server: never recorded, never answered.
+    LengthUnknown,
 }
 
 impl From<KvError> for MetaError {

@@ -49,6 +49,8 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     ids: Option<core::ops::Range<u64>>,
     /// The layout a file created by this transaction gets (chosen by the caller's allocator).
     new_layout: Option<super::placement::Layout>,
+    /// Storage answers for length updates (`length.rs`).
+    length: super::length::LengthCtx,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -89,6 +91,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             txn,
             ids: None,
             new_layout: None,
+            length: Default::default(),
         }
     }
 
@@ -99,12 +102,19 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             txn,
             ids: Some(ids),
             new_layout: None,
+            length: Default::default(),
         }
     }
 
     /// Gives files this transaction creates `layout`.
     pub fn set_new_layout(&mut self, layout: Option<super::placement::Layout>) {
         self.new_layout = layout;
+    }
+
+    /// The length context: give it a storage answer before running a length update, read
+    /// `wants` after one failed with `LengthUnknown`.
+    pub fn length_ctx(&mut self) -> &mut super::length::LengthCtx {
+        &mut self.length
     }
 
     /// Takes the next block of [`ID_BLOCK`] inode ids from the counter (one small transaction

@@ -1,20 +1,22 @@
-//! Freeing a GC'd file's chunks on storage (3FS §4.5 `removeChunks`): the meta server embeds a
-//! storage client machine and removes every chunk of the file through its chain (a replicated
-//! remove, so every replica drops it at commit) before GC deletes the inode row.
+//! The meta server's storage side (3FS meta → storage RPCs): an embedded storage client
+//! machine that asks chain heads for the last chunk of a file (`queryLastChunk`) and removes
+//! files' chunks (`removeChunks`) for GC.
 //!
-//! Which chunks: indexes `0..ceil(length / chunk_size)` (at least chunk 0), each on the chain
-//! its layout names. Lengths come from writers' hints (§4.4), so a write whose length was
-//! never reported beyond chunk 0 can leave later chunks behind; 3FS instead removes by chunk
-//! range on every used stripe chain, a storage operation t3fs does not have yet.
+//! Purging a GC'd file (§4.5): first the last committed chunk on every chain the file may use
+//! (its dynamic stripe), then a replicated remove of every chunk from 0 up to the furthest
+//! one found (or up to the length's last chunk, if that is further), each on the chain its
+//! layout names, so data past a length nobody reported is removed too. A length query (§4.4)
+//! answers `max(last index · chunk size + last length)` over the same chains.
 //! Invariant: a file is reported purged only after every one of its removes committed; any
-//! failed remove drops the whole file from this round (GC tries it again next round, and
-//! removes are idempotent). Not here: the GC decisions (`gc.rs`) and the inode deletion.
+//! failed query or remove drops the whole file from this round (GC tries it again next round,
+//! and removes are idempotent). Not here: the GC decisions (`gc.rs`), the inode deletion,
+//! the length rules (`length.rs`).
 
 use std::collections::BTreeMap;
 
 use crate::chunk::UpdateKind;
 use crate::client::{Client, ClientCall, ClientConfig, ClientRet, ClientTimer};
-use crate::ids::{ChainId, ChunkId, InodeId, RequestId};
+use crate::ids::{ChainId, ChunkId, ClientId, InodeId, RequestId};
 use crate::machine::{ActionOf, EventOf, Machine, Outbox};
 use crate::msg::Msg;
 use crate::routing::RoutingInfo;
@@ -29,22 +31,40 @@ pub const PURGE_CHUNKS_MAX: u64 = 1024;
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 struct FilePurge {
     entry: Vec<u8>,
+    file: Inode,
     left: usize,
     failed: bool,
 }
 
-/// The storage side of GC.
+/// What a call of the embedded client is for.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+enum CallFor {
+    /// The last chunks of a file being purged.
+    PurgeQuery(InodeId),
+    /// One remove of a file being purged.
+    Remove(InodeId),
+    /// A length query for a request of the server (its key), with the file's chunk size.
+    Length((ClientId, RequestId), u32),
+}
+
+/// The meta server's storage client: length queries and GC's chunk removal.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct Purger {
     client: Client,
     table: Vec<ChainId>,
     next_call: u64,
-    calls: BTreeMap<RequestId, InodeId>,
+    calls: BTreeMap<RequestId, CallFor>,
     files: BTreeMap<InodeId, FilePurge>,
 }
 
-/// A purge that finished: the file, its GC entry name, and whether every remove committed.
-pub type Purged = (InodeId, Vec<u8>, bool);
+/// Something the storage side finished.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum StorageDone {
+    /// A purge: the file, its GC entry name, and whether every remove committed.
+    Purged(InodeId, Vec<u8>, bool),
+    /// A length query for request `key`: the length, `None` if storage could not tell.
+    Length((ClientId, RequestId), Option<u64>),
+}
 
 /// Runs the embedded client's actions: sends go out as the meta server's, timers are wrapped,
 /// returns come back as completed calls.
@@ -91,6 +111,26 @@ impl Purger {
         relay(&mut inner, out);
     }
 
+    /// The chains `layout` may have chunks on (the first `dyn_stripe` of its stripe).
+    fn used_chains(&self, layout: &super::placement::Layout) -> Option<Vec<ChainId>> {
+        let fl = layout.file_layout(&self.table)?;
+        let n = (layout.dyn_stripe as usize).clamp(1, fl.chains.len());
+        Some(fl.chains[..n].to_vec())
+    }
+
+    fn call(
+        &mut self,
+        call: ClientCall,
+        purpose: CallFor,
+        now: Instant,
+        out: &mut Outbox<super::server::MetaServer>,
+    ) -> Vec<StorageDone> {
+        self.next_call += 1;
+        let req = RequestId(self.next_call);
+        self.calls.insert(req, purpose);
+        self.feed(now, EventOf::Call { req, call }, out)
+    }
+
     /// Starts removing the chunks of `file` (named `entry` under the GC root); a file without
     /// a layout has no chunks and is done at once.
     pub fn purge(
@@ -99,24 +139,86 @@ impl Purger {
         file: &Inode,
         now: Instant,
         out: &mut Outbox<super::server::MetaServer>,
-    ) -> Vec<Purged> {
+    ) -> Vec<StorageDone> {
         let InodeKind::File {
-            length,
             layout: Some(layout),
             ..
         } = &file.kind
         else {
-            return vec![(file.id, entry, true)];
+            return vec![StorageDone::Purged(file.id, entry, true)];
+        };
+        let Some(chains) = self.used_chains(layout) else {
+            return vec![StorageDone::Purged(file.id, entry, false)];
+        };
+        let purge = FilePurge {
+            entry,
+            file: file.clone(),
+            left: 1,
+            failed: false,
+        };
+        self.files.insert(file.id, purge);
+        let query = ClientCall::QueryLastChunk {
+            inode: file.id,
+            chains,
+            end: PURGE_CHUNKS_MAX as u32,
+            empty: true,
+        };
+        self.call(query, CallFor::PurgeQuery(file.id), now, out)
+    }
+
+    /// Asks storage for the length of `file` on behalf of request `key`.
+    pub fn query_length(
+        &mut self,
+        key: (ClientId, RequestId),
+        file: &Inode,
+        now: Instant,
+        out: &mut Outbox<super::server::MetaServer>,
+    ) -> Vec<StorageDone> {
+        let InodeKind::File {
+            layout: Some(layout),
+            ..
+        } = &file.kind
+        else {
+            return vec![StorageDone::Length(key, Some(0))];
+        };
+        let Some(chains) = self.used_chains(layout) else {
+            return vec![StorageDone::Length(key, None)];
+        };
+        let query = ClientCall::QueryLastChunk {
+            inode: file.id,
+            chains,
+            end: u32::MAX,
+            empty: false,
+        };
+        let purpose = CallFor::Length(key, layout.chunk_size);
+        self.call(query, purpose, now, out)
+    }
+
+    /// The removes of a purge whose last chunks are known: every chunk up to the furthest.
+    fn removes(&mut self, inode: InodeId, last: Option<u64>) -> Vec<ClientCall> {
+        let Some(f) = self.files.get_mut(&inode) else {
+            return Vec::new();
+        };
+        let InodeKind::File {
+            length,
+            layout: Some(layout),
+            ..
+        } = &f.file.kind
+        else {
+            return Vec::new();
         };
         let Some(fl) = layout.file_layout(&self.table) else {
-            return vec![(file.id, entry, false)];
+            return Vec::new();
         };
         let chunk = u64::from(layout.chunk_size.max(1));
-        let n = length.div_ceil(chunk).clamp(1, PURGE_CHUNKS_MAX);
+        let n = last
+            .map_or(0, |l| l + 1)
+            .max(length.div_ceil(chunk))
+            .min(PURGE_CHUNKS_MAX);
         let calls: Vec<ClientCall> = (0..n)
             .map(|k| ClientCall::UpdateChunk {
                 chunk: ChunkId {
-                    inode: file.id,
+                    inode,
                     index: k as u32,
                 },
                 chain: fl.chains[(k % fl.chains.len() as u64) as usize],
@@ -124,22 +226,8 @@ impl Purger {
                 kind: UpdateKind::Remove,
             })
             .collect();
-        self.files.insert(
-            file.id,
-            FilePurge {
-                entry,
-                left: calls.len(),
-                failed: false,
-            },
-        );
-        let mut done = Vec::new();
-        for call in calls {
-            self.next_call += 1;
-            let req = RequestId(self.next_call);
-            self.calls.insert(req, file.id);
-            done.extend(self.feed(now, EventOf::Call { req, call }, out));
-        }
-        done
+        f.left += calls.len();
+        calls
     }
 
     /// A message for the embedded client (replies of storage, routing of mgmtd).
@@ -149,7 +237,7 @@ impl Purger {
         msg: Msg,
         now: Instant,
         out: &mut Outbox<super::server::MetaServer>,
-    ) -> Vec<Purged> {
+    ) -> Vec<StorageDone> {
         self.feed(now, EventOf::Recv { from, msg }, out)
     }
 
@@ -159,7 +247,7 @@ impl Purger {
         t: ClientTimer,
         now: Instant,
         out: &mut Outbox<super::server::MetaServer>,
-    ) -> Vec<Purged> {
+    ) -> Vec<StorageDone> {
         self.feed(now, EventOf::Timer(t), out)
     }
 
@@ -168,23 +256,48 @@ impl Purger {
         now: Instant,
         ev: EventOf<Msg, ClientTimer, ClientCall>,
         out: &mut Outbox<super::server::MetaServer>,
-    ) -> Vec<Purged> {
+    ) -> Vec<StorageDone> {
         let mut inner = Outbox::new();
         self.client.handle(now, ev, &mut inner);
         self.client.check_invariants();
         let mut done = Vec::new();
         for (req, ret) in relay(&mut inner, out) {
-            let Some(inode) = self.calls.remove(&req) else {
+            let Some(purpose) = self.calls.remove(&req) else {
                 continue;
+            };
+            let (inode, ok) = match (purpose, &ret) {
+                (CallFor::Length(key, chunk), ClientRet::LastChunks(lasts)) => {
+                    let len = lasts
+                        .iter()
+                        .filter_map(|(_, l)| *l)
+                        .map(|l| u64::from(l.index) * u64::from(chunk) + u64::from(l.len))
+                        .max()
+                        .unwrap_or(0);
+                    done.push(StorageDone::Length(key, Some(len)));
+                    continue;
+                }
+                (CallFor::Length(key, _), _) => {
+                    done.push(StorageDone::Length(key, None));
+                    continue;
+                }
+                (CallFor::PurgeQuery(inode), ClientRet::LastChunks(lasts)) => {
+                    let last = lasts.iter().filter_map(|(_, l)| *l).map(|l| l.index).max();
+                    for call in self.removes(inode, last.map(u64::from)) {
+                        done.extend(self.call(call, CallFor::Remove(inode), now, out));
+                    }
+                    (inode, true)
+                }
+                (CallFor::PurgeQuery(inode), _) => (inode, false),
+                (CallFor::Remove(inode), ret) => (inode, matches!(ret, ClientRet::Updated { .. })),
             };
             let Some(f) = self.files.get_mut(&inode) else {
                 continue;
             };
             f.left -= 1;
-            f.failed |= !matches!(ret, ClientRet::Updated { .. });
+            f.failed |= !ok;
             if f.left == 0 {
                 let f = self.files.remove(&inode).expect("present");
-                done.push((inode, f.entry, !f.failed));
+                done.push(StorageDone::Purged(inode, f.entry, !f.failed));
             }
         }
         done
@@ -193,8 +306,10 @@ impl Purger {
     /// Checks the embedded client and the bookkeeping.
     pub fn check_invariants(&self) {
         self.client.check_invariants();
-        for inode in self.calls.values() {
-            assert!(self.files.contains_key(inode), "a remove without its file");
+        for purpose in self.calls.values() {
+            if let CallFor::PurgeQuery(inode) | CallFor::Remove(inode) = purpose {
+                assert!(self.files.contains_key(inode), "a remove without its file");
+            }
         }
     }
 }

@@ -122,8 +122,18 @@ pub enum MetaOp {
         inode: crate::ids::InodeId,
         /// The session id given at open.
         session: u64,
-        /// Max end offset written, if any.
-        length: Option<u64>,
+        /// The end of the acknowledged writes and the truncate version seen at open; `None`
+        /// when a write's outcome is unknown (meta then asks storage).
+        length: Option<super::length::LengthHint>,
+    },
+    /// sync: a length update of an open file; `truncated` after a client-driven truncate.
+    Sync {
+        /// The file.
+        inode: crate::ids::InodeId,
+        /// As for `Close`.
+        length: Option<super::length::LengthHint>,
+        /// The writer has just truncated the file (bumps the truncate version).
+        truncated: bool,
     },
 }
 
@@ -143,7 +153,9 @@ impl MetaOp {
     /// takes it first).
     pub fn inode(&self) -> Option<crate::ids::InodeId> {
         match self {
-            Self::Close { inode, .. } | Self::ExtendStripe { inode, .. } => Some(*inode),
+            Self::Close { inode, .. }
+            | Self::Sync { inode, .. }
+            | Self::ExtendStripe { inode, .. } => Some(*inode),
             _ => None,
         }
     }
@@ -201,7 +213,9 @@ pub fn execute_with<E: KvEngine + ?Sized>(
     let result = apply(ns, op, p);
     match &result {
         // The KV's own failures and damaged rows are not outcomes: nothing is recorded.
-        Err(MetaError::Kv(_) | MetaError::Corrupt) => return result,
+        // Nor is a length update that needs storage's answer first (the server asks, then
+        // runs the request again).
+        Err(MetaError::Kv(_) | MetaError::Corrupt | MetaError::LengthUnknown) => return result,
         // A POSIX error keeps its reads (so a change to them aborts the record) but none of
         // the writes made before the error was found (mkdir -p's parents, say).
         Err(_) => ns.txn().discard_writes(),
@@ -254,6 +268,11 @@ fn apply<E: KvEngine + ?Sized>(
             Done
         }
         MetaOp::ExtendStripe { inode, chunk } => I(ns.extend_stripe(*inode, *chunk, p)?),
+        MetaOp::Sync {
+            inode,
+            length,
+            truncated,
+        } => I(ns.sync(*inode, *length, *truncated, p.now)?),
         MetaOp::SetAttr { path, attr } => I(ns.setattr(path, *attr, p)?),
         MetaOp::BatchStat { paths } => MetaAnswer::Stats(ns.batch_stat(paths)?),
     })
@@ -351,6 +370,16 @@ impl Wire for MetaOp {
                 put_str(enc, path);
                 attr.encode(enc);
             }
+            Self::Sync {
+                inode,
+                length,
+                truncated,
+            } => {
+                enc.u8(13);
+                inode.encode(enc);
+                length.encode(enc);
+                truncated.encode(enc);
+            }
             Self::BatchStat { paths } => {
                 enc.u8(12);
                 enc.len(paths.len());
@@ -414,6 +443,11 @@ impl Wire for MetaOp {
             11 => Self::SetAttr {
                 path: get_str(dec)?,
                 attr: Wire::decode(dec)?,
+            },
+            13 => Self::Sync {
+                inode: Wire::decode(dec)?,
+                length: Wire::decode(dec)?,
+                truncated: Wire::decode(dec)?,
             },
             12 => {
                 let n = dec.len(super::BATCH_STAT_MAX as u32, 4)?;
@@ -540,6 +574,7 @@ impl Wire for MetaError {
             Self::NotPermitted => (9, None),
             Self::Kv(e) => (10, Some(kv_code(*e))),
             Self::Corrupt => (11, None),
+            Self::LengthUnknown => (12, None),
         };
         enc.u8(tag);
         if let Some(a) = arg {
@@ -571,6 +606,7 @@ impl Wire for MetaError {
                 t => return Err(DecodeError::UnknownTag(t)),
             }),
             11 => Self::Corrupt,
+            12 => Self::LengthUnknown,
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

@@ -29,13 +29,16 @@
 //! GC root (`gc.rs`), continuing where the last one stopped.
 //! Every `prune_interval` it asks the primary mgmtd for the live clients and deletes the
 //! write sessions of the others (`session.rs`), so a dead writer's files can be collected.
-//! Not here: owner routing of file-length updates.
+//! A length update that needs storage (`length.rs`) pauses its request: the embedded storage
+//! client asks the file's chain heads, and the request runs again, from a fresh read version,
+//! with the answer. Not here: owner batching of file-length updates.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use core::time::Duration;
 
+use super::purge::StorageDone;
 use super::replay::{Fetched, Missing, ReplayKv};
 use super::request::{execute_with, MetaAnswer, MetaOp, MetaResult};
 use super::{MetaError, Namespace, PathOp};
@@ -146,6 +149,8 @@ pub struct MetaCounters {
     pub gc_busy: u64,
     /// Write sessions of dead clients deleted.
     pub sessions_pruned: u64,
+    /// Length queries sent to storage (§4.4).
+    pub length_queries: u64,
 }
 
 /// What a running entry does.
@@ -161,10 +166,17 @@ enum Work {
     Free(Vec<u8>, crate::ids::InodeId),
     /// Delete sessions of clients not in this (sorted) list of live ones.
     Prune(Vec<ClientId>),
+    /// The length-updating close of a pruned session's file (3FS `SessionManager`): its
+    /// writer may have died between a write and its close, or in the middle of a truncate.
+    Sync(crate::ids::InodeId),
 }
 
 /// The key of the server's own work (no client has this id).
 const SELF: ClientId = ClientId(u64::MAX);
+
+/// Own-work keys of length-updating closes: the inode id with this bit (frees use the bare
+/// inode id; ids stay below 2^56).
+const SYNC_KEY_BIT: u64 = 1 << 62;
 
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 struct Running {
@@ -183,6 +195,12 @@ struct Running {
     unknown: bool,
     /// The answer of the final replay, waiting for its commit.
     answer: Option<MetaResult>,
+    /// Storage's answer to the length query the request needed (`length.rs`).
+    queried: Option<super::length::QueriedLength>,
+    /// The file and its (length, truncate_ver) a length query in flight is for.
+    querying: Option<(crate::ids::InodeId, (u64, u64))>,
+    /// Length queries made.
+    queries: u32,
     io: Option<(IoId, Option<Missing>)>,
 }
 
@@ -193,8 +211,8 @@ enum Own {
     Ids(core::ops::Range<u64>),
     /// A GC step.
     Gc(super::GcOutcome),
-    /// Sessions pruned, and the key to continue after.
-    Pruned(u32, Vec<u8>),
+    /// Sessions pruned, the key to continue after, and the files they held.
+    Pruned(u32, Vec<u8>, Vec<crate::ids::InodeId>),
     /// Whether a purged file's inode was freed.
     Freed(bool),
 }
@@ -212,6 +230,9 @@ impl Running {
             attempts: 1,
             unknown: false,
             answer: None,
+            queried: None,
+            querying: None,
+            queries: 0,
             io: None,
         }
     }
@@ -315,17 +336,73 @@ impl MetaServer {
 
     /// Files whose chunks are gone get their inodes freed (a failed purge waits for GC's
     /// next round).
-    fn purged(&mut self, done: Vec<super::purge::Purged>, now: Instant, out: &mut Outbox<Self>) {
-        for (inode, entry, ok) in done {
-            if ok {
-                self.start_own(
+    /// Length queries answered go back to their requests.
+    fn purged(&mut self, done: Vec<StorageDone>, now: Instant, out: &mut Outbox<Self>) {
+        for d in done {
+            match d {
+                StorageDone::Purged(inode, entry, true) => self.start_own(
                     (SELF, RequestId(inode.0)),
                     Work::Free(entry, inode),
                     now,
                     out,
-                );
+                ),
+                StorageDone::Purged(..) => {}
+                StorageDone::Length(key, len) => self.length_known(key, len, now, out),
             }
         }
+    }
+
+    /// A request's final replay needs the length of `file` from storage (`length.rs`).
+    fn ask_length(&mut self, key: Key, file: super::Inode, now: Instant, out: &mut Outbox<Self>) {
+        let Some(r) = self.running.get_mut(&key) else {
+            return;
+        };
+        let super::InodeKind::File {
+            length,
+            truncate_ver,
+            ..
+        } = file.kind
+        else {
+            return self.answer(key, Err(MetaError::IsDir), now, out);
+        };
+        r.queries += 1;
+        if r.queries > self.cfg.attempts_max {
+            // The file keeps changing under the query: the client retries later.
+            let e = Err(MetaError::Kv(KvError::Unavailable));
+            return self.answer(key, e, now, out);
+        }
+        r.querying = Some((file.id, (length, truncate_ver)));
+        self.counters.0.length_queries += 1;
+        let done = match &mut self.purger {
+            Some(p) => p.query_length(key, &file, now, out),
+            // No storage to ask: the stored length stands.
+            None => vec![StorageDone::Length(key, Some(length))],
+        };
+        self.purged(done, now, out);
+    }
+
+    /// Storage answered a length query: run the request again with the answer, from a fresh
+    /// read version (rows read before the query may predate updates the answer reflects).
+    fn length_known(&mut self, key: Key, len: Option<u64>, now: Instant, out: &mut Outbox<Self>) {
+        let Some(r) = self.running.get_mut(&key) else {
+            return;
+        };
+        let Some((inode, seen)) = r.querying.take() else {
+            return;
+        };
+        let Some(length) = len else {
+            let e = Err(MetaError::Kv(KvError::Unavailable));
+            return self.answer(key, e, now, out);
+        };
+        r.queried = Some(super::length::QueriedLength {
+            inode,
+            length,
+            seen,
+        });
+        r.rows = ReplayKv::default();
+        r.answer = None;
+        r.now = now.0 / 1_000_000_000;
+        self.step(key, now, out);
     }
 
     /// Starts the server's own `work` under `key` unless it is already running.
@@ -372,14 +449,19 @@ impl MetaServer {
         let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
         let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
         ns.set_new_layout(r.layout);
+        ns.length_ctx().queried = r.queried;
+        ns.length_ctx().trust_stale = self.cfg.bug == Some(MetaBug::StaleLengthHint);
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
             Work::Prune(live) => ns
                 .prune_sessions(live, &self.prune_after, 256, p.now, self.cfg.prune_min_age)
-                .map(|(n, next)| {
-                    r.own = Some(Own::Pruned(n, next));
+                .map(|(n, next, files)| {
+                    r.own = Some(Own::Pruned(n, next, files));
                     MetaAnswer::Done
                 }),
+            Work::Sync(inode) => ns
+                .sync(*inode, None, false, p.now)
+                .map(|_| MetaAnswer::Done),
             Work::Free(entry, inode) => ns.gc_free(entry, *inode).map(|freed| {
                 r.own = Some(Own::Freed(freed));
                 MetaAnswer::Done
@@ -405,6 +487,7 @@ impl MetaServer {
                     MetaAnswer::Done
                 }),
         };
+        let wants = ns.length_ctx().wants.take();
         let mut commit = txn.to_commit_req();
         if self.cfg.bug == Some(MetaBug::SnapshotReads) {
             if let Ok(req) = &mut commit {
@@ -427,6 +510,9 @@ impl MetaServer {
             };
             self.counters.0.reads += 1;
             return self.submit(key, op, Some(miss), out);
+        }
+        if let (Err(MetaError::LengthUnknown), Some(file)) = (&answer, wants) {
+            return self.ask_length(key, file, now, out);
         }
         match commit {
             // Mutating requests always read their idempotency record first, so the read
@@ -466,12 +552,17 @@ impl MetaServer {
                 return;
             }
             (Work::Prune(_), pruned) => {
-                if let Some(Own::Pruned(n, next)) = pruned {
+                if let Some(Own::Pruned(n, next, files)) = pruned {
                     self.prune_after = next;
                     self.counters.0.sessions_pruned += u64::from(n);
+                    for inode in files {
+                        let key = (SELF, RequestId(inode.0 | SYNC_KEY_BIT));
+                        self.start_own(key, Work::Sync(inode), now, out);
+                    }
                 }
                 return;
             }
+            (Work::Sync(_), _) => return,
             (Work::Gc, gc) => return self.gc_done(gc, now, out),
             // A committed block replaces what is left of the old one (never reused); a failed
             // allocation is tried again by the next request that waits.

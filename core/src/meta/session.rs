@@ -3,13 +3,12 @@
 //! the writer may still write (§4.5); close removes it and adopts the writer's length hint.
 //!
 //! Invariants: a session row names an existing file inode (GC frees an inode only once it has
-//! no session rows); a length hint only ever grows `length` (shrinking is truncate's, which
-//! bumps `truncate_ver`).
+//! no session rows). Length rules are `length.rs`'s.
 //!
 //! Pruning (3FS `SessionManager`): sessions of clients that mgmtd no longer lists as alive,
 //! older than a minimum age, are deleted, so a writer that died does not hold its files back
 //! from GC forever.
-//! Not here: the query of storage for a precise length, truncate, owner batching.
+//! Not here: length rules (`length.rs`), truncate (client-driven), owner batching.
 
 use super::keys::{all_sessions, session_key};
 use super::ops::Namespace;
@@ -79,7 +78,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
 
     /// Deletes up to `batch` sessions after key `after` (empty: from the first) whose client is
     /// not in `live` (sorted) and which are at least `min_age` seconds old; returns how many,
-    /// and the key to continue after (empty: start over).
+    /// the key to continue after (empty: start over), and the files they held.
     pub fn prune_sessions(
         &mut self,
         live: &[ClientId],
@@ -87,7 +86,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         batch: usize,
         now: u64,
         min_age: u64,
-    ) -> R<(u32, Vec<u8>)> {
+    ) -> R<(u32, Vec<u8>, Vec<InodeId>)> {
         let mut range = all_sessions();
         if !after.is_empty() {
             range.begin = after.to_vec();
@@ -99,34 +98,31 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
             false => rows.last().map(|(k, _)| k.clone()).unwrap_or_default(),
         };
         let mut pruned = 0;
+        let mut files = Vec::new();
         for (k, v) in rows {
             let s: FileSession = decode(&v)?;
             if live.binary_search(&s.client).is_err() && now >= s.opened.saturating_add(min_age) {
                 self.txn().clear(&k);
                 pruned += 1;
+                files.extend(super::keys::parse_session_key(&k));
             }
         }
-        Ok((pruned, next))
+        files.dedup();
+        Ok((pruned, next, files))
     }
 
-    /// close of the asking client's session `session` on `inode`, adopting a length hint
-    /// larger than the stored length (the writer's max offset + length).
+    /// close of the asking client's session `session` on `inode`, updating the length from
+    /// the writer's hint or from storage (`length.rs`).
     pub fn close(
         &mut self,
         inode: InodeId,
         session: u64,
-        length: Option<u64>,
+        length: Option<super::length::LengthHint>,
         op: PathOp,
     ) -> R<Inode> {
         self.txn().clear(&session_key(inode, op.client, session));
         let mut i = self.inode(inode)?;
-        if let (InodeKind::File { length: stored, .. }, Some(hint)) = (&mut i.kind, length) {
-            if hint > *stored {
-                *stored = hint;
-                i.mtime = op.now;
-                self.put_inode(&i);
-            }
-        }
+        self.update_length(&mut i, length, false, op.now)?;
         Ok(i)
     }
 }

@@ -300,7 +300,18 @@ fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     assert_eq!(tx(&mut kv, |ns| ns.stat("/f2", false)).unwrap().nlink, 1);
     assert!(tx(&mut kv, |ns| ns.inode(f.id)).is_ok());
     // The writer closes with a length hint; the next step frees the file.
-    let closed = tx(&mut kv, |ns| ns.close(g.id, 77, Some(4096), op(8))).unwrap();
+    let closed = tx(&mut kv, |ns| {
+        ns.close(
+            g.id,
+            77,
+            Some(crate::meta::length::LengthHint {
+                length: 4096,
+                truncate_ver: 0,
+            }),
+            op(8),
+        )
+    })
+    .unwrap();
     assert!(matches!(closed.kind, InodeKind::File { length: 4096, .. }));
     // Too young first: unlinked at 106, delay 10.
     let young = GcPolicy {
@@ -332,17 +343,18 @@ fn sessions_of_dead_clients_are_pruned_once_old_enough() {
     tx(&mut kv, |ns| ns.open("/f", true, 10, live)).unwrap();
     tx(&mut kv, |ns| ns.open("/f", true, 11, dead)).unwrap();
     // Too young (opened at 103, min age 60): nothing goes.
-    let (n, _) = tx(&mut kv, |ns| {
+    let (n, _, _) = tx(&mut kv, |ns| {
         ns.prune_sessions(&[ClientId(1)], b"", 8, 150, 60)
     })
     .unwrap();
     assert_eq!(n, 0);
-    let (n, next) = tx(&mut kv, |ns| {
+    let (n, next, files) = tx(&mut kv, |ns| {
         ns.prune_sessions(&[ClientId(1)], b"", 8, 200, 60)
     })
     .unwrap();
     assert_eq!((n, next), (1, Vec::new()), "only the dead client's session");
     let f = tx(&mut kv, |ns| ns.stat("/f", false)).unwrap();
+    assert_eq!(files, vec![f.id], "its file gets a length-updating close");
     let left = transact(&mut kv, |ns| Ok(ns.txn().range(&session_range(f.id), 8)?)).unwrap();
     assert_eq!(left.len(), 1);
 }
@@ -370,4 +382,76 @@ fn setattr_changes_only_what_it_is_given_and_batch_stat_answers_each_path() {
     assert_eq!(rs[2], Err(MetaError::NotDir));
     let many = vec!["/f".to_string(); BATCH_STAT_MAX + 1];
     assert!(tx(&mut kv, |ns| ns.batch_stat(&many)).is_err());
+}
+
+#[test]
+fn length_updates_follow_truncate_versions() {
+    use length::{LengthHint, QueriedLength};
+    let mut kv = fresh();
+    let f = tx(&mut kv, |ns| ns.create("/f", 0o644, false, op(1))).unwrap();
+    let len = |kv: &mut MemKv| match tx(kv, |ns| ns.inode(f.id)).unwrap().kind {
+        InodeKind::File {
+            length,
+            truncate_ver,
+            ..
+        } => (length, truncate_ver),
+        _ => unreachable!(),
+    };
+    let hint = |length, truncate_ver| {
+        Some(LengthHint {
+            length,
+            truncate_ver,
+        })
+    };
+    // A current hint grows the length; a smaller one keeps it.
+    tx(&mut kv, |ns| ns.sync(f.id, hint(100, 0), false, 5)).unwrap();
+    tx(&mut kv, |ns| ns.sync(f.id, hint(60, 0), false, 6)).unwrap();
+    assert_eq!(len(&mut kv), (100, 0));
+    // A truncate asks storage first, and says which file it needs.
+    let mut wants = None;
+    let r = tx(&mut kv, |ns| {
+        let r = ns.sync(f.id, None, true, 7);
+        wants = ns.length_ctx().wants.take();
+        r
+    });
+    assert_eq!(r, Err(MetaError::LengthUnknown));
+    assert_eq!(wants.map(|i| i.id), Some(f.id));
+    // An answer asked for another inode state is not applied.
+    let answer = |seen| QueriedLength {
+        inode: f.id,
+        length: 10,
+        seen,
+    };
+    let r = tx(&mut kv, |ns| {
+        ns.length_ctx().queried = Some(answer((99, 0)));
+        ns.sync(f.id, None, true, 8)
+    });
+    assert_eq!(r, Err(MetaError::LengthUnknown));
+    tx(&mut kv, |ns| {
+        ns.length_ctx().queried = Some(answer((100, 0)));
+        ns.sync(f.id, None, true, 8)
+    })
+    .unwrap();
+    assert_eq!(
+        len(&mut kv),
+        (10, 1),
+        "storage's length, a new truncate version"
+    );
+    // A writer's hint from before the truncate is not trusted; one after it is.
+    let r = tx(&mut kv, |ns| ns.sync(f.id, hint(100, 0), false, 9));
+    assert_eq!(r, Err(MetaError::LengthUnknown));
+    tx(&mut kv, |ns| ns.sync(f.id, hint(50, 1), false, 9)).unwrap();
+    assert_eq!(len(&mut kv), (50, 1));
+    // A query that finds less data than the length (a truncate whose writer died before its
+    // sync) shrinks it and bumps the version too.
+    tx(&mut kv, |ns| {
+        ns.length_ctx().queried = Some(QueriedLength {
+            inode: f.id,
+            length: 20,
+            seen: (50, 1),
+        });
+        ns.sync(f.id, None, false, 10)
+    })
+    .unwrap();
+    assert_eq!(len(&mut kv), (20, 2));
 }

@@ -202,7 +202,24 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
 }
 
 fn message(r: &mut Rng) -> Msg {
-    match r.below(17) {
+    match r.below(19) {
+        17 => Msg::QueryLastChunk(crate::msg::QueryLastChunkReq {
+            query_id: RequestId(r.next()),
+            chain: update(r).chain,
+            inode: InodeId(r.next()),
+            begin: r.next() as u32,
+            end: r.next() as u32,
+            empty: r.below(2) == 1,
+            retry: r.next() as u32,
+        }),
+        18 => Msg::QueryLastChunkReply(crate::msg::QueryLastChunkReply {
+            query_id: RequestId(r.next()),
+            status: status(r),
+            last: (r.below(2) == 1).then(|| crate::msg::LastChunk {
+                index: r.next() as u32,
+                len: r.next() as u32,
+            }),
+        }),
         15 => Msg::MetaReq(crate::msg::meta::MetaReq {
             client: ClientId(r.next()),
             request: RequestId(r.next()),

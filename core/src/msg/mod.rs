@@ -21,7 +21,10 @@ pub use mgmtd::{
     ExtendSession, Heartbeat, HeartbeatReply, LocalTargetInfo, MgmtdStatus, SyncDoneReply, SyncReq,
     SyncStartReply,
 };
-pub use storage::{MessageTag, ReadReply, ReadReq, Status, UpdateReply, UpdateReq, UpdateResult};
+pub use storage::{
+    LastChunk, MessageTag, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq, Status,
+    UpdateReply, UpdateReq, UpdateResult,
+};
 
 /// Every message of the protocol.
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -70,6 +73,10 @@ pub enum Msg {
     GetClientSessions,
     /// Primary mgmtd → meta server.
     ClientSessions(mgmtd::ClientSessions),
+    /// Client (or meta) → chain head: the last committed chunk of a file on the chain.
+    QueryLastChunk(QueryLastChunkReq),
+    /// Chain head → asker.
+    QueryLastChunkReply(QueryLastChunkReply),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -91,6 +98,8 @@ const KIND_META_REQ: u8 = 16;
 const KIND_META_REPLY: u8 = 17;
 const KIND_GET_CLIENT_SESSIONS: u8 = 18;
 const KIND_CLIENT_SESSIONS: u8 = 19;
+const KIND_QUERY_LAST_CHUNK: u8 = 20;
+const KIND_QUERY_LAST_CHUNK_REPLY: u8 = 21;
 
 impl Msg {
     /// Encodes the message as one frame.
@@ -115,6 +124,10 @@ impl Msg {
             Self::MetaReply(m) => encode_frame(KIND_META_REPLY, |e| m.encode(e)),
             Self::GetClientSessions => encode_frame(KIND_GET_CLIENT_SESSIONS, |_| {}),
             Self::ClientSessions(m) => encode_frame(KIND_CLIENT_SESSIONS, |e| m.encode(e)),
+            Self::QueryLastChunk(m) => encode_frame(KIND_QUERY_LAST_CHUNK, |e| m.encode(e)),
+            Self::QueryLastChunkReply(m) => {
+                encode_frame(KIND_QUERY_LAST_CHUNK_REPLY, |e| m.encode(e))
+            }
         }
     }
 
@@ -146,6 +159,8 @@ impl Msg {
             KIND_META_REPLY => Self::MetaReply(Wire::decode(d)?),
             KIND_GET_CLIENT_SESSIONS => Self::GetClientSessions,
             KIND_CLIENT_SESSIONS => Self::ClientSessions(Wire::decode(d)?),
+            KIND_QUERY_LAST_CHUNK => Self::QueryLastChunk(Wire::decode(d)?),
+            KIND_QUERY_LAST_CHUNK_REPLY => Self::QueryLastChunkReply(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {

@@ -6,7 +6,8 @@
 
 use crate::chunk::UpdateKind;
 use crate::ids::{
-    ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, RequestId, SeqNum, VersionedChain,
+    ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, InodeId, RequestId, SeqNum,
+    VersionedChain,
 };
 use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
 use crate::wire_struct;
@@ -173,6 +174,63 @@ wire_struct!(ReadReply {
     data,
     version,
     checksum
+});
+
+/// Which committed chunk of a file is the last on one chain (3FS `queryLastChunk`), asked of
+/// the chain's head: the head commits an update before acknowledging it, so its committed
+/// metadata covers every acknowledged write. Meta computes precise file lengths from the answers
+/// (§4.4); truncate and GC find the chunks to remove with it.
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct QueryLastChunkReq {
+    /// Client-chosen id echoed in the reply.
+    pub query_id: RequestId,
+    /// The chain and the chain version the client routes by.
+    pub chain: VersionedChain,
+    /// The file.
+    pub inode: InodeId,
+    /// Chunk indexes `begin..end` are considered.
+    pub begin: u32,
+    /// Exclusive end of the index range.
+    pub end: u32,
+    /// Count zero-length chunks too (GC removes every chunk; lengths count data only).
+    pub empty: bool,
+    /// Retry count.
+    pub retry: u32,
+}
+wire_struct!(QueryLastChunkReq {
+    query_id,
+    chain,
+    inode,
+    begin,
+    end,
+    empty,
+    retry
+});
+
+/// The last committed chunk a query found.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct LastChunk {
+    /// Its index in the file.
+    pub index: u32,
+    /// Its committed length.
+    pub len: u32,
+}
+wire_struct!(LastChunk { index, len });
+
+/// Reply to a [`QueryLastChunkReq`].
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct QueryLastChunkReply {
+    /// The request's id.
+    pub query_id: RequestId,
+    /// Outcome.
+    pub status: Status,
+    /// With `Ok`: the last committed chunk in the range, `None` when the chain holds none.
+    pub last: Option<LastChunk>,
+}
+wire_struct!(QueryLastChunkReply {
+    query_id,
+    status,
+    last
 });
 
 /// Outcome of a storage request. Variants other than `Ok` say what the requester should do.

@@ -28,6 +28,7 @@
 
 pub mod chunk_lock;
 pub mod exactly_once;
+mod query;
 mod read;
 pub mod resync;
 mod resync_decide;
@@ -563,6 +564,7 @@ impl Machine for StorageNode {
                 Msg::Update(req) => self.on_update_req(from, req, false, out),
                 Msg::UpdateReply(reply) => self.on_update_reply(from, reply, out),
                 Msg::Read(req) => self.on_read(from, req, out),
+                Msg::QueryLastChunk(req) => self.on_query_last_chunk(from, req, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
                 Msg::HeartbeatReply(rep) => self.on_heartbeat_reply(rep.status, out),
                 Msg::NotPrimary { primary } => self.on_not_primary(primary, out),

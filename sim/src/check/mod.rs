@@ -8,6 +8,7 @@
 //! (the runner measures convergence time against the scenario's bound).
 
 pub mod appendix_b;
+pub mod file_length;
 pub mod history;
 pub mod linearizability;
 pub mod namespace;

@@ -3,8 +3,8 @@
 //! own name match that entry; a file's link count equals the entries naming it; every inode is
 //! reachable from the root or the GC root (nothing leaked); GC and session pruning finish once
 //! writers closed or died (nothing left under the GC root, no write session outlives its
-//! writer); and no target stores a chunk of a file whose inode GC freed (GC removes the chunks
-//! first).
+//! writer); no target stores a chunk of a file whose inode GC freed (GC removes the chunks
+//! first); and no file's length runs past its data (`file_length.rs`).
 //!
 //! Invariant: reads only the final rows; says `Fail` with the first inconsistency found. Not
 //! here: whether the tree is the right one (the serializability checker says that).
@@ -18,18 +18,19 @@ use t3fs_core::meta::{
 };
 use t3fs_core::mgmtd::store::decode;
 
+use super::file_length::Extents;
 use super::Verdict;
 
-/// Checks the namespace rows of `kv` and the files of the `chunks` stored on any target
-/// (besides the chunk workload's inode); `gc_done`: no GC entry and no write session is left.
-pub fn fsck(kv: &MemKv, gc_done: bool, chunks: &BTreeSet<InodeId>) -> Verdict {
-    match check(kv, gc_done, chunks) {
+/// Checks the namespace rows of `kv` and the file chunks stored on the targets (besides the
+/// chunk workload's inode); `gc_done`: no GC entry and no write session is left.
+pub fn fsck(kv: &MemKv, gc_done: bool, extents: &Extents) -> Verdict {
+    match check(kv, gc_done, extents) {
         Ok(s) => Verdict::Pass(s),
         Err(e) => Verdict::Fail(e),
     }
 }
 
-fn check(kv: &MemKv, gc_done: bool, chunks: &BTreeSet<InodeId>) -> Result<String, String> {
+fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String> {
     let mut inodes: BTreeMap<InodeId, Inode> = BTreeMap::new();
     let mut entries: Vec<(InodeId, Vec<u8>, DirEntry)> = Vec::new();
     let mut sessions: BTreeSet<InodeId> = BTreeSet::new();
@@ -102,7 +103,7 @@ fn check(kv: &MemKv, gc_done: bool, chunks: &BTreeSet<InodeId>) -> Result<String
             return Err(format!("{id:?} is named nowhere: leaked"));
         }
     }
-    for c in chunks {
+    for c in extents.keys() {
         if !inodes
             .get(c)
             .is_some_and(|i| matches!(i.kind, InodeKind::File { .. }))
@@ -124,12 +125,13 @@ fn check(kv: &MemKv, gc_done: bool, chunks: &BTreeSet<InodeId>) -> Result<String
             return Err(format!("a write session holds {s:?}, which GC freed"));
         }
     }
+    let lengths = super::file_length::check(&inodes, &in_gc, extents)?;
     Ok(format!(
-        "{} inodes, {} entries, {} under GC (held by write sessions), {} with sessions, chunks of {} files on storage",
+        "{} inodes, {} entries, {} under GC (held by write sessions), {} with sessions, chunks of {} files on storage; {lengths}",
         inodes.len(),
         entries.len(),
         in_gc.len(),
         sessions.len(),
-        chunks.len()
+        extents.len()
     ))
 }

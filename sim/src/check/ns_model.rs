@@ -341,7 +341,10 @@ impl Tree {
                     .collect(),
             )),
             // By inode, for the data path; drivers keep it out of namespace histories.
-            MetaOp::ExtendStripe { .. } => Ok(Abstract::Kind(EntryKind::File)),
+            // The writer's session keeps the file alive: its inode answers.
+            MetaOp::ExtendStripe { .. } | MetaOp::Sync { .. } => {
+                Ok(Abstract::Kind(EntryKind::File))
+            }
             MetaOp::Rename { from, to } => {
                 let (sp, sn) = self.parent_of(from)?;
                 let (dp, dn) = self.parent_of(to)?;

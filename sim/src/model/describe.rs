@@ -111,6 +111,16 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::MetaReq(r) => format!("MetaReq {}#{} {:?}", r.client.0, r.request.0, r.op),
         Msg::MetaReply(r) => format!("MetaReply #{} {:?}", r.request.0, r.result),
         Msg::GetClientSessions => "GetClientSessions".into(),
+        Msg::QueryLastChunk(q) => format!(
+            "QueryLastChunk {} inode {} [{}, {})",
+            q.chain, q.inode.0, q.begin, q.end
+        ),
+        Msg::QueryLastChunkReply(r) => {
+            format!(
+                "QueryLastChunkReply #{} {:?} {:?}",
+                r.query_id.0, r.status, r.last
+            )
+        }
         Msg::ClientSessions(s) => format!(
             "ClientSessions {} clients complete={}",
             s.clients.len(),

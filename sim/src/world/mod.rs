@@ -25,6 +25,7 @@ mod log;
 pub mod net;
 pub mod node;
 pub mod ns_client;
+pub mod ns_files;
 pub mod queue;
 mod steps;
 

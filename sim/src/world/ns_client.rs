@@ -12,7 +12,6 @@ use t3fs_core::meta::request::MetaAnswer;
 use t3fs_core::meta::request::{execute, MetaOp};
 use t3fs_core::meta::{transact, InodeKind, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
-use t3fs_scenario::workload::payload;
 use t3fs_scenario::Rng;
 
 use super::drive::Input;
@@ -21,31 +20,27 @@ use super::{Ev, World};
 /// Namespace calls carry request ids with this bit set.
 pub const NS_REQUEST_BIT: u64 = 1 << 63;
 
-/// Bytes a writer puts at offset 0 of a file it opened for write.
-pub const FILE_WRITE_BYTES: u32 = 64;
+use super::ns_files::Step;
+pub use super::ns_files::{Session, FILE_WRITE_BYTES};
+
+/// What a meta request's answer is for.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum MetaFor {
+    /// Only the history.
+    Plain,
+    /// An open for write: the answer starts a session.
+    OpenWrite,
+    /// The sync ending open session `k`'s truncate.
+    Sync(usize),
+}
 
 /// A namespace driver's call in flight.
 #[derive(Clone, Copy, Debug)]
 pub enum NsRunning {
-    /// A meta request: its id, history index, and whether it opens for write.
-    Meta(RequestId, usize, bool),
-    /// The data write of open session `k`.
-    Write(RequestId, usize),
-}
-
-/// A write session the client holds.
-#[derive(Clone, Debug)]
-pub struct Session {
-    /// The file.
-    pub inode: t3fs_core::ids::InodeId,
-    /// The session id (its open's request id).
-    pub session: u64,
-    /// The file's layout, from the open's answer.
-    pub layout: Option<t3fs_core::meta::placement::Layout>,
-    /// Its data write is still to come.
-    pub to_write: bool,
-    /// The length hint for its close: the end of the acknowledged write.
-    pub written: Option<u64>,
+    /// A meta request: its id, history index, and what its answer is for.
+    Meta(RequestId, usize, MetaFor),
+    /// A storage call (a write or a truncate step) of open session `k`.
+    Data(RequestId, usize),
 }
 
 /// Per-client namespace workload state.
@@ -144,34 +139,27 @@ impl World {
         }
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
-        if let Some(k) = d.open.iter().position(|s| s.to_write && !stopped) {
-            // The data path: one self-describing block at offset 0 of the file, on the chain
-            // its layout names (no meta involved), then the length hint for its close.
-            let s = &mut d.open[k];
-            s.to_write = false;
-            let layout = match (&s.layout, &table) {
-                (Some(l), Some(t)) => l.file_layout(t),
-                _ => None,
-            };
-            if let Some(layout) = layout {
-                let call = ClientCall::Write {
-                    inode: s.inode,
-                    layout,
-                    offset: 0,
-                    data: payload(req.0, FILE_WRITE_BYTES),
-                };
-                d.running = Some(NsRunning::Write(req, k));
-                return self.drive(i, Input::Call(req, call));
+        // The data path of a file the client holds open: its plan's writes and truncates,
+        // on the chains its layout names (meta only for a truncate's sync).
+        if let Some(k) = d.open.iter().position(|s| s.busy(stopped)) {
+            let step = table.as_deref().and_then(|t| d.open[k].step(t, req));
+            match step {
+                Some(Step::Data(call)) => {
+                    d.running = Some(NsRunning::Data(req, k));
+                    return self.drive(i, Input::Call(req, call));
+                }
+                Some(Step::Sync(op)) => {
+                    let index =
+                        self.sim
+                            .ns_history
+                            .invoke(n.ctx.index, op.clone(), self.sim.now().0);
+                    d.running = Some(NsRunning::Meta(req, index, MetaFor::Sync(k)));
+                    return self.drive(i, Input::Call(req, ClientCall::Meta(op)));
+                }
+                None => {}
             }
         }
-        let close = |d: &mut NsDriver| {
-            let s = d.open.remove(0);
-            MetaOp::Close {
-                inode: s.inode,
-                session: s.session,
-                length: s.written,
-            }
-        };
+        let close = |d: &mut NsDriver| d.open.remove(0).close();
         let op = if stopped || d.gen.wants_close(d.open.len()) {
             close(d)
         } else {
@@ -187,10 +175,13 @@ impl World {
                 None => return,
             }
         };
-        let opens = matches!(op, MetaOp::Open { write: true, .. });
+        let why = match op {
+            MetaOp::Open { write: true, .. } => MetaFor::OpenWrite,
+            _ => MetaFor::Plain,
+        };
         let now = self.sim.now().0;
         let index = self.sim.ns_history.invoke(n.ctx.index, op.clone(), now);
-        d.running = Some(NsRunning::Meta(req, index, opens));
+        d.running = Some(NsRunning::Meta(req, index, why));
         self.drive(i, Input::Call(req, ClientCall::Meta(op)));
     }
 
@@ -204,25 +195,26 @@ impl World {
             return true;
         };
         match (d.running, ret) {
-            (Some(NsRunning::Meta(running, index, opens)), ClientRet::Meta(result))
+            (Some(NsRunning::Meta(running, index, why)), ClientRet::Meta(result))
                 if running == req =>
             {
-                if let (true, Ok(MetaAnswer::Inode(inode))) = (opens, result) {
-                    if let InodeKind::File { layout, .. } = &inode.kind {
-                        d.open.push(Session {
-                            inode: inode.id,
-                            session: req.0,
-                            layout: *layout,
-                            to_write: true,
-                            written: None,
-                        });
+                match (why, result) {
+                    (MetaFor::OpenWrite, Ok(MetaAnswer::Inode(inode))) => {
+                        let plan = d.gen.file_plan(FILE_WRITE_BYTES.into());
+                        d.open.extend(Session::opened(inode, req.0, plan));
                     }
+                    (MetaFor::Sync(k), result) => {
+                        if let Some(s) = d.open.get_mut(k) {
+                            s.synced(result);
+                        }
+                    }
+                    _ => {}
                 }
                 self.sim.ns_history.ret(index, result.clone());
             }
-            (Some(NsRunning::Write(running, k)), ret) if running == req => {
-                if let (ClientRet::Updated { .. }, Some(s)) = (ret, d.open.get_mut(k)) {
-                    s.written = Some(FILE_WRITE_BYTES.into());
+            (Some(NsRunning::Data(running, k)), ret) if running == req => {
+                if let Some(s) = d.open.get_mut(k) {
+                    s.data_returned(ret);
                 }
             }
             _ => return true,
@@ -247,24 +239,26 @@ impl World {
         empty(kv, dirent_range(GC_ROOT, b"")) && empty(kv, all_sessions())
     }
 
-    /// The files (not the chunk workload's inode) any target stores committed chunk data of.
-    pub fn file_chunks(&self) -> std::collections::BTreeSet<t3fs_core::ids::InodeId> {
+    /// The file chunks (not the chunk workload's) committed on any target: per file, per
+    /// chunk index, the longest committed length.
+    pub fn file_extents(&self) -> crate::check::file_length::Extents {
         let workload = t3fs_core::ids::InodeId(super::client::WORKLOAD_INODE);
-        self.nodes
-            .iter()
-            .flat_map(|n| n.ctx.disks.values())
+        let mut extents = crate::check::file_length::Extents::new();
+        for d in self.nodes.iter().flat_map(|n| n.ctx.disks.values()) {
             // Committed data only: a remove still in flight (two meta servers may purge one
             // file) leaves a pending entry behind for a moment.
-            .flat_map(|d| {
-                d.store
-                    .chunks()
-                    .iter()
-                    .filter(|(_, m)| m.committed.0 > 0)
-                    .map(|(c, _)| c.inode)
-                    .collect::<Vec<_>>()
-            })
-            .filter(|i| *i != workload)
-            .collect()
+            for (c, m) in d.store.chunks().iter().filter(|(_, m)| m.committed.0 > 0) {
+                if c.inode != workload {
+                    let len = extents
+                        .entry(c.inode)
+                        .or_default()
+                        .entry(c.index)
+                        .or_default();
+                    *len = (*len).max(m.data.len() as u32);
+                }
+            }
+        }
+        extents
     }
 
     /// Whether any client still waits for a namespace answer.

@@ -1,0 +1,194 @@
+//! File length maintenance (3FS §4.4): writers' versioned length hints, the decision between
+//! keeping, adopting and asking storage, and applying a storage answer.
+//!
+//! A writer tags its hint (the end of its acknowledged writes) with the `truncate_ver` it saw
+//! at open. A hint of the current truncate version only ever grows the length. Anything else
+//! (no hint, a hint from before a truncate, a sync after a client-driven truncate) needs the
+//! precise length from storage: the meta server asks the head of every chain the file may use
+//! for its last committed chunk (`queryLastChunk`) before the transaction, and the
+//! transaction adopts the answer as the length, bumping `truncate_ver` when the file shrank or
+//! was truncated.
+//!
+//! Invariants: a storage answer is applied only to the inode state it was asked for (same
+//! length and truncate version as when the query started): if another update changed either in
+//! between, the answer may predate a write that update reported, so it is asked again; the
+//! transaction's read of the inode row makes a concurrent update conflict with the commit.
+//! Not here: the query itself (the server's embedded storage client, `purge.rs`), owner
+//! batching (every meta server may update any inode; the KV's serializable commits order
+//! them instead of one owner's batch).
+
+use super::ops::Namespace;
+use super::{Inode, InodeKind, MetaError};
+use crate::ids::InodeId;
+use crate::kv::KvEngine;
+use crate::wire_struct;
+
+/// A writer's length hint (3FS `VersionedLength`).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct LengthHint {
+    /// The end of the writer's acknowledged writes.
+    pub length: u64,
+    /// The file's truncate version when the writer opened it.
+    pub truncate_ver: u64,
+}
+wire_struct!(LengthHint {
+    length,
+    truncate_ver
+});
+
+/// A precise length from storage, with the inode state it was asked for.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub struct QueriedLength {
+    /// The file.
+    pub inode: InodeId,
+    /// Max over the used chains of `last index · chunk size + last chunk length`.
+    pub length: u64,
+    /// The inode's (length, truncate_ver) when the query started.
+    pub seen: (u64, u64),
+}
+
+/// What an update of a file's length does.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum LengthDecision {
+    /// The stored length stands.
+    Keep,
+    /// The hint is the new length.
+    Adopt(u64),
+    /// Only storage knows.
+    Query,
+}
+
+/// §4.4's rule for a stored (length, truncate_ver) and an update with `hint`, `truncated` when
+/// the writer has just truncated the file. `trust_stale` is the planted bug
+/// `meta-stale-length-hint`: a hint from before a truncate is adopted as if current.
+pub fn decide(
+    stored: (u64, u64),
+    hint: Option<LengthHint>,
+    truncated: bool,
+    trust_stale: bool,
+) -> LengthDecision {
+    match hint {
+        _ if truncated => LengthDecision::Query,
+        Some(h) if h.truncate_ver == stored.1 || trust_stale => match h.length > stored.0 {
+            true => LengthDecision::Adopt(h.length),
+            false => LengthDecision::Keep,
+        },
+        _ => LengthDecision::Query,
+    }
+}
+
+/// The length context of one transaction: the storage answer the caller has, and the file it
+/// needs one for.
+#[derive(Clone, Debug, Default)]
+pub struct LengthCtx {
+    /// The answer of a query the caller made for this request.
+    pub queried: Option<QueriedLength>,
+    /// Set when an update needs a query first (with the inode as read).
+    pub wants: Option<Inode>,
+    /// The planted bug `meta-stale-length-hint`.
+    pub trust_stale: bool,
+}
+
+type R<T> = Result<T, MetaError>;
+
+impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
+    /// Applies a length update to file `i` (read in this transaction): true if `i` changed.
+    /// `Err(LengthUnknown)` asks the caller for a storage query first.
+    pub(super) fn update_length(
+        &mut self,
+        i: &mut Inode,
+        hint: Option<LengthHint>,
+        truncated: bool,
+        now: u64,
+    ) -> R<bool> {
+        let InodeKind::File {
+            length,
+            truncate_ver,
+            ..
+        } = &mut i.kind
+        else {
+            return Err(MetaError::IsDir);
+        };
+        let stored = (*length, *truncate_ver);
+        let ctx = self.length_ctx();
+        match decide(stored, hint, truncated, ctx.trust_stale) {
+            LengthDecision::Keep => return Ok(false),
+            LengthDecision::Adopt(n) => *length = n,
+            LengthDecision::Query => match ctx.queried {
+                Some(q) if q.inode == i.id && q.seen == stored => {
+                    if truncated || q.length < *length {
+                        *truncate_ver += 1;
+                    }
+                    if q.length == *length && !truncated {
+                        return Ok(false);
+                    }
+                    *length = q.length;
+                }
+                _ => {
+                    ctx.wants = Some(i.clone());
+                    return Err(MetaError::LengthUnknown);
+                }
+            },
+        }
+        // mtime only: GC times an unlinked file's delay from its ctime (the unlink).
+        i.mtime = now;
+        self.put_inode(i);
+        Ok(true)
+    }
+
+    /// sync (3FS §1.4 #9): a length update without closing, `truncated` after a client-driven
+    /// truncate (which always asks storage and bumps the truncate version).
+    pub fn sync(
+        &mut self,
+        inode: InodeId,
+        hint: Option<LengthHint>,
+        truncated: bool,
+        now: u64,
+    ) -> R<Inode> {
+        let mut i = self.inode(inode)?;
+        self.update_length(&mut i, hint, truncated, now)?;
+        Ok(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hint(length: u64, truncate_ver: u64) -> Option<LengthHint> {
+        Some(LengthHint {
+            length,
+            truncate_ver,
+        })
+    }
+
+    #[test]
+    fn hints_of_the_current_version_only_grow_the_length() {
+        assert_eq!(
+            decide((10, 2), hint(20, 2), false, false),
+            LengthDecision::Adopt(20)
+        );
+        assert_eq!(
+            decide((10, 2), hint(5, 2), false, false),
+            LengthDecision::Keep
+        );
+    }
+
+    #[test]
+    fn stale_hints_truncates_and_missing_hints_ask_storage() {
+        assert_eq!(
+            decide((10, 2), hint(20, 1), false, false),
+            LengthDecision::Query
+        );
+        assert_eq!(decide((10, 2), None, false, false), LengthDecision::Query);
+        assert_eq!(
+            decide((10, 2), hint(20, 2), true, false),
+            LengthDecision::Query
+        );
+        // The planted bug adopts a hint from before the truncate.
+        assert_eq!(
+            decide((10, 2), hint(20, 1), false, true),
+            LengthDecision::Adopt(20)
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! `queryLastChunk` at a chain head (3FS §4.4): the last committed chunk of a file within a
+//! range of chunk indexes, answered from the target's in-memory chunk metadata without I/O.
+//!
+//! Only the head answers (`NotHead` otherwise): it commits an update before acknowledging it,
+//! so its committed metadata covers every acknowledged write, while a successor may still hold
+//! a removed chunk or miss a committed one. Pending versions are ignored: an update in flight
+//! has not been acknowledged, and a writer that sees it fail tells meta through its close.
+//! Zero-length chunks (what a truncate leaves past the new tail) count only when asked for.
+//!
+//! Not here: precise lengths over several chains (the asker takes the maximum), removing
+//! chunks by range (callers remove each chunk the answer reaches).
+
+use crate::ids::{ChunkId, NodeId};
+use crate::machine::Outbox;
+use crate::msg::{LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq, Status};
+use crate::routing::PublicState;
+use crate::storage::StorageNode;
+
+impl StorageNode {
+    pub(super) fn on_query_last_chunk(
+        &mut self,
+        from: NodeId,
+        req: QueryLastChunkReq,
+        out: &mut Outbox<Self>,
+    ) {
+        let answer = |status, last| {
+            Msg::QueryLastChunkReply(QueryLastChunkReply {
+                query_id: req.query_id,
+                status,
+                last,
+            })
+        };
+        let view = match self.admit_chain(req.chain) {
+            Ok(view) => view,
+            Err(status) => return out.send(from, answer(status, None)),
+        };
+        if view.state != PublicState::Serving || !self.local_ready(view.target, view.state) {
+            return out.send(from, answer(Status::TargetNotServing, None));
+        }
+        if !view.is_head {
+            return out.send(from, answer(Status::NotHead, None));
+        }
+        if req.begin >= req.end {
+            return out.send(from, answer(Status::Ok, None));
+        }
+        let range = ChunkId {
+            inode: req.inode,
+            index: req.begin,
+        }..ChunkId {
+            inode: req.inode,
+            index: req.end,
+        };
+        let last = self.targets[&view.target]
+            .chunks
+            .range(range)
+            .rev()
+            .find(|(_, m)| m.committed.0 > 0 && (req.empty || m.len > 0))
+            .map(|(c, m)| LastChunk {
+                index: c.index,
+                len: m.len,
+            });
+        out.send(from, answer(Status::Ok, last));
+    }
+}

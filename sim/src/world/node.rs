@@ -188,6 +188,7 @@ pub fn counters_of(p: &Proc) -> ProcCounters {
                 ("meta.gc_freed", m.counters().gc_freed),
                 ("meta.gc_busy", m.counters().gc_busy),
                 ("meta.sessions_pruned", m.counters().sessions_pruned),
+                ("meta.length_queries", m.counters().length_queries),
             ],
             Vec::new(),
         ),

@@ -36,7 +36,12 @@ pub enum FileAction {
     Write(u64),
     /// Truncates the file to this length.
     Truncate(u64),
+    /// Reads [`FILE_READ_BYTES`] at this byte offset.
+    Read(u64),
 }
+
+/// Bytes of one read of a plan.
+pub const FILE_READ_BYTES: u64 = 256;
 
 /// Offsets and lengths of file actions stay below this many bytes (four 4 KiB chunks of the
 /// simulator's layout).
@@ -216,21 +221,32 @@ impl NsGenerator {
     }
 
     /// What a writer does with a file it just opened for write. Mixed streams write one
-    /// block, and sometimes truncate; truncate streams interleave scattered writes and
-    /// truncates; the others write one block at offset 0.
+    /// block, and sometimes truncate and read back; truncate streams interleave scattered
+    /// writes, truncates and reads; the others write one block at offset 0.
     pub fn file_plan(&mut self, block: u64) -> Vec<FileAction> {
         let write = |rng: &mut Rng| FileAction::Write(rng.below(FILE_SPAN - block));
         match self.w.mix {
-            NsMix::Truncate => (0..1 + self.rng.below(3))
-                .map(|_| match self.rng.chance(0.4) {
-                    true => FileAction::Truncate(self.rng.below(FILE_SPAN + 1)),
-                    false => write(&mut self.rng),
+            // Writes and reads meet on 16 slots (4 per chunk), so reads see data and
+            // truncates cut through it.
+            NsMix::Truncate => (0..1 + self.rng.below(4))
+                .map(|_| {
+                    let slot = self.rng.below(4) * 4096 + self.rng.below(4) * 1000;
+                    match self.rng.below(10) {
+                        0..=3 => FileAction::Truncate(self.rng.below(FILE_SPAN + 1)),
+                        4..=6 => FileAction::Write(slot),
+                        _ => FileAction::Read(slot.saturating_sub(96)),
+                    }
                 })
                 .collect(),
             NsMix::Mixed => {
                 let mut plan = vec![write(&mut self.rng)];
                 if self.rng.chance(0.2) {
                     plan.push(FileAction::Truncate(self.rng.below(FILE_SPAN + 1)));
+                }
+                if self.rng.chance(0.3) {
+                    plan.push(FileAction::Read(
+                        self.rng.below(FILE_SPAN - FILE_READ_BYTES),
+                    ));
                 }
                 plan
             }

@@ -296,11 +296,15 @@ fn phases(w: &mut World) -> Outcome {
             }
             Err(e) => Verdict::Fail(e),
         };
-        (order, fsck)
+        let reads = match w.sim.file_io.check() {
+            Ok(s) => Verdict::Pass(s),
+            Err(e) => Verdict::Fail(e),
+        };
+        (order, fsck, reads)
     });
-    let (namespace, fsck) = match namespace {
-        Some((a, b)) => (Some(a), Some(b)),
-        None => (None, None),
+    let (namespace, fsck, file_reads) = match namespace {
+        Some((a, b, c)) => (Some(a), Some(b), Some(c)),
+        None => (None, None, None),
     };
     let expected = |v: Verdict, allowed: bool| match v {
         Verdict::Fail(d) if allowed => Verdict::Expected(format!("the scenario expects this: {d}")),
@@ -341,6 +345,9 @@ fn phases(w: &mut World) -> Outcome {
     if let Some(v) = &fsck {
         verdicts.push(("namespace integrity", v.clone()));
     }
+    if let Some(v) = &file_reads {
+        verdicts.push(("file reads", v.clone()));
+    }
     verdicts.push(("converged (liveness)", liveness.clone()));
     verdicts.push(("halts", halts));
     let no_ns = Verdict::Pass(String::new());
@@ -355,6 +362,7 @@ fn phases(w: &mut World) -> Outcome {
             namespace.as_ref().unwrap_or(&no_ns),
         ),
         ("namespace integrity", fsck.as_ref().unwrap_or(&no_ns)),
+        ("file reads", file_reads.as_ref().unwrap_or(&no_ns)),
     ];
     let (exit, reason) = if audit.failed() {
         (

@@ -9,6 +9,7 @@
 
 pub mod appendix_b;
 pub mod file_length;
+pub mod file_reads;
 pub mod history;
 pub mod linearizability;
 pub mod namespace;

@@ -186,6 +186,8 @@ pub struct Sim {
     pub history: History,
     /// Namespace history.
     pub ns_history: crate::check::namespace::NsHistory,
+    /// Writes and reads of namespace writers' files.
+    pub file_io: crate::check::file_reads::FileIo,
     /// Notable events.
     pub notes: Vec<Note>,
     /// Invariant audit.
@@ -366,6 +368,7 @@ impl World {
             events: 0,
             history: History::default(),
             ns_history: Default::default(),
+            file_io: Default::default(),
             notes: Vec::new(),
             audit: Audit::default(),
             reach: Reach::default(),

@@ -145,6 +145,16 @@ impl World {
             let step = table.as_deref().and_then(|t| d.open[k].step(t, req));
             match step {
                 Some(Step::Data(call)) => {
+                    if let ClientCall::Write {
+                        inode,
+                        offset,
+                        data,
+                        ..
+                    } = &call
+                    {
+                        let w = (*offset, req.0, data.len() as u32);
+                        self.sim.file_io.writes.entry(*inode).or_default().push(w);
+                    }
                     d.running = Some(NsRunning::Data(req, k));
                     return self.drive(i, Input::Call(req, call));
                 }
@@ -214,7 +224,9 @@ impl World {
             }
             (Some(NsRunning::Data(running, k)), ret) if running == req => {
                 if let Some(s) = d.open.get_mut(k) {
-                    s.data_returned(ret);
+                    if let Some((offset, data)) = s.data_returned(ret) {
+                        self.sim.file_io.reads.push((s.inode, offset, data));
+                    }
                 }
             }
             _ => return true,

@@ -26,7 +26,7 @@ use t3fs_core::meta::length::LengthHint;
 use t3fs_core::meta::placement::Layout;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_core::meta::InodeKind;
-use t3fs_scenario::namespace::FileAction;
+use t3fs_scenario::namespace::{FileAction, FILE_READ_BYTES};
 use t3fs_scenario::workload::payload;
 
 /// Bytes of one write of a plan.
@@ -66,6 +66,8 @@ pub struct Session {
     pub writing: u64,
     /// Some write or sync had an unknown outcome.
     pub uncertain: bool,
+    /// The offset of the read in flight.
+    pub reading: Option<u64>,
 }
 
 /// The next thing a session asks of storage or meta.
@@ -101,6 +103,7 @@ impl Session {
             written: 0,
             writing: 0,
             uncertain: false,
+            reading: None,
         })
     }
 
@@ -168,6 +171,15 @@ impl Session {
                     self.trunc = Some((len, TruncStage::Query));
                     Step::Data(query)
                 }
+                FileAction::Read(offset) => {
+                    self.reading = Some(offset);
+                    Step::Data(ClientCall::Read {
+                        inode: self.inode,
+                        layout: fl,
+                        offset,
+                        len: FILE_READ_BYTES,
+                    })
+                }
             },
             Some((_, TruncStage::Query)) => Step::Data(query),
             Some((_, TruncStage::Remove(left))) => {
@@ -188,8 +200,15 @@ impl Session {
         Some(step)
     }
 
-    /// A storage call of this session returned.
-    pub fn data_returned(&mut self, ret: &ClientRet) {
+    /// A storage call of this session returned; a read's offset and bytes come back for the
+    /// file-read check.
+    pub fn data_returned(&mut self, ret: &ClientRet) -> Option<(u64, Vec<u8>)> {
+        if let Some(offset) = self.reading.take() {
+            return match ret {
+                ClientRet::Read { data, .. } => Some((offset, data.clone())),
+                _ => None,
+            };
+        }
         let cs = u64::from(self.layout.map_or(1, |l| l.chunk_size.max(1)));
         let Some((len, stage)) = &mut self.trunc else {
             // A write: its end joins the hint only once acknowledged.
@@ -197,7 +216,7 @@ impl Session {
                 ClientRet::Updated { .. } => self.written = self.written.max(self.writing),
                 _ => self.uncertain = true,
             }
-            return;
+            return None;
         };
         let len = *len;
         // The chunks past the new tail, removed from the last one down.
@@ -221,6 +240,7 @@ impl Session {
             TruncStage::Remove(left) if left.is_empty() => TruncStage::Sync,
             other => other,
         };
+        None
     }
 
     /// The truncate's sync answered: later writes count from the truncate version it set.

@@ -717,11 +717,20 @@ fn query_last_chunk_answers_from_committed_metadata_at_the_head_only() {
     };
     let ask = |h: &mut Harness, empty, end| h.recv(CLIENT, Msg::QueryLastChunk(query(empty, end)));
     // Data only: chunk 0; with empty chunks: chunk 2; never the uncommitted one or another file's.
-    assert_eq!(ask(&mut h, false, u32::MAX), answer(Status::Ok, Some((0, 100))));
-    assert_eq!(ask(&mut h, true, u32::MAX), answer(Status::Ok, Some((2, 0))));
+    assert_eq!(
+        ask(&mut h, false, u32::MAX),
+        answer(Status::Ok, Some((0, 100)))
+    );
+    assert_eq!(
+        ask(&mut h, true, u32::MAX),
+        answer(Status::Ok, Some((2, 0)))
+    );
     assert_eq!(ask(&mut h, true, 2), answer(Status::Ok, Some((0, 100))));
     assert_eq!(ask(&mut h, true, 0), answer(Status::Ok, None));
     // A successor may lag behind the head: it refuses.
     let mut tail = Harness::new(3, ReadMode::Committed, 0);
-    assert_eq!(ask(&mut tail, false, u32::MAX), answer(Status::NotHead, None));
+    assert_eq!(
+        ask(&mut tail, false, u32::MAX),
+        answer(Status::NotHead, None)
+    );
 }

@@ -15,7 +15,12 @@ use t3fs_sim::world::ns_client::{final_listing, initial_dirs, seed_namespace};
 
 #[test]
 fn the_reference_tree_answers_like_the_meta_service() {
-    for mix in [NsMix::Mixed, NsMix::OneDir, NsMix::RenameLoops] {
+    for mix in [
+        NsMix::Mixed,
+        NsMix::OneDir,
+        NsMix::RenameLoops,
+        NsMix::Truncate,
+    ] {
         for seed in 0..150u64 {
             let w = NsWorkload {
                 dirs: 2,
@@ -24,6 +29,7 @@ fn the_reference_tree_answers_like_the_meta_service() {
                 think: core::time::Duration::ZERO..core::time::Duration::from_millis(1),
                 ops_per_client: Some(200),
                 gc_delay: None,
+                idem_expire: None,
             };
             let mut kv = MemKv::new(100_000);
             seed_namespace(&mut kv, w.dirs);

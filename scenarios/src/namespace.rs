@@ -76,6 +76,9 @@ pub struct NsWorkload {
     /// other timeouts). Shorter is safe only without delayed duplicate frames (module docs of
     /// `core::meta::gc`).
     pub gc_delay: Option<Duration>,
+    /// How long meta keeps idempotency records (`None`: 3FS's 30 minutes, scaled); cleaning
+    /// runs every quarter of it.
+    pub idem_expire: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +94,7 @@ pub(crate) struct RawNamespace {
     think: String,
     ops_per_client: Option<u64>,
     gc_delay: Option<String>,
+    idem_expire: Option<String>,
 }
 
 fn two() -> u32 {
@@ -134,7 +138,20 @@ impl RawNamespace {
             Some(s) => Some(crate::duration::parse_duration(s).map_err(|m| ("gc_delay", m))?),
             None => None,
         };
+        let idem_expire = match &self.idem_expire {
+            Some(s) => match crate::duration::parse_duration(s).map_err(|m| ("idem_expire", m))? {
+                d if d < Duration::from_secs(1) => {
+                    return Err((
+                        "idem_expire",
+                        "use at least 1s (records are timed in seconds)".into(),
+                    ))
+                }
+                d => Some(d),
+            },
+            None => None,
+        };
         Ok(NsWorkload {
+            idem_expire,
             dirs: self.dirs,
             names: self.names,
             mix,
@@ -160,6 +177,9 @@ pub fn ns_toml(w: &NsWorkload) -> String {
     }
     if let Some(d) = w.gc_delay {
         o.push_str(&format!("gc_delay = \"{}\"\n", fmt_duration(d)));
+    }
+    if let Some(d) = w.idem_expire {
+        o.push_str(&format!("idem_expire = \"{}\"\n", fmt_duration(d)));
     }
     o
 }

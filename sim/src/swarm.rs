@@ -273,6 +273,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
             think,
             ops_per_client: Some(ops.clamp(10, 80)),
             gc_delay: None,
+            idem_expire: None,
         });
         if r.chance(0.5) {
             let victim = NodeRef::Meta(r.below(u64::from(cluster.meta)) as u32);

@@ -13,6 +13,8 @@ use crate::kv::{Key, KeyRange};
 const INODE: &[u8] = b"INOD";
 const DIRENT: &[u8] = b"DENT";
 const IDEM: &[u8] = b"IDEM";
+/// The prefix of every idempotency record.
+pub const IDEM_RANGE_PREFIX: &[u8] = IDEM;
 const SESSION: &[u8] = b"INOS";
 /// The inode id allocator's counter, in blocks of [`ID_BLOCK`] ids (3FS: a 52-bit counter whose
 /// value v stands for ids `v << 12 | 0..4095`, sharded 32 ways; one row here).

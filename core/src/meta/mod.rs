@@ -23,6 +23,7 @@
 
 mod attrs;
 mod gc;
+pub mod idem;
 mod keys;
 pub mod length;
 mod ops;

@@ -15,7 +15,7 @@
 //! replaying it against the same rows gives the same answer and the same writes (the meta
 //! server relies on this; see `server.rs`).
 //!
-//! Not here: pruning of idempotency records (3FS expires them by age), retries (the caller's).
+//! Not here: expiry of idempotency records (`idem.rs`), retries (the caller's).
 
 use super::keys::idem_key;
 use super::{DirEntry, Inode, MetaError, Namespace, PathOp};
@@ -208,7 +208,9 @@ pub fn execute_with<E: KvEngine + ?Sized>(
     }
     let idem = idem_key(p.client, p.request);
     if let Some(stored) = ns.txn().get(&idem)? {
-        return decode::<MetaResult>(&stored).map_err(MetaError::from)?;
+        return decode::<super::idem::IdemRecord>(&stored)
+            .map_err(MetaError::from)?
+            .result;
     }
     let result = apply(ns, op, p);
     match &result {
@@ -221,8 +223,9 @@ pub fn execute_with<E: KvEngine + ?Sized>(
         Err(_) => ns.txn().discard_writes(),
         Ok(_) => {}
     }
-    ns.txn().set(&idem, &encode(&result));
-    result
+    let record = super::idem::IdemRecord { at: p.now, result };
+    ns.txn().set(&idem, &encode(&record));
+    record.result
 }
 
 fn apply<E: KvEngine + ?Sized>(

@@ -27,6 +27,8 @@
 //! the rest of the block, which is harmless: ids are unique, not dense.
 //! GC (§4.5) runs as the server's own work too: every `gc_interval` one bounded step over the
 //! GC root (`gc.rs`), continuing where the last one stopped.
+//! Every `idem_clean_interval` it deletes idempotency records older than `idem_expire`
+//! (`idem.rs`), in batches, continuing where the last batch stopped.
 //! Every `prune_interval` it asks the primary mgmtd for the live clients and deletes the
 //! write sessions of the others (`session.rs`), so a dead writer's files can be collected.
 //! A length update that needs storage (`length.rs`) pauses its request: the embedded storage
@@ -53,6 +55,9 @@ use crate::time::Instant;
 /// Requests one server runs at once.
 pub const REQUESTS_MAX: usize = 1024;
 
+/// Idempotency records one cleaning transaction looks at (3FS: 2048).
+pub const IDEM_CLEAN_BATCH: usize = 2048;
+
 /// Static configuration.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct MetaConfig {
@@ -78,6 +83,10 @@ pub struct MetaConfig {
     pub prune_interval: Option<Range<Duration>>,
     /// Sessions younger than this many seconds are never pruned (3FS: 1 min).
     pub prune_min_age: u64,
+    /// Seconds an idempotency record is kept (3FS `idempotent_record_expire`: 30 min).
+    pub idem_expire: u64,
+    /// Period of idempotency-record cleaning (3FS: 1 min); `None` disables it.
+    pub idem_clean_interval: Option<Range<Duration>>,
     /// The storage client GC removes chunks with, and the routing it starts from; `None`:
     /// GC frees inodes without touching storage (tests of the namespace alone).
     pub storage: Option<(crate::client::ClientConfig, crate::routing::RoutingInfo)>,
@@ -115,6 +124,8 @@ impl MetaConfig {
             mgmtd: Vec::new(),
             prune_interval: Some(Duration::from_secs(300)..Duration::from_secs(330)),
             prune_min_age: 60,
+            idem_expire: 1800,
+            idem_clean_interval: Some(Duration::from_secs(60)..Duration::from_secs(66)),
         }
     }
 }
@@ -128,6 +139,8 @@ pub enum MetaTimer {
     Gc,
     /// Ask mgmtd for live clients, then prune sessions of the others.
     Prune,
+    /// Delete expired idempotency records.
+    IdemClean,
     /// A timer of the embedded storage client (GC's chunk removal).
     Storage(crate::client::ClientTimer),
 }
@@ -151,6 +164,8 @@ pub struct MetaCounters {
     pub sessions_pruned: u64,
     /// Length queries sent to storage (§4.4).
     pub length_queries: u64,
+    /// Expired idempotency records deleted.
+    pub idem_cleaned: u64,
 }
 
 /// What a running entry does.
@@ -169,6 +184,8 @@ enum Work {
     /// The length-updating close of a pruned session's file (3FS `SessionManager`): its
     /// writer may have died between a write and its close, or in the middle of a truncate.
     Sync(crate::ids::InodeId),
+    /// One batch of idempotency-record cleaning.
+    IdemClean,
 }
 
 /// The key of the server's own work (no client has this id).
@@ -215,6 +232,8 @@ enum Own {
     Pruned(u32, Vec<u8>, Vec<crate::ids::InodeId>),
     /// Whether a purged file's inode was freed.
     Freed(bool),
+    /// Idempotency records deleted, and the key to continue after.
+    IdemCleaned(u32, Vec<u8>),
 }
 
 impl Running {
@@ -259,6 +278,8 @@ pub struct MetaServer {
     mgmtd: Option<NodeId>,
     /// The session key the next prune continues after.
     prune_after: Vec<u8>,
+    /// The record key the next idempotency cleaning continues after.
+    idem_after: Vec<u8>,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -279,6 +300,7 @@ impl MetaServer {
             purger,
             mgmtd: cfg.mgmtd.first().copied(),
             prune_after: Vec::new(),
+            idem_after: Vec::new(),
             cfg,
             running: BTreeMap::new(),
             ios: BTreeMap::new(),
@@ -462,6 +484,17 @@ impl MetaServer {
             Work::Sync(inode) => ns
                 .sync(*inode, None, false, p.now)
                 .map(|_| MetaAnswer::Done),
+            Work::IdemClean => ns
+                .clean_idem(
+                    &self.idem_after,
+                    IDEM_CLEAN_BATCH,
+                    p.now,
+                    self.cfg.idem_expire,
+                )
+                .map(|(n, next)| {
+                    r.own = Some(Own::IdemCleaned(n, next));
+                    MetaAnswer::Done
+                }),
             Work::Free(entry, inode) => ns.gc_free(entry, *inode).map(|freed| {
                 r.own = Some(Own::Freed(freed));
                 MetaAnswer::Done
@@ -563,6 +596,18 @@ impl MetaServer {
                 return;
             }
             (Work::Sync(_), _) => return,
+            (Work::IdemClean, cleaned) => {
+                if let Some(Own::IdemCleaned(n, next)) = cleaned {
+                    self.counters.0.idem_cleaned += u64::from(n);
+                    // More to do: the next batch at once, not a whole interval later.
+                    let more = !next.is_empty();
+                    self.idem_after = next;
+                    if more {
+                        self.start_own((SELF, RequestId(3)), Work::IdemClean, now, out);
+                    }
+                }
+                return;
+            }
             (Work::Gc, gc) => return self.gc_done(gc, now, out),
             // A committed block replaces what is left of the old one (never reused); a failed
             // allocation is tried again by the next request that waits.
@@ -686,6 +731,9 @@ impl Machine for MetaServer {
         if let Some(every) = self.cfg.gc_interval.clone() {
             out.set_timer(MetaTimer::Gc, every);
         }
+        if let Some(every) = self.cfg.idem_clean_interval.clone() {
+            out.set_timer(MetaTimer::IdemClean, every);
+        }
     }
 
     fn handle(
@@ -732,6 +780,12 @@ impl Machine for MetaServer {
                 }
                 if let Some(every) = self.cfg.prune_interval.clone() {
                     out.set_timer(MetaTimer::Prune, every);
+                }
+            }
+            EventOf::Timer(MetaTimer::IdemClean) => {
+                self.start_own((SELF, RequestId(3)), Work::IdemClean, now, out);
+                if let Some(every) = self.cfg.idem_clean_interval.clone() {
+                    out.set_timer(MetaTimer::IdemClean, every);
                 }
             }
             EventOf::Timer(MetaTimer::Gc) => {

@@ -455,3 +455,31 @@ fn length_updates_follow_truncate_versions() {
     .unwrap();
     assert_eq!(len(&mut kv), (20, 2));
 }
+
+#[test]
+fn idempotency_records_expire_after_their_age_and_cleaning_resumes_in_batches() {
+    let mut kv = fresh();
+    let create = |n: u64| MetaOp::Create {
+        path: format!("/f{n}"),
+        perm: 0o644,
+        exclusive: true,
+    };
+    // Requests 1..=5 recorded at 101..=105.
+    for n in 1..=5 {
+        assert!(req(&mut kv, 7, n, create(n)).is_ok());
+    }
+    // At 110 with expiry 6: records of 101..=103 are old enough; batches of 2 resume.
+    let (n, next) = tx(&mut kv, |ns| ns.clean_idem(b"", 2, 110, 6)).unwrap();
+    assert_eq!(n, 2);
+    assert!(!next.is_empty(), "a full batch says where to go on");
+    let (n, next) = tx(&mut kv, |ns| ns.clean_idem(&next, 2, 110, 6)).unwrap();
+    assert_eq!(n, 1, "request 4 is too young");
+    let (n, next) = tx(&mut kv, |ns| ns.clean_idem(&next, 2, 110, 6)).unwrap();
+    assert_eq!((n, next), (0, Vec::new()), "the end: start over next time");
+    // A young record still answers its retry; an expired one does not (3FS's trade-off).
+    assert!(matches!(
+        req(&mut kv, 7, 5, create(5)),
+        Ok(MetaAnswer::Inode(_))
+    ));
+    assert_eq!(req(&mut kv, 7, 1, create(1)), Err(MetaError::Exists));
+}

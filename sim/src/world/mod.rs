@@ -295,6 +295,7 @@ impl World {
         let bugs = crate::bugs::parse(scenario.bug.as_deref())?;
         let mut layout = Layout::new(&scenario.cluster, bugs);
         layout.gc_delay = scenario.namespace.as_ref().and_then(|n| n.gc_delay);
+        layout.idem_expire = scenario.namespace.as_ref().and_then(|n| n.idem_expire);
         let mut rng = Rng::new(seed);
         let faults = scenario.faults.clone();
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);

@@ -189,6 +189,7 @@ pub fn counters_of(p: &Proc) -> ProcCounters {
                 ("meta.gc_busy", m.counters().gc_busy),
                 ("meta.sessions_pruned", m.counters().sessions_pruned),
                 ("meta.length_queries", m.counters().length_queries),
+                ("meta.idem_cleaned", m.counters().idem_cleaned),
             ],
             Vec::new(),
         ),
@@ -223,6 +224,8 @@ pub struct Layout {
     pub meta_bug: Option<t3fs_core::bugs::MetaBug>,
     /// The scenario's GC delay for unlinked files (`None`: 3FS's, scaled).
     pub gc_delay: Option<Duration>,
+    /// The scenario's idempotency-record expiry, if it sets one.
+    pub idem_expire: Option<Duration>,
 }
 
 impl Layout {
@@ -281,6 +284,7 @@ impl Layout {
             mgmtd_bug: bugs.mgmtd,
             meta_bug: bugs.meta,
             gc_delay: None,
+            idem_expire: None,
         }
     }
 
@@ -384,6 +388,19 @@ impl Layout {
                     .prune_interval
                     .map(|r| self.scale(r.start)..self.scale(r.end));
                 cfg.prune_min_age = self.scale(Duration::from_secs(cfg.prune_min_age)).as_secs();
+                match self.idem_expire {
+                    Some(d) => {
+                        cfg.idem_expire = d.as_secs();
+                        cfg.idem_clean_interval = Some(d / 4..d * 11 / 40);
+                    }
+                    None => {
+                        cfg.idem_expire =
+                            self.scale(Duration::from_secs(cfg.idem_expire)).as_secs();
+                        cfg.idem_clean_interval = cfg
+                            .idem_clean_interval
+                            .map(|r| self.scale(r.start)..self.scale(r.end));
+                    }
+                }
                 // GC removes chunks through its own storage client.
                 cfg.storage = Some((
                     self.client_cfg(ctx.id, ctx.incarnation),

@@ -193,6 +193,7 @@ fn simulated() -> ExitCode {
             M::Close { .. } => "close",
             M::ExtendStripe { .. } => "extend stripe",
             M::Sync { .. } => "sync",
+            M::LockDirectory { .. } => "lock directory",
             M::SetAttr { .. } => "setattr",
             M::BatchStat { .. } => "batch stat",
         };

@@ -164,16 +164,19 @@ pub enum MetaBug {
     /// A length hint from before a truncate is adopted as if current (§4.4 asks storage):
     /// a writer closing after a truncate makes the file longer than its data.
     StaleLengthHint,
+    /// Creates, removes and renames in a directory locked by another client go ahead.
+    IgnoresDirLocks,
 }
 
 impl MetaBug {
     /// Every meta bug.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::SkipIdempotency,
         Self::SnapshotReads,
         Self::GcIgnoresSessions,
         Self::GcSkipsChunks,
         Self::StaleLengthHint,
+        Self::IgnoresDirLocks,
     ];
 
     /// The command-line name.
@@ -184,6 +187,7 @@ impl MetaBug {
             Self::GcIgnoresSessions => "meta-gc-ignores-sessions",
             Self::GcSkipsChunks => "meta-gc-skips-chunks",
             Self::StaleLengthHint => "meta-stale-length-hint",
+            Self::IgnoresDirLocks => "meta-ignores-dir-locks",
         }
     }
 
@@ -199,6 +203,7 @@ impl MetaBug {
             Self::GcIgnoresSessions => "GC frees unlinked files still held by write sessions",
             Self::GcSkipsChunks => "GC frees inodes without removing their chunks on storage",
             Self::StaleLengthHint => "meta adopts length hints from before a truncate",
+            Self::IgnoresDirLocks => "meta lets anyone change a locked directory",
         }
     }
 

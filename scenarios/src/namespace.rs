@@ -10,6 +10,7 @@ use core::ops::Range;
 use core::time::Duration;
 
 use serde::Deserialize;
+use t3fs_core::meta::lock::LockAction;
 use t3fs_core::meta::request::MetaOp;
 
 use crate::duration::{fmt_duration, parse_range};
@@ -378,6 +379,21 @@ impl NsGenerator {
                     path: self.file_path(),
                     write: true,
                     session: 0,
+                },
+                // Directory locks: mostly try-lock and unlock, sometimes preempt or clear (a
+                // holder that crashed comes back as another client and cannot unlock).
+                90..=92 => MetaOp::LockDirectory {
+                    path: if self.w.mix == NsMix::OneDir {
+                        "/d0".into()
+                    } else {
+                        self.path(1)
+                    },
+                    action: match self.rng.below(10) {
+                        0..=3 => LockAction::TryLock,
+                        4..=7 => LockAction::Unlock,
+                        8 => LockAction::PreemptLock,
+                        _ => LockAction::Clear,
+                    },
                 },
                 _ => MetaOp::List {
                     path: if self.w.mix == NsMix::OneDir {

@@ -26,6 +26,7 @@ mod gc;
 pub mod idem;
 mod keys;
 pub mod length;
+pub mod lock;
 mod ops;
 pub mod placement;
 pub mod purge;
@@ -47,7 +48,7 @@ pub use keys::{
 pub use ops::{prefix_path, split_path, transact, Namespace, PathOp};
 pub use session::FileSession;
 
-use crate::ids::{InodeId, RequestId};
+use crate::ids::{ClientId, InodeId, RequestId};
 use crate::kv::KvError;
 use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
 use crate::wire_struct;
@@ -83,6 +84,8 @@ pub enum InodeKind {
         parent: InodeId,
         /// Its own name in the parent (for the loop check and realpath).
         name: Vec<u8>,
+        /// The client holding the directory lock, if any (3FS `lockDirectory`, `lock.rs`).
+        lock: Option<ClientId>,
     },
     /// A symbolic link.
     Symlink {
@@ -162,6 +165,8 @@ pub enum MetaError {
     Kv(KvError),
     /// A row failed to decode: the store is damaged (never silently skipped).
     Corrupt,
+    /// The directory is locked by another client (3FS `kNoLock`, `lock.rs`).
+    NoLock,
     /// A length update needs storage's answer first (`length.rs`). Internal to the meta
     /// server: never recorded, never answered.
     LengthUnknown,
@@ -192,10 +197,11 @@ impl Wire for InodeKind {
                 truncate_ver.encode(enc);
                 layout.encode(enc);
             }
-            Self::Directory { parent, name } => {
+            Self::Directory { parent, name, lock } => {
                 1u8.encode(enc);
                 parent.encode(enc);
                 name.encode(enc);
+                lock.encode(enc);
             }
             Self::Symlink { target } => {
                 2u8.encode(enc);
@@ -213,6 +219,7 @@ impl Wire for InodeKind {
             1 => Self::Directory {
                 parent: Wire::decode(dec)?,
                 name: Wire::decode(dec)?,
+                lock: Wire::decode(dec)?,
             },
             2 => Self::Symlink {
                 target: Wire::decode(dec)?,

@@ -51,6 +51,8 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     new_layout: Option<super::placement::Layout>,
     /// Storage answers for length updates (`length.rs`).
     length: super::length::LengthCtx,
+    /// The planted bug `meta-ignores-dir-locks`.
+    ignore_locks: bool,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -92,6 +94,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             ids: None,
             new_layout: None,
             length: Default::default(),
+            ignore_locks: false,
         }
     }
 
@@ -103,12 +106,26 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             ids: Some(ids),
             new_layout: None,
             length: Default::default(),
+            ignore_locks: false,
         }
     }
 
     /// Gives files this transaction creates `layout`.
     pub fn set_new_layout(&mut self, layout: Option<super::placement::Layout>) {
         self.new_layout = layout;
+    }
+
+    /// Plants `meta-ignores-dir-locks`: mutations no longer check directory locks.
+    pub fn set_ignore_locks(&mut self, ignore: bool) {
+        self.ignore_locks = ignore;
+    }
+
+    /// `NoLock` if `dir` is locked by a client other than `client` (`lock.rs`).
+    pub(super) fn check_lock(&self, dir: &Inode, client: ClientId) -> R<()> {
+        match self.ignore_locks {
+            true => Ok(()),
+            false => super::lock::check_lock(dir, client),
+        }
     }
 
     /// The length context: give it a storage answer before running a length update, read
@@ -141,6 +158,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
                 let dir = InodeKind::Directory {
                     parent: ROOT,
                     name: name.to_vec(),
+                    lock: None,
                 };
                 self.put_inode(&new_inode(id, dir, 0o755, now));
             }
@@ -280,11 +298,13 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         if let Some(e) = self.entry(parent.id, name)? {
             return Ok((self.inode(e.inode)?, false));
         }
+        self.check_lock(&parent, op.client)?;
         let id = self.alloc_id()?;
         let kind = match kind {
             InodeKind::Directory { .. } => InodeKind::Directory {
                 parent: parent.id,
                 name: name.to_vec(),
+                lock: None,
             },
             k => k,
         };
@@ -329,6 +349,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             let dir = InodeKind::Directory {
                 parent: ROOT,
                 name: Vec::new(),
+                lock: None,
             };
             let (inode, ours) = self.make(&sub, dir, perm, op)?;
             let last = n == parts.len();
@@ -361,6 +382,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         if self.entry(parent.id, name)?.is_some() {
             return Err(MetaError::Exists);
         }
+        self.check_lock(&parent, op.client)?;
         if !matches!(target.kind, InodeKind::File { .. }) {
             return Err(MetaError::NotPermitted);
         }
@@ -410,6 +432,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     pub fn remove(&mut self, path: &str, recursive: bool, op: PathOp) -> R<()> {
         let (mut parent, name) = self.parent_of(path)?;
         let e = self.entry(parent.id, name)?.ok_or(MetaError::NotFound)?;
+        self.check_lock(&parent, op.client)?;
         let inode = self.inode(e.inode)?;
         if inode.is_dir() && !recursive && !self.is_empty_dir(inode.id)? {
             return Err(MetaError::NotEmpty);
@@ -430,6 +453,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         let src_entry = self
             .entry(src_parent.id, src_name)?
             .ok_or(MetaError::NotFound)?;
+        self.check_lock(&src_parent, op.client)?;
+        self.check_lock(&dst_parent, op.client)?;
         let mut src = self.inode(src_entry.inode)?;
         // The loop check: the destination's ancestors must not include the source.
         if src.is_dir() && self.is_ancestor(src.id, &dst_parent)? {
@@ -459,7 +484,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             ..src_entry
         };
         self.put_entry(dst_parent.id, dst_name, &entry);
-        if let InodeKind::Directory { parent, name } = &mut src.kind {
+        if let InodeKind::Directory { parent, name, .. } = &mut src.kind {
             *parent = dst_parent.id;
             *name = dst_name.to_vec();
         }

@@ -126,6 +126,13 @@ pub enum MetaOp {
         /// when a write's outcome is unknown (meta then asks storage).
         length: Option<super::length::LengthHint>,
     },
+    /// lockDirectory: take or release the directory lock of `path` (`lock.rs`).
+    LockDirectory {
+        /// The directory (symlinks followed).
+        path: String,
+        /// What to do.
+        action: super::lock::LockAction,
+    },
     /// sync: a length update of an open file; `truncated` after a client-driven truncate.
     Sync {
         /// The file.
@@ -276,6 +283,9 @@ fn apply<E: KvEngine + ?Sized>(
             length,
             truncated,
         } => I(ns.sync(*inode, *length, *truncated, p.now)?),
+        MetaOp::LockDirectory { path, action } => {
+            I(ns.lock_directory(path, *action, p.client, p.now)?)
+        }
         MetaOp::SetAttr { path, attr } => I(ns.setattr(path, *attr, p)?),
         MetaOp::BatchStat { paths } => MetaAnswer::Stats(ns.batch_stat(paths)?),
     })
@@ -383,6 +393,11 @@ impl Wire for MetaOp {
                 length.encode(enc);
                 truncated.encode(enc);
             }
+            Self::LockDirectory { path, action } => {
+                enc.u8(14);
+                put_str(enc, path);
+                action.encode(enc);
+            }
             Self::BatchStat { paths } => {
                 enc.u8(12);
                 enc.len(paths.len());
@@ -446,6 +461,10 @@ impl Wire for MetaOp {
             11 => Self::SetAttr {
                 path: get_str(dec)?,
                 attr: Wire::decode(dec)?,
+            },
+            14 => Self::LockDirectory {
+                path: get_str(dec)?,
+                action: Wire::decode(dec)?,
             },
             13 => Self::Sync {
                 inode: Wire::decode(dec)?,
@@ -578,6 +597,7 @@ impl Wire for MetaError {
             Self::Kv(e) => (10, Some(kv_code(*e))),
             Self::Corrupt => (11, None),
             Self::LengthUnknown => (12, None),
+            Self::NoLock => (13, None),
         };
         enc.u8(tag);
         if let Some(a) = arg {
@@ -610,6 +630,7 @@ impl Wire for MetaError {
             }),
             11 => Self::Corrupt,
             12 => Self::LengthUnknown,
+            13 => Self::NoLock,
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

@@ -473,6 +473,7 @@ impl MetaServer {
         ns.set_new_layout(r.layout);
         ns.length_ctx().queried = r.queried;
         ns.length_ctx().trust_stale = self.cfg.bug == Some(MetaBug::StaleLengthHint);
+        ns.set_ignore_locks(self.cfg.bug == Some(MetaBug::IgnoresDirLocks));
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
             Work::Prune(live) => ns

@@ -203,7 +203,7 @@ fn rename_follows_posix_replace_rules_and_refuses_loops() {
     rn(&mut kv, "/a", "/empty", 12).unwrap();
     let moved = tx(&mut kv, |ns| ns.stat("/empty/sub/..", true)).unwrap();
     assert!(
-        matches!(&moved.kind, InodeKind::Directory { parent, name } if *parent == ROOT && name == b"empty")
+        matches!(&moved.kind, InodeKind::Directory { parent, name, .. } if *parent == ROOT && name == b"empty")
     );
     // Into another directory.
     rn(&mut kv, "/empty", "/full/x/e", 13).unwrap();
@@ -482,4 +482,65 @@ fn idempotency_records_expire_after_their_age_and_cleaning_resumes_in_batches() 
         Ok(MetaAnswer::Inode(_))
     ));
     assert_eq!(req(&mut kv, 7, 1, create(1)), Err(MetaError::Exists));
+}
+
+#[test]
+fn a_locked_directory_changes_only_for_its_holder() {
+    use lock::LockAction::{Clear, PreemptLock, TryLock, Unlock};
+    let mut kv = fresh();
+    let by = |client: u64, request: u64| PathOp {
+        client: ClientId(client),
+        request: RequestId(request),
+        now: 100 + request,
+    };
+    tx(&mut kv, |ns| ns.mkdirs("/d", 0o755, false, by(1, 1))).unwrap();
+    tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, by(1, 2))).unwrap();
+    let lock = |kv: &mut MemKv, client, action| {
+        tx(kv, |ns| {
+            ns.lock_directory("/d", action, ClientId(client), 3)
+        })
+    };
+    lock(&mut kv, 1, TryLock).unwrap();
+    // Another client can neither take the lock nor change the directory's entries...
+    assert_eq!(lock(&mut kv, 2, TryLock), Err(MetaError::NoLock));
+    assert_eq!(lock(&mut kv, 2, Unlock), Err(MetaError::NoLock));
+    let other = by(2, 4);
+    assert_eq!(
+        tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, other)),
+        Err(MetaError::NoLock)
+    );
+    assert_eq!(
+        tx(&mut kv, |ns| ns.remove("/d/f", false, other)),
+        Err(MetaError::NoLock)
+    );
+    assert_eq!(
+        tx(&mut kv, |ns| ns.rename("/d/f", "/f", other)),
+        Err(MetaError::NoLock)
+    );
+    assert_eq!(
+        tx(&mut kv, |ns| ns.rename("/x", "/d/x", other)),
+        Err(MetaError::NotFound)
+    );
+    // ...but opening an existing file needs no lock, and a missing name is still ENOENT.
+    assert!(tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, other)).is_ok());
+    assert_eq!(
+        tx(&mut kv, |ns| ns.remove("/d/nope", false, other)),
+        Err(MetaError::NotFound)
+    );
+    // The holder changes it freely; a re-lock by the holder is fine.
+    tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, by(1, 5))).unwrap();
+    lock(&mut kv, 1, TryLock).unwrap();
+    // Preempt moves the lock; clear frees it for everyone.
+    lock(&mut kv, 2, PreemptLock).unwrap();
+    assert_eq!(
+        tx(&mut kv, |ns| ns.remove("/d/g", false, by(1, 6))),
+        Err(MetaError::NoLock)
+    );
+    lock(&mut kv, 1, Clear).unwrap();
+    tx(&mut kv, |ns| ns.remove("/d/g", false, by(1, 7))).unwrap();
+    // A file is not a directory to lock.
+    let r = tx(&mut kv, |ns| {
+        ns.lock_directory("/d/f", TryLock, ClientId(1), 8)
+    });
+    assert_eq!(r, Err(MetaError::NotDir));
 }

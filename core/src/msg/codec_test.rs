@@ -92,7 +92,29 @@ fn update(r: &mut Rng) -> UpdateReq {
 fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
     use crate::meta::request::MetaOp;
     let path = |r: &mut Rng| format!("/d{}/n{}", r.below(4), r.below(4));
-    match r.below(10) {
+    match r.below(13) {
+        10 => MetaOp::LockDirectory {
+            path: path(r),
+            action: [
+                crate::meta::lock::LockAction::TryLock,
+                crate::meta::lock::LockAction::PreemptLock,
+                crate::meta::lock::LockAction::Unlock,
+                crate::meta::lock::LockAction::Clear,
+            ][r.below(4) as usize],
+        },
+        11 => MetaOp::Sync {
+            inode: InodeId(r.next()),
+            length: (r.below(2) == 1).then(|| crate::meta::length::LengthHint {
+                length: r.next(),
+                truncate_ver: r.next(),
+            }),
+            truncated: r.below(2) == 1,
+        },
+        12 => MetaOp::Close {
+            inode: InodeId(r.next()),
+            session: r.next(),
+            length: None,
+        },
         8 => MetaOp::SetAttr {
             path: path(r),
             attr: crate::meta::SetAttr {
@@ -167,6 +189,7 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
             1 => InodeKind::Directory {
                 parent: InodeId(r.next()),
                 name: r.bytes(8),
+                lock: (r.below(2) == 1).then(|| ClientId(r.next())),
             },
             _ => InodeKind::Symlink { target: r.bytes(8) },
         },

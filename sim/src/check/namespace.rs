@@ -22,6 +22,9 @@ use super::Verdict;
 pub struct NsRec {
     /// Client index.
     pub client: u32,
+    /// The asking client's `ClientId` (directory locks name it; a restarted client has a new
+    /// one).
+    pub who: u64,
     /// The request.
     pub op: MetaOp,
     /// Logical invocation time.
@@ -42,10 +45,11 @@ pub struct NsHistory {
 
 impl NsHistory {
     /// Records an invocation; returns its index.
-    pub fn invoke(&mut self, client: u32, op: MetaOp, now_ns: u64) -> usize {
+    pub fn invoke(&mut self, client: u32, who: u64, op: MetaOp, now_ns: u64) -> usize {
         self.clock += 1;
         self.ops.push(NsRec {
             client,
+            who,
             op,
             invoke: self.clock,
             ret: None,
@@ -128,7 +132,7 @@ impl Search<'_> {
                 continue;
             }
             let mut next = tree.clone();
-            let got = next.apply(&o.op);
+            let got = next.apply(&o.op, o.who);
             if o.ret.as_ref().is_some_and(|(_, want)| *want != got) {
                 continue;
             }

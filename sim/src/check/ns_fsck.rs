@@ -80,7 +80,7 @@ fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String>
         let n = names.get(id).map_or(0, Vec::len);
         let gc = in_gc.contains(id);
         match &i.kind {
-            InodeKind::Directory { parent, name }
+            InodeKind::Directory { parent, name, .. }
                 if !gc && (n != 1 || names[id][0] != (*parent, name.as_slice())) =>
             {
                 return Err(format!(

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use t3fs_core::meta::lock::LockAction;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_core::meta::{
     prefix_path, split_path, EntryKind, MetaError, DEPTH_MAX, NLINK_MAX, SYMLINKS_MAX,
@@ -25,6 +26,8 @@ enum Node {
     Dir {
         entries: BTreeMap<Vec<u8>, u32>,
         parent: u32,
+        /// The client holding the directory lock.
+        lock: Option<u64>,
     },
     File {
         nlink: u32,
@@ -84,6 +87,7 @@ impl Default for Tree {
             Node::Dir {
                 entries: BTreeMap::new(),
                 parent: ROOT,
+                lock: None,
             },
         );
         Self { nodes, next: 1 }
@@ -100,7 +104,7 @@ impl Tree {
                 perm: 0o755,
                 recursive: false,
             };
-            t.apply(&op);
+            t.apply(&op, 0);
         }
         t
     }
@@ -117,7 +121,10 @@ impl Tree {
         let mut cur = start;
         for (k, name) in parts.iter().enumerate() {
             let last = k + 1 == parts.len();
-            let Some(Node::Dir { entries, parent }) = self.nodes.get(&cur) else {
+            let Some(Node::Dir {
+                entries, parent, ..
+            }) = self.nodes.get(&cur)
+            else {
                 return Err(MetaError::NotDir);
             };
             if *name == b".." {
@@ -174,16 +181,32 @@ impl Tree {
         }
     }
 
-    /// The existing inode named by `path` (`false`), or a new one of `node` (`true`).
-    fn make(&mut self, path: &str, node: Node) -> R<(u32, bool)> {
+    /// `NoLock` if directory `dir` is locked by a client other than `who`.
+    fn check_lock(&self, dir: u32, who: u64) -> R<()> {
+        match self.nodes.get(&dir) {
+            Some(Node::Dir {
+                lock: Some(holder), ..
+            }) if *holder != who => Err(MetaError::NoLock),
+            _ => Ok(()),
+        }
+    }
+
+    /// The existing inode named by `path` (`false`), or a new one of `node` (`true`) made by
+    /// client `who`.
+    fn make(&mut self, path: &str, node: Node, who: u64) -> R<(u32, bool)> {
         let (parent, name) = self.parent_of(path)?;
         if let Some(e) = self.entry(parent, name) {
             return Ok((e, false));
         }
+        self.check_lock(parent, who)?;
         let id = self.next;
         self.next += 1;
         let node = match node {
-            Node::Dir { entries, .. } => Node::Dir { entries, parent },
+            Node::Dir { entries, .. } => Node::Dir {
+                entries,
+                parent,
+                lock: None,
+            },
             n => n,
         };
         self.nodes.insert(id, node);
@@ -226,18 +249,20 @@ impl Tree {
         matches!(self.nodes.get(&id), Some(Node::Dir { .. }))
     }
 
-    /// Applies `op`; the abstract answer.
-    pub fn apply(&mut self, op: &MetaOp) -> Abstract {
-        match self.run(op) {
+    /// Applies `op` asked by client `who` (its `ClientId`, which directory locks name); the
+    /// abstract answer.
+    pub fn apply(&mut self, op: &MetaOp, who: u64) -> Abstract {
+        match self.run(op, who) {
             Ok(a) => a,
             Err(e) => Abstract::Error(e),
         }
     }
 
-    fn run(&mut self, op: &MetaOp) -> R<Abstract> {
+    fn run(&mut self, op: &MetaOp, who: u64) -> R<Abstract> {
         let dir = || Node::Dir {
             entries: BTreeMap::new(),
             parent: ROOT,
+            lock: None,
         };
         match op {
             MetaOp::Stat { path, follow } => {
@@ -259,7 +284,7 @@ impl Tree {
             MetaOp::Create {
                 path, exclusive, ..
             } => {
-                let (id, ours) = self.make(path, Node::File { nlink: 1 })?;
+                let (id, ours) = self.make(path, Node::File { nlink: 1 }, who)?;
                 match self.kind(id) {
                     _ if *exclusive && !ours => Err(MetaError::Exists),
                     EntryKind::Directory => Err(MetaError::IsDir),
@@ -274,7 +299,7 @@ impl Tree {
                 let mut made = None;
                 for n in upto..=parts.len() {
                     let sub = prefix_path(&parts, n);
-                    let (id, ours) = self.make(&sub, dir())?;
+                    let (id, ours) = self.make(&sub, dir(), who)?;
                     let last = n == parts.len();
                     match (self.is_dir(id), ours) {
                         (false, _) if last => return Err(MetaError::Exists),
@@ -287,7 +312,7 @@ impl Tree {
                     .ok_or(MetaError::Exists)
             }
             MetaOp::Symlink { path, target } => {
-                match self.make(path, Node::Symlink(target.clone()))? {
+                match self.make(path, Node::Symlink(target.clone()), who)? {
                     (_, true) => Ok(Abstract::Kind(EntryKind::Symlink)),
                     _ => Err(MetaError::Exists),
                 }
@@ -298,6 +323,7 @@ impl Tree {
                 if self.entry(parent, name).is_some() {
                     return Err(MetaError::Exists);
                 }
+                self.check_lock(parent, who)?;
                 let Some(Node::File { nlink }) = self.nodes.get_mut(&target) else {
                     return Err(MetaError::NotPermitted);
                 };
@@ -311,6 +337,7 @@ impl Tree {
             MetaOp::Remove { path, recursive } => {
                 let (parent, name) = self.parent_of(path)?;
                 let id = self.entry(parent, name).ok_or(MetaError::NotFound)?;
+                self.check_lock(parent, who)?;
                 if self.is_dir(id) && !recursive && !self.is_empty_dir(id) {
                     return Err(MetaError::NotEmpty);
                 }
@@ -342,6 +369,20 @@ impl Tree {
             )),
             // By inode, for the data path; drivers keep it out of namespace histories.
             // The writer's session keeps the file alive: its inode answers.
+            MetaOp::LockDirectory { path, action } => {
+                let id = self.resolve(path, true)?;
+                let Some(Node::Dir { lock, .. }) = self.nodes.get_mut(&id) else {
+                    return Err(MetaError::NotDir);
+                };
+                *lock = match (action, *lock) {
+                    (LockAction::TryLock | LockAction::Unlock, Some(h)) if h != who => {
+                        return Err(MetaError::NoLock)
+                    }
+                    (LockAction::TryLock | LockAction::PreemptLock, _) => Some(who),
+                    (LockAction::Unlock | LockAction::Clear, _) => None,
+                };
+                Ok(Abstract::Kind(EntryKind::Directory))
+            }
             MetaOp::ExtendStripe { .. } | MetaOp::Sync { .. } => {
                 Ok(Abstract::Kind(EntryKind::File))
             }
@@ -349,6 +390,8 @@ impl Tree {
                 let (sp, sn) = self.parent_of(from)?;
                 let (dp, dn) = self.parent_of(to)?;
                 let src = self.entry(sp, sn).ok_or(MetaError::NotFound)?;
+                self.check_lock(sp, who)?;
+                self.check_lock(dp, who)?;
                 if self.is_dir(src) && self.is_ancestor(src, dp)? {
                     return Err(MetaError::Invalid("a directory cannot move into itself"));
                 }

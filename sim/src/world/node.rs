@@ -341,7 +341,7 @@ impl Layout {
 
     /// Client configuration for incarnation `inc` (a restarted client is a new session).
     pub fn client_cfg(&self, node: NodeId, inc: u64) -> ClientConfig {
-        let mut c = ClientConfig::new(node, ClientId(u64::from(node.0) | inc << 32));
+        let mut c = ClientConfig::new(node, client_id(node, inc));
         c.mgmtd = self.mgmtd.first().copied();
         c.channels = 4;
         if let Some(t) = &c.io_timeout {
@@ -425,4 +425,9 @@ impl Layout {
             }
         }
     }
+}
+
+/// The exactly-once and meta identity of incarnation `inc` of client node `node`.
+pub fn client_id(node: NodeId, inc: u64) -> ClientId {
+    ClientId(u64::from(node.0) | inc << 32)
 }

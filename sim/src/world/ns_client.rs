@@ -139,6 +139,7 @@ impl World {
         }
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
+        let who = super::node::client_id(n.ctx.id, n.ctx.incarnation).0;
         // The data path of a file the client holds open: its plan's writes and truncates,
         // on the chains its layout names (meta only for a truncate's sync).
         if let Some(k) = d.open.iter().position(|s| s.busy(stopped)) {
@@ -159,10 +160,11 @@ impl World {
                     return self.drive(i, Input::Call(req, call));
                 }
                 Some(Step::Sync(op)) => {
-                    let index =
-                        self.sim
-                            .ns_history
-                            .invoke(n.ctx.index, op.clone(), self.sim.now().0);
+                    let now = self.sim.now().0;
+                    let index = self
+                        .sim
+                        .ns_history
+                        .invoke(n.ctx.index, who, op.clone(), now);
                     d.running = Some(NsRunning::Meta(req, index, MetaFor::Sync(k)));
                     return self.drive(i, Input::Call(req, ClientCall::Meta(op)));
                 }
@@ -190,7 +192,10 @@ impl World {
             _ => MetaFor::Plain,
         };
         let now = self.sim.now().0;
-        let index = self.sim.ns_history.invoke(n.ctx.index, op.clone(), now);
+        let index = self
+            .sim
+            .ns_history
+            .invoke(n.ctx.index, who, op.clone(), now);
         d.running = Some(NsRunning::Meta(req, index, why));
         self.drive(i, Input::Call(req, ClientCall::Meta(op)));
     }

@@ -32,6 +32,7 @@ fn errno_of_meta<T>(r: &Result<T, MetaError>) -> i32 {
         Err(MetaError::Invalid(_)) => 22,
         Err(MetaError::Loop) => 40,
         Err(MetaError::NotPermitted) => 1,
+        Err(MetaError::Access) => 13,
         Err(e) => panic!("unexpected meta error {e:?}"),
     }
 }

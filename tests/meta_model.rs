@@ -7,14 +7,17 @@
 use t3fs_core::ids::{ClientId, RequestId};
 use t3fs_core::kv::mem::MemKv;
 use t3fs_core::meta::request::execute;
-use t3fs_core::meta::{transact, PathOp};
+use t3fs_core::meta::{transact, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsMix, NsWorkload};
 use t3fs_scenario::Rng;
-use t3fs_sim::check::ns_model::{abstract_of, Tree};
+use t3fs_sim::check::ns_model::{abstract_of, Abstract, Tree};
 use t3fs_sim::world::ns_client::{final_listing, initial_dirs, seed_namespace};
 
 #[test]
 fn the_reference_tree_answers_like_the_meta_service() {
+    // Answers decided by permissions, the sticky bit and directory locks: the rules must be
+    // exercised, not only agree.
+    let mut denied: std::collections::BTreeMap<String, u32> = Default::default();
     for mix in [
         NsMix::Mixed,
         NsMix::OneDir,
@@ -38,15 +41,32 @@ fn the_reference_tree_answers_like_the_meta_service() {
             let mut n = 0;
             while let Some(op) = gen.next_op() {
                 n += 1;
-                // Three clients take turns, so directory locks block someone.
+                // Three clients take turns, as root and two users of one group, so that
+                // directory locks, permissions and the sticky bit decide some answers.
                 let who = 1 + n % 3;
+                let user = match who {
+                    1 => t3fs_core::meta::perm::ROOT_USER,
+                    k => t3fs_core::meta::perm::User {
+                        uid: 998 + k as u32,
+                        gid: 100,
+                    },
+                };
                 let p = PathOp {
                     client: ClientId(who),
                     request: RequestId(n),
                     now: n,
                 };
-                let real = transact(&mut kv, |ns| execute(ns, &op, p));
-                let want = tree.apply(&op, who);
+                let real = transact(&mut kv, |ns| {
+                    ns.set_user(user);
+                    execute(ns, &op, p)
+                });
+                let want = tree.apply(&op, who, user);
+                if let Abstract::Error(
+                    e @ (MetaError::Access | MetaError::NotPermitted | MetaError::NoLock),
+                ) = &want
+                {
+                    *denied.entry(format!("{e:?}")).or_default() += 1;
+                }
                 assert_eq!(
                     abstract_of(&real),
                     want,
@@ -59,5 +79,12 @@ fn the_reference_tree_answers_like_the_meta_service() {
                 "{mix:?} seed {seed}: final trees differ"
             );
         }
+    }
+    eprintln!("answers decided by the rules: {denied:?}");
+    for e in ["Access", "NotPermitted", "NoLock"] {
+        assert!(
+            denied.get(e).is_some_and(|n| *n > 10),
+            "{e} too rare: {denied:?}"
+        );
     }
 }

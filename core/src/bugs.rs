@@ -166,17 +166,20 @@ pub enum MetaBug {
     StaleLengthHint,
     /// Creates, removes and renames in a directory locked by another client go ahead.
     IgnoresDirLocks,
+    /// Users remove and rename other users' entries of sticky directories.
+    IgnoresStickyBit,
 }
 
 impl MetaBug {
     /// Every meta bug.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::SkipIdempotency,
         Self::SnapshotReads,
         Self::GcIgnoresSessions,
         Self::GcSkipsChunks,
         Self::StaleLengthHint,
         Self::IgnoresDirLocks,
+        Self::IgnoresStickyBit,
     ];
 
     /// The command-line name.
@@ -188,6 +191,7 @@ impl MetaBug {
             Self::GcSkipsChunks => "meta-gc-skips-chunks",
             Self::StaleLengthHint => "meta-stale-length-hint",
             Self::IgnoresDirLocks => "meta-ignores-dir-locks",
+            Self::IgnoresStickyBit => "meta-ignores-sticky-bit",
         }
     }
 
@@ -204,6 +208,7 @@ impl MetaBug {
             Self::GcSkipsChunks => "GC frees inodes without removing their chunks on storage",
             Self::StaleLengthHint => "meta adopts length hints from before a truncate",
             Self::IgnoresDirLocks => "meta lets anyone change a locked directory",
+            Self::IgnoresStickyBit => "meta ignores the sticky bit on remove and rename",
         }
     }
 

@@ -44,6 +44,9 @@ pub enum FileAction {
 /// Bytes of one read of a plan.
 pub const FILE_READ_BYTES: u64 = 256;
 
+/// Modes drawn for new directories and chmod: shared, private, sticky.
+const DIR_PERMS: [u32; 5] = [0o755, 0o777, 0o1777, 0o700, 0o750];
+
 /// Offsets and lengths of file actions stay below this many bytes (four 4 KiB chunks of the
 /// simulator's layout).
 pub const FILE_SPAN: u64 = 16 * 1024;
@@ -335,12 +338,12 @@ impl NsGenerator {
             NsMix::OneDir | NsMix::Mixed => match roll {
                 0..=19 => MetaOp::Create {
                     path: self.path(depth),
-                    perm: 0o644,
+                    perm: [0o644, 0o600, 0o666][self.rng.below(3) as usize],
                     exclusive: self.rng.chance(0.5),
                 },
                 20..=29 => MetaOp::Mkdirs {
                     path: self.path(depth),
-                    perm: 0o755,
+                    perm: DIR_PERMS[self.rng.below(DIR_PERMS.len() as u64) as usize],
                     recursive: self.w.mix == NsMix::Mixed && self.rng.chance(0.3),
                 },
                 30..=44 => MetaOp::Remove {
@@ -363,10 +366,19 @@ impl NsGenerator {
                     path: self.path(depth),
                     follow: self.rng.chance(0.5),
                 },
+                // chmod among modes that keep directories usable by someone, utimes, and
+                // sometimes chown (root only: the others get EPERM).
                 79..=80 => MetaOp::SetAttr {
                     path: self.path(depth),
                     attr: t3fs_core::meta::SetAttr {
-                        perm: Some(0o600 | self.rng.below(0o200) as u32),
+                        perm: self
+                            .rng
+                            .chance(0.7)
+                            .then(|| DIR_PERMS[self.rng.below(DIR_PERMS.len() as u64) as usize]),
+                        uid: self
+                            .rng
+                            .chance(0.2)
+                            .then(|| [0, 1000, 1001][self.rng.below(3) as usize]),
                         mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
                         ..Default::default()
                     },

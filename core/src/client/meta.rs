@@ -62,6 +62,7 @@ impl Client {
         let msg = Msg::MetaReq(MetaReq {
             client: self.cfg.client,
             request: req,
+            user: self.cfg.user,
             op: call.op.clone(),
         });
         out.send(to, msg);

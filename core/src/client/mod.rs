@@ -62,6 +62,8 @@ pub struct ClientConfig {
     pub meta_timeout: Range<Duration>,
     /// Sends of one namespace request before its call returns `Kv(CommitUnknown)`.
     pub meta_attempts_max: u32,
+    /// The user namespace requests act for.
+    pub user: crate::meta::perm::User,
 }
 
 impl ClientConfig {
@@ -79,6 +81,7 @@ impl ClientConfig {
             meta: Vec::new(),
             meta_timeout: limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2,
             meta_attempts_max: 64,
+            user: crate::meta::perm::ROOT_USER,
         }
     }
 }

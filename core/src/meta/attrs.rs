@@ -38,6 +38,15 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// setattr on `path` (symlinks followed).
     pub fn setattr(&mut self, path: &str, attr: SetAttr, op: PathOp) -> R<Inode> {
         let mut i = self.resolve(path, true)?;
+        let user = self.user();
+        // chmod and utimes: the owner or root; chown: root (perm.rs).
+        let owner = user.is_root() || user.uid == i.uid;
+        if (attr.perm.is_some() || attr.mtime.is_some()) && !owner {
+            return Err(MetaError::NotPermitted);
+        }
+        if (attr.uid.is_some() || attr.gid.is_some()) && !user.is_root() {
+            return Err(MetaError::NotPermitted);
+        }
         if let Some(p) = attr.perm {
             i.perm = p & 0o7777;
         }

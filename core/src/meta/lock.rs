@@ -72,6 +72,10 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         now: u64,
     ) -> Result<Inode, MetaError> {
         let mut dir = self.resolve(path, true)?;
+        if !dir.is_dir() {
+            return Err(MetaError::NotDir);
+        }
+        super::perm::check(&dir, self.user(), super::perm::MAY_WRITE)?;
         let InodeKind::Directory { lock, .. } = &mut dir.kind else {
             return Err(MetaError::NotDir);
         };

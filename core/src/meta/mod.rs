@@ -28,6 +28,7 @@ mod keys;
 pub mod length;
 pub mod lock;
 mod ops;
+pub mod perm;
 pub mod placement;
 pub mod purge;
 mod replay;
@@ -167,6 +168,8 @@ pub enum MetaError {
     Corrupt,
     /// The directory is locked by another client (3FS `kNoLock`, `lock.rs`).
     NoLock,
+    /// EACCES: the mode bits deny the caller (`perm.rs`).
+    Access,
     /// A length update needs storage's answer first (`length.rs`). Internal to the meta
     /// server: never recorded, never answered.
     LengthUnknown,

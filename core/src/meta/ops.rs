@@ -9,6 +9,7 @@
 //! Not here: retries, batching, permissions beyond existence and type checks.
 
 use super::keys::{self, dirent_key, dirent_range, inode_key, ID_BLOCK, INODE_ALLOC};
+use super::perm::{self, User, MAY_EXEC, MAY_READ, MAY_WRITE};
 use super::{
     DirEntry, EntryKind, Inode, InodeKind, MetaError, DEPTH_MAX, GC_ROOT, NAME_MAX, NLINK_MAX,
     ROOT, SYMLINKS_MAX,
@@ -53,6 +54,10 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     length: super::length::LengthCtx,
     /// The planted bug `meta-ignores-dir-locks`.
     ignore_locks: bool,
+    /// The planted bug `meta-ignores-sticky-bit`.
+    ignore_sticky: bool,
+    /// Who asks (`perm.rs`); root unless the caller says otherwise.
+    user: User,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -95,6 +100,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             new_layout: None,
             length: Default::default(),
             ignore_locks: false,
+            ignore_sticky: false,
+            user: perm::ROOT_USER,
         }
     }
 
@@ -107,6 +114,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             new_layout: None,
             length: Default::default(),
             ignore_locks: false,
+            ignore_sticky: false,
+            user: perm::ROOT_USER,
         }
     }
 
@@ -115,9 +124,33 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.new_layout = layout;
     }
 
+    /// Acts for `user` from now on: its permissions are checked, and it owns what it creates.
+    pub fn set_user(&mut self, user: User) {
+        self.user = user;
+    }
+
+    /// The user this transaction acts for.
+    pub fn user(&self) -> User {
+        self.user
+    }
+
     /// Plants `meta-ignores-dir-locks`: mutations no longer check directory locks.
     pub fn set_ignore_locks(&mut self, ignore: bool) {
         self.ignore_locks = ignore;
+    }
+
+    /// Plants `meta-ignores-sticky-bit`: anyone with write permission removes and renames
+    /// in sticky directories.
+    pub fn set_ignore_sticky(&mut self, ignore: bool) {
+        self.ignore_sticky = ignore;
+    }
+
+    /// The sticky-bit rule for removing or replacing `entry` of `dir` (`perm.rs`).
+    fn check_sticky(&self, dir: &Inode, entry: &Inode) -> R<()> {
+        match self.ignore_sticky {
+            true => Ok(()),
+            false => perm::check_sticky(dir, entry, self.user),
+        }
     }
 
     /// `NoLock` if `dir` is locked by a client other than `client` (`lock.rs`).
@@ -208,6 +241,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             let InodeKind::Directory { parent, .. } = cur.kind else {
                 return Err(MetaError::NotDir);
             };
+            perm::check(&cur, self.user, MAY_EXEC)?;
             if *name == b".." {
                 cur = self.inode(parent)?;
                 continue;
@@ -263,6 +297,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         if !dir.is_dir() {
             return Err(MetaError::NotDir);
         }
+        perm::check(&dir, self.user, MAY_READ)?;
         self.list_dir(dir.id, after, limit)
     }
 
@@ -295,9 +330,11 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// request id alone cannot tell whose retry this is, nor survive a later rename.)
     fn make(&mut self, path: &str, kind: InodeKind, perm: u32, op: PathOp) -> R<(Inode, bool)> {
         let (mut parent, name) = self.parent_of(path)?;
+        perm::check(&parent, self.user, MAY_EXEC)?;
         if let Some(e) = self.entry(parent.id, name)? {
             return Ok((self.inode(e.inode)?, false));
         }
+        perm::check(&parent, self.user, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(&parent, op.client)?;
         let id = self.alloc_id()?;
         let kind = match kind {
@@ -308,7 +345,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             },
             k => k,
         };
-        let inode = new_inode(id, kind, perm, op.now);
+        let mut inode = new_inode(id, kind, perm, op.now);
+        (inode.uid, inode.gid) = (self.user.uid, self.user.gid);
         self.put_inode(&inode);
         let entry = DirEntry {
             inode: id,
@@ -378,10 +416,12 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     pub fn hardlink(&mut self, existing: &str, new_path: &str, op: PathOp) -> R<Inode> {
         let mut target = self.resolve(existing, false)?;
         let (parent, name) = self.parent_of(new_path)?;
+        perm::check(&parent, self.user, MAY_EXEC)?;
         // The kernel's order: an existing new name is EEXIST before the source's type is judged.
         if self.entry(parent.id, name)?.is_some() {
             return Err(MetaError::Exists);
         }
+        perm::check(&parent, self.user, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(&parent, op.client)?;
         if !matches!(target.kind, InodeKind::File { .. }) {
             return Err(MetaError::NotPermitted);
@@ -431,9 +471,12 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// whole). Not idempotent by itself: `request::execute` answers retries from its record.
     pub fn remove(&mut self, path: &str, recursive: bool, op: PathOp) -> R<()> {
         let (mut parent, name) = self.parent_of(path)?;
+        perm::check(&parent, self.user, MAY_EXEC)?;
         let e = self.entry(parent.id, name)?.ok_or(MetaError::NotFound)?;
+        perm::check(&parent, self.user, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(&parent, op.client)?;
         let inode = self.inode(e.inode)?;
+        self.check_sticky(&parent, &inode)?;
         if inode.is_dir() && !recursive && !self.is_empty_dir(inode.id)? {
             return Err(MetaError::NotEmpty);
         }
@@ -450,12 +493,17 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     pub fn rename(&mut self, from: &str, to: &str, op: PathOp) -> R<()> {
         let (mut src_parent, src_name) = self.parent_of(from)?;
         let (mut dst_parent, dst_name) = self.parent_of(to)?;
+        perm::check(&src_parent, self.user, MAY_EXEC)?;
         let src_entry = self
             .entry(src_parent.id, src_name)?
             .ok_or(MetaError::NotFound)?;
+        perm::check(&dst_parent, self.user, MAY_EXEC)?;
+        perm::check(&src_parent, self.user, MAY_WRITE | MAY_EXEC)?;
+        perm::check(&dst_parent, self.user, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(&src_parent, op.client)?;
         self.check_lock(&dst_parent, op.client)?;
         let mut src = self.inode(src_entry.inode)?;
+        self.check_sticky(&src_parent, &src)?;
         // The loop check: the destination's ancestors must not include the source.
         if src.is_dir() && self.is_ancestor(src.id, &dst_parent)? {
             return Err(MetaError::Invalid("a directory cannot move into itself"));
@@ -465,6 +513,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
                 return Ok(()); // Two names of one inode: POSIX says do nothing.
             }
             let dst = self.inode(dst_entry.inode)?;
+            self.check_sticky(&dst_parent, &dst)?;
             // Linux's order: a destination that is an ancestor of the source is ENOTEMPTY
             // before any type check (it cannot be empty: the source is inside it).
             if dst.is_dir() && self.is_ancestor(dst.id, &src_parent)? {

@@ -598,6 +598,7 @@ impl Wire for MetaError {
             Self::Corrupt => (11, None),
             Self::LengthUnknown => (12, None),
             Self::NoLock => (13, None),
+            Self::Access => (14, None),
         };
         enc.u8(tag);
         if let Some(a) = arg {
@@ -631,6 +632,7 @@ impl Wire for MetaError {
             11 => Self::Corrupt,
             12 => Self::LengthUnknown,
             13 => Self::NoLock,
+            14 => Self::Access,
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

@@ -199,6 +199,8 @@ const SYNC_KEY_BIT: u64 = 1 << 62;
 struct Running {
     reply_to: Option<NodeId>,
     work: Work,
+    /// The user a client's request acts for (root for the server's own work).
+    user: super::perm::User,
     /// Inode ids reserved for the request.
     ids: core::ops::Range<u64>,
     /// The layout a file the request creates gets (allocated once, kept over retries).
@@ -241,6 +243,7 @@ impl Running {
         Self {
             reply_to,
             work,
+            user: super::perm::ROOT_USER,
             ids: 0..0,
             layout: None,
             own: None,
@@ -339,6 +342,7 @@ impl MetaServer {
         }
         let need = req.op.ids_needed();
         let mut r = Running::new(Some(from), Work::Request(req.op), now);
+        r.user = req.user;
         if let (Work::Request(MetaOp::Create { .. }), Some(p)) = (&r.work, &self.cfg.layout) {
             // The shuffle seed is derived from the request, so a rerun picks the same one.
             let seed = super::placement::seed_of(key.0 .0, key.1 .0);
@@ -474,6 +478,8 @@ impl MetaServer {
         ns.length_ctx().queried = r.queried;
         ns.length_ctx().trust_stale = self.cfg.bug == Some(MetaBug::StaleLengthHint);
         ns.set_ignore_locks(self.cfg.bug == Some(MetaBug::IgnoresDirLocks));
+        ns.set_ignore_sticky(self.cfg.bug == Some(MetaBug::IgnoresStickyBit));
+        ns.set_user(r.user);
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
             Work::Prune(live) => ns

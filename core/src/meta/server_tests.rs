@@ -67,6 +67,7 @@ fn request(request: u64, op: MetaOp) -> EventOf<Msg, MetaTimer, crate::machine::
         msg: Msg::MetaReq(MetaReq {
             client: ClientId(3),
             request: RequestId(request),
+            user: crate::meta::perm::ROOT_USER,
             op,
         }),
     }

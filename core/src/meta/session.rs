@@ -42,10 +42,14 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// the asking client. A directory cannot be opened for write (EISDIR).
     pub fn open(&mut self, path: &str, write: bool, session: u64, op: PathOp) -> R<Inode> {
         let inode = self.resolve(path, true)?;
+        if !write {
+            super::perm::check(&inode, self.user(), super::perm::MAY_READ)?;
+        }
         if write {
             if inode.is_dir() {
                 return Err(MetaError::IsDir);
             }
+            super::perm::check(&inode, self.user(), super::perm::MAY_WRITE)?;
             let s = FileSession {
                 client: op.client,
                 session,

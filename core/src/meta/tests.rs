@@ -544,3 +544,93 @@ fn a_locked_directory_changes_only_for_its_holder() {
     });
     assert_eq!(r, Err(MetaError::NotDir));
 }
+
+#[test]
+fn permissions_and_the_sticky_bit_decide_who_changes_what() {
+    use perm::User;
+    let mut kv = fresh();
+    let (alice, bob) = (
+        User {
+            uid: 1000,
+            gid: 100,
+        },
+        User {
+            uid: 1001,
+            gid: 100,
+        },
+    );
+    let as_user =
+        |kv: &mut MemKv,
+         u: User,
+         f: &dyn Fn(&mut Namespace<'_, '_, MemKv>) -> Result<(), MetaError>| {
+            tx(kv, |ns| {
+                ns.set_user(u);
+                f(ns)
+            })
+        };
+    // Root makes a sticky, world-writable /tmp and a private /root.
+    tx(&mut kv, |ns| {
+        ns.mkdirs("/tmp", 0o1777, false, op(1)).map(|_| ())
+    })
+    .unwrap();
+    tx(&mut kv, |ns| {
+        ns.mkdirs("/root", 0o700, false, op(2)).map(|_| ())
+    })
+    .unwrap();
+    // What alice creates is hers.
+    as_user(&mut kv, alice, &|ns| {
+        ns.create("/tmp/a", 0o644, true, op(3)).map(|_| ())
+    })
+    .unwrap();
+    let a = tx(&mut kv, |ns| ns.stat("/tmp/a", false)).unwrap();
+    assert_eq!((a.uid, a.gid), (1000, 100));
+    // Sticky: bob may create in /tmp but not remove or rename alice's file.
+    as_user(&mut kv, bob, &|ns| {
+        ns.create("/tmp/b", 0o644, true, op(4)).map(|_| ())
+    })
+    .unwrap();
+    let r = as_user(&mut kv, bob, &|ns| ns.remove("/tmp/a", false, op(5)));
+    assert_eq!(r, Err(MetaError::NotPermitted));
+    let r = as_user(&mut kv, bob, &|ns| ns.rename("/tmp/a", "/tmp/c", op(6)));
+    assert_eq!(r, Err(MetaError::NotPermitted));
+    // Nor replace it by a rename of his own file.
+    let r = as_user(&mut kv, bob, &|ns| ns.rename("/tmp/b", "/tmp/a", op(7)));
+    assert_eq!(r, Err(MetaError::NotPermitted));
+    // The group has read, not write: bob cannot open alice's file for write.
+    let r = as_user(&mut kv, bob, &|ns| {
+        ns.open("/tmp/a", true, 1, op(8)).map(|_| ())
+    });
+    assert_eq!(r, Err(MetaError::Access));
+    // A private directory is closed to others: no search, no listing, no creation.
+    let r = as_user(&mut kv, bob, &|ns| ns.stat("/root/x", false).map(|_| ()));
+    assert_eq!(r, Err(MetaError::Access), "EACCES before ENOENT");
+    let r = as_user(&mut kv, bob, &|ns| ns.list("/root", b"", 8).map(|_| ()));
+    assert_eq!(r, Err(MetaError::Access));
+    // chmod is the owner's (or root's); chown is root's.
+    let chmod = SetAttr {
+        perm: Some(0o600),
+        ..Default::default()
+    };
+    let chown = SetAttr {
+        uid: Some(1001),
+        ..Default::default()
+    };
+    let r = as_user(&mut kv, bob, &|ns| {
+        ns.setattr("/tmp/a", chmod, op(9)).map(|_| ())
+    });
+    assert_eq!(r, Err(MetaError::NotPermitted));
+    as_user(&mut kv, alice, &|ns| {
+        ns.setattr("/tmp/a", chmod, op(10)).map(|_| ())
+    })
+    .unwrap();
+    let r = as_user(&mut kv, alice, &|ns| {
+        ns.setattr("/tmp/a", chown, op(11)).map(|_| ())
+    });
+    assert_eq!(r, Err(MetaError::NotPermitted));
+    tx(&mut kv, |ns| {
+        ns.setattr("/tmp/a", chown, op(12)).map(|_| ())
+    })
+    .unwrap();
+    // Now bob owns it and may remove it from the sticky directory.
+    as_user(&mut kv, bob, &|ns| ns.remove("/tmp/a", false, op(13))).unwrap();
+}

@@ -246,6 +246,10 @@ fn message(r: &mut Rng) -> Msg {
         15 => Msg::MetaReq(crate::msg::meta::MetaReq {
             client: ClientId(r.next()),
             request: RequestId(r.next()),
+            user: crate::meta::perm::User {
+                uid: r.next() as u32,
+                gid: r.next() as u32,
+            },
             op: meta_op(r),
         }),
         16 => Msg::MetaReply(crate::msg::meta::MetaReply {

@@ -15,12 +15,15 @@ pub struct MetaReq {
     pub client: ClientId,
     /// Its request id, the same on every retry.
     pub request: RequestId,
+    /// The user it acts for (permission checks, owner of what it creates).
+    pub user: crate::meta::perm::User,
     /// The operation.
     pub op: MetaOp,
 }
 wire_struct!(MetaReq {
     client,
     request,
+    user,
     op
 });
 

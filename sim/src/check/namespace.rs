@@ -25,6 +25,8 @@ pub struct NsRec {
     /// The asking client's `ClientId` (directory locks name it; a restarted client has a new
     /// one).
     pub who: u64,
+    /// The user it acts for (permission checks).
+    pub user: t3fs_core::meta::perm::User,
     /// The request.
     pub op: MetaOp,
     /// Logical invocation time.
@@ -45,11 +47,18 @@ pub struct NsHistory {
 
 impl NsHistory {
     /// Records an invocation; returns its index.
-    pub fn invoke(&mut self, client: u32, who: u64, op: MetaOp, now_ns: u64) -> usize {
+    pub fn invoke(
+        &mut self,
+        client: u32,
+        (who, user): (u64, t3fs_core::meta::perm::User),
+        op: MetaOp,
+        now_ns: u64,
+    ) -> usize {
         self.clock += 1;
         self.ops.push(NsRec {
             client,
             who,
+            user,
             op,
             invoke: self.clock,
             ret: None,
@@ -132,7 +141,7 @@ impl Search<'_> {
                 continue;
             }
             let mut next = tree.clone();
-            let got = next.apply(&o.op, o.who);
+            let got = next.apply(&o.op, o.who, o.user);
             if o.ret.as_ref().is_some_and(|(_, want)| *want != got) {
                 continue;
             }

@@ -13,12 +13,17 @@
 use std::collections::BTreeMap;
 
 use t3fs_core::meta::lock::LockAction;
+use t3fs_core::meta::perm::{User, MAY_EXEC, MAY_READ, MAY_WRITE, ROOT_USER, STICKY};
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_core::meta::{
     prefix_path, split_path, EntryKind, MetaError, DEPTH_MAX, NLINK_MAX, SYMLINKS_MAX,
 };
 
 const ROOT: u32 = 0;
+
+/// Mode of the initial directories of a run: world-writable and sticky, like /tmp, so every
+/// user can create in them and only owners remove.
+pub const INITIAL_DIR_PERM: u32 = 0o1777;
 
 /// One inode of the model.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -74,6 +79,8 @@ pub fn abstract_of(r: &MetaResult) -> Abstract {
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct Tree {
     nodes: BTreeMap<u32, Node>,
+    /// Owner uid, gid and mode bits of every node.
+    attrs: BTreeMap<u32, (u32, u32, u32)>,
     next: u32,
 }
 
@@ -90,7 +97,12 @@ impl Default for Tree {
                 lock: None,
             },
         );
-        Self { nodes, next: 1 }
+        let attrs = BTreeMap::from([(ROOT, (0, 0, 0o755))]);
+        Self {
+            nodes,
+            attrs,
+            next: 1,
+        }
     }
 }
 
@@ -101,10 +113,10 @@ impl Tree {
         for p in paths {
             let op = MetaOp::Mkdirs {
                 path: p.clone(),
-                perm: 0o755,
+                perm: INITIAL_DIR_PERM,
                 recursive: false,
             };
-            t.apply(&op, 0);
+            t.apply(&op, 0, ROOT_USER);
         }
         t
     }
@@ -117,7 +129,33 @@ impl Tree {
         }
     }
 
-    fn walk(&self, start: u32, parts: &[&[u8]], follow: bool, links: &mut usize) -> R<u32> {
+    /// `Access` unless `u` may `want` on node `id`.
+    fn may(&self, id: u32, u: User, want: u32) -> R<()> {
+        let (uid, gid, perm) = self.attrs.get(&id).copied().unwrap_or((0, 0, 0));
+        match u.may(uid, gid, perm, want) {
+            true => Ok(()),
+            false => Err(MetaError::Access),
+        }
+    }
+
+    /// The sticky rule for removing or replacing entry `id` of directory `dir`.
+    fn sticky(&self, dir: u32, id: u32, u: User) -> R<()> {
+        let (duid, _, dperm) = self.attrs.get(&dir).copied().unwrap_or((0, 0, 0));
+        let (euid, _, _) = self.attrs.get(&id).copied().unwrap_or((0, 0, 0));
+        match dperm & STICKY != 0 && !u.is_root() && u.uid != duid && u.uid != euid {
+            true => Err(MetaError::NotPermitted),
+            false => Ok(()),
+        }
+    }
+
+    fn walk(
+        &self,
+        start: u32,
+        parts: &[&[u8]],
+        follow: bool,
+        links: &mut usize,
+        u: User,
+    ) -> R<u32> {
         let mut cur = start;
         for (k, name) in parts.iter().enumerate() {
             let last = k + 1 == parts.len();
@@ -127,6 +165,7 @@ impl Tree {
             else {
                 return Err(MetaError::NotDir);
             };
+            self.may(cur, u, MAY_EXEC)?;
             if *name == b".." {
                 cur = *parent;
                 continue;
@@ -140,7 +179,7 @@ impl Tree {
                     }
                     let from = if target.starts_with('/') { ROOT } else { cur };
                     let rel = format!("/{target}");
-                    self.walk(from, &split_path(&rel)?, true, links)?
+                    self.walk(from, &split_path(&rel)?, true, links, u)?
                 }
                 _ => next,
             };
@@ -148,11 +187,11 @@ impl Tree {
         Ok(cur)
     }
 
-    fn resolve(&self, path: &str, follow: bool) -> R<u32> {
-        self.walk(ROOT, &split_path(path)?, follow, &mut 0)
+    fn resolve(&self, path: &str, follow: bool, u: User) -> R<u32> {
+        self.walk(ROOT, &split_path(path)?, follow, &mut 0, u)
     }
 
-    fn parent_of<'p>(&self, path: &'p str) -> R<(u32, &'p [u8])> {
+    fn parent_of<'p>(&self, path: &'p str, u: User) -> R<(u32, &'p [u8])> {
         let parts = split_path(path)?;
         let Some((last, dirs)) = parts.split_last() else {
             return Err(MetaError::Invalid("the root has no parent"));
@@ -160,7 +199,7 @@ impl Tree {
         if *last == b".." {
             return Err(MetaError::Invalid("`..` names no entry"));
         }
-        let parent = self.walk(ROOT, dirs, true, &mut 0)?;
+        let parent = self.walk(ROOT, dirs, true, &mut 0, u)?;
         match self.nodes.get(&parent) {
             Some(Node::Dir { .. }) => Ok((parent, last)),
             _ => Err(MetaError::NotDir),
@@ -193,11 +232,13 @@ impl Tree {
 
     /// The existing inode named by `path` (`false`), or a new one of `node` (`true`) made by
     /// client `who`.
-    fn make(&mut self, path: &str, node: Node, who: u64) -> R<(u32, bool)> {
-        let (parent, name) = self.parent_of(path)?;
+    fn make(&mut self, path: &str, node: Node, perm: u32, who: u64, u: User) -> R<(u32, bool)> {
+        let (parent, name) = self.parent_of(path, u)?;
+        self.may(parent, u, MAY_EXEC)?;
         if let Some(e) = self.entry(parent, name) {
             return Ok((e, false));
         }
+        self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(parent, who)?;
         let id = self.next;
         self.next += 1;
@@ -210,6 +251,7 @@ impl Tree {
             n => n,
         };
         self.nodes.insert(id, node);
+        self.attrs.insert(id, (u.uid, u.gid, perm & 0o7777));
         self.entries_mut(parent).insert(name.to_vec(), id);
         Ok((id, true))
     }
@@ -241,6 +283,7 @@ impl Tree {
             Some(Node::File { nlink }) if *nlink > 1 => *nlink -= 1,
             _ => {
                 self.nodes.remove(&id);
+                self.attrs.remove(&id);
             }
         }
     }
@@ -249,16 +292,16 @@ impl Tree {
         matches!(self.nodes.get(&id), Some(Node::Dir { .. }))
     }
 
-    /// Applies `op` asked by client `who` (its `ClientId`, which directory locks name); the
-    /// abstract answer.
-    pub fn apply(&mut self, op: &MetaOp, who: u64) -> Abstract {
-        match self.run(op, who) {
+    /// Applies `op` asked by client `who` (its `ClientId`, which directory locks name) for
+    /// user `u` (whose permissions are checked); the abstract answer.
+    pub fn apply(&mut self, op: &MetaOp, who: u64, u: User) -> Abstract {
+        match self.run(op, who, u) {
             Ok(a) => a,
             Err(e) => Abstract::Error(e),
         }
     }
 
-    fn run(&mut self, op: &MetaOp, who: u64) -> R<Abstract> {
+    fn run(&mut self, op: &MetaOp, who: u64, u: User) -> R<Abstract> {
         let dir = || Node::Dir {
             entries: BTreeMap::new(),
             parent: ROOT,
@@ -266,10 +309,14 @@ impl Tree {
         };
         match op {
             MetaOp::Stat { path, follow } => {
-                Ok(Abstract::Kind(self.kind(self.resolve(path, *follow)?)))
+                Ok(Abstract::Kind(self.kind(self.resolve(path, *follow, u)?)))
             }
             MetaOp::List { path, after, limit } => {
-                let id = self.resolve(path, true)?;
+                let id = self.resolve(path, true, u)?;
+                if !self.is_dir(id) {
+                    return Err(MetaError::NotDir);
+                }
+                self.may(id, u, MAY_READ)?;
                 let Some(Node::Dir { entries, .. }) = self.nodes.get(&id) else {
                     return Err(MetaError::NotDir);
                 };
@@ -282,9 +329,11 @@ impl Tree {
                 Ok(Abstract::Names(names))
             }
             MetaOp::Create {
-                path, exclusive, ..
+                path,
+                exclusive,
+                perm,
             } => {
-                let (id, ours) = self.make(path, Node::File { nlink: 1 }, who)?;
+                let (id, ours) = self.make(path, Node::File { nlink: 1 }, *perm, who, u)?;
                 match self.kind(id) {
                     _ if *exclusive && !ours => Err(MetaError::Exists),
                     EntryKind::Directory => Err(MetaError::IsDir),
@@ -292,14 +341,16 @@ impl Tree {
                 }
             }
             MetaOp::Mkdirs {
-                path, recursive, ..
+                path,
+                recursive,
+                perm,
             } => {
                 let parts = split_path(path)?;
                 let upto = if *recursive { 1 } else { parts.len() };
                 let mut made = None;
                 for n in upto..=parts.len() {
                     let sub = prefix_path(&parts, n);
-                    let (id, ours) = self.make(&sub, dir(), who)?;
+                    let (id, ours) = self.make(&sub, dir(), *perm, who, u)?;
                     let last = n == parts.len();
                     match (self.is_dir(id), ours) {
                         (false, _) if last => return Err(MetaError::Exists),
@@ -312,17 +363,19 @@ impl Tree {
                     .ok_or(MetaError::Exists)
             }
             MetaOp::Symlink { path, target } => {
-                match self.make(path, Node::Symlink(target.clone()), who)? {
+                match self.make(path, Node::Symlink(target.clone()), 0o777, who, u)? {
                     (_, true) => Ok(Abstract::Kind(EntryKind::Symlink)),
                     _ => Err(MetaError::Exists),
                 }
             }
             MetaOp::Hardlink { existing, path } => {
-                let target = self.resolve(existing, false)?;
-                let (parent, name) = self.parent_of(path)?;
+                let target = self.resolve(existing, false, u)?;
+                let (parent, name) = self.parent_of(path, u)?;
+                self.may(parent, u, MAY_EXEC)?;
                 if self.entry(parent, name).is_some() {
                     return Err(MetaError::Exists);
                 }
+                self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
                 self.check_lock(parent, who)?;
                 let Some(Node::File { nlink }) = self.nodes.get_mut(&target) else {
                     return Err(MetaError::NotPermitted);
@@ -335,9 +388,12 @@ impl Tree {
                 Ok(Abstract::Kind(EntryKind::File))
             }
             MetaOp::Remove { path, recursive } => {
-                let (parent, name) = self.parent_of(path)?;
+                let (parent, name) = self.parent_of(path, u)?;
+                self.may(parent, u, MAY_EXEC)?;
                 let id = self.entry(parent, name).ok_or(MetaError::NotFound)?;
+                self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
                 self.check_lock(parent, who)?;
+                self.sticky(parent, id, u)?;
                 if self.is_dir(id) && !recursive && !self.is_empty_dir(id) {
                     return Err(MetaError::NotEmpty);
                 }
@@ -346,22 +402,44 @@ impl Tree {
                 Ok(Abstract::Done)
             }
             MetaOp::Open { path, write, .. } => {
-                let id = self.resolve(path, true)?;
+                let id = self.resolve(path, true, u)?;
+                if !*write {
+                    self.may(id, u, MAY_READ)?;
+                }
                 if *write && self.is_dir(id) {
                     return Err(MetaError::IsDir);
+                }
+                if *write {
+                    self.may(id, u, MAY_WRITE)?;
                 }
                 Ok(Abstract::Kind(self.kind(id)))
             }
             // Sessions are invisible in the tree: they only hold back GC (checked by fsck).
             MetaOp::Close { .. } => Ok(Abstract::Done),
-            // Attributes are not compared; the path must resolve.
-            MetaOp::SetAttr { path, .. } => {
-                Ok(Abstract::Kind(self.kind(self.resolve(path, true)?)))
+            // Ownership and mode are modelled (they decide later permission checks); times
+            // are not compared.
+            MetaOp::SetAttr { path, attr } => {
+                let id = self.resolve(path, true, u)?;
+                let (uid, gid, perm) = self.attrs.get(&id).copied().unwrap_or((0, 0, 0));
+                let owner = u.is_root() || u.uid == uid;
+                if (attr.perm.is_some() || attr.mtime.is_some()) && !owner {
+                    return Err(MetaError::NotPermitted);
+                }
+                if (attr.uid.is_some() || attr.gid.is_some()) && !u.is_root() {
+                    return Err(MetaError::NotPermitted);
+                }
+                let new = (
+                    attr.uid.unwrap_or(uid),
+                    attr.gid.unwrap_or(gid),
+                    attr.perm.map_or(perm, |p| p & 0o7777),
+                );
+                self.attrs.insert(id, new);
+                Ok(Abstract::Kind(self.kind(id)))
             }
             MetaOp::BatchStat { paths } => Ok(Abstract::Many(
                 paths
                     .iter()
-                    .map(|p| match self.resolve(p, true) {
+                    .map(|p| match self.resolve(p, true, u) {
                         Ok(id) => Abstract::Kind(self.kind(id)),
                         Err(e) => Abstract::Error(e),
                     })
@@ -370,7 +448,11 @@ impl Tree {
             // By inode, for the data path; drivers keep it out of namespace histories.
             // The writer's session keeps the file alive: its inode answers.
             MetaOp::LockDirectory { path, action } => {
-                let id = self.resolve(path, true)?;
+                let id = self.resolve(path, true, u)?;
+                if !self.is_dir(id) {
+                    return Err(MetaError::NotDir);
+                }
+                self.may(id, u, MAY_WRITE)?;
                 let Some(Node::Dir { lock, .. }) = self.nodes.get_mut(&id) else {
                     return Err(MetaError::NotDir);
                 };
@@ -387,11 +469,16 @@ impl Tree {
                 Ok(Abstract::Kind(EntryKind::File))
             }
             MetaOp::Rename { from, to } => {
-                let (sp, sn) = self.parent_of(from)?;
-                let (dp, dn) = self.parent_of(to)?;
+                let (sp, sn) = self.parent_of(from, u)?;
+                let (dp, dn) = self.parent_of(to, u)?;
+                self.may(sp, u, MAY_EXEC)?;
                 let src = self.entry(sp, sn).ok_or(MetaError::NotFound)?;
+                self.may(dp, u, MAY_EXEC)?;
+                self.may(sp, u, MAY_WRITE | MAY_EXEC)?;
+                self.may(dp, u, MAY_WRITE | MAY_EXEC)?;
                 self.check_lock(sp, who)?;
                 self.check_lock(dp, who)?;
+                self.sticky(sp, src, u)?;
                 if self.is_dir(src) && self.is_ancestor(src, dp)? {
                     return Err(MetaError::Invalid("a directory cannot move into itself"));
                 }
@@ -399,6 +486,7 @@ impl Tree {
                     if dst == src {
                         return Ok(Abstract::Done);
                     }
+                    self.sticky(dp, dst, u)?;
                     if self.is_dir(dst) && self.is_ancestor(dst, sp)? {
                         return Err(MetaError::NotEmpty);
                     }

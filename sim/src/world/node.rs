@@ -342,6 +342,7 @@ impl Layout {
     /// Client configuration for incarnation `inc` (a restarted client is a new session).
     pub fn client_cfg(&self, node: NodeId, inc: u64) -> ClientConfig {
         let mut c = ClientConfig::new(node, client_id(node, inc));
+        c.user = client_user(node);
         c.mgmtd = self.mgmtd.first().copied();
         c.channels = 4;
         if let Some(t) = &c.io_timeout {
@@ -430,4 +431,16 @@ impl Layout {
 /// The exactly-once and meta identity of incarnation `inc` of client node `node`.
 pub fn client_id(node: NodeId, inc: u64) -> ClientId {
     ClientId(u64::from(node.0) | inc << 32)
+}
+
+/// The user a client node's namespace requests act for: root, or uid 1000 or 1001 of group
+/// 100, by node id, so that permissions and the sticky bit decide some answers.
+pub fn client_user(node: NodeId) -> t3fs_core::meta::perm::User {
+    match node.0 % 3 {
+        0 => t3fs_core::meta::perm::ROOT_USER,
+        k => t3fs_core::meta::perm::User {
+            uid: 999 + k,
+            gid: 100,
+        },
+    }
 }

@@ -78,7 +78,7 @@ pub fn seed_namespace(kv: &mut MemKv, dirs: u32) {
     for (k, path) in initial_dirs(dirs).into_iter().enumerate() {
         let op = MetaOp::Mkdirs {
             path,
-            perm: 0o755,
+            perm: crate::check::ns_model::INITIAL_DIR_PERM,
             recursive: false,
         };
         let p = PathOp {
@@ -139,7 +139,10 @@ impl World {
         }
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
-        let who = super::node::client_id(n.ctx.id, n.ctx.incarnation).0;
+        let who = (
+            super::node::client_id(n.ctx.id, n.ctx.incarnation).0,
+            super::node::client_user(n.ctx.id),
+        );
         // The data path of a file the client holds open: its plan's writes and truncates,
         // on the chains its layout names (meta only for a truncate's sync).
         if let Some(k) = d.open.iter().position(|s| s.busy(stopped)) {

@@ -1,0 +1,98 @@
+//! Users and permission checks (3FS §4.3: every request carries the caller's uid and gid;
+//! meta checks POSIX mode bits, with root exempt): search permission on every directory a path
+//! walks, write and search permission on a directory whose entries change, read permission to
+//! list a directory or open a file for reading, write permission to open one for writing, the
+//! sticky-bit rule for removing and renaming, and ownership for chmod, chown and utimes.
+//!
+//! The rules (the reference model of the namespace checker applies the same ones):
+//! - a caller is the owner class if its uid owns the inode, else the group class if its gid
+//!   matches, else other; root (uid 0) passes every mode check;
+//! - in a sticky directory (mode 0o1000) only root, the directory's owner or the entry's owner
+//!   may remove or rename the entry, or replace it by a rename (`NotPermitted`, as Linux);
+//! - chmod and utimes need the owner or root, chown needs root (`NotPermitted`).
+//!
+//! Not here: supplementary groups, ACLs, setgid inheritance, the write permission Linux wants
+//! on a directory moved to another parent (its `..` changes).
+
+use super::{Inode, MetaError};
+use crate::wire_struct;
+
+/// Who asks (3FS `UserInfo`, without supplementary groups).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct User {
+    /// User id; 0 is root.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+wire_struct!(User { uid, gid });
+
+/// Root.
+pub const ROOT_USER: User = User { uid: 0, gid: 0 };
+
+/// Read permission.
+pub const MAY_READ: u32 = 4;
+/// Write permission.
+pub const MAY_WRITE: u32 = 2;
+/// Search (directories) or execute permission.
+pub const MAY_EXEC: u32 = 1;
+
+/// The sticky bit.
+pub const STICKY: u32 = 0o1000;
+
+impl User {
+    /// Whether this user is root.
+    pub fn is_root(self) -> bool {
+        self.uid == 0
+    }
+
+    /// Whether the mode bits of an inode owned by `uid`/`gid` with `perm` grant all of `want`.
+    pub fn may(self, uid: u32, gid: u32, perm: u32, want: u32) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let class = if self.uid == uid {
+            perm >> 6
+        } else if self.gid == gid {
+            perm >> 3
+        } else {
+            perm
+        };
+        class & want == want
+    }
+}
+
+/// `Access` (EACCES) unless `user` may `want` on `i`.
+pub fn check(i: &Inode, user: User, want: u32) -> Result<(), MetaError> {
+    match user.may(i.uid, i.gid, i.perm, want) {
+        true => Ok(()),
+        false => Err(MetaError::Access),
+    }
+}
+
+/// The sticky-bit rule: `NotPermitted` if `dir` is sticky and `user` owns neither `dir` nor
+/// `entry` (and is not root).
+pub fn check_sticky(dir: &Inode, entry: &Inode, user: User) -> Result<(), MetaError> {
+    let sticky = dir.perm & STICKY != 0;
+    match sticky && !user.is_root() && user.uid != dir.uid && user.uid != entry.uid {
+        true => Err(MetaError::NotPermitted),
+        false => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_pick_the_owner_group_or_other_bits_and_root_passes() {
+        let u = User { uid: 5, gid: 7 };
+        assert!(u.may(5, 0, 0o700, MAY_READ | MAY_WRITE | MAY_EXEC));
+        // The owner class applies even when the group or other bits would grant more.
+        assert!(!u.may(5, 7, 0o077, MAY_READ));
+        assert!(u.may(9, 7, 0o050, MAY_READ | MAY_EXEC));
+        assert!(!u.may(9, 8, 0o770, MAY_EXEC));
+        assert!(u.may(9, 8, 0o001, MAY_EXEC));
+        assert!(ROOT_USER.may(9, 8, 0, MAY_WRITE));
+    }
+}

@@ -264,6 +264,10 @@ impl NsGenerator {
                 .collect(),
             NsMix::Mixed => {
                 let mut plan = vec![write(&mut self.rng)];
+                // open(O_TRUNC): 3FS answers needTruncate and the client truncates to 0.
+                if self.rng.chance(0.1) {
+                    plan.insert(0, FileAction::Truncate(0));
+                }
                 if self.rng.chance(0.2) {
                     plan.push(FileAction::Truncate(self.rng.below(FILE_SPAN + 1)));
                 }

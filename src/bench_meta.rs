@@ -194,6 +194,7 @@ fn simulated() -> ExitCode {
             M::ExtendStripe { .. } => "extend stripe",
             M::Sync { .. } => "sync",
             M::LockDirectory { .. } => "lock directory",
+            M::StatFs => "statfs",
             M::SetAttr { .. } => "setattr",
             M::BatchStat { .. } => "batch stat",
         };

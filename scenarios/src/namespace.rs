@@ -387,6 +387,7 @@ impl NsGenerator {
                         ..Default::default()
                     },
                 },
+                93 => MetaOp::StatFs,
                 81 => MetaOp::BatchStat {
                     paths: (0..3).map(|_| self.path(depth)).collect(),
                 },

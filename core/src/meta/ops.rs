@@ -58,6 +58,8 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     ignore_sticky: bool,
     /// Who asks (`perm.rs`); root unless the caller says otherwise.
     user: User,
+    /// The space statFs reports (the server's cache of storage's answers).
+    space: super::request::FsStat,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -102,6 +104,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             ignore_locks: false,
             ignore_sticky: false,
             user: perm::ROOT_USER,
+            space: Default::default(),
         }
     }
 
@@ -116,6 +119,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             ignore_locks: false,
             ignore_sticky: false,
             user: perm::ROOT_USER,
+            space: Default::default(),
         }
     }
 
@@ -127,6 +131,16 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// Acts for `user` from now on: its permissions are checked, and it owns what it creates.
     pub fn set_user(&mut self, user: User) {
         self.user = user;
+    }
+
+    /// Sets what statFs answers.
+    pub fn set_space(&mut self, space: super::request::FsStat) {
+        self.space = space;
+    }
+
+    /// What statFs answers.
+    pub fn space(&self) -> super::request::FsStat {
+        self.space
     }
 
     /// The user this transaction acts for.

@@ -99,6 +99,11 @@ impl Purger {
         }
     }
 
+    /// The routing the embedded client acts on.
+    pub fn routing(&self) -> &RoutingInfo {
+        self.client.routing()
+    }
+
     /// Whether `inode` is being purged.
     pub fn busy(&self, inode: InodeId) -> bool {
         self.files.contains_key(&inode)

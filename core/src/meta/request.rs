@@ -126,6 +126,9 @@ pub enum MetaOp {
         /// when a write's outcome is unknown (meta then asks storage).
         length: Option<super::length::LengthHint>,
     },
+    /// statFs: the cluster's raw capacity and use, as last polled from storage (3FS caches
+    /// it too).
+    StatFs,
     /// lockDirectory: take or release the directory lock of `path` (`lock.rs`).
     LockDirectory {
         /// The directory (symlinks followed).
@@ -152,6 +155,7 @@ impl MetaOp {
             Self::Stat { .. }
                 | Self::List { .. }
                 | Self::BatchStat { .. }
+                | Self::StatFs
                 | Self::Open { write: false, .. }
         )
     }
@@ -188,7 +192,25 @@ pub enum MetaAnswer {
     Done,
     /// A batch stat: one result per path, in request order.
     Stats(Vec<Result<Inode, MetaError>>),
+    /// statFs.
+    StatFs(FsStat),
 }
+
+/// statFs's answer: raw bytes over every target (each replica counts).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct FsStat {
+    /// Capacity.
+    pub capacity: u64,
+    /// Committed chunk data.
+    pub used: u64,
+    /// Capacity not used.
+    pub free: u64,
+}
+crate::wire_struct!(FsStat {
+    capacity,
+    used,
+    free
+});
 
 /// The answer to one request.
 pub type MetaResult = Result<MetaAnswer, MetaError>;
@@ -286,6 +308,7 @@ fn apply<E: KvEngine + ?Sized>(
         MetaOp::LockDirectory { path, action } => {
             I(ns.lock_directory(path, *action, p.client, p.now)?)
         }
+        MetaOp::StatFs => MetaAnswer::StatFs(ns.space()),
         MetaOp::SetAttr { path, attr } => I(ns.setattr(path, *attr, p)?),
         MetaOp::BatchStat { paths } => MetaAnswer::Stats(ns.batch_stat(paths)?),
     })
@@ -393,6 +416,7 @@ impl Wire for MetaOp {
                 length.encode(enc);
                 truncated.encode(enc);
             }
+            Self::StatFs => enc.u8(15),
             Self::LockDirectory { path, action } => {
                 enc.u8(14);
                 put_str(enc, path);
@@ -462,6 +486,7 @@ impl Wire for MetaOp {
                 path: get_str(dec)?,
                 attr: Wire::decode(dec)?,
             },
+            15 => Self::StatFs,
             14 => Self::LockDirectory {
                 path: get_str(dec)?,
                 action: Wire::decode(dec)?,
@@ -514,6 +539,10 @@ impl Wire for MetaAnswer {
                 encode_list(enc, &rows);
             }
             Self::Done => enc.u8(2),
+            Self::StatFs(s) => {
+                enc.u8(4);
+                s.encode(enc);
+            }
             Self::Stats(rs) => {
                 enc.u8(3);
                 enc.len(rs.len());
@@ -542,6 +571,7 @@ impl Wire for MetaAnswer {
                     .collect(),
             ),
             2 => Self::Done,
+            4 => Self::StatFs(Wire::decode(dec)?),
             3 => {
                 let n = dec.len(super::BATCH_STAT_MAX as u32, 2)?;
                 let mut rs = Vec::with_capacity(n);

@@ -87,6 +87,8 @@ pub struct MetaConfig {
     pub idem_expire: u64,
     /// Period of idempotency-record cleaning (3FS: 1 min); `None` disables it.
     pub idem_clean_interval: Option<Range<Duration>>,
+    /// Period of polling storage nodes' space for statFs; `None` disables it.
+    pub space_interval: Option<Range<Duration>>,
     /// The storage client GC removes chunks with, and the routing it starts from; `None`:
     /// GC frees inodes without touching storage (tests of the namespace alone).
     pub storage: Option<(crate::client::ClientConfig, crate::routing::RoutingInfo)>,
@@ -126,6 +128,7 @@ impl MetaConfig {
             prune_min_age: 60,
             idem_expire: 1800,
             idem_clean_interval: Some(Duration::from_secs(60)..Duration::from_secs(66)),
+            space_interval: Some(Duration::from_secs(5)..Duration::from_secs(6)),
         }
     }
 }
@@ -141,6 +144,8 @@ pub enum MetaTimer {
     Prune,
     /// Delete expired idempotency records.
     IdemClean,
+    /// Ask the storage nodes for their space.
+    Space,
     /// A timer of the embedded storage client (GC's chunk removal).
     Storage(crate::client::ClientTimer),
 }
@@ -283,6 +288,8 @@ pub struct MetaServer {
     prune_after: Vec<u8>,
     /// The record key the next idempotency cleaning continues after.
     idem_after: Vec<u8>,
+    /// The last space each storage node reported (statFs).
+    space: BTreeMap<NodeId, Vec<crate::msg::TargetSpace>>,
     counters: Unobserved<MetaCounters>,
 }
 
@@ -304,6 +311,7 @@ impl MetaServer {
             mgmtd: cfg.mgmtd.first().copied(),
             prune_after: Vec::new(),
             idem_after: Vec::new(),
+            space: BTreeMap::new(),
             cfg,
             running: BTreeMap::new(),
             ios: BTreeMap::new(),
@@ -362,6 +370,27 @@ impl MetaServer {
 
     /// Files whose chunks are gone get their inodes freed (a failed purge waits for GC's
     /// next round).
+    /// statFs's answer from the cached reports of the nodes the routing still names.
+    fn fs_stat(&self) -> super::request::FsStat {
+        let Some(routing) = self.purger.as_ref().map(|p| p.routing()) else {
+            return Default::default();
+        };
+        let (mut capacity, mut used) = (0u64, 0u64);
+        for (node, targets) in &self.space {
+            for t in targets {
+                if routing.targets.get(&t.target) == Some(node) {
+                    capacity = capacity.saturating_add(t.capacity);
+                    used = used.saturating_add(t.used);
+                }
+            }
+        }
+        super::request::FsStat {
+            capacity,
+            used,
+            free: capacity.saturating_sub(used),
+        }
+    }
+
     /// Length queries answered go back to their requests.
     fn purged(&mut self, done: Vec<StorageDone>, now: Instant, out: &mut Outbox<Self>) {
         for d in done {
@@ -463,6 +492,7 @@ impl MetaServer {
 
     /// Replays the request on its rows: fetch the next missing row, commit, or answer.
     fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
+        let space = self.fs_stat();
         let Some(r) = self.running.get_mut(&key) else {
             return;
         };
@@ -480,6 +510,7 @@ impl MetaServer {
         ns.set_ignore_locks(self.cfg.bug == Some(MetaBug::IgnoresDirLocks));
         ns.set_ignore_sticky(self.cfg.bug == Some(MetaBug::IgnoresStickyBit));
         ns.set_user(r.user);
+        ns.set_space(space);
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
             Work::Prune(live) => ns
@@ -741,6 +772,9 @@ impl Machine for MetaServer {
         if let Some(every) = self.cfg.idem_clean_interval.clone() {
             out.set_timer(MetaTimer::IdemClean, every);
         }
+        if let (Some(every), Some(_)) = (self.cfg.space_interval.clone(), &self.purger) {
+            out.set_timer(MetaTimer::Space, every);
+        }
     }
 
     fn handle(
@@ -754,6 +788,12 @@ impl Machine for MetaServer {
                 from,
                 msg: Msg::MetaReq(req),
             } => self.on_request(from, req, now, out),
+            EventOf::Recv {
+                msg: Msg::SpaceInfoReply(s),
+                ..
+            } => {
+                self.space.insert(s.node, s.targets);
+            }
             EventOf::Recv {
                 msg: Msg::ClientSessions(s),
                 ..
@@ -787,6 +827,18 @@ impl Machine for MetaServer {
                 }
                 if let Some(every) = self.cfg.prune_interval.clone() {
                     out.set_timer(MetaTimer::Prune, every);
+                }
+            }
+            EventOf::Timer(MetaTimer::Space) => {
+                if let Some(p) = &self.purger {
+                    let nodes: std::collections::BTreeSet<NodeId> =
+                        p.routing().targets.values().copied().collect();
+                    for n in nodes {
+                        out.send(n, Msg::SpaceInfo);
+                    }
+                }
+                if let Some(every) = self.cfg.space_interval.clone() {
+                    out.set_timer(MetaTimer::Space, every);
                 }
             }
             EventOf::Timer(MetaTimer::IdemClean) => {

@@ -228,3 +228,55 @@ fn one_block_of_inode_ids_serves_many_creates() {
         "one block (number 1) was allocated for 43 inodes"
     );
 }
+
+#[test]
+fn statfs_sums_the_last_space_reports_of_nodes_the_routing_names() {
+    use crate::msg::{SpaceInfoReply, TargetSpace};
+    use crate::routing::PublicState::Serving;
+    use crate::routing::RoutingInfo;
+    let mut kv = MemKv::new(1000);
+    transact(&mut kv, |ns| ns.init(0)).unwrap();
+    let routing: RoutingInfo =
+        crate::testing::one_chain_routing(1, 1, &[(1, Serving), (2, Serving)]);
+    let mut cfg = MetaConfig::new(NodeId(1));
+    let client = crate::client::ClientConfig::new(NodeId(1), ClientId(1 << 40));
+    cfg.storage = Some((client, routing.clone()));
+    cfg.layout = Some(super::server::LayoutPolicy {
+        table: 1,
+        table_version: 1,
+        chains: vec![crate::ids::ChainId(1)],
+        chunk_size: 4096,
+        stripe: 1,
+    });
+    let mut m = MetaServer::new(cfg, 0);
+    let report = |node: NodeId, target: u32, used: u64| EventOf::Recv {
+        from: node,
+        msg: Msg::SpaceInfoReply(SpaceInfoReply {
+            node,
+            targets: vec![TargetSpace {
+                target: crate::ids::TargetId(target),
+                capacity: 1000,
+                used,
+            }],
+        }),
+    };
+    let node = |t: u32| routing.targets[&crate::ids::TargetId(t)];
+    // Before any report: nothing known.
+    let r = run(&mut m, &mut kv, request(1, MetaOp::StatFs), |_, _| {});
+    assert_eq!(r, vec![Ok(MetaAnswer::StatFs(Default::default()))]);
+    for ev in [
+        report(node(1), 1, 100),
+        report(node(2), 2, 50),
+        report(node(2), 2, 70),     // a newer report replaces the older one
+        report(NodeId(77), 9, 900), // a target the routing does not name
+    ] {
+        m.handle(Instant::ZERO, ev, &mut Outbox::new());
+    }
+    let r = run(&mut m, &mut kv, request(2, MetaOp::StatFs), |_, _| {});
+    let want = super::request::FsStat {
+        capacity: 2000,
+        used: 170,
+        free: 1830,
+    };
+    assert_eq!(r, vec![Ok(MetaAnswer::StatFs(want))]);
+}

@@ -225,7 +225,18 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
 }
 
 fn message(r: &mut Rng) -> Msg {
-    match r.below(19) {
+    match r.below(21) {
+        19 => Msg::SpaceInfo,
+        20 => Msg::SpaceInfoReply(crate::msg::SpaceInfoReply {
+            node: NodeId(r.next() as u32),
+            targets: (0..r.below(4))
+                .map(|_| crate::msg::TargetSpace {
+                    target: TargetId(r.next() as u32),
+                    capacity: r.next(),
+                    used: r.next(),
+                })
+                .collect(),
+        }),
         17 => Msg::QueryLastChunk(crate::msg::QueryLastChunkReq {
             query_id: RequestId(r.next()),
             chain: update(r).chain,

@@ -22,8 +22,8 @@ pub use mgmtd::{
     SyncStartReply,
 };
 pub use storage::{
-    LastChunk, MessageTag, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq, Status,
-    UpdateReply, UpdateReq, UpdateResult,
+    LastChunk, MessageTag, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq,
+    SpaceInfoReply, Status, TargetSpace, UpdateReply, UpdateReq, UpdateResult,
 };
 
 /// Every message of the protocol.
@@ -77,6 +77,10 @@ pub enum Msg {
     QueryLastChunk(QueryLastChunkReq),
     /// Chain head → asker.
     QueryLastChunkReply(QueryLastChunkReply),
+    /// Meta → storage node: the space of your targets (3FS `spaceInfo`).
+    SpaceInfo,
+    /// Storage node → meta.
+    SpaceInfoReply(SpaceInfoReply),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -100,6 +104,8 @@ const KIND_GET_CLIENT_SESSIONS: u8 = 18;
 const KIND_CLIENT_SESSIONS: u8 = 19;
 const KIND_QUERY_LAST_CHUNK: u8 = 20;
 const KIND_QUERY_LAST_CHUNK_REPLY: u8 = 21;
+const KIND_SPACE_INFO: u8 = 22;
+const KIND_SPACE_INFO_REPLY: u8 = 23;
 
 impl Msg {
     /// Encodes the message as one frame.
@@ -128,6 +134,8 @@ impl Msg {
             Self::QueryLastChunkReply(m) => {
                 encode_frame(KIND_QUERY_LAST_CHUNK_REPLY, |e| m.encode(e))
             }
+            Self::SpaceInfo => encode_frame(KIND_SPACE_INFO, |_| {}),
+            Self::SpaceInfoReply(m) => encode_frame(KIND_SPACE_INFO_REPLY, |e| m.encode(e)),
         }
     }
 
@@ -161,6 +169,8 @@ impl Msg {
             KIND_CLIENT_SESSIONS => Self::ClientSessions(Wire::decode(d)?),
             KIND_QUERY_LAST_CHUNK => Self::QueryLastChunk(Wire::decode(d)?),
             KIND_QUERY_LAST_CHUNK_REPLY => Self::QueryLastChunkReply(Wire::decode(d)?),
+            KIND_SPACE_INFO => Self::SpaceInfo,
+            KIND_SPACE_INFO_REPLY => Self::SpaceInfoReply(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {

@@ -233,6 +233,44 @@ wire_struct!(QueryLastChunkReply {
     last
 });
 
+/// One target's space (3FS `spaceInfo`), for meta's statfs.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct TargetSpace {
+    /// The target.
+    pub target: crate::ids::TargetId,
+    /// Its configured capacity in bytes.
+    pub capacity: u64,
+    /// Bytes of committed chunk data on it.
+    pub used: u64,
+}
+wire_struct!(TargetSpace {
+    target,
+    capacity,
+    used
+});
+
+/// Storage node → meta: the space of each of its targets.
+#[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SpaceInfoReply {
+    /// The answering node.
+    pub node: crate::ids::NodeId,
+    /// Its targets.
+    pub targets: Vec<TargetSpace>,
+}
+
+impl Wire for SpaceInfoReply {
+    fn encode(&self, enc: &mut Encoder) {
+        self.node.encode(enc);
+        crate::msg::codec::encode_list(enc, &self.targets);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            node: Wire::decode(dec)?,
+            targets: crate::msg::codec::decode_list(dec)?,
+        })
+    }
+}
+
 /// Outcome of a storage request. Variants other than `Ok` say what the requester should do.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum Status {

@@ -61,6 +61,9 @@ pub enum ReadMode {
     RejectDirty,
 }
 
+/// Default capacity of a target: 3.5 TiB, one NVMe SSD of 3FS's reference machines.
+pub const TARGET_CAPACITY: u64 = 3_840_000_000_000;
+
 /// Static configuration of a storage node.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct StorageConfig {
@@ -85,6 +88,8 @@ pub struct StorageConfig {
     pub mgmtd: Vec<NodeId>,
     /// Heartbeat and routing-poll period (3FS 10 s); `None`: only on local-state changes.
     pub heartbeat_interval: Option<Range<Duration>>,
+    /// Capacity reported per target for statfs (3FS: the SSD's size).
+    pub capacity: u64,
 }
 
 impl StorageConfig {
@@ -104,6 +109,7 @@ impl StorageConfig {
             heartbeat_interval: Some(
                 crate::limits::HEARTBEAT_INTERVAL..crate::limits::HEARTBEAT_INTERVAL * 11 / 10,
             ),
+            capacity: TARGET_CAPACITY,
         }
     }
 }
@@ -565,6 +571,7 @@ impl Machine for StorageNode {
                 Msg::UpdateReply(reply) => self.on_update_reply(from, reply, out),
                 Msg::Read(req) => self.on_read(from, req, out),
                 Msg::QueryLastChunk(req) => self.on_query_last_chunk(from, req, out),
+                Msg::SpaceInfo => self.on_space_info(from, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
                 Msg::HeartbeatReply(rep) => self.on_heartbeat_reply(rep.status, out),
                 Msg::NotPrimary { primary } => self.on_not_primary(primary, out),

@@ -7,16 +7,35 @@
 //! has not been acknowledged, and a writer that sees it fail tells meta through its close.
 //! Zero-length chunks (what a truncate leaves past the new tail) count only when asked for.
 //!
+//! `spaceInfo` answers from the same metadata: the committed bytes per target.
 //! Not here: precise lengths over several chains (the asker takes the maximum), removing
 //! chunks by range (callers remove each chunk the answer reaches).
 
 use crate::ids::{ChunkId, NodeId};
 use crate::machine::Outbox;
-use crate::msg::{LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq, Status};
+use crate::msg::{
+    LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq, SpaceInfoReply, Status, TargetSpace,
+};
 use crate::routing::PublicState;
 use crate::storage::StorageNode;
 
 impl StorageNode {
+    /// `spaceInfo` (3FS): each target's capacity and the committed bytes on it, from the
+    /// cached metadata.
+    pub(super) fn on_space_info(&mut self, from: NodeId, out: &mut Outbox<Self>) {
+        let targets = self
+            .targets
+            .values()
+            .map(|t| TargetSpace {
+                target: t.id,
+                capacity: self.cfg.capacity,
+                used: t.chunks.values().map(|m| u64::from(m.len)).sum(),
+            })
+            .collect();
+        let node = self.cfg.node;
+        out.send(from, Msg::SpaceInfoReply(SpaceInfoReply { node, targets }));
+    }
+
     pub(super) fn on_query_last_chunk(
         &mut self,
         from: NodeId,

@@ -53,6 +53,10 @@ pub enum Abstract {
     Error(MetaError),
     /// A batch stat: each path's kind or error.
     Many(Vec<Abstract>),
+    /// A statFs whose figures add up (their values depend on storage, not on the tree).
+    Space,
+    /// A statFs whose figures do not add up.
+    BadSpace,
 }
 
 /// The abstract form of a real answer.
@@ -63,6 +67,10 @@ pub fn abstract_of(r: &MetaResult) -> Abstract {
             Abstract::Names(rows.iter().map(|(n, e)| (n.clone(), e.kind)).collect())
         }
         Ok(MetaAnswer::Done) => Abstract::Done,
+        Ok(MetaAnswer::StatFs(s)) if s.used <= s.capacity && s.free == s.capacity - s.used => {
+            Abstract::Space
+        }
+        Ok(MetaAnswer::StatFs(_)) => Abstract::BadSpace,
         Ok(MetaAnswer::Stats(rs)) => Abstract::Many(
             rs.iter()
                 .map(|r| match r {
@@ -465,6 +473,7 @@ impl Tree {
                 };
                 Ok(Abstract::Kind(EntryKind::Directory))
             }
+            MetaOp::StatFs => Ok(Abstract::Space),
             MetaOp::ExtendStripe { .. } | MetaOp::Sync { .. } => {
                 Ok(Abstract::Kind(EntryKind::File))
             }

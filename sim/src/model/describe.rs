@@ -111,6 +111,8 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::MetaReq(r) => format!("MetaReq {}#{} {:?}", r.client.0, r.request.0, r.op),
         Msg::MetaReply(r) => format!("MetaReply #{} {:?}", r.request.0, r.result),
         Msg::GetClientSessions => "GetClientSessions".into(),
+        Msg::SpaceInfo => "SpaceInfo".into(),
+        Msg::SpaceInfoReply(r) => format!("SpaceInfoReply {:?}", r.targets),
         Msg::QueryLastChunk(q) => format!(
             "QueryLastChunk {} inode {} [{}, {})",
             q.chain, q.inode.0, q.begin, q.end

@@ -385,6 +385,9 @@ impl Layout {
                     Some(d) => d.as_secs(),
                     None => self.scale(Duration::from_secs(cfg.gc_file_delay)).as_secs(),
                 };
+                cfg.space_interval = cfg
+                    .space_interval
+                    .map(|r| self.scale(r.start)..self.scale(r.end));
                 cfg.prune_interval = cfg
                     .prune_interval
                     .map(|r| self.scale(r.start)..self.scale(r.end));

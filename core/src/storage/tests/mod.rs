@@ -734,3 +734,34 @@ fn query_last_chunk_answers_from_committed_metadata_at_the_head_only() {
         answer(Status::NotHead, None)
     );
 }
+
+#[test]
+fn space_info_reports_committed_bytes_per_target() {
+    let mut h = Harness::new(1, ReadMode::Committed, 0);
+    let chunks = &mut h.node.targets.get_mut(&TargetId(1)).unwrap().chunks;
+    for (index, len) in [(0, 100), (1, 4096)] {
+        let m = crate::chunk::ChunkMeta {
+            chunk: ChunkId::new(1, index),
+            committed: ChunkVersion(1),
+            len,
+            ..Default::default()
+        };
+        chunks.insert(m.chunk, m);
+    }
+    let acts = h.recv(CLIENT, Msg::SpaceInfo);
+    let want = crate::msg::SpaceInfoReply {
+        node: NodeId(1),
+        targets: vec![crate::msg::TargetSpace {
+            target: TargetId(1),
+            capacity: crate::storage::TARGET_CAPACITY,
+            used: 4196,
+        }],
+    };
+    assert_eq!(
+        acts,
+        vec![ActionOf::Send {
+            to: CLIENT,
+            msg: Msg::SpaceInfoReply(want)
+        }]
+    );
+}

@@ -38,16 +38,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         now: u64,
         expire: u64,
     ) -> R<(u32, Vec<u8>)> {
-        let mut range = KeyRange::prefix(IDEM_RANGE_PREFIX);
-        if !after.is_empty() {
-            range.begin = after.to_vec();
-            range.begin.push(0);
-        }
-        let rows = self.txn().range(&range, batch)?;
-        let next = match rows.len() < batch {
-            true => Vec::new(),
-            false => rows.last().map(|(k, _)| k.clone()).unwrap_or_default(),
-        };
+        let (rows, next) = self.page(KeyRange::prefix(IDEM_RANGE_PREFIX), after, batch)?;
         let mut cleaned = 0;
         for (k, v) in rows {
             let r: IdemRecord = decode(&v)?;

@@ -34,6 +34,8 @@ pub mod purge;
 mod replay;
 pub mod request;
 pub mod server;
+mod server_cfg;
+mod server_own;
 #[cfg(test)]
 mod server_tests;
 mod session;

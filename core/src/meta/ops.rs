@@ -64,6 +64,9 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
 
 type R<T> = Result<T, MetaError>;
 
+/// One page of a range: its rows, and the key the next page continues after.
+type Page = (Vec<(Vec<u8>, Vec<u8>)>, Vec<u8>);
+
 /// The absolute path of the first `n` of `parts` (mkdir -p walks these).
 pub fn prefix_path(parts: &[&[u8]], n: usize) -> String {
     let names: Vec<_> = parts[..n]
@@ -131,6 +134,27 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// Acts for `user` from now on: its permissions are checked, and it owns what it creates.
     pub fn set_user(&mut self, user: User) {
         self.user = user;
+    }
+
+    /// Up to `batch` rows of `range` after key `after` (empty: from the start), and the key a
+    /// next page continues after (empty: the range is done, start over). Background scans
+    /// (session pruning, idempotency cleaning) page with it.
+    pub(super) fn page(
+        &mut self,
+        mut range: crate::kv::KeyRange,
+        after: &[u8],
+        batch: usize,
+    ) -> R<Page> {
+        if !after.is_empty() {
+            range.begin = after.to_vec();
+            range.begin.push(0); // The smallest key after `after`.
+        }
+        let rows = self.txn.range(&range, batch)?;
+        let next = match rows.len() < batch {
+            true => Vec::new(),
+            false => rows.last().map(|(k, _)| k.clone()).unwrap_or_default(),
+        };
+        Ok((rows, next))
     }
 
     /// Sets what statFs answers.

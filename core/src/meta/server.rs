@@ -33,14 +33,12 @@
 //! write sessions of the others (`session.rs`), so a dead writer's files can be collected.
 //! A length update that needs storage (`length.rs`) pauses its request: the embedded storage
 //! client asks the file's chain heads, and the request runs again, from a fresh read version,
-//! with the answer. Not here: owner batching of file-length updates.
+//! with the answer. The server's own work (length queries, GC and purges, statFs's space) is
+//! `server_own.rs`; configuration, timers and counters are `server_cfg.rs`.
+//! Not here: owner batching of file-length updates.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 
-use core::time::Duration;
-
-use super::purge::StorageDone;
 use super::replay::{Fetched, Missing, ReplayKv};
 use super::request::{execute_with, MetaAnswer, MetaOp, MetaResult};
 use super::{MetaError, Namespace, PathOp};
@@ -52,130 +50,13 @@ use crate::msg::meta::{MetaReply, MetaReq};
 use crate::msg::Msg;
 use crate::time::Instant;
 
-/// Requests one server runs at once.
-pub const REQUESTS_MAX: usize = 1024;
-
-/// Idempotency records one cleaning transaction looks at (3FS: 2048).
-pub const IDEM_CLEAN_BATCH: usize = 2048;
-
-/// Static configuration.
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
-pub struct MetaConfig {
-    /// This node.
-    pub node: NodeId,
-    /// Attempts of one request before the client gets an error to retry on.
-    pub attempts_max: u32,
-    /// Backoff after `Unavailable`.
-    pub unavailable_wait: Range<Duration>,
-    /// A planted bug (simulation only).
-    pub bug: Option<MetaBug>,
-    /// Period of GC steps (3FS scans every 200 ms); `None` disables GC on this server.
-    pub gc_interval: Option<Range<Duration>>,
-    /// GC entries (and directory children) one GC step handles.
-    pub gc_batch: usize,
-    /// Seconds an unlinked file waits before GC frees it (3FS `gc_file_delay`: 5 min).
-    pub gc_file_delay: u64,
-    /// How new files are laid out; `None`: files get no layout.
-    pub layout: Option<LayoutPolicy>,
-    /// mgmtd instances, asked for live client sessions when pruning file sessions.
-    pub mgmtd: Vec<NodeId>,
-    /// Period of session pruning (3FS: 5 min); `None` disables it.
-    pub prune_interval: Option<Range<Duration>>,
-    /// Sessions younger than this many seconds are never pruned (3FS: 1 min).
-    pub prune_min_age: u64,
-    /// Seconds an idempotency record is kept (3FS `idempotent_record_expire`: 30 min).
-    pub idem_expire: u64,
-    /// Period of idempotency-record cleaning (3FS: 1 min); `None` disables it.
-    pub idem_clean_interval: Option<Range<Duration>>,
-    /// Period of polling storage nodes' space for statFs; `None` disables it.
-    pub space_interval: Option<Range<Duration>>,
-    /// The storage client GC removes chunks with, and the routing it starts from; `None`:
-    /// GC frees inodes without touching storage (tests of the namespace alone).
-    pub storage: Option<(crate::client::ClientConfig, crate::routing::RoutingInfo)>,
-}
-
-/// The chain table and the defaults new files are laid out with (3FS: the root directory's
-/// default layout from `init-cluster`, and the chain table from mgmtd's routing info).
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
-pub struct LayoutPolicy {
-    /// Chain table id.
-    pub table: u32,
-    /// Its version.
-    pub table_version: u32,
-    /// Its chains, in table order.
-    pub chains: Vec<crate::ids::ChainId>,
-    /// Bytes per chunk.
-    pub chunk_size: u32,
-    /// Chains per file.
-    pub stripe: u32,
-}
-
-impl MetaConfig {
-    /// Defaults: 16 attempts, 100–200 ms backoff.
-    pub fn new(node: NodeId) -> Self {
-        Self {
-            node,
-            attempts_max: 16,
-            unavailable_wait: Duration::from_millis(100)..Duration::from_millis(200),
-            bug: None,
-            gc_interval: Some(Duration::from_millis(200)..Duration::from_millis(300)),
-            gc_batch: 32,
-            gc_file_delay: 300,
-            layout: None,
-            storage: None,
-            mgmtd: Vec::new(),
-            prune_interval: Some(Duration::from_secs(300)..Duration::from_secs(330)),
-            prune_min_age: 60,
-            idem_expire: 1800,
-            idem_clean_interval: Some(Duration::from_secs(60)..Duration::from_secs(66)),
-            space_interval: Some(Duration::from_secs(5)..Duration::from_secs(6)),
-        }
-    }
-}
-
-/// Timers of the meta server.
-#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub enum MetaTimer {
-    /// Start the next attempt of a request after `Unavailable`.
-    Retry(ClientId, RequestId),
-    /// Run the next GC step.
-    Gc,
-    /// Ask mgmtd for live clients, then prune sessions of the others.
-    Prune,
-    /// Delete expired idempotency records.
-    IdemClean,
-    /// Ask the storage nodes for their space.
-    Space,
-    /// A timer of the embedded storage client (GC's chunk removal).
-    Storage(crate::client::ClientTimer),
-}
-
-/// Counters a driver can report.
-#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
-pub struct MetaCounters {
-    /// Requests answered.
-    pub answered: u64,
-    /// Fresh attempts after a KV failure.
-    pub retries: u64,
-    /// Commits whose outcome was unknown.
-    pub commit_unknown: u64,
-    /// KV reads issued.
-    pub reads: u64,
-    /// Inodes (files, symlinks, directories) freed by GC.
-    pub gc_freed: u64,
-    /// GC entries skipped because a write session held the file.
-    pub gc_busy: u64,
-    /// Write sessions of dead clients deleted.
-    pub sessions_pruned: u64,
-    /// Length queries sent to storage (§4.4).
-    pub length_queries: u64,
-    /// Expired idempotency records deleted.
-    pub idem_cleaned: u64,
-}
+pub use super::server_cfg::{
+    LayoutPolicy, MetaConfig, MetaCounters, MetaTimer, IDEM_CLEAN_BATCH, REQUESTS_MAX,
+};
 
 /// What a running entry does.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
-enum Work {
+pub(super) enum Work {
     /// A client's request.
     Request(MetaOp),
     /// The next block of inode ids.
@@ -194,43 +75,43 @@ enum Work {
 }
 
 /// The key of the server's own work (no client has this id).
-const SELF: ClientId = ClientId(u64::MAX);
+pub(super) const SELF: ClientId = ClientId(u64::MAX);
 
 /// Own-work keys of length-updating closes: the inode id with this bit (frees use the bare
 /// inode id; ids stay below 2^56).
-const SYNC_KEY_BIT: u64 = 1 << 62;
+pub(super) const SYNC_KEY_BIT: u64 = 1 << 62;
 
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
-struct Running {
-    reply_to: Option<NodeId>,
-    work: Work,
+pub(super) struct Running {
+    pub(super) reply_to: Option<NodeId>,
+    pub(super) work: Work,
     /// The user a client's request acts for (root for the server's own work).
-    user: super::perm::User,
+    pub(super) user: super::perm::User,
     /// Inode ids reserved for the request.
-    ids: core::ops::Range<u64>,
+    pub(super) ids: core::ops::Range<u64>,
     /// The layout a file the request creates gets (allocated once, kept over retries).
-    layout: Option<super::placement::Layout>,
+    pub(super) layout: Option<super::placement::Layout>,
     /// What the server's own work found in its final replay, applied once it commits.
-    own: Option<Own>,
+    pub(super) own: Option<Own>,
     /// The attempt's clock reading, fixed so that every replay makes the same writes.
-    now: u64,
-    rows: ReplayKv,
-    attempts: u32,
-    unknown: bool,
+    pub(super) now: u64,
+    pub(super) rows: ReplayKv,
+    pub(super) attempts: u32,
+    pub(super) unknown: bool,
     /// The answer of the final replay, waiting for its commit.
-    answer: Option<MetaResult>,
+    pub(super) answer: Option<MetaResult>,
     /// Storage's answer to the length query the request needed (`length.rs`).
-    queried: Option<super::length::QueriedLength>,
+    pub(super) queried: Option<super::length::QueriedLength>,
     /// The file and its (length, truncate_ver) a length query in flight is for.
-    querying: Option<(crate::ids::InodeId, (u64, u64))>,
+    pub(super) querying: Option<(crate::ids::InodeId, (u64, u64))>,
     /// Length queries made.
-    queries: u32,
-    io: Option<(IoId, Option<Missing>)>,
+    pub(super) queries: u32,
+    pub(super) io: Option<(IoId, Option<Missing>)>,
 }
 
 /// The result of the server's own work (not sent to anyone).
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
-enum Own {
+pub(super) enum Own {
     /// A new block of inode ids.
     Ids(core::ops::Range<u64>),
     /// A GC step.
@@ -244,7 +125,7 @@ enum Own {
 }
 
 impl Running {
-    fn new(reply_to: Option<NodeId>, work: Work, now: Instant) -> Self {
+    pub(super) fn new(reply_to: Option<NodeId>, work: Work, now: Instant) -> Self {
         Self {
             reply_to,
             work,
@@ -268,32 +149,32 @@ impl Running {
 /// The meta server.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct MetaServer {
-    cfg: MetaConfig,
-    running: BTreeMap<(ClientId, RequestId), Running>,
-    ios: BTreeMap<IoId, (ClientId, RequestId)>,
-    next_io: u64,
+    pub(super) cfg: MetaConfig,
+    pub(super) running: BTreeMap<(ClientId, RequestId), Running>,
+    pub(super) ios: BTreeMap<IoId, (ClientId, RequestId)>,
+    pub(super) next_io: u64,
     /// Unreserved ids of the current block.
-    pool: core::ops::Range<u64>,
+    pub(super) pool: core::ops::Range<u64>,
     /// Requests waiting for ids, in arrival order.
-    waiting: Vec<Key>,
+    pub(super) waiting: Vec<Key>,
     /// The GC entry the next GC step continues after.
-    gc_after: Vec<u8>,
+    pub(super) gc_after: Vec<u8>,
     /// Round-robin bases of new files' chain ranges.
-    allocator: super::placement::ChainAllocator,
+    pub(super) allocator: super::placement::ChainAllocator,
     /// GC's chunk removal on storage.
-    purger: Option<super::purge::Purger>,
+    pub(super) purger: Option<super::purge::Purger>,
     /// The mgmtd believed primary (follows `NotPrimary` hints).
-    mgmtd: Option<NodeId>,
+    pub(super) mgmtd: Option<NodeId>,
     /// The session key the next prune continues after.
-    prune_after: Vec<u8>,
+    pub(super) prune_after: Vec<u8>,
     /// The record key the next idempotency cleaning continues after.
-    idem_after: Vec<u8>,
+    pub(super) idem_after: Vec<u8>,
     /// The last space each storage node reported (statFs).
-    space: BTreeMap<NodeId, Vec<crate::msg::TargetSpace>>,
-    counters: Unobserved<MetaCounters>,
+    pub(super) space: BTreeMap<NodeId, Vec<crate::msg::TargetSpace>>,
+    pub(super) counters: Unobserved<MetaCounters>,
 }
 
-type Key = (ClientId, RequestId);
+pub(super) type Key = (ClientId, RequestId);
 
 impl MetaServer {
     /// A server with nothing running. `io_base` keeps I/O ids of incarnations apart.
@@ -368,108 +249,8 @@ impl MetaServer {
         self.step(key, now, out);
     }
 
-    /// Files whose chunks are gone get their inodes freed (a failed purge waits for GC's
-    /// next round).
-    /// statFs's answer from the cached reports of the nodes the routing still names.
-    fn fs_stat(&self) -> super::request::FsStat {
-        let Some(routing) = self.purger.as_ref().map(|p| p.routing()) else {
-            return Default::default();
-        };
-        let (mut capacity, mut used) = (0u64, 0u64);
-        for (node, targets) in &self.space {
-            for t in targets {
-                if routing.targets.get(&t.target) == Some(node) {
-                    capacity = capacity.saturating_add(t.capacity);
-                    used = used.saturating_add(t.used);
-                }
-            }
-        }
-        super::request::FsStat {
-            capacity,
-            used,
-            free: capacity.saturating_sub(used),
-        }
-    }
-
-    /// Length queries answered go back to their requests.
-    fn purged(&mut self, done: Vec<StorageDone>, now: Instant, out: &mut Outbox<Self>) {
-        for d in done {
-            match d {
-                StorageDone::Purged(inode, entry, true) => self.start_own(
-                    (SELF, RequestId(inode.0)),
-                    Work::Free(entry, inode),
-                    now,
-                    out,
-                ),
-                StorageDone::Purged(..) => {}
-                StorageDone::Length(key, len) => self.length_known(key, len, now, out),
-            }
-        }
-    }
-
-    /// A request's final replay needs the length of `file` from storage (`length.rs`).
-    fn ask_length(&mut self, key: Key, file: super::Inode, now: Instant, out: &mut Outbox<Self>) {
-        let Some(r) = self.running.get_mut(&key) else {
-            return;
-        };
-        let super::InodeKind::File {
-            length,
-            truncate_ver,
-            ..
-        } = file.kind
-        else {
-            return self.answer(key, Err(MetaError::IsDir), now, out);
-        };
-        r.queries += 1;
-        if r.queries > self.cfg.attempts_max {
-            // The file keeps changing under the query: the client retries later.
-            let e = Err(MetaError::Kv(KvError::Unavailable));
-            return self.answer(key, e, now, out);
-        }
-        r.querying = Some((file.id, (length, truncate_ver)));
-        self.counters.0.length_queries += 1;
-        let done = match &mut self.purger {
-            Some(p) => p.query_length(key, &file, now, out),
-            // No storage to ask: the stored length stands.
-            None => vec![StorageDone::Length(key, Some(length))],
-        };
-        self.purged(done, now, out);
-    }
-
-    /// Storage answered a length query: run the request again with the answer, from a fresh
-    /// read version (rows read before the query may predate updates the answer reflects).
-    fn length_known(&mut self, key: Key, len: Option<u64>, now: Instant, out: &mut Outbox<Self>) {
-        let Some(r) = self.running.get_mut(&key) else {
-            return;
-        };
-        let Some((inode, seen)) = r.querying.take() else {
-            return;
-        };
-        let Some(length) = len else {
-            let e = Err(MetaError::Kv(KvError::Unavailable));
-            return self.answer(key, e, now, out);
-        };
-        r.queried = Some(super::length::QueriedLength {
-            inode,
-            length,
-            seen,
-        });
-        r.rows = ReplayKv::default();
-        r.answer = None;
-        r.now = now.0 / 1_000_000_000;
-        self.step(key, now, out);
-    }
-
-    /// Starts the server's own `work` under `key` unless it is already running.
-    fn start_own(&mut self, key: Key, work: Work, now: Instant, out: &mut Outbox<Self>) {
-        if let std::collections::btree_map::Entry::Vacant(e) = self.running.entry(key) {
-            e.insert(Running::new(None, work, now));
-            self.step(key, now, out);
-        }
-    }
-
     /// Gives waiting requests their ids in arrival order, fetching a new block when short.
-    fn hand_out_ids(&mut self, now: Instant, out: &mut Outbox<Self>) {
+    pub(super) fn hand_out_ids(&mut self, now: Instant, out: &mut Outbox<Self>) {
         while let Some(&key) = self.waiting.first() {
             let need = match self.running.get(&key).map(|r| &r.work) {
                 Some(Work::Request(op)) => op.ids_needed(),
@@ -491,7 +272,7 @@ impl MetaServer {
     }
 
     /// Replays the request on its rows: fetch the next missing row, commit, or answer.
-    fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
+    pub(super) fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
         let space = self.fs_stat();
         let Some(r) = self.running.get_mut(&key) else {
             return;
@@ -608,7 +389,13 @@ impl MetaServer {
         out.io(id, IoOp::Kv(op));
     }
 
-    fn answer(&mut self, key: Key, result: MetaResult, now: Instant, out: &mut Outbox<Self>) {
+    pub(super) fn answer(
+        &mut self,
+        key: Key,
+        result: MetaResult,
+        now: Instant,
+        out: &mut Outbox<Self>,
+    ) {
         let Some(r) = self.running.remove(&key) else {
             return;
         };
@@ -663,25 +450,6 @@ impl MetaServer {
         };
         if let Some(to) = r.reply_to {
             out.send(to, Msg::MetaReply(reply));
-        }
-    }
-
-    /// A GC step ended: continue after it next time, start purging what it found, re-arm.
-    fn gc_done(&mut self, gc: Option<Own>, now: Instant, out: &mut Outbox<Self>) {
-        if let Some(Own::Gc(g)) = gc {
-            self.gc_after = g.next;
-            self.counters.0.gc_freed += u64::from(g.stats.freed + g.stats.dirs);
-            self.counters.0.gc_busy += u64::from(g.stats.busy);
-            for (entry, file) in g.purge {
-                let done = match &mut self.purger {
-                    Some(p) if !p.busy(file.id) => p.purge(entry, &file, now, out),
-                    _ => Vec::new(),
-                };
-                self.purged(done, now, out);
-            }
-        }
-        if let Some(every) = self.cfg.gc_interval.clone() {
-            out.set_timer(MetaTimer::Gc, every);
         }
     }
 

@@ -91,16 +91,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         now: u64,
         min_age: u64,
     ) -> R<(u32, Vec<u8>, Vec<InodeId>)> {
-        let mut range = all_sessions();
-        if !after.is_empty() {
-            range.begin = after.to_vec();
-            range.begin.push(0);
-        }
-        let rows = self.txn().range(&range, batch)?;
-        let next = match rows.len() < batch {
-            true => Vec::new(),
-            false => rows.last().map(|(k, _)| k.clone()).unwrap_or_default(),
-        };
+        let (rows, next) = self.page(all_sessions(), after, batch)?;
         let mut pruned = 0;
         let mut files = Vec::new();
         for (k, v) in rows {

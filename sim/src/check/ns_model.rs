@@ -146,6 +146,16 @@ impl Tree {
         }
     }
 
+    /// The directory `path` names (symlinks followed), if `u` may `want` on it.
+    fn dir_for(&self, path: &str, u: User, want: u32) -> R<u32> {
+        let id = self.resolve(path, true, u)?;
+        if !self.is_dir(id) {
+            return Err(MetaError::NotDir);
+        }
+        self.may(id, u, want)?;
+        Ok(id)
+    }
+
     /// The sticky rule for removing or replacing entry `id` of directory `dir`.
     fn sticky(&self, dir: u32, id: u32, u: User) -> R<()> {
         let (duid, _, dperm) = self.attrs.get(&dir).copied().unwrap_or((0, 0, 0));
@@ -320,11 +330,7 @@ impl Tree {
                 Ok(Abstract::Kind(self.kind(self.resolve(path, *follow, u)?)))
             }
             MetaOp::List { path, after, limit } => {
-                let id = self.resolve(path, true, u)?;
-                if !self.is_dir(id) {
-                    return Err(MetaError::NotDir);
-                }
-                self.may(id, u, MAY_READ)?;
+                let id = self.dir_for(path, u, MAY_READ)?;
                 let Some(Node::Dir { entries, .. }) = self.nodes.get(&id) else {
                     return Err(MetaError::NotDir);
                 };
@@ -453,14 +459,8 @@ impl Tree {
                     })
                     .collect(),
             )),
-            // By inode, for the data path; drivers keep it out of namespace histories.
-            // The writer's session keeps the file alive: its inode answers.
             MetaOp::LockDirectory { path, action } => {
-                let id = self.resolve(path, true, u)?;
-                if !self.is_dir(id) {
-                    return Err(MetaError::NotDir);
-                }
-                self.may(id, u, MAY_WRITE)?;
+                let id = self.dir_for(path, u, MAY_WRITE)?;
                 let Some(Node::Dir { lock, .. }) = self.nodes.get_mut(&id) else {
                     return Err(MetaError::NotDir);
                 };
@@ -474,6 +474,8 @@ impl Tree {
                 Ok(Abstract::Kind(EntryKind::Directory))
             }
             MetaOp::StatFs => Ok(Abstract::Space),
+            // By inode, for the data path: the writer's session keeps the file alive, so its
+            // inode answers.
             MetaOp::ExtendStripe { .. } | MetaOp::Sync { .. } => {
                 Ok(Abstract::Kind(EntryKind::File))
             }

@@ -384,6 +384,13 @@ impl NsGenerator {
                             .chance(0.2)
                             .then(|| [0, 1000, 1001][self.rng.below(3) as usize]),
                         mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
+                        // A directory's default layout: 4 or 8 KiB chunks over 1 to 4 chains.
+                        layout: self.rng.chance(0.2).then(|| {
+                            t3fs_core::meta::placement::DirLayout {
+                                chunk_size: 4096 << self.rng.below(2),
+                                stripe: 1 + self.rng.below(4) as u32,
+                            }
+                        }),
                         ..Default::default()
                     },
                 },

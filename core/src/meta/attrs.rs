@@ -25,13 +25,16 @@ pub struct SetAttr {
     pub gid: Option<u32>,
     /// New modification time, seconds (utimes).
     pub mtime: Option<u64>,
+    /// A directory's new default layout (owner or root; directories only).
+    pub layout: Option<super::placement::DirLayout>,
 }
 
 crate::wire_struct!(SetAttr {
     perm,
     uid,
     gid,
-    mtime
+    mtime,
+    layout
 });
 
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
@@ -41,11 +44,17 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         let user = self.user();
         // chmod and utimes: the owner or root; chown: root (perm.rs).
         let owner = user.is_root() || user.uid == i.uid;
-        if (attr.perm.is_some() || attr.mtime.is_some()) && !owner {
+        if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
             return Err(MetaError::NotPermitted);
         }
         if (attr.uid.is_some() || attr.gid.is_some()) && !user.is_root() {
             return Err(MetaError::NotPermitted);
+        }
+        if let Some(l) = attr.layout {
+            match &mut i.kind {
+                super::InodeKind::Directory { layout, .. } if l.valid() => *layout = Some(l),
+                _ => return Err(MetaError::Invalid("invalid argument")),
+            }
         }
         if let Some(p) = attr.perm {
             i.perm = p & 0o7777;

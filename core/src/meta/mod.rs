@@ -89,6 +89,8 @@ pub enum InodeKind {
         name: Vec<u8>,
         /// The client holding the directory lock, if any (3FS `lockDirectory`, `lock.rs`).
         lock: Option<ClientId>,
+        /// The default layout of what is created in it (`None`: the server's policy).
+        layout: Option<placement::DirLayout>,
     },
     /// A symbolic link.
     Symlink {
@@ -202,11 +204,17 @@ impl Wire for InodeKind {
                 truncate_ver.encode(enc);
                 layout.encode(enc);
             }
-            Self::Directory { parent, name, lock } => {
+            Self::Directory {
+                parent,
+                name,
+                lock,
+                layout,
+            } => {
                 1u8.encode(enc);
                 parent.encode(enc);
                 name.encode(enc);
                 lock.encode(enc);
+                layout.encode(enc);
             }
             Self::Symlink { target } => {
                 2u8.encode(enc);
@@ -225,6 +233,7 @@ impl Wire for InodeKind {
                 parent: Wire::decode(dec)?,
                 name: Wire::decode(dec)?,
                 lock: Wire::decode(dec)?,
+                layout: Wire::decode(dec)?,
             },
             2 => Self::Symlink {
                 target: Wire::decode(dec)?,

@@ -50,6 +50,8 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     ids: Option<core::ops::Range<u64>>,
     /// The layout a file created by this transaction gets (chosen by the caller's allocator).
     new_layout: Option<super::placement::Layout>,
+    /// Chains in the table `new_layout` comes from (bounds a directory's stripe).
+    table_len: u32,
     /// Storage answers for length updates (`length.rs`).
     length: super::length::LengthCtx,
     /// The planted bug `meta-ignores-dir-locks`.
@@ -103,6 +105,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             txn,
             ids: None,
             new_layout: None,
+            table_len: 0,
             length: Default::default(),
             ignore_locks: false,
             ignore_sticky: false,
@@ -118,6 +121,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             txn,
             ids: Some(ids),
             new_layout: None,
+            table_len: 0,
             length: Default::default(),
             ignore_locks: false,
             ignore_sticky: false,
@@ -127,8 +131,9 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     /// Gives files this transaction creates `layout`.
-    pub fn set_new_layout(&mut self, layout: Option<super::placement::Layout>) {
+    pub fn set_new_layout(&mut self, layout: Option<super::placement::Layout>, table_len: u32) {
         self.new_layout = layout;
+        self.table_len = table_len;
     }
 
     /// Acts for `user` from now on: its permissions are checked, and it owns what it creates.
@@ -230,6 +235,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
                     parent: ROOT,
                     name: name.to_vec(),
                     lock: None,
+                    layout: None,
                 };
                 self.put_inode(&new_inode(id, dir, 0o755, now));
             }
@@ -376,10 +382,25 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.check_lock(&parent, op.client)?;
         let id = self.alloc_id()?;
         let kind = match kind {
+            // A new directory inherits its parent's default layout.
             InodeKind::Directory { .. } => InodeKind::Directory {
                 parent: parent.id,
                 name: name.to_vec(),
                 lock: None,
+                layout: dir_layout(&parent),
+            },
+            // A new file takes its parent's default layout over the allocated chains.
+            InodeKind::File {
+                length,
+                truncate_ver,
+                layout: Some(allocated),
+            } => InodeKind::File {
+                length,
+                truncate_ver,
+                layout: Some(match dir_layout(&parent) {
+                    Some(d) => d.apply(allocated, self.table_len),
+                    None => allocated,
+                }),
             },
             k => k,
         };
@@ -426,6 +447,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
                 parent: ROOT,
                 name: Vec::new(),
                 lock: None,
+                layout: None,
             };
             let (inode, ours) = self.make(&sub, dir, perm, op)?;
             let last = n == parts.len();
@@ -606,6 +628,14 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
             at = self.inode(parent)?;
         }
         Err(MetaError::Loop)
+    }
+}
+
+/// A directory's default layout (`None` for other inodes).
+fn dir_layout(dir: &Inode) -> Option<super::placement::DirLayout> {
+    match &dir.kind {
+        InodeKind::Directory { layout, .. } => *layout,
+        _ => None,
     }
 }
 

@@ -92,6 +92,39 @@ crate::wire_struct!(Layout {
     dyn_stripe
 });
 
+/// A directory's default layout (3FS: directories carry one; new files and directories
+/// inherit it, `setAttr` sets it): chunk size and stripe. The chains still come from the
+/// server's chain table and round-robin allocator.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct DirLayout {
+    /// Bytes per chunk: a power of two from 4 KiB to 64 MiB (3FS's chunk-size classes).
+    pub chunk_size: u32,
+    /// Chains per file (clamped to the chain table at create).
+    pub stripe: u32,
+}
+
+crate::wire_struct!(DirLayout { chunk_size, stripe });
+
+impl DirLayout {
+    /// Whether 3FS would accept it.
+    pub fn valid(&self) -> bool {
+        self.chunk_size.is_power_of_two()
+            && (4096..=64 << 20).contains(&self.chunk_size)
+            && self.stripe >= 1
+    }
+
+    /// The layout of a file created under it, from the server's `allocated` one (its base and
+    /// seed) over a chain table of `table_len` chains.
+    pub fn apply(&self, allocated: Layout, table_len: u32) -> Layout {
+        let stripe = self.stripe.clamp(1, table_len.max(1));
+        let range = ChainRange {
+            stripe,
+            ..allocated.range
+        };
+        Layout::new(self.chunk_size, range)
+    }
+}
+
 /// A shuffle seed derived from a request's identity (deterministic: no RNG in machines).
 pub fn seed_of(client: u64, request: u64) -> u64 {
     let mut x = client.rotate_left(32) ^ request;

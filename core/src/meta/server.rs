@@ -285,7 +285,12 @@ impl MetaServer {
         let mut txn = Txn::new(&mut r.rows);
         let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
         let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
-        ns.set_new_layout(r.layout);
+        let table_len = self
+            .cfg
+            .layout
+            .as_ref()
+            .map_or(0, |p| p.chains.len() as u32);
+        ns.set_new_layout(r.layout, table_len);
         ns.length_ctx().queried = r.queried;
         ns.length_ctx().trust_stale = self.cfg.bug == Some(MetaBug::StaleLengthHint);
         ns.set_ignore_locks(self.cfg.bug == Some(MetaBug::IgnoresDirLocks));

@@ -634,3 +634,75 @@ fn permissions_and_the_sticky_bit_decide_who_changes_what() {
     // Now bob owns it and may remove it from the sticky directory.
     as_user(&mut kv, bob, &|ns| ns.remove("/tmp/a", false, op(13))).unwrap();
 }
+
+#[test]
+fn directories_pass_their_default_layout_to_what_is_made_in_them() {
+    use placement::{ChainRange, DirLayout, Layout};
+    let mut kv = fresh();
+    let allocated = Layout::new(
+        4096,
+        ChainRange {
+            table: 1,
+            table_version: 1,
+            base: 3,
+            stripe: 2,
+            seed: 9,
+        },
+    );
+    let in_tx =
+        |kv: &mut MemKv, f: &dyn Fn(&mut Namespace<'_, '_, MemKv>) -> Result<Inode, MetaError>| {
+            tx(kv, |ns| {
+                ns.set_new_layout(Some(allocated), 6);
+                f(ns)
+            })
+        };
+    tx(&mut kv, |ns| ns.mkdirs("/d", 0o755, false, op(1))).unwrap();
+    let wide = DirLayout {
+        chunk_size: 1 << 20,
+        stripe: 16,
+    };
+    let set = SetAttr {
+        layout: Some(wide),
+        ..Default::default()
+    };
+    tx(&mut kv, |ns| ns.setattr("/d", set, op(2))).unwrap();
+    // A file made in /d gets its chunk size, and its stripe clamped to the 6-chain table, over
+    // the chains the server allocated; a file elsewhere keeps the allocation as it is.
+    let f = in_tx(&mut kv, &|ns| ns.create("/d/f", 0o644, false, op(3))).unwrap();
+    let InodeKind::File {
+        layout: Some(l), ..
+    } = f.kind
+    else {
+        panic!("no layout");
+    };
+    assert_eq!(
+        (l.chunk_size, l.range.stripe, l.range.base, l.range.seed),
+        (1 << 20, 6, 3, 9)
+    );
+    let g = in_tx(&mut kv, &|ns| ns.create("/g", 0o644, false, op(4))).unwrap();
+    assert!(matches!(g.kind, InodeKind::File { layout: Some(l), .. } if l == allocated));
+    // Subdirectories inherit the default.
+    let sub = tx(&mut kv, |ns| ns.mkdirs("/d/sub", 0o755, false, op(5))).unwrap();
+    assert!(matches!(sub.kind, InodeKind::Directory { layout: Some(l), .. } if l == wide));
+    // Only directories take one, only valid ones, and only from the owner or root.
+    assert_eq!(
+        tx(&mut kv, |ns| ns.setattr("/d/f", set, op(6))),
+        Err(MetaError::Invalid("invalid argument"))
+    );
+    let bad = SetAttr {
+        layout: Some(DirLayout {
+            chunk_size: 5000,
+            stripe: 1,
+        }),
+        ..Default::default()
+    };
+    assert_eq!(
+        tx(&mut kv, |ns| ns.setattr("/d", bad, op(7))),
+        Err(MetaError::Invalid("invalid argument"))
+    );
+    let stranger = tx(&mut kv, |ns| {
+        ns.set_user(perm::User { uid: 5, gid: 5 });
+        ns.setattr("/d", set, op(8))
+    });
+    assert_eq!(stranger, Err(MetaError::NotPermitted));
+}

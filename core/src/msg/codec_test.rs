@@ -122,6 +122,7 @@ fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
                 uid: None,
                 gid: Some(r.next() as u32),
                 mtime: Some(r.next()),
+                layout: None,
             },
         },
         9 => MetaOp::BatchStat {
@@ -190,6 +191,10 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
                 parent: InodeId(r.next()),
                 name: r.bytes(8),
                 lock: (r.below(2) == 1).then(|| ClientId(r.next())),
+                layout: (r.below(2) == 1).then(|| crate::meta::placement::DirLayout {
+                    chunk_size: r.next() as u32,
+                    stripe: r.next() as u32,
+                }),
             },
             _ => InodeKind::Symlink { target: r.bytes(8) },
         },

@@ -436,11 +436,16 @@ impl Tree {
                 let id = self.resolve(path, true, u)?;
                 let (uid, gid, perm) = self.attrs.get(&id).copied().unwrap_or((0, 0, 0));
                 let owner = u.is_root() || u.uid == uid;
-                if (attr.perm.is_some() || attr.mtime.is_some()) && !owner {
+                if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner
+                {
                     return Err(MetaError::NotPermitted);
                 }
                 if (attr.uid.is_some() || attr.gid.is_some()) && !u.is_root() {
                     return Err(MetaError::NotPermitted);
+                }
+                // Layouts are not modelled, only where they may be set.
+                if attr.layout.is_some_and(|l| !l.valid() || !self.is_dir(id)) {
+                    return Err(MetaError::Invalid("invalid argument"));
                 }
                 let new = (
                     attr.uid.unwrap_or(uid),

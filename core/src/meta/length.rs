@@ -13,9 +13,9 @@
 //! length and truncate version as when the query started): if another update changed either in
 //! between, the answer may predate a write that update reported, so it is asked again; the
 //! transaction's read of the inode row makes a concurrent update conflict with the commit.
-//! Not here: the query itself (the server's embedded storage client, `purge.rs`), owner
-//! batching (every meta server may update any inode; the KV's serializable commits order
-//! them instead of one owner's batch).
+//! Within one transaction (a batch of updates, `batch.rs`) an applied answer stays valid for
+//! the later updates: they see the state it produced.
+//! Not here: the query itself (the server's embedded storage client, `purge.rs`), batching.
 
 use super::ops::Namespace;
 use super::{Inode, InodeKind, MetaError};
@@ -123,6 +123,12 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                         return Ok(false);
                     }
                     *length = q.length;
+                    // Later updates of a batch in this transaction see this state: the same
+                    // storage answer still holds for them.
+                    ctx.queried = Some(QueriedLength {
+                        seen: (*length, *truncate_ver),
+                        ..q
+                    });
                 }
                 _ => {
                     ctx.wants = Some(i.clone());

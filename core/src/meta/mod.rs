@@ -22,6 +22,7 @@
 //! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
 
 mod attrs;
+mod batch;
 mod gc;
 pub mod idem;
 mod keys;

@@ -35,7 +35,7 @@
 //! client asks the file's chain heads, and the request runs again, from a fresh read version,
 //! with the answer. The server's own work (length queries, GC and purges, statFs's space) is
 //! `server_own.rs`; configuration, timers and counters are `server_cfg.rs`.
-//! Not here: owner batching of file-length updates.
+//! Closes and syncs go through per-file batches (`batch.rs`).
 
 use std::collections::BTreeMap;
 
@@ -72,6 +72,8 @@ pub(super) enum Work {
     Sync(crate::ids::InodeId),
     /// One batch of idempotency-record cleaning.
     IdemClean,
+    /// Length updates of one file in one transaction (`batch.rs`).
+    Batch(Vec<super::batch::Member>),
 }
 
 /// The key of the server's own work (no client has this id).
@@ -122,6 +124,8 @@ pub(super) enum Own {
     Freed(bool),
     /// Idempotency records deleted, and the key to continue after.
     IdemCleaned(u32, Vec<u8>),
+    /// The answers of a batch's members, in order.
+    Batch(Vec<MetaResult>),
 }
 
 impl Running {
@@ -171,6 +175,12 @@ pub struct MetaServer {
     pub(super) idem_after: Vec<u8>,
     /// The last space each storage node reported (statFs).
     pub(super) space: BTreeMap<NodeId, Vec<crate::msg::TargetSpace>>,
+    /// The running length-update batch of each file (its running key).
+    pub(super) length_batches: BTreeMap<crate::ids::InodeId, Key>,
+    /// Length updates waiting for the running batch of their file.
+    pub(super) length_queue: BTreeMap<crate::ids::InodeId, Vec<super::batch::Member>>,
+    /// The running batch of each member of one.
+    pub(super) batch_of: BTreeMap<Key, Key>,
     pub(super) counters: Unobserved<MetaCounters>,
 }
 
@@ -193,6 +203,9 @@ impl MetaServer {
             prune_after: Vec::new(),
             idem_after: Vec::new(),
             space: BTreeMap::new(),
+            length_batches: BTreeMap::new(),
+            length_queue: BTreeMap::new(),
+            batch_of: BTreeMap::new(),
             cfg,
             running: BTreeMap::new(),
             ios: BTreeMap::new(),
@@ -217,6 +230,16 @@ impl MetaServer {
 
     fn on_request(&mut self, from: NodeId, req: MetaReq, now: Instant, out: &mut Outbox<Self>) {
         let key = (req.client, req.request);
+        if super::batch::length_update(&req.op).is_some() {
+            let member = super::batch::Member {
+                key,
+                op: req.op,
+                reply_to: Some(from),
+                user: req.user,
+            };
+            self.batch_length_update(member, now, out);
+            return;
+        }
         if let Some(r) = self.running.get_mut(&key) {
             r.reply_to = Some(from); // A retry: answer where the client now listens.
             return;
@@ -297,8 +320,42 @@ impl MetaServer {
         ns.set_ignore_sticky(self.cfg.bug == Some(MetaBug::IgnoresStickyBit));
         ns.set_user(r.user);
         ns.set_space(space);
+        // A batch member whose POSIX error discarded the batch's writes so far (`request.rs`).
+        let mut split = None;
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
+            Work::Batch(members) => {
+                let mut results = Vec::with_capacity(members.len());
+                let mut failed = None;
+                for (k, m) in members.iter().enumerate() {
+                    ns.set_user(m.user);
+                    let p = PathOp {
+                        client: m.key.0,
+                        request: m.key.1,
+                        now: r.now,
+                    };
+                    match execute_with(&mut ns, &m.op, p, exactly_once) {
+                        Err(
+                            e @ (MetaError::Kv(_) | MetaError::Corrupt | MetaError::LengthUnknown),
+                        ) => {
+                            failed = Some(e);
+                            break;
+                        }
+                        Err(_) if k > 0 => {
+                            split = Some(k);
+                            break;
+                        }
+                        res => results.push(res),
+                    }
+                }
+                match failed {
+                    Some(e) => Err(e),
+                    None => {
+                        r.own = Some(Own::Batch(results));
+                        Ok(MetaAnswer::Done)
+                    }
+                }
+            }
             Work::Prune(live) => ns
                 .prune_sessions(live, &self.prune_after, 256, p.now, self.cfg.prune_min_age)
                 .map(|(n, next, files)| {
@@ -345,6 +402,17 @@ impl MetaServer {
                 }),
         };
         let wants = ns.length_ctx().wants.take();
+        if let Some(k) = split {
+            // Run it alone after this batch, and replay the rest without it.
+            drop(txn);
+            if let Work::Batch(ms) = &mut r.work {
+                let m = ms.remove(k);
+                self.batch_of.remove(&m.key);
+                let inode = super::batch::length_update(&m.op).expect("members update lengths");
+                self.length_queue.entry(inode).or_default().insert(0, m);
+            }
+            return self.step(key, now, out);
+        }
         let mut commit = txn.to_commit_req();
         if self.cfg.bug == Some(MetaBug::SnapshotReads) {
             if let Ok(req) = &mut commit {
@@ -406,7 +474,15 @@ impl MetaServer {
         };
         // The server's own work: apply what its committed final replay found.
         let own = if result.is_ok() { r.own } else { None };
-        match (&r.work, own) {
+        match (r.work, own) {
+            (Work::Batch(members), own) => {
+                let results = match (result, own) {
+                    (Ok(_), Some(Own::Batch(rs))) => Ok(rs),
+                    (Err(e), _) => Err(e),
+                    (Ok(_), _) => Err(MetaError::Corrupt),
+                };
+                return self.batch_done(members, results, now, out);
+            }
             (Work::Request(_), _) => {}
             (Work::Free(..), freed) => {
                 if freed == Some(Own::Freed(true)) {
@@ -633,6 +709,7 @@ impl Machine for MetaServer {
     }
 
     fn check_invariants(&self) {
+        self.check_batches();
         assert!(
             self.running.keys().filter(|k| k.0 != SELF).count() <= REQUESTS_MAX,
             "too many meta requests"

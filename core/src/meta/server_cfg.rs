@@ -130,4 +130,6 @@ pub struct MetaCounters {
     pub length_queries: u64,
     /// Expired idempotency records deleted.
     pub idem_cleaned: u64,
+    /// Length updates that ran in a batch of two or more (`batch.rs`).
+    pub batched: u64,
 }

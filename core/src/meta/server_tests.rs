@@ -9,7 +9,7 @@ use crate::ids::{ClientId, NodeId, RequestId};
 use crate::kv::mem::{MemKv, MemKvFault};
 use crate::kv::{execute, KvOp};
 use crate::machine::{ActionOf, EventOf, IoOp, IoResult, Machine, Outbox};
-use crate::msg::meta::MetaReq;
+use crate::msg::meta::{MetaReply, MetaReq};
 use crate::msg::Msg;
 use crate::time::Instant;
 
@@ -279,4 +279,115 @@ fn statfs_sums_the_last_space_reports_of_nodes_the_routing_names() {
         free: 1830,
     };
     assert_eq!(r, vec![Ok(MetaAnswer::StatFs(want))]);
+}
+
+/// Delivers every request of `reqs` before any I/O completes, then runs the server idle;
+/// the replies, by request id.
+fn run_together(m: &mut MetaServer, kv: &mut MemKv, reqs: Vec<(u64, MetaOp)>) -> Vec<MetaReply> {
+    let mut events = Vec::new();
+    for (id, op) in reqs {
+        let mut out = Outbox::new();
+        m.handle(Instant::ZERO, request(id, op), &mut out);
+        m.check_invariants();
+        events.extend(out.drain());
+    }
+    let mut replies = Vec::new();
+    while let Some(a) = events.pop() {
+        let ev = match a {
+            ActionOf::Io {
+                id,
+                op: IoOp::Kv(op),
+            } => EventOf::IoDone {
+                id,
+                result: IoResult::Kv(execute(kv, op)),
+            },
+            ActionOf::Send {
+                msg: Msg::MetaReply(r),
+                ..
+            } => {
+                replies.push(r);
+                continue;
+            }
+            other => panic!("unexpected action {other:?}"),
+        };
+        let mut out = Outbox::new();
+        m.handle(Instant::ZERO, ev, &mut out);
+        m.check_invariants();
+        events.extend(out.drain());
+    }
+    replies.sort_by_key(|r| r.request);
+    replies
+}
+
+#[test]
+fn closes_of_one_file_queued_behind_a_running_one_commit_together() {
+    use super::length::LengthHint;
+    let (mut m, mut kv) = setup();
+    let create = MetaOp::Create {
+        path: "/f".into(),
+        perm: 0o644,
+        exclusive: true,
+    };
+    let Ok(MetaAnswer::Inode(f)) = run(&mut m, &mut kv, request(1, create), |_, _| {}).remove(0)
+    else {
+        panic!("create failed")
+    };
+    for s in 2..=5 {
+        let open = MetaOp::Open {
+            path: "/f".into(),
+            write: true,
+            session: s,
+        };
+        assert!(run(&mut m, &mut kv, request(s, open), |_, _| {})[0].is_ok());
+    }
+    let close = |session, length| MetaOp::Close {
+        inode: f.id,
+        session,
+        length: Some(LengthHint {
+            length,
+            truncate_ver: 0,
+        }),
+    };
+    // Four closes arrive together: the first starts, three queue behind it and then share
+    // one transaction.
+    let commits_before = kv.version();
+    let closes = (2..=5u64)
+        .map(|s| (10 + s, close(s, 100 * (s - 1))))
+        .collect();
+    let replies = run_together(&mut m, &mut kv, closes);
+    let answered: Vec<RequestId> = replies.iter().map(|r| r.request).collect();
+    assert_eq!(answered, (12..=15).map(RequestId).collect::<Vec<_>>());
+    assert!(replies.iter().all(|r| r.result == Ok(MetaAnswer::Done)));
+    assert_eq!(
+        m.counters().batched,
+        3,
+        "three closes shared one transaction"
+    );
+    assert_eq!(
+        kv.version().0 - commits_before.0,
+        2,
+        "two commits for four closes"
+    );
+    let f = transact(&mut kv, |ns| ns.inode(f.id)).unwrap();
+    assert!(matches!(f.kind, super::InodeKind::File { length: 400, .. }));
+    let sessions = transact(&mut kv, |ns| {
+        Ok(ns.txn().range(&super::session_range(f.id), 8)?)
+    })
+    .unwrap();
+    assert!(sessions.is_empty(), "every session closed");
+}
+
+#[test]
+fn a_failing_member_leaves_its_batch_and_is_answered_alone() {
+    let (mut m, mut kv) = setup();
+    // Closes of a file that does not exist: each fails on its own, none takes the others'
+    // writes or answers with it.
+    let close = |session| MetaOp::Close {
+        inode: crate::ids::InodeId(777_777),
+        session,
+        length: None,
+    };
+    let replies = run_together(&mut m, &mut kv, (1..=4).map(|s| (s, close(s))).collect());
+    assert_eq!(replies.len(), 4);
+    assert!(replies.iter().all(|r| r.result == Err(MetaError::NotFound)));
 }

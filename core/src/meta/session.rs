@@ -8,7 +8,7 @@
 //! Pruning (3FS `SessionManager`): sessions of clients that mgmtd no longer lists as alive,
 //! older than a minimum age, are deleted, so a writer that died does not hold its files back
 //! from GC forever.
-//! Not here: length rules (`length.rs`), truncate (client-driven), owner batching.
+//! Not here: length rules (`length.rs`), truncate (client-driven), batching (`batch.rs`).
 
 use super::keys::{all_sessions, session_key};
 use super::ops::Namespace;

@@ -190,6 +190,7 @@ pub fn counters_of(p: &Proc) -> ProcCounters {
                 ("meta.sessions_pruned", m.counters().sessions_pruned),
                 ("meta.length_queries", m.counters().length_queries),
                 ("meta.idem_cleaned", m.counters().idem_cleaned),
+                ("meta.batched", m.counters().batched),
             ],
             Vec::new(),
         ),

@@ -63,6 +63,10 @@ impl MetaServer {
             m.reply_to = member.reply_to;
             return true;
         }
+        if !self.length_batches.contains_key(&inode) && self.running.len() >= REQUESTS_MAX {
+            reply(out, &member, Err(MetaError::Kv(KvError::Unavailable)));
+            return true;
+        }
         if self.length_batches.contains_key(&inode) {
             let queue = self.length_queue.entry(inode).or_default();
             if queue.len() >= REQUESTS_MAX {

@@ -118,15 +118,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// caller reserved from a block it allocated with [`Namespace::allocate_block`]).
     pub fn with_ids(txn: &'t mut Txn<'e, E>, ids: core::ops::Range<u64>) -> Self {
         Self {
-            txn,
             ids: Some(ids),
-            new_layout: None,
-            table_len: 0,
-            length: Default::default(),
-            ignore_locks: false,
-            ignore_sticky: false,
-            user: perm::ROOT_USER,
-            space: Default::default(),
+            ..Self::new(txn)
         }
     }
 

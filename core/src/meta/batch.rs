@@ -13,12 +13,13 @@
 //! answered) is answered exactly once; a batch that fails answers every member with the error.
 //! Not here: the length rules (`length.rs`), running transactions (`server.rs`).
 
+use super::ops::{Namespace, PathOp};
 use super::perm::User;
-use super::request::{MetaOp, MetaResult};
+use super::request::{execute_with, MetaOp, MetaResult};
 use super::server::{Key, MetaServer, Running, Work, REQUESTS_MAX};
 use super::MetaError;
 use crate::ids::{InodeId, NodeId};
-use crate::kv::KvError;
+use crate::kv::{KvEngine, KvError};
 use crate::machine::Outbox;
 use crate::msg::meta::MetaReply;
 use crate::msg::Msg;
@@ -35,6 +36,43 @@ pub struct Member {
     pub reply_to: Option<NodeId>,
     /// The user it acts for.
     pub user: User,
+}
+
+/// Why a batch's replay stopped before its commit.
+#[derive(Debug)]
+pub enum BatchStop {
+    /// An attempt-level failure (KV, damaged row, a storage query needed): the batch retries.
+    Failed(MetaError),
+    /// Member `k` (not the first) failed with a POSIX error, which discards the writes of the
+    /// members before it (`request.rs`): it must leave the batch.
+    Split(usize),
+}
+
+/// Runs every member of a batch in one transaction, each with its own identity and user;
+/// their answers in order.
+pub fn run_batch<E: KvEngine + ?Sized>(
+    ns: &mut Namespace<'_, '_, E>,
+    members: &[Member],
+    now: u64,
+    exactly_once: bool,
+) -> Result<Vec<MetaResult>, BatchStop> {
+    let mut results = Vec::with_capacity(members.len());
+    for (k, m) in members.iter().enumerate() {
+        ns.set_user(m.user);
+        let p = PathOp {
+            client: m.key.0,
+            request: m.key.1,
+            now,
+        };
+        match execute_with(ns, &m.op, p, exactly_once) {
+            Err(e @ (MetaError::Kv(_) | MetaError::Corrupt | MetaError::LengthUnknown)) => {
+                return Err(BatchStop::Failed(e))
+            }
+            Err(_) if k > 0 => return Err(BatchStop::Split(k)),
+            res => results.push(res),
+        }
+    }
+    Ok(results)
 }
 
 /// The file a request updates the length of, if it is a close or a sync.
@@ -79,6 +117,17 @@ impl MetaServer {
         }
         self.start_batch(inode, vec![member], now, out);
         true
+    }
+
+    /// Member `k` of the batch running under `key` leaves it and runs alone after it.
+    pub(super) fn leave_batch(&mut self, key: Key, k: usize) {
+        let Some(Work::Batch(ms)) = self.running.get_mut(&key).map(|r| &mut r.work) else {
+            return;
+        };
+        let m = ms.remove(k);
+        self.batch_of.remove(&m.key);
+        let inode = length_update(&m.op).expect("members update lengths");
+        self.length_queue.entry(inode).or_default().insert(0, m);
     }
 
     /// The member with `key`, queued or running.

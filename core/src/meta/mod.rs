@@ -34,11 +34,14 @@ pub mod placement;
 pub mod purge;
 mod replay;
 pub mod request;
+#[cfg(test)]
+mod rules_tests;
 pub mod server;
 mod server_cfg;
 mod server_own;
 #[cfg(test)]
 mod server_tests;
+mod server_work;
 mod session;
 #[cfg(test)]
 mod tests;

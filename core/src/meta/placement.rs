@@ -150,6 +150,13 @@ impl Layout {
         self.range.resolve(table, self.chunk_size)
     }
 
+    /// The chains of `fl` (this layout resolved) the file may have chunks on: the first
+    /// `dyn_stripe` of its stripe. Length queries and GC visit only these.
+    pub fn used_chains(&self, fl: &FileLayout) -> Vec<ChainId> {
+        let n = (self.dyn_stripe as usize).clamp(1, fl.chains.len());
+        fl.chains[..n].to_vec()
+    }
+
     /// Grows the dynamic stripe by doubling until it covers chunk index `chunk` (or the whole
     /// stripe); true if it grew.
     pub fn extend_stripe(&mut self, chunk: u64) -> bool {

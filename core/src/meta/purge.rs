@@ -116,11 +116,9 @@ impl Purger {
         relay(&mut inner, out);
     }
 
-    /// The chains `layout` may have chunks on (the first `dyn_stripe` of its stripe).
+    /// The chains `layout` may have chunks on, `None` if it does not resolve.
     fn used_chains(&self, layout: &super::placement::Layout) -> Option<Vec<ChainId>> {
-        let fl = layout.file_layout(&self.table)?;
-        let n = (layout.dyn_stripe as usize).clamp(1, fl.chains.len());
-        Some(fl.chains[..n].to_vec())
+        Some(layout.used_chains(&layout.file_layout(&self.table)?))
     }
 
     fn call(
@@ -226,7 +224,7 @@ impl Purger {
                     inode,
                     index: k as u32,
                 },
-                chain: fl.chains[(k % fl.chains.len() as u64) as usize],
+                chain: fl.chain_of(k as u32),
                 chunk_size: layout.chunk_size,
                 kind: UpdateKind::Remove,
             })

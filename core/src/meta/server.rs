@@ -34,7 +34,8 @@
 //! A length update that needs storage (`length.rs`) pauses its request: the embedded storage
 //! client asks the file's chain heads, and the request runs again, from a fresh read version,
 //! with the answer. The server's own work (length queries, GC and purges, statFs's space) is
-//! `server_own.rs`; configuration, timers and counters are `server_cfg.rs`.
+//! `server_own.rs`; configuration, timers and counters are `server_cfg.rs`; what runs (requests,
+//! batches, own work) is `server_work.rs`.
 //! Closes and syncs go through per-file batches (`batch.rs`).
 
 use std::collections::BTreeMap;
@@ -54,101 +55,7 @@ pub use super::server_cfg::{
     LayoutPolicy, MetaConfig, MetaCounters, MetaTimer, IDEM_CLEAN_BATCH, REQUESTS_MAX,
 };
 
-/// What a running entry does.
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
-pub(super) enum Work {
-    /// A client's request.
-    Request(MetaOp),
-    /// The next block of inode ids.
-    AllocIds,
-    /// One GC step.
-    Gc,
-    /// Delete a purged file's GC entry and inode.
-    Free(Vec<u8>, crate::ids::InodeId),
-    /// Delete sessions of clients not in this (sorted) list of live ones.
-    Prune(Vec<ClientId>),
-    /// The length-updating close of a pruned session's file (3FS `SessionManager`): its
-    /// writer may have died between a write and its close, or in the middle of a truncate.
-    Sync(crate::ids::InodeId),
-    /// One batch of idempotency-record cleaning.
-    IdemClean,
-    /// Length updates of one file in one transaction (`batch.rs`).
-    Batch(Vec<super::batch::Member>),
-}
-
-/// The key of the server's own work (no client has this id).
-pub(super) const SELF: ClientId = ClientId(u64::MAX);
-
-/// Own-work keys of length-updating closes: the inode id with this bit (frees use the bare
-/// inode id; ids stay below 2^56).
-pub(super) const SYNC_KEY_BIT: u64 = 1 << 62;
-
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
-pub(super) struct Running {
-    pub(super) reply_to: Option<NodeId>,
-    pub(super) work: Work,
-    /// The user a client's request acts for (root for the server's own work).
-    pub(super) user: super::perm::User,
-    /// Inode ids reserved for the request.
-    pub(super) ids: core::ops::Range<u64>,
-    /// The layout a file the request creates gets (allocated once, kept over retries).
-    pub(super) layout: Option<super::placement::Layout>,
-    /// What the server's own work found in its final replay, applied once it commits.
-    pub(super) own: Option<Own>,
-    /// The attempt's clock reading, fixed so that every replay makes the same writes.
-    pub(super) now: u64,
-    pub(super) rows: ReplayKv,
-    pub(super) attempts: u32,
-    pub(super) unknown: bool,
-    /// The answer of the final replay, waiting for its commit.
-    pub(super) answer: Option<MetaResult>,
-    /// Storage's answer to the length query the request needed (`length.rs`).
-    pub(super) queried: Option<super::length::QueriedLength>,
-    /// The file and its (length, truncate_ver) a length query in flight is for.
-    pub(super) querying: Option<(crate::ids::InodeId, (u64, u64))>,
-    /// Length queries made.
-    pub(super) queries: u32,
-    pub(super) io: Option<(IoId, Option<Missing>)>,
-}
-
-/// The result of the server's own work (not sent to anyone).
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
-pub(super) enum Own {
-    /// A new block of inode ids.
-    Ids(core::ops::Range<u64>),
-    /// A GC step.
-    Gc(super::GcOutcome),
-    /// Sessions pruned, the key to continue after, and the files they held.
-    Pruned(u32, Vec<u8>, Vec<crate::ids::InodeId>),
-    /// Whether a purged file's inode was freed.
-    Freed(bool),
-    /// Idempotency records deleted, and the key to continue after.
-    IdemCleaned(u32, Vec<u8>),
-    /// The answers of a batch's members, in order.
-    Batch(Vec<MetaResult>),
-}
-
-impl Running {
-    pub(super) fn new(reply_to: Option<NodeId>, work: Work, now: Instant) -> Self {
-        Self {
-            reply_to,
-            work,
-            user: super::perm::ROOT_USER,
-            ids: 0..0,
-            layout: None,
-            own: None,
-            now: now.0 / 1_000_000_000,
-            rows: ReplayKv::default(),
-            attempts: 1,
-            unknown: false,
-            answer: None,
-            queried: None,
-            querying: None,
-            queries: 0,
-            io: None,
-        }
-    }
-}
+pub(super) use super::server_work::{Key, Own, Running, Work, SELF, SYNC_KEY_BIT};
 
 /// The meta server.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -183,8 +90,6 @@ pub struct MetaServer {
     pub(super) batch_of: BTreeMap<Key, Key>,
     pub(super) counters: Unobserved<MetaCounters>,
 }
-
-pub(super) type Key = (ClientId, RequestId);
 
 impl MetaServer {
     /// A server with nothing running. `io_base` keeps I/O ids of incarnations apart.
@@ -296,7 +201,11 @@ impl MetaServer {
 
     /// Replays the request on its rows: fetch the next missing row, commit, or answer.
     pub(super) fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
-        let space = self.fs_stat();
+        // Summed only for a statFs: every other request would discard it.
+        let space = match self.running.get(&key).map(|r| &r.work) {
+            Some(Work::Request(MetaOp::StatFs)) => self.fs_stat(),
+            _ => Default::default(),
+        };
         let Some(r) = self.running.get_mut(&key) else {
             return;
         };
@@ -325,34 +234,16 @@ impl MetaServer {
         let answer = match &r.work {
             Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
             Work::Batch(members) => {
-                let mut results = Vec::with_capacity(members.len());
-                let mut failed = None;
-                for (k, m) in members.iter().enumerate() {
-                    ns.set_user(m.user);
-                    let p = PathOp {
-                        client: m.key.0,
-                        request: m.key.1,
-                        now: r.now,
-                    };
-                    match execute_with(&mut ns, &m.op, p, exactly_once) {
-                        Err(
-                            e @ (MetaError::Kv(_) | MetaError::Corrupt | MetaError::LengthUnknown),
-                        ) => {
-                            failed = Some(e);
-                            break;
-                        }
-                        Err(_) if k > 0 => {
-                            split = Some(k);
-                            break;
-                        }
-                        res => results.push(res),
-                    }
-                }
-                match failed {
-                    Some(e) => Err(e),
-                    None => {
+                match super::batch::run_batch(&mut ns, members, r.now, exactly_once) {
+                    Ok(results) => {
                         r.own = Some(Own::Batch(results));
                         Ok(MetaAnswer::Done)
+                    }
+                    Err(super::batch::BatchStop::Failed(e)) => Err(e),
+                    // Never answered: the batch replays without the member (below).
+                    Err(super::batch::BatchStop::Split(k)) => {
+                        split = Some(k);
+                        Err(MetaError::Corrupt)
                     }
                 }
             }
@@ -403,14 +294,8 @@ impl MetaServer {
         };
         let wants = ns.length_ctx().wants.take();
         if let Some(k) = split {
-            // Run it alone after this batch, and replay the rest without it.
             drop(txn);
-            if let Work::Batch(ms) = &mut r.work {
-                let m = ms.remove(k);
-                self.batch_of.remove(&m.key);
-                let inode = super::batch::length_update(&m.op).expect("members update lengths");
-                self.length_queue.entry(inode).or_default().insert(0, m);
-            }
+            self.leave_batch(key, k);
             return self.step(key, now, out);
         }
         let mut commit = txn.to_commit_req();

@@ -44,8 +44,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         let inode = self.resolve(path, true)?;
         if !write {
             super::perm::check(&inode, self.user(), super::perm::MAY_READ)?;
-        }
-        if write {
+        } else {
             if inode.is_dir() {
                 return Err(MetaError::IsDir);
             }

@@ -15,13 +15,12 @@ use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
 use t3fs_scenario::Rng;
 
 use super::drive::Input;
+use super::ns_files::Step;
+pub use super::ns_files::{Session, FILE_WRITE_BYTES};
 use super::{Ev, World};
 
 /// Namespace calls carry request ids with this bit set.
 pub const NS_REQUEST_BIT: u64 = 1 << 63;
-
-use super::ns_files::Step;
-pub use super::ns_files::{Session, FILE_WRITE_BYTES};
 
 /// What a meta request's answer is for.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -124,8 +123,9 @@ pub fn final_listing(kv: &mut MemKv) -> Result<Vec<(String, String)>, String> {
 }
 
 impl World {
-    /// Starts client `i`'s next namespace operation, if any: first the data write of a file it
-    /// just opened for write, else maybe a close of one of its sessions, else the generator's.
+    /// Starts client `i`'s next namespace operation, if any: first the next step of a file it
+    /// holds open (a write, a read, a truncate step), else maybe a close of one of its
+    /// sessions, else the generator's.
     pub(super) fn ns_next(&mut self, i: usize) {
         let stopped = self.sim.workload_stopped;
         let table = self.layout.initial.chain_tables.get(&(1, 1)).cloned();

@@ -38,7 +38,7 @@ pub enum TruncStage {
     /// Asking the heads for the last chunks.
     Query,
     /// Emptying these chunk indexes, then cutting the tail.
-    Remove(Vec<u32>),
+    Empty(Vec<u32>),
     /// Cutting the tail chunk.
     Tail,
     /// Telling meta.
@@ -143,15 +143,14 @@ impl Session {
             };
             ClientCall::UpdateChunk {
                 chunk,
-                chain: fl.chains[index as usize % fl.chains.len()],
+                chain: fl.chain_of(index),
                 chunk_size: l.chunk_size,
                 kind,
             }
         };
-        let n = (l.dyn_stripe as usize).clamp(1, fl.chains.len());
         let query = ClientCall::QueryLastChunk {
             inode: self.inode,
-            chains: fl.chains[..n].to_vec(),
+            chains: l.used_chains(&fl),
             end: u32::MAX,
             empty: false,
         };
@@ -182,8 +181,8 @@ impl Session {
                 }
             },
             Some((_, TruncStage::Query)) => Step::Data(query),
-            Some((_, TruncStage::Remove(left))) => {
-                let k = left.pop().expect("empty remove lists move on");
+            Some((_, TruncStage::Empty(left))) => {
+                let k = left.pop().expect("empty lists move on");
                 Step::Data(update(k, UpdateKind::Truncate { len: 0 }))
             }
             Some((len, TruncStage::Tail)) => {
@@ -219,25 +218,25 @@ impl Session {
             return None;
         };
         let len = *len;
-        // The chunks past the new tail, removed from the last one down.
+        // The chunks past the new tail, emptied from the last one down.
         let first = len.div_ceil(cs);
         let next = match (std::mem::replace(stage, TruncStage::Sync), ret) {
             (TruncStage::Query, ClientRet::LastChunks(lasts)) => {
                 let last = lasts.iter().filter_map(|(_, l)| *l).map(|l| l.index).max();
-                let removes: Vec<u32> = match last {
+                let emptied: Vec<u32> = match last {
                     Some(last) if u64::from(last) >= first => (first as u32..=last).collect(),
                     _ => Vec::new(),
                 };
-                TruncStage::Remove(removes)
+                TruncStage::Empty(emptied)
             }
             // Chunks unknown: cut the tail only; the sync reports what storage holds.
-            (TruncStage::Query, _) => TruncStage::Remove(Vec::new()),
-            (TruncStage::Remove(left), _) => TruncStage::Remove(left),
+            (TruncStage::Query, _) => TruncStage::Empty(Vec::new()),
+            (TruncStage::Empty(left), _) => TruncStage::Empty(left),
             (TruncStage::Tail | TruncStage::Sync, _) => TruncStage::Sync,
         };
         *stage = match next {
-            TruncStage::Remove(left) if left.is_empty() && len > 0 => TruncStage::Tail,
-            TruncStage::Remove(left) if left.is_empty() => TruncStage::Sync,
+            TruncStage::Empty(left) if left.is_empty() && len > 0 => TruncStage::Tail,
+            TruncStage::Empty(left) if left.is_empty() => TruncStage::Sync,
             other => other,
         };
         None

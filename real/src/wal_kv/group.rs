@@ -1,0 +1,202 @@
+//! Group commit: the engine shared by threads, where concurrent commits share one fdatasync.
+//!
+//! A committer takes the lock, lets the in-memory engine decide its commit, appends the frame,
+//! and then waits until the durable version covers its commit version. Frames are appended in
+//! version order under the lock, so "durable up to version v" means "the log is synced past the
+//! frame of v". When nobody is syncing, a waiter becomes the leader: it notes the newest
+//! appended version, releases the lock, fdatasyncs (covering every frame appended before the
+//! call, its own and everyone else's), retakes the lock, raises the durable version to what it
+//! noted and wakes everyone. Commits appended during that sync wait for the next leader, so
+//! under load one sync serves every commit that arrived while the previous one ran.
+//!
+//! Invariants: a commit is acknowledged only once `durable >= its version`; read versions are
+//! the durable version, so a transaction never reads a commit a power loss could take back
+//! (an unsynced commit still conflicts with transactions that read what it wrote); at most one
+//! sync runs at a time, and compaction (which truncates the log) runs only while none does; a
+//! failed sync or append poisons the engine, and every waiter not yet covered gets
+//! `CommitUnknown` (its frame may or may not be on disk).
+//!
+//! Not here: fairness between threads beyond the mutex's, a bound on how long a leader waits
+//! to gather a bigger group (it syncs at once: the batch is whatever queued meanwhile), and
+//! compaction off the lock (a compaction writes and syncs the snapshot while every other call
+//! waits; it runs once per `compact_at` bytes of log). A transaction whose reads conflict with
+//! an unsynced commit aborts and, retried, may conflict again until that sync lands.
+
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Value};
+
+use super::fs::{Fs, StdFs};
+use super::{Core, Decided, COMPACT_AT};
+
+/// What group commit did so far.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub struct GroupStats {
+    /// Commits appended to the log (write-less commits excluded).
+    pub commits: u64,
+    /// fdatasyncs of the log made by leaders.
+    pub syncs: u64,
+}
+
+struct State {
+    core: Core,
+    /// A leader is syncing the log (with the lock released).
+    syncing: bool,
+    stats: GroupStats,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled whenever `durable`, `syncing` or `poisoned` changes.
+    changed: Condvar,
+}
+
+/// A handle on the engine; clones share it. Each thread uses its own clone as a [`KvEngine`].
+#[derive(Clone)]
+pub struct SharedWalKv {
+    shared: Arc<Shared>,
+}
+
+impl SharedWalKv {
+    /// Opens (or creates) the engine in `dir`, recovering every acknowledged commit.
+    pub fn open(dir: &Path) -> io::Result<Self> {
+        Self::open_with(dir, COMPACT_AT)
+    }
+
+    /// [`SharedWalKv::open`] with the log size that triggers compaction.
+    pub fn open_with(dir: &Path, compact_at: u64) -> io::Result<Self> {
+        Self::open_on(Arc::new(StdFs), dir, compact_at)
+    }
+
+    /// [`SharedWalKv::open_with`] on the file system `fs`.
+    pub fn open_on(fs: Arc<dyn Fs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
+        Core::open(fs, dir, compact_at).map(Self::from_core)
+    }
+
+    pub(super) fn from_core(core: Core) -> Self {
+        let state = State {
+            core,
+            syncing: false,
+            stats: GroupStats::default(),
+        };
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                changed: Condvar::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under the lock left the engine half-updated: propagate it rather than serve.
+        self.shared
+            .state
+            .lock()
+            .expect("a thread panicked in the WAL engine")
+    }
+
+    fn wait<'a>(&self, s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.shared
+            .changed
+            .wait(s)
+            .expect("a thread panicked in the WAL engine")
+    }
+
+    /// Commits and syncs so far.
+    pub fn stats(&self) -> GroupStats {
+        self.lock().stats
+    }
+
+    /// Bytes in the log now (its header included).
+    pub fn wal_bytes(&self) -> u64 {
+        self.lock().core.wal_bytes
+    }
+
+    /// Writes every live key as the snapshot and empties the log.
+    pub fn compact(&self) -> io::Result<()> {
+        let mut s = self.lock();
+        while s.syncing {
+            s = self.wait(s);
+        }
+        let r = s.core.compact();
+        if r.is_err() {
+            s.core.poisoned = true;
+        }
+        self.shared.changed.notify_all();
+        r
+    }
+}
+
+impl KvEngine for SharedWalKv {
+    fn read_version(&mut self) -> Result<KvVersion, KvError> {
+        self.lock().core.read_version()
+    }
+
+    fn get(&mut self, at: KvVersion, key: &[u8]) -> Result<Option<Value>, KvError> {
+        self.lock().core.get(at, key)
+    }
+
+    fn range(
+        &mut self,
+        at: KvVersion,
+        range: &KeyRange,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Value)>, KvError> {
+        self.lock().core.range(at, range, limit)
+    }
+
+    fn commit(&mut self, req: CommitReq) -> Result<KvVersion, KvError> {
+        let mut s = self.lock();
+        let v = match s.core.decide(req) {
+            Ok(Decided::Nothing(v)) => return Ok(v),
+            Ok(Decided::Logged(v)) => v,
+            Err(e) => {
+                // A failed append poisoned the engine: wake the waiters so they learn it.
+                self.shared.changed.notify_all();
+                return Err(e);
+            }
+        };
+        s.stats.commits += 1;
+        loop {
+            if s.core.durable >= v.0 {
+                break;
+            }
+            if s.core.poisoned {
+                return Err(KvError::CommitUnknown);
+            }
+            if s.syncing {
+                s = self.wait(s);
+                continue;
+            }
+            // Lead: every frame appended so far rides on this sync.
+            s.syncing = true;
+            let target = s.core.version();
+            let wal = Arc::clone(&s.core.wal);
+            drop(s);
+            let synced = wal.sync_data();
+            s = self.lock();
+            s.syncing = false;
+            s.stats.syncs += 1;
+            match synced {
+                Ok(()) => s.core.durable = s.core.durable.max(target),
+                Err(_) => s.core.poisoned = true,
+            }
+            self.shared.changed.notify_all();
+        }
+        // Compaction truncates the log, so only while no leader is syncing it; if one is, a
+        // later commit compacts.
+        if !s.syncing && !s.core.poisoned {
+            s.core.maybe_compact();
+            self.shared.changed.notify_all();
+        }
+        Ok(v)
+    }
+}
+
+impl From<super::WalKv> for SharedWalKv {
+    fn from(kv: super::WalKv) -> Self {
+        kv.into_shared()
+    }
+}

@@ -2,7 +2,8 @@
 //! under scripted and random faults, with verdicts, run directories and reports.
 //!
 //! Every failure prints the exact command that reproduces it; exit codes are 127 (assertion),
-//! 128 (liveness) and 129 (correctness), as t3fs-sim defines them.
+//! 128 (liveness), 129 (correctness) and 130 (undecided: an UNKNOWN verdict), as t3fs-sim
+//! defines them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +23,31 @@ pub enum SimCommand {
     Replay(ReplayArgs),
     /// List the catalog scenarios and the planted bugs.
     List,
+}
+
+/// `--storage-lease on|off`: overrides the scenario's (or the swarm seed's) lease switch.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Toggle {
+    /// t3fs's storage-side lease.
+    On,
+    /// 3FS's behaviour: no storage-side lease.
+    Off,
+}
+
+impl Toggle {
+    fn apply(t: Option<Self>, sc: &mut Scenario) {
+        if let Some(t) = t {
+            sc.cluster.storage_lease = t == Self::On;
+        }
+    }
+
+    fn flag(t: Option<Self>) -> String {
+        match t {
+            Some(Self::On) => " --storage-lease on".into(),
+            Some(Self::Off) => " --storage-lease off".into(),
+            None => String::new(),
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -46,6 +72,9 @@ pub struct RunArgs {
     /// Do not write a run directory.
     #[arg(long)]
     no_report: bool,
+    /// Override the scenario's storage-side lease switch.
+    #[arg(long, value_enum, value_name = "on|off")]
+    storage_lease: Option<Toggle>,
 }
 
 #[derive(Args, Debug)]
@@ -65,6 +94,9 @@ pub struct SwarmArgs {
     /// Save failing seeds as regression scenarios in this directory.
     #[arg(long, value_name = "DIR")]
     save: Option<PathBuf>,
+    /// Run every seed with the storage-side lease on or off (default: drawn from the seed).
+    #[arg(long, value_enum, value_name = "on|off")]
+    storage_lease: Option<Toggle>,
 }
 
 #[derive(Args, Debug)]
@@ -81,6 +113,9 @@ pub struct ReplayArgs {
     /// Where the run directory goes.
     #[arg(long, default_value = "runs")]
     out: PathBuf,
+    /// Override the seed's storage-side lease switch.
+    #[arg(long, value_enum, value_name = "on|off")]
+    storage_lease: Option<Toggle>,
 }
 
 fn load(name: &str) -> Result<Scenario, String> {
@@ -144,6 +179,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if a.bug.is_some() {
         sc.bug = a.bug.clone();
     }
+    Toggle::apply(a.storage_lease, &mut sc);
     let seeds = match (a.seed, a.all_seeds) {
         (Some(s), _) => vec![s],
         (None, true) => sc.seeds.clone(),
@@ -156,7 +192,11 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             .as_ref()
             .map(|b| format!(" --bug {b}"))
             .unwrap_or_default();
-        let command = format!("t3fs sim run {} --seed {seed}{bug}", a.scenario);
+        let command = format!(
+            "t3fs sim run {} --seed {seed}{bug}{}",
+            a.scenario,
+            Toggle::flag(a.storage_lease)
+        );
         println!("{} (seed {seed}): {}", sc.name, sc.about);
         let o = match run::run(&sc, seed, a.log) {
             Ok(o) => o,
@@ -179,19 +219,81 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     ExitCode::from(worst as u8)
 }
 
+/// What a swarm saw, by outcome: a seed is PASS, FAIL (exit 127..129) or UNKNOWN (exit 130);
+/// EXPECTED verdicts are counted by reason across passing seeds.
+#[derive(Default)]
+struct Tally {
+    pass: u64,
+    fail: u64,
+    unknown: u64,
+    expected: std::collections::BTreeMap<String, u64>,
+    leased: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Outcome, leased: bool) {
+        self.leased += u64::from(leased);
+        match o.exit {
+            0 => self.pass += 1,
+            run::EXIT_UNDECIDED => self.unknown += 1,
+            _ => self.fail += 1,
+        }
+        for (_, v) in &o.verdicts {
+            if let t3fs_sim::check::Verdict::Expected(d) = v {
+                *self.expected.entry(expected_reason(d)).or_default() += 1;
+            }
+        }
+    }
+
+    fn line(&self) -> String {
+        let expected = if self.expected.is_empty() {
+            "0".to_string()
+        } else {
+            self.expected
+                .iter()
+                .map(|(r, n)| format!("{n} {r}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "{} PASS · {} FAIL · {} UNKNOWN · EXPECTED verdicts: {expected} · {} seeds with the storage lease",
+            self.pass, self.fail, self.unknown, self.leased
+        )
+    }
+}
+
+/// An EXPECTED verdict's reason: its text up to the first `:` or ` (`.
+fn expected_reason(detail: &str) -> String {
+    let end = [detail.find(':'), detail.find(" (")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(detail.len());
+    detail[..end].to_string()
+}
+
 fn swarm_cmd(a: SwarmArgs) -> ExitCode {
     let pb = ProgressBar::new(a.seeds);
     pb.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds · {msg} · {elapsed} (eta {eta})")
             .expect("template"),
     );
-    let mut failures = 0u64;
+    let mut tally = Tally::default();
     let mut worst = 0;
     let started = std::time::Instant::now();
     let mut events = 0u64;
     let mut sim_ns = 0u64;
+    let flags = format!(
+        "{}{}",
+        a.bug
+            .as_ref()
+            .map(|b| format!(" --bug {b}"))
+            .unwrap_or_default(),
+        Toggle::flag(a.storage_lease)
+    );
     for seed in a.from..a.from + a.seeds {
-        let sc = t3fs_sim::swarm::scenario(seed, a.bug.as_deref());
+        let mut sc = t3fs_sim::swarm::scenario(seed, a.bug.as_deref());
+        Toggle::apply(a.storage_lease, &mut sc);
         let o = match run::run(&sc, seed, false) {
             Ok(o) => o,
             Err(e) => {
@@ -202,42 +304,33 @@ fn swarm_cmd(a: SwarmArgs) -> ExitCode {
         };
         events += o.events;
         sim_ns += o.sim_ns;
+        tally.add(&o, sc.cluster.storage_lease);
         pb.inc(1);
-        pb.set_message(format!("{failures} failed"));
+        pb.set_message(format!("{} failed, {} unknown", tally.fail, tally.unknown));
+        // Every excused stale read is shown with its target, versions and window.
+        for (name, v) in &o.verdicts {
+            if let t3fs_sim::check::Verdict::Expected(d) = v {
+                if d.starts_with("3FS Appendix B") {
+                    let first = d.lines().next().unwrap_or("");
+                    pb.suspend(|| println!("seed {seed}: {name} EXPECTED: {first}"));
+                }
+            }
+        }
         if !o.passed() {
-            failures += 1;
             if worst == 0 {
                 worst = o.exit;
             }
-            let bug = a
-                .bug
-                .as_ref()
-                .map(|b| format!(" --bug {b}"))
-                .unwrap_or_default();
+            let label = if o.exit == run::EXIT_UNDECIDED {
+                "UNKNOWN"
+            } else {
+                "FAIL"
+            };
             pb.suspend(|| {
-                println!("seed {seed}: FAIL (exit {}): {}", o.exit, o.reason);
-                println!("  reproduce: t3fs sim replay --seed {seed}{bug}");
+                println!("seed {seed}: {label} (exit {}): {}", o.exit, o.reason);
+                println!("  reproduce: t3fs sim replay --seed {seed}{flags}");
             });
             if let Some(dir) = &a.save {
-                let _ = std::fs::create_dir_all(dir);
-                let path = dir.join(format!("swarm_{seed}.toml"));
-                let mut saved = sc.clone();
-                saved.name = format!("swarm_{seed}");
-                saved.about = format!(
-                    "Regression: swarm seed {seed} failed ({})",
-                    o.reason.lines().next().unwrap_or("")
-                );
-                saved.seeds = vec![seed];
-                match std::fs::write(&path, t3fs_scenario::write::to_toml(&saved)) {
-                    Ok(()) => pb.suspend(|| {
-                        println!(
-                            "  saved: {} (t3fs sim run {})",
-                            path.display(),
-                            path.display()
-                        )
-                    }),
-                    Err(e) => pb.suspend(|| eprintln!("  not saved: {e}")),
-                }
+                save_seed(&pb, dir, &sc, seed, &o);
             }
             if !a.keep_going {
                 break;
@@ -247,20 +340,45 @@ fn swarm_cmd(a: SwarmArgs) -> ExitCode {
     pb.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     println!(
-        "swarm: {} seeds from {}, {failures} failed · {events} events · {:.0} simulated s in {wall:.1} s wall ({:.0}x real time)",
+        "swarm: {} seeds from {}: {} · {events} events · {:.0} simulated s in {wall:.1} s wall ({:.0}x real time)",
         a.seeds,
         a.from,
+        tally.line(),
         sim_ns as f64 / 1e9,
         sim_ns as f64 / 1e9 / wall.max(1e-9)
     );
-    if failures == 0 {
+    if worst == 0 {
         println!("PASS");
     }
     ExitCode::from(worst as u8)
 }
 
+/// Saves a failing swarm seed as a regression scenario file in `dir`.
+fn save_seed(pb: &ProgressBar, dir: &std::path::Path, sc: &Scenario, seed: u64, o: &Outcome) {
+    let _ = std::fs::create_dir_all(dir);
+    let path = dir.join(format!("swarm_{seed}.toml"));
+    let mut saved = sc.clone();
+    saved.name = format!("swarm_{seed}");
+    saved.about = format!(
+        "Regression: swarm seed {seed} failed ({})",
+        o.reason.lines().next().unwrap_or("")
+    );
+    saved.seeds = vec![seed];
+    match std::fs::write(&path, t3fs_scenario::write::to_toml(&saved)) {
+        Ok(()) => pb.suspend(|| {
+            println!(
+                "  saved: {} (t3fs sim run {})",
+                path.display(),
+                path.display()
+            )
+        }),
+        Err(e) => pb.suspend(|| eprintln!("  not saved: {e}")),
+    }
+}
+
 fn replay_cmd(a: ReplayArgs) -> ExitCode {
-    let sc = t3fs_sim::swarm::scenario(a.seed, a.bug.as_deref());
+    let mut sc = t3fs_sim::swarm::scenario(a.seed, a.bug.as_deref());
+    Toggle::apply(a.storage_lease, &mut sc);
     println!("{}: {}", sc.name, sc.about);
     print!("{}", t3fs_scenario::write::to_toml(&sc));
     let bug = a
@@ -268,7 +386,11 @@ fn replay_cmd(a: ReplayArgs) -> ExitCode {
         .as_ref()
         .map(|b| format!(" --bug {b}"))
         .unwrap_or_default();
-    let command = format!("t3fs sim replay --seed {}{bug}", a.seed);
+    let command = format!(
+        "t3fs sim replay --seed {}{bug}{}",
+        a.seed,
+        Toggle::flag(a.storage_lease)
+    );
     let o = match run::run(&sc, a.seed, !a.quiet) {
         Ok(o) => o,
         Err(e) => {

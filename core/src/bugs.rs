@@ -32,11 +32,18 @@ pub enum PlantedBug {
     /// chunk with the version possibly committed downstream; the next write reuses the version
     /// for other bytes and the replicas diverge.
     AbandonForwardOnTimeout,
+    /// With the storage-side lease on, reads are served whether or not the node's lease holds
+    /// (updates still check it): the Appendix B #1/#4 stale read comes back.
+    LeaseIgnored,
+    /// Reads skip the store's check of the stored bytes against their checksum: bytes rotted
+    /// at rest are returned with a fresh checksum of the rotten bytes, which end-to-end CRC32C
+    /// then cannot catch.
+    ReadCrcSkipped,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::TailAckBeforeCommit,
         Self::ReadPending,
         Self::ReplayAppliedTwice,
@@ -44,6 +51,8 @@ impl PlantedBug {
         Self::CommitBeforeSuccessorAck,
         Self::Resync3fsTable,
         Self::AbandonForwardOnTimeout,
+        Self::LeaseIgnored,
+        Self::ReadCrcSkipped,
     ];
 
     /// The command-line name.
@@ -56,6 +65,8 @@ impl PlantedBug {
             Self::CommitBeforeSuccessorAck => "commit-before-successor-ack",
             Self::Resync3fsTable => "resync-3fs-table",
             Self::AbandonForwardOnTimeout => "abandon-forward-on-timeout",
+            Self::LeaseIgnored => "lease-ignored",
+            Self::ReadCrcSkipped => "read-crc-skipped",
         }
     }
 
@@ -75,6 +86,8 @@ impl PlantedBug {
             Self::AbandonForwardOnTimeout => {
                 "a forward that ran out of retries is abandoned; the version is reused"
             }
+            Self::LeaseIgnored => "reads are served without a storage-side lease (lease on)",
+            Self::ReadCrcSkipped => "reads skip the stored-checksum check: rotten bytes are served",
         }
     }
 

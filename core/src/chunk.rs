@@ -18,6 +18,10 @@
 //!   was submitted earlier, and then returns the state before that mutation (an engine serving
 //!   reads from committed metadata while a commit is in flight); machines must not rely on
 //!   read-after-submit ordering.
+//! - Checksums are kept with the data. A read, and an update that builds on the committed
+//!   content, first checks the stored bytes against their checksum and answers `Corrupt` on a
+//!   mismatch (rot at rest, a misdirected or torn write): damaged bytes are never returned or
+//!   laundered into a fresh checksum.
 //! - After a crash, an operation without a reported completion may or may not have happened, but
 //!   it is atomic at this API.
 //!
@@ -121,6 +125,9 @@ pub enum ChunkOp {
         len: u32,
         /// Read the pending version if there is one.
         uncommitted: bool,
+        /// Skip checking the stored bytes against the checksum kept with them. Only the planted
+        /// bug `read-crc-skipped` sets it; every store verifies otherwise.
+        unverified: bool,
     },
     /// Writes pending `version` = the committed content with `kind` applied.
     Update {

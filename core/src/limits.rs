@@ -27,6 +27,13 @@ pub const CLIENT_CALLS_MAX: usize = 256;
 pub const OUTBOX_ACTIONS_MAX: usize = 4096;
 /// Client-side retries of one chunk I/O before the call fails (3FS: 60 s budget).
 pub const CLIENT_RETRIES_MAX: u32 = 16;
+/// Clock drift rate the protocol tolerates on any node by default, in parts per million
+/// (0.1 %, far above what NTP-disciplined or even free-running quartz clocks show); the
+/// storage-side lease is shortened by the drift of both clocks over one failure-detection
+/// interval (`storage/lease.rs`).
+pub const CLOCK_DRIFT_PPM_MAX: u32 = 1_000;
+/// Read attempts a client remembers per chunk I/O to attribute a reply to its replica.
+pub const CLIENT_READ_ATTEMPTS_KEPT: usize = 4;
 /// Forwarding retries of one update before it fails upstream (3FS: 60 s budget).
 pub const FORWARD_RETRIES_MAX: u32 = 16;
 /// First client retry backoff (3FS `init_wait` 500 ms; halved for fast-retry statuses).

@@ -85,6 +85,8 @@ struct RawCluster {
     timeouts: String,
     #[serde(default)]
     reject_dirty_reads: bool,
+    #[serde(default)]
+    storage_lease: bool,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +116,7 @@ struct RawFaults {
     disk_eio: Option<f64>,
     disk_corrupt: Option<f64>,
     torn_write: Option<f64>,
+    lost_write: Option<f64>,
     kv_latency: Option<String>,
     kv_conflict: Option<f64>,
     kv_commit_unknown: Option<f64>,
@@ -133,6 +136,8 @@ struct RawExpect {
     loss_allowed: bool,
     #[serde(default = "yes")]
     converges: bool,
+    #[serde(default)]
+    undecided_ok: bool,
 }
 
 fn one() -> u32 {
@@ -215,6 +220,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
                 linearizable: e.linearizable,
                 loss_allowed: e.loss_allowed,
                 converges: e.converges,
+                undecided_ok: e.undecided_ok,
             }
         }
         None => Expect::default(),
@@ -417,6 +423,7 @@ impl Cx<'_> {
             meta: c.meta,
             timeouts,
             reject_dirty_reads: c.reject_dirty_reads,
+            storage_lease: c.storage_lease,
         })
     }
 
@@ -473,6 +480,7 @@ impl Cx<'_> {
         rate("disk_eio", r.disk_eio, &mut f.disk_eio)?;
         rate("disk_corrupt", r.disk_corrupt, &mut f.disk_corrupt)?;
         rate("torn_write", r.torn_write, &mut f.torn_write)?;
+        rate("lost_write", r.lost_write, &mut f.lost_write)?;
         rate("kv_conflict", r.kv_conflict, &mut f.kv_conflict)?;
         rate(
             "kv_commit_unknown",

@@ -69,6 +69,10 @@ pub struct Cluster {
     pub timeouts: Timeouts,
     /// Targets answer "not committed" on dirty chunks (3FS's legacy read mode).
     pub reject_dirty_reads: bool,
+    /// Storage-side lease (a t3fs improvement over 3FS, off by default = 3FS's behaviour): a
+    /// storage node serves reads and accepts updates only while the primary mgmtd's heartbeat
+    /// replies keep its lease current, so no stale read of Appendix B #1/#4 is possible.
+    pub storage_lease: bool,
 }
 
 /// Client workload: each client runs one operation at a time with think time between them.
@@ -109,6 +113,9 @@ pub struct Faults {
     pub disk_corrupt: f64,
     /// Probability that an unsynced (in-flight) disk operation is torn by a crash.
     pub torn_write: f64,
+    /// Probability that a crash loses one recently acknowledged write of the disk (a volatile
+    /// write cache that lied): the chunk is back to its prior, self-consistent state.
+    pub lost_write: f64,
     /// KV commit latency.
     pub kv_latency: Range<Duration>,
     /// Probability of a spurious KV conflict.
@@ -142,6 +149,7 @@ impl Default for Faults {
             disk_eio: 0.0,
             disk_corrupt: 0.0,
             torn_write: 0.0,
+            lost_write: 0.0,
             kv_latency: us(500)..ms(3),
             kv_conflict: 0.0,
             kv_commit_unknown: 0.0,
@@ -393,6 +401,8 @@ pub struct Expect {
     pub loss_allowed: bool,
     /// The cluster must converge in the liveness phase.
     pub converges: bool,
+    /// A verdict that could not be decided (UNKNOWN) does not fail the run.
+    pub undecided_ok: bool,
 }
 
 impl Default for Expect {
@@ -401,6 +411,7 @@ impl Default for Expect {
             linearizable: true,
             loss_allowed: false,
             converges: true,
+            undecided_ok: false,
         }
     }
 }

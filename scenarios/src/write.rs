@@ -78,6 +78,9 @@ pub fn to_toml(s: &Scenario) -> String {
         }
     );
     let _ = writeln!(o, "reject_dirty_reads = {}", c.reject_dirty_reads);
+    if c.storage_lease {
+        let _ = writeln!(o, "storage_lease = true");
+    }
     if c.meta > 0 {
         let _ = writeln!(o, "meta = {}", c.meta);
     }
@@ -117,6 +120,9 @@ pub fn to_toml(s: &Scenario) -> String {
         "disk_corrupt = {:?}\ntorn_write = {:?}",
         f.disk_corrupt, f.torn_write
     );
+    if f.lost_write > 0.0 {
+        let _ = writeln!(o, "lost_write = {:?}", f.lost_write);
+    }
     let _ = writeln!(
         o,
         "kv_latency = \"{}\"\nkv_conflict = {:?}\nkv_commit_unknown = {:?}",
@@ -229,5 +235,8 @@ pub fn to_toml(s: &Scenario) -> String {
         "\n[expect]\nlinearizable = {}\nloss_allowed = {}\nconverges = {}",
         e.linearizable, e.loss_allowed, e.converges
     );
+    if e.undecided_ok {
+        let _ = writeln!(o, "undecided_ok = true");
+    }
     o
 }

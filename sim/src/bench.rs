@@ -46,6 +46,7 @@ pub fn ten_host_scenario(duration: Duration) -> Scenario {
             meta: 0,
             timeouts: Timeouts::Fast,
             reject_dirty_reads: true,
+            storage_lease: false,
         },
         namespace: None,
         workload: Workload {

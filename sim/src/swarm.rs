@@ -36,8 +36,9 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         meta: 0,
         timeouts: Timeouts::Fast,
         reject_dirty_reads: r.chance(0.3),
+        storage_lease: false, // Drawn last, below.
     };
-    let workload = Workload {
+    let mut workload = Workload {
         chunks: 1 + r.below(8) as u32,
         write_size: [16, 64, 4096][r.below(3) as usize],
         read_fraction: 0.2 + r.unit() * 0.6,
@@ -281,6 +282,39 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
             add(at, Action::Crash(victim.clone()));
             add(at + ms(200 + r.below(3000)), Action::Restart(victim));
         }
+    }
+    // Drawn last so every draw above is unchanged: half the seeds run with t3fs's storage-side
+    // lease, where no stale read may be excused as 3FS Appendix B #1/#4.
+    cluster.storage_lease = r.chance(0.5);
+    // Likewise last: a fifth of the seeds lose an acknowledged write at some crashes.
+    faults.lost_write = on(0.2, 0.5, &mut r);
+    // `lease-ignored` breaks the lease only where it matters: with it on, while a storage node
+    // is cut off from mgmtd past failure detection (6 s) but still reachable by clients. Seeds
+    // run with that bug always get both, as meta bugs always get meta servers.
+    if bug == Some(t3fs_core::bugs::PlantedBug::LeaseIgnored.name()) {
+        // A stale read needs one client writing through the new chain while another, whose
+        // routing refresh is still due, reads the same chunk from the cut-off replica.
+        cluster.storage_lease = true;
+        cluster.clients = cluster.clients.max(3);
+        workload.chunks = 1;
+        let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
+        let m: Vec<NodeRef> = (0..cluster.mgmtd).map(NodeRef::Mgmtd).collect();
+        let at = ms(1000 + r.below(duration.as_millis() as u64 / 3));
+        let end = (at + ms(7000 + r.below(3000))).min(duration);
+        let step = |at, action| Step {
+            at,
+            line: 0,
+            action,
+        };
+        steps.push(step(
+            at,
+            Action::Partition {
+                a: vec![n.clone()],
+                b: m.clone(),
+                oneway: false,
+            },
+        ));
+        steps.push(step(end, Action::Repair { a: vec![n], b: m }));
     }
     steps.sort_by_key(|s| s.at);
     Scenario {

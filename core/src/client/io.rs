@@ -2,9 +2,9 @@
 //! matching replies, and retrying with the same exactly-once identity.
 
 use crate::chunk::UpdateKind;
-use crate::client::{Client, ClientCall, ClientTimer};
+use crate::client::{Client, ClientCall, ClientTimer, Served};
 use crate::crc32c;
-use crate::ids::{ChainId, ChannelId, ChunkId, RequestId, SeqNum, TargetId};
+use crate::ids::{ChainId, ChainVersion, ChannelId, ChunkId, NodeId, RequestId, SeqNum, TargetId};
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{
     MessageTag, Msg, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq, Status,
@@ -63,6 +63,10 @@ pub struct ChunkIo {
     /// under an older one (another replica still at the old version would have missed the
     /// change and may serve stale data; found by the swarm, seed 3272).
     pub min_chain: Option<crate::ids::ChainVersion>,
+    /// Reads only: every attempt sent, as (node, target, chain version), so a reply is
+    /// attributed to the replica that sent it and the version it was asked under, even when it
+    /// answers an earlier attempt (checkers need this to tell a stale replica from a bug).
+    pub attempts: Vec<(NodeId, TargetId, ChainVersion)>,
 }
 
 /// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.
@@ -253,7 +257,15 @@ impl Client {
                 }
             };
             out.send(node, msg);
-            self.ios.get_mut(&id).expect("present").sent_to = target;
+            let io = self.ios.get_mut(&id).expect("present");
+            io.sent_to = target;
+            if let (IoKind::Read { .. }, Some(t)) = (&io.kind, target) {
+                // Bounded: the oldest attempts' replies are the least likely to still arrive.
+                if io.attempts.len() == crate::limits::CLIENT_READ_ATTEMPTS_KEPT {
+                    io.attempts.remove(0);
+                }
+                io.attempts.push((node, t, chain.version));
+            }
             match self.cfg.io_timeout.clone() {
                 Some(wait) => out.set_timer(ClientTimer::Retry(id), wait),
                 None => out.push(ActionOf::CancelTimer(ClientTimer::Retry(id))),
@@ -332,7 +344,7 @@ impl Client {
         }
     }
 
-    pub(super) fn on_read_reply(&mut self, rep: ReadReply, out: &mut Outbox<Self>) {
+    pub(super) fn on_read_reply(&mut self, from: NodeId, rep: ReadReply, out: &mut Outbox<Self>) {
         let Some(io) = self.ios.get(&rep.read_id) else {
             return;
         };
@@ -354,11 +366,18 @@ impl Client {
                 };
                 let call = io.call;
                 let chunk = io.chunk;
+                let served = io.attempts.iter().rev().find(|a| a.0 == from).map(|a| Served {
+                    chunk,
+                    chain: io.chain,
+                    target: a.1,
+                    chain_version: a.2,
+                });
                 let state = self.calls.get_mut(&call).expect("I/O of a live call");
                 let n = rep.data.len().min(len as usize);
                 let start = buf_offset as usize;
                 state.buf[start..start + n].copy_from_slice(&rep.data[..n]);
                 state.versions.push((chunk, rep.version));
+                state.served.extend(served);
                 self.finish_io(id, Ok(None), out)
             }
             status if status.is_retryable() => self.retry_after_status(id, status, out),

@@ -157,6 +157,8 @@ pub enum ClientRet {
         data: Vec<u8>,
         /// Versions per chunk.
         versions: Vec<(ChunkId, ChunkVersion)>,
+        /// Which replica answered each chunk read, under which chain version.
+        served: Vec<Served>,
     },
     /// A write or chunk update finished on every chunk.
     Updated {
@@ -168,6 +170,21 @@ pub enum ClientRet {
     /// The answer to `QueryLastChunk`: per chain asked, in chain order, its last committed
     /// chunk of the file (`None`: none).
     LastChunks(Vec<(ChainId, Option<crate::msg::LastChunk>)>),
+}
+
+/// Which replica served one chunk of a read, and the chain version the client asked under:
+/// what a checker needs to attribute a stale read to a replica mgmtd had already moved out of
+/// the chain (3FS Appendix B #1/#4) rather than to a protocol bug.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct Served {
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Its chain.
+    pub chain: ChainId,
+    /// The target that answered.
+    pub target: crate::ids::TargetId,
+    /// The chain version the answered attempt was sent under.
+    pub chain_version: crate::ids::ChainVersion,
 }
 
 /// Timers of the client machine.
@@ -191,6 +208,7 @@ struct CallState {
     lasts: Vec<(ChainId, Option<crate::msg::LastChunk>)>,
     buf: Vec<u8>,
     versions: Vec<(ChunkId, ChunkVersion)>,
+    served: Vec<Served>,
     results: Vec<(ChunkId, UpdateResult)>,
 }
 
@@ -298,6 +316,7 @@ impl Client {
             lasts: Vec::new(),
             buf: vec![0; buf_len],
             versions: Vec::new(),
+            served: Vec::new(),
             results: Vec::new(),
         };
         self.calls.insert(req, state);
@@ -317,6 +336,7 @@ impl Client {
                 channel: None,
                 sent_to: None,
                 min_chain: None,
+                attempts: Vec::new(),
             };
             self.ios.insert(id, io);
             self.send_io(id, out);
@@ -331,6 +351,7 @@ impl Client {
             None if state.is_read => ClientRet::Read {
                 data: state.buf,
                 versions: state.versions,
+                served: state.served,
             },
             None => ClientRet::Updated {
                 results: state.results,
@@ -379,9 +400,9 @@ impl Machine for Client {
     ) {
         match event {
             EventOf::Call { req, call } => self.on_call(req, call, out),
-            EventOf::Recv { msg, .. } => match msg {
+            EventOf::Recv { from, msg } => match msg {
                 Msg::UpdateReply(rep) => self.on_update_reply(rep, out),
-                Msg::ReadReply(rep) => self.on_read_reply(rep, out),
+                Msg::ReadReply(rep) => self.on_read_reply(from, rep, out),
                 Msg::QueryLastChunkReply(rep) => self.on_query_reply(rep, out),
                 Msg::MetaReply(rep) => self.on_meta_reply(rep, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),

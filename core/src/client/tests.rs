@@ -251,13 +251,25 @@ fn read_with_bad_checksum_is_retried_never_returned() {
     let good = read_reply(&read, Status::Ok, b"z", crate::crc32c::checksum(b"z"));
     let acts = recv(&mut c, to, good);
     // One byte was stored; the second is past the chunk's end and reads as zero.
-    assert!(acts.contains(&ActionOf::Return {
-        req: RequestId(1),
-        ret: ClientRet::Read {
-            data: vec![b'z', 0],
-            versions: vec![(read.chunk, ChunkVersion(1))]
-        }
-    }));
+    let ret = acts.iter().find_map(|a| match a {
+        ActionOf::Return {
+            req: RequestId(1),
+            ret:
+                ClientRet::Read {
+                    data,
+                    versions,
+                    served,
+                },
+        } => Some((data.clone(), versions.clone(), served.clone())),
+        _ => None,
+    });
+    let (data, versions, served) = ret.expect("the read returns");
+    assert_eq!(data, vec![b'z', 0]);
+    assert_eq!(versions, vec![(read.chunk, ChunkVersion(1))]);
+    // The answer is attributed to the replica it came from, under the version it was sent.
+    assert_eq!(served.len(), 1, "{served:?}");
+    assert_eq!(served[0].chunk, read.chunk);
+    assert_eq!(served[0].chain_version, read.chain.version);
 }
 
 /// Swarm seed 3272: a replica said the chain had moved on, and the retry went to another

@@ -137,8 +137,19 @@ impl Mgmtd {
             MgmtdTimer::HeartbeatDeadline(hb.node),
             fail_after..fail_after,
         );
-        // Accepted heartbeats get no reply: it would carry nothing (3FS piggybacks config
-        // updates, which t3fs does not distribute); only refusals need the sender to act.
+        // 3FS answers accepted heartbeats with nothing (it piggybacks config updates, which
+        // t3fs does not distribute). With the storage-side lease, the answer is the lease: it
+        // echoes the sender's timestamp, from which the node's lease runs, and it is sent only
+        // after the deadline above was re-armed (the order the lease argument needs).
+        if self.cfg.storage_lease {
+            let routing = p.routing.version;
+            let status = MgmtdStatus::Accepted {
+                hb_version: hb.hb_version,
+                timestamp: hb.timestamp,
+                routing,
+            };
+            Self::reply_hb(out, from, status);
+        }
     }
 
     /// No heartbeat from `node` for the fail interval: it is failed and its targets OFFLINE.

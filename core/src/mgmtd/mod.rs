@@ -87,6 +87,9 @@ pub struct MgmtdConfig {
     /// liveness is checkable), the lease is taken once, and chains are updated after every
     /// event that could change them.
     pub periodic: bool,
+    /// Answer accepted heartbeats with `MgmtdStatus::Accepted`, which renews the storage-side
+    /// lease (`storage/lease.rs`). Off: 3FS's behaviour (accepted heartbeats get no reply).
+    pub storage_lease: bool,
     /// A planted bug, or `None`.
     pub bug: Option<MgmtdBug>,
 }
@@ -113,6 +116,7 @@ impl MgmtdConfig {
             push_routing_to: Vec::new(),
             writer_retry_wait: Duration::from_millis(100)..s(1),
             periodic: true,
+            storage_lease: false,
             bug: None,
         }
     }

@@ -29,7 +29,7 @@ impl Rng {
 }
 
 fn status(r: &mut Rng) -> Status {
-    match r.below(15) {
+    match r.below(16) {
         0 => Status::Ok,
         1 => Status::Busy,
         2 => Status::ChainVersionMismatch,
@@ -46,7 +46,8 @@ fn status(r: &mut Rng) -> Status {
         13 => Status::StaleChainVersion {
             current: ChainVersion(r.next() as u32),
         },
-        _ => Status::TargetNotServing,
+        14 => Status::TargetNotServing,
+        _ => Status::NoLease,
     }
 }
 
@@ -378,8 +379,13 @@ fn local_state(r: &mut Rng) -> crate::routing::LocalState {
 }
 
 fn mgmtd_status(r: &mut Rng) -> MgmtdStatus {
-    match r.below(6) {
+    match r.below(7) {
         0 => MgmtdStatus::Ok,
+        5 => MgmtdStatus::Accepted {
+            hb_version: r.next(),
+            timestamp: r.next(),
+            routing: crate::ids::RoutingVersion(r.next()),
+        },
         1 => MgmtdStatus::NotPrimary {
             primary: (r.below(2) == 1).then(|| NodeId(r.next() as u32)),
         },

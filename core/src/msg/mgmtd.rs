@@ -5,7 +5,7 @@
 //! Protocol outcomes are statuses inside replies ([`MgmtdStatus`]), never Rust errors.
 
 use crate::chunk::{Applied, ChunkMeta, PendingMeta, UpdateTag};
-use crate::ids::{ChainVersion, ClientId, NodeId, TargetId, VersionedChain};
+use crate::ids::{ChainVersion, ClientId, NodeId, RoutingVersion, TargetId, VersionedChain};
 use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
 use crate::msg::Status;
 use crate::routing::LocalState;
@@ -83,6 +83,18 @@ pub enum MgmtdStatus {
     Disabled,
     /// Malformed content (duplicate targets, node id 0 or mgmtd's own): do not retry.
     Invalid,
+    /// The heartbeat was accepted (sent only with the storage-side lease on; 3FS answers
+    /// accepted heartbeats with nothing). Echoes the heartbeat's own timestamp, so the node
+    /// extends its lease from the moment it *sent* the report (`storage/lease.rs`), and carries
+    /// the routing version, so a node that is behind refreshes at once.
+    Accepted {
+        /// The accepted heartbeat's version.
+        hb_version: u64,
+        /// The accepted heartbeat's timestamp (the sender's clock).
+        timestamp: u64,
+        /// The primary's routing version.
+        routing: RoutingVersion,
+    },
 }
 
 impl Wire for MgmtdStatus {
@@ -100,6 +112,16 @@ impl Wire for MgmtdStatus {
             Self::BadTimestamp => enc.u8(3),
             Self::Disabled => enc.u8(4),
             Self::Invalid => enc.u8(5),
+            Self::Accepted {
+                hb_version,
+                timestamp,
+                routing,
+            } => {
+                enc.u8(6);
+                hb_version.encode(enc);
+                timestamp.encode(enc);
+                routing.encode(enc);
+            }
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -114,6 +136,11 @@ impl Wire for MgmtdStatus {
             3 => Self::BadTimestamp,
             4 => Self::Disabled,
             5 => Self::Invalid,
+            6 => Self::Accepted {
+                hb_version: Wire::decode(dec)?,
+                timestamp: Wire::decode(dec)?,
+                routing: Wire::decode(dec)?,
+            },
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

@@ -316,6 +316,10 @@ pub enum Status {
     },
     /// The target is not serving (offline, waiting, or syncing for reads): retry elsewhere.
     TargetNotServing,
+    /// The node's storage-side lease from the primary mgmtd has lapsed (`storage/lease.rs`):
+    /// mgmtd may already have moved its targets out of their chains. Refresh routing, retry
+    /// elsewhere.
+    NoLease,
 }
 
 impl Status {
@@ -346,6 +350,7 @@ impl Wire for Status {
             Self::NoTarget => 12,
             Self::StaleChainVersion { .. } => 13,
             Self::TargetNotServing => 14,
+            Self::NoLease => 15,
         };
         enc.u8(tag);
         if let Self::StaleChainVersion { current } = self {
@@ -371,6 +376,7 @@ impl Wire for Status {
                 current: Wire::decode(dec)?,
             },
             14 => Self::TargetNotServing,
+            15 => Self::NoLease,
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

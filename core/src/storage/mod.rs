@@ -28,6 +28,7 @@
 
 pub mod chunk_lock;
 pub mod exactly_once;
+pub mod lease;
 mod query;
 mod read;
 pub mod resync;
@@ -90,6 +91,8 @@ pub struct StorageConfig {
     pub heartbeat_interval: Option<Range<Duration>>,
     /// Capacity reported per target for statfs (3FS: the SSD's size).
     pub capacity: u64,
+    /// The storage-side lease's length (`lease.rs`); `None`: no lease (3FS's behaviour).
+    pub lease: Option<Duration>,
 }
 
 impl StorageConfig {
@@ -110,6 +113,7 @@ impl StorageConfig {
                 crate::limits::HEARTBEAT_INTERVAL..crate::limits::HEARTBEAT_INTERVAL * 11 / 10,
             ),
             capacity: TARGET_CAPACITY,
+            lease: None,
         }
     }
 }
@@ -223,6 +227,8 @@ pub struct StorageCounters {
     pub resync_fatal: u64,
     /// Pending versions force-committed on a returning LASTSRV.
     pub force_commits: u64,
+    /// Reads and updates refused because the storage-side lease had lapsed.
+    pub lease_refusals: u64,
 }
 
 /// The storage node machine.
@@ -249,6 +255,8 @@ pub struct StorageNode {
     /// Periodic heartbeats sent to `primary` since its last reply; every third silent period
     /// the node probes the next mgmtd (see `on_heartbeat_timer`).
     hb_unanswered: u32,
+    /// The storage-side lease (held only with `StorageConfig::lease` set).
+    lease: lease::Lease,
     /// Resync rounds this node runs as predecessor, by its target.
     resyncs: BTreeMap<TargetId, resync::Resync>,
     /// The time of the event being handled (for heartbeat timestamps); not state identity.
@@ -325,6 +333,7 @@ impl StorageNode {
             hb_version: 0,
             primary,
             hb_unanswered: 0,
+            lease: lease::Lease::default(),
             resyncs: BTreeMap::new(),
             now: Default::default(),
             counters: Default::default(),
@@ -415,6 +424,18 @@ impl StorageNode {
 
     /// The admission check every request passes first: this node hosts a target of the chain
     /// and the request's chain version matches this node's exactly (3FS §3.2 step 1).
+    /// Whether this node may serve reads and accept updates now: always without the lease
+    /// switch; with it, only while the lease holds. A refusal also asks mgmtd for routing, since
+    /// a lapsed lease usually means this node has fallen out of the chain.
+    fn leased(&mut self, out: &mut Outbox<Self>) -> bool {
+        if self.cfg.lease.is_none() || self.lease.holds(*self.now) {
+            return true;
+        }
+        self.counters.lease_refusals += 1;
+        self.poll_routing(out);
+        false
+    }
+
     fn admit_chain(&mut self, chain: VersionedChain) -> Result<LocalView, Status> {
         let view = self.local_view(chain.chain).ok_or(Status::NoTarget)?;
         if view.version != chain.version && !self.bug(PlantedBug::SkipChainVersionCheck) {

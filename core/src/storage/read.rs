@@ -42,6 +42,10 @@ impl StorageNode {
             Err(status) => return reply(out, from, &req, status, None),
         };
         let target = view.target;
+        // The planted bug skips only the check, so the refusal counter shows what it let by.
+        if !self.leased(out) && !self.bug(PlantedBug::LeaseIgnored) {
+            return reply(out, from, &req, Status::NoLease, None);
+        }
         let t = &self.targets[&target];
         // Reads need a SERVING, UPTODATE target of a node past its restart phase.
         if view.state != PublicState::Serving || !self.local_ready(target, view.state) {
@@ -60,6 +64,7 @@ impl StorageNode {
             offset: req.offset,
             len: req.len,
             uncommitted: read_pending,
+            unverified: self.bug(PlantedBug::ReadCrcSkipped),
         };
         self.submit(out, IoPurpose::Read { target, from, req }, op);
     }

@@ -332,6 +332,7 @@ impl StorageNode {
                 offset: 0,
                 len: CHUNK_SIZE_MAX,
                 uncommitted: false,
+                unverified: false,
             };
             self.submit(out, IoPurpose::FullRead { target, chunk }, op);
         }

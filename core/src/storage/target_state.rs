@@ -20,6 +20,7 @@ use crate::machine::Outbox;
 use crate::msg::{Heartbeat, LocalTargetInfo, MgmtdStatus, Msg};
 use crate::routing::{LocalState, PublicState, RoutingInfo};
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
+use crate::time::Instant;
 
 impl StorageNode {
     /// Whether the node reports to a mgmtd.
@@ -59,7 +60,7 @@ impl StorageNode {
         }
     }
 
-    fn poll_routing(&self, out: &mut Outbox<Self>) {
+    pub(super) fn poll_routing(&self, out: &mut Outbox<Self>) {
         if let Some(m) = self.primary {
             out.send(
                 m,
@@ -141,6 +142,16 @@ impl StorageNode {
                 // A restarted process: continue after the last accepted version and resend.
                 self.hb_version = last;
                 self.send_heartbeat(out);
+            }
+            MgmtdStatus::Accepted {
+                timestamp, routing, ..
+            } => {
+                if let Some(length) = self.cfg.lease {
+                    self.lease.renew(Instant(timestamp), length);
+                }
+                if routing > self.routing.version {
+                    self.poll_routing(out);
+                }
             }
             MgmtdStatus::NotPrimary { primary } if primary.is_some() && primary != self.primary => {
                 self.on_not_primary(primary, out)

@@ -153,6 +153,9 @@ impl StorageNode {
         if !self.local_ready(target, view.state) {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
+        if !self.leased(out) {
+            return reply(out, from, &req, Status::NoLease, None);
+        }
         if from_client {
             if !view.is_head {
                 return reply(out, from, &req, Status::NotHead, None);
@@ -434,6 +437,7 @@ impl StorageNode {
                     offset: 0,
                     len: running.waiter.req.chunk_size,
                     uncommitted: true,
+                    unverified: false,
                 };
                 out.push(ActionOf::CancelTimer(timer));
                 self.submit(out, IoPurpose::FullRead { target, chunk }, op);

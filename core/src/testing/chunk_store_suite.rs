@@ -67,6 +67,7 @@ impl<S: ChunkStore> Driver<S> {
             offset,
             len,
             uncommitted,
+            unverified: false,
         }) {
             Ok(ChunkDone::Read(r)) => r,
             other => panic!("read answered {other:?}"),

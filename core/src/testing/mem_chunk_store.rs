@@ -2,8 +2,10 @@
 //! delivered in submission order on the next poll.
 //!
 //! It also offers a synchronous [`MemChunkStore::apply`] used by the model checker, which
-//! executes an op at the moment its self-message is delivered. It models no faults; the
-//! simulator's disk model adds latency, errors and crash loss around it.
+//! executes an op at the moment its self-message is delivered. It injects no faults itself;
+//! the simulator's disk model adds latency, errors and crash loss around it and damages its
+//! bytes through the hooks in `damage.rs`, which reads then catch by the checksums kept with
+//! the data (as a real store must).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -59,7 +61,7 @@ impl MemChunk {
 /// The in-memory reference chunk store of one target.
 #[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
 pub struct MemChunkStore {
-    chunks: BTreeMap<ChunkId, MemChunk>,
+    pub(super) chunks: BTreeMap<ChunkId, MemChunk>,
     queue: VecDeque<(IoId, ChunkOp)>,
 }
 
@@ -114,16 +116,22 @@ impl MemChunkStore {
                 offset,
                 len,
                 uncommitted,
+                unverified,
             } => {
                 let Some(c) = self.chunks.get(chunk) else {
                     return Ok(ChunkDone::Read(None));
                 };
-                let (version, bytes) = match (&c.pending, uncommitted) {
-                    (Some((v, Some(content))), true) => (*v, content.as_slice()),
+                let (version, bytes, crc) = match (&c.pending, uncommitted) {
+                    (Some((v, Some(content))), true) => (*v, content.as_slice(), c.pending_crc),
                     (Some((_, None)), true) => return Ok(ChunkDone::Read(None)),
                     _ if c.committed == ChunkVersion(0) => return Ok(ChunkDone::Read(None)),
-                    _ => (c.committed, c.data.as_slice()),
+                    _ => (c.committed, c.data.as_slice(), c.data_crc),
                 };
+                // The whole chunk against its stored checksum, not just the range: the checksum
+                // covers the chunk, and a range of rotten bytes must not slip through.
+                if !unverified && crc32c::checksum(bytes) != crc {
+                    return Err(ChunkError::Corrupt);
+                }
                 let start = (*offset as usize).min(bytes.len());
                 let end = start.saturating_add(*len as usize).min(bytes.len());
                 let data = bytes[start..end].to_vec();
@@ -145,6 +153,11 @@ impl MemChunkStore {
                     return Err(ChunkError::VersionConflict);
                 }
                 let base = (c.committed > ChunkVersion(0)).then_some(c.data.as_slice());
+                // Building on rotten bytes would give them a fresh, matching checksum.
+                let builds_on_base = !matches!(kind, UpdateKind::Remove | UpdateKind::Replace { .. });
+                if builds_on_base && base.is_some_and(|b| crc32c::checksum(b) != c.data_crc) {
+                    return Err(ChunkError::Corrupt);
+                }
                 let content = match kind {
                     UpdateKind::Remove => None,
                     k => Some(k.apply(base).expect("only Remove removes")),

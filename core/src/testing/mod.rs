@@ -6,6 +6,7 @@
 //! engines. Not for production use.
 
 mod chunk_store_suite;
+mod damage;
 mod kv_suite;
 mod mem_chunk_store;
 

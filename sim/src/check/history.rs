@@ -35,6 +35,8 @@ pub struct OpRec {
     pub invoke_ns: u64,
     /// Simulated ns at response.
     pub ret_ns: Option<u64>,
+    /// Reads: the replica that answered and the chain version the client asked under.
+    pub served: Option<t3fs_core::client::Served>,
 }
 
 /// A run's history.
@@ -65,6 +67,7 @@ impl History {
             failed: false,
             invoke_ns: self.now_ns,
             ret_ns: None,
+            served: None,
         });
         self.ops.len() - 1
     }
@@ -80,6 +83,11 @@ impl History {
         if let OpKind::Read(r) = &mut op.kind {
             *r = read;
         }
+    }
+
+    /// Records which replica served read `index` (before its response is recorded).
+    pub fn served(&mut self, index: usize, served: Option<t3fs_core::client::Served>) {
+        self.ops[index].served = served;
     }
 
     /// Records a failure: the operation stays open.

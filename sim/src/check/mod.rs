@@ -7,6 +7,7 @@
 //! Invariant: a checker that cannot decide says `Unknown`, never `Pass`. Not here: liveness
 //! (the runner measures convergence time against the scenario's bound).
 
+pub mod agreement;
 pub mod appendix_b;
 pub mod file_length;
 pub mod file_reads;
@@ -17,13 +18,12 @@ pub mod ns_fsck;
 pub mod ns_model;
 pub mod regular;
 
+pub use agreement::agreement;
+
 use std::collections::BTreeMap;
 
-use t3fs_core::ids::ChunkId;
-use t3fs_core::routing::PublicState;
 use t3fs_scenario::workload::Payload;
 
-use crate::world::World;
 use history::{History, OpKind};
 use linearizability::Outcome;
 
@@ -112,7 +112,11 @@ fn lin_of(h: &History, ops: &[history::OpRec], chunks: u32) -> (Verdict, usize) 
             }
             Outcome::Unknown => {
                 return (
-                    Verdict::Unknown(format!("chunk {c}: search budget exhausted")),
+                    Verdict::Unknown(format!(
+                        "chunk {c}: the linearizability search used its whole budget (LIN_BUDGET = {LIN_BUDGET} memo entries) on the chunk's {} operations; {c} of {chunks} chunks ({} operations) were decided before it",
+                        iv.len(),
+                        checked - iv.len()
+                    )),
                     checked,
                 )
             }
@@ -158,60 +162,118 @@ fn regular_of(h: &History, ops: &[history::OpRec], chunks: u32) -> Verdict {
 }
 
 /// The history verdicts: linearizability and regularity of the workload (operations before
-/// `final_from`), and durability (the whole history including the final reads, which must see
-/// every acknowledged write). `linearizable_required`: the targets reject dirty reads (legacy
+/// `final_from`), and durability (every final read, after convergence, must see every
+/// acknowledged write). `linearizable_required`: the targets reject dirty reads (legacy
 /// engine); otherwise reads return committed data at any replica (3FS's new engine), which
 /// §3.3 says may invert new and old values across replicas, so only regularity is required and
 /// a linearizability violation is `Expected`.
+///
+/// `stale` are the reads served by a replica mgmtd had already moved out of its chain (3FS
+/// Appendix B #1/#4, `appendix_b.rs`; empty when the storage lease is on). A violation is
+/// `Expected` for that reason only if the history without those reads passes; the verdict
+/// names the first of them. Durability is checked whatever the workload verdicts said.
 pub fn histories(
     h: &History,
     chunks: u32,
     final_from: usize,
     linearizable_required: bool,
+    stale: &BTreeMap<usize, appendix_b::StaleRead>,
 ) -> [(&'static str, Verdict); 3] {
-    let (lin, _) = lin_of(h, &h.ops[..final_from], chunks);
-    let reg = regular_of(h, &h.ops[..final_from], chunks);
+    let workload = &h.ops[..final_from];
+    // The workload without the stale-served reads (indices kept: an open read is skipped).
+    let excused: Vec<history::OpRec> = if stale.is_empty() {
+        Vec::new()
+    } else {
+        let mut ops = workload.to_vec();
+        for &i in stale.keys() {
+            ops[i].kind = OpKind::Read(None);
+        }
+        ops
+    };
+    let appendix_b = |v: Verdict, recheck: &dyn Fn(&[history::OpRec]) -> Verdict| match v {
+        Verdict::Fail(d) if !stale.is_empty() && matches!(recheck(&excused), Verdict::Pass(_)) => {
+            let first = culprit(workload, chunks, stale);
+            Verdict::Expected(format!(
+                "3FS Appendix B #1/#4 (no storage-side lease): {} ({} stale-served reads; the history without them passes): {d}",
+                first.describe(),
+                stale.len()
+            ))
+        }
+        v => v,
+    };
+    let lin = appendix_b(lin_of(h, workload, chunks).0, &|ops| lin_of(h, ops, chunks).0);
+    let reg = appendix_b(regular_of(h, workload, chunks), &|ops| regular_of(h, ops, chunks));
     let lin = match lin {
         Verdict::Fail(d) if !linearizable_required => Verdict::Expected(format!(
             "new-old inversion under committed reads (3FS new engine, §3.3): {d}"
         )),
         v => v,
     };
-    let finals = h.ops.len() - final_from;
-    let answered = h.ops[final_from..]
-        .iter()
-        .filter(|o| o.ret.is_some())
-        .count();
-    let workload_ok = if linearizable_required {
-        matches!(lin, Verdict::Pass(_))
-    } else {
-        matches!(reg, Verdict::Pass(_))
-    };
-    let durable = if !workload_ok {
-        Verdict::Unknown("not checked: the workload history did not pass".into())
-    } else if answered < finals {
-        Verdict::Unknown(format!("{answered} of {finals} final reads answered"))
-    } else {
-        let full = if linearizable_required {
-            lin_of(h, &h.ops, chunks).0
-        } else {
-            regular_of(h, &h.ops, chunks)
-        };
-        match full {
-            Verdict::Pass(_) => {
-                Verdict::Pass(format!("{finals} final reads see every acknowledged write"))
-            }
-            Verdict::Fail(d) => Verdict::Fail(format!(
-                "an acknowledged write is missing after convergence: {d}"
-            )),
-            u => u,
-        }
-    };
     [
         ("linearizable", lin),
         ("regular", reg),
-        ("no acknowledged write lost", durable),
+        ("no acknowledged write lost", durability(h, chunks, final_from)),
     ]
+}
+
+/// The stale-served read to name for a violation: the read the regularity check rejects if it
+/// is stale-served, else the first stale-served read of that chunk, else the first one.
+fn culprit<'a>(
+    ops: &[history::OpRec],
+    chunks: u32,
+    stale: &'a BTreeMap<usize, appendix_b::StaleRead>,
+) -> &'a appendix_b::StaleRead {
+    let failing = (0..chunks).find_map(|c| {
+        regular::check(&linearizability::intervals(ops, c))
+            .err()
+            .map(|(origin, _)| (c, origin))
+    });
+    failing
+        .and_then(|(c, origin)| {
+            stale
+                .get(&origin)
+                .or_else(|| stale.iter().find(|(&i, _)| ops[i].chunk == c).map(|(_, s)| s))
+        })
+        .or_else(|| stale.values().next())
+        .expect("called with stale reads")
+}
+
+/// No acknowledged write lost: every chunk has an answered final read, and each final read
+/// returns a value a regular register allows given every write of the run. Workload reads do
+/// not take part (a regular register's allowed values depend on writes only), so this verdict
+/// stands whatever the workload's own verdicts were.
+pub fn durability(h: &History, chunks: u32, final_from: usize) -> Verdict {
+    let finals = &h.ops[final_from..];
+    let unread: Vec<u32> = (0..chunks)
+        .filter(|c| {
+            !finals
+                .iter()
+                .any(|o| o.chunk == *c && o.ret.is_some() && matches!(o.kind, OpKind::Read(Some(_))))
+        })
+        .collect();
+    if let Some(c) = unread.first() {
+        let tries = finals.iter().filter(|o| o.chunk == *c).count();
+        return Verdict::Fail(format!(
+            "chunk {c} unreadable after convergence ({tries} final reads failed; {} chunks unreadable in all): its acknowledged writes may be lost",
+            unread.len()
+        ));
+    }
+    let mut ops = h.ops.clone();
+    for o in &mut ops[..final_from] {
+        if matches!(o.kind, OpKind::Read(_)) {
+            o.kind = OpKind::Read(None);
+        }
+    }
+    match regular_of(h, &ops, chunks) {
+        Verdict::Pass(_) => Verdict::Pass(format!(
+            "{} final reads of {chunks} chunks see every acknowledged write",
+            finals.iter().filter(|o| o.ret.is_some()).count()
+        )),
+        Verdict::Fail(d) => Verdict::Fail(format!(
+            "an acknowledged write is missing after convergence: {d}"
+        )),
+        u => u,
+    }
 }
 
 /// No read returned bytes that no client wrote.
@@ -239,53 +301,4 @@ pub fn corruption(h: &History) -> Verdict {
             describe(h, &bad[..bad.len().min(5)])
         ))
     }
-}
-
-/// CRAQ agreement at quiescence: every SERVING target of a chain holds the same committed
-/// version and bytes of every workload chunk.
-pub fn agreement(w: &World) -> Verdict {
-    let mut compared = 0;
-    for c in w.sim.audit.chains.values() {
-        // The first serving target's committed chunks: (version, bytes) by chunk.
-        type Content = BTreeMap<ChunkId, (u32, Vec<u8>)>;
-        let mut reference: Option<(t3fs_core::ids::TargetId, Content)> = None;
-        for t in c.targets.iter().filter(|t| t.state == PublicState::Serving) {
-            let Some(node) = w.layout.initial.node_of(t.target) else {
-                continue;
-            };
-            let Some(disk) = w.nodes[node.0 as usize].ctx.disks.get(&t.target) else {
-                continue;
-            };
-            let content: BTreeMap<ChunkId, (u32, Vec<u8>)> = disk
-                .store
-                .chunks()
-                .iter()
-                .filter(|(_, m)| m.committed.0 > 0)
-                .map(|(id, m)| (*id, (m.committed.0, m.data.clone())))
-                .collect();
-            compared += content.len();
-            match &reference {
-                None => reference = Some((t.target, content)),
-                Some((rt, r)) if *r != content => {
-                    let diff = r
-                        .keys()
-                        .chain(content.keys())
-                        .find(|k| r.get(k) != content.get(k))
-                        .copied()
-                        .unwrap_or_default();
-                    return Verdict::Fail(format!(
-                        "chain {}: {rt} and {} differ on chunk {diff}: {:?} vs {:?}",
-                        c.chain,
-                        t.target,
-                        r.get(&diff).map(|(v, _)| v),
-                        content.get(&diff).map(|(v, _)| v)
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    Verdict::Pass(format!(
-        "{compared} committed chunk replicas identical across serving targets"
-    ))
 }

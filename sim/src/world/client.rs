@@ -86,7 +86,9 @@ impl Driver {
         self.running = None;
         match (op, ret) {
             (Op::Write { .. }, ClientRet::Updated { .. }) => history.ret(index, None),
-            (Op::Read { .. }, ClientRet::Read { data, .. }) => {
+            (Op::Read { .. }, ClientRet::Read { data, served, .. }) => {
+                // A workload read covers one chunk, so one replica served it.
+                history.served(index, served.first().copied());
                 history.ret(index, Some(decode_payload(data)))
             }
             // Failed or rejected: the outcome is unknown; the operation stays open.

@@ -50,6 +50,8 @@ impl World {
                     ("disk.lost_on_crash", dc.lost_on_crash),
                     ("disk.applied_on_crash", dc.applied_on_crash),
                     ("disk.torn", dc.torn),
+                    ("disk.rotted", dc.rotted),
+                    ("disk.lost_writes", dc.lost_writes),
                     ("disk.reads_overtaking", dc.overtaken),
                 ] {
                     *c.entry(k.into()).or_default() += v;

@@ -1,28 +1,38 @@
-//! The simulated disk of one target: the reference chunk store plus storage faults — latency
-//! with spikes, EIO (the medium fails and stays failed), ENOSPC, silent corruption at rest
-//! (caught by CRC32C: reads and read-modify-writes of the chunk fail with `Corrupt`), misdirected
-//! writes (another chunk's bytes are clobbered), and crash effects on unsynced operations (each
-//! in-flight operation either happened or not, and may be torn).
+//! The simulated disk of one target: the reference chunk store, driven through the
+//! `ChunkStore` contract (submit, then poll the completion) like every real store, plus storage
+//! faults — latency with spikes, EIO (the medium fails and stays failed), ENOSPC, and damage
+//! to the stored bytes: bits rotting at rest, misdirected writes (the bytes land on another
+//! chunk, the intended one keeps its old bytes), writes torn by a crash (a prefix persists),
+//! and lost writes (the device acknowledged, then the bytes were gone after a crash).
+//!
+//! Damage is real: rot, misdirection and tears change bytes and never the checksums kept with
+//! them, so it is the store's own verification that answers `Corrupt` (and a planted bug that
+//! skips it serves the rotten bytes). A lost write leaves an earlier, self-consistent state
+//! that no checksum flags: only the protocol (a restarted target resyncs) repairs it.
 //!
 //! Invariants: mutations of one chunk complete in submission order, and a read may complete
 //! before a mutation submitted earlier (it then sees the state before it) — the `ChunkStore`
-//! contract as amended here;
-//! destructive faults (EIO, corruption, misdirection, torn writes) happen only when the world's
-//! fault atlas allows them (`may_damage`); a disk that returned `Failed` or `Corrupt` is
-//! `damaged` and is replaced (emptied) when its node restarts, since a version-based resync
-//! cannot repair bytes that rotted under an unchanged version. Not here: the atlas itself
-//! (mod.rs) and queueing or bandwidth (a later performance model).
+//! contract; destructive faults happen only when the world's fault atlas allows them
+//! (`may_damage`); `corrupt` is the simulator's own record of the chunks it damaged (what the
+//! atlas consults), never what detects damage; a disk that answered `Failed` or `Corrupt` is
+//! `damaged` and is replaced (emptied) when its node restarts if another intact copy exists,
+//! since a version-based resync cannot repair bytes that rotted under an unchanged version.
+//! Not here: the atlas itself (atlas.rs) and queueing or bandwidth (a later performance model).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use core::ops::Range;
 use core::time::Duration;
 
-use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp};
-use t3fs_core::ids::ChunkId;
-use t3fs_core::testing::MemChunkStore;
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
+use t3fs_core::ids::{ChunkId, IoId};
+use t3fs_core::testing::{MemChunk, MemChunkStore};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng};
+
+/// Completed mutations whose prior state a disk keeps for lost-write faults (since its last
+/// crash): the device's volatile write cache, in effect.
+const RECENT_WRITES: usize = 16;
 
 /// Counters of one disk.
 #[derive(Clone, Debug, Default)]
@@ -33,8 +43,10 @@ pub struct DiskCounters {
     pub spikes: u64,
     /// EIO returned.
     pub eio: u64,
-    /// Reads or updates that hit corrupted bytes.
+    /// Reads or updates the store answered `Corrupt` (its checksum check caught damage).
     pub corrupt: u64,
+    /// Bits flipped at rest.
+    pub rotted: u64,
     /// ENOSPC returned.
     pub nospace: u64,
     /// Misdirected writes.
@@ -45,6 +57,8 @@ pub struct DiskCounters {
     pub applied_on_crash: u64,
     /// In-flight operations torn by a crash.
     pub torn: u64,
+    /// Completed (acknowledged) writes lost by a crash.
+    pub lost_writes: u64,
     /// Reads that completed before a mutation of the same chunk submitted earlier.
     pub overtaken: u64,
 }
@@ -54,7 +68,7 @@ pub struct DiskCounters {
 pub struct Disk {
     /// The durable contents.
     pub store: MemChunkStore,
-    /// Chunks whose stored bytes no longer match their checksum.
+    /// Chunks whose stored bytes this simulator damaged and that no rewrite has healed yet.
     pub corrupt: BTreeSet<ChunkId>,
     /// Every operation fails with EIO.
     pub eio: bool,
@@ -65,6 +79,9 @@ pub struct Disk {
     /// The disk returned `Failed` or `Corrupt` and must be replaced.
     pub damaged: bool,
     last_done: BTreeMap<ChunkId, Instant>,
+    /// Prior states of the latest completed mutations (only kept when lost writes are on).
+    recent: VecDeque<(ChunkId, Option<MemChunk>)>,
+    next_io: u64,
     /// Counters.
     pub counters: DiskCounters,
 }
@@ -79,7 +96,30 @@ fn chunk_of(op: &ChunkOp) -> Option<ChunkId> {
     }
 }
 
+fn is_mutation(op: &ChunkOp) -> bool {
+    !matches!(op, ChunkOp::Read { .. } | ChunkOp::List)
+}
+
 impl Disk {
+    /// Runs `op` on the store through the `ChunkStore` contract.
+    fn run(&mut self, op: &ChunkOp) -> Result<ChunkDone, ChunkError> {
+        self.next_io += 1;
+        self.store.submit(IoId(self.next_io), op.clone());
+        let mut done = Vec::with_capacity(1);
+        self.store.poll_completions(&mut done);
+        let (id, result) = done.pop().expect("one submitted, one completed");
+        debug_assert_eq!(id, IoId(self.next_io));
+        result
+    }
+
+    /// Every chunk's metadata, as a booting node lists it.
+    pub fn list(&mut self) -> Vec<t3fs_core::chunk::ChunkMeta> {
+        match self.run(&ChunkOp::List) {
+            Ok(ChunkDone::Listed(metas)) => metas,
+            other => panic!("list answered {other:?}"),
+        }
+    }
+
     /// When an operation submitted now completes: drawn latency (or a spike), but never before
     /// an earlier operation on the same chunk.
     pub fn completion_time(
@@ -98,9 +138,8 @@ impl Disk {
             None => rng.duration(f.disk_latency.clone()),
         };
         let mut at = Instant(now.0 + latency.as_nanos() as u64);
-        let mutation = !matches!(op, ChunkOp::Read { .. } | ChunkOp::List);
         match chunk_of(op) {
-            Some(c) if mutation => {
+            Some(c) if is_mutation(op) => {
                 let last = self.last_done.entry(c).or_insert(Instant::ZERO);
                 at = at.max(*last);
                 *last = at;
@@ -135,16 +174,12 @@ impl Disk {
             return Err(ChunkError::Failed);
         }
         let chunk = chunk_of(op);
+        let mut misdirect_to = None;
         match op {
             ChunkOp::Read { chunk, .. } => {
                 let exists = self.store.chunks().contains_key(chunk);
                 if exists && may_damage && rng.chance(f.disk_corrupt) {
-                    self.corrupt.insert(*chunk);
-                }
-                if self.corrupt.contains(chunk) {
-                    self.counters.corrupt += 1;
-                    self.damaged = true;
-                    return Err(ChunkError::Corrupt);
+                    self.rot(*chunk, rng);
                 }
             }
             ChunkOp::Update { chunk, .. } => {
@@ -152,13 +187,7 @@ impl Disk {
                     self.counters.nospace += 1;
                     return Err(ChunkError::NoSpace);
                 }
-                if self.corrupt.contains(chunk) {
-                    self.counters.corrupt += 1;
-                    self.damaged = true;
-                    return Err(ChunkError::Corrupt);
-                }
                 if may_damage && rng.chance(f.disk_corrupt / 4.0) {
-                    // Misdirected: the bytes land on another chunk of this target.
                     let others: Vec<ChunkId> = self
                         .store
                         .chunks()
@@ -166,46 +195,132 @@ impl Disk {
                         .filter(|c| *c != chunk)
                         .copied()
                         .collect();
-                    if let Some(victim) = rng.pick(&others) {
-                        self.counters.misdirected += 1;
-                        self.corrupt.insert(*victim);
-                    }
+                    misdirect_to = rng.pick(&others).copied();
                 }
             }
-            ChunkOp::Install { chunk, .. } => {
-                self.corrupt.remove(chunk);
-            }
-            ChunkOp::Commit { .. } | ChunkOp::List => {}
+            _ => {}
         }
-        let result = self.store.apply(op);
-        if let (Some(c), Ok(ChunkDone::Committed(meta))) = (chunk, &result) {
-            if meta.committed.0 == 0 {
-                self.corrupt.remove(&c); // Removed: nothing left to be corrupt.
+        let keep_before = misdirect_to.is_some() || (f.lost_write > 0.0 && is_mutation(op));
+        let before = match chunk {
+            Some(c) if keep_before => Some(self.store.chunks().get(&c).cloned()),
+            _ => None,
+        };
+        let result = self.run(op);
+        match &result {
+            Err(ChunkError::Corrupt) => {
+                self.counters.corrupt += 1;
+                self.damaged = true;
+            }
+            Err(_) => {}
+            Ok(_) => {
+                if let (Some(victim), Some(before)) = (misdirect_to, &before) {
+                    self.misdirect(op, before.as_ref(), victim);
+                }
+                if let (Some(c), Some(before)) = (chunk, before) {
+                    if f.lost_write > 0.0 && is_mutation(op) {
+                        if self.recent.len() == RECENT_WRITES {
+                            self.recent.pop_front();
+                        }
+                        self.recent.push_back((c, before));
+                    }
+                }
+                // A full rewrite (resync install, replace, remove) heals a damaged chunk.
+                if let Some(c) = chunk.filter(|c| self.corrupt.contains(c)) {
+                    if self.store.intact(c) {
+                        self.corrupt.remove(&c);
+                    }
+                }
             }
         }
         result
     }
 
+    /// Rot at rest: one bit of `chunk`'s committed bytes flips. False if it holds none.
+    pub fn rot(&mut self, chunk: ChunkId, rng: &mut Rng) -> bool {
+        let flipped = self.store.flip_bit(chunk, rng.next_u64());
+        if flipped {
+            self.counters.rotted += 1;
+            self.corrupt.insert(chunk);
+        }
+        flipped
+    }
+
+    /// The update `op` just applied went to the wrong place: its bytes land on `victim`, and
+    /// its own chunk keeps what it held there before (under the new checksum).
+    fn misdirect(&mut self, op: &ChunkOp, before: Option<&MemChunk>, victim: ChunkId) {
+        let ChunkOp::Update {
+            chunk,
+            kind: UpdateKind::Write { offset, data },
+            ..
+        } = op
+        else {
+            return;
+        };
+        self.counters.misdirected += 1;
+        let start = *offset as usize;
+        if self
+            .store
+            .revert(op, before, start..start + data.len())
+        {
+            self.corrupt.insert(*chunk);
+        }
+        if self.store.scribble(victim, *offset, data) {
+            self.corrupt.insert(victim);
+        }
+    }
+
     /// A crash: each unsynced in-flight operation (in submission order) reached the medium or
-    /// not; one that did may be torn (its chunk fails its checksum afterwards) when allowed.
+    /// not; one that did may be torn (a prefix persisted) when allowed. With lost writes on,
+    /// one recently acknowledged mutation may be gone too (its chunk back to its prior state).
     pub fn crash(&mut self, inflight: &[ChunkOp], rng: &mut Rng, f: &Faults, may_damage: bool) {
-        for op in inflight {
-            if matches!(op, ChunkOp::Read { .. } | ChunkOp::List) {
+        for op in inflight.iter().filter(|op| is_mutation(op)) {
+            if !rng.chance(0.5) {
+                self.counters.lost_on_crash += 1;
                 continue;
             }
-            if rng.chance(0.5) {
-                self.counters.applied_on_crash += 1;
-                let _ = self.store.apply(op);
-                if may_damage && rng.chance(f.torn_write) {
-                    if let Some(c) = chunk_of(op) {
-                        self.counters.torn += 1;
-                        self.corrupt.insert(c);
-                    }
+            self.counters.applied_on_crash += 1;
+            let c = chunk_of(op).expect("mutations name a chunk");
+            let before = self.store.chunks().get(&c).cloned();
+            let applied = self.run(op).is_ok();
+            if applied && may_damage && rng.chance(f.torn_write) {
+                let (at, len) = op_span(op);
+                let keep = rng.below(len.max(1) as u64) as usize;
+                if self.store.revert(op, before.as_ref(), at + keep..usize::MAX) {
+                    self.counters.torn += 1;
+                    self.corrupt.insert(c);
                 }
-            } else {
-                self.counters.lost_on_crash += 1;
             }
         }
+        if may_damage && !self.recent.is_empty() && rng.chance(f.lost_write) {
+            let k = rng.below(self.recent.len() as u64) as usize;
+            let (c, before) = self.recent[k].clone();
+            self.store.restore(c, before);
+            self.counters.lost_writes += 1;
+            if self.store.intact(c) {
+                self.corrupt.remove(&c);
+            } else {
+                self.corrupt.insert(c);
+            }
+        }
+        self.recent.clear();
         self.last_done.clear();
+    }
+}
+
+/// Where in its chunk an update or install writes, and how many bytes (0 for others).
+fn op_span(op: &ChunkOp) -> (usize, usize) {
+    match op {
+        ChunkOp::Update {
+            kind: UpdateKind::Write { offset, data },
+            ..
+        } => (*offset as usize, data.len()),
+        ChunkOp::Update {
+            kind: UpdateKind::Replace { data },
+            ..
+        }
+        | ChunkOp::Install {
+            data: Some(data), ..
+        } => (0, data.len()),
+        _ => (0, 0),
     }
 }

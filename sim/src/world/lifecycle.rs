@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use t3fs_core::ids::TargetId;
 
 use super::node::{self, Life, Proc, Role};
-use super::{disk, World};
+use super::{disk, Ev, World};
 
 impl World {
     /// Fail-stops node `i`: the process, its timers and unsynced I/O are gone; disks stay.
@@ -26,11 +26,23 @@ impl World {
                 per_target.entry(t).or_default().push(op);
             }
         }
-        for (t, ops) in per_target {
-            if let Some(d) = n.ctx.disks.get_mut(&t) {
-                d.crash(&ops, &mut self.sim.rng, &self.sim.faults, may_damage);
-            }
+        // Every disk crashes, not only those with operations in flight: a lost write was
+        // acknowledged earlier.
+        let (mut torn, mut lost) = (0, 0);
+        for (t, d) in n.ctx.disks.iter_mut() {
+            let ops = per_target.remove(t).unwrap_or_default();
+            let before = (d.counters.torn, d.counters.lost_writes);
+            d.crash(&ops, &mut self.sim.rng, &self.sim.faults, may_damage);
+            torn += d.counters.torn - before.0;
+            lost += d.counters.lost_writes - before.1;
         }
+        if torn > 0 {
+            self.sim.reached("disk torn write");
+        }
+        if lost > 0 {
+            self.sim.reached("disk lost write");
+        }
+        let n = &mut self.nodes[i];
         if n.ctx.role == Role::Storage {
             self.sim.audit.stale.extend(n.ctx.disks.keys().copied());
         }
@@ -66,10 +78,11 @@ impl World {
 
     /// Restarts node `i` from its disks. A damaged disk (EIO, corruption) is replaced with an
     /// empty one when `replace_damaged` and the fault atlas allows it (another intact SERVING
-    /// copy exists); otherwise the damage is treated as transient and cleared in place, since
-    /// replacing the last good copy would turn a recoverable fault into data loss (an empty
-    /// LASTSRV target returns as SERVING, §2.6.1). `replace_all` replaces every disk
-    /// unconditionally (a scenario's `restart_empty` already consulted the atlas).
+    /// copy exists). Otherwise the disk comes back as it is, damage and all: bytes are never
+    /// restored (replacing the last good copy would turn a recoverable fault into data loss,
+    /// and pretending damage away would hide it), and the replacement is retried once another
+    /// copy serves. `replace_all` replaces every disk unconditionally (a scenario's
+    /// `restart_empty` already consulted the atlas).
     pub fn restart(&mut self, i: usize, replace_damaged: bool, replace_all: bool) {
         if self.nodes[i].ctx.life != Life::Down {
             return;
@@ -83,7 +96,7 @@ impl World {
         let mut replaced = Vec::new();
         let mut kept = Vec::new();
         for ((t, d), ok) in n.ctx.disks.iter_mut().zip(replaceable) {
-            if replace_all || (replace_damaged && d.damaged && ok) {
+            if replace_all || (replace_damaged && (d.damaged || !d.corrupt.is_empty()) && ok) {
                 let counters = d.counters.clone();
                 *d = disk::Disk::default();
                 d.counters = counters; // The slot's history stays in the report.
@@ -91,8 +104,6 @@ impl World {
             } else {
                 if d.damaged || !d.corrupt.is_empty() {
                     kept.push(t.to_string());
-                    d.damaged = false;
-                    d.corrupt.clear();
                 }
                 // The medium's transient modes end with the process (a healed disk).
                 d.eio = false;
@@ -108,9 +119,11 @@ impl World {
         };
         if !kept.is_empty() {
             what.push_str(&format!(
-                "; atlas: damage on {} cleared in place (no other intact copy)",
+                "; atlas: {} kept damaged (no other intact copy yet), replacement retried",
                 kept.join(",")
             ));
+            let d = self.sim.rng.duration(self.sim.faults.restart_after.clone());
+            self.sim.schedule_in(d, Ev::ReplaceDisk { node: i });
         }
         self.sim.note("fault", &name, what);
         self.sim.reached(if replaced.is_empty() {
@@ -119,5 +132,46 @@ impl World {
             "disk replaced"
         });
         self.start_node(i, false);
+    }
+
+    /// Whether a disk of node `i` holds damage that awaits replacement.
+    pub fn holds_damage(&self, i: usize) -> bool {
+        self.nodes[i]
+            .ctx
+            .disks
+            .values()
+            .any(|d| d.damaged || !d.corrupt.is_empty())
+    }
+
+    /// Retries replacing the damaged disks of node `i` that a restart had to keep: once the
+    /// atlas allows it (another copy serves intact), the node is crashed and restarted with
+    /// fresh disks; until then, retried after another restart delay.
+    pub(super) fn retry_replacement(&mut self, i: usize) {
+        if !self.holds_damage(i) || self.nodes[i].ctx.life != Life::Up {
+            return; // Healed, or down: its restart replaces or schedules another retry.
+        }
+        let damaged: Vec<TargetId> = self.nodes[i]
+            .ctx
+            .disks
+            .iter()
+            .filter(|(_, d)| d.damaged || !d.corrupt.is_empty())
+            .map(|(t, _)| *t)
+            .collect();
+        let wait = self.sim.rng.duration(self.sim.faults.restart_after.clone());
+        if damaged
+            .iter()
+            .all(|t| self.sim.atlas_off || self.other_intact_replica(*t))
+        {
+            self.crash(i, "disk replacement");
+            self.sim.schedule_in(
+                wait,
+                Ev::Restart {
+                    node: i,
+                    replace_damaged: true,
+                },
+            );
+        } else {
+            self.sim.schedule_in(wait, Ev::ReplaceDisk { node: i });
+        }
     }
 }

@@ -36,6 +36,7 @@ impl World {
             Ev::ClientNext { node, .. } => (name(*node), "next operation".to_string()),
             Ev::NsNext { node, .. } => (name(*node), "next namespace operation".to_string()),
             Ev::Restart { node, .. } => (name(*node), "restart".to_string()),
+            Ev::ReplaceDisk { node } => (name(*node), "retry disk replacement".to_string()),
             Ev::Flap { node, down, .. } => (
                 name(*node),
                 format!("flap {}", if *down { "down" } else { "up" }),

@@ -28,6 +28,7 @@ pub mod ns_client;
 pub mod ns_files;
 pub mod queue;
 mod steps;
+pub use steps::REFUSED;
 
 use std::collections::BTreeMap;
 
@@ -73,6 +74,11 @@ pub enum Ev {
     },
     /// Scenario step `i` runs.
     Step(usize),
+    /// Retry replacing the damaged disks a restart had to keep.
+    ReplaceDisk {
+        /// Node index.
+        node: usize,
+    },
     /// A client starts its next namespace operation.
     NsNext {
         /// Node index.
@@ -296,6 +302,7 @@ impl World {
         let mut layout = Layout::new(&scenario.cluster, bugs);
         layout.gc_delay = scenario.namespace.as_ref().and_then(|n| n.gc_delay);
         layout.idem_expire = scenario.namespace.as_ref().and_then(|n| n.idem_expire);
+        layout.drift_ppm_max = layout.drift_ppm_max.max(scenario.faults.clock_drift_ppm);
         let mut rng = Rng::new(seed);
         let faults = scenario.faults.clone();
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);
@@ -412,7 +419,14 @@ impl World {
 
     /// Starts (or restarts) node `i` with a fresh process.
     pub fn start_node(&mut self, i: usize, in_service: bool) {
-        let proc = self.layout.process(&self.nodes[i].ctx, in_service);
+        // Booting lists every chunk's metadata through the store contract, as real stores do.
+        let metas = self.nodes[i]
+            .ctx
+            .disks
+            .iter_mut()
+            .map(|(t, d)| (*t, d.list()))
+            .collect();
+        let proc = self.layout.process(&self.nodes[i].ctx, metas, in_service);
         let n = &mut self.nodes[i];
         n.ctx.life = Life::Up;
         n.proc = proc;
@@ -558,6 +572,7 @@ impl World {
                 node,
                 replace_damaged,
             } => self.restart(node, replace_damaged, false),
+            Ev::ReplaceDisk { node } => self.retry_replacement(node),
             Ev::Flap {
                 node,
                 down,

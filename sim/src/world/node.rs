@@ -227,6 +227,11 @@ pub struct Layout {
     pub gc_delay: Option<Duration>,
     /// The scenario's idempotency-record expiry, if it sets one.
     pub idem_expire: Option<Duration>,
+    /// The storage-side lease is on (`[cluster] storage_lease`).
+    pub storage_lease: bool,
+    /// The clock drift the lease must tolerate (ppm): the protocol's bound, or the scenario's
+    /// drift if it sets a larger one.
+    pub drift_ppm_max: u32,
 }
 
 impl Layout {
@@ -286,6 +291,8 @@ impl Layout {
             meta_bug: bugs.meta,
             gc_delay: None,
             idem_expire: None,
+            storage_lease: c.storage_lease,
+            drift_ppm_max: t3fs_core::limits::CLOCK_DRIFT_PPM_MAX,
         }
     }
 
@@ -319,6 +326,7 @@ impl Layout {
         m.session_timeout = s(m.session_timeout);
         m.chain_update_interval = self.jitter(m.chain_update_interval.start);
         m.bug = self.mgmtd_bug;
+        m.storage_lease = self.storage_lease;
         m
     }
 
@@ -337,6 +345,13 @@ impl Layout {
         }
         s.forward_retry_wait =
             self.scale(s.forward_retry_wait.start)..self.scale(s.forward_retry_wait.end);
+        if self.storage_lease {
+            let fail = self.mgmtd_cfg(NodeId(0)).heartbeat_fail_interval;
+            s.lease = Some(t3fs_core::storage::lease::Lease::length(
+                fail,
+                self.drift_ppm_max,
+            ));
+        }
         s
     }
 
@@ -356,16 +371,17 @@ impl Layout {
         c
     }
 
-    /// A fresh process for `ctx` (first start or restart). `in_service`: the initial cluster.
-    pub fn process(&self, ctx: &Ctx, in_service: bool) -> Proc {
+    /// A fresh process for `ctx` (first start or restart), a storage node booting from `metas`
+    /// (what its disks list). `in_service`: the initial cluster.
+    pub fn process(
+        &self,
+        ctx: &Ctx,
+        metas: BTreeMap<TargetId, Vec<t3fs_core::chunk::ChunkMeta>>,
+        in_service: bool,
+    ) -> Proc {
         match ctx.role {
             Role::Mgmtd => Proc::Mgmtd(Box::new(Mgmtd::new(self.mgmtd_cfg(ctx.id)))),
             Role::Storage => {
-                let metas = ctx
-                    .disks
-                    .iter()
-                    .map(|(t, d)| (*t, d.store.metas()))
-                    .collect();
                 let cfg = self.storage_cfg(ctx.id);
                 let node = if in_service {
                     StorageNode::new_in_service(cfg, metas, self.initial.clone())

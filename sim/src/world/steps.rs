@@ -17,6 +17,11 @@ use t3fs_scenario::schema::{Action, ChainPos, NodeRef, Step};
 use super::node::Life;
 use super::{Ev, World};
 
+/// The reachability class of a scripted destructive fault the atlas refused: counted in the
+/// manifest and shown in the report, so a scenario that meant to destroy data and did not says
+/// so.
+pub const REFUSED: &str = "scripted fault refused by the atlas";
+
 impl World {
     /// Resolves a node reference to a node index, if it currently names one.
     pub fn resolve(&self, r: &NodeRef) -> Option<usize> {
@@ -90,6 +95,7 @@ impl World {
                         // hold an intact serving copy.
                         let allowed = self.may_damage_node(i);
                         if !allowed {
+                            self.sim.reached(REFUSED);
                             self.sim.note(
                                 "fault",
                                 &name(self, i),
@@ -259,6 +265,7 @@ impl World {
                         }
                         note = format!("fail disks of {}", name(self, i));
                     } else {
+                        self.sim.reached(REFUSED);
                         note = format!(
                             "atlas: disks of {} kept (no other intact replica)",
                             name(self, i)
@@ -378,6 +385,7 @@ impl World {
     fn corrupt_one(&mut self, i: usize) -> String {
         let name = self.nodes[i].ctx.name.clone();
         if !self.may_damage_node(i) {
+            self.sim.reached(REFUSED);
             return format!("atlas: no corruption on {name} (no other intact replica)");
         }
         for (t, d) in self.nodes[i].ctx.disks.iter_mut() {
@@ -388,9 +396,9 @@ impl World {
                 .filter(|(_, c)| c.committed.0 > 0)
                 .map(|(id, _)| *id)
                 .collect();
-            if let Some(c) = self.sim.rng.pick(&committed) {
-                d.corrupt.insert(*c);
-                return format!("corrupt {c} on {t} ({name})");
+            if let Some(&c) = self.sim.rng.pick(&committed) {
+                d.rot(c, &mut self.sim.rng);
+                return format!("corrupt {c} on {t} ({name}): one bit flipped at rest");
             }
         }
         format!("corrupt: {name} holds no committed chunk")

@@ -475,4 +475,5 @@ fn new_tenure_freezes_chains_until_targets_report() {
 }
 
 mod admin;
+mod lease;
 mod swarm;

@@ -520,6 +520,7 @@ fn reads_return_committed_data_or_not_committed_when_dirty_in_legacy_mode() {
                     offset: 0,
                     len: 2,
                     uncommitted: false,
+                    unverified: false,
                 };
                 assert_eq!(
                     acts,
@@ -673,5 +674,6 @@ fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
     );
 }
 
+mod lease;
 mod metadata;
 mod swarm;

@@ -160,6 +160,10 @@ pub fn catching_flags(bug: PlantedBug) -> Option<&'static str> {
         // Both need resync or exhausted retry budgets under message loss: the simulator's
         // swarm catches them (tests/sim_bugs.rs).
         PlantedBug::Resync3fsTable | PlantedBug::AbandonForwardOnTimeout => None,
+        // The model has a perfect failure detector and no storage-side lease.
+        PlantedBug::LeaseIgnored => None,
+        // The model's disk never damages bytes.
+        PlantedBug::ReadCrcSkipped => None,
     }
 }
 

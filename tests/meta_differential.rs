@@ -1,23 +1,24 @@
 //! Differential test of the meta namespace against a real local directory (issue 5, item 8):
 //! the same random sequence of namespace operations goes to t3fs's `Namespace` (over the
 //! in-memory MVCC KV) and to the kernel's file system under a fresh temporary directory, and
-//! every result must agree (success, or the same errno), as must the final trees.
+//! every result must agree (success, or the same errno), as must the final trees; and t3fs's GC
+//! root must hold exactly the inodes it dropped for good, as many as the kernel dropped.
 //!
 //! The universe is tiny on purpose (three names, depth three) so names collide and every
 //! error path is hit. Symlink targets are relative names in the link's own directory, so the
 //! real side never leaves its temporary directory. Hard links of symlinks are skipped: Linux
 //! links the symlink itself, 3FS links files only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use t3fs_core::ids::{ClientId, RequestId};
+use t3fs_core::ids::{ClientId, InodeId, RequestId};
 use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::Txn;
-use t3fs_core::meta::{EntryKind, MetaError, Namespace, PathOp, GC_ROOT};
+use t3fs_core::meta::{EntryKind, Inode, MetaError, Namespace, PathOp, GC_ROOT, ROOT};
 use t3fs_scenario::Rng;
 
 /// The errno a result stands for (0 for success).
@@ -94,7 +95,23 @@ fn meta_tree(ns: &mut Namespace<'_, '_, MemKv>, path: &str, out: &mut BTreeMap<S
     }
 }
 
-fn run(seed: u64, steps: u64) {
+/// Inodes a successful remove or replacing rename of `victim` drops for good in the kernel:
+/// a directory, or the last name of anything else.
+fn dropped(victim: &fs::Metadata) -> usize {
+    usize::from(victim.is_dir() || victim.nlink() == 1)
+}
+
+/// Every inode named below `dir` (t3fs's tree; directories recursively).
+fn named_inodes(ns: &mut Namespace<'_, '_, MemKv>, dir: InodeId, out: &mut BTreeSet<InodeId>) {
+    for (_, e) in ns.list_dir(dir, b"", 10_000).unwrap() {
+        if out.insert(e.inode) && e.kind == EntryKind::Directory {
+            named_inodes(ns, e.inode, out);
+        }
+    }
+}
+
+/// Runs `steps` random operations from `seed`; returns how many inodes went under GC.
+fn run(seed: u64, steps: u64) -> usize {
     let root = scratch(seed);
     let real = |p: &str| root.join(&p[1..]);
     let mut kv = MemKv::new(1_000_000);
@@ -105,6 +122,9 @@ fn run(seed: u64, steps: u64) {
     }
     let mut rng = Rng::new(seed);
     let mut done: Vec<String> = Vec::new();
+    // Every inode t3fs made, with its kind, and the inodes the kernel dropped for good.
+    let mut created: BTreeMap<InodeId, EntryKind> = BTreeMap::new();
+    let mut kernel_dropped = 0usize;
     for step in 0..steps {
         let op = PathOp {
             client: ClientId(1),
@@ -115,25 +135,41 @@ fn run(seed: u64, steps: u64) {
         let what = rng.below(8);
         let mut t = Txn::new(&mut kv);
         let mut ns = Namespace::new(&mut t);
-        let (name, got, want) = match what {
-            0 => (
-                format!("mkdir {a}"),
-                errno_of_meta(&ns.mkdirs(&a, 0o755, false, op)),
-                errno_of_io(&fs::create_dir(real(&a))),
-            ),
-            1 | 2 => (
-                format!("create O_EXCL {a}"),
-                errno_of_meta(&ns.create(&a, 0o644, true, op)),
-                errno_of_io(
-                    &fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(real(&a)),
-                ),
-            ),
+        // Per operation: its name, t3fs's errno, the kernel's, the inode t3fs made (if any) and
+        // how many inodes the kernel dropped for good if it succeeds (the last name of a file or
+        // symlink, or a directory, removed or replaced by a rename).
+        let made = |r: &Result<Inode, MetaError>| r.as_ref().ok().map(|i| (i.id, i.entry_kind()));
+        let (name, got, want, new, drops) = match what {
+            0 => {
+                let r = ns.mkdirs(&a, 0o755, false, op);
+                (
+                    format!("mkdir {a}"),
+                    errno_of_meta(&r),
+                    errno_of_io(&fs::create_dir(real(&a))),
+                    made(&r),
+                    0,
+                )
+            }
+            1 | 2 => {
+                let r = ns.create(&a, 0o644, true, op);
+                (
+                    format!("create O_EXCL {a}"),
+                    errno_of_meta(&r),
+                    errno_of_io(
+                        &fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .open(real(&a)),
+                    ),
+                    made(&r),
+                    0,
+                )
+            }
             3 => {
                 // unlink or rmdir, as the kernel's own type says.
-                let is_dir = fs::symlink_metadata(real(&a)).is_ok_and(|m| m.is_dir());
+                let victim = fs::symlink_metadata(real(&a)).ok();
+                let is_dir = victim.as_ref().is_some_and(|m| m.is_dir());
+                let drops = victim.map_or(0, |m| dropped(&m));
                 let want = if is_dir {
                     errno_of_io(&fs::remove_dir(real(&a)))
                 } else {
@@ -143,19 +179,35 @@ fn run(seed: u64, steps: u64) {
                     format!("remove {a}"),
                     errno_of_meta(&ns.remove(&a, false, op)),
                     want,
+                    None,
+                    drops,
                 )
             }
-            4 | 5 => (
-                format!("rename {a} {b}"),
-                errno_of_meta(&ns.rename(&a, &b, op)),
-                errno_of_io(&fs::rename(real(&a), real(&b))),
-            ),
+            4 | 5 => {
+                // A replaced destination is dropped, unless it is the source itself (another
+                // name of the same inode: POSIX rename then does nothing).
+                let src = fs::symlink_metadata(real(&a)).ok();
+                let drops = match (src, fs::symlink_metadata(real(&b))) {
+                    (Some(s), Ok(d)) if s.ino() != d.ino() => dropped(&d),
+                    _ => 0,
+                };
+                (
+                    format!("rename {a} {b}"),
+                    errno_of_meta(&ns.rename(&a, &b, op)),
+                    errno_of_io(&fs::rename(real(&a), real(&b))),
+                    None,
+                    drops,
+                )
+            }
             6 => {
                 let target = ["a", "b", "c"][rng.below(3) as usize];
+                let r = ns.symlink(&a, target, op);
                 (
                     format!("symlink {a} -> {target}"),
-                    errno_of_meta(&ns.symlink(&a, target, op)),
+                    errno_of_meta(&r),
                     errno_of_io(&symlink(target, real(&a))),
+                    made(&r),
+                    0,
                 )
             }
             _ => {
@@ -166,6 +218,8 @@ fn run(seed: u64, steps: u64) {
                     format!("link {a} {b}"),
                     errno_of_meta(&ns.hardlink(&a, &b, op)),
                     errno_of_io(&fs::hard_link(real(&a), real(&b))),
+                    None,
+                    0,
                 )
             }
         };
@@ -180,6 +234,8 @@ fn run(seed: u64, steps: u64) {
         if got == 0 {
             t.commit().unwrap();
             done.push(format!("  {step}: {name}"));
+            created.extend(new);
+            kernel_dropped += drops;
         }
     }
     let mut want = BTreeMap::new();
@@ -189,14 +245,47 @@ fn run(seed: u64, steps: u64) {
     let mut ns = Namespace::new(&mut t);
     meta_tree(&mut ns, "", &mut got);
     assert_eq!(got, want, "seed {seed}: final trees differ");
-    // Every name t3fs dropped for good sits under the GC root, none was lost silently.
-    let _ = ns.list_dir(GC_ROOT, b"", 10_000).unwrap();
+    // Every inode t3fs dropped for good sits under the GC root (nothing runs GC here), none
+    // was lost silently and nothing else is there: the GC root holds exactly the inodes made
+    // and no longer named, as many as the kernel dropped, each once, of its kind, unlinked.
+    let mut named = BTreeSet::new();
+    named_inodes(&mut ns, ROOT, &mut named);
+    let gc = ns.list_dir(GC_ROOT, b"", 10_000).unwrap();
+    let in_gc: BTreeMap<InodeId, EntryKind> = gc.iter().map(|(_, e)| (e.inode, e.kind)).collect();
+    let unnamed: BTreeMap<InodeId, EntryKind> = created
+        .iter()
+        .filter(|(id, _)| !named.contains(*id))
+        .map(|(id, k)| (*id, *k))
+        .collect();
+    assert_eq!(
+        in_gc, unnamed,
+        "seed {seed}: the GC root holds other inodes than those dropped"
+    );
+    assert_eq!(
+        gc.len(),
+        in_gc.len(),
+        "seed {seed}: an inode is under GC twice"
+    );
+    assert_eq!(
+        gc.len(),
+        kernel_dropped,
+        "seed {seed}: the kernel dropped {kernel_dropped} inodes, t3fs put {} under GC",
+        gc.len()
+    );
+    for id in in_gc.keys() {
+        assert_eq!(
+            ns.inode(*id).unwrap().nlink,
+            0,
+            "seed {seed}: {id:?} under GC"
+        );
+    }
     let _ = fs::remove_dir_all(&root);
+    gc.len()
 }
 
 #[test]
 fn namespace_operations_match_a_real_directory() {
-    for seed in 1..=100 {
-        run(seed, 300);
-    }
+    let dropped: usize = (1..=100).map(|seed| run(seed, 300)).sum();
+    // The GC-root check above must have had something to check.
+    assert!(dropped > 100, "only {dropped} inodes dropped over 100 runs");
 }

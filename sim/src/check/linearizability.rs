@@ -123,8 +123,10 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
     let mut calls: Vec<(usize, Option<u64>)> = Vec::new();
     let mut state: Option<u64> = None;
     let mut entry = next[0];
-    let mut deepest = 0usize;
+    // The operation whose return blocked the search at the greatest depth: the furthest any
+    // order got (backtracking then blocks at shallower returns, which must not replace it).
     let mut stuck_at = 0usize;
+    let mut stuck_depth = 0usize;
     let unlink = |next: &mut Vec<usize>, prev: &mut Vec<usize>, p: usize| {
         let (a, b) = (prev[p], next[p]);
         next[a] = b;
@@ -152,9 +154,6 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
                     }
                     calls.push((i, state));
                     state = new_state;
-                    if calls.len() > deepest {
-                        deepest = calls.len();
-                    }
                     // Lift the call and its return out of the list (return first: it is later).
                     unlink(&mut next, &mut prev, ret_pos[i]);
                     unlink(&mut next, &mut prev, call_pos[i]);
@@ -167,8 +166,9 @@ pub fn check(ops: &[Interval], budget: usize) -> Outcome {
             entry = next[entry];
         } else {
             // A return whose call is still in the list: nothing earlier can be linearized next.
-            if calls.len() + 1 >= deepest {
+            if calls.len() >= stuck_depth {
                 stuck_at = i;
+                stuck_depth = calls.len();
             }
             let Some((j, old)) = calls.pop() else {
                 return Outcome::Violation(context(ops, stuck_at));
@@ -299,6 +299,64 @@ pub(crate) mod tests {
             iv(Read(Some(1)), 4, 5),
         ];
         assert_eq!(check(&never, 1000), Outcome::Ok);
+    }
+
+    #[test]
+    fn intervals_keep_one_chunk_drop_uninformative_reads_and_open_writes_run_forever() {
+        use crate::check::history::History;
+        use t3fs_scenario::workload::Payload;
+        // The history's clock ticks once per invocation and once per response.
+        let mut h = History::default();
+        let w = h.invoke(0, 0, OpKind::Write(1)); // [1, 2]
+        h.ret(w, None);
+        let w = h.invoke(0, 1, OpKind::Write(2)); // Another chunk.
+        h.ret(w, None);
+        let w = h.invoke(0, 0, OpKind::Write(3)); // Open: may land any time after 5.
+        h.fail(w);
+        let answered = [
+            Payload::Value(3),
+            Payload::Hole,
+            Payload::Garbage, // The corruption check's.
+        ];
+        for p in answered {
+            let r = h.invoke(0, 0, OpKind::Read(None));
+            h.ret(r, Some(p));
+        }
+        let r = h.invoke(0, 0, OpKind::Read(None)); // Failed read: no information.
+        h.fail(r);
+        let ops = h.ops;
+        let iv = intervals(&ops, 0);
+        let got: Vec<(RegOp, u64, u64, usize)> =
+            iv.iter().map(|o| (o.op, o.call, o.ret, o.origin)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (RegOp::Write(1), 1, 2, 0),
+                (RegOp::Write(3), 5, u64::MAX, 2),
+                (RegOp::Read(Some(3)), 6, 7, 3),
+                (RegOp::Read(None), 8, 9, 4),
+            ]
+        );
+        // The open write explains the read of 3; the later hole read cannot follow it (a
+        // write once seen stays), so the whole is no register history.
+        assert!(matches!(check(&iv, 1000), Outcome::Violation(_)));
+        assert_eq!(check(&iv[..3], 1000), Outcome::Ok);
+    }
+
+    #[test]
+    fn a_violation_names_the_operations_around_the_conflict() {
+        use RegOp::*;
+        // Origins are the call times: w1 [1,2], w2 [3,4], the stale read [5,6].
+        let stale = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 4),
+            iv(Read(Some(1)), 5, 6),
+        ];
+        let Outcome::Violation(ctx) = check(&stale, 1000) else {
+            panic!("stale read accepted");
+        };
+        assert!(ctx.contains(&5), "the stale read: {ctx:?}");
+        assert!(ctx.contains(&3), "the write it missed: {ctx:?}");
     }
 
     #[test]

@@ -262,3 +262,146 @@ fn explain(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use t3fs_core::meta::perm::ROOT_USER;
+    use t3fs_core::meta::request::MetaAnswer;
+    use t3fs_core::meta::{Inode, InodeKind};
+
+    fn file() -> MetaResult {
+        Ok(MetaAnswer::Inode(Inode {
+            id: t3fs_core::ids::InodeId(7),
+            kind: InodeKind::File {
+                length: 0,
+                truncate_ver: 0,
+                layout: None,
+            },
+            uid: 0,
+            gid: 0,
+            perm: 0o644,
+            nlink: 1,
+            ctime: 0,
+            mtime: 0,
+        }))
+    }
+
+    fn create(path: &str) -> MetaOp {
+        MetaOp::Create {
+            path: path.into(),
+            perm: 0o644,
+            exclusive: true,
+        }
+    }
+
+    fn stat(path: &str) -> MetaOp {
+        MetaOp::Stat {
+            path: path.into(),
+            follow: false,
+        }
+    }
+
+    fn listing(rows: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
+        Some(
+            rows.iter()
+                .map(|(p, k)| (p.to_string(), k.to_string()))
+                .collect(),
+        )
+    }
+
+    fn dirs() -> Vec<String> {
+        vec!["/d0".to_string()]
+    }
+
+    #[test]
+    fn sequential_answers_explained_by_the_tree_pass() {
+        let mut h = NsHistory::default();
+        let a = h.invoke(0, (1, ROOT_USER), create("/d0/a"), 0);
+        h.ret(a, file());
+        let s = h.invoke(1, (2, ROOT_USER), stat("/d0/a"), 0);
+        h.ret(s, file());
+        let v = check(&h, &dirs(), listing(&[("/d0", "dir"), ("/d0/a", "file")]));
+        assert_eq!(
+            v,
+            Verdict::Pass(
+                "2 namespace operations (2 answered, 0 open) explained by one serial order ending in the final tree".into()
+            )
+        );
+        assert_eq!(
+            check(&NsHistory::default(), &dirs(), None),
+            Verdict::Pass("no namespace operations".into())
+        );
+    }
+
+    #[test]
+    fn a_stat_missing_a_file_created_before_it_began_fails() {
+        let mut h = NsHistory::default();
+        let a = h.invoke(0, (1, ROOT_USER), create("/d0/a"), 0);
+        h.ret(a, file());
+        let s = h.invoke(1, (2, ROOT_USER), stat("/d0/a"), 2_000_000_000);
+        h.ret(s, Err(MetaError::NotFound));
+        let v = check(&h, &dirs(), None);
+        assert!(v.failed(), "{v:?}");
+        assert!(
+            v.detail()
+                .starts_with("no serial order explains client 1's Stat")
+                && v.detail().contains("NotFound")
+                && v.detail().contains("2.000000s"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn concurrent_operations_may_take_either_order() {
+        // The stat is invoked before the create returns: it may precede it.
+        let mut h = NsHistory::default();
+        let a = h.invoke(0, (1, ROOT_USER), create("/d0/a"), 0);
+        let s = h.invoke(1, (2, ROOT_USER), stat("/d0/a"), 0);
+        h.ret(a, file());
+        h.ret(s, Err(MetaError::NotFound));
+        assert!(matches!(
+            check(&h, &dirs(), listing(&[("/d0", "dir"), ("/d0/a", "file")])),
+            Verdict::Pass(_)
+        ));
+    }
+
+    #[test]
+    fn open_operations_may_or_may_not_have_taken_effect() {
+        let mut h = NsHistory::default();
+        let a = h.invoke(0, (1, ROOT_USER), create("/d0/a"), 0);
+        // Every retry ended in an unknown commit: the operation stays open.
+        h.ret(a, Err(MetaError::Kv(t3fs_core::kv::KvError::CommitUnknown)));
+        assert_eq!(h.answered(), 0);
+        for end in [
+            listing(&[("/d0", "dir")]),
+            listing(&[("/d0", "dir"), ("/d0/a", "file")]),
+        ] {
+            assert!(matches!(check(&h, &dirs(), end), Verdict::Pass(_)));
+        }
+        // But it cannot have made a directory.
+        let v = check(&h, &dirs(), listing(&[("/d0", "dir"), ("/d0/a", "dir")]));
+        assert!(
+            v.detail().starts_with(
+                "every answer is explained, but no serial order ends in the final tree"
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_final_tree_no_order_reaches_fails() {
+        let mut h = NsHistory::default();
+        let a = h.invoke(0, (1, ROOT_USER), create("/d0/a"), 0);
+        h.ret(a, file());
+        // The KV lost the file the create acknowledged.
+        let v = check(&h, &dirs(), listing(&[("/d0", "dir")]));
+        assert_eq!(
+            v,
+            Verdict::Fail(
+                "every answer is explained, but no serial order ends in the final tree (1 paths)"
+                    .into()
+            )
+        );
+    }
+}

@@ -4,9 +4,11 @@
 //! reachable from the root or the GC root (nothing leaked); GC and session pruning finish once
 //! writers closed or died (nothing left under the GC root, no write session outlives its
 //! writer); no target stores a chunk of a file whose inode GC freed (GC removes the chunks
-//! first); and no file's length runs past its data (`file_length.rs`).
+//! first); and every file's length lies between its acknowledged length hints and its data
+//! (`file_length.rs`).
 //!
-//! Invariant: reads only the final rows; says `Fail` with the first inconsistency found. Not
+//! Invariant: reads only the final rows (and the facts `Extents` carries); says `Fail` with
+//! the first inconsistency found. Not
 //! here: whether the tree is the right one (the serializability checker says that).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -103,7 +105,7 @@ fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String>
             return Err(format!("{id:?} is named nowhere: leaked"));
         }
     }
-    for c in extents.keys() {
+    for c in extents.chunks.keys() {
         if !inodes
             .get(c)
             .is_some_and(|i| matches!(i.kind, InodeKind::File { .. }))
@@ -132,6 +134,112 @@ fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String>
         entries.len(),
         in_gc.len(),
         sessions.len(),
-        extents.len()
+        extents.chunks.len()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use t3fs_core::ids::{ClientId, RequestId};
+    use t3fs_core::kv::Txn;
+    use t3fs_core::meta::{dirent_key, inode_key, transact, PathOp};
+    use t3fs_core::mgmtd::store::encode;
+
+    fn op(n: u64) -> PathOp {
+        PathOp {
+            client: ClientId(1),
+            request: RequestId(n),
+            now: n,
+        }
+    }
+
+    /// /d, /d/f with a second name /d/g, /d/s -> f, and a removed /d/x under the GC root.
+    fn tree() -> (MemKv, Inode) {
+        let mut kv = MemKv::new(1_000_000);
+        transact(&mut kv, |ns| ns.init(0)).unwrap();
+        transact(&mut kv, |ns| ns.mkdirs("/d", 0o755, false, op(1))).unwrap();
+        let f = transact(&mut kv, |ns| ns.create("/d/f", 0o644, true, op(2))).unwrap();
+        transact(&mut kv, |ns| ns.hardlink("/d/f", "/d/g", op(3))).unwrap();
+        transact(&mut kv, |ns| ns.symlink("/d/s", "f", op(4))).unwrap();
+        transact(&mut kv, |ns| ns.create("/d/x", 0o644, true, op(5))).unwrap();
+        transact(&mut kv, |ns| ns.remove("/d/x", false, op(6))).unwrap();
+        let f = transact(&mut kv, |ns| ns.inode(f.id)).unwrap();
+        (kv, f)
+    }
+
+    fn put(kv: &mut MemKv, i: &Inode) {
+        let mut t = Txn::new(kv);
+        t.set(&inode_key(i.id), &encode(i));
+        t.commit().unwrap();
+    }
+
+    #[test]
+    fn a_consistent_namespace_passes() {
+        let (kv, _) = tree();
+        let v = fsck(&kv, true, &Extents::default());
+        assert!(matches!(v, Verdict::Pass(_)), "{v:?}");
+        assert!(
+            v.detail().contains("1 under GC") && v.detail().contains("1 file lengths"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn gc_left_unfinished_fails() {
+        let (kv, _) = tree();
+        let v = fsck(&kv, false, &Extents::default());
+        assert!(
+            v.detail()
+                .starts_with("GC and session pruning did not finish: 1 inodes under GC"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn link_counts_and_names_must_agree() {
+        let (mut kv, mut f) = tree();
+        f.nlink = 3;
+        put(&mut kv, &f);
+        let v = fsck(&kv, true, &Extents::default());
+        assert!(v.detail().ends_with("has nlink 3 but 2 names"), "{v:?}");
+        // Both names gone, the inode kept with nlink 0 outside the GC root: leaked.
+        let (mut kv, mut f) = tree();
+        let d = transact(&mut kv, |ns| ns.stat("/d", false)).unwrap().id;
+        f.nlink = 0;
+        put(&mut kv, &f);
+        let mut t = Txn::new(&mut kv);
+        t.clear(&dirent_key(d, b"f"));
+        t.clear(&dirent_key(d, b"g"));
+        t.commit().unwrap();
+        let v = fsck(&kv, true, &Extents::default());
+        assert!(v.detail().ends_with("is named nowhere: leaked"), "{v:?}");
+    }
+
+    #[test]
+    fn an_entry_naming_a_missing_inode_fails() {
+        let (mut kv, f) = tree();
+        let mut t = Txn::new(&mut kv);
+        t.clear(&inode_key(f.id));
+        t.commit().unwrap();
+        let v = fsck(&kv, true, &Extents::default());
+        assert!(v.detail().contains("names missing inode"), "{v:?}");
+    }
+
+    #[test]
+    fn chunks_of_no_file_and_lengths_past_the_data_fail() {
+        let (kv, f) = tree();
+        let mut e = Extents::default();
+        e.chunks.insert(InodeId(999), BTreeMap::from([(0, 10)]));
+        let v = fsck(&kv, true, &e);
+        assert!(v.detail().contains("which is no file"), "{v:?}");
+        // The file claims 10 bytes storage does not hold (the file-length rules, wired in).
+        let (mut kv, mut f2) = (kv, f);
+        if let InodeKind::File { length, .. } = &mut f2.kind {
+            *length = 10;
+        }
+        put(&mut kv, &f2);
+        let v = fsck(&kv, true, &Extents::default());
+        assert!(v.detail().contains("runs past the data"), "{v:?}");
+    }
 }

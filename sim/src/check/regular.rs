@@ -89,6 +89,19 @@ mod tests {
             iv(Read(Some(2)), 8, 9),
         ];
         assert_eq!(check(&both), Ok(()));
+        // The error names the read and every value it could have returned.
+        let stale = [
+            iv(Write(1), 1, 2),
+            iv(Write(2), 3, 4),
+            iv(Write(3), 5, 9),
+            iv(Read(Some(1)), 6, 7),
+        ];
+        assert_eq!(check(&stale), Err((6, vec![Some(2), Some(3)])));
+        // Before any write completed, a hole is allowed, and named as allowed.
+        assert_eq!(
+            check(&[iv(Write(4), 1, 9), iv(Read(Some(8)), 2, 3)]),
+            Err((2, vec![None, Some(4)]))
+        );
         // An open write may be seen any time after its invocation.
         assert_eq!(
             check(&[

@@ -149,16 +149,9 @@ impl World {
             let step = table.as_deref().and_then(|t| d.open[k].step(t, req));
             match step {
                 Some(Step::Data(call)) => {
-                    if let ClientCall::Write {
-                        inode,
-                        offset,
-                        data,
-                        ..
-                    } = &call
-                    {
-                        let w = (*offset, req.0, data.len() as u32);
-                        self.sim.file_io.writes.entry(*inode).or_default().push(w);
-                    }
+                    self.sim
+                        .file_io
+                        .called((i, n.ctx.incarnation, req.0), &call);
                     d.running = Some(NsRunning::Data(req, k));
                     return self.drive(i, Input::Call(req, call));
                 }
@@ -232,10 +225,12 @@ impl World {
             }
             (Some(NsRunning::Data(running, k)), ret) if running == req => {
                 if let Some(s) = d.open.get_mut(k) {
-                    if let Some((offset, data)) = s.data_returned(ret) {
-                        self.sim.file_io.reads.push((s.inode, offset, data));
-                    }
+                    // A read's bytes reach the file-read log from `ret` below.
+                    let _ = s.data_returned(ret);
                 }
+                self.sim
+                    .file_io
+                    .returned((i, n.ctx.incarnation, req.0), ret);
             }
             _ => return true,
         }
@@ -260,16 +255,23 @@ impl World {
     }
 
     /// The file chunks (not the chunk workload's) committed on any target: per file, per
-    /// chunk index, the longest committed length.
+    /// chunk index, the longest committed length; with the length hints meta acknowledged and
+    /// the files truncate steps were issued to, for the lower bound of the length check.
     pub fn file_extents(&self) -> crate::check::file_length::Extents {
+        use crate::check::file_length::{acknowledged_hints, Extents};
         let workload = t3fs_core::ids::InodeId(super::client::WORKLOAD_INODE);
-        let mut extents = crate::check::file_length::Extents::new();
+        let mut extents = Extents {
+            hints: acknowledged_hints(&self.sim.ns_history),
+            cut: self.sim.file_io.cuts.keys().copied().collect(),
+            ..Extents::default()
+        };
         for d in self.nodes.iter().flat_map(|n| n.ctx.disks.values()) {
             // Committed data only: a remove still in flight (two meta servers may purge one
             // file) leaves a pending entry behind for a moment.
             for (c, m) in d.store.chunks().iter().filter(|(_, m)| m.committed.0 > 0) {
                 if c.inode != workload {
                     let len = extents
+                        .chunks
                         .entry(c.inode)
                         .or_default()
                         .entry(c.index)

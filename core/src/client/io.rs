@@ -5,7 +5,7 @@ use crate::chunk::UpdateKind;
 use crate::client::{Client, ClientCall, ClientTimer, Served};
 use crate::crc32c;
 use crate::ids::{ChainId, ChainVersion, ChannelId, ChunkId, NodeId, RequestId, SeqNum, TargetId};
-use crate::machine::{ActionOf, Outbox};
+use crate::machine::{ActionOf, Outbox, Unobserved};
 use crate::msg::{
     MessageTag, Msg, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq, Status,
     UpdateReply, UpdateReq,
@@ -66,7 +66,8 @@ pub struct ChunkIo {
     /// Reads only: every attempt sent, as (node, target, chain version), so a reply is
     /// attributed to the replica that sent it and the version it was asked under, even when it
     /// answers an earlier attempt (checkers need this to tell a stale replica from a bug).
-    pub attempts: Vec<(NodeId, TargetId, ChainVersion)>,
+    /// Bookkeeping no decision reads: not part of the machine's identity.
+    pub attempts: Unobserved<Vec<(NodeId, TargetId, ChainVersion)>>,
 }
 
 /// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.

@@ -208,7 +208,8 @@ struct CallState {
     lasts: Vec<(ChainId, Option<crate::msg::LastChunk>)>,
     buf: Vec<u8>,
     versions: Vec<(ChunkId, ChunkVersion)>,
-    served: Vec<Served>,
+    /// Observability for checkers, read by no decision: not part of the machine's identity.
+    served: crate::machine::Unobserved<Vec<Served>>,
     results: Vec<(ChunkId, UpdateResult)>,
 }
 
@@ -316,7 +317,7 @@ impl Client {
             lasts: Vec::new(),
             buf: vec![0; buf_len],
             versions: Vec::new(),
-            served: Vec::new(),
+            served: Default::default(),
             results: Vec::new(),
         };
         self.calls.insert(req, state);
@@ -336,7 +337,7 @@ impl Client {
                 channel: None,
                 sent_to: None,
                 min_chain: None,
-                attempts: Vec::new(),
+                attempts: Default::default(),
             };
             self.ios.insert(id, io);
             self.send_io(id, out);
@@ -351,7 +352,7 @@ impl Client {
             None if state.is_read => ClientRet::Read {
                 data: state.buf,
                 versions: state.versions,
-                served: state.served,
+                served: state.served.0,
             },
             None => ClientRet::Updated {
                 results: state.results,

@@ -475,6 +475,17 @@ fn finish_ops(
             .running
             .take()
             .expect("a return answers the running operation");
+        // Which replica served a read is for the simulator's Appendix B attribution; the
+        // model's history has no use for it, and carried in the history message it would
+        // split otherwise equal states.
+        let ret = match ret {
+            ClientRet::Read { data, versions, .. } => ClientRet::Read {
+                data,
+                versions,
+                served: Vec::new(),
+            },
+            ret => ret,
+        };
         if matches!(ret, ClientRet::Failed { .. } | ClientRet::Rejected(_)) {
             // The outcome is unknown: the operation stays open in the history and the script
             // stops (a thread may not start another operation while one is open).

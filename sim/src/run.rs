@@ -285,7 +285,6 @@ fn phases(w: &mut World) -> Outcome {
     } else {
         check::appendix_b::stale_reads(&w.sim.history.ops[..final_from], &w.sim.audit.timeline)
     };
-    if std::env::var("T3FS_DEBUG").is_ok() { eprintln!("stale {:?} served {:?}", stale.len(), w.sim.history.ops.iter().filter(|o| o.served.is_some()).count()); }
     let [(_, lin), (_, reg), (_, durable)] = check::histories(
         &w.sim.history,
         sc.workload.chunks,

@@ -25,6 +25,44 @@ impl World {
         n.ctx.disks.keys().all(|t| self.other_intact_replica(*t))
     }
 
+    /// While a chain holds damage (a replica's disk is damaged, has rotten, torn or misdirected
+    /// chunks not yet rewritten, or lost a write and was not resynced since), its other
+    /// replicas are protected: a scripted
+    /// crash, pause or cut of their node is refused. Otherwise a later fault that destroys
+    /// nothing by itself would leave the damaged replica as the last copy of the chain's
+    /// newest data, a double fault no protocol survives (found by swarm seed 2353 once the
+    /// atlas stopped restoring damaged bytes). Scenarios that set `loss_allowed` are not
+    /// protected.
+    pub fn protected(&self, i: usize) -> bool {
+        let n = &self.nodes[i];
+        if self.sim.atlas_off || n.ctx.role != Role::Storage {
+            return false;
+        }
+        n.ctx.disks.keys().any(|t| {
+            self.sim
+                .audit
+                .chains
+                .values()
+                .find(|c| c.state_of(*t).is_some())
+                .is_some_and(|c| {
+                    c.targets
+                        .iter()
+                        .any(|ct| ct.target != *t && self.holds_damage_on(ct.target))
+                })
+        })
+    }
+
+    /// Whether the disk of `target` holds damage awaiting repair.
+    fn holds_damage_on(&self, target: TargetId) -> bool {
+        self.layout.initial.node_of(target).is_some_and(|node| {
+            self.nodes[node.0 as usize]
+                .ctx
+                .disks
+                .get(&target)
+                .is_some_and(|d| d.damaged || !d.corrupt.is_empty() || d.regressed)
+        })
+    }
+
     pub(super) fn other_intact_replica(&self, target: TargetId) -> bool {
         let Some(chain) = self
             .sim
@@ -41,10 +79,15 @@ impl World {
                 && !self.sim.audit.stale.contains(&ct.target)
                 && self.layout.initial.node_of(ct.target).is_some_and(|node| {
                     let c = &self.nodes[node.0 as usize].ctx;
+                    // In good standing too: a node mgmtd cannot hear is about to be moved out
+                    // of its chain, so its copy will not serve (found by swarm seed 170).
+                    let heard = self.layout.mgmtd.iter().all(|m| !self.sim.net.is_cut(node, *m))
+                        && c.drop_heartbeats_until <= self.sim.now();
                     c.life == Life::Up
-                        && c.disks
-                            .get(&ct.target)
-                            .is_some_and(|d| !d.damaged && !d.eio && d.corrupt.is_empty())
+                        && heard
+                        && c.disks.get(&ct.target).is_some_and(|d| {
+                            !d.damaged && !d.eio && d.corrupt.is_empty() && !d.regressed
+                        })
                 })
         })
     }

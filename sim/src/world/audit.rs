@@ -18,6 +18,7 @@ impl World {
         };
         let Some(routing) = m.routing() else { return };
         let mut changes = Vec::new();
+        let mut changes_resynced = Vec::new();
         for (id, c) in &routing.chains {
             let old = self.sim.audit.chains.get(id);
             if old == Some(c) {
@@ -54,12 +55,23 @@ impl World {
                 if t.state == PublicState::Serving && was != Some(PublicState::Serving) {
                     self.sim.audit.stale.remove(&t.target);
                 }
+                if t.state == PublicState::Serving && was == Some(PublicState::Syncing) {
+                    // Resynced from its predecessor: a write it lost is back.
+                    changes_resynced.push(t.target);
+                }
             }
             if let Err(e) = check_chain(&c.targets) {
                 let v = format!("chain {id}@{}: {e}", c.version);
                 self.sim.audit.violation.get_or_insert(v);
             }
             changes.push(c.clone());
+        }
+        for t in changes_resynced {
+            if let Some(node) = self.layout.initial.node_of(t) {
+                if let Some(d) = self.nodes[node.0 as usize].ctx.disks.get_mut(&t) {
+                    d.regressed = false;
+                }
+            }
         }
         let name = self.nodes[who].ctx.name.clone();
         for c in changes {

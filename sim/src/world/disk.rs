@@ -78,6 +78,9 @@ pub struct Disk {
     pub slow: Option<Range<Duration>>,
     /// The disk returned `Failed` or `Corrupt` and must be replaced.
     pub damaged: bool,
+    /// A crash lost an acknowledged write here and the target has not been resynced since:
+    /// its data may be older than its chain's (the atlas protects the chain meanwhile).
+    pub regressed: bool,
     last_done: BTreeMap<ChunkId, Instant>,
     /// Prior states of the latest completed mutations (only kept when lost writes are on).
     recent: VecDeque<(ChunkId, Option<MemChunk>)>,
@@ -296,6 +299,7 @@ impl Disk {
             let (c, before) = self.recent[k].clone();
             self.store.restore(c, before);
             self.counters.lost_writes += 1;
+            self.regressed = true;
             if self.store.intact(c) {
                 self.corrupt.remove(&c);
             } else {

@@ -63,6 +63,21 @@ impl World {
         let one = |w: &Self, r: &NodeRef| w.resolve(r);
         let name = |w: &Self, i: usize| w.nodes[i].ctx.name.clone();
         let mut note = verb.to_string();
+        if let Some(i) = self
+            .taken_down(&step.action)
+            .into_iter()
+            .find(|&i| self.protected(i))
+        {
+            // See `protected`: this would leave a damaged replica as the last copy.
+            self.sim.reached(REFUSED);
+            let who = name(self, i);
+            self.sim.note(
+                "fault",
+                "",
+                format!("atlas: {verb} refused: {who} holds the intact replica of a chain with damage"),
+            );
+            return;
+        }
         match &step.action {
             Action::Crash(r) => {
                 if let Some(i) = one(self, r) {
@@ -317,6 +332,29 @@ impl World {
             }
         }
         self.sim.note("fault", "", note);
+    }
+
+    /// The storage nodes a step would take out of service (crash, pause, cut from mgmtd,
+    /// silence its heartbeats), for the atlas's degraded-chain rule.
+    fn taken_down(&self, action: &Action) -> Vec<usize> {
+        let nodes = match action {
+            Action::Crash(r)
+            | Action::CrashAfterForward(r)
+            | Action::Pause(r)
+            | Action::Isolate(r)
+            | Action::DropHeartbeats { node: r, .. }
+            | Action::Flap { node: r, .. } => self.resolve(r).into_iter().collect(),
+            Action::Partition { a, b, .. } | Action::Hold { a, b } => {
+                let mut v = self.resolve_all(a);
+                v.extend(self.resolve_all(b));
+                v
+            }
+            _ => Vec::new(),
+        };
+        nodes
+            .into_iter()
+            .filter(|&i| self.nodes[i].ctx.role == super::node::Role::Storage)
+            .collect()
     }
 
     fn names(&self, ids: &[usize]) -> Vec<String> {

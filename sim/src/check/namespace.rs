@@ -92,6 +92,8 @@ struct Search<'h> {
     zobrist: Vec<u64>,
     budget: usize,
     order: Vec<usize>,
+    /// The most operations one partial order placed (how far a search out of budget got).
+    deepest: usize,
 }
 
 fn tree_hash(t: &Tree) -> u64 {
@@ -147,6 +149,7 @@ impl Search<'_> {
             }
             placed[i] = true;
             self.order.push(i);
+            self.deepest = self.deepest.max(self.order.len());
             if self.go(&next, placed, key ^ self.zobrist[i])? {
                 return Ok(true);
             }
@@ -184,6 +187,7 @@ pub fn check(
         zobrist,
         budget: NS_BUDGET,
         order: Vec::new(),
+        deepest: 0,
     };
     let tree = Tree::with_dirs(initial);
     let mut placed = vec![false; h.ops.len()];
@@ -196,8 +200,10 @@ pub fn check(
         )),
         Ok(false) => Verdict::Fail(explain(h, initial, &s.final_listing)),
         Err(()) => Verdict::Unknown(format!(
-            "namespace search gave up after {} states",
-            s.budget
+            "the serializability search used its whole budget (NS_BUDGET = {} memoized states) on {} namespace operations, placing at most {} of them in one order",
+            s.budget,
+            h.ops.len(),
+            s.deepest
         )),
     }
 }
@@ -238,6 +244,7 @@ fn explain(
                 .collect(),
             budget: NS_BUDGET / 4,
             order: Vec::new(),
+            deepest: 0,
         };
         let mut placed = vec![false; prefix.ops.len()];
         if let Ok(false) = s.go(&Tree::with_dirs(initial), &mut placed, 0) {

@@ -27,13 +27,25 @@ fn a_stale_read_is_attributed_to_its_replica_and_the_lease_removes_it() {
     let o = run::run(&sc, seed, false).expect("runs");
     assert!(o.passed(), "{}", o.reason);
     let Verdict::Expected(d) = verdict(&o, "regular") else {
-        panic!("3FS's behaviour: the stale read is EXPECTED, got {:?}", verdict(&o, "regular"));
+        panic!(
+            "3FS's behaviour: the stale read is EXPECTED, got {:?}",
+            verdict(&o, "regular")
+        );
     };
     // It names the replica, both chain versions and the window.
-    for part in ["Appendix B", "t6 served client-2", "c4@v1", "c4@v2 with t6 OFFLINE", "window"] {
+    for part in [
+        "Appendix B",
+        "t6 served client-2",
+        "c4@v1",
+        "c4@v2 with t6 OFFLINE",
+        "window",
+    ] {
         assert!(d.contains(part), "missing {part:?} in: {d}");
     }
-    assert!(matches!(verdict(&o, "no acknowledged write lost"), Verdict::Pass(_)));
+    assert!(matches!(
+        verdict(&o, "no acknowledged write lost"),
+        Verdict::Pass(_)
+    ));
 
     sc.cluster.storage_lease = true;
     let o = run::run(&sc, seed, false).expect("runs");
@@ -73,11 +85,19 @@ fn undecided_runs_exit_130_unless_the_scenario_allows_them() {
     sc.expect.converges = false;
     let o = run::run(&sc, sc.seeds[0], false).expect("runs");
     assert!(
-        matches!(verdict(&o, "no acknowledged write lost"), Verdict::Unknown(_)),
+        matches!(
+            verdict(&o, "no acknowledged write lost"),
+            Verdict::Unknown(_)
+        ),
         "{:?}",
         o.verdicts
     );
-    assert_eq!(o.exit, run::EXIT_UNDECIDED, "UNKNOWN is not PASS: {}", o.reason);
+    assert_eq!(
+        o.exit,
+        run::EXIT_UNDECIDED,
+        "UNKNOWN is not PASS: {}",
+        o.reason
+    );
     sc.expect.undecided_ok = true;
     let o = run::run(&sc, sc.seeds[0], false).expect("runs");
     assert_eq!(o.exit, 0, "{}", o.reason);
@@ -93,7 +113,10 @@ fn a_double_fault_is_reported_as_loss_and_the_atlas_refusal_is_counted() {
             panic!("the loss must be reported: {:?}", o.verdicts);
         };
         assert!(d.contains("chunk 0"), "names the chunk: {d}");
-        assert!(matches!(verdict(&o, "no silent corruption"), Verdict::Pass(_)));
+        assert!(matches!(
+            verdict(&o, "no silent corruption"),
+            Verdict::Pass(_)
+        ));
     }
     // With the atlas on, the second corruption is refused, counted, and nothing is lost.
     let mut sc = sc;
@@ -102,7 +125,13 @@ fn a_double_fault_is_reported_as_loss_and_the_atlas_refusal_is_counted() {
     assert!(o.passed(), "{}", o.reason);
     let w = o.world.as_ref().expect("world");
     assert!(
-        w.sim.reach.faults.get(t3fs_sim::world::REFUSED).copied().unwrap_or(0) > 0,
+        w.sim
+            .reach
+            .faults
+            .get(t3fs_sim::world::REFUSED)
+            .copied()
+            .unwrap_or(0)
+            > 0,
         "the refusal is counted: {:?}",
         w.sim.reach.faults
     );

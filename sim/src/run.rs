@@ -213,7 +213,8 @@ fn final_reads(w: &mut World, chunks: u32, within: Duration) {
             }
         }
         let gave_up = tries.iter().all(|t| {
-            t.last().is_some_and(|&i| w.sim.history.ops[i].ret.is_some())
+            t.last()
+                .is_some_and(|&i| w.sim.history.ops[i].ret.is_some())
                 || t.len() >= FINAL_READ_ATTEMPTS
         });
         (done || gave_up) && clients.iter().all(|&c| !busy(w, c))

@@ -367,12 +367,17 @@ impl Client {
                 };
                 let call = io.call;
                 let chunk = io.chunk;
-                let served = io.attempts.iter().rev().find(|a| a.0 == from).map(|a| Served {
-                    chunk,
-                    chain: io.chain,
-                    target: a.1,
-                    chain_version: a.2,
-                });
+                let served = io
+                    .attempts
+                    .iter()
+                    .rev()
+                    .find(|a| a.0 == from)
+                    .map(|a| Served {
+                        chunk,
+                        chain: io.chain,
+                        target: a.1,
+                        chain_version: a.2,
+                    });
                 let state = self.calls.get_mut(&call).expect("I/O of a live call");
                 let n = rep.data.len().min(len as usize);
                 let start = buf_offset as usize;

@@ -97,7 +97,10 @@ mod tests {
     #[test]
     fn renewals_only_extend_and_a_lapsed_lease_does_not_hold() {
         let mut l = Lease::default();
-        assert!(!l.holds(Instant(0)), "no lease before the first accepted heartbeat");
+        assert!(
+            !l.holds(Instant(0)),
+            "no lease before the first accepted heartbeat"
+        );
         let len = Duration::from_secs(5);
         l.renew(Instant(10_000_000_000), len);
         assert!(l.holds(Instant(14_999_999_999)));

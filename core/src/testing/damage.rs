@@ -134,7 +134,11 @@ mod tests {
         (s, chunk)
     }
 
-    fn read(s: &mut MemChunkStore, chunk: ChunkId, unverified: bool) -> Result<ChunkDone, ChunkError> {
+    fn read(
+        s: &mut MemChunkStore,
+        chunk: ChunkId,
+        unverified: bool,
+    ) -> Result<ChunkDone, ChunkError> {
         s.apply(&ChunkOp::Read {
             chunk,
             offset: 0,

@@ -103,7 +103,9 @@ fn judge(s: &Served, at: u64, timeline: &[(u64, ChainInfo)]) -> Option<StaleRead
     }
     // The window opens at the first newer publication that had the target out of SERVING.
     let since = of_chain()
-        .find(|(_, c)| c.version > s.chain_version && c.state_of(s.target) != Some(PublicState::Serving))
+        .find(|(_, c)| {
+            c.version > s.chain_version && c.state_of(s.target) != Some(PublicState::Serving)
+        })
         .map(|(t, _)| *t)?;
     Some(StaleRead {
         served: *s,
@@ -171,7 +173,12 @@ mod tests {
         let s = &stale[&0];
         assert_eq!((s.published, s.since_ns), (ChainVersion(2), 5_000));
         let d = s.describe();
-        assert!(d.contains("t2 served client-2") && d.contains("c1@v1") && d.contains("c1@v2 with t2 OFFLINE"), "{d}");
+        assert!(
+            d.contains("t2 served client-2")
+                && d.contains("c1@v1")
+                && d.contains("c1@v2 with t2 OFFLINE"),
+            "{d}"
+        );
     }
 
     #[test]

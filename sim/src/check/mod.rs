@@ -201,8 +201,12 @@ pub fn histories(
         }
         v => v,
     };
-    let lin = appendix_b(lin_of(h, workload, chunks).0, &|ops| lin_of(h, ops, chunks).0);
-    let reg = appendix_b(regular_of(h, workload, chunks), &|ops| regular_of(h, ops, chunks));
+    let lin = appendix_b(lin_of(h, workload, chunks).0, &|ops| {
+        lin_of(h, ops, chunks).0
+    });
+    let reg = appendix_b(regular_of(h, workload, chunks), &|ops| {
+        regular_of(h, ops, chunks)
+    });
     let lin = match lin {
         Verdict::Fail(d) if !linearizable_required => Verdict::Expected(format!(
             "new-old inversion under committed reads (3FS new engine, §3.3): {d}"
@@ -212,7 +216,10 @@ pub fn histories(
     [
         ("linearizable", lin),
         ("regular", reg),
-        ("no acknowledged write lost", durability(h, chunks, final_from)),
+        (
+            "no acknowledged write lost",
+            durability(h, chunks, final_from),
+        ),
     ]
 }
 
@@ -230,9 +237,12 @@ fn culprit<'a>(
     });
     failing
         .and_then(|(c, origin)| {
-            stale
-                .get(&origin)
-                .or_else(|| stale.iter().find(|(&i, _)| ops[i].chunk == c).map(|(_, s)| s))
+            stale.get(&origin).or_else(|| {
+                stale
+                    .iter()
+                    .find(|(&i, _)| ops[i].chunk == c)
+                    .map(|(_, s)| s)
+            })
         })
         .or_else(|| stale.values().next())
         .expect("called with stale reads")
@@ -246,9 +256,9 @@ pub fn durability(h: &History, chunks: u32, final_from: usize) -> Verdict {
     let finals = &h.ops[final_from..];
     let unread: Vec<u32> = (0..chunks)
         .filter(|c| {
-            !finals
-                .iter()
-                .any(|o| o.chunk == *c && o.ret.is_some() && matches!(o.kind, OpKind::Read(Some(_))))
+            !finals.iter().any(|o| {
+                o.chunk == *c && o.ret.is_some() && matches!(o.kind, OpKind::Read(Some(_)))
+            })
         })
         .collect();
     if let Some(c) = unread.first() {

@@ -81,7 +81,11 @@ impl World {
                     let c = &self.nodes[node.0 as usize].ctx;
                     // In good standing too: a node mgmtd cannot hear is about to be moved out
                     // of its chain, so its copy will not serve (found by swarm seed 170).
-                    let heard = self.layout.mgmtd.iter().all(|m| !self.sim.net.is_cut(node, *m))
+                    let heard = self
+                        .layout
+                        .mgmtd
+                        .iter()
+                        .all(|m| !self.sim.net.is_cut(node, *m))
                         && c.drop_heartbeats_until <= self.sim.now();
                     c.life == Life::Up
                         && heard

@@ -261,10 +261,7 @@ impl Disk {
         };
         self.counters.misdirected += 1;
         let start = *offset as usize;
-        if self
-            .store
-            .revert(op, before, start..start + data.len())
-        {
+        if self.store.revert(op, before, start..start + data.len()) {
             self.corrupt.insert(*chunk);
         }
         if self.store.scribble(victim, *offset, data) {
@@ -288,7 +285,10 @@ impl Disk {
             if applied && may_damage && rng.chance(f.torn_write) {
                 let (at, len) = op_span(op);
                 let keep = rng.below(len.max(1) as u64) as usize;
-                if self.store.revert(op, before.as_ref(), at + keep..usize::MAX) {
+                if self
+                    .store
+                    .revert(op, before.as_ref(), at + keep..usize::MAX)
+                {
                     self.counters.torn += 1;
                     self.corrupt.insert(c);
                 }

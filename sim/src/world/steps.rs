@@ -74,7 +74,9 @@ impl World {
             self.sim.note(
                 "fault",
                 "",
-                format!("atlas: {verb} refused: {who} holds the intact replica of a chain with damage"),
+                format!(
+                    "atlas: {verb} refused: {who} holds the intact replica of a chain with damage"
+                ),
             );
             return;
         }

@@ -19,7 +19,11 @@ fn accepted_heartbeats_renew_the_lease_only_with_the_switch_on() {
     let (mut m, mut kv) = cluster();
     let hb = heartbeat(1, 2, at(3), &[(1, LocalState::UpToDate)]);
     let acts = run(&mut m, &mut kv, at(3), Some(hb));
-    assert_eq!(accepted_reply(&acts), None, "3FS: no reply to an accepted heartbeat");
+    assert_eq!(
+        accepted_reply(&acts),
+        None,
+        "3FS: no reply to an accepted heartbeat"
+    );
 
     Arc::make_mut(&mut m.cfg).storage_lease = true;
     let routing = m.routing().expect("primary").version;

@@ -65,7 +65,11 @@ fn a_node_serves_only_while_accepted_heartbeats_renew_its_lease() {
     assert_eq!(answered(&at(&mut node, 0, read())), Some(Status::NoLease));
     // A heartbeat sent at 1.0 s is accepted (the reply arrives at 2.0 s): leased until 6.0 s.
     at(&mut node, 20, accepted(10));
-    assert_eq!(answered(&at(&mut node, 59, read())), None, "served: a read I/O");
+    assert_eq!(
+        answered(&at(&mut node, 59, read())),
+        None,
+        "served: a read I/O"
+    );
     assert_eq!(answered(&at(&mut node, 60, read())), Some(Status::NoLease));
     // Updates are refused too once it lapsed (a forward from the predecessor).
     let fwd = Msg::Update(forwarded(1, 1, 1, b"x"));
@@ -80,7 +84,15 @@ fn without_the_switch_there_is_no_lease_and_lease_ignored_serves_reads_anyway() 
     let mut cfg = StorageConfig::new(NodeId(3), vec![(TargetId(3), ReadMode::Committed)]);
     cfg.lease = None;
     let mut plain = StorageNode::new(cfg, BTreeMap::new(), all_serving());
-    assert_eq!(answered(&at(&mut plain, 0, read())), None, "3FS: no lease to check");
+    assert_eq!(
+        answered(&at(&mut plain, 0, read())),
+        None,
+        "3FS: no lease to check"
+    );
     let mut broken = leased_node(Some(PlantedBug::LeaseIgnored));
-    assert_eq!(answered(&at(&mut broken, 0, read())), None, "the planted bug skips it");
+    assert_eq!(
+        answered(&at(&mut broken, 0, read())),
+        None,
+        "the planted bug skips it"
+    );
 }

@@ -286,6 +286,7 @@ const UNREACHED: &[(&str, &str, &str)] = &[
     ("frozen_replica_stale_route", "step `corrupt_chunk` effect", "the atlas refuses at 9.519 s: storage-4 holds the only intact replica"),
     ("late_sync_copies", "step `corrupt_chunk` effect", "the atlas refuses at 5.927 s: storage-0 holds the only intact replica"),
     ("head_restart_retry", "step `restart_empty` effect", "the atlas keeps storage-1's disk at 18.175 s: no other intact replica"),
+    ("reload_after_commit_unknown", "step `restart_empty` effect", "the atlas keeps storage-0's disk at 6.971 s: storage-1 is down and storage-2 is isolated, so the primary cannot hear the only other copy (a cut copy counts as intact no longer, swarm seed 170)"),
     ("late_frame_after_convergence", "step `pause_on_commit` effect", "mgmtd-1, a standby, makes no KV commit before its resume at 9.198 s"),
 ];
 

@@ -79,13 +79,10 @@ impl World {
                 && !self.sim.audit.stale.contains(&ct.target)
                 && self.layout.initial.node_of(ct.target).is_some_and(|node| {
                     let c = &self.nodes[node.0 as usize].ctx;
-                    // In good standing too: a node mgmtd cannot hear is about to be moved out
-                    // of its chain, so its copy will not serve (found by swarm seed 170).
-                    let heard = self
-                        .layout
-                        .mgmtd
-                        .iter()
-                        .all(|m| !self.sim.net.is_cut(node, *m))
+                    // In good standing too: a node the primary cannot hear is about to be moved
+                    // out of its chain, so its copy will not serve (found by swarm seed 170).
+                    let primary = self.primary().map(|(p, _)| self.nodes[p].ctx.id);
+                    let heard = primary.is_none_or(|m| !self.sim.net.is_cut(node, m))
                         && c.drop_heartbeats_until <= self.sim.now();
                     c.life == Life::Up
                         && heard

@@ -35,16 +35,17 @@ pub struct MgmtdArgs {
     /// Crashed nodes that may restart from their disk.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=2))]
     recoveries: Option<u32>,
-    /// How targets answer reads of a chunk with a pending version.
-    #[arg(long, value_enum, default_value_t = ReadModeArg::RejectDirty)]
-    read_mode: ReadModeArg,
+    /// Check only this read mode (default: both, each with its own consistency property).
+    #[arg(long, value_enum)]
+    read_mode: Option<ReadModeArg>,
     /// Plant a broken mgmtd or storage variant (see --list-bugs); the check must then FAIL.
     #[arg(long, value_name = "NAME")]
     bug: Option<String>,
     /// List the planted bugs and exit.
     #[arg(long)]
     list_bugs: bool,
-    /// Checker threads (default: available cores).
+    /// Checker threads (default: available cores). With one, state counts are exact; with
+    /// more they vary by a fraction of a percent between runs.
     #[arg(long)]
     threads: Option<usize>,
     /// Depth-first search: memory holds fingerprints, not frontier states, so larger models
@@ -55,10 +56,37 @@ pub struct MgmtdArgs {
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum ReadModeArg {
-    /// Legacy engine: a dirty chunk answers NotCommitted (linearizable).
+    /// Legacy engine: a dirty chunk answers NotCommitted; reads are checked linearizable.
     RejectDirty,
-    /// New engine (3FS code default): reads return the committed version even while dirty.
+    /// New engine (3FS code default): reads return the committed version even while dirty;
+    /// reads are checked regular (§3.3: a read may see a commit that a later read at another
+    /// replica does not, so not linearizable).
     Committed,
+}
+
+/// The read modes a run checks: the one asked for, or both.
+fn read_modes(arg: Option<ReadModeArg>) -> Vec<ReadMode> {
+    match arg {
+        Some(ReadModeArg::RejectDirty) => vec![ReadMode::RejectDirty],
+        Some(ReadModeArg::Committed) => vec![ReadMode::Committed],
+        None => vec![ReadMode::RejectDirty, ReadMode::Committed],
+    }
+}
+
+/// The flag that selects `mode`.
+fn read_mode_flag(mode: ReadMode) -> &'static str {
+    match mode {
+        ReadMode::RejectDirty => "--read-mode reject-dirty",
+        ReadMode::Committed => "--read-mode committed",
+    }
+}
+
+/// The consistency property reads are checked against.
+fn consistency(cfg: &craq::CraqConfig) -> &'static str {
+    match cfg.read_mode {
+        ReadMode::Committed if !cfg.strict_reads => "regular reads",
+        _ => "linearizable reads",
+    }
 }
 
 #[derive(Args, Debug)]
@@ -84,9 +112,13 @@ pub struct CraqArgs {
     /// Timeout-driven forwarding retries per update (0: re-send only on routing changes).
     #[arg(long, default_value_t = 0)]
     forward_retries: u32,
-    /// How targets answer reads of a chunk with a pending version.
-    #[arg(long, value_enum, default_value_t = ReadModeArg::RejectDirty)]
-    read_mode: ReadModeArg,
+    /// Check only this read mode (default: both, each with its own consistency property).
+    #[arg(long, value_enum)]
+    read_mode: Option<ReadModeArg>,
+    /// Check committed reads for linearizability instead of regularity: it fails (a new-old
+    /// inversion, 3FS §3.3), e.g. with --clients 2 --writes 1 --reads 2 --failures 0.
+    #[arg(long)]
+    linearizable: bool,
     /// Plant a broken protocol variant (see --list-bugs); the check must then FAIL.
     #[arg(long, value_name = "NAME")]
     bug: Option<String>,
@@ -97,7 +129,8 @@ pub struct CraqArgs {
     /// checking.
     #[arg(long, value_name = "ADDR")]
     explore: Option<String>,
-    /// Checker threads (default: available cores).
+    /// Checker threads (default: available cores). With one, state counts are exact; with
+    /// more they vary by a fraction of a percent between runs.
     #[arg(long)]
     threads: Option<usize>,
     /// Depth-first search: memory holds fingerprints, not frontier states, so larger models
@@ -158,59 +191,68 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
             }
         },
     };
-    let read_mode = match a.read_mode {
-        ReadModeArg::RejectDirty => ReadMode::RejectDirty,
-        ReadModeArg::Committed => ReadMode::Committed,
-    };
-    let make = |(replicas, clients, writes, failures, recoveries): (u32, u32, u32, u32, u32)| {
-        craq::CraqConfig {
-            replicas: replicas as usize,
-            clients: clients as usize,
-            writes: writes as usize,
-            failures: failures as usize,
-            recoveries: recoveries as usize,
-            client_retries: 1,
-            forward_retries: 0,
-            read_mode,
-            bug: None,
-            mgmtd: true,
-            mgmtd_bug: bug,
-            reads: 1,
-        }
+    let make = |(replicas, clients, writes, failures, recoveries): (u32, u32, u32, u32, u32),
+                read_mode| craq::CraqConfig {
+        replicas: replicas as usize,
+        clients: clients as usize,
+        writes: writes as usize,
+        failures: failures as usize,
+        recoveries: recoveries as usize,
+        client_retries: 1,
+        forward_retries: 0,
+        read_mode,
+        strict_reads: false,
+        bug: None,
+        mgmtd: true,
+        mgmtd_bug: bug,
+        reads: 1,
     };
     let explicit = (a.clients, a.writes, a.failures, a.recoveries);
-    let configs = match (explicit, bug) {
+    let shapes = match (explicit, bug) {
         ((None, None, None, None), Some(MgmtdBug::UnfencedWrites)) => {
             return via_simulator(MgmtdBug::UnfencedWrites.name());
         }
-        ((None, None, None, None), Some(bug)) => vec![make(mgmtd_catching(bug))],
-        ((None, None, None, None), None) => MGMTD_STANDARD.iter().map(|s| make(*s)).collect(),
+        ((None, None, None, None), Some(bug)) => vec![mgmtd_catching(bug)],
+        ((None, None, None, None), None) => MGMTD_STANDARD.to_vec(),
         ((c, w, f, r), _) => {
             let f = f.unwrap_or(1);
             let n = a.replicas.unwrap_or(3);
-            vec![make((n, c.unwrap_or(1), w.unwrap_or(1), f, r.unwrap_or(f)))]
+            vec![(n, c.unwrap_or(1), w.unwrap_or(1), f, r.unwrap_or(f))]
         }
     };
+    // A planted mgmtd bug is about the chain, not reads: its catching model runs in the
+    // default read mode unless one is asked for.
+    let modes = match (bug, a.read_mode) {
+        (Some(_), None) => vec![ReadMode::RejectDirty],
+        (_, arg) => read_modes(arg),
+    };
+    let configs: Vec<craq::CraqConfig> = modes
+        .iter()
+        .flat_map(|&m| shapes.iter().map(move |&s| make(s, m)))
+        .collect();
     let mut ok = true;
     for cfg in configs {
         let mut cmd = format!(
-            "cargo run --release -- check mgmtd --replicas {} --clients {} --writes {} --failures {} --recoveries {}",
-            cfg.replicas, cfg.clients, cfg.writes, cfg.failures, cfg.recoveries
+            "cargo run --release -- check mgmtd --replicas {} --clients {} --writes {} --failures {} --recoveries {} {}",
+            cfg.replicas,
+            cfg.clients,
+            cfg.writes,
+            cfg.failures,
+            cfg.recoveries,
+            read_mode_flag(cfg.read_mode)
         );
-        if cfg.read_mode == ReadMode::Committed {
-            cmd.push_str(" --read-mode committed");
-        }
         if let Some(bug) = bug {
             cmd.push_str(&format!(" --bug {bug}"));
         }
         let title = format!(
-            "check mgmtd: chain of {} replicas driven by mgmtd, {} clients x {} writes (+ reads), up to {} crash, {} restart, read mode {:?}{}",
+            "check mgmtd: chain of {} replicas driven by mgmtd, {} clients x {} writes (+ reads), up to {} crash, {} restart, read mode {:?} ({}){}",
             cfg.replicas,
             cfg.clients,
             cfg.writes,
             cfg.failures,
             cfg.recoveries,
             cfg.read_mode,
+            consistency(&cfg),
             bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
         );
         if a.dfs {
@@ -239,6 +281,14 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
 pub const MGMTD_STANDARD: [(u32, u32, u32, u32, u32); 3] =
     [(3, 0, 0, 1, 1), (3, 1, 1, 1, 0), (2, 1, 1, 1, 1)];
 
+/// The standard `t3fs check craq` set (replicas, clients, writes per client, fail-stops), run in
+/// each read mode: two clients racing two writes each on one chunk (concurrency); one client's
+/// two writes and reads through a fail-stop anywhere in the chain (failover, with a retried
+/// write); and both at once, two clients x two writes through a fail-stop, the shape that
+/// matters (it contains every run of the other two, and of two clients x one write). The first
+/// two are quick and speak first; the third is some 70 million states in reject-dirty mode.
+pub const CRAQ_STANDARD: [(u32, u32, u32, u32); 3] = [(3, 2, 2, 0), (3, 1, 2, 1), (3, 2, 2, 1)];
+
 fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
     let mut cmd = format!(
         "cargo run --release -- check craq --replicas {} --clients {} --writes {} --failures {} --client-retries {} --forward-retries {}",
@@ -247,8 +297,10 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
     if cfg.reads != 1 {
         cmd.push_str(&format!(" --reads {}", cfg.reads));
     }
-    if cfg.read_mode == ReadMode::Committed {
-        cmd.push_str(" --read-mode committed");
+    cmd.push(' ');
+    cmd.push_str(read_mode_flag(cfg.read_mode));
+    if cfg.strict_reads {
+        cmd.push_str(" --linearizable");
     }
     if let Some(bug) = &a.bug {
         cmd.push_str(&format!(" --bug {bug}"));
@@ -325,44 +377,62 @@ fn run_craq(a: CraqArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let read_mode = match a.read_mode {
-        ReadModeArg::RejectDirty => ReadMode::RejectDirty,
-        ReadModeArg::Committed => ReadMode::Committed,
-    };
-    let make = |replicas: u32, clients: u32, writes: u32, failures: u32| craq::CraqConfig {
-        replicas: replicas as usize,
-        clients: clients as usize,
-        writes: writes as usize,
-        failures: failures as usize,
-        client_retries: a.client_retries,
-        forward_retries: a.forward_retries,
-        read_mode,
-        bug,
-        reads: a.reads as usize,
-        ..craq::CraqConfig::default()
-    };
-    // Without shape flags, check the standard set: concurrency (two clients, two writes each,
-    // racing on one chunk), failover (a fail-stop anywhere in the chain during one client's two
-    // writes and reads) and both at once (two clients, one write each, one fail-stop).
-    // A planted bug alone selects the configuration known to catch it (see --list-bugs).
-    let catching = bug
-        .and_then(craq::catching_config)
-        .filter(|_| matches!(a.read_mode, ReadModeArg::RejectDirty));
-    let configs = match (a.replicas, a.clients, a.writes, a.failures) {
-        (None, None, None, None) if catching.is_some() => {
-            vec![craq::CraqConfig {
-                client_retries: a.client_retries,
-                forward_retries: a.forward_retries,
-                ..catching.expect("checked")
-            }]
+    let make =
+        |(replicas, clients, writes, failures): (u32, u32, u32, u32), read_mode| craq::CraqConfig {
+            replicas: replicas as usize,
+            clients: clients as usize,
+            writes: writes as usize,
+            failures: failures as usize,
+            client_retries: a.client_retries,
+            forward_retries: a.forward_retries,
+            read_mode,
+            strict_reads: a.linearizable,
+            bug,
+            reads: a.reads as usize,
+            ..craq::CraqConfig::default()
+        };
+    // Without shape flags, check the standard set (CRAQ_STANDARD) in each read mode. A planted
+    // bug alone selects the configuration known to catch it (see --list-bugs), in its read mode
+    // unless one is asked for.
+    let configs: Vec<craq::CraqConfig> = match (
+        a.replicas,
+        a.clients,
+        a.writes,
+        a.failures,
+        bug.and_then(craq::catching_config),
+    ) {
+        (None, None, None, None, Some(catching)) => {
+            let modes = match a.read_mode {
+                None => vec![catching.read_mode],
+                arg => read_modes(arg),
+            };
+            modes
+                .into_iter()
+                .map(|read_mode| craq::CraqConfig {
+                    client_retries: a.client_retries,
+                    forward_retries: a.forward_retries,
+                    read_mode,
+                    strict_reads: a.linearizable,
+                    ..catching.clone()
+                })
+                .collect()
         }
-        (None, None, None, None) => vec![make(3, 2, 2, 0), make(3, 1, 2, 1), make(3, 2, 1, 1)],
-        (r, c, w, f) => vec![make(
-            r.unwrap_or(3),
-            c.unwrap_or(2),
-            w.unwrap_or(1),
-            f.unwrap_or(1),
-        )],
+        (None, None, None, None, None) => read_modes(a.read_mode)
+            .into_iter()
+            .flat_map(|m| CRAQ_STANDARD.iter().map(move |&s| make(s, m)))
+            .collect(),
+        (r, c, w, f, _) => {
+            let shape = (
+                r.unwrap_or(3),
+                c.unwrap_or(2),
+                w.unwrap_or(1),
+                f.unwrap_or(1),
+            );
+            read_modes(a.read_mode)
+                .into_iter()
+                .map(|m| make(shape, m))
+                .collect()
+        }
     };
     if let Some(addr) = &a.explore {
         return explore(configs[configs.len() - 1].clone(), addr);
@@ -404,12 +474,13 @@ fn explore(cfg: craq::CraqConfig, addr: &str) -> ExitCode {
 
 fn check_one(a: &CraqArgs, cfg: craq::CraqConfig, bug: Option<PlantedBug>) -> bool {
     let title = format!(
-        "check craq: chain of {} replicas, {} clients x {} writes (+ reads), up to {} fail-stop, read mode {:?}{}",
+        "check craq: chain of {} replicas, {} clients x {} writes (+ reads), up to {} fail-stop, read mode {:?} ({}){}",
         cfg.replicas,
         cfg.clients,
         cfg.writes,
         cfg.failures,
         cfg.read_mode,
+        consistency(&cfg),
         bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
     );
     let cmd = reproduce_command(a, &cfg);

@@ -4,8 +4,11 @@
 //! network messages (after a round trip through the real wire codec), timers become stateright
 //! timers (which may fire at any moment, covering every timeout ordering), and `Io` actions
 //! become self-messages executed against an in-state reference chunk store when delivered, so
-//! disk completions interleave with deliveries and failures. [`craq`] is the CRAQ model with its
-//! properties; [`run`] checks a model and renders a verdict with a readable counterexample.
+//! disk completions interleave with deliveries and failures. [`system`] runs such actors as a
+//! stateright model whose states are arrays of interned ids, each actor step computed once;
+//! [`search`] is the breadth-first checker built for it. [`craq`] is the CRAQ model (also the
+//! mgmtd model) with its properties; [`run`] checks a model and renders a verdict with a
+//! readable counterexample.
 //!
 //! Not here: long randomized runs (the simulator's job) and liveness under fairness.
 
@@ -13,3 +16,5 @@ pub mod adapter;
 pub mod craq;
 pub mod describe;
 pub mod run;
+pub mod search;
+pub mod system;

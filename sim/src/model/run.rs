@@ -1,5 +1,6 @@
-//! Runs a stateright model to completion and turns the result into a verdict: counts, speed,
-//! PASS/FAIL, and for every failed property a numbered, readable counterexample.
+//! Runs an actor-system model to completion and turns the result into a verdict: counts, speed,
+//! PASS/FAIL, and for every failed property a numbered, readable counterexample. Breadth-first
+//! search is `super::search`; depth-first search is stateright's.
 //!
 //! A property fails if an `Always` property has a counterexample or a `Sometimes` property was
 //! never reached (an unreachable "sometimes" means the model is too weak to test anything).
@@ -7,7 +8,10 @@
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
+use stateright::actor::Actor;
 use stateright::{Checker, Expectation, Model};
+
+use super::system::{ActorSystem, SystemAction, SystemState};
 
 /// Outcome of one model check.
 #[derive(Clone, Debug)]
@@ -27,6 +31,9 @@ pub struct Verdict {
     pub passed: Vec<&'static str>,
     /// The whole state space was explored (false after stopping at the first failure).
     pub complete: bool,
+    /// Distinct actor states, messages, timers and histories the states are built from, and
+    /// actor steps computed (each once; see `system`).
+    pub interned: [usize; 5],
 }
 
 /// One failed property.
@@ -76,36 +83,43 @@ pub enum Search {
     Dfs,
 }
 
-/// Checks `model` exhaustively (BFS) with `threads` threads. `progress` is called about every
-/// 200 ms with the unique state count; `describe` renders one step; `summarize` a final state.
-pub fn check<M>(
-    model: M,
+/// Checks `model` exhaustively (BFS) with `threads` threads. `progress` is called now and then
+/// with the unique state count; `describe` renders one step; `summarize` a final state (both
+/// given the model, which holds what states and actions refer to).
+pub fn check<A, C, H>(
+    model: ActorSystem<A, C, H>,
     threads: usize,
     progress: impl FnMut(usize),
-    describe: impl Fn(&M::Action) -> String,
-    summarize: impl Fn(&M::State) -> Vec<String>,
+    describe: impl Fn(&ActorSystem<A, C, H>, &SystemAction) -> String,
+    summarize: impl Fn(&ActorSystem<A, C, H>, &SystemState) -> Vec<String>,
 ) -> Verdict
 where
-    M: Model + Send + Sync + 'static,
-    M::State: Clone + std::fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
-    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+    A: Actor + Send + Sync + 'static,
+    A::State: Hash + Eq + Send + Sync,
+    A::Msg: Hash + Eq + Send + Sync,
+    A::Timer: Hash + Eq + Send + Sync,
+    C: Send + Sync + 'static,
+    H: Clone + Hash + Eq + Send + Sync + 'static,
 {
     check_with(model, threads, Search::Bfs, progress, describe, summarize)
 }
 
 /// [`check`] with a choice of search.
-pub fn check_with<M>(
-    model: M,
+pub fn check_with<A, C, H>(
+    model: ActorSystem<A, C, H>,
     threads: usize,
     search: Search,
     mut progress: impl FnMut(usize),
-    describe: impl Fn(&M::Action) -> String,
-    summarize: impl Fn(&M::State) -> Vec<String>,
+    describe: impl Fn(&ActorSystem<A, C, H>, &SystemAction) -> String,
+    summarize: impl Fn(&ActorSystem<A, C, H>, &SystemState) -> Vec<String>,
 ) -> Verdict
 where
-    M: Model + Send + Sync + 'static,
-    M::State: Clone + std::fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
-    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+    A: Actor + Send + Sync + 'static,
+    A::State: Hash + Eq + Send + Sync,
+    A::Msg: Hash + Eq + Send + Sync,
+    A::Timer: Hash + Eq + Send + Sync,
+    C: Send + Sync + 'static,
+    H: Clone + Hash + Eq + Send + Sync + 'static,
 {
     let properties: Vec<(&'static str, Expectation)> = model
         .properties()
@@ -113,26 +127,56 @@ where
         .map(|p| (p.name, p.expectation))
         .collect();
     let start = Instant::now();
-    // Stop at the first violated property: a broken variant's state space can be far larger than
-    // the correct protocol's, and one counterexample is the verdict.
-    let builder = model
-        .checker()
-        .threads(threads.max(1))
-        .finish_when(stateright::HasDiscoveries::AnyFailures);
-    let checker = match search {
-        Search::Bfs => wait(builder.spawn_bfs(), &mut progress),
-        Search::Dfs => wait(builder.spawn_dfs(), &mut progress),
+    let found = match search {
+        Search::Bfs => {
+            let o = super::search::bfs(&model, threads, &mut progress);
+            let mut paths: Vec<Option<Rendered>> = properties.iter().map(|_| None).collect();
+            for (i, actions, last) in o.discoveries {
+                paths[i] = Some(render_path(&model, &actions, &last, &describe, &summarize));
+            }
+            Found {
+                states: o.states,
+                unique: o.unique,
+                max_depth: o.max_depth,
+                paths,
+                interned: model.interned(),
+            }
+        }
+        Search::Dfs => {
+            // Stop at the first violated property: a broken variant's state space can be far
+            // larger than the correct protocol's, and one counterexample is the verdict.
+            let builder = model
+                .checker()
+                .threads(threads.max(1))
+                .finish_when(stateright::HasDiscoveries::AnyFailures);
+            let checker = wait(builder.spawn_dfs(), &mut progress);
+            let paths = properties
+                .iter()
+                .map(|(name, _)| {
+                    checker.discovery(name).map(|p| {
+                        let last = p.last_state().clone();
+                        let m = checker.model();
+                        render_path(m, &p.into_actions(), &last, &describe, &summarize)
+                    })
+                })
+                .collect();
+            Found {
+                states: checker.state_count(),
+                unique: checker.unique_state_count(),
+                max_depth: checker.max_depth(),
+                paths,
+                interned: checker.model().interned(),
+            }
+        }
     };
     let elapsed = start.elapsed();
-    let stopped_early = checker.discoveries().keys().any(|name| {
-        properties
-            .iter()
-            .any(|(n, e)| n == name && *e != Expectation::Sometimes)
-    });
+    let stopped_early = properties
+        .iter()
+        .zip(&found.paths)
+        .any(|((_, e), p)| p.is_some() && *e != Expectation::Sometimes);
     let mut failures = Vec::new();
     let mut passed = Vec::new();
-    for (name, expectation) in properties {
-        let discovery = checker.discovery(name);
+    for ((name, expectation), discovery) in properties.into_iter().zip(found.paths) {
         match (expectation, discovery) {
             (Expectation::Always, None) | (Expectation::Sometimes, Some(_)) => passed.push(name),
             (Expectation::Eventually, None) => passed.push(name),
@@ -144,9 +188,7 @@ where
                 steps: Vec::new(),
                 final_state: Vec::new(),
             }),
-            (expectation, Some(path)) => {
-                let final_state = summarize(path.last_state());
-                let steps = path.into_actions().iter().map(&describe).collect();
+            (expectation, Some((steps, final_state))) => {
                 let kind = if expectation == Expectation::Always {
                     FailureKind::Violated
                 } else {
@@ -162,14 +204,40 @@ where
         }
     }
     Verdict {
-        states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
+        states: found.states,
+        unique_states: found.unique,
+        max_depth: found.max_depth,
         elapsed,
         failures,
         passed,
         complete: !stopped_early,
+        interned: found.interned,
     }
+}
+
+/// A counterexample's steps and final state, rendered.
+type Rendered = (Vec<String>, Vec<String>);
+
+fn render_path<M>(
+    model: &M,
+    actions: &[SystemAction],
+    last: &SystemState,
+    describe: &impl Fn(&M, &SystemAction) -> String,
+    summarize: &impl Fn(&M, &SystemState) -> Vec<String>,
+) -> Rendered {
+    (
+        actions.iter().map(|a| describe(model, a)).collect(),
+        summarize(model, last),
+    )
+}
+
+/// What either search found: counts, and per property the path that decided it.
+struct Found {
+    states: usize,
+    unique: usize,
+    max_depth: usize,
+    paths: Vec<Option<Rendered>>,
+    interned: [usize; 5],
 }
 
 /// Waits for a running checker, reporting progress about every 200 ms, and returns the
@@ -197,6 +265,11 @@ pub fn render(verdict: &Verdict) -> String {
         verdict.max_depth,
         verdict.elapsed.as_secs_f64(),
         verdict.states_per_sec()
+    );
+    let [actors, messages, timers, histories, steps] = verdict.interned;
+    let _ = writeln!(
+        s,
+        "built from:      {actors} actor states, {messages} messages, {timers} timers, {histories} histories; {steps} actor steps run"
     );
     if !verdict.complete {
         let _ = writeln!(

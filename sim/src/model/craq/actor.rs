@@ -45,8 +45,11 @@ pub struct StorageState {
     pub store: MemChunkStore,
     /// Fail-stopped.
     pub halted: bool,
-    /// Values committed on this replica, in commit order (one entry per commit).
-    pub commit_log: Vec<u8>,
+    /// Bit `v`: value `v` was committed on this replica (by a commit that raised its
+    /// committed version; replays are not commits).
+    pub committed: u16,
+    /// A value was committed a second time (a client write applied twice).
+    pub applied_twice: Option<u8>,
     /// Set if a commit lowered the committed or recorded chain version, or routing regressed.
     pub regression: Option<String>,
     /// Fail-stops so far.
@@ -151,7 +154,8 @@ impl Actor for CraqNode {
                     node: machine,
                     store: MemChunkStore::new(),
                     halted: false,
-                    commit_log: Vec::new(),
+                    committed: 0,
+                    applied_twice: None,
                     regression: None,
                     crashes: 0,
                     restarts: 0,
@@ -276,32 +280,57 @@ impl CraqNode {
         timer: &CraqTimer,
         o: &mut Out<Self>,
     ) {
-        match (state.to_mut(), timer) {
-            (CraqState::Storage(s), CraqTimer::FailStop) if !s.halted && s.crashes == 0 => {
-                s.halted = true;
-                s.crashes += 1;
-                o.send(
-                    Id::from(0),
-                    CraqMsg::Failed(TargetId(usize::from(id) as u32)),
-                );
-                if self.cfg.recoveries > 0 {
-                    o.set_timer(CraqTimer::Restart, model_timeout());
-                }
-            }
-            (CraqState::Storage(s), CraqTimer::Restart) if s.halted && s.restarts == 0 => {
-                restart(&self.cfg, id, s, o);
-            }
+        // Decided on the borrowed state: a timer that does nothing must not copy the actor.
+        let acts = match (state.as_ref(), timer) {
+            (CraqState::Storage(s), CraqTimer::FailStop) => !s.halted && s.crashes == 0,
+            (CraqState::Storage(s), CraqTimer::Restart) => s.halted && s.restarts == 0,
+            (CraqState::Storage(s), CraqTimer::Storage(_)) => !s.halted,
+            (CraqState::Client(c), CraqTimer::Client(_)) => !c.stopped,
             (CraqState::Mgmtd(_), CraqTimer::Mgmtd(_)) => {
-                super::mgmtd_actor::on_timeout(&self.cfg, id, state, timer, o)
+                return super::mgmtd_actor::on_timeout(&self.cfg, id, state, timer, o);
             }
-            (CraqState::Storage(s), CraqTimer::Storage(t)) if !s.halted => {
+            _ => false,
+        };
+        if !acts {
+            return;
+        }
+        match (state.to_mut(), timer) {
+            (CraqState::Storage(s), CraqTimer::FailStop) => fail_stop(&self.cfg, id, s, o),
+            (CraqState::Storage(s), CraqTimer::Restart) => restart(&self.cfg, id, s, o),
+            (CraqState::Storage(s), CraqTimer::Storage(t)) => {
                 storage_step(id, s, EventOf::Timer(*t), o);
             }
-            (CraqState::Client(c), CraqTimer::Client(t)) if !c.stopped => {
+            (CraqState::Client(c), CraqTimer::Client(t)) => {
                 client_step(id, c, self.script(), EventOf::Timer(*t), o);
             }
-            _ => {}
+            _ => unreachable!("decided above"),
         }
+    }
+}
+
+/// Fail-stops a storage node. What a halted node remembers can no longer matter, so it is
+/// forgotten and every crash of this node at any moment leaves one state: the machine is reset
+/// (a restart builds a new one from the disk anyway); a node that can never restart also drops
+/// its disk and audit trails (the properties over them held when it halted, and they cannot
+/// change any more). See `super::forget_the_dead` for its messages and timers.
+fn fail_stop(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>) {
+    let node = adapter::node_id(id);
+    s.halted = true;
+    s.crashes += 1;
+    s.node = StorageNode::new_in_service(
+        storage_cfg(cfg, node),
+        BTreeMap::new(),
+        RoutingInfo::default(),
+    );
+    if cfg.recoveries == 0 {
+        s.store = MemChunkStore::new();
+        s.committed = 0;
+        s.applied_twice = None;
+        s.regression = None;
+    }
+    o.send(Id::from(0), CraqMsg::Failed(TargetId(node.0)));
+    if cfg.recoveries > 0 {
+        o.set_timer(CraqTimer::Restart, model_timeout());
     }
 }
 
@@ -412,7 +441,11 @@ fn audit_commit(
             return; // A replayed commit: nothing new was committed.
         }
     }
-    s.commit_log.push(c.data.first().copied().unwrap_or(0));
+    let v = c.data.first().copied().unwrap_or(0);
+    if s.committed & 1 << v != 0 {
+        s.applied_twice.get_or_insert(v);
+    }
+    s.committed |= 1 << v;
 }
 
 /// Runs one client machine step and continues the script with whatever it returned.

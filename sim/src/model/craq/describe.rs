@@ -5,49 +5,56 @@ use stateright::actor::Id;
 use t3fs_core::machine::IoOp;
 use t3fs_core::msg::Msg;
 
-use super::{CraqModelState, CraqMsg, CraqState, CraqTimer, CHUNK};
+use super::{CraqModel, CraqModelState, CraqMsg, CraqState, CraqTimer, CHUNK};
 use crate::model::describe::{describe_msg, describe_op};
+use crate::model::system::SystemAction;
 
 /// One line per model step, in 3FS nouns, for counterexamples.
-pub fn describe_action(
-    action: &stateright::actor::ActorModelAction<CraqMsg, CraqTimer, ()>,
-) -> String {
-    use stateright::actor::ActorModelAction as A;
-    let n = |id: &Id| format!("n{}", usize::from(*id));
-    match action {
-        A::Deliver { src, dst, msg } => match msg {
-            CraqMsg::Wire(m) => format!("{} -> {}: {}", n(src), n(dst), describe_msg(m)),
-            CraqMsg::Io {
-                op: IoOp::Chunk { target, op },
-                ..
-            } => format!("{}: disk {target} completes {}", n(dst), describe_op(op)),
-            CraqMsg::Io {
-                op: IoOp::Kv(op), ..
-            } => format!("{}: kv completes {op:?}", n(dst)),
-            CraqMsg::Failed(t) if usize::from(*dst) == 0 => format!(
-                "{} learns {t} crashed (oracle: re-orders at once; mgmtd: its heartbeat deadline may now expire)",
-                n(dst)
-            ),
-            CraqMsg::Failed(_) => String::new(),
-            CraqMsg::Restarted(t) => format!("mgmtd actor notes {t} restarted (its deadline lapses)"),
-            CraqMsg::History { .. } => format!("{}: (history marker, no effect)", n(dst)),
-        },
-        A::Timeout(id, CraqTimer::FailStop) => format!("{}: FAIL-STOP (crash)", n(id)),
-        A::Timeout(id, CraqTimer::Restart) => {
-            format!("{}: RESTART from disk (reports OFFLINE until marked down)", n(id))
+pub fn describe_action(model: &CraqModel, action: &SystemAction) -> String {
+    let n = |id: Id| format!("n{}", usize::from(id));
+    match model.resolve(action) {
+        Ok(e) => {
+            let (src, dst) = (e.src, e.dst);
+            match &e.msg {
+                CraqMsg::Wire(m) => format!("{} -> {}: {}", n(src), n(dst), describe_msg(m)),
+                CraqMsg::Io {
+                    op: IoOp::Chunk { target, op },
+                    ..
+                } => format!("{}: disk {target} completes {}", n(dst), describe_op(op)),
+                CraqMsg::Io {
+                    op: IoOp::Kv(op), ..
+                } => format!("{}: kv completes {op:?}", n(dst)),
+                CraqMsg::Failed(t) if usize::from(dst) == 0 => format!(
+                    "{} learns {t} crashed (oracle: re-orders at once; mgmtd: its heartbeat deadline may now expire)",
+                    n(dst)
+                ),
+                CraqMsg::Failed(_) => String::new(),
+                CraqMsg::Restarted(t) => {
+                    format!("mgmtd actor notes {t} restarted (its deadline lapses)")
+                }
+                CraqMsg::History { .. } => format!("{}: (history marker, no effect)", n(dst)),
+            }
         }
-        A::Timeout(id, CraqTimer::Mgmtd(t)) => format!("{}: mgmtd timer {t:?} fires", n(id)),
-        A::Timeout(id, CraqTimer::Storage(t)) => format!("{}: timer {t:?} fires", n(id)),
-        A::Timeout(id, CraqTimer::Client(t)) => format!("{}: client timer {t:?} fires", n(id)),
-        other => format!("{other:?}"),
+        Err((id, t)) => match t {
+            CraqTimer::FailStop => format!("{}: FAIL-STOP (crash)", n(*id)),
+            CraqTimer::Restart => {
+                format!(
+                    "{}: RESTART from disk (reports OFFLINE until marked down)",
+                    n(*id)
+                )
+            }
+            CraqTimer::Mgmtd(t) => format!("{}: mgmtd timer {t:?} fires", n(*id)),
+            CraqTimer::Storage(t) => format!("{}: timer {t:?} fires", n(*id)),
+            CraqTimer::Client(t) => format!("{}: client timer {t:?} fires", n(*id)),
+        },
     }
 }
 
 /// A summary of the replicas and clients in a state, printed after a counterexample.
-pub fn describe_state(state: &CraqModelState) -> Vec<String> {
+pub fn describe_state(model: &CraqModel, state: &CraqModelState) -> Vec<String> {
     let mut lines = Vec::new();
-    for (i, s) in state.actor_states.iter().enumerate() {
-        match s.as_ref() {
+    for (i, s) in model.actor_states(state).enumerate() {
+        match s {
             CraqState::Oracle(r) => lines.push(format!(
                 "n{i} oracle: {}",
                 describe_msg(&Msg::Routing(r.clone()))
@@ -82,12 +89,17 @@ pub fn describe_state(state: &CraqModelState) -> Vec<String> {
                     .map(|t| format!("{}:{:?}", t.id, t.local_state))
                     .collect();
                 lines.push(format!(
-                    "n{i} storage{} [{}{}]: {} commits={:?}{}",
+                    "n{i} storage{} [{}{}]: {} committed values {:?}{}{}",
                     if st.halted { " (HALTED)" } else { "" },
                     local.join(" "),
                     if st.node.booting() { " booting" } else { "" },
                     chunk.unwrap_or_else(|| "no chunk".into()),
-                    st.commit_log,
+                    (0..16)
+                        .filter(|v| st.committed & 1 << v != 0)
+                        .collect::<Vec<u8>>(),
+                    st.applied_twice
+                        .map(|v| format!(" VALUE {v} COMMITTED TWICE"))
+                        .unwrap_or_default(),
                     st.regression
                         .as_ref()
                         .map(|r| format!(" REGRESSION: {r}"))
@@ -105,6 +117,11 @@ pub fn describe_state(state: &CraqModelState) -> Vec<String> {
             )),
         }
     }
-    lines.push(format!("history: {:?}", state.history.lin));
+    let h = model.history(state);
+    lines.push(format!(
+        "history: {}; highest acknowledged version {}",
+        h.violation.as_deref().unwrap_or("consistent so far"),
+        h.acked.map_or("none".into(), |v| v.to_string())
+    ));
     lines
 }

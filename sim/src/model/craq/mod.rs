@@ -1,27 +1,35 @@
 //! The CRAQ model: one chain of `replicas` storage nodes, `clients` clients each running a script
-//! of writes and reads on one chunk, and a routing oracle that stands in for mgmtd until the
-//! mgmtd issue: when a storage node fail-stops, the oracle moves its target to the end of the
-//! chain as OFFLINE with a bumped chain version and pushes the new routing info to everyone.
+//! of writes and reads on one chunk, and node n0: a routing oracle that stands in for mgmtd
+//! (when a storage node fail-stops, the oracle moves its target to the end of the chain as
+//! OFFLINE with a bumped chain version and pushes the new routing info to everyone), or with
+//! `mgmtd` set the real mgmtd machine (`mgmtd_actor.rs`), with restarts and resync.
 //!
-//! Properties (always): reads linearizable over a chunk register, no acknowledged write lost
-//! while a replica survives, pending = committed + 1 on every replica, committed versions and
-//! chain versions never decrease, no client write applied twice on a replica. Sometimes: a write
-//! is acknowledged, a write is acknowledged after a failover, a retried write is acknowledged.
+//! Properties (always): reads consistent over a chunk register (linearizable under reject-dirty
+//! reads, regular under committed reads, see `consistency.rs`), no acknowledged write lost while
+//! a replica survives, pending = committed + 1 on every replica, committed versions and chain
+//! versions never decrease, no client write applied twice on a replica. Eventually (terminal
+//! states): every client finishes or gives up. Sometimes: a write is acknowledged, a write is
+//! acknowledged after a failover, a retried write is acknowledged.
 //!
-//! Node layout: n0 is the oracle, n1..=nR storage (node i hosts target ti of chain c1),
-//! then the clients. Not here: recovery of failed nodes (mgmtd issue), message loss (it is
-//! indistinguishable from unbounded delay for safety properties).
+//! Node layout: n0 is the oracle or mgmtd, n1..=nR storage (node i hosts target ti of chain c1),
+//! then the clients. Not here: message loss (it is indistinguishable from unbounded delay for
+//! safety properties), timeouts (all off: retries follow error replies and routing changes),
+//! disk faults, a storage-side lease, symmetry reduction (clients are interchangeable only up to
+//! renaming ids and values inside machine state, which the machines cannot do; replicas are not
+//! interchangeable at all).
 //!
-//! Files: this one holds the configuration, messages and the model with its properties;
-//! `actor.rs` the actors, `history.rs` the history recorder, `describe.rs` counterexamples.
+//! Files: this one holds the configuration and messages; `model.rs` assembles the model with its
+//! properties and canonicalizer; `actor.rs` the actors, `history.rs` the history recorder,
+//! `consistency.rs` the read-consistency summaries, `describe.rs` counterexamples.
 
 mod actor;
+mod consistency;
 mod describe;
 mod history;
 mod mgmtd_actor;
+mod model;
 
-use stateright::actor::{ActorModel, Id, Network};
-use stateright::Expectation;
+use stateright::actor::Id;
 use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::client::{ClientRet, ClientTimer};
 use t3fs_core::ids::{
@@ -40,6 +48,7 @@ pub use actor::{ClientState, CraqActor, CraqNode, CraqState, StorageState};
 pub use describe::{describe_action, describe_state};
 pub use history::CraqHistory;
 pub use mgmtd_actor::MgmtdState;
+pub use model::{build, CraqModel, CraqModelState};
 
 /// Configuration of the CRAQ model.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -59,8 +68,14 @@ pub struct CraqConfig {
     pub client_retries: u32,
     /// Forwarding retries per update.
     pub forward_retries: u32,
-    /// Read mode of every target.
+    /// Read mode of every target. It also picks the consistency property of reads:
+    /// linearizability under `RejectDirty`, regularity under `Committed` (3FS §3.3: a read may
+    /// see a commit at the tail and a later read miss it at a replica the commit has not
+    /// reached, a new-old inversion that is real and allowed).
     pub read_mode: ReadMode,
+    /// Check reads for linearizability under committed reads too: not a property 3FS has, but
+    /// the way to see the inversion above as a counterexample.
+    pub strict_reads: bool,
     /// Planted bug in every storage node.
     pub bug: Option<PlantedBug>,
     /// Node n0 runs the real mgmtd (lease, heartbeats, chain updates, over an in-state KV)
@@ -83,6 +98,7 @@ impl Default for CraqConfig {
             client_retries: 1,
             forward_retries: 0,
             read_mode: ReadMode::RejectDirty,
+            strict_reads: false,
             bug: None,
             mgmtd: false,
             recoveries: 0,
@@ -119,8 +135,10 @@ impl CraqConfig {
         (0..self.clients as u32).map(|k| NodeId(1 + self.replicas as u32 + k))
     }
 
-    fn client_index(&self, id: Id) -> usize {
-        usize::from(id) - self.replicas - 1
+    fn client_index(&self, id: Id) -> Option<usize> {
+        usize::from(id)
+            .checked_sub(self.replicas + 1)
+            .filter(|&k| k < self.clients)
     }
 
     /// The routing info at start: chain c1 with every target serving, in node order.
@@ -255,207 +273,4 @@ pub enum CraqTimer {
     Restart,
     /// A mgmtd machine timer.
     Mgmtd(MgmtdTimer),
-}
-
-/// The state type of the CRAQ model.
-pub type CraqModelState = stateright::actor::ActorModelState<CraqNode, CraqHistory>;
-/// The CRAQ model.
-pub type CraqModel = ActorModel<CraqNode, CraqConfig, CraqHistory>;
-
-fn storages(state: &CraqModelState) -> impl Iterator<Item = &StorageState> {
-    state.actor_states.iter().filter_map(|s| match s.as_ref() {
-        CraqState::Storage(s) => Some(s.as_ref()),
-        _ => None,
-    })
-}
-
-fn mgmtd_of(state: &CraqModelState) -> Option<&MgmtdState> {
-    state.actor_states.iter().find_map(|s| match s.as_ref() {
-        CraqState::Mgmtd(m) => Some(m.as_ref()),
-        _ => None,
-    })
-}
-
-/// Properties of the model with the real mgmtd: the §2.6.1 invariants of every published chain,
-/// CRAQ's write-all rule for every replica mgmtd and the replica agree is SERVING, and recovery
-/// back to an all-SERVING chain once everything is quiet.
-fn mgmtd_properties(model: CraqModel) -> CraqModel {
-    let recovers = model.cfg.recoveries >= model.cfg.failures;
-    let heals = model.cfg.failures > 0 && recovers;
-    let model = model
-        .property(
-            Expectation::Always,
-            "chain invariants (§2.6.1) hold",
-            |_, s| mgmtd_of(s).is_none_or(|m| m.audit.is_none()),
-        )
-        .property(
-            Expectation::Always,
-            "serving replicas hold every acknowledged write",
-            |_, s| {
-                let Some(current) = mgmtd_of(s).and_then(|m| m.machine.routing()) else {
-                    return true;
-                };
-                let Some(chain) = current.chain(CHAIN) else {
-                    return true;
-                };
-                let acked = s.history.acked.values().max().copied().unwrap_or_default();
-                storages(s).filter(|st| !st.halted).all(|st| {
-                    let own = st.node.routing().chain(CHAIN);
-                    st.node.targets().all(|t| {
-                        let serving = own.is_some_and(|c| {
-                            c.version == chain.version
-                                && c.state_of(t.id)
-                                    == Some(t3fs_core::routing::PublicState::Serving)
-                        });
-                        let committed = st.store.chunks().get(&CHUNK).map(|c| c.committed);
-                        !serving
-                            || t.local_state != t3fs_core::routing::LocalState::UpToDate
-                            || committed.unwrap_or_default() >= acked
-                    })
-                })
-            },
-        );
-    let model = if recovers {
-        model.property(
-            Expectation::Eventually,
-            "the chain returns to all-SERVING",
-            |_, s| {
-                mgmtd_of(s)
-                    .and_then(|m| m.machine.routing())
-                    .and_then(|r| r.chain(CHAIN))
-                    .is_some_and(|c| {
-                        c.targets
-                            .iter()
-                            .all(|t| t.state == t3fs_core::routing::PublicState::Serving)
-                    })
-            },
-        )
-    } else {
-        model
-    };
-    if heals {
-        model.property(
-            Expectation::Sometimes,
-            "a restarted replica is resynced and promoted",
-            |_, s| mgmtd_of(s).is_some_and(|m| m.promoted),
-        )
-    } else {
-        model
-    }
-}
-
-/// Builds the CRAQ model for `cfg`.
-pub fn build(cfg: CraqConfig) -> CraqModel {
-    let mut actors = vec![CraqNode {
-        role: if cfg.mgmtd {
-            CraqActor::Mgmtd
-        } else {
-            CraqActor::Oracle
-        },
-        cfg: cfg.clone(),
-    }];
-    actors.extend((0..cfg.replicas).map(|_| CraqNode {
-        role: CraqActor::Storage,
-        cfg: cfg.clone(),
-    }));
-    actors.extend((0..cfg.clients).map(|k| CraqNode {
-        role: CraqActor::Client(cfg.script(k)),
-        cfg: cfg.clone(),
-    }));
-    let writes_expected = cfg.clients > 0 && cfg.writes > 0;
-    let failover_expected = cfg.failures > 0 && writes_expected;
-    let cfg_mgmtd = cfg.mgmtd;
-    let retry_expected = cfg.failures > 0 && cfg.client_retries > 0 && writes_expected;
-    let model = ActorModel::new(cfg, CraqHistory::default())
-        .actors(actors)
-        // The mgmtd model delivers each link in order (TCP between live processes): its many
-        // concurrent control messages would otherwise multiply interleavings that the protocol
-        // treats alike (a stale push after a newer one is ignored by version), and the state
-        // space would not fit in memory. The CRAQ model keeps full reordering.
-        .init_network(if cfg_mgmtd {
-            Network::new_ordered([])
-        } else {
-            Network::new_unordered_nonduplicating([])
-        })
-        .property(Expectation::Always, "linearizable", |_, s| {
-            s.history.lin.serialized_history().is_some()
-        })
-        .property(Expectation::Always, "no acknowledged write lost", |_, s| {
-            let live: Vec<&StorageState> = storages(s).filter(|st| !st.halted).collect();
-            let top = live
-                .iter()
-                .filter_map(|st| st.store.chunks().get(&CHUNK).map(|c| c.committed))
-                .max()
-                .unwrap_or_default();
-            live.is_empty() || s.history.acked.values().all(|v| *v <= top)
-        })
-        .property(Expectation::Always, "pending = committed + 1", |_, s| {
-            storages(s).all(|st| {
-                st.store.chunks().values().all(|c| {
-                    c.pending
-                        .as_ref()
-                        .is_none_or(|(v, _)| *v == c.committed.next())
-                })
-            })
-        })
-        .property(Expectation::Always, "versions never decrease", |_, s| {
-            storages(s).all(|st| st.regression.is_none())
-        })
-        .property(Expectation::Always, "no write applied twice", |_, s| {
-            storages(s).all(|st| {
-                let log = &st.commit_log;
-                (0..log.len()).all(|i| !log[i + 1..].contains(&log[i]))
-            })
-        })
-        // Liveness, checked on terminal states: no client is left waiting forever (it finishes
-        // its script, or gives up after its retry budget). Stateright's BFS can miss violations
-        // that are reached only through already-visited states; it cannot report false ones.
-        .property(
-            Expectation::Eventually,
-            "every client finishes or gives up",
-            |_, s| {
-                s.actor_states.iter().all(|a| match a.as_ref() {
-                    CraqState::Client(c) => c.running.is_none(),
-                    _ => true,
-                })
-            },
-        )
-        .record_msg_out(history::record_out)
-        .within_boundary(|cfg, s| {
-            let crashes: usize = storages(s).map(|st| usize::from(st.crashes)).sum();
-            let restarts: usize = storages(s).map(|st| usize::from(st.restarts)).sum();
-            crashes <= cfg.failures && restarts <= cfg.recoveries
-        });
-    let model = if model.cfg.mgmtd {
-        mgmtd_properties(model)
-    } else {
-        model
-    };
-    // Reachability goals that only make sense when the configuration allows them: a model with
-    // failures must reach a failover, and one with client retries must reach a retried write.
-    let model = if writes_expected {
-        model.property(Expectation::Sometimes, "a write is acknowledged", |_, s| {
-            !s.history.acked.is_empty()
-        })
-    } else {
-        model
-    };
-    let model = if failover_expected {
-        model.property(
-            Expectation::Sometimes,
-            "a write is acknowledged after a failover",
-            |_, s| s.history.acked_after_failover,
-        )
-    } else {
-        model
-    };
-    if retry_expected {
-        model.property(
-            Expectation::Sometimes,
-            "a retried write is acknowledged",
-            |_, s| s.history.retried_write_acked,
-        )
-    } else {
-        model
-    }
 }

@@ -316,7 +316,7 @@ fn simulated() -> ExitCode {
         .nodes
         .iter()
         .filter_map(|n| match &n.proc {
-            t3fs_sim::world::node::Proc::Meta(m) => Some(m.counters().retries),
+            t3fs_sim::world::node::Process::Meta(m) => Some(m.counters().retries),
             _ => None,
         })
         .sum();

@@ -36,6 +36,8 @@
 //! - [`msg`]: wire messages and the versioned binary codec.
 //! - [`storage`]: the CRAQ storage machine (3FS §3).
 //! - [`client`]: the storage client machine (routing cache, chunk split, retry).
+//! - [`node`]: the node runtime every driver runs machines through (timers, in-flight I/O, the
+//!   `Host` trait).
 //! - [`bugs`]: deliberately broken variants that checkers must catch.
 //! - `testing` (feature): in-memory reference chunk store and the conformance suite.
 #![forbid(unsafe_code)]
@@ -55,6 +57,7 @@ pub mod machine;
 pub mod meta;
 pub mod mgmtd;
 pub mod msg;
+pub mod node;
 pub mod routing;
 pub mod storage;
 #[cfg(any(test, feature = "testing"))]

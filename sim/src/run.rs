@@ -18,7 +18,7 @@ use t3fs_core::time::Instant;
 use t3fs_scenario::Scenario;
 
 use crate::check::{self, Verdict};
-use crate::world::node::{Life, Proc, Role};
+use crate::world::node::{Life, Process, Role};
 use crate::world::World;
 
 /// Exit code: an assertion failed (machine invariant, chain audit, halt).
@@ -85,7 +85,7 @@ pub fn converged(w: &World) -> Result<(), String> {
     }
     for n in &w.nodes {
         match &n.proc {
-            Proc::Storage(s) => {
+            Process::Storage(s) => {
                 if s.routing().version != routing.version {
                     return Err(format!(
                         "{} acts on routing {} (primary: {})",
@@ -109,7 +109,7 @@ pub fn converged(w: &World) -> Result<(), String> {
                     ));
                 }
             }
-            Proc::Client(_) if n.ctx.driver.as_ref().is_some_and(|d| d.running.is_some()) => {
+            Process::Client(_) if n.ctx.driver.as_ref().is_some_and(|d| d.running.is_some()) => {
                 return Err(format!("{} has a call in flight", n.ctx.name));
             }
             _ => {}
@@ -418,7 +418,7 @@ fn phases(w: &mut World) -> Outcome {
     };
     // Sum the §2.6.1 rows of every live mgmtd into the reachability counters.
     for n in &w.nodes {
-        if let (Role::Mgmtd, Proc::Mgmtd(m)) = (n.ctx.role, &n.proc) {
+        if let (Role::Mgmtd, Process::Mgmtd(m)) = (n.ctx.role, &n.proc) {
             for (row, c) in &m.counters().rows {
                 *w.sim.reach.rows.entry(*row).or_default() += c;
             }

@@ -7,13 +7,13 @@
 use t3fs_core::mgmtd::chain_update::check_chain;
 use t3fs_core::routing::PublicState;
 
-use super::node::Proc;
+use super::node::Process;
 use super::World;
 
 impl World {
     /// Records a chain published by a primary and checks §2.6.1's invariants on it.
     pub fn audit_routing(&mut self, who: usize) {
-        let Proc::Mgmtd(m) = &self.nodes[who].proc else {
+        let Process::Mgmtd(m) = &self.nodes[who].proc else {
             return;
         };
         let Some(routing) = m.routing() else { return };

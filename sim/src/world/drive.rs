@@ -7,155 +7,123 @@
 //! assertion failure of the run (the runner reports it with its reproduce command). Not here:
 //! event scheduling policy (mod.rs) and fault decisions of steps (steps.rs).
 
-use t3fs_core::client::{ClientCall, ClientRet};
-use t3fs_core::ids::{IoId, NodeId, RequestId};
-use t3fs_core::machine::{ActionOf, Event, EventOf, IoOp, IoResult, Machine, Outbox};
+use core::ops::Range;
+use core::time::Duration;
+
+use t3fs_core::chunk::ChunkOp;
+use t3fs_core::client::ClientRet;
+use t3fs_core::ids::{IoId, NodeId, RequestId, TargetId};
+use t3fs_core::kv::KvOp;
+use t3fs_core::machine::{HaltReason, IoResult};
 use t3fs_core::msg::Msg;
+use t3fs_core::node::{self, AnyCall, AnyRet, AnyTimer, Host, Input};
 use t3fs_core::time::Instant;
 
-use super::node::{AnyTimer, Ctx, Life, Pending, Proc, Role};
+use super::node::{Ctx, Life, Pending, Process, Role};
 use super::{Ev, Sim, World};
 
-/// What a node is given.
-pub enum Input {
-    /// Boot.
-    Start,
-    /// A decoded message.
-    Recv(NodeId, Msg),
-    /// A timer.
-    Timer(AnyTimer),
-    /// An I/O completion.
-    IoDone(IoId, IoResult),
-    /// A client call.
-    Call(RequestId, ClientCall),
-}
-
-struct Effects<Ret> {
-    returns: Vec<(RequestId, Ret)>,
+/// The simulator's [`Host`]: the seeded event queue, the network model, the node's clock and
+/// disks, the shared KV, and the fault hooks (heartbeat loss, buggify) on the way.
+struct SimHost<'a> {
+    sim: &'a mut Sim,
+    ctx: &'a mut Ctx,
+    /// True time of the step.
+    now: Instant,
+    returns: Vec<(RequestId, ClientRet)>,
     halted: Option<String>,
+    /// An `Update` was forwarded (the crash-after-forward trigger).
     forwarded: bool,
+    /// A KV commit writing chain rows was submitted (the pause-mid-commit trigger).
     committed: bool,
 }
 
-fn event<M: Machine<Msg = Msg>>(
-    input: Input,
-    timer: impl Fn(AnyTimer) -> Option<M::Timer>,
-    call: impl Fn(ClientCall) -> Option<M::Call>,
-) -> Option<Option<Event<M>>> {
-    Some(match input {
-        Input::Start => None,
-        Input::Recv(from, msg) => Some(EventOf::Recv { from, msg }),
-        Input::Timer(t) => Some(EventOf::Timer(timer(t)?)),
-        Input::IoDone(id, result) => Some(EventOf::IoDone { id, result }),
-        Input::Call(req, c) => Some(EventOf::Call {
-            req,
-            call: call(c)?,
-        }),
-    })
-}
-
-fn run<M: Machine<Msg = Msg>>(
-    sim: &mut Sim,
-    ctx: &mut Ctx,
-    m: &mut M,
-    ev: Option<Event<M>>,
-    wrap: fn(M::Timer) -> AnyTimer,
-) -> Effects<M::Ret> {
-    let now = sim.now();
-    let local = ctx.clock.local(now);
-    let mut out = Outbox::new();
-    match ev {
-        None => m.start(local, &mut out),
-        Some(e) => m.handle(local, e, &mut out),
+impl Host for SimHost<'_> {
+    fn send(&mut self, to: NodeId, msg: Msg) {
+        let (sim, ctx) = (&mut *self.sim, &mut *self.ctx);
+        if let Msg::Heartbeat(_) = msg {
+            if self.now < ctx.drop_heartbeats_until || sim.rng.chance(sim.faults.heartbeat_loss) {
+                sim.reached("heartbeat lost");
+                return;
+            }
+        }
+        if let Msg::Update(_) = msg {
+            self.forwarded = true;
+        }
+        sim.transmit(ctx.id, to, msg.encode());
     }
-    m.check_invariants();
-    let mut fx = Effects {
-        returns: Vec::new(),
-        halted: None,
-        forwarded: false,
-        committed: false,
-    };
-    for a in out.drain() {
-        match a {
-            ActionOf::Send { to, msg } => {
-                if let Msg::Heartbeat(_) = msg {
-                    if now < ctx.drop_heartbeats_until || sim.rng.chance(sim.faults.heartbeat_loss)
-                    {
-                        sim.reached("heartbeat lost");
-                        continue;
-                    }
-                }
-                if let Msg::Update(_) = msg {
-                    fx.forwarded = true;
-                }
-                sim.transmit(ctx.id, to, msg.encode());
-            }
-            ActionOf::SetTimer { timer, after } => {
-                sim.gen += 1;
-                let key = wrap(timer);
-                ctx.timers.insert(key, sim.gen);
-                // mgmtd's heartbeat deadline is exempt: 3FS's reads are safe only while the
-                // failure detector is slower than a live replica's routing refresh (no storage-
-                // side lease), so shrinking it reports that known hazard, not a new bug.
-                let exempt = matches!(
-                    key,
-                    AnyTimer::Mgmtd(t3fs_core::mgmtd::MgmtdTimer::HeartbeatDeadline(_))
-                );
-                let after = if !exempt && sim.buggify.fire("buggify: shrunk timer", &mut sim.rng) {
-                    sim.reached("buggify: shrunk timer");
-                    after.start / 10..after.start / 10
-                } else {
-                    after
-                };
-                let d = ctx.clock.to_true(sim.rng.duration(after));
-                let at = Instant(now.0 + d.as_nanos() as u64);
-                sim.queue.push(
-                    at,
-                    Ev::Timer {
-                        node: ctx.id.0 as usize,
-                        timer: key,
-                        gen: sim.gen,
-                    },
-                );
-            }
-            ActionOf::CancelTimer(timer) => {
-                ctx.timers.remove(&wrap(timer));
-            }
-            ActionOf::Io { id, op } => {
-                let at = match op {
-                    IoOp::Chunk { target, op } => {
-                        let disk = ctx.disks.get_mut(&target).unwrap_or_else(|| {
-                            panic!("{} submitted I/O to foreign target {target}", ctx.name)
-                        });
-                        let at = disk.completion_time(now, &op, &mut sim.rng, &sim.faults);
-                        ctx.inflight.insert(id, Pending::Chunk(target, op));
-                        at
-                    }
-                    IoOp::Kv(op) => {
-                        // Only commits that write chain rows count (lease extensions run
-                        // every second and would make the trigger fire on the wrong commit).
-                        fx.committed |= matches!(&op, t3fs_core::kv::KvOp::Commit(c) if c.mutations.iter().any(|m| {
-                            matches!(m, t3fs_core::kv::Mutation::Set(k, _) if t3fs_core::mgmtd::store::is_chain_key(k))
-                        }));
-                        let d = sim.kv.latency(&mut sim.rng, &sim.faults);
-                        ctx.inflight.insert(id, Pending::Kv(op));
-                        Instant(now.0 + d.as_nanos() as u64)
-                    }
-                };
-                sim.queue.push(
-                    at,
-                    Ev::Io {
-                        node: ctx.id.0 as usize,
-                        inc: ctx.incarnation,
-                        id,
-                    },
-                );
-            }
-            ActionOf::Return { req, ret } => fx.returns.push((req, ret)),
-            ActionOf::Halt(reason) => fx.halted = Some(format!("{reason:?}")),
+
+    fn set_timer(&mut self, key: AnyTimer, gen: u64, after: Range<Duration>) {
+        let sim = &mut *self.sim;
+        // mgmtd's heartbeat deadline is exempt: 3FS's reads are safe only while the failure
+        // detector is slower than a live replica's routing refresh (no storage-side lease), so
+        // shrinking it reports that known hazard, not a new bug.
+        let exempt = matches!(
+            key,
+            AnyTimer::Mgmtd(t3fs_core::mgmtd::MgmtdTimer::HeartbeatDeadline(_))
+        );
+        let after = if !exempt && sim.buggify.fire("buggify: shrunk timer", &mut sim.rng) {
+            sim.reached("buggify: shrunk timer");
+            after.start / 10..after.start / 10
+        } else {
+            after
+        };
+        let d = self.ctx.clock.to_true(sim.rng.duration(after));
+        let at = Instant(self.now.0 + d.as_nanos() as u64);
+        let node = self.ctx.id.0 as usize;
+        sim.queue.push(
+            at,
+            Ev::Timer {
+                node,
+                timer: key,
+                gen,
+            },
+        );
+    }
+
+    fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp) {
+        let (sim, ctx) = (&mut *self.sim, &mut *self.ctx);
+        let disk = ctx
+            .disks
+            .get_mut(&target)
+            .unwrap_or_else(|| panic!("{} submitted I/O to foreign target {target}", ctx.name));
+        let at = disk.completion_time(self.now, &op, &mut sim.rng, &sim.faults);
+        ctx.ops.insert(id, Pending::Chunk(target, op));
+        self.complete_at(at, id);
+    }
+
+    fn submit_kv(&mut self, id: IoId, op: KvOp) {
+        // Only commits that write chain rows count (lease extensions run every second and would
+        // make the trigger fire on the wrong commit).
+        self.committed |= matches!(&op, t3fs_core::kv::KvOp::Commit(c) if c.mutations.iter().any(|m| {
+            matches!(m, t3fs_core::kv::Mutation::Set(k, _) if t3fs_core::mgmtd::store::is_chain_key(k))
+        }));
+        let d = self.sim.kv.latency(&mut self.sim.rng, &self.sim.faults);
+        self.ctx.ops.insert(id, Pending::Kv(op));
+        self.complete_at(Instant(self.now.0 + d.as_nanos() as u64), id);
+    }
+
+    fn returned(&mut self, req: RequestId, ret: AnyRet) {
+        if let AnyRet::Client(ret) = ret {
+            self.returns.push((req, ret));
         }
     }
-    fx
+
+    fn halted(&mut self, reason: HaltReason) {
+        self.halted = Some(format!("{reason:?}"));
+    }
+}
+
+impl SimHost<'_> {
+    fn complete_at(&mut self, at: Instant, id: IoId) {
+        self.sim.queue.push(
+            at,
+            Ev::Io {
+                node: self.ctx.id.0 as usize,
+                inc: self.ctx.incarnation,
+                id,
+            },
+        );
+    }
 }
 
 impl World {
@@ -167,73 +135,40 @@ impl World {
         if node.ctx.life != Life::Up {
             return;
         }
-        let (halted, forwarded, returns, published) = match &mut node.proc {
-            Proc::None => return,
-            Proc::Mgmtd(m) => {
-                let before = m.routing().map(|r| r.version);
-                let Some(ev) = event::<t3fs_core::mgmtd::Mgmtd>(
-                    input,
-                    |t| match t {
-                        AnyTimer::Mgmtd(t) => Some(t),
-                        _ => None,
-                    },
-                    |_| None,
-                ) else {
-                    return;
-                };
-                let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Mgmtd);
-                if fx.committed && node.ctx.pause_on_commit {
-                    // Frozen with the commit in flight: its completion waits for the resume.
-                    node.ctx.pause_on_commit = false;
-                    node.ctx.life = Life::Paused;
-                    sim.reached("pause mid-commit");
-                }
-                let after = m.routing().map(|r| r.version);
-                (fx.halted, false, Vec::new(), before != after)
-            }
-            Proc::Storage(m) => {
-                let Some(ev) = event::<t3fs_core::storage::StorageNode>(
-                    input,
-                    |t| match t {
-                        AnyTimer::Storage(t) => Some(t),
-                        _ => None,
-                    },
-                    |_| None,
-                ) else {
-                    return;
-                };
-                let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Storage);
-                (fx.halted, fx.forwarded, Vec::new(), false)
-            }
-            Proc::Client(m) => {
-                let Some(ev) = event::<t3fs_core::client::Client>(
-                    input,
-                    |t| match t {
-                        AnyTimer::Client(t) => Some(t),
-                        _ => None,
-                    },
-                    Some,
-                ) else {
-                    return;
-                };
-                let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Client);
-                (fx.halted, false, fx.returns, false)
-            }
-            Proc::Meta(m) => {
-                let Some(ev) = event::<t3fs_core::meta::server::MetaServer>(
-                    input,
-                    |t| match t {
-                        AnyTimer::Meta(t) => Some(t),
-                        _ => None,
-                    },
-                    |_| None,
-                ) else {
-                    return;
-                };
-                let fx = run(sim, &mut node.ctx, m.as_mut(), ev, AnyTimer::Meta);
-                (fx.halted, false, Vec::new(), false)
-            }
+        let before = match &node.proc {
+            Process::Mgmtd(m) => m.routing().map(|r| r.version),
+            _ => None,
         };
+        let local = node.ctx.clock.local(now);
+        let mut host = SimHost {
+            sim,
+            ctx: &mut node.ctx,
+            now,
+            returns: Vec::new(),
+            halted: None,
+            forwarded: false,
+            committed: false,
+        };
+        if !node::step(&mut node.proc, &mut node.tables, &mut host, local, input) {
+            return;
+        }
+        let SimHost {
+            returns,
+            halted,
+            forwarded,
+            committed,
+            ..
+        } = host;
+        let mut published = false;
+        if let Process::Mgmtd(m) = &node.proc {
+            if committed && node.ctx.pause_on_commit {
+                // Frozen with the commit in flight: its completion waits for the resume.
+                node.ctx.pause_on_commit = false;
+                node.ctx.life = Life::Paused;
+                self.sim.reached("pause mid-commit");
+            }
+            published = before != m.routing().map(|r| r.version);
+        }
         if published {
             self.audit_routing(i);
         }
@@ -253,7 +188,11 @@ impl World {
     /// Completes I/O `id` of node `i` (disk or KV) and feeds the result to the machine.
     pub(super) fn complete_io(&mut self, i: usize, id: IoId) {
         let may_damage = self.may_damage_node(i);
-        let Some(p) = self.nodes[i].ctx.inflight.remove(&id) else {
+        let n = &mut self.nodes[i];
+        if n.tables.inflight.complete(id).is_none() {
+            return;
+        }
+        let Some(p) = n.ctx.ops.remove(&id) else {
             return;
         };
         let result = match p {
@@ -351,7 +290,7 @@ impl World {
         let Some(op) = d.gen.next_op() else { return };
         self.sim.history.now_ns = self.sim.now().0;
         let (req, call) = d.invoke(n.ctx.index, op, &mut self.sim.history);
-        self.drive(i, Input::Call(req, call));
+        self.drive(i, Input::Call(req, AnyCall::Client(call)));
     }
 
     /// Issues a read of workload chunk `chunk` from client `i` outside the workload (the final
@@ -370,7 +309,7 @@ impl World {
             t3fs_scenario::workload::Op::Read { chunk },
             &mut self.sim.history,
         );
-        self.drive(i, Input::Call(req, call));
+        self.drive(i, Input::Call(req, AnyCall::Client(call)));
         true
     }
 }

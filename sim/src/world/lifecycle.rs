@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use t3fs_core::ids::TargetId;
 
-use super::node::{self, Life, Proc, Role};
+use super::node::{self, Life, Process, Role};
 use super::{disk, Ev, World};
 
 impl World {
@@ -19,7 +19,7 @@ impl World {
         }
         let may_damage = self.may_damage_node(i);
         let n = &mut self.nodes[i];
-        let inflight = std::mem::take(&mut n.ctx.inflight);
+        let inflight = std::mem::take(&mut n.ctx.ops);
         let mut per_target: BTreeMap<TargetId, Vec<t3fs_core::chunk::ChunkOp>> = BTreeMap::new();
         for (_, p) in inflight {
             if let node::Pending::Chunk(t, op) = p {
@@ -48,7 +48,7 @@ impl World {
         }
         n.ctx.life = Life::Down;
         n.ctx.incarnation += 1;
-        n.ctx.timers.clear();
+        n.tables.clear();
         n.ctx.deferred.clear();
         n.ctx.crash_after_forward = false;
         let (counters, rows) = node::counters_of(&n.proc);
@@ -58,7 +58,7 @@ impl World {
         for (r, v) in rows {
             *self.sim.reach.rows.entry(r).or_default() += v;
         }
-        n.proc = Proc::None;
+        n.proc = Process::None;
         if let Some(d) = &mut n.ctx.driver {
             // The running call's outcome is unknown: it stays open in the history.
             if let Some((_, _, index)) = d.running.take() {

@@ -41,7 +41,7 @@ use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng, Scenario};
 
 use crate::check::history::History;
-use node::{AnyTimer, Ctx, Layout, Life, Node, Proc, Role};
+use node::{AnyTimer, Ctx, Layout, Life, Node, Process, Role};
 
 /// A scheduled event.
 pub enum Ev {
@@ -333,8 +333,7 @@ impl World {
                     incarnation: 0,
                     clock,
                     base_clock: clock,
-                    timers: BTreeMap::new(),
-                    inflight: BTreeMap::new(),
+                    ops: BTreeMap::new(),
                     disks: BTreeMap::new(),
                     crash_after_forward: false,
                     pause_on_commit: false,
@@ -343,7 +342,8 @@ impl World {
                     driver: None,
                     ns: None,
                 },
-                proc: Proc::None,
+                proc: Process::None,
+                tables: Default::default(),
             });
         };
         for i in 0..layout.mgmtd.len() as u32 {
@@ -447,7 +447,7 @@ impl World {
                 n.ctx.ns = Some(ns_client::NsDriver::new(w, rng));
             }
         }
-        self.drive(i, drive::Input::Start);
+        self.drive(i, t3fs_core::node::Input::Start);
         if self.nodes[i].ctx.role == Role::Client {
             let inc = self.nodes[i].ctx.incarnation;
             let now = self.sim.now();
@@ -464,7 +464,7 @@ impl World {
             .iter()
             .enumerate()
             .find_map(|(i, n)| match &n.proc {
-                Proc::Mgmtd(m)
+                Process::Mgmtd(m)
                     if n.ctx.life == Life::Up
                         && m.is_primary(n.ctx.clock.local(self.sim.now())) =>
                 {
@@ -523,12 +523,11 @@ impl World {
                 if self.defer_if_paused(node, Ev::Timer { node, timer, gen }) {
                     return;
                 }
-                if self.nodes[node].ctx.timers.get(&timer) != Some(&gen) {
+                if !self.nodes[node].tables.timers.fire(timer, gen) {
                     return; // Cancelled, replaced, or from a crashed incarnation.
                 }
-                self.nodes[node].ctx.timers.remove(&timer);
                 self.sim.hash(&[1, node as u8]);
-                self.drive(node, drive::Input::Timer(timer));
+                self.drive(node, t3fs_core::node::Input::Timer(timer));
             }
             Ev::Io { node, inc, id } => {
                 if self.nodes[node].ctx.incarnation != inc {
@@ -614,7 +613,7 @@ impl World {
         match t3fs_core::msg::Msg::decode(&frame) {
             Ok(msg) => {
                 self.sim.net.counters.delivered += 1;
-                self.drive(i, drive::Input::Recv(from, msg));
+                self.drive(i, t3fs_core::node::Input::Recv(from, msg));
             }
             Err(_) => self.sim.net.counters.malformed += 1,
         }

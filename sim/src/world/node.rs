@@ -14,13 +14,13 @@ use core::time::Duration;
 
 use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::chunk::ChunkOp;
-use t3fs_core::client::{Client, ClientConfig, ClientTimer};
-use t3fs_core::ids::{ChainId, ChainVersion, ClientId, IoId, NodeId, RoutingVersion, TargetId};
+use t3fs_core::client::{Client, ClientConfig};
+use t3fs_core::ids::{ChainId, ChainVersion, IoId, NodeId, RoutingVersion, TargetId};
 use t3fs_core::kv::KvOp;
-use t3fs_core::meta::server::{MetaConfig, MetaServer, MetaTimer};
-use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig, MgmtdTimer};
+use t3fs_core::meta::server::{MetaConfig, MetaServer};
+use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig};
 use t3fs_core::routing::{ChainInfo, RoutingInfo};
-use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode, StorageTimer};
+use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode};
 use t3fs_core::time::Instant;
 use t3fs_scenario::schema::{Cluster, Timeouts};
 
@@ -28,18 +28,7 @@ use super::client::Driver;
 use super::clock::Clock;
 use super::disk::Disk;
 
-/// A node's role.
-#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
-pub enum Role {
-    /// Cluster manager.
-    Mgmtd,
-    /// Storage service.
-    Storage,
-    /// Client with a workload.
-    Client,
-    /// Meta server.
-    Meta,
-}
+pub use t3fs_core::node::{client_id, counters_of, AnyTimer, Process, Role};
 
 /// Whether the process runs.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -52,34 +41,9 @@ pub enum Life {
     Paused,
 }
 
-/// The running process.
-pub enum Proc {
-    /// None (crashed).
-    None,
-    /// mgmtd.
-    Mgmtd(Box<Mgmtd>),
-    /// Storage.
-    Storage(Box<StorageNode>),
-    /// Client.
-    Client(Box<Client>),
-    /// Meta server.
-    Meta(Box<MetaServer>),
-}
-
-/// Timers of any machine kind.
-#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
-pub enum AnyTimer {
-    /// mgmtd's.
-    Mgmtd(MgmtdTimer),
-    /// Storage's.
-    Storage(StorageTimer),
-    /// Client's.
-    Client(ClientTimer),
-    /// Meta server's.
-    Meta(MetaTimer),
-}
-
-/// An I/O in flight.
+/// An I/O in flight, as the simulator keeps it until its drawn completion time: the operation
+/// runs against the disk or KV when it completes, and a crash hands unfinished disk operations
+/// to the disk's crash model.
 pub enum Pending {
     /// On a target's disk.
     Chunk(TargetId, ChunkOp),
@@ -106,10 +70,8 @@ pub struct Ctx {
     /// The clock as first drawn (bounded background skew); healing restores it, as NTP would
     /// after a step or a scripted skew.
     pub base_clock: Clock,
-    /// Armed timers and their generation.
-    pub timers: BTreeMap<AnyTimer, u64>,
-    /// I/O in flight.
-    pub inflight: BTreeMap<IoId, Pending>,
+    /// I/O in flight with its operation (the runtime's table knows only where it went).
+    pub ops: BTreeMap<IoId, Pending>,
     /// Storage: disks by target (durable).
     pub disks: BTreeMap<TargetId, Disk>,
     /// Storage: crash right after the next forwarded update.
@@ -131,71 +93,9 @@ pub struct Node {
     /// Context.
     pub ctx: Ctx,
     /// Process.
-    pub proc: Proc,
-}
-
-/// The named counters of a process (machine counters a report sums over the cluster), plus
-/// the §2.6.1 rows an mgmtd exercised.
-/// Named counters and §2.6.1 row counts of a process.
-pub type ProcCounters = (
-    Vec<(&'static str, u64)>,
-    Vec<(t3fs_core::mgmtd::chain_update::Row, u64)>,
-);
-
-pub fn counters_of(p: &Proc) -> ProcCounters {
-    match p {
-        Proc::Storage(s) => {
-            let c = s.counters();
-            (
-                vec![
-                    ("storage.commits", c.commits),
-                    ("storage.stale_chain_version", c.stale_chain_version),
-                    ("storage.forward_retries", c.forward_retries),
-                    ("storage.cached_replies", c.cached_replies),
-                    ("storage.resyncs_done", c.resyncs_done),
-                    ("storage.resync_items", c.resync_items),
-                    ("storage.resync_fatal", c.resync_fatal),
-                    ("storage.force_commits", c.force_commits),
-                ],
-                Vec::new(),
-            )
-        }
-        Proc::Mgmtd(m) => {
-            let c = m.counters();
-            (
-                vec![
-                    ("mgmtd.commits", c.commits),
-                    ("mgmtd.kv_failures", c.kv_failures),
-                    ("mgmtd.chain_updates", c.chain_updates),
-                    ("mgmtd.heartbeats_refused", c.heartbeats_refused),
-                    ("mgmtd.tenures", c.tenures),
-                ],
-                c.rows.iter().map(|(r, n)| (*r, *n)).collect(),
-            )
-        }
-        Proc::Client(c) => (
-            vec![
-                ("client.retries", c.counters().retries),
-                ("client.failed_ios", c.counters().failed_ios),
-            ],
-            Vec::new(),
-        ),
-        Proc::Meta(m) => (
-            vec![
-                ("meta.answered", m.counters().answered),
-                ("meta.retries", m.counters().retries),
-                ("meta.commit_unknown", m.counters().commit_unknown),
-                ("meta.gc_freed", m.counters().gc_freed),
-                ("meta.gc_busy", m.counters().gc_busy),
-                ("meta.sessions_pruned", m.counters().sessions_pruned),
-                ("meta.length_queries", m.counters().length_queries),
-                ("meta.idem_cleaned", m.counters().idem_cleaned),
-                ("meta.batched", m.counters().batched),
-            ],
-            Vec::new(),
-        ),
-        Proc::None => (Vec::new(), Vec::new()),
-    }
+    pub proc: Process,
+    /// Armed timers and I/O in flight (volatile: cleared on a crash).
+    pub tables: t3fs_core::node::Tables,
 }
 
 /// Static facts of the simulated cluster.
@@ -378,9 +278,9 @@ impl Layout {
         ctx: &Ctx,
         metas: BTreeMap<TargetId, Vec<t3fs_core::chunk::ChunkMeta>>,
         in_service: bool,
-    ) -> Proc {
+    ) -> Process {
         match ctx.role {
-            Role::Mgmtd => Proc::Mgmtd(Box::new(Mgmtd::new(self.mgmtd_cfg(ctx.id)))),
+            Role::Mgmtd => Process::Mgmtd(Box::new(Mgmtd::new(self.mgmtd_cfg(ctx.id)))),
             Role::Storage => {
                 let cfg = self.storage_cfg(ctx.id);
                 let node = if in_service {
@@ -388,9 +288,9 @@ impl Layout {
                 } else {
                     StorageNode::new(cfg, metas, RoutingInfo::default())
                 };
-                Proc::Storage(Box::new(node.with_io_base(ctx.incarnation << 40)))
+                Process::Storage(Box::new(node.with_io_base(ctx.incarnation << 40)))
             }
-            Role::Client => Proc::Client(Box::new(Client::new(
+            Role::Client => Process::Client(Box::new(Client::new(
                 self.client_cfg(ctx.id, ctx.incarnation),
                 self.initial.clone(),
             ))),
@@ -442,15 +342,10 @@ impl Layout {
                     .map(|r| self.scale(r.start)..self.scale(r.end));
                 cfg.unavailable_wait =
                     self.scale(cfg.unavailable_wait.start)..self.scale(cfg.unavailable_wait.end);
-                Proc::Meta(Box::new(MetaServer::new(cfg, ctx.incarnation << 40)))
+                Process::Meta(Box::new(MetaServer::new(cfg, ctx.incarnation << 40)))
             }
         }
     }
-}
-
-/// The exactly-once and meta identity of incarnation `inc` of client node `node`.
-pub fn client_id(node: NodeId, inc: u64) -> ClientId {
-    ClientId(u64::from(node.0) | inc << 32)
 }
 
 /// The user a client node's namespace requests act for: root, or uid 1000 or 1001 of group

@@ -14,10 +14,10 @@ use t3fs_core::meta::{transact, InodeKind, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
 use t3fs_scenario::Rng;
 
-use super::drive::Input;
 use super::ns_files::Step;
 pub use super::ns_files::{Session, FILE_WRITE_BYTES};
 use super::{Ev, World};
+use t3fs_core::node::Input;
 
 /// Namespace calls carry request ids with this bit set.
 pub const NS_REQUEST_BIT: u64 = 1 << 63;
@@ -140,7 +140,7 @@ impl World {
         d.next_req += 1;
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
         let who = (
-            super::node::client_id(n.ctx.id, n.ctx.incarnation).0,
+            t3fs_core::node::client_id(n.ctx.id, n.ctx.incarnation).0,
             super::node::client_user(n.ctx.id),
         );
         // The data path of a file the client holds open: its plan's writes and truncates,
@@ -153,7 +153,7 @@ impl World {
                         .file_io
                         .called((i, n.ctx.incarnation, req.0), &call);
                     d.running = Some(NsRunning::Data(req, k));
-                    return self.drive(i, Input::Call(req, call));
+                    return self.drive(i, Input::Call(req, t3fs_core::node::AnyCall::Client(call)));
                 }
                 Some(Step::Sync(op)) => {
                     let now = self.sim.now().0;
@@ -162,7 +162,10 @@ impl World {
                         .ns_history
                         .invoke(n.ctx.index, who, op.clone(), now);
                     d.running = Some(NsRunning::Meta(req, index, MetaFor::Sync(k)));
-                    return self.drive(i, Input::Call(req, ClientCall::Meta(op)));
+                    return self.drive(
+                        i,
+                        Input::Call(req, t3fs_core::node::AnyCall::Client(ClientCall::Meta(op))),
+                    );
                 }
                 None => {}
             }
@@ -193,7 +196,10 @@ impl World {
             .ns_history
             .invoke(n.ctx.index, who, op.clone(), now);
         d.running = Some(NsRunning::Meta(req, index, why));
-        self.drive(i, Input::Call(req, ClientCall::Meta(op)));
+        self.drive(
+            i,
+            Input::Call(req, t3fs_core::node::AnyCall::Client(ClientCall::Meta(op))),
+        );
     }
 
     /// A namespace call (or its data write) returned; true if it was one.

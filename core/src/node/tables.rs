@@ -1,0 +1,143 @@
+//! The two volatile tables of a running node: armed timers with their generation, and the I/O
+//! it has in flight.
+//!
+//! Invariants: setting a timer replaces the armed one of the same name and gives it a fresh
+//! generation, so a fire whose generation is not the armed one (cancelled, replaced, or set by
+//! an earlier incarnation) is dropped. Generations keep growing across [`Tables::clear`] (a
+//! crash), so a timer of a dead incarnation can never match a new one. Every I/O id is in
+//! [`Inflight`] from submission until its one completion; a completion for an unknown id is
+//! dropped. Not here: when timers fire or I/O completes (the driver's `Host`).
+
+use std::collections::BTreeMap;
+
+use crate::ids::{IoId, TargetId};
+
+use super::AnyTimer;
+
+/// Where an in-flight I/O went.
+#[derive(Clone, Copy, Debug, Eq, Ord, PartialEq, PartialOrd)]
+pub enum IoDest {
+    /// A target's chunk store.
+    Chunk(TargetId),
+    /// The KV.
+    Kv,
+}
+
+/// Armed timers of a node, by name, with the generation that may fire.
+#[derive(Debug, Default)]
+pub struct Timers {
+    armed: BTreeMap<AnyTimer, u64>,
+    next: u64,
+}
+
+impl Timers {
+    /// Arms `t`, replacing an armed one; returns the generation its fire must carry.
+    pub fn arm(&mut self, t: AnyTimer) -> u64 {
+        self.next += 1;
+        self.armed.insert(t, self.next);
+        self.next
+    }
+
+    /// Disarms `t` (no-op when not armed).
+    pub fn cancel(&mut self, t: AnyTimer) {
+        self.armed.remove(&t);
+    }
+
+    /// Whether a fire of `t` with generation `gen` is live; a live fire disarms it.
+    pub fn fire(&mut self, t: AnyTimer, gen: u64) -> bool {
+        if self.armed.get(&t) != Some(&gen) {
+            return false;
+        }
+        self.armed.remove(&t);
+        true
+    }
+
+    /// Armed timers (for status and tests).
+    pub fn len(&self) -> usize {
+        self.armed.len()
+    }
+
+    /// Whether none is armed.
+    pub fn is_empty(&self) -> bool {
+        self.armed.is_empty()
+    }
+}
+
+/// I/O a node has in flight, by id.
+#[derive(Debug, Default)]
+pub struct Inflight {
+    ios: BTreeMap<IoId, IoDest>,
+}
+
+impl Inflight {
+    /// Records a submitted I/O.
+    pub fn insert(&mut self, id: IoId, dest: IoDest) {
+        self.ios.insert(id, dest);
+    }
+
+    /// Takes the record of a completed I/O; `None` for an unknown (stale) id.
+    pub fn complete(&mut self, id: IoId) -> Option<IoDest> {
+        self.ios.remove(&id)
+    }
+
+    /// Where I/O `id` went, if it is in flight.
+    pub fn get(&self, id: IoId) -> Option<IoDest> {
+        self.ios.get(&id).copied()
+    }
+
+    /// I/O in flight.
+    pub fn len(&self) -> usize {
+        self.ios.len()
+    }
+
+    /// Whether nothing is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.ios.is_empty()
+    }
+}
+
+/// A node's volatile tables.
+#[derive(Debug, Default)]
+pub struct Tables {
+    /// Armed timers.
+    pub timers: Timers,
+    /// I/O in flight.
+    pub inflight: Inflight,
+}
+
+impl Tables {
+    /// Forgets every timer and in-flight I/O (the process died); generations keep growing.
+    pub fn clear(&mut self) {
+        self.timers.armed.clear();
+        self.inflight.ios.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientTimer;
+
+    #[test]
+    fn replaced_and_stale_fires_are_dropped() {
+        let mut t = Tables::default();
+        let k = AnyTimer::Client(ClientTimer::Refresh);
+        let g1 = t.timers.arm(k);
+        let g2 = t.timers.arm(k);
+        assert!(!t.timers.fire(k, g1), "a replaced timer does not fire");
+        t.clear();
+        assert!(!t.timers.fire(k, g2), "a crash disarms");
+        let g3 = t.timers.arm(k);
+        assert!(g3 > g2, "generations outlive crashes");
+        assert!(t.timers.fire(k, g3));
+        assert!(!t.timers.fire(k, g3), "a timer fires once");
+    }
+
+    #[test]
+    fn completions_are_taken_once() {
+        let mut t = Tables::default();
+        t.inflight.insert(IoId(7), IoDest::Kv);
+        assert_eq!(t.inflight.complete(IoId(7)), Some(IoDest::Kv));
+        assert_eq!(t.inflight.complete(IoId(7)), None);
+    }
+}

@@ -1,4 +1,5 @@
-//! Time as machines see it: an [`Instant`] handed in by the driver (simulated or system clock).
+//! Time as machines see it: an [`Instant`] handed in by the driver (simulated or system clock),
+//! counted from one cluster-wide epoch (see [`Instant`] for the contract).
 //!
 //! Machines never read a clock; they compare instants they were given and ask for timers with a
 //! duration range. This module does not provide a clock: drivers implement [`Clock`].
@@ -7,8 +8,19 @@ use core::fmt;
 use core::ops::{Add, Sub};
 use core::time::Duration;
 
-/// Nanoseconds since an arbitrary per-node epoch (node boot in simulation, process start in
-/// real runs). Only differences between instants of the same node are meaningful.
+/// Nanoseconds since one cluster-wide epoch: the Unix epoch on real nodes (the system clock),
+/// true simulated time plus the node's clock offset in the simulator.
+///
+/// Instants of different nodes are therefore comparable up to the clocks' skew, and the
+/// protocol compares them in three places, each within `MgmtdConfig::max_clock_skew` (the one
+/// skew bound the protocol names, 30 s by default): mgmtd refuses heartbeats whose timestamp is
+/// further than that from its clock; a standby mgmtd takes over only after the lease end its
+/// predecessor wrote, and the predecessor stops trusting its lease `suspicious_interval` (20 s)
+/// before that end, so tenures cannot overlap while skew stays below the suspicious interval;
+/// meta's idempotency records and file sessions carry the writing meta server's time, with
+/// expiries (minutes to hours) long next to the bound. The storage-side lease never compares
+/// clocks across nodes: it is measured on the storage node's own clock, bounded by drift
+/// (`limits::CLOCK_DRIFT_PPM_MAX`).
 #[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct Instant(pub u64);
 

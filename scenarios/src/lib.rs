@@ -11,6 +11,7 @@ pub mod duration;
 pub mod load;
 mod load_step;
 pub mod namespace;
+pub mod plan;
 pub mod rng;
 pub mod schema;
 pub mod workload;

@@ -38,7 +38,7 @@ impl Mgmtd {
             let primary = self.primary_hint();
             return Self::reply_hb(out, from, MgmtdStatus::NotPrimary { primary });
         }
-        let window = nanos(self.cfg.timestamp_window);
+        let window = nanos(self.cfg.max_clock_skew);
         let me = self.cfg.node;
         let fail_after = self.cfg.heartbeat_fail_interval;
         let ignore_stale = self.cfg.ignore_stale_targets;
@@ -74,6 +74,7 @@ impl Mgmtd {
             let rec = p.nodes.entry(hb.node).or_default();
             rec.hb_version = hb.hb_version;
             rec.connected = true;
+            *rec.clock_offset_ns = hb.timestamp as i64 - now.0 as i64;
             for info in hb.targets.iter().filter(|i| i.state == LocalState::Offline) {
                 if let Some(chain) = p.routing.chain_of_target(info.target) {
                     p.reported.insert(info.target);
@@ -98,6 +99,7 @@ impl Mgmtd {
         let rec = p.nodes.entry(hb.node).or_default();
         rec.hb_version = hb.hb_version;
         rec.connected = true;
+        *rec.clock_offset_ns = hb.timestamp as i64 - now.0 as i64;
         rec.reported.extend(targets.iter().copied());
         let mut moved = Vec::new();
         for info in &hb.targets {
@@ -254,6 +256,10 @@ impl Mgmtd {
         let routing = self.routing().expect("primary is loaded");
         if routing.version > known || known == RoutingVersion(0) {
             out.send(from, Msg::Routing(routing.clone()));
+            if !self.cfg.addresses.is_empty() {
+                let addrs = self.cfg.addresses.clone();
+                out.send(from, Msg::NodeAddrs(crate::msg::kv::NodeAddrs { addrs }));
+            }
         }
     }
 

@@ -62,8 +62,17 @@ pub struct MgmtdConfig {
     pub suspicious_interval: Duration,
     /// A node without heartbeat for this long is failed and its targets go OFFLINE (60 s).
     pub heartbeat_fail_interval: Duration,
-    /// Heartbeats whose timestamp is further than this from mgmtd's clock are refused (30 s).
-    pub timestamp_window: Duration,
+    /// The largest clock skew between any node and the primary mgmtd the protocol tolerates
+    /// (3FS's heartbeat timestamp window, 30 s): heartbeats whose timestamp is further than this
+    /// from mgmtd's clock are refused. Instants of different nodes are comparable because every
+    /// node counts from one cluster-wide epoch (see `crate::time`); this is the bound on how far
+    /// their clocks may disagree. The storage-side lease needs no skew bound (it measures only
+    /// its own clock, with a drift bound), and mgmtd's own lease tolerates skew up to its
+    /// suspicious interval, which must exceed this.
+    pub max_clock_skew: Duration,
+    /// Server addresses (`host:port`) published to everyone with routing info, so that a client
+    /// that knows only mgmtd finds the rest (empty in simulation: nodes are addressed by id).
+    pub addresses: Vec<(NodeId, String)>,
     /// Chain update loop period (1 s).
     pub chain_update_interval: Range<Duration>,
     /// After a new tenure or chain creation, chains are frozen this long or until every one of
@@ -105,7 +114,7 @@ impl MgmtdConfig {
             extend_interval: s(10)..s(11),
             suspicious_interval: s(20),
             heartbeat_fail_interval: s(60),
-            timestamp_window: s(30),
+            max_clock_skew: s(30),
             chain_update_interval: crate::limits::CHAIN_UPDATE_INTERVAL
                 ..crate::limits::CHAIN_UPDATE_INTERVAL * 11 / 10,
             bootstrap_length: s(120),
@@ -114,6 +123,7 @@ impl MgmtdConfig {
             check_release_version: true,
             ignore_stale_targets: true,
             push_routing_to: Vec::new(),
+            addresses: Vec::new(),
             writer_retry_wait: Duration::from_millis(100)..s(1),
             periodic: true,
             storage_lease: false,
@@ -211,6 +221,9 @@ pub struct NodeRec {
     pub connected: bool,
     /// Targets the node reported.
     pub reported: BTreeSet<TargetId>,
+    /// The node's clock minus mgmtd's at its last heartbeat (ns; includes the one-way delay):
+    /// the measured offset `cluster status` shows. Observability only.
+    pub clock_offset_ns: crate::machine::Unobserved<i64>,
 }
 
 /// State held only while this mgmtd is primary (rebuilt on every new tenure).
@@ -305,7 +318,12 @@ impl Mgmtd {
         self.primary.as_deref()
     }
 
-    /// The routing info this mgmtd serves (primary only).
+    /// What the primary knows about every node (primary only).
+    pub fn nodes(&self) -> Option<&BTreeMap<NodeId, NodeRec>> {
+        self.primary.as_ref().map(|p| &p.nodes)
+    }
+
+    /// The routing info this primary serves (`None` unless primary and loaded).
     pub fn routing(&self) -> Option<&RoutingInfo> {
         self.primary
             .as_ref()

@@ -5,6 +5,7 @@
 //! in simulation alike, so codec bugs surface in simulation. Byte-level layout: `docs/wire.md`.
 
 pub mod codec;
+pub mod kv;
 pub mod meta;
 pub mod mgmtd;
 pub mod storage;
@@ -81,6 +82,12 @@ pub enum Msg {
     SpaceInfo,
     /// Storage node → meta.
     SpaceInfoReply(SpaceInfoReply),
+    /// Node → kv service: one KV step (real clusters; the simulator runs its KV in-process).
+    KvReq(kv::KvReq),
+    /// kv service → node.
+    KvReply(kv::KvReply),
+    /// mgmtd → anyone: server addresses (sent with routing when mgmtd knows them).
+    NodeAddrs(kv::NodeAddrs),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -106,6 +113,9 @@ const KIND_QUERY_LAST_CHUNK: u8 = 20;
 const KIND_QUERY_LAST_CHUNK_REPLY: u8 = 21;
 const KIND_SPACE_INFO: u8 = 22;
 const KIND_SPACE_INFO_REPLY: u8 = 23;
+const KIND_KV_REQ: u8 = 24;
+const KIND_KV_REPLY: u8 = 25;
+const KIND_NODE_ADDRS: u8 = 26;
 
 impl Msg {
     /// Encodes the message as one frame.
@@ -136,6 +146,9 @@ impl Msg {
             }
             Self::SpaceInfo => encode_frame(KIND_SPACE_INFO, |_| {}),
             Self::SpaceInfoReply(m) => encode_frame(KIND_SPACE_INFO_REPLY, |e| m.encode(e)),
+            Self::KvReq(m) => encode_frame(KIND_KV_REQ, |e| m.encode(e)),
+            Self::KvReply(m) => encode_frame(KIND_KV_REPLY, |e| m.encode(e)),
+            Self::NodeAddrs(m) => encode_frame(KIND_NODE_ADDRS, |e| m.encode(e)),
         }
     }
 
@@ -171,6 +184,9 @@ impl Msg {
             KIND_QUERY_LAST_CHUNK_REPLY => Self::QueryLastChunkReply(Wire::decode(d)?),
             KIND_SPACE_INFO => Self::SpaceInfo,
             KIND_SPACE_INFO_REPLY => Self::SpaceInfoReply(Wire::decode(d)?),
+            KIND_KV_REQ => Self::KvReq(Wire::decode(d)?),
+            KIND_KV_REPLY => Self::KvReply(Wire::decode(d)?),
+            KIND_NODE_ADDRS => Self::NodeAddrs(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {

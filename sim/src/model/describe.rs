@@ -113,6 +113,9 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::GetClientSessions => "GetClientSessions".into(),
         Msg::SpaceInfo => "SpaceInfo".into(),
         Msg::SpaceInfoReply(r) => format!("SpaceInfoReply {:?}", r.targets),
+        Msg::KvReq(r) => format!("KvReq {} {:?}", r.id, r.op),
+        Msg::KvReply(r) => format!("KvReply {} {:?}", r.id, r.result),
+        Msg::NodeAddrs(a) => format!("NodeAddrs {:?}", a.addrs),
         Msg::QueryLastChunk(q) => format!(
             "QueryLastChunk {} inode {} [{}, {})",
             q.chain, q.inode.0, q.begin, q.end

@@ -14,7 +14,7 @@
 use core::time::Duration;
 
 use t3fs_core::kv::mem::{MemKv, MemKvFault};
-use t3fs_core::kv::{self, KvDone, KvEngine, KvError, KvOp, Txn};
+use t3fs_core::kv::{self, KvDone, KvEngine, KvError, KvOp};
 use t3fs_core::mgmtd::store;
 use t3fs_core::routing::RoutingInfo;
 use t3fs_scenario::{Faults, Rng};
@@ -204,20 +204,9 @@ impl SimKv {
 }
 
 /// A KV holding the deployed cluster: every chain of `routing`, the target rows and the routing
-/// version, as mgmtd would have written them when the cluster was set up.
+/// version, as mgmtd would have written them when the cluster was set up (the plan's seeding).
 pub fn seeded_kv(routing: &RoutingInfo) -> MemKv {
     let mut kv = MemKv::new(4096);
-    let mut t = Txn::new(&mut kv);
-    for c in routing.chains.values() {
-        t.set(&store::chain_key(c.chain), &store::encode(c));
-    }
-    for (target, node) in &routing.targets {
-        t.set(&store::target_key(*target), &store::encode(node));
-    }
-    t.set(
-        store::ROUTING_VERSION_KEY,
-        &store::encode(&routing.version.0),
-    );
-    t.commit().expect("seeding an empty KV");
+    t3fs_scenario::plan::seed_mgmtd(&mut kv, routing).expect("seeding an empty KV");
     kv
 }

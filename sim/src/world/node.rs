@@ -15,13 +15,14 @@ use core::time::Duration;
 use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::chunk::ChunkOp;
 use t3fs_core::client::{Client, ClientConfig};
-use t3fs_core::ids::{ChainId, ChainVersion, IoId, NodeId, RoutingVersion, TargetId};
+use t3fs_core::ids::{IoId, NodeId, TargetId};
 use t3fs_core::kv::KvOp;
 use t3fs_core::meta::server::{MetaConfig, MetaServer};
 use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig};
-use t3fs_core::routing::{ChainInfo, RoutingInfo};
+use t3fs_core::routing::RoutingInfo;
 use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode};
 use t3fs_core::time::Instant;
+use t3fs_scenario::plan::{FileLayout, Plan};
 use t3fs_scenario::schema::{Cluster, Timeouts};
 
 use super::client::Driver;
@@ -98,21 +99,12 @@ pub struct Node {
     pub tables: t3fs_core::node::Tables,
 }
 
-/// Static facts of the simulated cluster.
+/// Static facts of the simulated cluster: the shared plan (ids, targets, chains; read through
+/// `Deref`) plus what only the simulator decides (timeout scaling, planted bugs).
 #[derive(Clone, Debug)]
 pub struct Layout {
-    /// mgmtd node ids.
-    pub mgmtd: Vec<NodeId>,
-    /// Storage node ids.
-    pub storage: Vec<NodeId>,
-    /// Client node ids.
-    pub clients: Vec<NodeId>,
-    /// Meta server node ids.
-    pub meta: Vec<NodeId>,
-    /// Targets per storage node.
-    pub targets_of: BTreeMap<NodeId, Vec<TargetId>>,
-    /// The deployed routing (chain version 1, all SERVING).
-    pub initial: RoutingInfo,
+    /// The cluster plan.
+    pub plan: Plan,
     /// Timeout profile.
     pub timeouts: Timeouts,
     /// Read mode of every target.
@@ -135,51 +127,10 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Lays out `c`: target `t` of storage node `i` is `TargetId(i * targets_per_node + t + 1)`;
-    /// chain `k` takes `replicas` consecutive targets of the slot-major order, so its replicas
-    /// sit on distinct nodes.
+    /// Lays out `c` with the shared plan (see `t3fs_scenario::plan` for placement).
     pub fn new(c: &Cluster, bugs: crate::bugs::Bugs) -> Self {
-        let mgmtd: Vec<NodeId> = (0..c.mgmtd).map(NodeId).collect();
-        let storage: Vec<NodeId> = (0..c.storage_nodes).map(|i| NodeId(c.mgmtd + i)).collect();
-        let clients: Vec<NodeId> = (0..c.clients)
-            .map(|i| NodeId(c.mgmtd + c.storage_nodes + i))
-            .collect();
-        let first_meta = c.mgmtd + c.storage_nodes + c.clients;
-        let meta: Vec<NodeId> = (0..c.meta).map(|i| NodeId(first_meta + i)).collect();
-        let tid = |i: u32, t: u32| TargetId(i * c.targets_per_node + t + 1);
-        let mut targets_of = BTreeMap::new();
-        let mut routing = RoutingInfo {
-            version: RoutingVersion(1),
-            ..RoutingInfo::default()
-        };
-        for (i, n) in storage.iter().enumerate() {
-            let ts: Vec<TargetId> = (0..c.targets_per_node).map(|t| tid(i as u32, t)).collect();
-            for t in &ts {
-                routing.targets.insert(*t, *n);
-            }
-            targets_of.insert(*n, ts);
-        }
-        let order: Vec<TargetId> = (0..c.targets_per_node)
-            .flat_map(|t| (0..c.storage_nodes).map(move |i| tid(i, t)))
-            .collect();
-        let mut chains = Vec::new();
-        for k in 0..c.chains {
-            let start = (k * c.replicas) as usize;
-            let members = &order[start..start + c.replicas as usize];
-            let id = ChainId(k + 1);
-            routing
-                .chains
-                .insert(id, ChainInfo::all_serving(id, ChainVersion(1), members));
-            chains.push(id);
-        }
-        routing.chain_tables.insert((1, 1), chains);
         Self {
-            mgmtd,
-            storage,
-            clients,
-            meta,
-            targets_of,
-            initial: routing,
+            plan: Plan::new(c.into()),
             timeouts: c.timeouts,
             read_mode: if c.reject_dirty_reads {
                 ReadMode::RejectDirty
@@ -194,11 +145,6 @@ impl Layout {
             storage_lease: c.storage_lease,
             drift_ppm_max: t3fs_core::limits::CLOCK_DRIFT_PPM_MAX,
         }
-    }
-
-    /// Every chain, in id order.
-    pub fn chains(&self) -> Vec<ChainId> {
-        self.initial.chains.keys().copied().collect()
     }
 
     fn scale(&self, d: Duration) -> Duration {
@@ -221,7 +167,7 @@ impl Layout {
         m.extend_interval = self.jitter(m.extend_interval.start);
         m.suspicious_interval = s(m.suspicious_interval);
         m.heartbeat_fail_interval = s(m.heartbeat_fail_interval);
-        m.timestamp_window = s(m.timestamp_window);
+        m.max_clock_skew = s(m.max_clock_skew);
         m.bootstrap_length = s(m.bootstrap_length);
         m.session_timeout = s(m.session_timeout);
         m.chain_update_interval = self.jitter(m.chain_update_interval.start);
@@ -328,14 +274,9 @@ impl Layout {
                     self.initial.clone(),
                 ));
                 // Files stripe over up to four chains of table 1, in 4 KiB chunks.
-                cfg.layout = self.initial.chain_tables.get(&(1, 1)).map(|chains| {
-                    t3fs_core::meta::server::LayoutPolicy {
-                        table: 1,
-                        table_version: 1,
-                        chains: chains.clone(),
-                        chunk_size: 4096,
-                        stripe: chains.len().min(4) as u32,
-                    }
+                cfg.layout = self.plan.layout_policy(FileLayout {
+                    chunk_size: 4096,
+                    stripe: 4,
                 });
                 cfg.gc_interval = cfg
                     .gc_interval
@@ -345,6 +286,13 @@ impl Layout {
                 Process::Meta(Box::new(MetaServer::new(cfg, ctx.incarnation << 40)))
             }
         }
+    }
+}
+
+impl core::ops::Deref for Layout {
+    type Target = Plan;
+    fn deref(&self) -> &Plan {
+        &self.plan
     }
 }
 

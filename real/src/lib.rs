@@ -1,12 +1,14 @@
 //! t3fs-real: the t3fs machines as real services. Landed: the embedded persistent KV engine
-//! ([`wal_kv`]) and, behind the `etcd` feature, the distributed one (`etcd_kv`).
+//! ([`wal_kv`]), behind the `etcd` feature the distributed one (`etcd_kv`), and the TCP
+//! transport ([`transport`]).
 //!
-//! It will hold the tokio driver that executes `t3fs_core::machine::Action`s, the TCP transport
-//! (RDMA behind the `rdma` feature), the file and io_uring chunk stores (both must pass
+//! It will hold the tokio driver that executes `t3fs_core::machine::Action`s, the RDMA transport
+//! (behind the `rdma` feature), the file and io_uring chunk stores (both must pass
 //! `t3fs_core::testing::chunk_store_suite`), KV engines up to etcd, the service binaries, the
 //! FUSE client and the benchmark client. It never depends on t3fs-sim.
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
+pub mod transport;
 pub mod wal_kv;

@@ -1,0 +1,128 @@
+//! The TCP transport: moves opaque frames (`bytes::Bytes`, one encoded `Msg` each) between
+//! nodes over authenticated TCP connections. The caller encodes and decodes; [`Transport::decode`]
+//! decodes an inbound frame with the core codec and counts failures.
+//!
+//! Shape:
+//! - [`Transport::start`] binds the listener (if any) and returns the handle (cheap to clone)
+//!   and the receiver of every [`Inbound`] frame from every peer;
+//! - each peer has one bounded queue of outbound frames ([`TransportConfig::queue_frames`]) and
+//!   one writer task draining it into the peer's current connection, several frames per
+//!   vectored write; [`Transport::try_send`] never waits (a full queue drops the frame and
+//!   counts it), [`Transport::send`] waits for queue space (backpressure);
+//! - a connection is opened when frames are queued for a peer with a known address
+//!   ([`Transport::set_addr`]) and none is up, retried with bounded, jittered exponential
+//!   backoff while frames stay queued; frames queued before a drop stay queued;
+//! - one connection per peer pair, used in both directions: a server answers a client that
+//!   has no listen address over the connection the client opened (`peer.rs` keeps exactly one
+//!   when both ends dial at once);
+//! - every socket has TCP_NODELAY; every connection starts with the token handshake
+//!   (`handshake.rs`, with a timeout) and then carries length-prefixed frames (`frame.rs`).
+//!
+//! Invariants:
+//! - memory is bounded: per peer, `queue_frames` frames of at most `frame_max` bytes queued (plus
+//!   one batch being written), and per connection, one frame being read; inbound frames wait in
+//!   a channel of `inbound_frames`, and a full channel stops reading from sockets, so a slow
+//!   receiver pushes back through TCP onto its senders' queues;
+//! - untrusted input never panics and never allocates before it is checked: bad handshakes,
+//!   oversized lengths and truncated frames close that connection only, and are counted
+//!   ([`TransportCounters`]); the listener keeps serving;
+//! - frames on one connection arrive in order; delivery is best effort: a frame may be lost
+//!   when a connection breaks while it is being written (counted `dropped_write`) and frames
+//!   may reorder when the connection to a peer changes. The protocol above tolerates both.
+//!
+//! Not here: RDMA, encryption or per-frame integrity (see `handshake.rs`), learning a peer's
+//! listen address from its connection (addresses come from config and routing info), limits on
+//! concurrent unauthenticated connections (each is bounded by the handshake timeout), and
+//! forgetting peers (one small entry per peer ever seen). Call [`Transport::shutdown`]: dropping
+//! the handles does not stop the tasks.
+
+mod counters;
+mod frame;
+mod handshake;
+mod peer;
+mod tcp;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::time::Duration;
+
+use bytes::Bytes;
+use t3fs_core::ids::NodeId;
+use t3fs_core::limits::FRAME_BYTES_MAX;
+
+pub use counters::TransportCounters;
+pub use tcp::Transport;
+
+/// How a transport runs.
+#[derive(Clone, Debug)]
+pub struct TransportConfig {
+    /// This node.
+    pub me: NodeId,
+    /// Where to listen; `None` for a client that only dials (port 0 picks a free port).
+    pub listen: Option<SocketAddr>,
+    /// The cluster token; peers with another token are refused. Use a long random string.
+    pub token: String,
+    /// Outbound frames queued per peer before `try_send` refuses (default 1024).
+    pub queue_frames: usize,
+    /// Inbound frames waiting for the receiver before sockets stop being read (default 1024).
+    pub inbound_frames: usize,
+    /// Largest frame payload, either way (default the codec's `FRAME_BYTES_MAX`).
+    pub frame_max: usize,
+    /// Reconnect backoff: the first wait and the cap; each wait is jittered in `[d/2, d]`.
+    pub connect_backoff: Range<Duration>,
+    /// Time allowed to connect and authenticate (default 5 s).
+    pub handshake_timeout: Duration,
+}
+
+impl TransportConfig {
+    /// A configuration with the default bounds.
+    pub fn new(me: NodeId, listen: Option<SocketAddr>, token: impl Into<String>) -> Self {
+        Self {
+            me,
+            listen,
+            token: token.into(),
+            queue_frames: 1024,
+            inbound_frames: 1024,
+            frame_max: FRAME_BYTES_MAX as usize,
+            connect_backoff: Duration::from_millis(100)..Duration::from_secs(2),
+            handshake_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A frame received from a peer.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Inbound {
+    /// The authenticated sender.
+    pub from: NodeId,
+    /// The payload (length prefix removed).
+    pub frame: Bytes,
+}
+
+/// Why a frame was not queued. Every refusal is counted.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum SendError {
+    /// The peer's queue is full; the frame was dropped (`dropped_full`).
+    Full,
+    /// No address and no connection is known for the peer, or it is this node (`no_route`).
+    NoRoute,
+    /// The frame exceeds `frame_max` (`oversized`).
+    TooLarge,
+    /// The transport was shut down.
+    Closed,
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Full => "peer queue full",
+            Self::NoRoute => "no route to peer",
+            Self::TooLarge => "frame too large",
+            Self::Closed => "transport shut down",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}

@@ -1,0 +1,262 @@
+//! One peer: its outbound queue, its connections, and the writer task that drains the queue
+//! into the current connection (dialing, with backoff, when there is none).
+//!
+//! Connections to a peer are *active* (the one the writer uses), *standby* (authenticated,
+//! read from, not written to) or *retiring* (no longer in the peer's state: our write half is
+//! shut, its reader drains what the peer still sends until end of stream or a linger timeout).
+//! Every authenticated connection is read until it ends, whatever its role, so frames already
+//! written on a connection that loses a race are still delivered.
+//!
+//! Placement of a new connection `new` when `old` is active ([`PeerState::place`]):
+//! - the peer restarted (another incarnation) or both were dialed by the same end (that end
+//!   only dials when it has no connection, so it gave `old` up): `new` wins, `old` retires;
+//! - otherwise both ends dialed at once: the connection dialed by the lower `NodeId` wins at
+//!   both ends. The higher node retires its own dial (its peer then reads it to the end and
+//!   closes it); the lower node keeps the other as standby, promoted if the active one ends
+//!   (this covers the higher node having given up the winner already).
+//!
+//! Both ends apply the same rule to the same facts, so they converge on one connection without
+//! a further message; a queue belongs to the peer, never to a connection, so switching loses no
+//! queued frame.
+
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use t3fs_core::ids::NodeId;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::{mpsc, Notify};
+
+use super::counters::Counters;
+use super::frame::write_batch;
+use super::handshake;
+use super::tcp::Inner;
+
+/// Most frames per write batch.
+const BATCH_FRAMES: usize = 64;
+/// A batch stops growing past this many bytes.
+const BATCH_BYTES: usize = 1 << 20;
+/// A retiring connection is closed after this long even if the peer never ends it.
+pub(crate) const RETIRE_LINGER: Duration = Duration::from_secs(10);
+
+/// One authenticated connection.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub(crate) id: u64,
+    pub(crate) peer: handshake::Peer,
+    pub(crate) dialed_by_me: bool,
+    /// `None` once retired or closed: the writer then looks for the new active connection.
+    pub(crate) writer: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
+    /// Ends the reader (one stored permit: only the reader waits).
+    pub(crate) kill: Notify,
+}
+
+impl Conn {
+    /// Retires: shuts our write half after any batch in progress, closes after the linger.
+    pub(crate) async fn retire(self: Arc<Self>) {
+        if let Some(mut w) = self.writer.lock().await.take() {
+            let _ = w.shutdown().await;
+        }
+        tokio::time::sleep(RETIRE_LINGER).await;
+        self.kill.notify_one();
+    }
+}
+
+/// What is known about a peer.
+#[derive(Debug, Default)]
+pub(crate) struct PeerState {
+    pub(crate) addr: Option<SocketAddr>,
+    pub(crate) active: Option<Arc<Conn>>,
+    pub(crate) standby: Vec<Arc<Conn>>,
+    pub(crate) ever_connected: bool,
+}
+
+impl PeerState {
+    /// Places an authenticated connection (rules in the module docs); returns the connections
+    /// to retire.
+    pub(crate) fn place(&mut self, me: NodeId, new: Arc<Conn>) -> Vec<Arc<Conn>> {
+        self.ever_connected = true;
+        let mut retire = Vec::new();
+        // Standby connections the peer gave up (a restart, or a newer dial of its own).
+        self.standby.retain(|s| {
+            let stale = s.peer.incarnation != new.peer.incarnation || !new.dialed_by_me;
+            if stale {
+                retire.push(s.clone());
+            }
+            !stale
+        });
+        let Some(old) = self.active.take() else {
+            self.active = Some(new);
+            return retire;
+        };
+        if old.peer.incarnation != new.peer.incarnation || old.dialed_by_me == new.dialed_by_me {
+            self.active = Some(new);
+            retire.push(old);
+            return retire;
+        }
+        let lower_dialed_new = new.dialed_by_me == (me < new.peer.node);
+        let (win, lose) = if lower_dialed_new {
+            (new, old)
+        } else {
+            (old, new)
+        };
+        self.active = Some(win);
+        if lose.dialed_by_me {
+            retire.push(lose);
+        } else {
+            self.standby.push(lose);
+        }
+        retire
+    }
+
+    /// Forgets a connection that ended; promotes a standby one if it was active.
+    pub(crate) fn detach(&mut self, id: u64) {
+        if self.active.as_ref().is_some_and(|c| c.id == id) {
+            self.active = self.standby.pop();
+        } else {
+            self.standby.retain(|c| c.id != id);
+        }
+    }
+}
+
+/// A peer's queue and state, shared by the transport handle and the peer's tasks.
+#[derive(Debug)]
+pub(crate) struct PeerSlot {
+    pub(crate) node: NodeId,
+    pub(crate) tx: mpsc::Sender<Bytes>,
+    state: Mutex<PeerState>,
+    /// Wakes the writer: a connection came or went, or the address changed.
+    pub(crate) wake: Notify,
+}
+
+impl PeerSlot {
+    /// A slot and the receiving end of its queue (for [`drive`]).
+    pub(crate) fn new(node: NodeId, queue_frames: usize) -> (Arc<Self>, mpsc::Receiver<Bytes>) {
+        let (tx, rx) = mpsc::channel(queue_frames.max(1));
+        let slot = Self {
+            node,
+            tx,
+            state: Mutex::default(),
+            wake: Notify::new(),
+        };
+        (Arc::new(slot), rx)
+    }
+
+    /// The peer's state (never held across an await).
+    pub(crate) fn state(&self) -> MutexGuard<'_, PeerState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Exponential backoff with jitter: `[d/2, d]`, doubling up to the cap.
+#[derive(Debug)]
+struct Backoff {
+    range: Range<Duration>,
+    next: Duration,
+}
+
+impl Backoff {
+    fn new(range: Range<Duration>) -> Self {
+        let next = range.start;
+        Self { range, next }
+    }
+    fn reset(&mut self) {
+        self.next = self.range.start;
+    }
+    fn wait(&mut self, random: u64) -> Duration {
+        let d = self.next;
+        self.next = (d * 2).min(self.range.end.max(self.range.start));
+        let half = d / 2;
+        let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+        half + Duration::from_nanos(random % nanos.saturating_add(1))
+    }
+}
+
+/// The writer task of one peer: takes frames off the queue in batches and writes them to the
+/// active connection, dialing when there is none. Ends when the transport shuts down.
+pub(crate) async fn drive(
+    inner: Arc<Inner>,
+    slot: Arc<PeerSlot>,
+    mut queue: mpsc::Receiver<Bytes>,
+) {
+    let mut backoff = Backoff::new(inner.cfg.connect_backoff.clone());
+    let mut batch: Vec<Bytes> = Vec::with_capacity(BATCH_FRAMES);
+    loop {
+        if batch.is_empty() {
+            match queue.recv().await {
+                Some(f) => batch.push(f),
+                None => return,
+            }
+        }
+        let mut bytes: usize = batch.iter().map(Bytes::len).sum();
+        while batch.len() < BATCH_FRAMES && bytes < BATCH_BYTES {
+            match queue.try_recv() {
+                Ok(f) => {
+                    bytes += f.len();
+                    batch.push(f);
+                }
+                Err(_) => break,
+            }
+        }
+        let Some(conn) = connection(&inner, &slot, &mut backoff).await else {
+            return;
+        };
+        let mut writer = conn.writer.lock().await;
+        let Some(w) = writer.as_mut() else {
+            continue; // retired meanwhile: keep the batch for the next connection
+        };
+        let c = &inner.counters;
+        match write_batch(w, &batch).await {
+            Ok(()) => {
+                Counters::add(&c.frames_out, batch.len() as u64);
+                Counters::add(&c.bytes_out, bytes as u64);
+            }
+            Err(_) => {
+                Counters::add(&c.dropped_write, batch.len() as u64);
+                writer.take();
+                drop(writer);
+                slot.state().detach(conn.id);
+                conn.kill.notify_one();
+            }
+        }
+        batch.clear();
+    }
+}
+
+/// The active connection, dialing (with backoff) while there is none and an address is known.
+/// `None` once the transport is shut down.
+async fn connection(
+    inner: &Arc<Inner>,
+    slot: &Arc<PeerSlot>,
+    backoff: &mut Backoff,
+) -> Option<Arc<Conn>> {
+    loop {
+        if inner.is_closed() {
+            return None;
+        }
+        let woken = slot.wake.notified();
+        let (active, addr) = {
+            let st = slot.state();
+            (st.active.clone(), st.addr)
+        };
+        if let Some(c) = active {
+            return Some(c);
+        }
+        let Some(addr) = addr else {
+            woken.await; // an inbound connection or an address will wake us
+            continue;
+        };
+        if inner.dial(slot, addr).await {
+            backoff.reset();
+            continue;
+        }
+        let wait = backoff.wait(inner.random());
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = woken => {}
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! [`Transport`]: the handle, the listener, dialing, and the reader task of each connection.
+//!
+//! Tasks (all in one `JoinSet`, aborted by [`Transport::shutdown`]): the accept loop; one
+//! handshake task per accepted socket; one writer task per peer (`peer::drive`, which also
+//! dials); one reader task per authenticated connection, which owns the connection's end: when
+//! it stops (end of stream, error, bad frame, kill) it forgets the connection, drops our write
+//! half and counts the disconnect.
+//!
+//! Not here: placement of duplicate connections and the writer (`peer.rs`), the wire formats
+//! (`frame.rs`, `handshake.rs`).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use t3fs_core::ids::NodeId;
+use t3fs_core::msg::codec::DecodeError;
+use t3fs_core::msg::Msg;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinSet;
+use tokio::time::timeout;
+
+use super::counters::{Counters, TransportCounters};
+use super::frame::{FrameError, FrameReader};
+use super::handshake::{self, HandshakeError, Me, TokenKey};
+use super::peer::{drive, Conn, PeerSlot};
+use super::{Inbound, SendError, TransportConfig};
+
+/// A running TCP transport. Clones share it.
+#[derive(Clone, Debug)]
+pub struct Transport {
+    inner: Arc<Inner>,
+}
+
+/// State shared by the handle and the tasks.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) cfg: TransportConfig,
+    me: Me,
+    key: TokenKey,
+    local_addr: Option<SocketAddr>,
+    pub(crate) counters: Counters,
+    inbound: mpsc::Sender<Inbound>,
+    peers: Mutex<HashMap<NodeId, Arc<PeerSlot>>>,
+    /// `None` once shut down.
+    tasks: Mutex<Option<JoinSet<()>>>,
+    closed: AtomicBool,
+    next_conn: AtomicU64,
+    open_conns: AtomicUsize,
+    rng: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Transport {
+    /// Binds the listener (if `cfg.listen` is set) and starts the tasks. Returns the handle and
+    /// the receiver of inbound frames. Must run inside a tokio runtime.
+    pub async fn start(cfg: TransportConfig) -> io::Result<(Self, mpsc::Receiver<Inbound>)> {
+        let listener = match cfg.listen {
+            Some(a) => Some(TcpListener::bind(a).await?),
+            None => None,
+        };
+        let mut seed = [0u8; 16];
+        getrandom::fill(&mut seed).map_err(io::Error::other)?;
+        let [inc, rng] = [&seed[..8], &seed[8..]].map(|b| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            u64::from_le_bytes(a)
+        });
+        let (inbound, rx) = mpsc::channel(cfg.inbound_frames.max(1));
+        let inner = Arc::new(Inner {
+            me: Me {
+                node: cfg.me,
+                incarnation: inc,
+            },
+            key: TokenKey::new(&cfg.token),
+            local_addr: listener.as_ref().map(TcpListener::local_addr).transpose()?,
+            cfg,
+            counters: Counters::default(),
+            inbound,
+            peers: Mutex::default(),
+            tasks: Mutex::new(Some(JoinSet::new())),
+            closed: AtomicBool::new(false),
+            next_conn: AtomicU64::new(1),
+            open_conns: AtomicUsize::new(0),
+            rng: AtomicU64::new(rng),
+        });
+        if let Some(l) = listener {
+            inner.spawn(accept_loop(inner.clone(), l));
+        }
+        Ok((Self { inner }, rx))
+    }
+
+    /// This node.
+    pub fn me(&self) -> NodeId {
+        self.inner.me.node
+    }
+
+    /// The address the listener is bound to (`None` for a client that does not listen).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.inner.local_addr
+    }
+
+    /// Records (or changes) where `node` listens. Ignored for this node itself.
+    pub fn set_addr(&self, node: NodeId, addr: SocketAddr) {
+        if node == self.me() {
+            return;
+        }
+        if let Some(slot) = self.inner.slot(node) {
+            slot.state().addr = Some(addr);
+            slot.wake.notify_one();
+        }
+    }
+
+    /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`).
+    pub fn try_send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
+        let slot = self.inner.route(to, frame.len())?;
+        slot.tx.try_send(frame).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                Counters::bump(&self.inner.counters.dropped_full);
+                SendError::Full
+            }
+            mpsc::error::TrySendError::Closed(_) => SendError::Closed,
+        })
+    }
+
+    /// Queues `frame` for `to`, waiting for queue space. The route is checked once, on entry.
+    pub async fn send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
+        let slot = self.inner.route(to, frame.len())?;
+        slot.tx.send(frame).await.map_err(|_| SendError::Closed)
+    }
+
+    /// Encodes `msg` with the core codec and [`try_send`](Self::try_send)s it (no copy).
+    pub fn try_send_msg(&self, to: NodeId, msg: &Msg) -> Result<(), SendError> {
+        self.try_send(to, Bytes::from(msg.encode()))
+    }
+
+    /// Encodes `msg` with the core codec and [`send`](Self::send)s it.
+    pub async fn send_msg(&self, to: NodeId, msg: &Msg) -> Result<(), SendError> {
+        self.send(to, Bytes::from(msg.encode())).await
+    }
+
+    /// Decodes an inbound frame with the core codec; a failure is counted `malformed` (the
+    /// caller drops the frame).
+    pub fn decode(&self, frame: &[u8]) -> Result<Msg, DecodeError> {
+        Msg::decode(frame).inspect_err(|_| Counters::bump(&self.inner.counters.malformed))
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> TransportCounters {
+        self.inner.counters.snapshot()
+    }
+
+    /// Authenticated connections open now (active, standby and retiring).
+    pub fn connections(&self) -> usize {
+        self.inner.open_conns.load(Ordering::Relaxed)
+    }
+
+    /// Stops every task and closes every socket and the listener; queued frames are dropped.
+    /// Later sends return `Err(Closed)`.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        inner.closed.store(true, Ordering::SeqCst);
+        let tasks = lock(&inner.tasks).take();
+        if let Some(mut tasks) = tasks {
+            tasks.shutdown().await;
+        }
+        let peers = std::mem::take(&mut *lock(&inner.peers));
+        for slot in peers.values() {
+            let mut st = slot.state();
+            st.active = None;
+            st.standby.clear();
+        }
+    }
+}
+
+impl Inner {
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A pseudo-random number for backoff jitter (splitmix64 over a random seed).
+    pub(crate) fn random(&self) -> u64 {
+        let mut z = self
+            .rng
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Some(tasks) = lock(&self.tasks).as_mut() {
+            while tasks.try_join_next().is_some() {}
+            tasks.spawn(task);
+        }
+    }
+
+    /// The slot of `node`, created (with its writer task) on first use; `None` once shut down.
+    fn slot(self: &Arc<Self>, node: NodeId) -> Option<Arc<PeerSlot>> {
+        if self.is_closed() {
+            return None;
+        }
+        let mut peers = lock(&self.peers);
+        if let Some(s) = peers.get(&node) {
+            return Some(s.clone());
+        }
+        let (slot, queue) = PeerSlot::new(node, self.cfg.queue_frames);
+        peers.insert(node, slot.clone());
+        drop(peers);
+        self.spawn(drive(self.clone(), slot.clone(), queue));
+        Some(slot)
+    }
+
+    /// The checks common to both sends.
+    fn route(&self, to: NodeId, len: usize) -> Result<Arc<PeerSlot>, SendError> {
+        if self.is_closed() {
+            return Err(SendError::Closed);
+        }
+        if len > self.cfg.frame_max || u32::try_from(len).is_err() {
+            Counters::bump(&self.counters.oversized);
+            return Err(SendError::TooLarge);
+        }
+        let slot = lock(&self.peers).get(&to).cloned();
+        if let Some(s) = slot {
+            let routable = {
+                let st = s.state();
+                st.addr.is_some() || st.active.is_some()
+            };
+            if routable {
+                return Ok(s);
+            }
+        }
+        Counters::bump(&self.counters.no_route);
+        Err(SendError::NoRoute)
+    }
+
+    /// Dials `slot`'s peer at `addr` and registers the connection; false if that failed.
+    pub(crate) async fn dial(self: &Arc<Self>, slot: &Arc<PeerSlot>, addr: SocketAddr) -> bool {
+        let attempt = async {
+            let mut s = TcpStream::connect(addr).await?;
+            s.set_nodelay(true)?;
+            let peer = handshake::dial(&mut s, &self.key, self.me, slot.node).await?;
+            Ok::<_, HandshakeError>((s, peer))
+        };
+        let c = &self.counters;
+        match timeout(self.cfg.handshake_timeout, attempt).await {
+            Ok(Ok((s, peer))) => {
+                if slot.state().ever_connected {
+                    Counters::bump(&c.reconnects);
+                }
+                self.register(s, peer, true);
+                true
+            }
+            Ok(Err(HandshakeError::Io)) | Err(_) => {
+                Counters::bump(&c.connect_failures);
+                false
+            }
+            Ok(Err(_)) => {
+                Counters::bump(&c.connect_failures);
+                Counters::bump(&c.auth_rejected);
+                false
+            }
+        }
+    }
+
+    /// Places an authenticated connection and starts its reader.
+    fn register(self: &Arc<Self>, s: TcpStream, peer: handshake::Peer, dialed_by_me: bool) {
+        let Some(slot) = self.slot(peer.node) else {
+            return;
+        };
+        let (r, w) = s.into_split();
+        let conn = Arc::new(Conn {
+            id: self.next_conn.fetch_add(1, Ordering::Relaxed),
+            peer,
+            dialed_by_me,
+            writer: tokio::sync::Mutex::new(Some(w)),
+            kill: Notify::new(),
+        });
+        Counters::bump(&self.counters.connects);
+        self.open_conns.fetch_add(1, Ordering::Relaxed);
+        let retire = slot.state().place(self.me.node, conn.clone());
+        self.spawn(read_loop(self.clone(), slot.clone(), conn, r));
+        for old in retire {
+            self.spawn(old.retire());
+        }
+        slot.wake.notify_one();
+    }
+}
+
+/// Accepts sockets and authenticates each in its own task, so a slow or hostile peer cannot
+/// stall the listener.
+async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
+    loop {
+        let s = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(_) => {
+                // Out of descriptors or a transient error: breathe, keep serving.
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let inner2 = inner.clone();
+        inner.spawn(async move {
+            let mut s = s;
+            let hs = async {
+                s.set_nodelay(true)?;
+                handshake::accept(&mut s, &inner2.key, inner2.me).await
+            };
+            match timeout(inner2.cfg.handshake_timeout, hs).await {
+                Ok(Ok(peer)) => inner2.register(s, peer, false),
+                _ => Counters::bump(&inner2.counters.auth_rejected),
+            }
+        });
+    }
+}
+
+/// Reads frames from one connection until it ends, then closes it (see the module docs).
+async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: OwnedReadHalf) {
+    let c = &inner.counters;
+    let mut frames = FrameReader::new(r, inner.cfg.frame_max);
+    loop {
+        let next = tokio::select! {
+            () = conn.kill.notified() => break,
+            next = frames.next() => next,
+        };
+        let frame = match next {
+            Ok(Some(f)) => f,
+            Ok(None) | Err(FrameError::Io) => break,
+            Err(FrameError::Oversized) => {
+                Counters::bump(&c.oversized);
+                break;
+            }
+            Err(FrameError::Truncated) => {
+                Counters::bump(&c.truncated);
+                break;
+            }
+        };
+        let len = frame.len() as u64;
+        let msg = Inbound {
+            from: conn.peer.node,
+            frame,
+        };
+        tokio::select! {
+            () = conn.kill.notified() => break,
+            sent = inner.inbound.send(msg) => if sent.is_err() { break },
+        }
+        Counters::bump(&c.frames_in);
+        Counters::add(&c.bytes_in, len);
+    }
+    slot.state().detach(conn.id);
+    slot.wake.notify_one();
+    conn.writer.lock().await.take();
+    inner.open_conns.fetch_sub(1, Ordering::Relaxed);
+    Counters::bump(&c.disconnects);
+}

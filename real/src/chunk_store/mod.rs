@@ -48,6 +48,11 @@ pub mod fs;
 mod meta;
 mod thread;
 
+#[cfg(test)]
+mod lazy_fs;
+#[cfg(test)]
+mod power_loss;
+
 use std::io;
 use std::path::Path;
 

@@ -9,7 +9,7 @@
 // submission calls (each with a SAFETY comment).
 #![deny(unsafe_code)]
 
+pub mod chunk_store;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
-pub mod chunk_store;
 pub mod wal_kv;

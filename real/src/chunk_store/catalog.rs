@@ -64,7 +64,11 @@ impl Alloc {
     }
 
     fn alloc(&mut self, len: u64) -> Extent {
-        let fit = self.free.iter().find(|(_, &l)| l >= len).map(|(&o, &l)| (o, l));
+        let fit = self
+            .free
+            .iter()
+            .find(|(_, &l)| l >= len)
+            .map(|(&o, &l)| (o, l));
         if let Some((offset, l)) = fit {
             self.free.remove(&offset);
             if l > len {
@@ -362,14 +366,26 @@ mod tests {
         let x = a.alloc(4096);
         let y = a.alloc(8192);
         let z = a.alloc(4096);
-        assert_eq!((x.offset, y.offset, z.offset, a.end), (0, 4096, 12288, 16384));
+        assert_eq!(
+            (x.offset, y.offset, z.offset, a.end),
+            (0, 4096, 12288, 16384)
+        );
         a.release(x);
         a.release(y);
         assert_eq!(a.free.get(&0), Some(&12288), "neighbours coalesce");
         assert_eq!(a.alloc(4096).offset, 0, "first fit");
         a.release(z);
-        assert_eq!(a.end, 4096, "a freed tail shrinks the end, with free space before it");
-        let b = Alloc::rebuild([Extent { offset: 8192, len: 4096 }].iter());
+        assert_eq!(
+            a.end, 4096,
+            "a freed tail shrinks the end, with free space before it"
+        );
+        let b = Alloc::rebuild(
+            [Extent {
+                offset: 8192,
+                len: 4096,
+            }]
+            .iter(),
+        );
         assert_eq!((b.free.get(&0), b.end), (Some(&8192), 12288));
     }
 }

@@ -132,9 +132,9 @@ impl LazyFs {
     }
 
     fn handle(&self, ino: usize, path: &Path) -> Box<dyn StoreFile> {
-        let name = path.file_name().map_or_else(String::new, |n| {
-            n.to_string_lossy().into_owned()
-        });
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         Box::new(Handle {
             fs: self.clone(),
             ino,

@@ -49,6 +49,8 @@ mod meta;
 mod thread;
 
 #[cfg(test)]
+mod crash_tests;
+#[cfg(test)]
 mod lazy_fs;
 #[cfg(test)]
 mod power_loss;

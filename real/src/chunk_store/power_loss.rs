@@ -154,7 +154,10 @@ fn run(seed: u64, lie: &[&str]) -> usize {
     let listed: BTreeMap<ChunkId, _> = metas.iter().map(|m| (m.chunk, m)).collect();
     for (c, v) in &acked {
         let got = listed.get(c).map_or(0, |m| m.committed.0);
-        assert!(got >= *v, "seed {seed}: acknowledged {c} v{v} lost (v{got} after crash)");
+        assert!(
+            got >= *v,
+            "seed {seed}: acknowledged {c} v{v} lost (v{got} after crash)"
+        );
     }
     let mut corrupt = 0;
     for m in &metas {
@@ -177,7 +180,11 @@ fn run(seed: u64, lie: &[&str]) -> usize {
                 Ok(ChunkDone::Read(Some(r))) => {
                     let want = versions.get(&(m.chunk, v)).expect("a version written");
                     assert_eq!(r.version.0, v);
-                    assert!(&r.data == want, "seed {seed}: {} v{v}: wrong bytes", m.chunk);
+                    assert!(
+                        &r.data == want,
+                        "seed {seed}: {} v{v}: wrong bytes",
+                        m.chunk
+                    );
                 }
                 Err(ChunkError::Corrupt) if lie_data => corrupt += 1,
                 other => panic!("seed {seed}: read {} v{v}: {other:?}", m.chunk),
@@ -193,7 +200,10 @@ fn run(seed: u64, lie: &[&str]) -> usize {
         chain_version: ChainVersion(1),
         data: Some(data.clone()),
     };
-    assert!(run1(&mut store, op).is_ok(), "seed {seed}: install after reopen");
+    assert!(
+        run1(&mut store, op).is_ok(),
+        "seed {seed}: install after reopen"
+    );
     corrupt
 }
 

@@ -278,6 +278,19 @@ pub trait ChunkStore {
     fn submit(&mut self, id: IoId, op: ChunkOp);
     /// Moves finished operations into `done`; never blocks.
     fn poll_completions(&mut self, done: &mut Vec<(IoId, Result<ChunkDone, ChunkError>)>);
+    /// Operations submitted whose completion `poll_completions` has not yet reported. A driver
+    /// that runs a store on its own thread polls after every batch of submissions and calls
+    /// [`ChunkStore::wait`] only while this is non-zero. The default (0) suits stores that finish
+    /// every queued operation within the next `poll_completions` call.
+    fn in_flight(&self) -> usize {
+        0
+    }
+    /// Blocks until at least one completion may be ready or `timeout` has passed, whichever
+    /// comes first (spurious returns are allowed: the caller polls and loops). The default
+    /// returns at once, for stores that never need to wait (see [`ChunkStore::in_flight`]).
+    fn wait(&mut self, timeout: core::time::Duration) {
+        let _ = timeout;
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,352 @@
+//! [`FileChunkStore`]: the chunk store on plain file I/O (pread, pwrite, fdatasync) through the
+//! [`StoreFs`] seam; layout and commit argument in the module docs of `chunk_store`.
+//!
+//! `submit` only queues. `poll_completions` executes everything queued, in submission order
+//! (so mutations of a chunk complete in order, and a read sees every earlier operation), then
+//! makes the batch durable with at most one fdatasync of `data` and one append plus fdatasync
+//! of `meta`, and only then reports the batch. A failed write or sync poisons the store: the
+//! batch and every later operation answer `Failed` until it is reopened (a failed fsync is
+//! never retried: the kernel may have dropped the dirty pages). ENOSPC on a data write answers
+//! `NoSpace` without poisoning (nothing durable references the extent).
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
+use t3fs_core::crc32c;
+use t3fs_core::ids::IoId;
+
+use super::catalog::{Catalog, Src, Written};
+use super::fs::{StdFs, StoreFile, StoreFs};
+use super::meta::MetaLog;
+use super::DATA;
+
+/// Tuning of a store.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Records in the metadata log below which it is never compacted (it is compacted when it
+    /// holds more than this and more than four records per live chunk).
+    pub compact_min: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            compact_min: 1 << 16,
+        }
+    }
+}
+
+type Done = (IoId, Result<ChunkDone, ChunkError>);
+
+/// A chunk store on pread/pwrite/fdatasync.
+pub struct FileChunkStore {
+    data: Box<dyn StoreFile>,
+    log: MetaLog,
+    cat: Catalog,
+    queue: VecDeque<(IoId, ChunkOp)>,
+    failed: bool,
+    wrote_data: bool,
+}
+
+impl FileChunkStore {
+    /// Opens the store in `dir` (creating it when absent) on the real file system.
+    pub fn open(dir: &Path) -> io::Result<Self> {
+        Self::open_with(Arc::new(StdFs), dir, Options::default())
+    }
+
+    /// Opens the store in `dir` on `fs`.
+    pub fn open_with(fs: Arc<dyn StoreFs>, dir: &Path, opts: Options) -> io::Result<Self> {
+        fs.create_dir_all(dir)?;
+        // Created before the metadata log, whose creation fsyncs the directory.
+        let data = fs.open(&dir.join(DATA))?;
+        let (log, chunks) = MetaLog::open(fs, dir, opts.compact_min)?;
+        Ok(Self {
+            data,
+            log,
+            cat: Catalog::new(chunks),
+            queue: VecDeque::new(),
+            failed: false,
+            wrote_data: false,
+        })
+    }
+
+    fn io_failed(&mut self, _e: io::Error) -> ChunkError {
+        self.failed = true;
+        ChunkError::Failed
+    }
+
+    /// The whole content of `src`. A short file (an extent whose bytes never reached the disk
+    /// although its record did: a disk that lied about a flush) is `Corrupt`.
+    fn load(&mut self, src: &Src) -> Result<Vec<u8>, ChunkError> {
+        let Some(ext) = src.data else {
+            return Ok(Vec::new());
+        };
+        let mut buf = vec![0; ext.len as usize];
+        match self.data.read_at(&mut buf, ext.offset) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(ChunkError::Corrupt),
+            Err(e) => return Err(self.io_failed(e)),
+        }
+        buf.truncate(src.len as usize);
+        Ok(buf)
+    }
+
+    /// Writes `content` into a fresh extent (not yet synced).
+    fn store(&mut self, mut content: Vec<u8>) -> Result<Written, ChunkError> {
+        let len = content.len();
+        let checksum = crc32c::checksum(&content);
+        let data = self.cat.alloc(len);
+        if let Some(ext) = data {
+            content.resize(ext.len as usize, 0);
+            if let Err(e) = self.data.write_at(&content, ext.offset) {
+                self.cat.release_unused(data);
+                if e.raw_os_error() == Some(libc::ENOSPC) {
+                    return Err(ChunkError::NoSpace);
+                }
+                return Err(self.io_failed(e));
+            }
+            self.wrote_data = true;
+        }
+        Ok(Written {
+            len: len as u32,
+            checksum,
+            data,
+        })
+    }
+
+    fn execute(&mut self, op: ChunkOp) -> Result<ChunkDone, ChunkError> {
+        match op {
+            ChunkOp::List => Ok(ChunkDone::Listed(self.cat.list())),
+            ChunkOp::Read {
+                chunk,
+                offset,
+                len,
+                uncommitted,
+                unverified,
+            } => {
+                let Some(src) = self.cat.read_src(chunk, uncommitted) else {
+                    return Ok(ChunkDone::Read(None));
+                };
+                let content = self.load(&src)?;
+                Catalog::finish_read(&src, &content, offset, len, unverified)
+            }
+            ChunkOp::Update {
+                chunk,
+                version,
+                kind,
+                tag,
+            } => {
+                let base = match self.cat.update_base(chunk, version, &kind)? {
+                    Some(src) => {
+                        let content = self.load(&src)?;
+                        Catalog::verify(&src, &content)?;
+                        Some(content)
+                    }
+                    None => None,
+                };
+                let written = match kind {
+                    UpdateKind::Remove => None,
+                    k => Some(self.store(k.apply(base.as_deref()).expect("only Remove removes"))?),
+                };
+                let (meta, rec) = self.cat.set_pending(chunk, version, written, tag);
+                self.log.stage(&rec);
+                Ok(ChunkDone::Updated(meta))
+            }
+            ChunkOp::Commit {
+                chunk,
+                version,
+                chain_version,
+            } => {
+                let (meta, rec) = self.cat.commit(chunk, version, chain_version)?;
+                if let Some(rec) = rec {
+                    self.log.stage(&rec);
+                }
+                Ok(ChunkDone::Committed(meta))
+            }
+            ChunkOp::Install {
+                chunk,
+                version,
+                chain_version,
+                data,
+            } => {
+                let written = match data {
+                    Some(d) => Some(self.store(d)?),
+                    None => None,
+                };
+                let (meta, rec) = self.cat.install(chunk, version, chain_version, written);
+                self.log.stage(&rec);
+                Ok(ChunkDone::Committed(meta))
+            }
+        }
+    }
+
+    /// Makes the batch durable: data first, then the records naming it.
+    fn sync(&mut self) -> io::Result<()> {
+        if std::mem::take(&mut self.wrote_data) {
+            self.data.sync_data()?;
+        }
+        if self.log.has_staged() {
+            self.log.flush()?;
+            self.cat.durable();
+            self.log.maybe_compact(self.cat.chunks())?;
+        }
+        Ok(())
+    }
+}
+
+impl ChunkStore for FileChunkStore {
+    fn submit(&mut self, id: IoId, op: ChunkOp) {
+        self.queue.push_back((id, op));
+    }
+
+    fn poll_completions(&mut self, done: &mut Vec<Done>) {
+        let mut batch = Vec::with_capacity(self.queue.len());
+        while let Some((id, op)) = self.queue.pop_front() {
+            let result = if self.failed {
+                Err(ChunkError::Failed)
+            } else {
+                self.execute(op)
+            };
+            batch.push((id, result));
+        }
+        if !self.failed {
+            if let Err(e) = self.sync() {
+                self.io_failed(e);
+            }
+        }
+        if self.failed {
+            // Nothing of a failed batch is reported as done: it may not be durable.
+            for (_, r) in &mut batch {
+                if r.is_ok() {
+                    *r = Err(ChunkError::Failed);
+                }
+            }
+        }
+        done.extend(batch);
+    }
+
+    fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("t3fs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn file_store_conforms() {
+        let root = tmp("file-suite");
+        let mut n = 0;
+        t3fs_core::testing::chunk_store_suite(|| {
+            n += 1;
+            FileChunkStore::open(&root.join(n.to_string())).expect("open")
+        });
+        std::fs::remove_dir_all(&root).expect("cleanup");
+    }
+
+    #[test]
+    fn file_store_conforms_when_reopened_after_every_op() {
+        // Each check runs on a store reopened from disk, so boot must list what was written.
+        let root = tmp("file-reopen");
+        let mut n = 0;
+        t3fs_core::testing::chunk_store_suite(|| {
+            n += 1;
+            Reopening {
+                dir: root.join(n.to_string()),
+                store: None,
+            }
+        });
+        std::fs::remove_dir_all(&root).expect("cleanup");
+    }
+
+    /// Reopens the store from disk before every operation.
+    struct Reopening {
+        dir: std::path::PathBuf,
+        store: Option<FileChunkStore>,
+    }
+
+    impl ChunkStore for Reopening {
+        fn submit(&mut self, id: IoId, op: ChunkOp) {
+            if self.store.as_ref().is_none_or(|s| s.in_flight() == 0) {
+                let opts = Options { compact_min: 4 };
+                let s = FileChunkStore::open_with(Arc::new(StdFs), &self.dir, opts);
+                self.store = Some(s.expect("reopen"));
+            }
+            self.store.as_mut().expect("open").submit(id, op);
+        }
+        fn poll_completions(&mut self, done: &mut Vec<Done>) {
+            if let Some(s) = &mut self.store {
+                s.poll_completions(done);
+            }
+        }
+    }
+
+    #[test]
+    fn rot_at_rest_is_corrupt_never_served() {
+        use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion};
+        let dir = tmp("file-rot");
+        let mut s = FileChunkStore::open(&dir).expect("open");
+        let a = ChunkId::new(1, 0);
+        let mut done = Vec::new();
+        let ops = [
+            ChunkOp::Update {
+                chunk: a,
+                version: ChunkVersion(1),
+                kind: UpdateKind::Replace {
+                    data: b"precious".to_vec(),
+                },
+                tag: None,
+            },
+            ChunkOp::Commit {
+                chunk: a,
+                version: ChunkVersion(1),
+                chain_version: ChainVersion(1),
+            },
+        ];
+        for (i, op) in ops.into_iter().enumerate() {
+            s.submit(IoId(i as u64), op);
+        }
+        s.poll_completions(&mut done);
+        assert!(done.iter().all(|(_, r)| r.is_ok()), "{done:?}");
+        drop(s);
+        let path = dir.join(DATA);
+        let mut bytes = std::fs::read(&path).expect("data");
+        bytes[3] ^= 0x40;
+        std::fs::write(&path, bytes).expect("rot");
+        let mut s = FileChunkStore::open(&dir).expect("reopen");
+        let read = |unverified| ChunkOp::Read {
+            chunk: a,
+            offset: 0,
+            len: 8,
+            uncommitted: false,
+            unverified,
+        };
+        s.submit(IoId(10), read(false));
+        s.submit(
+            IoId(11),
+            ChunkOp::Update {
+                chunk: a,
+                version: ChunkVersion(2),
+                kind: UpdateKind::Extend { len: 20 },
+                tag: None,
+            },
+        );
+        s.submit(IoId(12), read(true));
+        done.clear();
+        s.poll_completions(&mut done);
+        assert_eq!(done[0].1, Err(ChunkError::Corrupt));
+        assert_eq!(done[1].1, Err(ChunkError::Corrupt), "no laundering by RMW");
+        assert!(matches!(&done[2].1, Ok(ChunkDone::Read(Some(r))) if r.data != b"precious"));
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}

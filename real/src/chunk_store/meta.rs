@@ -1,0 +1,377 @@
+//! The metadata log (`meta`): its record format, its replay at boot and its compaction.
+//!
+//! Format: the 8-byte header [`META_HEADER`], then frames `[magic u32][len u32][crc32c u32]
+//! [payload: len bytes]`, all integers little-endian. A payload is one [`Record`]: the whole new
+//! metadata of one chunk (committed and pending versions, lengths, checksums, data extents,
+//! exactly-once records) or its removal. Records carry absolute state, not deltas, so replaying
+//! the log is just "last record per chunk wins".
+//!
+//! Invariants:
+//! - the file's name exists only with a whole header: a new log is written as `meta.tmp`,
+//!   fdatasync'd, renamed to `meta` and the directory fsync'd (compaction does the same);
+//! - records are appended and fdatasync'd before any operation they carry is reported, so a
+//!   crash can only leave a torn tail of unreported records, which boot cuts (and syncs the cut);
+//! - a damaged frame with a whole frame after it is not a torn tail: boot refuses to open,
+//!   naming the offset, rather than silently dropping acknowledged operations.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use t3fs_core::chunk::{Applied, ChunkMeta, PendingMeta, UpdateTag};
+use t3fs_core::crc32c;
+use t3fs_core::ids::{ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, SeqNum};
+
+use super::fs::{StoreFile, StoreFs};
+use super::{damaged, Extent, Rec};
+
+/// First bytes of the metadata log.
+pub const META_HEADER: &[u8; 8] = b"t3fschk1";
+const MAGIC: u32 = 0x4d43_3354; // "T3CM"
+const HEAD: usize = 12;
+const NONE: u64 = u64::MAX;
+/// The log's name in the store directory.
+pub const META: &str = "meta";
+const META_TMP: &str = "meta.tmp";
+
+/// One metadata change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// The chunk's whole metadata is now this.
+    Put(Rec),
+    /// The chunk is gone.
+    Delete(ChunkId),
+}
+
+struct W(Vec<u8>);
+impl W {
+    fn u8(&mut self, x: u8) {
+        self.0.push(x);
+    }
+    fn u32(&mut self, x: u32) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn u64(&mut self, x: u64) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn ext(&mut self, e: Option<Extent>) {
+        self.u64(e.map_or(NONE, |e| e.offset));
+        self.u64(e.map_or(0, |e| e.len));
+    }
+    fn tag(&mut self, t: &UpdateTag) {
+        self.u64(t.client.0);
+        self.u32(t.channel.0);
+        self.u64(t.seqnum.0);
+    }
+}
+
+struct R<'a>(&'a [u8]);
+impl R<'_> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (a, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*a)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take::<1>().map(|a| a[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take().map(u32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_le_bytes)
+    }
+    fn ext(&mut self) -> Option<Option<Extent>> {
+        let (offset, len) = (self.u64()?, self.u64()?);
+        Some((offset != NONE).then_some(Extent { offset, len }))
+    }
+    fn tag(&mut self) -> Option<UpdateTag> {
+        Some(UpdateTag {
+            client: ClientId(self.u64()?),
+            channel: ChannelId(self.u32()?),
+            seqnum: SeqNum(self.u64()?),
+        })
+    }
+}
+
+/// One whole frame carrying `r`, appended to `out`.
+pub fn encode(r: &Record, out: &mut Vec<u8>) {
+    let mut w = W(Vec::with_capacity(128));
+    let chunk = match r {
+        Record::Put(rec) => rec.meta.chunk,
+        Record::Delete(c) => *c,
+    };
+    w.u8(matches!(r, Record::Put(_)) as u8);
+    w.u64(chunk.inode.0);
+    w.u32(chunk.index);
+    if let Record::Put(rec) = r {
+        let m = &rec.meta;
+        w.u32(m.committed.0);
+        w.u32(m.chain_version.0);
+        w.u32(m.len);
+        w.u32(m.checksum);
+        w.ext(rec.data);
+        match &m.pending {
+            None => w.u8(0),
+            Some(p) => {
+                w.u8(1 + p.removes as u8);
+                w.u32(p.version.0);
+                w.u32(p.len);
+                w.u32(p.checksum);
+                w.ext(rec.pending_data);
+                match &p.tag {
+                    None => w.u8(0),
+                    Some(t) => {
+                        w.u8(1);
+                        w.tag(t);
+                    }
+                }
+            }
+        }
+        w.u32(m.applied.len() as u32);
+        for a in &m.applied {
+            w.tag(&a.tag);
+            w.u32(a.version.0);
+            w.u32(a.chain_version.0);
+            w.u32(a.len);
+            w.u32(a.checksum);
+        }
+    }
+    let p = w.0;
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::checksum(&p).to_le_bytes());
+    out.extend_from_slice(&p);
+}
+
+fn decode_payload(p: &[u8]) -> Option<Record> {
+    let mut r = R(p);
+    let put = r.u8()?;
+    let chunk = ChunkId::new(r.u64()?, r.u32()?);
+    if put == 0 {
+        return r.0.is_empty().then_some(Record::Delete(chunk));
+    }
+    let mut meta = ChunkMeta {
+        chunk,
+        committed: ChunkVersion(r.u32()?),
+        chain_version: ChainVersion(r.u32()?),
+        len: r.u32()?,
+        checksum: r.u32()?,
+        ..ChunkMeta::default()
+    };
+    let data = r.ext()?;
+    let mut pending_data = None;
+    let flag = r.u8()?;
+    if flag > 0 {
+        let (version, len, checksum) = (r.u32()?, r.u32()?, r.u32()?);
+        pending_data = r.ext()?;
+        let tag = if r.u8()? == 1 { Some(r.tag()?) } else { None };
+        meta.pending = Some(PendingMeta {
+            version: ChunkVersion(version),
+            len,
+            checksum,
+            removes: flag == 2,
+            tag,
+        });
+    }
+    for _ in 0..r.u32()? {
+        meta.applied.push(Applied {
+            tag: r.tag()?,
+            version: ChunkVersion(r.u32()?),
+            chain_version: ChainVersion(r.u32()?),
+            len: r.u32()?,
+            checksum: r.u32()?,
+        });
+    }
+    r.0.is_empty().then_some(Record::Put(Rec {
+        meta,
+        data,
+        pending_data,
+    }))
+}
+
+/// The frame at `pos` of `buf`, if whole and intact: its record and the offset after it.
+fn frame_at(buf: &[u8], pos: usize) -> Option<(Record, usize)> {
+    let head = buf.get(pos..pos + HEAD)?;
+    let word = |i: usize| u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes"));
+    if word(0) != MAGIC {
+        return None;
+    }
+    let end = pos + HEAD + word(4) as usize;
+    let payload = buf.get(pos + HEAD..end)?;
+    if crc32c::checksum(payload) != word(8) {
+        return None;
+    }
+    Some((decode_payload(payload)?, end))
+}
+
+/// The open metadata log.
+pub struct MetaLog {
+    fs: Arc<dyn StoreFs>,
+    dir: PathBuf,
+    file: Box<dyn StoreFile>,
+    end: u64,
+    staged: Vec<u8>,
+    records: u64,
+    compact_min: u64,
+}
+
+impl MetaLog {
+    /// Opens (creating when absent) the log in `dir` and replays it. `compact_min`: records in
+    /// the log below which it is never compacted.
+    pub fn open(
+        fs: Arc<dyn StoreFs>,
+        dir: &Path,
+        compact_min: u64,
+    ) -> io::Result<(Self, BTreeMap<ChunkId, Rec>)> {
+        let path = dir.join(META);
+        if !fs.exists(&path)? {
+            Self::write_whole(&*fs, dir, &[])?;
+        }
+        let file = fs.open(&path)?;
+        let len = file.len()?;
+        let mut buf = vec![0; len as usize];
+        file.read_at(&mut buf, 0)?;
+        if !buf.starts_with(META_HEADER) {
+            return Err(damaged(&path, "not a t3fs chunk metadata log"));
+        }
+        let mut chunks = BTreeMap::new();
+        let (mut pos, mut records) = (META_HEADER.len(), 0);
+        while pos < buf.len() {
+            let Some((rec, next)) = frame_at(&buf, pos) else {
+                if (pos + 1..buf.len()).any(|p| frame_at(&buf, p).is_some()) {
+                    return Err(damaged(
+                        &path,
+                        format!("damaged record at byte {pos} with whole records after it"),
+                    ));
+                }
+                // A torn tail of unreported records: cut it, durably, before appending after it.
+                file.set_len(pos as u64)?;
+                file.sync_data()?;
+                break;
+            };
+            match rec {
+                Record::Put(r) => chunks.insert(r.meta.chunk, r),
+                Record::Delete(c) => chunks.remove(&c),
+            };
+            records += 1;
+            pos = next;
+        }
+        let log = Self {
+            fs,
+            dir: dir.to_path_buf(),
+            file,
+            end: pos as u64,
+            staged: Vec::new(),
+            records,
+            compact_min,
+        };
+        Ok((log, chunks))
+    }
+
+    /// Writes a complete log holding `recs` as `meta.tmp`, then renames it over `meta`, durably.
+    fn write_whole<'a>(
+        fs: &dyn StoreFs,
+        dir: &Path,
+        recs: impl IntoIterator<Item = &'a Rec>,
+    ) -> io::Result<()> {
+        let mut buf = META_HEADER.to_vec();
+        for r in recs {
+            encode(&Record::Put(r.clone()), &mut buf);
+        }
+        let tmp = dir.join(META_TMP);
+        let f = fs.create(&tmp)?;
+        f.write_at(&buf, 0)?;
+        f.sync_data()?;
+        fs.rename(&tmp, &dir.join(META))?;
+        fs.sync_dir(dir)
+    }
+
+    /// Queues `r` for the next [`MetaLog::flush`].
+    pub fn stage(&mut self, r: &Record) {
+        encode(r, &mut self.staged);
+        self.records += 1;
+    }
+
+    /// Whether records wait for a flush.
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    /// Appends the staged records and makes them durable (one write, one fdatasync).
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        self.file.write_at(&self.staged, self.end)?;
+        self.file.sync_data()?;
+        self.end += self.staged.len() as u64;
+        self.staged.clear();
+        Ok(())
+    }
+
+    /// Rewrites the log as one record per live chunk when it holds many more records than
+    /// chunks (after a flush; `live` holds every chunk's current metadata).
+    pub fn maybe_compact(&mut self, live: &BTreeMap<ChunkId, Rec>) -> io::Result<()> {
+        if self.records <= self.compact_min.max(4 * live.len() as u64) {
+            return Ok(());
+        }
+        debug_assert!(self.staged.is_empty());
+        Self::write_whole(&*self.fs, &self.dir, live.values())?;
+        self.file = self.fs.open(&self.dir.join(META))?;
+        self.end = self.file.len()?;
+        self.records = live.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let tag = UpdateTag {
+            client: ClientId(7),
+            channel: ChannelId(3),
+            seqnum: SeqNum(99),
+        };
+        let rec = Rec {
+            meta: ChunkMeta {
+                chunk: ChunkId::new(5, 6),
+                committed: ChunkVersion(3),
+                chain_version: ChainVersion(2),
+                len: 10,
+                checksum: 0xdead_beef,
+                pending: Some(PendingMeta {
+                    version: ChunkVersion(4),
+                    len: 0,
+                    checksum: 0,
+                    removes: true,
+                    tag: Some(tag),
+                }),
+                applied: vec![Applied {
+                    tag,
+                    version: ChunkVersion(3),
+                    chain_version: ChainVersion(2),
+                    len: 10,
+                    checksum: 1,
+                }],
+            },
+            data: Some(Extent {
+                offset: 8192,
+                len: 4096,
+            }),
+            pending_data: None,
+        };
+        for r in [Record::Put(rec), Record::Delete(ChunkId::new(1, 2))] {
+            let mut buf = Vec::new();
+            encode(&r, &mut buf);
+            let (got, end) = frame_at(&buf, 0).expect("decodes");
+            assert_eq!((got, end), (r, buf.len()));
+            buf[HEAD + 2] ^= 1;
+            assert!(frame_at(&buf, 0).is_none(), "a flipped bit fails the crc");
+        }
+    }
+}

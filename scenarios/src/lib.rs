@@ -12,6 +12,7 @@ pub mod load;
 mod load_step;
 pub mod namespace;
 pub mod plan;
+pub mod plan_cfg;
 pub mod rng;
 pub mod schema;
 pub mod workload;

@@ -300,9 +300,12 @@ impl World {
     pub fn new(scenario: Scenario, seed: u64, log: bool) -> Result<Self, String> {
         let bugs = crate::bugs::parse(scenario.bug.as_deref())?;
         let mut layout = Layout::new(&scenario.cluster, bugs);
-        layout.gc_delay = scenario.namespace.as_ref().and_then(|n| n.gc_delay);
-        layout.idem_expire = scenario.namespace.as_ref().and_then(|n| n.idem_expire);
-        layout.drift_ppm_max = layout.drift_ppm_max.max(scenario.faults.clock_drift_ppm);
+        layout.tuning.gc_delay = scenario.namespace.as_ref().and_then(|n| n.gc_delay);
+        layout.tuning.idem_expire = scenario.namespace.as_ref().and_then(|n| n.idem_expire);
+        layout.tuning.drift_ppm_max = layout
+            .tuning
+            .drift_ppm_max
+            .max(scenario.faults.clock_drift_ppm);
         let mut rng = Rng::new(seed);
         let faults = scenario.faults.clone();
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);

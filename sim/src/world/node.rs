@@ -9,21 +9,19 @@
 
 use std::collections::BTreeMap;
 
-use core::ops::Range;
-use core::time::Duration;
-
 use t3fs_core::bugs::{MgmtdBug, PlantedBug};
 use t3fs_core::chunk::ChunkOp;
 use t3fs_core::client::{Client, ClientConfig};
 use t3fs_core::ids::{IoId, NodeId, TargetId};
 use t3fs_core::kv::KvOp;
-use t3fs_core::meta::server::{MetaConfig, MetaServer};
+use t3fs_core::meta::server::MetaServer;
 use t3fs_core::mgmtd::{Mgmtd, MgmtdConfig};
 use t3fs_core::routing::RoutingInfo;
-use t3fs_core::storage::{ReadMode, StorageConfig, StorageNode};
+use t3fs_core::storage::{StorageConfig, StorageNode};
 use t3fs_core::time::Instant;
-use t3fs_scenario::plan::{FileLayout, Plan};
-use t3fs_scenario::schema::{Cluster, Timeouts};
+use t3fs_scenario::plan::Plan;
+use t3fs_scenario::plan_cfg::Tuning;
+use t3fs_scenario::schema::Cluster;
 
 use super::client::Driver;
 use super::clock::Clock;
@@ -105,25 +103,14 @@ pub struct Node {
 pub struct Layout {
     /// The cluster plan.
     pub plan: Plan,
-    /// Timeout profile.
-    pub timeouts: Timeouts,
-    /// Read mode of every target.
-    pub read_mode: ReadMode,
+    /// Cluster-wide knobs of the role configurations.
+    pub tuning: Tuning,
     /// Planted storage bug.
     pub bug: Option<PlantedBug>,
     /// Planted mgmtd bug.
     pub mgmtd_bug: Option<MgmtdBug>,
     /// Planted meta bug.
     pub meta_bug: Option<t3fs_core::bugs::MetaBug>,
-    /// The scenario's GC delay for unlinked files (`None`: 3FS's, scaled).
-    pub gc_delay: Option<Duration>,
-    /// The scenario's idempotency-record expiry, if it sets one.
-    pub idem_expire: Option<Duration>,
-    /// The storage-side lease is on (`[cluster] storage_lease`).
-    pub storage_lease: bool,
-    /// The clock drift the lease must tolerate (ppm): the protocol's bound, or the scenario's
-    /// drift if it sets a larger one.
-    pub drift_ppm_max: u32,
 }
 
 impl Layout {
@@ -131,89 +118,33 @@ impl Layout {
     pub fn new(c: &Cluster, bugs: crate::bugs::Bugs) -> Self {
         Self {
             plan: Plan::new(c.into()),
-            timeouts: c.timeouts,
-            read_mode: if c.reject_dirty_reads {
-                ReadMode::RejectDirty
-            } else {
-                ReadMode::Committed
-            },
+            tuning: Tuning::of(c),
             bug: bugs.storage,
             mgmtd_bug: bugs.mgmtd,
             meta_bug: bugs.meta,
-            gc_delay: None,
-            idem_expire: None,
-            storage_lease: c.storage_lease,
-            drift_ppm_max: t3fs_core::limits::CLOCK_DRIFT_PPM_MAX,
         }
     }
 
-    fn scale(&self, d: Duration) -> Duration {
-        match self.timeouts {
-            Timeouts::ThreeFs => d,
-            Timeouts::Fast => d / 10,
-        }
-    }
-
-    fn jitter(&self, d: Duration) -> Range<Duration> {
-        let d = self.scale(d);
-        d..d * 11 / 10
-    }
-
-    /// mgmtd configuration.
+    /// mgmtd configuration (the plan's, with the planted bug).
     pub fn mgmtd_cfg(&self, node: NodeId) -> MgmtdConfig {
-        let mut m = MgmtdConfig::new(node);
-        let s = |d: Duration| self.scale(d);
-        m.lease_length = s(m.lease_length);
-        m.extend_interval = self.jitter(m.extend_interval.start);
-        m.suspicious_interval = s(m.suspicious_interval);
-        m.heartbeat_fail_interval = s(m.heartbeat_fail_interval);
-        m.max_clock_skew = s(m.max_clock_skew);
-        m.bootstrap_length = s(m.bootstrap_length);
-        m.session_timeout = s(m.session_timeout);
-        m.chain_update_interval = self.jitter(m.chain_update_interval.start);
+        let mut m = self.plan.mgmtd_cfg(node, &self.tuning);
         m.bug = self.mgmtd_bug;
-        m.storage_lease = self.storage_lease;
         m
     }
 
-    /// Storage configuration.
+    /// Storage configuration (the plan's, with the planted bug).
     pub fn storage_cfg(&self, node: NodeId) -> StorageConfig {
-        let targets = self.targets_of[&node]
-            .iter()
-            .map(|t| (*t, self.read_mode))
-            .collect();
-        let mut s = StorageConfig::new(node, targets);
-        s.mgmtd = self.mgmtd.clone();
+        let mut s = self.plan.storage_cfg(node, &self.tuning);
         s.bug = self.bug;
-        s.heartbeat_interval = Some(self.jitter(t3fs_core::limits::HEARTBEAT_INTERVAL));
-        if let Some(f) = &s.forward_timeout {
-            s.forward_timeout = Some(self.scale(f.start)..self.scale(f.end));
-        }
-        s.forward_retry_wait =
-            self.scale(s.forward_retry_wait.start)..self.scale(s.forward_retry_wait.end);
-        if self.storage_lease {
-            let fail = self.mgmtd_cfg(NodeId(0)).heartbeat_fail_interval;
-            s.lease = Some(t3fs_core::storage::lease::Lease::length(
-                fail,
-                self.drift_ppm_max,
-            ));
-        }
         s
     }
 
     /// Client configuration for incarnation `inc` (a restarted client is a new session).
     pub fn client_cfg(&self, node: NodeId, inc: u64) -> ClientConfig {
-        let mut c = ClientConfig::new(node, client_id(node, inc));
+        let mut c = self
+            .plan
+            .client_cfg(node, client_id(node, inc), &self.tuning);
         c.user = client_user(node);
-        c.mgmtd = self.mgmtd.first().copied();
-        c.channels = 4;
-        if let Some(t) = &c.io_timeout {
-            c.io_timeout = Some(self.scale(t.start)..self.scale(t.end));
-        }
-        c.retry_wait = self.scale(c.retry_wait.start)..self.scale(c.retry_wait.end);
-        c.refresh_interval = Some(self.jitter(t3fs_core::limits::ROUTING_REFRESH));
-        c.meta = self.meta.clone();
-        c.meta_timeout = self.scale(c.meta_timeout.start)..self.scale(c.meta_timeout.end);
         c
     }
 
@@ -241,48 +172,12 @@ impl Layout {
                 self.initial.clone(),
             ))),
             Role::Meta => {
-                let mut cfg = MetaConfig::new(ctx.id);
+                let gc_client = client_id(ctx.id, ctx.incarnation);
+                let mut cfg = self.plan.meta_cfg(ctx.id, gc_client, &self.tuning);
                 cfg.bug = self.meta_bug;
-                cfg.mgmtd = self.mgmtd.clone();
-                cfg.gc_file_delay = match self.gc_delay {
-                    Some(d) => d.as_secs(),
-                    None => self.scale(Duration::from_secs(cfg.gc_file_delay)).as_secs(),
-                };
-                cfg.space_interval = cfg
-                    .space_interval
-                    .map(|r| self.scale(r.start)..self.scale(r.end));
-                cfg.prune_interval = cfg
-                    .prune_interval
-                    .map(|r| self.scale(r.start)..self.scale(r.end));
-                cfg.prune_min_age = self.scale(Duration::from_secs(cfg.prune_min_age)).as_secs();
-                match self.idem_expire {
-                    Some(d) => {
-                        cfg.idem_expire = d.as_secs();
-                        cfg.idem_clean_interval = Some(d / 4..d * 11 / 40);
-                    }
-                    None => {
-                        cfg.idem_expire =
-                            self.scale(Duration::from_secs(cfg.idem_expire)).as_secs();
-                        cfg.idem_clean_interval = cfg
-                            .idem_clean_interval
-                            .map(|r| self.scale(r.start)..self.scale(r.end));
-                    }
+                if let Some((c, _)) = &mut cfg.storage {
+                    c.user = client_user(ctx.id);
                 }
-                // GC removes chunks through its own storage client.
-                cfg.storage = Some((
-                    self.client_cfg(ctx.id, ctx.incarnation),
-                    self.initial.clone(),
-                ));
-                // Files stripe over up to four chains of table 1, in 4 KiB chunks.
-                cfg.layout = self.plan.layout_policy(FileLayout {
-                    chunk_size: 4096,
-                    stripe: 4,
-                });
-                cfg.gc_interval = cfg
-                    .gc_interval
-                    .map(|r| self.scale(r.start)..self.scale(r.end));
-                cfg.unavailable_wait =
-                    self.scale(cfg.unavailable_wait.start)..self.scale(cfg.unavailable_wait.end);
                 Process::Meta(Box::new(MetaServer::new(cfg, ctx.incarnation << 40)))
             }
         }

@@ -359,6 +359,11 @@ async fn simultaneous_dials_converge_on_one_connection_without_loss() {
             until(|| a.connections() == 1 && b.connections() == 1).await;
             let (ca, cb) = (a.counters(), b.counters());
             assert_eq!(ca.dropped_write + cb.dropped_write, 0, "round {round}");
+            // Converged: every connection but one was closed.
+            assert_eq!(
+                (ca.connects - ca.disconnects, cb.connects - cb.disconnects),
+                (1, 1)
+            );
             a.shutdown().await;
             b.shutdown().await;
         }

@@ -162,16 +162,18 @@ struct Backoff {
 }
 
 impl Backoff {
+    /// A zero first wait is raised to 1 ms, so a dead peer is never dialed in a busy loop.
     fn new(range: Range<Duration>) -> Self {
-        let next = range.start;
-        Self { range, next }
+        let start = range.start.max(Duration::from_millis(1));
+        let range = start..range.end.max(start);
+        Self { next: start, range }
     }
     fn reset(&mut self) {
         self.next = self.range.start;
     }
     fn wait(&mut self, random: u64) -> Duration {
         let d = self.next;
-        self.next = (d * 2).min(self.range.end.max(self.range.start));
+        self.next = (d * 2).min(self.range.end);
         let half = d / 2;
         let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
         half + Duration::from_nanos(random % nanos.saturating_add(1))
@@ -340,5 +342,7 @@ mod tests {
         }
         b.reset();
         assert!(b.wait(u64::MAX) <= ms(100));
+        let mut zero = Backoff::new(Duration::ZERO..Duration::ZERO);
+        assert!(zero.wait(0) >= ms(1) / 2);
     }
 }

@@ -119,7 +119,8 @@ impl Transport {
         self.inner.local_addr
     }
 
-    /// Records (or changes) where `node` listens. Ignored for this node itself.
+    /// Records (or changes) where `node` listens (from config or routing info). A change takes
+    /// effect at the next dial; an open connection is kept. Ignored for this node itself.
     pub fn set_addr(&self, node: NodeId, addr: SocketAddr) {
         if node == self.me() {
             return;
@@ -130,7 +131,8 @@ impl Transport {
         }
     }
 
-    /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`).
+    /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`). `Ok` means
+    /// queued, not delivered.
     pub fn try_send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.try_send(frame).map_err(|e| match e {
@@ -142,7 +144,9 @@ impl Transport {
         })
     }
 
-    /// Queues `frame` for `to`, waiting for queue space. The route is checked once, on entry.
+    /// Queues `frame` for `to`, waiting for queue space (backpressure). The route is checked
+    /// once, on entry: if the peer never comes back this waits until shutdown, so callers that
+    /// must not stall wrap it in a timeout or use [`try_send`](Self::try_send).
     pub async fn send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.send(frame).await.map_err(|_| SendError::Closed)

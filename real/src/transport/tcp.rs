@@ -376,7 +376,10 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
                 break;
             }
         };
-        let len = frame.len() as u64;
+        // Counted before the receiver can see the frame, so a snapshot taken after receiving it
+        // includes it.
+        Counters::bump(&c.frames_in);
+        Counters::add(&c.bytes_in, frame.len() as u64);
         let msg = Inbound {
             from: conn.peer.node,
             frame,
@@ -385,8 +388,6 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
             () = conn.kill.notified() => break,
             sent = inner.inbound.send(msg) => if sent.is_err() { break },
         }
-        Counters::bump(&c.frames_in);
-        Counters::add(&c.bytes_in, len);
     }
     drop(frames);
     slot.state().detach(conn.id);

@@ -126,8 +126,10 @@ impl Transport {
             return;
         }
         if let Some(slot) = self.inner.slot(node) {
-            slot.state().addr = Some(addr);
-            slot.wake.notify_one();
+            let changed = slot.state().addr.replace(addr) != Some(addr);
+            if changed {
+                slot.wake.notify_one(); // a writer waiting for an address, or in backoff
+            }
         }
     }
 

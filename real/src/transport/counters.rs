@@ -34,11 +34,12 @@ macro_rules! counters {
 }
 
 counters! {
-    /// Frames read from peers and handed to the inbound channel.
+    /// Frames read from peers (counted before they reach the inbound channel).
     frames_in,
     /// Payload bytes of `frames_in` (length prefixes excluded).
     bytes_in,
-    /// Frames written to a socket.
+    /// Frames written to a socket (counted after the write, so possibly after the peer has
+    /// already received them).
     frames_out,
     /// Payload bytes of `frames_out` (length prefixes excluded).
     bytes_out,

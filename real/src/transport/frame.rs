@@ -3,12 +3,15 @@
 //!
 //! Invariants:
 //! - a length over the limit is refused as soon as its 4 bytes arrive, before any buffer is
-//!   grown for it, so a peer cannot make us allocate more than `frame_max` (plus one read
-//!   chunk) per connection;
+//!   grown for it, so a peer cannot make a connection's read buffer exceed about twice
+//!   `frame_max` plus one read chunk (the buffer grows like a `Vec`);
 //! - an inbound payload is split off the read buffer and frozen (`BytesMut::split_to`), never
 //!   copied; an outbound payload goes to the socket from the caller's `Bytes` by vectored
 //!   writes, with only the 4-byte prefixes of a batch gathered into one small buffer;
 //! - malformed input is an error value, never a panic.
+//!
+//! Inbound frames share their read buffer's allocation: a frame kept long after it arrived keeps
+//! that buffer (up to one read chunk of neighbours) alive. Receivers decode and drop promptly.
 //!
 //! Not here: what a frame means (the caller decodes it), authentication (`handshake.rs`), and
 //! which connection a frame goes to (`tcp.rs`).

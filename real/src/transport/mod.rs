@@ -20,7 +20,8 @@
 //!
 //! Invariants:
 //! - memory is bounded: per peer, `queue_frames` frames of at most `frame_max` bytes queued (plus
-//!   one batch being written), and per connection, one frame being read; inbound frames wait in
+//!   one batch being written), and per connection, one frame being read (`frame.rs`); inbound
+//!   frames wait in
 //!   a channel of `inbound_frames`, and a full channel stops reading from sockets, so a slow
 //!   receiver pushes back through TCP onto its senders' queues;
 //! - untrusted input never panics and never allocates before it is checked: bad handshakes,
@@ -55,8 +56,8 @@ use t3fs_core::limits::FRAME_BYTES_MAX;
 pub use counters::TransportCounters;
 pub use tcp::Transport;
 
-/// How a transport runs.
-#[derive(Clone, Debug)]
+/// How a transport runs. `Debug` does not show the token.
+#[derive(Clone)]
 pub struct TransportConfig {
     /// This node.
     pub me: NodeId,
@@ -89,6 +90,21 @@ impl TransportConfig {
             connect_backoff: Duration::from_millis(100)..Duration::from_secs(2),
             handshake_timeout: Duration::from_secs(5),
         }
+    }
+}
+
+impl std::fmt::Debug for TransportConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransportConfig")
+            .field("me", &self.me)
+            .field("listen", &self.listen)
+            .field("token", &"<redacted>")
+            .field("queue_frames", &self.queue_frames)
+            .field("inbound_frames", &self.inbound_frames)
+            .field("frame_max", &self.frame_max)
+            .field("connect_backoff", &self.connect_backoff)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .finish()
     }
 }
 

@@ -52,6 +52,9 @@ pub(crate) struct Conn {
     pub(crate) writer: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
     /// Ends the reader (one stored permit: only the reader waits).
     pub(crate) kill: Notify,
+    /// Abandons a batch being written (set when the connection is closed, so a writer blocked
+    /// on a peer that stopped reading cannot hold the connection open).
+    pub(crate) abort_write: Notify,
 }
 
 impl Conn {
@@ -159,16 +162,18 @@ struct Backoff {
 }
 
 impl Backoff {
+    /// A zero first wait is raised to 1 ms, so a dead peer is never dialed in a busy loop.
     fn new(range: Range<Duration>) -> Self {
-        let next = range.start;
-        Self { range, next }
+        let start = range.start.max(Duration::from_millis(1));
+        let range = start..range.end.max(start);
+        Self { next: start, range }
     }
     fn reset(&mut self) {
         self.next = self.range.start;
     }
     fn wait(&mut self, random: u64) -> Duration {
         let d = self.next;
-        self.next = (d * 2).min(self.range.end.max(self.range.start));
+        self.next = (d * 2).min(self.range.end);
         let half = d / 2;
         let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
         half + Duration::from_nanos(random % nanos.saturating_add(1))
@@ -209,18 +214,20 @@ pub(crate) async fn drive(
             continue; // retired meanwhile: keep the batch for the next connection
         };
         let c = &inner.counters;
-        match write_batch(w, &batch).await {
-            Ok(()) => {
-                Counters::add(&c.frames_out, batch.len() as u64);
-                Counters::add(&c.bytes_out, bytes as u64);
-            }
-            Err(_) => {
-                Counters::add(&c.dropped_write, batch.len() as u64);
-                writer.take();
-                drop(writer);
-                slot.state().detach(conn.id);
-                conn.kill.notify_one();
-            }
+        let written = tokio::select! {
+            r = write_batch(w, &batch) => r.is_ok(),
+            () = conn.abort_write.notified() => false,
+        };
+        if written {
+            Counters::add(&c.frames_out, batch.len() as u64);
+            Counters::add(&c.bytes_out, bytes as u64);
+        } else {
+            // The connection is broken: close it (its reader counts the disconnect).
+            Counters::add(&c.dropped_write, batch.len() as u64);
+            writer.take();
+            drop(writer);
+            slot.state().detach(conn.id);
+            conn.kill.notify_one();
         }
         batch.clear();
     }
@@ -258,5 +265,84 @@ async fn connection(
             () = tokio::time::sleep(wait) => {}
             () = woken => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(id: u64, node: u32, incarnation: u64, dialed_by_me: bool) -> Arc<Conn> {
+        Arc::new(Conn {
+            id,
+            peer: handshake::Peer {
+                node: NodeId(node),
+                incarnation,
+            },
+            dialed_by_me,
+            writer: tokio::sync::Mutex::new(None),
+            kill: Notify::new(),
+            abort_write: Notify::new(),
+        })
+    }
+
+    fn ids(v: &[Arc<Conn>]) -> Vec<u64> {
+        v.iter().map(|c| c.id).collect()
+    }
+
+    fn active(st: &PeerState) -> Option<u64> {
+        st.active.as_ref().map(|c| c.id)
+    }
+
+    #[test]
+    fn simultaneous_dials_keep_the_lower_nodes_dial_at_both_ends() {
+        // Node 1 dialed connection 10, node 2 dialed connection 20; arrival order differs.
+        let mut at1 = PeerState::default();
+        assert!(at1.place(NodeId(1), conn(20, 2, 7, false)).is_empty());
+        assert!(at1.place(NodeId(1), conn(10, 2, 7, true)).is_empty());
+        assert_eq!((active(&at1), ids(&at1.standby)), (Some(10), vec![20]));
+        let mut at2 = PeerState::default();
+        assert!(at2.place(NodeId(2), conn(10, 1, 3, false)).is_empty());
+        assert_eq!(ids(&at2.place(NodeId(2), conn(20, 1, 3, true))), vec![20]);
+        assert_eq!((active(&at2), at2.standby.len()), (Some(10), 0));
+        // The other arrival order at node 2.
+        let mut at2 = PeerState::default();
+        assert!(at2.place(NodeId(2), conn(20, 1, 3, true)).is_empty());
+        assert_eq!(ids(&at2.place(NodeId(2), conn(10, 1, 3, false))), vec![20]);
+        assert_eq!(active(&at2), Some(10));
+        // Node 1's winner ends: the standby one is promoted.
+        at1.detach(10);
+        assert_eq!((active(&at1), at1.standby.len()), (Some(20), 0));
+    }
+
+    #[test]
+    fn a_restarted_peer_or_a_newer_dial_by_the_same_end_replaces_the_old_connection() {
+        let mut st = PeerState::default();
+        st.place(NodeId(1), conn(1, 2, 7, true));
+        // The peer restarted (new incarnation) and dialed us: it wins although node 2 is higher.
+        assert_eq!(ids(&st.place(NodeId(1), conn(2, 2, 8, false))), vec![1]);
+        assert_eq!(active(&st), Some(2));
+        // The peer dialed again (it gave connection 2 up).
+        assert_eq!(ids(&st.place(NodeId(1), conn(3, 2, 8, false))), vec![2]);
+        assert_eq!(active(&st), Some(3));
+        st.detach(3);
+        assert!(st.active.is_none() && st.ever_connected);
+    }
+
+    #[test]
+    fn backoff_doubles_to_the_cap_with_jitter_in_the_upper_half() {
+        let ms = Duration::from_millis;
+        let mut b = Backoff::new(ms(100)..ms(400));
+        let waits: Vec<Duration> = (0..5).map(|i| b.wait(i * 7919)).collect();
+        for (w, d) in waits.iter().zip([100, 200, 400, 400, 400]) {
+            assert!(
+                *w >= ms(d) / 2 && *w <= ms(d),
+                "{w:?} not in [{d}/2, {d}] ms"
+            );
+        }
+        b.reset();
+        assert!(b.wait(u64::MAX) <= ms(100));
+        let mut zero = Backoff::new(Duration::ZERO..Duration::ZERO);
+        assert!(zero.wait(0) >= ms(1) / 2);
     }
 }

@@ -14,6 +14,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
 use t3fs_core::ids::NodeId;
@@ -30,6 +31,16 @@ use super::frame::{FrameError, FrameReader};
 use super::handshake::{self, HandshakeError, Me, TokenKey};
 use super::peer::{drive, Conn, PeerSlot};
 use super::{Inbound, SendError, TransportConfig};
+
+/// Idle time before the first keepalive probe.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+/// Time between keepalive probes.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// Unanswered probes before the kernel drops the connection (a dead peer is noticed in ~25 s).
+const KEEPALIVE_RETRIES: u32 = 3;
+/// Longest time written data may stay unacknowledged before the kernel drops the connection.
+#[cfg(target_os = "linux")]
+const UNACKED_MAX: Duration = Duration::from_secs(30);
 
 /// A running TCP transport. Clones share it.
 #[derive(Clone, Debug)]
@@ -108,18 +119,22 @@ impl Transport {
         self.inner.local_addr
     }
 
-    /// Records (or changes) where `node` listens. Ignored for this node itself.
+    /// Records (or changes) where `node` listens (from config or routing info). A change takes
+    /// effect at the next dial; an open connection is kept. Ignored for this node itself.
     pub fn set_addr(&self, node: NodeId, addr: SocketAddr) {
         if node == self.me() {
             return;
         }
         if let Some(slot) = self.inner.slot(node) {
-            slot.state().addr = Some(addr);
-            slot.wake.notify_one();
+            let changed = slot.state().addr.replace(addr) != Some(addr);
+            if changed {
+                slot.wake.notify_one(); // a writer waiting for an address, or in backoff
+            }
         }
     }
 
-    /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`).
+    /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`). `Ok` means
+    /// queued, not delivered.
     pub fn try_send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.try_send(frame).map_err(|e| match e {
@@ -131,7 +146,9 @@ impl Transport {
         })
     }
 
-    /// Queues `frame` for `to`, waiting for queue space. The route is checked once, on entry.
+    /// Queues `frame` for `to`, waiting for queue space (backpressure). The route is checked
+    /// once, on entry: if the peer never comes back this waits until shutdown, so callers that
+    /// must not stall wrap it in a timeout or use [`try_send`](Self::try_send).
     pub async fn send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.send(frame).await.map_err(|_| SendError::Closed)
@@ -247,7 +264,7 @@ impl Inner {
     pub(crate) async fn dial(self: &Arc<Self>, slot: &Arc<PeerSlot>, addr: SocketAddr) -> bool {
         let attempt = async {
             let mut s = TcpStream::connect(addr).await?;
-            s.set_nodelay(true)?;
+            tune(&s)?;
             let peer = handshake::dial(&mut s, &self.key, self.me, slot.node).await?;
             Ok::<_, HandshakeError>((s, peer))
         };
@@ -284,6 +301,7 @@ impl Inner {
             dialed_by_me,
             writer: tokio::sync::Mutex::new(Some(w)),
             kill: Notify::new(),
+            abort_write: Notify::new(),
         });
         Counters::bump(&self.counters.connects);
         self.open_conns.fetch_add(1, Ordering::Relaxed);
@@ -296,6 +314,22 @@ impl Inner {
     }
 }
 
+/// Socket options of every connection: no Nagle delay (frames are latency-sensitive and
+/// already batched), and dead-peer detection: keepalive probes on an idle connection, and on
+/// Linux a bound on how long written data may stay unacknowledged.
+fn tune(s: &TcpStream) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    let sock = socket2::SockRef::from(s);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_RETRIES);
+    sock.set_tcp_keepalive(&keepalive)?;
+    #[cfg(target_os = "linux")]
+    sock.set_tcp_user_timeout(Some(UNACKED_MAX))?;
+    Ok(())
+}
+
 /// Accepts sockets and authenticates each in its own task, so a slow or hostile peer cannot
 /// stall the listener.
 async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
@@ -304,7 +338,7 @@ async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
             Ok((s, _)) => s,
             Err(_) => {
                 // Out of descriptors or a transient error: breathe, keep serving.
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
         };
@@ -312,7 +346,7 @@ async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
         inner.spawn(async move {
             let mut s = s;
             let hs = async {
-                s.set_nodelay(true)?;
+                tune(&s)?;
                 handshake::accept(&mut s, &inner2.key, inner2.me).await
             };
             match timeout(inner2.cfg.handshake_timeout, hs).await {
@@ -344,7 +378,10 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
                 break;
             }
         };
-        let len = frame.len() as u64;
+        // Counted before the receiver can see the frame, so a snapshot taken after receiving it
+        // includes it.
+        Counters::bump(&c.frames_in);
+        Counters::add(&c.bytes_in, frame.len() as u64);
         let msg = Inbound {
             from: conn.peer.node,
             frame,
@@ -353,12 +390,12 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
             () = conn.kill.notified() => break,
             sent = inner.inbound.send(msg) => if sent.is_err() { break },
         }
-        Counters::bump(&c.frames_in);
-        Counters::add(&c.bytes_in, len);
     }
+    drop(frames);
     slot.state().detach(conn.id);
     slot.wake.notify_one();
+    conn.abort_write.notify_one();
     conn.writer.lock().await.take();
-    inner.open_conns.fetch_sub(1, Ordering::Relaxed);
     Counters::bump(&c.disconnects);
+    inner.open_conns.fetch_sub(1, Ordering::Relaxed);
 }

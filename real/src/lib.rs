@@ -11,6 +11,8 @@
 #![deny(unsafe_code)]
 
 pub mod chunk_store;
+pub mod kv_service;
+pub mod node;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
 pub mod transport;

@@ -258,7 +258,8 @@ impl Mgmtd {
             out.send(from, Msg::Routing(routing.clone()));
             if !self.cfg.addresses.is_empty() {
                 let addrs = self.cfg.addresses.clone();
-                out.send(from, Msg::NodeAddrs(crate::msg::kv::NodeAddrs { addrs }));
+                let meta = self.cfg.meta_nodes.clone();
+                out.send(from, Msg::NodeAddrs(crate::msg::kv::NodeAddrs { addrs, meta }));
             }
         }
     }

@@ -73,6 +73,8 @@ pub struct MgmtdConfig {
     /// Server addresses (`host:port`) published to everyone with routing info, so that a client
     /// that knows only mgmtd finds the rest (empty in simulation: nodes are addressed by id).
     pub addresses: Vec<(NodeId, String)>,
+    /// The meta servers among `addresses`.
+    pub meta_nodes: Vec<NodeId>,
     /// Chain update loop period (1 s).
     pub chain_update_interval: Range<Duration>,
     /// After a new tenure or chain creation, chains are frozen this long or until every one of
@@ -124,6 +126,7 @@ impl MgmtdConfig {
             ignore_stale_targets: true,
             push_routing_to: Vec::new(),
             addresses: Vec::new(),
+            meta_nodes: Vec::new(),
             writer_retry_wait: Duration::from_millis(100)..s(1),
             periodic: true,
             storage_lease: false,

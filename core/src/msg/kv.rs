@@ -36,6 +36,8 @@ pub struct KvReply {
 pub struct NodeAddrs {
     /// Addresses by node, in node order.
     pub addrs: Vec<(NodeId, String)>,
+    /// The meta servers among them (clients send namespace requests there).
+    pub meta: Vec<NodeId>,
 }
 
 wire_struct!(KvReq { id, op });
@@ -263,6 +265,7 @@ impl Wire for NodeAddrs {
             n.encode(enc);
             a.as_bytes().to_vec().encode(enc);
         }
+        encode_list(enc, &self.meta);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         let n = dec.len(LIST_LEN_MAX, 8)?;
@@ -273,7 +276,8 @@ impl Wire for NodeAddrs {
             let a = String::from_utf8(bytes).map_err(|_| DecodeError::Invalid)?;
             addrs.push((node, a));
         }
-        Ok(Self { addrs })
+        let meta = decode_list(dec)?;
+        Ok(Self { addrs, meta })
     }
 }
 
@@ -326,6 +330,7 @@ mod tests {
         }));
         round_trip(Msg::NodeAddrs(super::NodeAddrs {
             addrs: vec![(crate::ids::NodeId(1), "127.0.0.1:9000".into())],
+            meta: vec![crate::ids::NodeId(1)],
         }));
     }
 }

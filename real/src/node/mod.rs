@@ -1,0 +1,323 @@
+//! The tokio driver: runs one node's machine through the shared node runtime
+//! (`t3fs_core::node::step`) with real I/O.
+//!
+//! One task owns the [`Process`] and its tables and waits on five sources: inbound frames from
+//! the transport (decoded with the core codec; KV replies and address lists are the driver's
+//! own), timer fires, I/O completions, local calls (the native client, admin), and a status tick.
+//! Each input is one `step`; the actions go through [`host::RealHost`]. Chunk stores run on their
+//! own threads and KV steps leave the runtime (a remote `kv` service, or the blocking pool), so
+//! nothing here blocks.
+//!
+//! Time: a machine's `now` is the system clock as nanoseconds since the Unix epoch, the cluster-
+//! wide epoch of `t3fs_core::time`.
+//!
+//! Shutdown ([`NodeHandle::shutdown`], SIGTERM in the services): stop taking input, let the chunk
+//! I/O in flight complete (bounded), then close the store threads, which drain and exit. Not
+//! here: building the process from a config (`serve.rs`), the transport and stores themselves.
+
+pub mod host;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, oneshot};
+
+use t3fs_core::chunk::ChunkStore;
+use t3fs_core::ids::{IoId, NodeId, RequestId, TargetId};
+use t3fs_core::machine::IoResult;
+use t3fs_core::msg::Msg;
+use t3fs_core::node::{self, AnyCall, AnyRet, AnyTimer, Input, Process, Tables};
+use t3fs_core::time::Instant;
+
+use crate::chunk_store::{StoreHandle, StoreThread};
+use crate::transport::{Inbound, Transport};
+
+pub use host::KvBackend;
+use host::{Jitter, RealHost};
+use stats::IoStats;
+
+/// The system clock as a machine instant (ns since the Unix epoch).
+pub fn now() -> Instant {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Instant(d.as_nanos() as u64)
+}
+
+/// What a node is made of.
+pub struct NodeParts {
+    /// Its id.
+    pub id: NodeId,
+    /// Its name in logs (`storage-1`).
+    pub name: String,
+    /// The machine, constructed from durable state.
+    pub process: Process,
+    /// Chunk stores by target (storage nodes).
+    pub stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>>,
+    /// Where KV steps go.
+    pub kv: KvBackend,
+    /// The transport, started.
+    pub transport: Transport,
+    /// Its inbound frames.
+    pub inbound: mpsc::Receiver<Inbound>,
+}
+
+/// A snapshot of a running node, refreshed every status tick, for metrics and status.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Prometheus text of the machine, I/O and transport counters.
+    pub metrics: String,
+    /// Human-readable status (mgmtd: nodes, offsets, chains in chain notation).
+    pub status: String,
+    /// The node is serving (mgmtd: primary with routing loaded; others: started).
+    pub ready: bool,
+}
+
+enum Cmd {
+    Call(AnyCall, oneshot::Sender<AnyRet>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// Handle on a running node.
+#[derive(Clone)]
+pub struct NodeHandle {
+    cmds: mpsc::Sender<Cmd>,
+    /// The latest snapshot.
+    pub snapshot: Arc<Mutex<Snapshot>>,
+}
+
+/// The node stopped before answering.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("node stopped")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+impl NodeHandle {
+    /// Runs a local call (a client call or an mgmtd admin verb) and waits for its answer.
+    pub async fn call(&self, call: AnyCall) -> Result<AnyRet, Stopped> {
+        let (tx, rx) = oneshot::channel();
+        self.cmds.send(Cmd::Call(call, tx)).await.map_err(|_| Stopped)?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// Stops the node gracefully and waits until its stores are closed.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.cmds.send(Cmd::Shutdown(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// Starts `parts` on the current tokio runtime. The returned future of the task resolves with
+/// the halt reason, if the machine halted.
+pub fn spawn(parts: NodeParts) -> std::io::Result<(NodeHandle, tokio::task::JoinHandle<Option<String>>)> {
+    let (io_tx, io_rx) = mpsc::unbounded_channel();
+    let mut stores = BTreeMap::new();
+    for (t, s) in parts.stores {
+        let tx = io_tx.clone();
+        let done = Box::new(move |id, r| {
+            let _ = tx.send((id, IoResult::Chunk(r)));
+        });
+        stores.insert(t, StoreThread::spawn(&format!("store-{t}"), s, done)?);
+    }
+    let (cmd_tx, cmd_rx) = mpsc::channel(1024);
+    let snapshot = Arc::new(Mutex::new(Snapshot::default()));
+    let (timer_tx, timer_rx) = mpsc::unbounded_channel();
+    let (loop_tx, loop_rx) = mpsc::unbounded_channel();
+    let driver = Driver {
+        id: parts.id,
+        name: parts.name,
+        process: parts.process,
+        tables: Tables::default(),
+        stores,
+        kv: parts.kv,
+        transport: parts.transport,
+        jitter: Jitter::new(),
+        stats: IoStats::new(),
+        io_tx,
+        timer_tx,
+        loop_tx,
+        calls: BTreeMap::new(),
+        next_req: 0,
+        snapshot: snapshot.clone(),
+        malformed: 0,
+    };
+    let join = tokio::spawn(driver.run(parts.inbound, io_rx, timer_rx, loop_rx, cmd_rx));
+    Ok((
+        NodeHandle {
+            cmds: cmd_tx,
+            snapshot,
+        },
+        join,
+    ))
+}
+
+struct Driver {
+    id: NodeId,
+    name: String,
+    process: Process,
+    tables: Tables,
+    stores: BTreeMap<TargetId, StoreHandle>,
+    kv: KvBackend,
+    transport: Transport,
+    jitter: Jitter,
+    stats: IoStats,
+    io_tx: mpsc::UnboundedSender<(IoId, IoResult)>,
+    timer_tx: mpsc::UnboundedSender<(AnyTimer, u64)>,
+    loop_tx: mpsc::UnboundedSender<Msg>,
+    calls: BTreeMap<RequestId, oneshot::Sender<AnyRet>>,
+    next_req: u64,
+    snapshot: Arc<Mutex<Snapshot>>,
+    malformed: u64,
+}
+
+impl Driver {
+    async fn run(
+        mut self,
+        mut inbound: mpsc::Receiver<Inbound>,
+        mut io_rx: mpsc::UnboundedReceiver<(IoId, IoResult)>,
+        mut timer_rx: mpsc::UnboundedReceiver<(AnyTimer, u64)>,
+        mut loop_rx: mpsc::UnboundedReceiver<Msg>,
+        mut cmd_rx: mpsc::Receiver<Cmd>,
+    ) -> Option<String> {
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        if let Some(h) = self.step(Input::Start) {
+            return Some(h);
+        }
+        let done = loop {
+            let input = tokio::select! {
+                Some(inb) = inbound.recv() => match self.on_frame(inb) {
+                    Some(i) => i,
+                    None => continue,
+                },
+                Some(msg) = loop_rx.recv() => Input::Recv(self.id, msg),
+                Some((t, gen)) = timer_rx.recv() => {
+                    if !self.tables.timers.fire(t, gen) {
+                        continue;
+                    }
+                    Input::Timer(t)
+                }
+                Some((id, r)) = io_rx.recv() => {
+                    if self.tables.inflight.complete(id).is_none() {
+                        continue; // Answered already (a KV timeout raced its reply).
+                    }
+                    self.stats.completed(id);
+                    Input::IoDone(id, r)
+                }
+                cmd = cmd_rx.recv() => match cmd {
+                    Some(Cmd::Call(call, tx)) => {
+                        self.next_req += 1;
+                        let req = RequestId(self.next_req);
+                        self.calls.insert(req, tx);
+                        Input::Call(req, call)
+                    }
+                    Some(Cmd::Shutdown(tx)) => break Some(tx),
+                    None => break None,
+                },
+                _ = tick.tick() => {
+                    self.publish();
+                    continue;
+                }
+            };
+            if let Some(h) = self.step(input) {
+                tracing::error!(node = %self.name, "halted: {h}");
+                self.close(&mut io_rx).await;
+                return Some(h);
+            }
+        };
+        self.close(&mut io_rx).await;
+        if let Some(tx) = done {
+            let _ = tx.send(());
+        }
+        None
+    }
+
+    /// Decodes an inbound frame; driver-level messages are handled here.
+    fn on_frame(&mut self, inb: Inbound) -> Option<Input> {
+        let msg = match self.transport.decode(&inb.frame) {
+            Ok(m) => m,
+            Err(e) => {
+                self.malformed += 1;
+                tracing::debug!(node = %self.name, from = %inb.from, "malformed frame dropped: {e}");
+                return None;
+            }
+        };
+        match msg {
+            Msg::KvReply(r) => {
+                let _ = self.io_tx.send((IoId(r.id), IoResult::Kv(r.result)));
+                None
+            }
+            Msg::NodeAddrs(a) => {
+                for (node, addr) in &a.addrs {
+                    if let Ok(sa) = addr.parse() {
+                        self.transport.set_addr(*node, sa);
+                    }
+                }
+                None
+            }
+            msg => Some(Input::Recv(inb.from, msg)),
+        }
+    }
+
+    /// One step; returns the halt reason if the machine halted.
+    fn step(&mut self, input: Input) -> Option<String> {
+        let mut host = RealHost {
+            me: self.id,
+            transport: &self.transport,
+            loopback: &self.loop_tx,
+            timers: &self.timer_tx,
+            io: &self.io_tx,
+            stores: &self.stores,
+            kv: &self.kv,
+            jitter: &mut self.jitter,
+            stats: &mut self.stats,
+            returns: Vec::new(),
+            halted: None,
+        };
+        node::step(&mut self.process, &mut self.tables, &mut host, now(), input);
+        let RealHost {
+            returns, halted, ..
+        } = host;
+        for (req, ret) in returns {
+            if let Some(tx) = self.calls.remove(&req) {
+                let _ = tx.send(ret);
+            }
+        }
+        halted.map(|h| format!("{h:?}"))
+    }
+
+    /// Lets chunk I/O in flight finish (bounded), then closes the stores.
+    async fn close(&mut self, io_rx: &mut mpsc::UnboundedReceiver<(IoId, IoResult)>) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while self.tables.inflight.len() > 0 {
+            match tokio::time::timeout_at(deadline, io_rx.recv()).await {
+                Ok(Some((id, _))) => {
+                    self.tables.inflight.complete(id);
+                }
+                _ => break,
+            }
+        }
+        for (_, s) in std::mem::take(&mut self.stores) {
+            tokio::task::spawn_blocking(move || s.shutdown()).await.ok();
+        }
+        self.publish();
+    }
+
+    fn publish(&mut self) {
+        let snap = status::snapshot(self.id, &self.process, &self.stats, &self.transport, self.malformed);
+        if let Ok(mut s) = self.snapshot.lock() {
+            *s = snap;
+        }
+    }
+}
+
+mod status;

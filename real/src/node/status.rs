@@ -1,0 +1,110 @@
+//! A running node's snapshot: Prometheus metrics (machine counters, I/O latency summaries,
+//! transport counters) and, on the primary mgmtd, the cluster status `t3fs cluster status`
+//! prints: nodes with heartbeat state and measured clock offsets, and every chain in chain
+//! notation (`c1@v3: t1 SERVING → t4 SERVING → t7 OFFLINE`). Not here: serving it (metrics.rs).
+
+use std::fmt::Write;
+
+use t3fs_core::ids::NodeId;
+use t3fs_core::node::{counters_of, Process};
+use t3fs_core::routing::{ChainInfo, PublicState};
+
+use crate::transport::Transport;
+
+use super::stats::IoStats;
+use super::Snapshot;
+
+/// The upper-case name of a public state, as 3FS and the simulator print it.
+pub fn state_name(s: PublicState) -> &'static str {
+    match s {
+        PublicState::Serving => "SERVING",
+        PublicState::Syncing => "SYNCING",
+        PublicState::Waiting => "WAITING",
+        PublicState::LastSrv => "LASTSRV",
+        PublicState::Offline => "OFFLINE",
+    }
+}
+
+/// A chain in chain notation.
+pub fn chain_line(c: &ChainInfo) -> String {
+    let members: Vec<String> = c
+        .targets
+        .iter()
+        .map(|t| format!("{} {}", t.target, state_name(t.state)))
+        .collect();
+    format!("{}@{}: {}", c.chain, c.version, members.join(" → "))
+}
+
+/// Builds the snapshot of a node.
+pub fn snapshot(
+    me: NodeId,
+    p: &Process,
+    stats: &IoStats,
+    transport: &Transport,
+    malformed: u64,
+) -> Snapshot {
+    let mut metrics = String::new();
+    let (counters, rows) = counters_of(p);
+    let _ = writeln!(metrics, "# TYPE t3fs_machine_total counter");
+    for (k, v) in counters {
+        let _ = writeln!(metrics, "t3fs_machine_total{{name=\"{k}\"}} {v}");
+    }
+    for (r, v) in rows {
+        let _ = writeln!(metrics, "t3fs_mgmtd_chain_update_rows_total{{row=\"{r:?}\"}} {v}");
+    }
+    stats.prometheus(&mut metrics);
+    let c = transport.counters();
+    let _ = writeln!(metrics, "# TYPE t3fs_transport_total counter");
+    for (k, v) in [
+        ("frames_in", c.frames_in),
+        ("bytes_in", c.bytes_in),
+        ("frames_out", c.frames_out),
+        ("bytes_out", c.bytes_out),
+        ("dropped_full", c.dropped_full),
+        ("dropped_write", c.dropped_write),
+        ("no_route", c.no_route),
+        ("malformed", c.malformed + malformed),
+        ("oversized", c.oversized),
+        ("truncated", c.truncated),
+        ("auth_rejected", c.auth_rejected),
+        ("connects", c.connects),
+        ("reconnects", c.reconnects),
+        ("connect_failures", c.connect_failures),
+        ("disconnects", c.disconnects),
+    ] {
+        let _ = writeln!(metrics, "t3fs_transport_total{{name=\"{k}\"}} {v}");
+    }
+    let (status, ready) = match p {
+        Process::Mgmtd(m) => match (m.routing(), m.nodes()) {
+            (Some(r), Some(nodes)) => {
+                let mut s = format!("primary {me} routing v{}\n", r.version.0);
+                for (n, rec) in nodes {
+                    let _ = writeln!(
+                        s,
+                        "node {n} {} clock_offset_ms {:.3}",
+                        if rec.connected { "connected" } else { "disconnected" },
+                        *rec.clock_offset_ns as f64 / 1e6
+                    );
+                    let _ = writeln!(
+                        metrics,
+                        "t3fs_node_clock_offset_seconds{{node=\"{}\"}} {:.9}",
+                        n.0,
+                        *rec.clock_offset_ns as f64 / 1e9
+                    );
+                }
+                for c in r.chains.values() {
+                    let _ = writeln!(s, "chain {}", chain_line(c));
+                }
+                (s, true)
+            }
+            _ => (format!("standby {me}\n"), false),
+        },
+        Process::None => (String::from("stopped\n"), false),
+        _ => (format!("running {me}\n"), true),
+    };
+    Snapshot {
+        metrics,
+        status,
+        ready,
+    }
+}

@@ -85,7 +85,7 @@ fn crash_child() {
         for c in 0..CHUNKS {
             let v = next[c as usize];
             let data = content(c, v);
-            let kind = if v % 2 == 0 {
+            let kind = if v.is_multiple_of(2) {
                 UpdateKind::Write { offset: 0, data }
             } else {
                 UpdateKind::Replace { data }
@@ -190,6 +190,10 @@ fn sigkill_keeps_acknowledged_commits(kind: &str) {
                 "round {round}: chunk {c}: acknowledged v{v}, found v{got}"
             );
         }
+        assert!(
+            metas.iter().any(|m| m.pending.is_some()),
+            "round {round}: pending versions persist across the kill"
+        );
         for m in &metas {
             let mut reads = vec![(false, m.committed.0)];
             reads.extend(m.pending.as_ref().map(|p| (true, p.version.0)));

@@ -47,6 +47,9 @@ mod file;
 pub mod fs;
 mod meta;
 mod thread;
+#[cfg(feature = "uring")]
+#[allow(unsafe_code)]
+mod uring;
 
 #[cfg(test)]
 mod crash_tests;
@@ -62,6 +65,8 @@ use t3fs_core::chunk::ChunkMeta;
 
 pub use self::file::{FileChunkStore, Options};
 pub use self::thread::{Completion, StoreHandle, StoreThread};
+#[cfg(feature = "uring")]
+pub use self::uring::{UringChunkStore, DEPTH};
 
 /// The block size: extents start and end on multiples of it (and O_DIRECT needs it).
 pub const BLOCK: u64 = 4096;

@@ -190,10 +190,6 @@ fn sigkill_keeps_acknowledged_commits(kind: &str) {
                 "round {round}: chunk {c}: acknowledged v{v}, found v{got}"
             );
         }
-        assert!(
-            metas.iter().any(|m| m.pending.is_some()),
-            "round {round}: pending versions persist across the kill"
-        );
         for m in &metas {
             let mut reads = vec![(false, m.committed.0)];
             reads.extend(m.pending.as_ref().map(|p| (true, p.version.0)));

@@ -24,14 +24,12 @@
 //! those in flight, answer `Failed`); ENOSPC on a data write answers `NoSpace`; a short read
 //! (the extent lies past the end of the file) answers `Corrupt`.
 
-use std::alloc::{self, Layout};
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
-use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,50 +38,17 @@ use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind, U
 use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
+use self::buf::Buf;
 use super::catalog::{Catalog, Src, Written};
 use super::fs::StdFs;
 use super::meta::{MetaLog, Record};
-use super::{Options, BLOCK, DATA};
+use super::{Options, DATA};
+
+mod buf;
 
 /// Ring entries; operations in flight at once are one fewer (room for the data fdatasync).
 pub const DEPTH: u32 = 64;
 const SYNC: u64 = u64::MAX;
-
-/// A zeroed heap buffer aligned to [`BLOCK`], as O_DIRECT needs.
-struct Buf {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: `Buf` owns its allocation exclusively, like a `Vec<u8>`.
-unsafe impl Send for Buf {}
-
-impl Buf {
-    fn new(len: usize) -> Self {
-        assert!(len > 0 && len.is_multiple_of(BLOCK as usize));
-        let layout = Layout::from_size_align(len, BLOCK as usize).expect("layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        Self { ptr, len }
-    }
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` initialised (zeroed, then written) bytes we own.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for Buf {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, BLOCK as usize).expect("layout");
-        // SAFETY: allocated in `new` with this very layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
-    }
-}
 
 /// What a data write is for.
 #[derive(Clone, Copy)]
@@ -584,111 +549,4 @@ impl Drop for UringChunkStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("t3fs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d
-    }
-
-    #[test]
-    fn uring_store_conforms() {
-        let root = tmp("uring-suite");
-        let mut n = 0;
-        t3fs_core::testing::chunk_store_suite(|| {
-            n += 1;
-            UringChunkStore::open(&root.join(n.to_string())).expect("open")
-        });
-        std::fs::remove_dir_all(&root).expect("cleanup");
-    }
-
-    #[test]
-    fn uring_store_reads_what_the_file_store_wrote_and_keeps_many_in_flight() {
-        use crate::chunk_store::FileChunkStore;
-        let dir = tmp("uring-many");
-        let chunks = 200u32; // More than DEPTH: the rest wait in the queue.
-        let mut file = FileChunkStore::open(&dir).expect("open");
-        let mut done = Vec::new();
-        for i in 0..chunks {
-            let chunk = ChunkId::new(3, i);
-            let data = vec![i as u8; 5000 + i as usize];
-            file.submit(
-                IoId(0),
-                ChunkOp::Install {
-                    chunk,
-                    version: ChunkVersion(1),
-                    chain_version: ChainVersion(1),
-                    data: Some(data),
-                },
-            );
-        }
-        file.poll_completions(&mut done);
-        assert!(done.iter().all(|(_, r)| r.is_ok()));
-        drop(file);
-        let mut s = UringChunkStore::open(&dir).expect("open");
-        for i in 0..chunks {
-            let chunk = ChunkId::new(3, i);
-            s.submit(
-                IoId(i as u64),
-                ChunkOp::Update {
-                    chunk,
-                    version: ChunkVersion(2),
-                    kind: UpdateKind::Write {
-                        offset: 1,
-                        data: vec![7],
-                    },
-                    tag: None,
-                },
-            );
-            s.submit(
-                IoId(1000 + i as u64),
-                ChunkOp::Commit {
-                    chunk,
-                    version: ChunkVersion(2),
-                    chain_version: ChainVersion(1),
-                },
-            );
-        }
-        done.clear();
-        while s.in_flight() > 0 {
-            s.poll_completions(&mut done);
-            s.wait(Duration::from_millis(10));
-        }
-        assert_eq!(done.len(), 2 * chunks as usize);
-        assert!(
-            done.iter().all(|(_, r)| r.is_ok()),
-            "{:?}",
-            done.iter().find(|(_, r)| r.is_err())
-        );
-        drop(s);
-        let mut file = FileChunkStore::open(&dir).expect("reopen");
-        for i in 0..chunks {
-            let chunk = ChunkId::new(3, i);
-            file.submit(
-                IoId(i as u64),
-                ChunkOp::Read {
-                    chunk,
-                    offset: 0,
-                    len: 3,
-                    uncommitted: false,
-                    unverified: false,
-                },
-            );
-        }
-        done.clear();
-        file.poll_completions(&mut done);
-        for (id, r) in &done {
-            let i = id.0 as u8;
-            match r {
-                Ok(ChunkDone::Read(Some(r))) => assert_eq!(
-                    (r.data.as_slice(), r.version),
-                    (&[i, 7, i][..], ChunkVersion(2))
-                ),
-                other => panic!("{other:?}"),
-            }
-        }
-        std::fs::remove_dir_all(&dir).expect("cleanup");
-    }
-}
+mod tests;

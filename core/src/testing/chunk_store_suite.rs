@@ -20,11 +20,14 @@ impl<S: ChunkStore> Driver<S> {
         self.store.submit(id, op);
         let mut done = Vec::new();
         // A store may need several polls (real I/O); bound them so a broken store fails loudly.
+        // `wait` lets a real store block on its device rather than spend the budget spinning
+        // (an fdatasync on a busy disk can outlast many thousand yields).
         for _ in 0..100_000 {
             self.store.poll_completions(&mut done);
             if !done.is_empty() {
                 break;
             }
+            self.store.wait(std::time::Duration::from_millis(1));
             std::thread::yield_now();
         }
         assert_eq!(done.len(), 1, "exactly one completion per op");
@@ -301,6 +304,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         if done.len() >= ops.len() {
             break;
         }
+        d.store.wait(std::time::Duration::from_millis(1));
         std::thread::yield_now();
     }
     let ids: Vec<u64> = done.iter().map(|(id, _)| id.0).collect();

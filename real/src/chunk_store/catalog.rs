@@ -131,11 +131,6 @@ impl Catalog {
         &self.chunks
     }
 
-    /// Bytes of the data file in use (up to the last allocated extent).
-    pub fn data_end(&self) -> u64 {
-        self.alloc.end
-    }
-
     /// Metadata of every chunk (`ChunkOp::List`).
     pub fn list(&self) -> Vec<ChunkMeta> {
         self.chunks.values().map(|r| r.meta.clone()).collect()

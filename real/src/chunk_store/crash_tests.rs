@@ -85,7 +85,7 @@ fn crash_child() {
         for c in 0..CHUNKS {
             let v = next[c as usize];
             let data = content(c, v);
-            let kind = if v % 2 == 0 {
+            let kind = if v.is_multiple_of(2) {
                 UpdateKind::Write { offset: 0, data }
             } else {
                 UpdateKind::Replace { data }

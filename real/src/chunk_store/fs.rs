@@ -22,7 +22,7 @@ pub trait StoreFile: Send + Sync {
     /// Cuts or extends the file to `len` bytes (durable only after `sync_data`).
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// The file's size.
-    fn len(&self) -> io::Result<u64>;
+    fn size(&self) -> io::Result<u64>;
 }
 
 /// A directory tree.
@@ -59,7 +59,7 @@ impl StoreFile for File {
     fn set_len(&self, len: u64) -> io::Result<()> {
         File::set_len(self, len)
     }
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
 }

@@ -241,7 +241,7 @@ impl StoreFile for Handle {
         self.change(Change::SetLen(len))
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.fs.state().nodes[self.ino].data.len() as u64)
     }
 }

@@ -230,7 +230,7 @@ impl MetaLog {
             Self::write_whole(&*fs, dir, &[])?;
         }
         let file = fs.open(&path)?;
-        let len = file.len()?;
+        let len = file.size()?;
         let mut buf = vec![0; len as usize];
         file.read_at(&mut buf, 0)?;
         if !buf.starts_with(META_HEADER) {
@@ -320,7 +320,7 @@ impl MetaLog {
         debug_assert!(self.staged.is_empty());
         Self::write_whole(&*self.fs, &self.dir, live.values())?;
         self.file = self.fs.open(&self.dir.join(META))?;
-        self.end = self.file.len()?;
+        self.end = self.file.size()?;
         self.records = live.len() as u64;
         Ok(())
     }

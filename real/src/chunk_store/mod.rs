@@ -39,6 +39,16 @@
 //! amplification for small writes to large chunks). Operations queued together share one
 //! data fdatasync and one metadata fdatasync (group commit).
 //!
+//! # Tests
+//!
+//! Both stores run `chunk_store_suite` (the file store also reopened before every operation),
+//! a SIGKILL test (`crash_tests.rs`: a child process killed mid-stream, every acknowledged
+//! commit and every listed pending version read back byte for byte) and the thread wrapper's
+//! drain test. The power-loss test (`power_loss.rs`, on the lazy file system of `lazy_fs.rs`,
+//! with torn and dropped unsynced writes) runs the file store only: the io_uring store's data
+//! I/O bypasses the [`fs::StoreFs`] seam, and it shares the metadata layer and the
+//! data-then-record ordering that the test exercises.
+//!
 //! Not here: fallocate/preallocation, shrinking the data file, TRIM, a metadata cache smaller
 //! than the catalog (all metadata lives in memory, as 3FS's cache does for its working set).
 
@@ -47,6 +57,9 @@ mod file;
 pub mod fs;
 mod meta;
 mod thread;
+#[cfg(feature = "uring")]
+#[allow(unsafe_code)]
+mod uring;
 
 #[cfg(test)]
 mod crash_tests;
@@ -62,6 +75,8 @@ use t3fs_core::chunk::ChunkMeta;
 
 pub use self::file::{FileChunkStore, Options};
 pub use self::thread::{Completion, StoreHandle, StoreThread};
+#[cfg(feature = "uring")]
+pub use self::uring::{UringChunkStore, DEPTH};
 
 /// The block size: extents start and end on multiples of it (and O_DIRECT needs it).
 pub const BLOCK: u64 = 4096;

@@ -163,8 +163,14 @@ mod tests {
     fn store_thread_drains_on_shutdown_in_order() {
         let dir = std::env::temp_dir().join(format!("t3fs-thread-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let file = FileChunkStore::open(&dir).expect("open");
-        for log in [drive(Box::new(MemChunkStore::new())), drive(Box::new(file))] {
+        let file = FileChunkStore::open(&dir.join("file")).expect("open");
+        let mut logs = vec![drive(Box::new(MemChunkStore::new())), drive(Box::new(file))];
+        #[cfg(feature = "uring")]
+        {
+            let s = crate::chunk_store::UringChunkStore::open(&dir.join("uring")).expect("open");
+            logs.push(drive(Box::new(s)));
+        }
+        for log in logs {
             let log = log.lock().unwrap();
             let ids: Vec<u64> = log.iter().map(|(id, _)| id.0).collect();
             assert_eq!(ids, (2..=101).collect::<Vec<_>>(), "all, in order");

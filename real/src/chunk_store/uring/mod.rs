@@ -1,0 +1,552 @@
+//! [`UringChunkStore`]: the chunk store on io_uring with O_DIRECT data I/O. Same on-disk format,
+//! metadata log and catalog as the file store (module docs of `chunk_store`); data reads,
+//! writes and fdatasyncs go through the ring, the metadata append and its fdatasync are plain
+//! buffered calls on the store's thread (one per poll at most).
+//!
+//! Flow: `submit` queues. Each `poll_completions` starts queued operations whose chunk is idle
+//! (one operation per chunk at a time, so mutations of a chunk complete in submission order and
+//! an extent is never freed under a read), at most [`DEPTH`] - 1 at once (the rest stay
+//! queued); pushes their SQEs and submits the ring once; reaps completions and advances each
+//! operation (an update reads its base, verifies it, writes a fresh extent); issues one data
+//! fdatasync covering every write completed so far; appends and syncs the metadata records of
+//! the operations whose data is durable; and only then reports them.
+//!
+//! Buffers: every SQE points into a 4 KiB-aligned heap buffer owned by its operation's slot,
+//! which lives until the completion is reaped (dropping the store waits for every SQE in
+//! flight). Not registered buffers: each operation allocates its own (registration would need
+//! a fixed pool and copying in and out of it; left for a benchmark to justify).
+//!
+//! O_DIRECT: when the file system refuses it (tmpfs answers EINVAL at open), the data file is
+//! opened buffered instead and the reason is printed to stderr once; durability is the same
+//! (fdatasync through the ring), only the page cache is involved.
+//!
+//! A failed write or sync poisons the store as in the file store (every later operation, and
+//! those in flight, answer `Failed`); ENOSPC on a data write answers `NoSpace`; a short read
+//! (the extent lies past the end of the file) answers `Corrupt`.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use io_uring::{opcode, types, IoUring};
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind, UpdateTag};
+use t3fs_core::crc32c;
+use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
+
+use self::buf::Buf;
+use super::catalog::{Catalog, Src, Written};
+use super::fs::StdFs;
+use super::meta::{MetaLog, Record};
+use super::{Options, DATA};
+
+mod buf;
+
+/// Ring entries; operations in flight at once are one fewer (room for the data fdatasync).
+pub const DEPTH: u32 = 64;
+const SYNC: u64 = u64::MAX;
+
+/// What a data write is for.
+#[derive(Clone, Copy)]
+enum Then {
+    Pending(ChunkVersion, Option<UpdateTag>),
+    Install(ChunkVersion, ChainVersion),
+}
+
+enum Stage {
+    /// A read's data read is in flight.
+    Read {
+        src: Src,
+        buf: Buf,
+        offset: u32,
+        len: u32,
+        unverified: bool,
+    },
+    /// An update's base read is in flight.
+    Base {
+        src: Src,
+        buf: Buf,
+        version: ChunkVersion,
+        kind: UpdateKind,
+        tag: Option<UpdateTag>,
+    },
+    /// A data write is in flight.
+    Write {
+        buf: Buf,
+        written: Written,
+        then: Then,
+    },
+    /// Written; waits for a data fdatasync.
+    Unsynced { written: Written, then: Then },
+}
+
+struct Active {
+    id: IoId,
+    chunk: ChunkId,
+    stage: Stage,
+}
+
+type Done = (IoId, Result<ChunkDone, ChunkError>);
+
+/// A chunk store on io_uring and O_DIRECT.
+pub struct UringChunkStore {
+    ring: IoUring,
+    data: File,
+    log: MetaLog,
+    cat: Catalog,
+    waiting: VecDeque<(IoId, ChunkOp)>,
+    slots: Vec<Option<Active>>,
+    busy: BTreeSet<ChunkId>,
+    /// SQEs pushed whose completion is not yet reaped.
+    sqes: usize,
+    unsynced: Vec<usize>,
+    syncing: Option<Vec<usize>>,
+    ready: Vec<(Done, Option<ChunkId>)>,
+    failed: bool,
+}
+
+impl UringChunkStore {
+    /// Opens the store in `dir` (creating it when absent).
+    pub fn open(dir: &Path) -> io::Result<Self> {
+        Self::open_with(dir, Options::default())
+    }
+
+    /// Opens the store in `dir` with `opts`.
+    pub fn open_with(dir: &Path, opts: Options) -> io::Result<Self> {
+        let fs = Arc::new(StdFs);
+        super::fs::StoreFs::create_dir_all(&*fs, dir)?;
+        let path = dir.join(DATA);
+        let mut o = OpenOptions::new();
+        o.read(true).write(true).create(true).truncate(false);
+        let data = match o.clone().custom_flags(libc::O_DIRECT).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                eprintln!(
+                    "t3fs uring chunk store: {}: O_DIRECT refused ({e}); using buffered I/O",
+                    path.display()
+                );
+                o.open(&path)?
+            }
+            Err(e) => return Err(e),
+        };
+        let (log, chunks) = MetaLog::open(fs, dir, opts.compact_min)?;
+        Ok(Self {
+            ring: IoUring::new(DEPTH)?,
+            data,
+            log,
+            cat: Catalog::new(chunks),
+            waiting: VecDeque::new(),
+            slots: Vec::new(),
+            busy: BTreeSet::new(),
+            sqes: 0,
+            unsynced: Vec::new(),
+            syncing: None,
+            ready: Vec::new(),
+            failed: false,
+        })
+    }
+
+    fn active(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn finish(&mut self, id: IoId, chunk: Option<ChunkId>, mut r: Result<ChunkDone, ChunkError>) {
+        if self.failed && r.is_ok() {
+            r = Err(ChunkError::Failed);
+        }
+        self.ready.push(((id, r), chunk));
+    }
+
+    fn fail(&mut self, id: IoId, chunk: ChunkId) {
+        self.failed = true;
+        self.finish(id, Some(chunk), Err(ChunkError::Failed));
+    }
+
+    /// Pushes one SQE. The caller keeps the buffer it points into alive in `slots` until the
+    /// completion is reaped.
+    fn push(&mut self, entry: io_uring::squeue::Entry) {
+        if self.ring.submission().is_full() {
+            let _ = self.ring.submit();
+        }
+        // SAFETY: every buffer an entry points into is owned by the slot named in its user data
+        // (or the entry has none: fdatasync) and is dropped only after its completion is reaped:
+        // slots are emptied in `reap`, and `Drop` waits for every SQE in flight.
+        let pushed = unsafe { self.ring.submission().push(&entry) };
+        pushed.expect("room in the SQ: at most DEPTH - 1 operations and one fdatasync");
+        self.sqes += 1;
+    }
+
+    fn place(&mut self, a: Active) -> usize {
+        match self.slots.iter().position(Option::is_none) {
+            Some(i) => {
+                self.slots[i] = Some(a);
+                i
+            }
+            None => {
+                self.slots.push(Some(a));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn fd(&self) -> types::Fd {
+        types::Fd(self.data.as_raw_fd())
+    }
+
+    /// Reads `src`'s extent into a fresh buffer owned by a new slot in the stage `stage` makes.
+    fn read(&mut self, id: IoId, chunk: ChunkId, src: &Src, stage: impl FnOnce(Buf) -> Stage) {
+        let ext = src.data.expect("an extent");
+        let buf = Buf::new(ext.len as usize);
+        // The heap buffer does not move when `Buf` moves into the slot.
+        let (ptr, len) = (buf.ptr.as_ptr(), buf.len as u32);
+        let slot = self.place(Active {
+            id,
+            chunk,
+            stage: stage(buf),
+        });
+        let e = opcode::Read::new(self.fd(), ptr, len)
+            .offset(ext.offset)
+            .build()
+            .user_data(slot as u64);
+        self.push(e);
+    }
+
+    /// Writes `content` into a fresh extent (or finishes at once when no data I/O is needed).
+    fn write(&mut self, id: IoId, chunk: ChunkId, content: Option<Vec<u8>>, then: Then) {
+        let written = content.as_ref().map(|c| Written {
+            len: c.len() as u32,
+            checksum: crc32c::checksum(c),
+            data: self.cat.alloc(c.len()),
+        });
+        let Some(ext) = written.and_then(|w| w.data) else {
+            return self.publish(id, chunk, written, then);
+        };
+        let mut buf = Buf::new(ext.len as usize);
+        let content = content.expect("content");
+        buf.as_mut_slice()[..content.len()].copy_from_slice(&content);
+        let e = opcode::Write::new(self.fd(), buf.as_slice().as_ptr(), buf.len as u32)
+            .offset(ext.offset)
+            .build();
+        let written = written.expect("written");
+        let slot = self.place(Active {
+            id,
+            chunk,
+            stage: Stage::Write { buf, written, then },
+        });
+        self.push(e.user_data(slot as u64));
+    }
+
+    /// The data is durable (or there is none): records the metadata change.
+    fn publish(&mut self, id: IoId, chunk: ChunkId, written: Option<Written>, then: Then) {
+        if self.failed {
+            return self.finish(id, Some(chunk), Err(ChunkError::Failed));
+        }
+        let (rec, done) = match then {
+            Then::Pending(v, tag) => {
+                let (m, r) = self.cat.set_pending(chunk, v, written, tag);
+                (r, ChunkDone::Updated(m))
+            }
+            Then::Install(v, cv) => {
+                let (m, r) = self.cat.install(chunk, v, cv, written);
+                (r, ChunkDone::Committed(m))
+            }
+        };
+        self.log.stage(&rec);
+        self.finish(id, Some(chunk), Ok(done));
+    }
+
+    fn stage_record(&mut self, rec: Option<Record>) {
+        if let Some(rec) = rec {
+            self.log.stage(&rec);
+        }
+    }
+
+    fn start(&mut self, id: IoId, op: ChunkOp) {
+        if self.failed {
+            let chunk = op_chunk(&op);
+            return self.finish(id, chunk, Err(ChunkError::Failed));
+        }
+        match op {
+            ChunkOp::List => {
+                let l = self.cat.list();
+                self.finish(id, None, Ok(ChunkDone::Listed(l)));
+            }
+            ChunkOp::Read {
+                chunk,
+                offset,
+                len,
+                uncommitted,
+                unverified,
+            } => match self.cat.read_src(chunk, uncommitted) {
+                None => self.finish(id, Some(chunk), Ok(ChunkDone::Read(None))),
+                Some(src) if src.data.is_none() => {
+                    let r = Catalog::finish_read(&src, &[], offset, len, unverified);
+                    self.finish(id, Some(chunk), r);
+                }
+                Some(src) => self.read(id, chunk, &src, |buf| Stage::Read {
+                    src,
+                    buf,
+                    offset,
+                    len,
+                    unverified,
+                }),
+            },
+            ChunkOp::Update {
+                chunk,
+                version,
+                kind,
+                tag,
+            } => match self.cat.update_base(chunk, version, &kind) {
+                Err(e) => self.finish(id, Some(chunk), Err(e)),
+                Ok(Some(src)) if src.data.is_some() => {
+                    self.read(id, chunk, &src, |buf| Stage::Base {
+                        src,
+                        buf,
+                        version,
+                        kind,
+                        tag,
+                    })
+                }
+                Ok(base) => {
+                    if let Some(src) = base {
+                        if let Err(e) = Catalog::verify(&src, &[]) {
+                            return self.finish(id, Some(chunk), Err(e));
+                        }
+                    }
+                    let empty: &[u8] = &[];
+                    let content = match kind {
+                        UpdateKind::Remove => None,
+                        k => k.apply(base.map(|_| empty)),
+                    };
+                    self.write(id, chunk, content, Then::Pending(version, tag));
+                }
+            },
+            ChunkOp::Commit {
+                chunk,
+                version,
+                chain_version,
+            } => match self.cat.commit(chunk, version, chain_version) {
+                Ok((meta, rec)) => {
+                    self.stage_record(rec);
+                    self.finish(id, Some(chunk), Ok(ChunkDone::Committed(meta)));
+                }
+                Err(e) => self.finish(id, Some(chunk), Err(e)),
+            },
+            ChunkOp::Install {
+                chunk,
+                version,
+                chain_version,
+                data,
+            } => self.write(id, chunk, data, Then::Install(version, chain_version)),
+        }
+    }
+
+    /// Advances the operation in `slot` with its completion `res`.
+    fn reap(&mut self, slot: usize, res: i32) {
+        let a = self.slots[slot].take().expect("an active slot");
+        let (id, chunk) = (a.id, a.chunk);
+        match a.stage {
+            Stage::Read {
+                src,
+                buf,
+                offset,
+                len,
+                unverified,
+            } => match loaded(res, &buf, &src) {
+                Ok(content) => {
+                    let r = Catalog::finish_read(&src, content, offset, len, unverified);
+                    self.finish(id, Some(chunk), r);
+                }
+                Err(ChunkError::Failed) => self.fail(id, chunk),
+                Err(e) => self.finish(id, Some(chunk), Err(e)),
+            },
+            Stage::Base {
+                src,
+                buf,
+                version,
+                kind,
+                tag,
+            } => match loaded(res, &buf, &src).and_then(|c| Catalog::verify(&src, c).map(|()| c)) {
+                Ok(base) => {
+                    let content = kind.apply(Some(base));
+                    self.write(id, chunk, content, Then::Pending(version, tag));
+                }
+                Err(ChunkError::Failed) => self.fail(id, chunk),
+                Err(e) => self.finish(id, Some(chunk), Err(e)),
+            },
+            Stage::Write { buf, written, then } => {
+                if res == -libc::ENOSPC {
+                    self.cat.release_unused(written.data);
+                    self.finish(id, Some(chunk), Err(ChunkError::NoSpace));
+                } else if res < 0 || res as usize != buf.len {
+                    self.fail(id, chunk);
+                } else {
+                    let stage = Stage::Unsynced { written, then };
+                    self.slots[slot] = Some(Active { id, chunk, stage });
+                    self.unsynced.push(slot);
+                }
+            }
+            Stage::Unsynced { .. } => unreachable!("no SQE in flight while unsynced"),
+        }
+    }
+
+    /// The data fdatasync covering the operations in `slots` completed with `res`.
+    fn synced(&mut self, slots: Vec<usize>, res: i32) {
+        if res < 0 {
+            self.failed = true;
+        }
+        for slot in slots {
+            let a = self.slots[slot].take().expect("an unsynced slot");
+            let Stage::Unsynced { written, then } = a.stage else {
+                unreachable!("only unsynced slots wait for a sync")
+            };
+            self.publish(a.id, a.chunk, Some(written), then);
+        }
+    }
+
+    /// Starts queued operations whose chunk is idle, as room allows, in submission order.
+    fn start_waiting(&mut self) {
+        let mut blocked = self.busy.clone();
+        let mut i = 0;
+        while i < self.waiting.len() && self.active() < DEPTH as usize - 1 {
+            let chunk = op_chunk(&self.waiting[i].1);
+            match chunk {
+                Some(c) if blocked.contains(&c) => {
+                    i += 1;
+                }
+                _ => {
+                    let (id, op) = self.waiting.remove(i).expect("in range");
+                    if let Some(c) = chunk {
+                        blocked.insert(c);
+                        self.busy.insert(c);
+                    }
+                    self.start(id, op);
+                }
+            }
+        }
+    }
+
+    /// One round: start what can start, sync what was written, submit once, reap. Whether any
+    /// completion was reaped.
+    fn step(&mut self) -> bool {
+        self.start_waiting();
+        if self.syncing.is_none() && !self.unsynced.is_empty() {
+            self.syncing = Some(std::mem::take(&mut self.unsynced));
+            let e = opcode::Fsync::new(self.fd())
+                .flags(types::FsyncFlags::DATASYNC)
+                .build()
+                .user_data(SYNC);
+            self.push(e);
+        }
+        if let Err(e) = self.ring.submit() {
+            if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
+                self.failed = true;
+            }
+        }
+        let cqes: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        self.sqes -= cqes.len();
+        for &(slot, res) in &cqes {
+            if slot == SYNC {
+                let slots = self.syncing.take().expect("a sync in flight");
+                self.synced(slots, res);
+            } else {
+                self.reap(slot as usize, res);
+            }
+        }
+        !cqes.is_empty()
+    }
+}
+
+/// The content of `src` from a completed read of its extent into `buf`.
+fn loaded<'a>(res: i32, buf: &'a Buf, src: &Src) -> Result<&'a [u8], ChunkError> {
+    if res < 0 {
+        return Err(ChunkError::Failed);
+    }
+    if (res as usize) < src.len as usize {
+        return Err(ChunkError::Corrupt); // The extent runs past the end of the file.
+    }
+    Ok(&buf.as_slice()[..src.len as usize])
+}
+
+/// The chunk an operation is about (`None`: List).
+fn op_chunk(op: &ChunkOp) -> Option<ChunkId> {
+    match op {
+        ChunkOp::List => None,
+        ChunkOp::Commit { chunk, .. }
+        | ChunkOp::Install { chunk, .. }
+        | ChunkOp::Read { chunk, .. }
+        | ChunkOp::Update { chunk, .. } => Some(*chunk),
+    }
+}
+
+impl ChunkStore for UringChunkStore {
+    fn submit(&mut self, id: IoId, op: ChunkOp) {
+        self.waiting.push_back((id, op));
+    }
+
+    fn poll_completions(&mut self, done: &mut Vec<Done>) {
+        while self.step() {}
+        if !self.ready.is_empty() {
+            if !self.failed {
+                match self.log.flush() {
+                    Ok(()) => {
+                        self.cat.durable();
+                        if self.log.maybe_compact(self.cat.chunks()).is_err() {
+                            self.failed = true;
+                        }
+                    }
+                    Err(_) => self.failed = true,
+                }
+            }
+            for ((id, mut r), chunk) in self.ready.drain(..) {
+                if self.failed && r.is_ok() {
+                    r = Err(ChunkError::Failed);
+                }
+                if let Some(c) = chunk {
+                    self.busy.remove(&c);
+                }
+                done.push((id, r));
+            }
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.waiting.len() + self.active() + self.ready.len()
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        if self.sqes == 0 || !self.ready.is_empty() {
+            return;
+        }
+        let ts = types::Timespec::new()
+            .sec(timeout.as_secs())
+            .nsec(timeout.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        // ETIME (the timeout) and EINTR are ordinary returns.
+        let _ = self.ring.submitter().submit_with_args(1, &args);
+    }
+}
+
+impl Drop for UringChunkStore {
+    fn drop(&mut self) {
+        // The kernel may still write into buffers of SQEs in flight: wait for all of them.
+        while self.sqes > 0 {
+            if self.ring.submit_and_wait(1).is_err() {
+                continue;
+            }
+            let n = self.ring.completion().count();
+            self.sqes -= n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

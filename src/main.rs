@@ -4,6 +4,7 @@
 mod bench;
 mod bench_meta;
 mod check;
+mod cluster;
 mod report;
 mod sim;
 
@@ -43,6 +44,18 @@ enum Command {
     /// Wall-clock benchmarks of the simulator and the checkers (figures, not tests).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// A real cluster on this host: up, status, kill, restart, down, io.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
+    /// Run one real service process (what `cluster up` starts for each node).
+    Serve {
+        /// mgmtd, storage, meta or kv.
+        #[arg(value_parser = ["mgmtd", "storage", "meta", "kv"])]
+        role: String,
+        /// The node's config file (TOML; keys documented in t3fs_real::config).
+        #[arg(long)]
+        config: PathBuf,
+    },
     /// Re-render the report of a run directory.
     Report {
         /// The run directory.
@@ -57,6 +70,8 @@ fn main() -> ExitCode {
         Command::Sim(cmd) => sim::run(cmd),
         Command::Demo { out } => sim::demo(out),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Cluster(cmd) => cluster::run(cmd),
+        Command::Serve { role, config } => cluster::serve(&role, &config),
         Command::Report { dir } => match t3fs_reports::render(&dir) {
             Ok(()) => {
                 println!("{}", dir.join("report.html").display());

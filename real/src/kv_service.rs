@@ -17,7 +17,9 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use t3fs_core::ids::NodeId;
-use t3fs_core::kv::{self, CommitReq, Key, KeyRange, KvDone, KvEngine, KvError, KvOp, KvVersion, Value};
+use t3fs_core::kv::{
+    self, CommitReq, Key, KeyRange, KvDone, KvEngine, KvError, KvOp, KvVersion, Value,
+};
 use t3fs_core::msg::kv::{KvReply, KvReq};
 use t3fs_core::msg::Msg;
 
@@ -77,9 +79,17 @@ pub struct RemoteKv {
 
 impl RemoteKv {
     /// Connects as node `me` to the kv service `kv_node` at `addr` with `token`.
-    pub fn connect(me: NodeId, kv_node: NodeId, addr: SocketAddr, token: &str) -> std::io::Result<Self> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let (transport, inbound) = rt.block_on(Transport::start(TransportConfig::new(me, None, token)))?;
+    pub fn connect(
+        me: NodeId,
+        kv_node: NodeId,
+        addr: SocketAddr,
+        token: &str,
+    ) -> std::io::Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (transport, inbound) =
+            rt.block_on(Transport::start(TransportConfig::new(me, None, token)))?;
         transport.set_addr(kv_node, addr);
         Ok(Self {
             rt,
@@ -98,7 +108,11 @@ impl RemoteKv {
         let msg = Msg::KvReq(KvReq { id, op });
         let (t, node, timeout) = (self.transport.clone(), self.kv_node, self.timeout);
         let inbound = &mut self.inbound;
-        let lost = if commit { KvError::CommitUnknown } else { KvError::Unavailable };
+        let lost = if commit {
+            KvError::CommitUnknown
+        } else {
+            KvError::Unavailable
+        };
         self.rt.block_on(async move {
             if t.send(node, Bytes::from(msg.encode())).await.is_err() {
                 return Err(KvError::Unavailable);
@@ -113,7 +127,9 @@ impl RemoteKv {
                 }
                 Err(lost)
             };
-            tokio::time::timeout(timeout, wait).await.unwrap_or(Err(lost))
+            tokio::time::timeout(timeout, wait)
+                .await
+                .unwrap_or(Err(lost))
         })
     }
 }
@@ -127,23 +143,40 @@ impl Drop for RemoteKv {
 
 impl KvEngine for RemoteKv {
     fn read_version(&mut self) -> Result<KvVersion, KvError> {
-        match self.run(KvOp::Read { at: None, keys: Vec::new(), ranges: Vec::new() })? {
+        match self.run(KvOp::Read {
+            at: None,
+            keys: Vec::new(),
+            ranges: Vec::new(),
+        })? {
             KvDone::Read { version, .. } => Ok(version),
             KvDone::Committed(_) => Err(KvError::Unavailable),
         }
     }
 
     fn get(&mut self, at: KvVersion, key: &[u8]) -> Result<Option<Value>, KvError> {
-        let op = KvOp::Read { at: Some(at), keys: vec![key.to_vec()], ranges: Vec::new() };
+        let op = KvOp::Read {
+            at: Some(at),
+            keys: vec![key.to_vec()],
+            ranges: Vec::new(),
+        };
         match self.run(op)? {
             KvDone::Read { mut values, .. } if values.len() == 1 => Ok(values.remove(0)),
             _ => Err(KvError::Unavailable),
         }
     }
 
-    fn range(&mut self, at: KvVersion, range: &KeyRange, limit: usize) -> Result<Vec<(Key, Value)>, KvError> {
+    fn range(
+        &mut self,
+        at: KvVersion,
+        range: &KeyRange,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, KvError> {
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);
-        let op = KvOp::Read { at: Some(at), keys: Vec::new(), ranges: vec![(range.clone(), limit)] };
+        let op = KvOp::Read {
+            at: Some(at),
+            keys: Vec::new(),
+            ranges: vec![(range.clone(), limit)],
+        };
         match self.run(op)? {
             KvDone::Read { mut ranges, .. } if ranges.len() == 1 => Ok(ranges.remove(0)),
             _ => Err(KvError::Unavailable),
@@ -168,10 +201,15 @@ mod tests {
         let engine = crate::wal_kv::WalKv::open(dir).unwrap().into_shared();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let listen = Some("127.0.0.1:0".parse().unwrap());
-                let (t, inbound) = Transport::start(TransportConfig::new(NodeId(9), listen, "tok")).await.unwrap();
+                let (t, inbound) = Transport::start(TransportConfig::new(NodeId(9), listen, "tok"))
+                    .await
+                    .unwrap();
                 tx.send(t.local_addr().unwrap()).unwrap();
                 serve(engine, t, inbound, Arc::default()).await;
             });

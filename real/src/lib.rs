@@ -12,9 +12,14 @@
 #![deny(unsafe_code)]
 
 pub mod chunk_store;
-pub mod kv_service;
-pub mod node;
+pub mod client;
+pub mod cluster;
+pub mod config;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
+pub mod kv_service;
+pub mod metrics;
+pub mod node;
+pub mod serve;
 pub mod transport;
 pub mod wal_kv;

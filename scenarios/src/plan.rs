@@ -193,6 +193,20 @@ impl Plan {
         seed_mgmtd(kv, &self.initial)
     }
 
+    /// Writes the chain table rows (table 1, version 1) into `kv`, so that mgmtd's routing info
+    /// carries the table clients resolve file layouts with. The simulator does not call it: its
+    /// clients and meta servers take the table from the plan, and its traces predate the rows.
+    pub fn seed_chain_tables(&self, kv: &mut dyn KvEngine) -> Result<(), KvError> {
+        let mut t = Txn::new(kv);
+        for ((table, version), chains) in &self.initial.chain_tables {
+            t.set(
+                &store::table_key(*table, *version),
+                &store::encode_table(chains),
+            );
+        }
+        t.commit().map(|_| ())
+    }
+
     /// Creates the namespace root in `kv` (at time `now`, seconds).
     pub fn seed_namespace(kv: &mut dyn KvEngine, now: u64) -> Result<(), String> {
         t3fs_core::meta::transact(kv, |ns| ns.init(now)).map_err(|e| format!("{e:?}"))

@@ -259,7 +259,10 @@ impl Mgmtd {
             if !self.cfg.addresses.is_empty() {
                 let addrs = self.cfg.addresses.clone();
                 let meta = self.cfg.meta_nodes.clone();
-                out.send(from, Msg::NodeAddrs(crate::msg::kv::NodeAddrs { addrs, meta }));
+                out.send(
+                    from,
+                    Msg::NodeAddrs(crate::msg::kv::NodeAddrs { addrs, meta }),
+                );
             }
         }
     }

@@ -123,7 +123,8 @@ impl Host for RealHost<'_> {
 
     fn submit_kv(&mut self, id: IoId, op: KvOp) {
         let commit = matches!(op, KvOp::Commit(_));
-        self.stats.submitted(id, if commit { "kv_commit" } else { "kv_read" });
+        self.stats
+            .submitted(id, if commit { "kv_commit" } else { "kv_read" });
         let io = self.io.clone();
         match self.kv {
             KvBackend::None => {

@@ -73,6 +73,8 @@ pub struct Snapshot {
     pub status: String,
     /// The node is serving (mgmtd: primary with routing loaded; others: started).
     pub ready: bool,
+    /// A client's routing info (the native client resolves file layouts with it).
+    pub routing: Option<t3fs_core::routing::RoutingInfo>,
 }
 
 enum Cmd {
@@ -104,7 +106,10 @@ impl NodeHandle {
     /// Runs a local call (a client call or an mgmtd admin verb) and waits for its answer.
     pub async fn call(&self, call: AnyCall) -> Result<AnyRet, Stopped> {
         let (tx, rx) = oneshot::channel();
-        self.cmds.send(Cmd::Call(call, tx)).await.map_err(|_| Stopped)?;
+        self.cmds
+            .send(Cmd::Call(call, tx))
+            .await
+            .map_err(|_| Stopped)?;
         rx.await.map_err(|_| Stopped)
     }
 
@@ -119,7 +124,9 @@ impl NodeHandle {
 
 /// Starts `parts` on the current tokio runtime. The returned future of the task resolves with
 /// the halt reason, if the machine halted.
-pub fn spawn(parts: NodeParts) -> std::io::Result<(NodeHandle, tokio::task::JoinHandle<Option<String>>)> {
+pub fn spawn(
+    parts: NodeParts,
+) -> std::io::Result<(NodeHandle, tokio::task::JoinHandle<Option<String>>)> {
     let (io_tx, io_rx) = mpsc::unbounded_channel();
     let mut stores = BTreeMap::new();
     for (t, s) in parts.stores {
@@ -133,6 +140,7 @@ pub fn spawn(parts: NodeParts) -> std::io::Result<(NodeHandle, tokio::task::Join
     let snapshot = Arc::new(Mutex::new(Snapshot::default()));
     let (timer_tx, timer_rx) = mpsc::unbounded_channel();
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
+    let fast_status = matches!(parts.process, Process::Client(_));
     let driver = Driver {
         id: parts.id,
         name: parts.name,
@@ -148,6 +156,7 @@ pub fn spawn(parts: NodeParts) -> std::io::Result<(NodeHandle, tokio::task::Join
         loop_tx,
         calls: BTreeMap::new(),
         next_req: 0,
+        fast_status,
         snapshot: snapshot.clone(),
         malformed: 0,
     };
@@ -178,6 +187,9 @@ struct Driver {
     next_req: u64,
     snapshot: Arc<Mutex<Snapshot>>,
     malformed: u64,
+    /// Clients publish after every step (their routing must be current for layout lookups);
+    /// servers on a tick.
+    fast_status: bool,
 }
 
 impl Driver {
@@ -223,12 +235,16 @@ impl Driver {
                     Some(Cmd::Shutdown(tx)) => break Some(tx),
                     None => break None,
                 },
-                _ = tick.tick() => {
+                _ = tick.tick(), if !self.fast_status => {
                     self.publish();
                     continue;
                 }
             };
-            if let Some(h) = self.step(input) {
+            let ran = self.step(input);
+            if self.fast_status {
+                self.publish();
+            }
+            if let Some(h) = ran {
                 tracing::error!(node = %self.name, "halted: {h}");
                 self.close(&mut io_rx).await;
                 return Some(h);
@@ -313,7 +329,13 @@ impl Driver {
     }
 
     fn publish(&mut self) {
-        let snap = status::snapshot(self.id, &self.process, &self.stats, &self.transport, self.malformed);
+        let snap = status::snapshot(
+            self.id,
+            &self.process,
+            &self.stats,
+            &self.transport,
+            self.malformed,
+        );
         if let Ok(mut s) = self.snapshot.lock() {
             *s = snap;
         }

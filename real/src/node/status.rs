@@ -50,7 +50,10 @@ pub fn snapshot(
         let _ = writeln!(metrics, "t3fs_machine_total{{name=\"{k}\"}} {v}");
     }
     for (r, v) in rows {
-        let _ = writeln!(metrics, "t3fs_mgmtd_chain_update_rows_total{{row=\"{r:?}\"}} {v}");
+        let _ = writeln!(
+            metrics,
+            "t3fs_mgmtd_chain_update_rows_total{{row=\"{r:?}\"}} {v}"
+        );
     }
     stats.prometheus(&mut metrics);
     let c = transport.counters();
@@ -82,7 +85,11 @@ pub fn snapshot(
                     let _ = writeln!(
                         s,
                         "node {n} {} clock_offset_ms {:.3}",
-                        if rec.connected { "connected" } else { "disconnected" },
+                        if rec.connected {
+                            "connected"
+                        } else {
+                            "disconnected"
+                        },
                         *rec.clock_offset_ns as f64 / 1e6
                     );
                     let _ = writeln!(
@@ -102,9 +109,14 @@ pub fn snapshot(
         Process::None => (String::from("stopped\n"), false),
         _ => (format!("running {me}\n"), true),
     };
+    let routing = match p {
+        Process::Client(c) => Some(c.routing().clone()),
+        _ => None,
+    };
     Snapshot {
         metrics,
         status,
         ready,
+        routing,
     }
 }

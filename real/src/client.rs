@@ -1,0 +1,494 @@
+//! The native client library: the core client machine on the tokio driver.
+//!
+//! [`Client::connect`] needs only mgmtd's address and the cluster token: it asks mgmtd for the
+//! server addresses (`NodeAddrs`, published with routing info), then boots the client machine
+//! from empty routing and waits until the machine has fetched routing. Every connect is a new
+//! incarnation with a fresh random node id and [`ClientId`], so storage's exactly-once records
+//! never meet a reused (client, channel, seqnum): a reused id would restart its sequence numbers
+//! and have its writes answered from those records without being applied.
+//!
+//! The API is async and batched: any number of calls may be in flight at once ([`Client::batch`]
+//! submits many and collects them in order), the form of 3FS's USRBIO ring; the machine bounds
+//! what it runs concurrently and answers the rest `Rejected`. Files go through the meta service
+//! (`create`, `open`, `write`, `read`, `close` with the length hint, `stat`, `list`, `remove`).
+//! Bad input (a relative path, a read past the layout, a call on a closed client) is an error,
+//! never a panic. Not here: FUSE, benchmarks.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use t3fs_core::client::{ClientCall, ClientConfig, ClientRet};
+use t3fs_core::ids::{ChainId, ChunkId, ClientId, InodeId, NodeId};
+use t3fs_core::layout::FileLayout;
+use t3fs_core::meta::length::LengthHint;
+use t3fs_core::meta::request::{MetaAnswer, MetaOp};
+use t3fs_core::meta::{DirEntry, Inode, InodeKind, MetaError};
+use t3fs_core::msg::Msg;
+use t3fs_core::node::{client_id, AnyCall, AnyRet, Process};
+use t3fs_core::routing::RoutingInfo;
+use t3fs_scenario::Timeouts;
+
+use crate::node::{self, KvBackend, NodeHandle, NodeParts};
+use crate::transport::{Transport, TransportConfig};
+
+/// How to connect.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// mgmtd's address (the first mgmtd, node 0 of the plan).
+    pub mgmtd: SocketAddr,
+    /// The cluster token.
+    pub token: String,
+    /// The cluster's timeout profile (the client's retry and refresh timers follow it).
+    pub timeouts: Timeouts,
+    /// How long `connect` waits for addresses and routing.
+    pub connect_timeout: Duration,
+}
+
+impl ClientOptions {
+    /// Options for a cluster with the `fast` profile.
+    pub fn new(mgmtd: SocketAddr, token: impl Into<String>) -> Self {
+        Self {
+            mgmtd,
+            token: token.into(),
+            timeouts: Timeouts::Fast,
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What can go wrong.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum ClientError {
+    /// Connecting failed (transport, no answer from mgmtd, no routing).
+    Connect(String),
+    /// The client's node stopped.
+    Stopped,
+    /// The caller's input is invalid.
+    Invalid(String),
+    /// The cluster answered with a failure.
+    Failed(String),
+    /// A namespace error.
+    Meta(MetaError),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connect(m) => write!(f, "connect: {m}"),
+            Self::Stopped => f.write_str("client stopped"),
+            Self::Invalid(m) => write!(f, "invalid: {m}"),
+            Self::Failed(m) => write!(f, "failed: {m}"),
+            Self::Meta(e) => write!(f, "meta: {e:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A file opened for I/O.
+#[derive(Clone, Debug)]
+pub struct File {
+    /// Its inode.
+    pub inode: InodeId,
+    /// Its resolved layout.
+    pub layout: FileLayout,
+    /// The write session (0: read-only).
+    pub session: u64,
+    /// Truncate version at open.
+    pub truncate_ver: u64,
+    /// Length at open.
+    pub length: u64,
+}
+
+/// A connected client.
+pub struct Client {
+    handle: NodeHandle,
+    transport: Transport,
+    /// This incarnation's identity.
+    pub id: ClientId,
+    node: NodeId,
+    next_session: std::sync::atomic::AtomicU64,
+}
+
+fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = getrandom::fill(&mut b);
+    u64::from_le_bytes(b)
+}
+
+impl Client {
+    /// Connects with a fresh identity.
+    pub async fn connect(opts: ClientOptions) -> Result<Self, ClientError> {
+        let r = rand_u64();
+        let node = NodeId((1 << 24) + (r as u32 & 0x3fff_ffff));
+        let id = client_id(node, 1 + ((r >> 32) & 0x7fff_ffff));
+        Self::connect_as(opts, node, id).await
+    }
+
+    /// Connects as `node` with identity `id` (tests use it to show why ids must be fresh).
+    pub async fn connect_as(
+        opts: ClientOptions,
+        node: NodeId,
+        id: ClientId,
+    ) -> Result<Self, ClientError> {
+        let err = |e: std::io::Error| ClientError::Connect(e.to_string());
+        let (transport, mut inbound) =
+            Transport::start(TransportConfig::new(node, None, opts.token.clone()))
+                .await
+                .map_err(err)?;
+        let mgmtd = NodeId(0);
+        transport.set_addr(mgmtd, opts.mgmtd);
+        let ask = Bytes::from(
+            Msg::GetRouting {
+                known: t3fs_core::ids::RoutingVersion(0),
+            }
+            .encode(),
+        );
+        let deadline = tokio::time::Instant::now() + opts.connect_timeout;
+        let addrs = loop {
+            let _ = transport.try_send(mgmtd, ask.clone());
+            let wait = tokio::time::sleep(Duration::from_millis(300));
+            tokio::pin!(wait);
+            let got = loop {
+                tokio::select! {
+                    Some(inb) = inbound.recv() => {
+                        if let Ok(Msg::NodeAddrs(a)) = transport.decode(&inb.frame) {
+                            break Some(a);
+                        }
+                    }
+                    _ = &mut wait => break None,
+                }
+            };
+            if let Some(a) = got {
+                break a;
+            }
+            if tokio::time::Instant::now() > deadline {
+                transport.shutdown().await;
+                return Err(ClientError::Connect(format!(
+                    "no answer from mgmtd at {}",
+                    opts.mgmtd
+                )));
+            }
+        };
+        for (n, a) in &addrs.addrs {
+            if let Ok(sa) = a.parse() {
+                transport.set_addr(*n, sa);
+            }
+        }
+        let mut cfg = ClientConfig::new(node, id);
+        cfg.mgmtd = Some(mgmtd);
+        cfg.meta = addrs.meta.clone();
+        cfg.channels = 64;
+        let scale = |d: Duration| match opts.timeouts {
+            Timeouts::ThreeFs => d,
+            Timeouts::Fast => d / 10,
+        };
+        if let Some(t) = &cfg.io_timeout {
+            cfg.io_timeout = Some(scale(t.start)..scale(t.end));
+        }
+        cfg.retry_wait = scale(cfg.retry_wait.start)..scale(cfg.retry_wait.end);
+        let refresh = scale(t3fs_core::limits::ROUTING_REFRESH);
+        cfg.refresh_interval = Some(refresh..refresh * 11 / 10);
+        cfg.meta_timeout = scale(cfg.meta_timeout.start)..scale(cfg.meta_timeout.end);
+        let machine = t3fs_core::client::Client::new(cfg, RoutingInfo::default());
+        let parts = NodeParts {
+            id: node,
+            name: format!("client-{}", node.0),
+            process: Process::Client(Box::new(machine)),
+            stores: Default::default(),
+            kv: KvBackend::None,
+            transport: transport.clone(),
+            inbound,
+        };
+        let (handle, _join) = node::spawn(parts).map_err(err)?;
+        let c = Self {
+            handle,
+            transport,
+            id,
+            node,
+            next_session: std::sync::atomic::AtomicU64::new(1),
+        };
+        while c.routing().is_none_or(|r| r.chains.is_empty()) {
+            if tokio::time::Instant::now() > deadline {
+                c.close().await;
+                return Err(ClientError::Connect("no routing info from mgmtd".into()));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(c)
+    }
+
+    /// The routing info the client machine holds.
+    pub fn routing(&self) -> Option<RoutingInfo> {
+        self.handle
+            .snapshot
+            .lock()
+            .ok()
+            .and_then(|s| s.routing.clone())
+    }
+
+    /// This client's node id.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// Runs one client call.
+    pub async fn call(&self, call: ClientCall) -> Result<ClientRet, ClientError> {
+        match self.handle.call(AnyCall::Client(call)).await {
+            Ok(AnyRet::Client(r)) => Ok(r),
+            Ok(AnyRet::Admin(_)) => Err(ClientError::Failed("unexpected admin answer".into())),
+            Err(_) => Err(ClientError::Stopped),
+        }
+    }
+
+    /// Runs many calls at once; answers in call order.
+    pub async fn batch(&self, calls: Vec<ClientCall>) -> Vec<Result<ClientRet, ClientError>> {
+        let futs: Vec<_> = calls.into_iter().map(|c| self.call(c)).collect();
+        let mut out = Vec::with_capacity(futs.len());
+        // Every call is submitted before the first answer is awaited.
+        let handles: Vec<_> = futs.into_iter().map(Box::pin).collect();
+        for h in handles {
+            out.push(h.await);
+        }
+        out
+    }
+
+    async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
+        match self.call(ClientCall::Meta(op)).await? {
+            ClientRet::Meta(Ok(a)) => Ok(a),
+            ClientRet::Meta(Err(e)) => Err(ClientError::Meta(e)),
+            other => Err(ClientError::Failed(format!("{other:?}"))),
+        }
+    }
+
+    fn check_path(path: &str) -> Result<(), ClientError> {
+        if !path.starts_with('/') || path.contains('\0') {
+            return Err(ClientError::Invalid(format!(
+                "`{path}`: paths are absolute, without NUL"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Creates a file (exclusive) and opens it for writing.
+    pub async fn create(&self, path: &str, perm: u32) -> Result<File, ClientError> {
+        Self::check_path(path)?;
+        self.meta(MetaOp::Create {
+            path: path.into(),
+            perm,
+            exclusive: true,
+        })
+        .await?;
+        self.open(path, true).await
+    }
+
+    /// Opens a file; `write` opens a write session (closed by [`Client::close`]).
+    pub async fn open(&self, path: &str, write: bool) -> Result<File, ClientError> {
+        Self::check_path(path)?;
+        let session = if write {
+            self.next_session
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        } else {
+            0
+        };
+        let inode = match self
+            .meta(MetaOp::Open {
+                path: path.into(),
+                write,
+                session,
+            })
+            .await?
+        {
+            MetaAnswer::Inode(i) => i,
+            a => return Err(ClientError::Failed(format!("open answered {a:?}"))),
+        };
+        self.file_of(inode, session)
+    }
+
+    fn file_of(&self, inode: Inode, session: u64) -> Result<File, ClientError> {
+        let InodeKind::File {
+            length,
+            truncate_ver,
+            layout,
+        } = inode.kind
+        else {
+            return Err(ClientError::Invalid("not a regular file".into()));
+        };
+        let layout = layout.ok_or_else(|| ClientError::Failed("file has no layout".into()))?;
+        let routing = self.routing().unwrap_or_default();
+        let table: Vec<ChainId> = routing
+            .chain_tables
+            .get(&(layout.range.table, layout.range.table_version))
+            .cloned()
+            .unwrap_or_default();
+        let fl = layout
+            .file_layout(&table)
+            .ok_or_else(|| ClientError::Failed("layout does not resolve against routing".into()))?;
+        Ok(File {
+            inode: inode.id,
+            layout: fl,
+            session,
+            truncate_ver,
+            length,
+        })
+    }
+
+    /// Writes `data` at `offset`; returns once every chunk committed on its whole chain.
+    pub async fn write(&self, f: &File, offset: u64, data: Vec<u8>) -> Result<(), ClientError> {
+        if f.session == 0 {
+            return Err(ClientError::Invalid("file not open for writing".into()));
+        }
+        match self
+            .call(ClientCall::Write {
+                inode: f.inode,
+                layout: f.layout.clone(),
+                offset,
+                data,
+            })
+            .await?
+        {
+            ClientRet::Updated { .. } => Ok(()),
+            other => Err(ClientError::Failed(format!("{other:?}"))),
+        }
+    }
+
+    /// Reads `len` bytes at `offset` (holes read as zeros).
+    pub async fn read(&self, f: &File, offset: u64, len: u64) -> Result<Vec<u8>, ClientError> {
+        match self
+            .call(ClientCall::Read {
+                inode: f.inode,
+                layout: f.layout.clone(),
+                offset,
+                len,
+            })
+            .await?
+        {
+            ClientRet::Read { data, .. } => Ok(data),
+            other => Err(ClientError::Failed(format!("{other:?}"))),
+        }
+    }
+
+    /// Closes a write session with the length hint `length` (the end of the writes).
+    pub async fn close_file(&self, f: &File, length: u64) -> Result<(), ClientError> {
+        let hint = (f.session != 0).then_some(LengthHint {
+            length,
+            truncate_ver: f.truncate_ver,
+        });
+        self.meta(MetaOp::Close {
+            inode: f.inode,
+            session: f.session,
+            length: hint,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Stats a path.
+    pub async fn stat(&self, path: &str) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        match self
+            .meta(MetaOp::Stat {
+                path: path.into(),
+                follow: true,
+            })
+            .await?
+        {
+            MetaAnswer::Inode(i) => Ok(i),
+            a => Err(ClientError::Failed(format!("stat answered {a:?}"))),
+        }
+    }
+
+    /// Lists a directory (first `limit` entries).
+    pub async fn list(
+        &self,
+        path: &str,
+        limit: u32,
+    ) -> Result<Vec<(Vec<u8>, DirEntry)>, ClientError> {
+        Self::check_path(path)?;
+        match self
+            .meta(MetaOp::List {
+                path: path.into(),
+                after: Vec::new(),
+                limit,
+            })
+            .await?
+        {
+            MetaAnswer::Entries(e) => Ok(e),
+            a => Err(ClientError::Failed(format!("list answered {a:?}"))),
+        }
+    }
+
+    /// Removes a path.
+    pub async fn remove(&self, path: &str, recursive: bool) -> Result<(), ClientError> {
+        Self::check_path(path)?;
+        self.meta(MetaOp::Remove {
+            path: path.into(),
+            recursive,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Writes one chunk directly (no meta service): `data` at `offset` of chunk `chunk` on
+    /// `chain`, in a file of `chunk_size` chunks.
+    pub async fn write_chunk(
+        &self,
+        chain: ChainId,
+        chunk: ChunkId,
+        chunk_size: u32,
+        offset: u32,
+        data: Vec<u8>,
+    ) -> Result<ClientRet, ClientError> {
+        if offset as u64 + data.len() as u64 > chunk_size as u64 {
+            return Err(ClientError::Invalid("write past the chunk".into()));
+        }
+        let layout = FileLayout {
+            chunk_size,
+            chains: vec![chain],
+        };
+        let off = u64::from(chunk.index) * u64::from(chunk_size) + u64::from(offset);
+        self.call(ClientCall::Write {
+            inode: chunk.inode,
+            layout,
+            offset: off,
+            data,
+        })
+        .await
+    }
+
+    /// Reads one chunk directly.
+    pub async fn read_chunk(
+        &self,
+        chain: ChainId,
+        chunk: ChunkId,
+        chunk_size: u32,
+        offset: u32,
+        len: u32,
+    ) -> Result<Vec<u8>, ClientError> {
+        let layout = FileLayout {
+            chunk_size,
+            chains: vec![chain],
+        };
+        let off = u64::from(chunk.index) * u64::from(chunk_size) + u64::from(offset);
+        match self
+            .call(ClientCall::Read {
+                inode: chunk.inode,
+                layout,
+                offset: off,
+                len: len.into(),
+            })
+            .await?
+        {
+            ClientRet::Read { data, .. } => Ok(data),
+            other => Err(ClientError::Failed(format!("{other:?}"))),
+        }
+    }
+
+    /// Stops the client's node and transport.
+    pub async fn close(&self) {
+        self.handle.shutdown().await;
+        self.transport.shutdown().await;
+    }
+}

@@ -1,0 +1,465 @@
+//! `t3fs cluster up|status|kill|restart|down`: a real multi-process cluster on one host.
+//!
+//! `up` plans the cluster (1+ mgmtd, N storage nodes with T targets each, R replicas, K meta
+//! servers, one `kv` service for the embedded KV), writes one config per node under `DIR`, starts
+//! every node as its own `t3fs serve` process on loopback (each in its own process group, logs in
+//! `DIR/NAME/log`), and waits until every node is ready and mgmtd publishes every chain with all
+//! targets SERVING. `DIR/pids` records the running processes; a second `up` on a directory whose
+//! processes still run refuses. Data persists across `down` and `up`: a later `up` reuses the
+//! configs (same ids, ports and token) and the data directories.
+//!
+//! Invariants: every process this module starts is recorded in `DIR/pids` before `up` returns
+//! or fails, and `down` stops every recorded process (SIGTERM, then SIGKILL after a grace
+//! period). Not here: the services themselves (serve.rs); network namespaces (not built yet).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::config::{ClusterSection, NodeConfig, NodeSection};
+
+/// What `up` builds.
+#[derive(Clone, Debug)]
+pub struct UpOptions {
+    /// The cluster directory.
+    pub dir: PathBuf,
+    /// Storage nodes.
+    pub storage: u32,
+    /// Targets per storage node.
+    pub targets_per_node: u32,
+    /// Replicas per chain.
+    pub replicas: u32,
+    /// mgmtd nodes.
+    pub mgmtd: u32,
+    /// Meta servers.
+    pub meta: u32,
+    /// `embedded` or `etcd://HOST:PORT`.
+    pub kv: String,
+    /// `fast` or `3fs`.
+    pub timeouts: String,
+    /// Chunk size of new files.
+    pub chunk_size: u32,
+    /// How long to wait for the cluster to serve.
+    pub wait: Duration,
+}
+
+/// One node of a cluster directory.
+#[derive(Clone, Debug)]
+pub struct NodeEntry {
+    /// Its name (`storage-1`).
+    pub name: String,
+    /// Its role on the `serve` command line.
+    pub role: String,
+    /// Its config file.
+    pub config: PathBuf,
+    /// Its parsed config.
+    pub cfg: NodeConfig,
+}
+
+type R<T> = Result<T, String>;
+
+fn free_port() -> R<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+fn token() -> String {
+    let mut b = [0u8; 24];
+    let _ = getrandom::fill(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The nodes of the cluster in `dir`, from its configs (empty if none was written).
+pub fn nodes(dir: &Path) -> R<Vec<NodeEntry>> {
+    let list = dir.join("nodes");
+    let Ok(text) = std::fs::read_to_string(&list) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, role) = line
+            .split_once(' ')
+            .ok_or_else(|| format!("{}: bad line `{line}`", list.display()))?;
+        let config = dir.join(name).join("node.toml");
+        let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
+        out.push(NodeEntry {
+            name: name.into(),
+            role: role.into(),
+            config,
+            cfg,
+        });
+    }
+    Ok(out)
+}
+
+/// Running processes recorded in `DIR/pids`: name → pid.
+pub fn pids(dir: &Path) -> BTreeMap<String, i32> {
+    std::fs::read_to_string(dir.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (n, p) = l.split_once(' ')?;
+            Some((n.to_string(), p.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn write_pids(dir: &Path, pids: &BTreeMap<String, i32>) -> R<()> {
+    let text: String = pids.iter().map(|(n, p)| format!("{n} {p}\n")).collect();
+    std::fs::write(dir.join("pids"), text).map_err(|e| e.to_string())
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .is_some_and(|st| st != "Z" && st != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Sends `sig` to `pid`.
+#[allow(unsafe_code)]
+pub fn signal(pid: i32, sig: i32) -> bool {
+    // SAFETY: kill(2) takes plain integers and has no memory effects in this process.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
+    let chains = t3fs_scenario::plan::Shape::max_chains(o.storage, o.targets_per_node, o.replicas);
+    let section = ClusterSection {
+        token: token(),
+        kv: o.kv.clone(),
+        mgmtd: o.mgmtd,
+        storage_nodes: o.storage,
+        targets_per_node: o.targets_per_node,
+        replicas: o.replicas,
+        chains,
+        meta: o.meta,
+        timeouts: o.timeouts.clone(),
+        chunk_size: o.chunk_size,
+        stripe: chains.max(1),
+        storage_lease: false,
+    };
+    let shape = t3fs_scenario::plan::Shape {
+        mgmtd: o.mgmtd,
+        storage_nodes: o.storage,
+        targets_per_node: o.targets_per_node,
+        replicas: o.replicas,
+        chains,
+        clients: 0,
+        meta: o.meta,
+    };
+    shape.validate()?;
+    let plan = t3fs_scenario::plan::Plan::new(shape);
+    let mut named: Vec<(u32, String, String)> = Vec::new();
+    for (i, n) in plan.mgmtd.iter().enumerate() {
+        named.push((n.0, format!("mgmtd-{i}"), "mgmtd".into()));
+    }
+    for (i, n) in plan.storage.iter().enumerate() {
+        named.push((n.0, format!("storage-{i}"), "storage".into()));
+    }
+    for (i, n) in plan.meta.iter().enumerate() {
+        named.push((n.0, format!("meta-{i}"), "meta".into()));
+    }
+    if o.kv == "embedded" {
+        named.push((o.mgmtd + o.storage + o.meta, "kv".into(), "kv".into()));
+    }
+    let mut ports = BTreeMap::new();
+    for (id, _, _) in &named {
+        ports.insert(*id, (free_port()?, free_port()?));
+    }
+    let addresses: BTreeMap<String, String> = ports
+        .iter()
+        .map(|(id, (p, _))| (id.to_string(), format!("127.0.0.1:{p}")))
+        .collect();
+    let dir = std::fs::canonicalize(&o.dir).map_err(|e| e.to_string())?;
+    Ok(named
+        .into_iter()
+        .map(|(id, name, role)| {
+            let (p, m) = ports[&id];
+            let cfg = NodeConfig {
+                node: NodeSection {
+                    id,
+                    name: name.clone(),
+                    listen: format!("127.0.0.1:{p}"),
+                    metrics: format!("127.0.0.1:{m}"),
+                    data: dir.join(&name).join("data"),
+                },
+                cluster: section.clone(),
+                addresses: addresses.clone(),
+            };
+            (name, role, cfg)
+        })
+        .collect())
+}
+
+fn start(exe: &Path, dir: &Path, n: &NodeEntry) -> R<i32> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(&n.name).join("log"))
+        .map_err(|e| e.to_string())?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(exe)
+        .args(["serve", &n.role, "--config"])
+        .arg(&n.config)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", n.name))?;
+    Ok(child.id() as i32)
+}
+
+/// `cluster up`: returns the text to print.
+pub fn up(o: &UpOptions) -> R<String> {
+    std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    let running: Vec<String> = pids(&o.dir)
+        .into_iter()
+        .filter(|(_, p)| alive(*p))
+        .map(|(n, p)| format!("{n} (pid {p})"))
+        .collect();
+    if !running.is_empty() {
+        return Err(format!(
+            "a cluster is already running in {}: {}; stop it with `t3fs cluster down --dir {}`",
+            o.dir.display(),
+            running.join(", "),
+            o.dir.display()
+        ));
+    }
+    let mut entries = nodes(&o.dir)?;
+    if entries.is_empty() {
+        let mut list = String::new();
+        for (name, role, cfg) in plan_configs(o)? {
+            let d = o.dir.join(&name);
+            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
+            let text = format!(
+                "# t3fs node config written by `t3fs cluster up` (keys: see t3fs_real::config)\n{}",
+                cfg.to_toml()
+            );
+            std::fs::write(d.join("node.toml"), text).map_err(|e| e.to_string())?;
+            list.push_str(&format!("{name} {role}\n"));
+        }
+        std::fs::write(o.dir.join("nodes"), list).map_err(|e| e.to_string())?;
+        entries = nodes(&o.dir)?;
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut started = BTreeMap::new();
+    for n in &entries {
+        match start(&exe, &o.dir, n) {
+            Ok(pid) => {
+                started.insert(n.name.clone(), pid);
+                write_pids(&o.dir, &started)?;
+            }
+            Err(e) => {
+                down(&o.dir)?;
+                return Err(e);
+            }
+        }
+    }
+    if let Err(e) = wait_serving(&o.dir, &entries, o.wait) {
+        let _ = down(&o.dir);
+        return Err(e);
+    }
+    let mut out = String::new();
+    for n in &entries {
+        out.push_str(&format!(
+            "{:<10} {:<8} listen {}  metrics http://{}\n",
+            n.name, n.role, n.cfg.node.listen, n.cfg.node.metrics
+        ));
+    }
+    let m = entries
+        .iter()
+        .find(|n| n.role == "mgmtd")
+        .ok_or("no mgmtd")?;
+    out.push_str(&format!(
+        "cluster up in {}: mgmtd at {}, token in {}\n",
+        o.dir.display(),
+        m.cfg.node.listen,
+        m.config.display()
+    ));
+    Ok(out)
+}
+
+/// The primary mgmtd's status text, if one answers.
+pub fn mgmtd_status(entries: &[NodeEntry]) -> Option<String> {
+    entries.iter().filter(|n| n.role == "mgmtd").find_map(|n| {
+        let addr: SocketAddr = n.cfg.node.metrics.parse().ok()?;
+        let (code, body) = crate::metrics::get(addr, "/status", Duration::from_secs(2)).ok()?;
+        (code == 200 && body.starts_with("primary")).then_some(body)
+    })
+}
+
+/// Whether a status text shows every chain with all targets SERVING.
+pub fn all_serving(status: &str, chains: u32) -> bool {
+    let lines: Vec<&str> = status.lines().filter(|l| l.starts_with("chain ")).collect();
+    lines.len() == chains as usize
+        && lines.iter().all(|l| {
+            let members = l.split_once(": ").map(|(_, m)| m).unwrap_or("");
+            !members.is_empty() && members.split(" → ").all(|m| m.ends_with(" SERVING"))
+        })
+}
+
+/// Waits until every node is ready and every chain is all SERVING.
+pub fn wait_serving(dir: &Path, entries: &[NodeEntry], wait: Duration) -> R<()> {
+    let deadline = Instant::now() + wait;
+    let chains = entries.first().map_or(0, |n| n.cfg.cluster.chains);
+    loop {
+        let pids = pids(dir);
+        if let Some((n, _)) = pids.iter().find(|(_, p)| !alive(**p)) {
+            let log = std::fs::read_to_string(dir.join(n).join("log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(10).collect();
+            return Err(format!(
+                "{n} exited; last log lines:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        let ready = entries.iter().all(|n| {
+            n.cfg
+                .node
+                .metrics
+                .parse()
+                .ok()
+                .and_then(|a| crate::metrics::get(a, "/ready", Duration::from_secs(1)).ok())
+                .is_some_and(|(c, _)| c == 200)
+        });
+        if ready && mgmtd_status(entries).is_some_and(|s| all_serving(&s, chains)) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the cluster did not serve within {wait:?}; status:\n{}",
+                mgmtd_status(entries).unwrap_or_default()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `cluster status`.
+pub fn status(dir: &Path) -> R<String> {
+    let entries = nodes(dir)?;
+    if entries.is_empty() {
+        return Err(format!("no cluster in {}", dir.display()));
+    }
+    let pids = pids(dir);
+    let mut out = String::new();
+    for n in &entries {
+        let st = match pids.get(&n.name) {
+            Some(p) if alive(*p) => {
+                let stopped = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit_once(')')
+                            .map(|(_, r)| r.trim_start().starts_with('T'))
+                    })
+                    .unwrap_or(false);
+                if stopped {
+                    format!("stopped (pid {p})")
+                } else {
+                    format!("up (pid {p})")
+                }
+            }
+            _ => "down".to_string(),
+        };
+        out.push_str(&format!(
+            "{:<10} {:<8} node {:<3} {:<22} {}\n",
+            n.name, n.role, n.cfg.node.id, n.cfg.node.listen, st
+        ));
+    }
+    match mgmtd_status(&entries) {
+        Some(s) => out.push_str(&s),
+        None => out.push_str("no primary mgmtd answers\n"),
+    }
+    Ok(out)
+}
+
+fn find<'a>(entries: &'a [NodeEntry], name: &str) -> R<&'a NodeEntry> {
+    entries.iter().find(|n| n.name == name).ok_or_else(|| {
+        let names: Vec<&str> = entries.iter().map(|n| n.name.as_str()).collect();
+        format!("no node `{name}` (nodes: {})", names.join(", "))
+    })
+}
+
+/// `cluster kill NODE --signal SIG`.
+pub fn kill(dir: &Path, name: &str, sig: &str) -> R<String> {
+    let entries = nodes(dir)?;
+    find(&entries, name)?;
+    let s = match sig {
+        "KILL" => libc::SIGKILL,
+        "STOP" => libc::SIGSTOP,
+        "CONT" => libc::SIGCONT,
+        "TERM" => libc::SIGTERM,
+        _ => {
+            return Err(format!(
+                "unknown signal `{sig}`: expected KILL, STOP, CONT or TERM"
+            ))
+        }
+    };
+    let pid = *pids(dir)
+        .get(name)
+        .ok_or_else(|| format!("{name} is not running"))?;
+    if !alive(pid) || !signal(pid, s) {
+        return Err(format!("{name} (pid {pid}) is not running"));
+    }
+    Ok(format!("sent SIG{sig} to {name} (pid {pid})\n"))
+}
+
+fn stop(pid: i32, grace: Duration) {
+    if !alive(pid) {
+        return;
+    }
+    signal(pid, libc::SIGCONT);
+    signal(pid, libc::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(pid) {
+        signal(pid, libc::SIGKILL);
+        while alive(pid) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// `cluster restart NODE`: stops it if running, starts it again.
+pub fn restart(dir: &Path, name: &str) -> R<String> {
+    let entries = nodes(dir)?;
+    let n = find(&entries, name)?;
+    let mut p = pids(dir);
+    if let Some(pid) = p.get(name) {
+        stop(*pid, Duration::from_secs(10));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let pid = start(&exe, dir, n)?;
+    p.insert(name.to_string(), pid);
+    write_pids(dir, &p)?;
+    Ok(format!("restarted {name} (pid {pid})\n"))
+}
+
+/// `cluster down`: stops every process (data stays).
+pub fn down(dir: &Path) -> R<String> {
+    let p = pids(dir);
+    let mut out = String::new();
+    for (name, pid) in &p {
+        let was = alive(*pid);
+        stop(*pid, Duration::from_secs(10));
+        if was {
+            out.push_str(&format!("stopped {name} (pid {pid})\n"));
+        }
+    }
+    let _ = std::fs::remove_file(dir.join("pids"));
+    out.push_str(&format!(
+        "cluster in {} is down; its data stays\n",
+        dir.display()
+    ));
+    Ok(out)
+}

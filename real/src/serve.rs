@@ -1,0 +1,295 @@
+//! `t3fs serve ROLE --config FILE`: one process of a real cluster.
+//!
+//! Builds the role's machine from the config and the shared plan, opens its durable state
+//! (chunk stores in `DATA/target-N`, the KV engine in `DATA/kv`), starts the transport and the
+//! metrics endpoint, runs the node on the tokio driver, and on SIGTERM or SIGINT shuts down
+//! gracefully (in-flight I/O completes, stores close). Every start takes the next incarnation
+//! number (`DATA/incarnation`, fsynced), so I/O ids and the identity of meta's storage client
+//! are fresh after every restart.
+//!
+//! First boot: a storage node whose data directory holds no `in-service` marker joins as part of
+//! the deployed cluster (its empty targets are the chains' SERVING replicas); every later start
+//! boots from what its stores list and lets mgmtd decide. The `kv` service seeds an empty engine
+//! with the plan's mgmtd rows and the namespace root. Not here: config parsing (config.rs), the
+//! driver (node/).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use t3fs_core::chunk::{ChunkDone, ChunkOp, ChunkStore};
+use t3fs_core::ids::{IoId, NodeId, TargetId};
+use t3fs_core::kv::KvEngine;
+use t3fs_core::meta::server::MetaServer;
+use t3fs_core::mgmtd::Mgmtd;
+use t3fs_core::node::{client_id, Process, Role};
+use t3fs_core::routing::RoutingInfo;
+use t3fs_core::storage::StorageNode;
+use t3fs_scenario::plan::Plan;
+
+use crate::config::{KvChoice, NodeConfig};
+use crate::node::{self, KvBackend, NodeParts};
+use crate::transport::{Transport, TransportConfig};
+
+/// The role named on the command line (`kv` is the KV service, not a machine).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum ServeRole {
+    /// A machine role.
+    Machine(Role),
+    /// The KV service.
+    Kv,
+}
+
+impl std::str::FromStr for ServeRole {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "mgmtd" => Self::Machine(Role::Mgmtd),
+            "storage" => Self::Machine(Role::Storage),
+            "meta" => Self::Machine(Role::Meta),
+            "kv" => Self::Kv,
+            _ => {
+                return Err(format!(
+                    "unknown role `{s}`: expected mgmtd, storage, meta or kv"
+                ))
+            }
+        })
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Reads, bumps and persists the incarnation number in `data`.
+pub fn next_incarnation(data: &Path) -> std::io::Result<u64> {
+    std::fs::create_dir_all(data)?;
+    let p = data.join("incarnation");
+    let cur: u64 = std::fs::read_to_string(&p)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let next = cur + 1;
+    let tmp = data.join("incarnation.tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    writeln!(f, "{next}")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &p)?;
+    std::fs::File::open(data)?.sync_all()?;
+    Ok(next)
+}
+
+/// Runs `role` with `cfg` until SIGTERM/SIGINT or a halt; returns the halt reason as an error.
+pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
+    let me = NodeId(cfg.node.id);
+    let expected = match role {
+        ServeRole::Kv => me == cfg.kv_node(),
+        ServeRole::Machine(r) => cfg.role_of(me) == Some(r),
+    };
+    if !expected {
+        return Err(format!(
+            "node {} is not a {role:?} in this cluster's plan",
+            cfg.node.id
+        )
+        .into());
+    }
+    let inc = next_incarnation(&cfg.node.data)?;
+    let listen = cfg.node.listen.parse()?;
+    let (transport, inbound) = Transport::start(TransportConfig::new(
+        me,
+        Some(listen),
+        cfg.cluster.token.clone(),
+    ))
+    .await?;
+    for (n, a) in cfg.addrs() {
+        if n != me {
+            transport.set_addr(n, a);
+        }
+    }
+    let metrics = tokio::net::TcpListener::bind(&cfg.node.metrics).await?;
+    tracing::info!(node = %cfg.node.name, id = me.0, incarnation = inc, listen = %listen, "starting {role:?}");
+    if role == ServeRole::Kv {
+        return serve_kv(&cfg, transport, inbound, metrics).await;
+    }
+    let ServeRole::Machine(r) = role else {
+        unreachable!()
+    };
+    let plan = cfg.plan();
+    let tuning = cfg.tuning();
+    let kv = kv_backend(&cfg)?;
+    let mut stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>> = BTreeMap::new();
+    let process = match r {
+        Role::Mgmtd => {
+            let mut m = plan.mgmtd_cfg(me, &tuning);
+            m.addresses = cfg
+                .addresses
+                .iter()
+                .filter_map(|(k, v)| Some((NodeId(k.parse().ok()?), v.clone())))
+                .collect();
+            m.meta_nodes = plan.meta.clone();
+            Process::Mgmtd(Box::new(Mgmtd::new(m)))
+        }
+        Role::Storage => {
+            let mut metas = BTreeMap::new();
+            for t in plan.targets_of.get(&me).cloned().unwrap_or_default() {
+                let mut s = open_store(&cfg.node.data.join(format!("target-{}", t.0)))?;
+                metas.insert(t, list(s.as_mut())?);
+                stores.insert(t, s);
+            }
+            let marker = cfg.node.data.join("in-service");
+            let scfg = plan.storage_cfg(me, &tuning);
+            let node = if marker.exists() {
+                StorageNode::new(scfg, metas, RoutingInfo::default())
+            } else {
+                std::fs::write(&marker, b"joined as a deployed replica\n")?;
+                std::fs::File::open(&cfg.node.data)?.sync_all()?;
+                StorageNode::new_in_service(scfg, metas, plan.initial.clone())
+            };
+            Process::Storage(Box::new(node.with_io_base(inc << 40)))
+        }
+        Role::Meta => {
+            let m = plan.meta_cfg(me, client_id(me, inc), &tuning);
+            Process::Meta(Box::new(MetaServer::new(m, inc << 40)))
+        }
+        Role::Client => return Err("clients are not served: use the native client".into()),
+    };
+    let parts = NodeParts {
+        id: me,
+        name: cfg.node.name.clone(),
+        process,
+        stores,
+        kv,
+        transport: transport.clone(),
+        inbound,
+    };
+    let (handle, mut join) = node::spawn(parts)?;
+    let http = tokio::spawn(crate::metrics::serve(metrics, handle.snapshot.clone()));
+    let halted = tokio::select! {
+        _ = shutdown_signal() => {
+            tracing::info!(node = %cfg.node.name, "shutting down");
+            handle.shutdown().await;
+            None
+        }
+        r = &mut join => r.ok().flatten(),
+    };
+    http.abort();
+    transport.shutdown().await;
+    match halted {
+        Some(h) => Err(format!("{} halted: {h}", cfg.node.name).into()),
+        None => Ok(()),
+    }
+}
+
+fn kv_backend(cfg: &NodeConfig) -> Result<KvBackend, BoxError> {
+    Ok(match cfg.kv_choice()? {
+        KvChoice::Embedded(n) => KvBackend::Remote(n),
+        KvChoice::Etcd(ep) => etcd_engine(&ep)?,
+    })
+}
+
+#[cfg(feature = "etcd")]
+fn etcd_engine(ep: &str) -> Result<KvBackend, BoxError> {
+    let e = crate::etcd_kv::EtcdKv::connect(&[format!("http://{ep}")], b"t3fs/")?;
+    Ok(KvBackend::Engine(Arc::new(Mutex::new(Box::new(e)))))
+}
+
+#[cfg(not(feature = "etcd"))]
+fn etcd_engine(_: &str) -> Result<KvBackend, BoxError> {
+    Err("this binary was built without the `etcd` feature (cargo build --features etcd)".into())
+}
+
+/// Opens the chunk store of one target.
+pub fn open_store(dir: &Path) -> std::io::Result<Box<dyn ChunkStore + Send>> {
+    Ok(Box::new(crate::chunk_store::FileChunkStore::open(dir)?))
+}
+
+/// Lists every chunk of a store (boot).
+pub fn list(s: &mut dyn ChunkStore) -> std::io::Result<Vec<t3fs_core::chunk::ChunkMeta>> {
+    s.submit(IoId(0), ChunkOp::List);
+    let mut done = Vec::new();
+    loop {
+        s.poll_completions(&mut done);
+        if let Some((_, r)) = done.pop() {
+            return match r {
+                Ok(ChunkDone::Listed(m)) => Ok(m),
+                other => Err(std::io::Error::other(format!("listing chunks: {other:?}"))),
+            };
+        }
+        s.wait(std::time::Duration::from_millis(1));
+    }
+}
+
+async fn serve_kv(
+    cfg: &NodeConfig,
+    transport: Transport,
+    inbound: tokio::sync::mpsc::Receiver<crate::transport::Inbound>,
+    metrics: tokio::net::TcpListener,
+) -> Result<(), BoxError> {
+    let dir = cfg.node.data.join("kv");
+    let engine = tokio::task::spawn_blocking(move || crate::wal_kv::WalKv::open(&dir))
+        .await??
+        .into_shared();
+    let mut seed = engine.clone();
+    let plan: Plan = cfg.plan();
+    tokio::task::spawn_blocking(move || -> Result<(), String> {
+        if !Plan::is_seeded(&mut seed).map_err(|e| e.to_string())? {
+            plan.seed_mgmtd(&mut seed as &mut dyn KvEngine)
+                .map_err(|e| e.to_string())?;
+            plan.seed_chain_tables(&mut seed)
+                .map_err(|e| e.to_string())?;
+            let now = node::now().0 / 1_000_000_000;
+            Plan::seed_namespace(&mut seed, now)?;
+        }
+        Ok(())
+    })
+    .await??;
+    let counters = Arc::new(crate::kv_service::KvServiceCounters::default());
+    let snapshot = Arc::new(Mutex::new(node::Snapshot {
+        ready: true,
+        status: "kv serving\n".into(),
+        ..Default::default()
+    }));
+    let http = tokio::spawn(crate::metrics::serve(metrics, snapshot.clone()));
+    let (t2, c2, s2) = (transport.clone(), counters.clone(), snapshot.clone());
+    let refresh = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            let c = t2.counters();
+            let m = format!(
+                "t3fs_kv_answered_total {}\nt3fs_kv_dropped_total {}\nt3fs_transport_total{{name=\"frames_in\"}} {}\nt3fs_transport_total{{name=\"auth_rejected\"}} {}\nt3fs_transport_total{{name=\"malformed\"}} {}\n",
+                c2.answered.load(std::sync::atomic::Ordering::Relaxed),
+                c2.dropped.load(std::sync::atomic::Ordering::Relaxed),
+                c.frames_in, c.auth_rejected, c.malformed
+            );
+            if let Ok(mut s) = s2.lock() {
+                s.metrics = m;
+            }
+        }
+    });
+    let serving = tokio::spawn(crate::kv_service::serve(
+        engine,
+        transport.clone(),
+        inbound,
+        counters,
+    ));
+    shutdown_signal().await;
+    tracing::info!(node = %cfg.node.name, "shutting down");
+    serving.abort();
+    refresh.abort();
+    http.abort();
+    transport.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,265 @@
+//! `t3fs serve` and `t3fs cluster …`: argument parsing for the real services and local clusters
+//! (the behaviour is t3fs-real's `serve`, `cluster` and `client`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Subcommand;
+
+use t3fs_real::client::{Client, ClientOptions};
+use t3fs_real::cluster;
+
+/// `t3fs cluster …`.
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Start a cluster on loopback, one process per node, and wait until every chain serves.
+    Up {
+        /// The cluster directory (configs, data, logs, pids).
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+        /// Storage nodes.
+        #[arg(long, default_value_t = 3)]
+        storage: u32,
+        /// Targets per storage node.
+        #[arg(long, default_value_t = 1)]
+        targets_per_node: u32,
+        /// Replicas per chain.
+        #[arg(long, default_value_t = 3)]
+        replicas: u32,
+        /// mgmtd nodes.
+        #[arg(long, default_value_t = 1)]
+        mgmtd: u32,
+        /// Meta servers.
+        #[arg(long, default_value_t = 1)]
+        meta: u32,
+        /// `embedded` (a kv process) or `etcd://HOST:PORT`.
+        #[arg(long, default_value = "embedded")]
+        kv: String,
+        /// Timeout profile: `fast` (6 s failure detection) or `3fs` (60 s).
+        #[arg(long, default_value = "fast", value_parser = ["fast", "3fs"])]
+        timeouts: String,
+        /// Chunk size of new files, bytes.
+        #[arg(long, default_value_t = 1 << 20)]
+        chunk_size: u32,
+        /// Seconds to wait for every chain to serve.
+        #[arg(long, default_value_t = 60)]
+        wait: u64,
+    },
+    /// Nodes, targets and chains of a running cluster.
+    Status {
+        /// The cluster directory.
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+    },
+    /// Send a signal to one node's process.
+    Kill {
+        /// The node (`storage-0`).
+        node: String,
+        /// The cluster directory.
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+        /// KILL, STOP, CONT or TERM.
+        #[arg(long, default_value = "KILL", value_parser = ["KILL", "STOP", "CONT", "TERM"])]
+        signal: String,
+    },
+    /// Restart one node (its data and id stay).
+    Restart {
+        /// The node.
+        node: String,
+        /// The cluster directory.
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+    },
+    /// Stop every process of the cluster; its data stays for the next `up`.
+    Down {
+        /// The cluster directory.
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+    },
+    /// Write a file through the native client in 1 MiB writes, read it back, verify it, and
+    /// print both throughputs.
+    Io {
+        /// The cluster directory.
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+        /// MiB to write and read.
+        #[arg(long, default_value_t = 64)]
+        mib: u64,
+        /// Writes (and reads) in flight at once.
+        #[arg(long, default_value_t = 1)]
+        depth: usize,
+    },
+}
+
+fn done(r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(s) => {
+            print!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs a cluster command.
+pub fn run(cmd: ClusterCommand) -> ExitCode {
+    match cmd {
+        ClusterCommand::Up {
+            dir,
+            storage,
+            targets_per_node,
+            replicas,
+            mgmtd,
+            meta,
+            kv,
+            timeouts,
+            chunk_size,
+            wait,
+        } => {
+            let o = cluster::UpOptions {
+                dir,
+                storage,
+                targets_per_node,
+                replicas,
+                mgmtd,
+                meta,
+                kv,
+                timeouts,
+                chunk_size,
+                wait: Duration::from_secs(wait),
+            };
+            done(cluster::up(&o))
+        }
+        ClusterCommand::Status { dir } => done(cluster::status(&dir)),
+        ClusterCommand::Kill { node, dir, signal } => done(cluster::kill(&dir, &node, &signal)),
+        ClusterCommand::Restart { node, dir } => done(cluster::restart(&dir, &node)),
+        ClusterCommand::Down { dir } => done(cluster::down(&dir)),
+        ClusterCommand::Io { dir, mib, depth } => done(io(&dir, mib, depth)),
+    }
+}
+
+/// Client options for the cluster in `dir` (mgmtd's address and the token from its config).
+pub fn client_options(dir: &std::path::Path) -> Result<ClientOptions, String> {
+    let nodes = cluster::nodes(dir)?;
+    let m = nodes
+        .iter()
+        .find(|n| n.role == "mgmtd")
+        .ok_or_else(|| format!("no cluster in {}", dir.display()))?;
+    let mut o = ClientOptions::new(
+        m.cfg.node.listen.parse().map_err(|e| format!("{e}"))?,
+        m.cfg.cluster.token.clone(),
+    );
+    if m.cfg.cluster.timeouts == "3fs" {
+        o.timeouts = t3fs_scenario::Timeouts::ThreeFs;
+    }
+    Ok(o)
+}
+
+fn io(dir: &std::path::Path, mib: u64, depth: usize) -> Result<String, String> {
+    let opts = client_options(dir)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let c = Client::connect(opts).await.map_err(|e| e.to_string())?;
+        let r = io_with(&c, mib, depth.max(1)).await;
+        c.close().await;
+        r
+    })
+}
+
+async fn io_with(c: &Client, mib: u64, depth: usize) -> Result<String, String> {
+    const MIB: u64 = 1 << 20;
+    let path = format!("/io-{}-{}", std::process::id(), c.id.0);
+    let f = c.create(&path, 0o644).await.map_err(|e| e.to_string())?;
+    let block = |i: u64| -> Vec<u8> {
+        (0..MIB)
+            .map(|k| (k.wrapping_mul(31) ^ i.wrapping_mul(131)) as u8)
+            .collect()
+    };
+    let t = Instant::now();
+    let mut i = 0;
+    while i < mib {
+        let n = (depth as u64).min(mib - i);
+        let writes: Vec<_> = (i..i + n).map(|k| c.write(&f, k * MIB, block(k))).collect();
+        for w in writes {
+            w.await.map_err(|e| e.to_string())?;
+        }
+        i += n;
+    }
+    let wt = t.elapsed();
+    c.close_file(&f, mib * MIB)
+        .await
+        .map_err(|e| e.to_string())?;
+    let f = c.open(&path, false).await.map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let mut i = 0;
+    while i < mib {
+        let n = (depth as u64).min(mib - i);
+        let reads: Vec<_> = (i..i + n).map(|k| c.read(&f, k * MIB, MIB)).collect();
+        for (k, r) in (i..).zip(reads) {
+            let data = r.await.map_err(|e| e.to_string())?;
+            if data != block(k) {
+                return Err(format!("{path}: MiB {k} read back different bytes"));
+            }
+        }
+        i += n;
+    }
+    let rt = t.elapsed();
+    let st = c.stat(&path).await.map_err(|e| e.to_string())?;
+    let len = match st.kind {
+        t3fs_core::meta::InodeKind::File { length, .. } => length,
+        _ => 0,
+    };
+    Ok(format!(
+        "{path}: wrote {mib} MiB in 1 MiB writes (depth {depth}) at {:.1} MiB/s, read back and verified at {:.1} MiB/s; stat length {len}\n",
+        mib as f64 / wt.as_secs_f64(),
+        mib as f64 / rt.as_secs_f64()
+    ))
+}
+
+/// `t3fs serve ROLE --config FILE`.
+pub fn serve(role: &str, config: &std::path::Path) -> ExitCode {
+    let role: t3fs_real::serve::ServeRole = match role.parse() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = match t3fs_real::config::NodeConfig::load(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_target(false)
+        .with_ansi(false)
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(t3fs_real::serve::serve(role, cfg)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

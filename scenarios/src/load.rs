@@ -87,6 +87,8 @@ struct RawCluster {
     reject_dirty_reads: bool,
     #[serde(default)]
     storage_lease: bool,
+    #[serde(default)]
+    client_boot_empty: bool,
 }
 
 #[derive(Deserialize)]
@@ -424,6 +426,7 @@ impl Cx<'_> {
             timeouts,
             reject_dirty_reads: c.reject_dirty_reads,
             storage_lease: c.storage_lease,
+            client_boot_empty: c.client_boot_empty,
         })
     }
 

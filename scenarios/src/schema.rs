@@ -73,6 +73,9 @@ pub struct Cluster {
     /// storage node serves reads and accepts updates only while the primary mgmtd's heartbeat
     /// replies keep its lease current, so no stale read of Appendix B #1/#4 is possible.
     pub storage_lease: bool,
+    /// Clients boot from empty routing info and learn it from mgmtd, as real clients do (the
+    /// default hands them the deployed routing, like a client started from a cached copy).
+    pub client_boot_empty: bool,
 }
 
 /// Client workload: each client runs one operation at a time with think time between them.

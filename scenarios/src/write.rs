@@ -78,6 +78,9 @@ pub fn to_toml(s: &Scenario) -> String {
         }
     );
     let _ = writeln!(o, "reject_dirty_reads = {}", c.reject_dirty_reads);
+    if c.client_boot_empty {
+        let _ = writeln!(o, "client_boot_empty = true");
+    }
     if c.storage_lease {
         let _ = writeln!(o, "storage_lease = true");
     }

@@ -37,6 +37,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         timeouts: Timeouts::Fast,
         reject_dirty_reads: r.chance(0.3),
         storage_lease: false, // Drawn last, below.
+        client_boot_empty: false,
     };
     let mut workload = Workload {
         chunks: 1 + r.below(8) as u32,

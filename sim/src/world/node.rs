@@ -105,6 +105,8 @@ pub struct Layout {
     pub plan: Plan,
     /// Cluster-wide knobs of the role configurations.
     pub tuning: Tuning,
+    /// Clients boot from empty routing (`[cluster] client_boot_empty`).
+    pub client_boot_empty: bool,
     /// Planted storage bug.
     pub bug: Option<PlantedBug>,
     /// Planted mgmtd bug.
@@ -119,6 +121,7 @@ impl Layout {
         Self {
             plan: Plan::new(c.into()),
             tuning: Tuning::of(c),
+            client_boot_empty: c.client_boot_empty,
             bug: bugs.storage,
             mgmtd_bug: bugs.mgmtd,
             meta_bug: bugs.meta,
@@ -169,7 +172,11 @@ impl Layout {
             }
             Role::Client => Process::Client(Box::new(Client::new(
                 self.client_cfg(ctx.id, ctx.incarnation),
-                self.initial.clone(),
+                if self.client_boot_empty {
+                    RoutingInfo::default()
+                } else {
+                    self.initial.clone()
+                },
             ))),
             Role::Meta => {
                 let gc_client = client_id(ctx.id, ctx.incarnation);

@@ -45,6 +45,9 @@ pub enum ClusterCommand {
         /// Seconds to wait for every chain to serve.
         #[arg(long, default_value_t = 60)]
         wait: u64,
+        /// Chunk store of every target: `file` or `uring` (io_uring, O_DIRECT).
+        #[arg(long, default_value = "file", value_parser = ["file", "uring"])]
+        store: String,
     },
     /// Nodes, targets and chains of a running cluster.
     Status {
@@ -119,6 +122,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             timeouts,
             chunk_size,
             wait,
+            store,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -131,6 +135,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 timeouts,
                 chunk_size,
                 wait: Duration::from_secs(wait),
+                store,
             };
             done(cluster::up(&o))
         }

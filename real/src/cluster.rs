@@ -43,6 +43,8 @@ pub struct UpOptions {
     pub chunk_size: u32,
     /// How long to wait for the cluster to serve.
     pub wait: Duration,
+    /// Chunk store: `file` or `uring`.
+    pub store: String,
 }
 
 /// One node of a cluster directory.
@@ -189,6 +191,7 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
                     listen: format!("127.0.0.1:{p}"),
                     metrics: format!("127.0.0.1:{m}"),
                     data: dir.join(&name).join("data"),
+                    store: o.store.clone(),
                 },
                 cluster: section.clone(),
                 addresses: addresses.clone(),

@@ -9,6 +9,7 @@
 //! listen = "127.0.0.1:7001"       # the transport's listen address
 //! metrics = "127.0.0.1:8001"      # HTTP: /metrics (Prometheus), /ready, /status
 //! data = "/tmp/c/storage-0"       # data directory (chunk stores, KV engine, incarnation)
+//! store = "file"                  # chunk store: "file" or "uring" (io_uring, O_DIRECT)
 //!
 //! [cluster]
 //! token = "…"                     # shared secret of the transport handshake
@@ -69,6 +70,14 @@ pub struct NodeSection {
     pub metrics: String,
     /// Data directory.
     pub data: PathBuf,
+    /// Chunk store of every target: `file` (pread/pwrite/fdatasync) or `uring` (io_uring with
+    /// O_DIRECT; needs the `uring` feature, on by default).
+    #[serde(default = "file_store")]
+    pub store: String,
+}
+
+fn file_store() -> String {
+    "file".into()
 }
 
 /// `[cluster]`.
@@ -213,6 +222,9 @@ impl NodeConfig {
                     t3fs_core::limits::CHUNK_SIZE_MAX
                 ),
             ));
+        }
+        if !matches!(self.node.store.as_str(), "file" | "uring") {
+            return Err(err("node.store", format!("`{}`: expected \"file\" or \"uring\"", self.node.store)));
         }
         if self.cluster.token.len() < 16 {
             return Err(err("cluster.token", "shorter than 16 characters".into()));

@@ -116,6 +116,12 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     let plan = cfg.plan();
     let tuning = cfg.tuning();
     let kv = kv_backend(&cfg)?;
+    if let (Role::Mgmtd, KvBackend::Engine(e)) = (r, &kv) {
+        // No kv service to seed an external KV: the first mgmtd to start does it.
+        let (e, plan) = (e.clone(), cfg.plan());
+        tokio::task::spawn_blocking(move || seed(&plan, e.lock().map_err(|_| "kv lock poisoned".to_string())?.as_mut()))
+            .await??;
+    }
     let mut stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>> = BTreeMap::new();
     let process = match r {
         Role::Mgmtd => {
@@ -131,7 +137,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         Role::Storage => {
             let mut metas = BTreeMap::new();
             for t in plan.targets_of.get(&me).cloned().unwrap_or_default() {
-                let mut s = open_store(&cfg.node.data.join(format!("target-{}", t.0)))?;
+                let mut s = open_store(&cfg.node.store, &cfg.node.data.join(format!("target-{}", t.0)))?;
                 metas.insert(t, list(s.as_mut())?);
                 stores.insert(t, s);
             }
@@ -197,9 +203,14 @@ fn etcd_engine(_: &str) -> Result<KvBackend, BoxError> {
     Err("this binary was built without the `etcd` feature (cargo build --features etcd)".into())
 }
 
-/// Opens the chunk store of one target.
-pub fn open_store(dir: &Path) -> std::io::Result<Box<dyn ChunkStore + Send>> {
-    Ok(Box::new(crate::chunk_store::FileChunkStore::open(dir)?))
+/// Opens the chunk store (`file` or `uring`) of one target.
+pub fn open_store(kind: &str, dir: &Path) -> std::io::Result<Box<dyn ChunkStore + Send>> {
+    match kind {
+        #[cfg(feature = "uring")]
+        "uring" => Ok(Box::new(crate::chunk_store::UringChunkStore::open(dir)?)),
+        "file" => Ok(Box::new(crate::chunk_store::FileChunkStore::open(dir)?)),
+        k => Err(std::io::Error::other(format!("chunk store `{k}` is not built into this binary"))),
+    }
 }
 
 /// Lists every chunk of a store (boot).
@@ -228,20 +239,9 @@ async fn serve_kv(
     let engine = tokio::task::spawn_blocking(move || crate::wal_kv::WalKv::open(&dir))
         .await??
         .into_shared();
-    let mut seed = engine.clone();
+    let mut e = engine.clone();
     let plan: Plan = cfg.plan();
-    tokio::task::spawn_blocking(move || -> Result<(), String> {
-        if !Plan::is_seeded(&mut seed).map_err(|e| e.to_string())? {
-            plan.seed_mgmtd(&mut seed as &mut dyn KvEngine)
-                .map_err(|e| e.to_string())?;
-            plan.seed_chain_tables(&mut seed)
-                .map_err(|e| e.to_string())?;
-            let now = node::now().0 / 1_000_000_000;
-            Plan::seed_namespace(&mut seed, now)?;
-        }
-        Ok(())
-    })
-    .await??;
+    tokio::task::spawn_blocking(move || seed(&plan, &mut e)).await??;
     let counters = Arc::new(crate::kv_service::KvServiceCounters::default());
     let snapshot = Arc::new(Mutex::new(node::Snapshot {
         ready: true,
@@ -277,6 +277,16 @@ async fn serve_kv(
     refresh.abort();
     http.abort();
     transport.shutdown().await;
+    Ok(())
+}
+
+/// Seeds an empty KV with the plan's mgmtd rows, chain tables and namespace root.
+fn seed(plan: &Plan, kv: &mut dyn KvEngine) -> Result<(), String> {
+    if !Plan::is_seeded(kv).map_err(|e| e.to_string())? {
+        plan.seed_mgmtd(kv).map_err(|e| e.to_string())?;
+        plan.seed_chain_tables(kv).map_err(|e| e.to_string())?;
+        Plan::seed_namespace(kv, node::now().0 / 1_000_000_000)?;
+    }
     Ok(())
 }
 

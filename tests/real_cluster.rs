@@ -28,7 +28,11 @@ impl Cluster {
             .arg(&self.dir)
             .output()
             .expect("run t3fs");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(out.status.success(), "t3fs {args:?} failed:\n{text}");
         text
     }
@@ -44,7 +48,10 @@ impl Cluster {
     fn options(&self) -> ClientOptions {
         let nodes = cluster::nodes(&self.dir).unwrap();
         let m = nodes.iter().find(|n| n.role == "mgmtd").unwrap();
-        ClientOptions::new(m.cfg.node.listen.parse().unwrap(), m.cfg.cluster.token.clone())
+        ClientOptions::new(
+            m.cfg.node.listen.parse().unwrap(),
+            m.cfg.cluster.token.clone(),
+        )
     }
 
     fn status(&self) -> String {
@@ -76,15 +83,25 @@ impl Drop for Cluster {
 }
 
 fn block(i: u64) -> Vec<u8> {
-    (0..MIB).map(|k| (k.wrapping_mul(7) ^ i.wrapping_mul(13)) as u8).collect()
+    (0..MIB)
+        .map(|k| (k.wrapping_mul(7) ^ i.wrapping_mul(13)) as u8)
+        .collect()
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn no_process_left(dir: &Path, pids: &std::collections::BTreeMap<String, i32>) {
-    assert!(!pids.is_empty(), "{}: no processes were recorded", dir.display());
+    assert!(
+        !pids.is_empty(),
+        "{}: no processes were recorded",
+        dir.display()
+    );
     for (n, p) in pids {
         assert!(!cluster::alive(*p), "{n} (pid {p}) still runs after down");
     }
@@ -94,7 +111,10 @@ fn no_process_left(dir: &Path, pids: &std::collections::BTreeMap<String, i32>) {
 fn kill_head_mid_write_fails_over_resyncs_and_keeps_every_acknowledged_write() {
     let c = Cluster::up("failover");
     let st = c.status();
-    assert!(st.contains("c1@v1: t1 SERVING → t2 SERVING → t3 SERVING"), "{st}");
+    assert!(
+        st.contains("c1@v1: t1 SERVING → t2 SERVING → t3 SERVING"),
+        "{st}"
+    );
     let rt = rt();
     let opts = c.options();
     // Write 12 MiB in 1 MiB writes; the head's process is killed after the fourth.
@@ -114,16 +134,25 @@ fn kill_head_mid_write_fails_over_resyncs_and_keeps_every_acknowledged_write() {
         cl.close().await;
         acked
     });
-    assert!(acked.len() >= 8, "writes after the failover must succeed: acked {acked:?}");
+    assert!(
+        acked.len() >= 8,
+        "writes after the failover must succeed: acked {acked:?}"
+    );
     c.wait_for("t1 OFFLINE", |s| s.contains("t1 OFFLINE"));
     c.t3fs(&["cluster", "restart", "storage-0"]);
-    c.wait_for("resync", |s| cluster::all_serving(s, 1) && !s.contains("c1@v1:"));
+    c.wait_for("resync", |s| {
+        cluster::all_serving(s, 1) && !s.contains("c1@v1:")
+    });
     let check = |c: &Cluster| {
         rt.block_on(async {
             let cl = Client::connect(c.options()).await.unwrap();
             let f = cl.open("/ckpt", false).await.unwrap();
             for &i in &acked {
-                assert_eq!(cl.read(&f, i * MIB, MIB).await.unwrap(), block(i), "MiB {i}");
+                assert_eq!(
+                    cl.read(&f, i * MIB, MIB).await.unwrap(),
+                    block(i),
+                    "MiB {i}"
+                );
             }
             cl.close().await;
         })
@@ -135,7 +164,11 @@ fn kill_head_mid_write_fails_over_resyncs_and_keeps_every_acknowledged_write() {
     c.t3fs(&["cluster", "up"]);
     check(&c);
     // A second `up` on a running cluster refuses instead of starting another.
-    let again = Command::new(env!("CARGO_BIN_EXE_t3fs")).args(["cluster", "up", "--dir"]).arg(&c.dir).output().unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_t3fs"))
+        .args(["cluster", "up", "--dir"])
+        .arg(&c.dir)
+        .output()
+        .unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already running"));
     let pids = cluster::pids(&c.dir);
@@ -148,26 +181,50 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
     let c = Cluster::up("identity");
     let rt = rt();
     let opts = c.options();
-    let (chain, chunk) = (ChainId(1), ChunkId { inode: InodeId(1 << 40), index: 0 });
+    let (chain, chunk) = (
+        ChainId(1),
+        ChunkId {
+            inode: InodeId(1 << 40),
+            index: 0,
+        },
+    );
     let node = NodeId(1 << 25);
     let id = t3fs_core::node::client_id(node, 1);
     rt.block_on(async {
         let first = Client::connect_as(opts.clone(), node, id).await.unwrap();
-        first.write_chunk(chain, chunk, 4096, 0, vec![1; 16]).await.unwrap();
+        first
+            .write_chunk(chain, chunk, 4096, 0, vec![1; 16])
+            .await
+            .unwrap();
         first.close().await;
         // A restarted client reusing the id starts its sequence numbers again: storage answers
         // its first write from the exactly-once record of the old one, without applying it.
         let reused = Client::connect_as(opts.clone(), node, id).await.unwrap();
-        reused.write_chunk(chain, chunk, 4096, 0, vec![2; 16]).await.unwrap();
-        assert_eq!(reused.read_chunk(chain, chunk, 4096, 0, 16).await.unwrap(), vec![1; 16]);
+        reused
+            .write_chunk(chain, chunk, 4096, 0, vec![2; 16])
+            .await
+            .unwrap();
+        assert_eq!(
+            reused.read_chunk(chain, chunk, 4096, 0, 16).await.unwrap(),
+            vec![1; 16]
+        );
         reused.close().await;
         // A fresh identity (what `Client::connect` takes) is applied.
         let fresh = Client::connect(opts.clone()).await.unwrap();
         assert_ne!(fresh.id, id);
-        fresh.write_chunk(chain, chunk, 4096, 0, vec![3; 16]).await.unwrap();
-        assert_eq!(fresh.read_chunk(chain, chunk, 4096, 0, 16).await.unwrap(), vec![3; 16]);
+        fresh
+            .write_chunk(chain, chunk, 4096, 0, vec![3; 16])
+            .await
+            .unwrap();
+        assert_eq!(
+            fresh.read_chunk(chain, chunk, 4096, 0, 16).await.unwrap(),
+            vec![3; 16]
+        );
         // Bad input is an error, never a panic.
-        assert!(fresh.write_chunk(chain, chunk, 4096, 4090, vec![0; 16]).await.is_err());
+        assert!(fresh
+            .write_chunk(chain, chunk, 4096, 4090, vec![0; 16])
+            .await
+            .is_err());
         assert!(fresh.open("relative/path", false).await.is_err());
         assert!(fresh.stat("/missing").await.is_err());
         fresh.close().await;

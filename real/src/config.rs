@@ -224,7 +224,10 @@ impl NodeConfig {
             ));
         }
         if !matches!(self.node.store.as_str(), "file" | "uring") {
-            return Err(err("node.store", format!("`{}`: expected \"file\" or \"uring\"", self.node.store)));
+            return Err(err(
+                "node.store",
+                format!("`{}`: expected \"file\" or \"uring\"", self.node.store),
+            ));
         }
         if self.cluster.token.len() < 16 {
             return Err(err("cluster.token", "shorter than 16 characters".into()));

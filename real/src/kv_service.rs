@@ -88,9 +88,13 @@ impl RemoteKv {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let (transport, inbound) =
-            rt.block_on(Transport::start(TransportConfig::new(me, None, token)))?;
-        transport.set_addr(kv_node, addr);
+        // Inside the runtime: the transport spawns its peer tasks on it (they run whenever a
+        // call blocks on the runtime).
+        let (transport, inbound) = rt.block_on(async {
+            let (t, inbound) = Transport::start(TransportConfig::new(me, None, token)).await?;
+            t.set_addr(kv_node, addr);
+            Ok::<_, std::io::Error>((t, inbound))
+        })?;
         Ok(Self {
             rt,
             transport,
@@ -221,7 +225,7 @@ mod tests {
     fn remote_kv_passes_the_kv_suite() {
         static N: AtomicU32 = AtomicU32::new(0);
         let root = std::env::temp_dir().join(format!("t3fs-remote-kv-{}", std::process::id()));
-        t3fs_core::testing::kv_suite::kv_suite(|| {
+        t3fs_core::testing::kv_suite(|| {
             let k = N.fetch_add(1, Ordering::Relaxed);
             let dir = root.join(k.to_string());
             let _ = std::fs::remove_dir_all(&dir);

@@ -119,8 +119,15 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     if let (Role::Mgmtd, KvBackend::Engine(e)) = (r, &kv) {
         // No kv service to seed an external KV: the first mgmtd to start does it.
         let (e, plan) = (e.clone(), cfg.plan());
-        tokio::task::spawn_blocking(move || seed(&plan, e.lock().map_err(|_| "kv lock poisoned".to_string())?.as_mut()))
-            .await??;
+        tokio::task::spawn_blocking(move || {
+            seed(
+                &plan,
+                e.lock()
+                    .map_err(|_| "kv lock poisoned".to_string())?
+                    .as_mut(),
+            )
+        })
+        .await??;
     }
     let mut stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>> = BTreeMap::new();
     let process = match r {
@@ -137,7 +144,10 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         Role::Storage => {
             let mut metas = BTreeMap::new();
             for t in plan.targets_of.get(&me).cloned().unwrap_or_default() {
-                let mut s = open_store(&cfg.node.store, &cfg.node.data.join(format!("target-{}", t.0)))?;
+                let mut s = open_store(
+                    &cfg.node.store,
+                    &cfg.node.data.join(format!("target-{}", t.0)),
+                )?;
                 metas.insert(t, list(s.as_mut())?);
                 stores.insert(t, s);
             }
@@ -209,7 +219,9 @@ pub fn open_store(kind: &str, dir: &Path) -> std::io::Result<Box<dyn ChunkStore 
         #[cfg(feature = "uring")]
         "uring" => Ok(Box::new(crate::chunk_store::UringChunkStore::open(dir)?)),
         "file" => Ok(Box::new(crate::chunk_store::FileChunkStore::open(dir)?)),
-        k => Err(std::io::Error::other(format!("chunk store `{k}` is not built into this binary"))),
+        k => Err(std::io::Error::other(format!(
+            "chunk store `{k}` is not built into this binary"
+        ))),
     }
 }
 

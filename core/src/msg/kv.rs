@@ -104,6 +104,9 @@ impl Wire for Mutation {
     }
 }
 
+/// Key-value pairs of a range read.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 fn encode_pairs(enc: &mut Encoder, pairs: &[(Vec<u8>, Vec<u8>)]) {
     enc.len(pairs.len());
     for (k, v) in pairs {
@@ -112,7 +115,7 @@ fn encode_pairs(enc: &mut Encoder, pairs: &[(Vec<u8>, Vec<u8>)]) {
     }
 }
 
-fn decode_pairs(dec: &mut Decoder<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DecodeError> {
+fn decode_pairs(dec: &mut Decoder<'_>) -> Result<Pairs, DecodeError> {
     let n = dec.len(LIST_LEN_MAX, 8)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {

@@ -314,7 +314,7 @@ impl Driver {
     /// Lets chunk I/O in flight finish (bounded), then closes the stores.
     async fn close(&mut self, io_rx: &mut mpsc::UnboundedReceiver<(IoId, IoResult)>) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while self.tables.inflight.len() > 0 {
+        while !self.tables.inflight.is_empty() {
             match tokio::time::timeout_at(deadline, io_rx.recv()).await {
                 Ok(Some((id, _))) => {
                     self.tables.inflight.complete(id);

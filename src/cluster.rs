@@ -48,6 +48,10 @@ pub enum ClusterCommand {
         /// Chunk store of every target: `file` or `uring` (io_uring, O_DIRECT).
         #[arg(long, default_value = "file", value_parser = ["file", "uring"])]
         store: String,
+        /// `loopback`, or `netns`: each storage node in its own network namespace joined by a
+        /// bridge (root only), so that its links can be cut.
+        #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
+        hosts: String,
     },
     /// Nodes, targets and chains of a running cluster.
     Status {
@@ -123,6 +127,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             chunk_size,
             wait,
             store,
+            hosts,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -136,6 +141,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 chunk_size,
                 wait: Duration::from_secs(wait),
                 store,
+                hosts,
             };
             done(cluster::up(&o))
         }

@@ -230,3 +230,41 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
         fresh.close().await;
     });
 }
+
+#[test]
+fn netns_hosts_cut_a_storage_link_and_heal() {
+    if !t3fs_real::netns::Net::permitted() {
+        eprintln!("skipped: --hosts netns needs root");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("t3fs-real-netns-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = Cluster { dir };
+    c.t3fs(&["cluster", "up", "--hosts", "netns"]);
+    let net = cluster::net_of(&c.dir).expect("a netns cluster");
+    assert!(net.present());
+    let st = c.status();
+    assert!(
+        st.contains(&format!("{}:", net.host_ip(2))),
+        "storage-2 listens in its namespace:\n{st}"
+    );
+    let ip = |up: &str| {
+        let ok = Command::new("ip")
+            .args(["-n", &net.ns(2), "link", "set", "eth0", up])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    ip("down");
+    c.wait_for("t3 OFFLINE after its link is cut", |s| {
+        s.contains("t3 OFFLINE")
+    });
+    ip("up");
+    c.wait_for("t3 back", |s| {
+        cluster::all_serving(s, 1) && !s.contains("c1@v1:")
+    });
+    let pids = cluster::pids(&c.dir);
+    c.t3fs(&["cluster", "down"]);
+    no_process_left(&c.dir, &pids);
+    assert!(!net.present(), "down removes the namespaces and the bridge");
+}

@@ -10,7 +10,8 @@
 //!
 //! Invariants: every process this module starts is recorded in `DIR/pids` before `up` returns
 //! or fails, and `down` stops every recorded process (SIGTERM, then SIGKILL after a grace
-//! period). Not here: the services themselves (serve.rs); network namespaces (not built yet).
+//! period). With `--hosts netns` (root) every storage node runs in its own network namespace
+//! (netns.rs), created by `up` and removed by `down`. Not here: the services (serve.rs).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -45,6 +46,8 @@ pub struct UpOptions {
     pub wait: Duration,
     /// Chunk store: `file` or `uring`.
     pub store: String,
+    /// `loopback`, or `netns`: every storage node in its own network namespace (root only).
+    pub hosts: String,
 }
 
 /// One node of a cluster directory.
@@ -175,21 +178,28 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
     for (id, _, _) in &named {
         ports.insert(*id, (free_port()?, free_port()?));
     }
+    let net = (o.hosts == "netns").then(|| crate::netns::Net::of(&o.dir, o.storage));
+    let host_of = |id: u32| match &net {
+        Some(n) if plan.storage.contains(&t3fs_core::ids::NodeId(id)) => n.host_ip(id - o.mgmtd),
+        Some(n) => n.gateway(),
+        None => "127.0.0.1".to_string(),
+    };
     let addresses: BTreeMap<String, String> = ports
         .iter()
-        .map(|(id, (p, _))| (id.to_string(), format!("127.0.0.1:{p}")))
+        .map(|(id, (p, _))| (id.to_string(), format!("{}:{p}", host_of(*id))))
         .collect();
     let dir = std::fs::canonicalize(&o.dir).map_err(|e| e.to_string())?;
     Ok(named
         .into_iter()
         .map(|(id, name, role)| {
             let (p, m) = ports[&id];
+            let host = host_of(id);
             let cfg = NodeConfig {
                 node: NodeSection {
                     id,
                     name: name.clone(),
-                    listen: format!("127.0.0.1:{p}"),
-                    metrics: format!("127.0.0.1:{m}"),
+                    listen: format!("{host}:{p}"),
+                    metrics: format!("{host}:{m}"),
                     data: dir.join(&name).join("data"),
                     store: o.store.clone(),
                 },
@@ -201,6 +211,14 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
         .collect())
 }
 
+/// The namespace network of the cluster in `dir`, if it runs with `--hosts netns`.
+pub fn net_of(dir: &Path) -> Option<crate::netns::Net> {
+    let text = std::fs::read_to_string(dir.join("hosts")).ok()?;
+    let hosts: u32 = text.trim().strip_prefix("netns ")?.parse().ok()?;
+    let dir = std::fs::canonicalize(dir).ok()?;
+    Some(crate::netns::Net::of(&dir, hosts))
+}
+
 fn start(exe: &Path, dir: &Path, n: &NodeEntry) -> R<i32> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -209,7 +227,22 @@ fn start(exe: &Path, dir: &Path, n: &NodeEntry) -> R<i32> {
         .map_err(|e| e.to_string())?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
     use std::os::unix::process::CommandExt;
-    let child = Command::new(exe)
+    let ns = match (net_of(dir), n.name.strip_prefix("storage-")) {
+        (Some(net), Some(i)) => {
+            let i: u32 = i.parse().map_err(|_| format!("bad node name {}", n.name))?;
+            Some(net.ns(i))
+        }
+        _ => None,
+    };
+    let mut cmd = match &ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let child = cmd
         .args(["serve", &n.role, "--config"])
         .arg(&n.config)
         .stdin(Stdio::null())
@@ -239,6 +272,13 @@ pub fn up(o: &UpOptions) -> R<String> {
     }
     let mut entries = nodes(&o.dir)?;
     if entries.is_empty() {
+        if o.hosts == "netns" {
+            if !crate::netns::Net::permitted() {
+                return Err("--hosts netns needs root (network namespaces)".into());
+            }
+            let hosts = format!("netns {}\n", o.storage);
+            std::fs::write(o.dir.join("hosts"), hosts).map_err(|e| e.to_string())?;
+        }
         let mut list = String::new();
         for (name, role, cfg) in plan_configs(o)? {
             let d = o.dir.join(&name);
@@ -252,6 +292,9 @@ pub fn up(o: &UpOptions) -> R<String> {
         }
         std::fs::write(o.dir.join("nodes"), list).map_err(|e| e.to_string())?;
         entries = nodes(&o.dir)?;
+    }
+    if let Some(net) = net_of(&o.dir) {
+        net.create()?;
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut started = BTreeMap::new();
@@ -460,6 +503,14 @@ pub fn down(dir: &Path) -> R<String> {
         }
     }
     let _ = std::fs::remove_file(dir.join("pids"));
+    if let Some(net) = net_of(dir) {
+        net.destroy()?;
+        out.push_str(&format!(
+            "removed bridge {} and {} namespaces\n",
+            net.bridge(),
+            net.hosts
+        ));
+    }
     out.push_str(&format!(
         "cluster in {} is down; its data stays\n",
         dir.display()

@@ -19,6 +19,7 @@ pub mod config;
 pub mod etcd_kv;
 pub mod kv_service;
 pub mod metrics;
+pub mod netns;
 pub mod node;
 pub mod serve;
 pub mod transport;

@@ -157,6 +157,7 @@ pub fn spawn(
         calls: BTreeMap::new(),
         next_req: 0,
         fast_status,
+        published_routing: 0,
         snapshot: snapshot.clone(),
         malformed: 0,
     };
@@ -187,9 +188,11 @@ struct Driver {
     next_req: u64,
     snapshot: Arc<Mutex<Snapshot>>,
     malformed: u64,
-    /// Clients publish after every step (their routing must be current for layout lookups);
-    /// servers on a tick.
+    /// A client's routing is published as soon as its version changes (layout lookups need it
+    /// current); everything else on the tick.
     fast_status: bool,
+    /// The routing version last published.
+    published_routing: u64,
 }
 
 impl Driver {
@@ -235,14 +238,14 @@ impl Driver {
                     Some(Cmd::Shutdown(tx)) => break Some(tx),
                     None => break None,
                 },
-                _ = tick.tick(), if !self.fast_status => {
+                _ = tick.tick() => {
                     self.publish();
                     continue;
                 }
             };
             let ran = self.step(input);
             if self.fast_status {
-                self.publish();
+                self.publish_routing();
             }
             if let Some(h) = ran {
                 tracing::error!(node = %self.name, "halted: {h}");
@@ -326,6 +329,18 @@ impl Driver {
             tokio::task::spawn_blocking(move || s.shutdown()).await.ok();
         }
         self.publish();
+    }
+
+    fn publish_routing(&mut self) {
+        let Process::Client(c) = &self.process else {
+            return;
+        };
+        if c.routing().version.0 != self.published_routing {
+            self.published_routing = c.routing().version.0;
+            if let Ok(mut s) = self.snapshot.lock() {
+                s.routing = Some(c.routing().clone());
+            }
+        }
     }
 
     fn publish(&mut self) {

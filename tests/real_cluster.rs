@@ -268,3 +268,46 @@ fn netns_hosts_cut_a_storage_link_and_heal() {
     no_process_left(&c.dir, &pids);
     assert!(!net.present(), "down removes the namespaces and the bridge");
 }
+
+#[test]
+fn a_cluster_on_etcd_serves_files() {
+    let Ok(eps) = std::env::var("T3FS_ETCD_ENDPOINTS") else {
+        eprintln!("skipped: T3FS_ETCD_ENDPOINTS is not set (scripts/test.sh starts an etcd)");
+        return;
+    };
+    let ep = eps
+        .split(',')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_string();
+    let dir = std::env::temp_dir().join(format!("t3fs-real-etcd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = Cluster { dir };
+    c.t3fs(&["cluster", "up", "--kv", &format!("etcd://{ep}")]);
+    assert!(!c.dir.join("kv").exists(), "no kv process with etcd");
+    let rt = rt();
+    rt.block_on(async {
+        let cl = Client::connect(c.options()).await.unwrap();
+        let f = cl.create("/on-etcd", 0o644).await.unwrap();
+        cl.write(&f, 0, block(1)).await.unwrap();
+        cl.close_file(&f, MIB).await.unwrap();
+        let f = cl.open("/on-etcd", false).await.unwrap();
+        assert_eq!(f.length, MIB);
+        assert_eq!(cl.read(&f, 0, MIB).await.unwrap(), block(1));
+        let names: Vec<Vec<u8>> = cl
+            .list("/", 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert!(names.contains(&b"on-etcd".to_vec()), "{names:?}");
+        cl.remove("/on-etcd", false).await.unwrap();
+        assert!(cl.stat("/on-etcd").await.is_err());
+        cl.close().await;
+    });
+    let pids = cluster::pids(&c.dir);
+    c.t3fs(&["cluster", "down"]);
+    no_process_left(&c.dir, &pids);
+}

@@ -115,7 +115,10 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     };
     let plan = cfg.plan();
     let tuning = cfg.tuning();
-    let kv = kv_backend(&cfg)?;
+    let kv = {
+        let c = cfg.clone();
+        tokio::task::spawn_blocking(move || kv_backend(&c)).await??
+    };
     if let (Role::Mgmtd, KvBackend::Engine(e)) = (r, &kv) {
         // No kv service to seed an external KV: the first mgmtd to start does it.
         let (e, plan) = (e.clone(), cfg.plan());
@@ -198,18 +201,21 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
 fn kv_backend(cfg: &NodeConfig) -> Result<KvBackend, BoxError> {
     Ok(match cfg.kv_choice()? {
         KvChoice::Embedded(n) => KvBackend::Remote(n),
-        KvChoice::Etcd(ep) => etcd_engine(&ep)?,
+        KvChoice::Etcd(ep) => etcd_engine(&ep, &cfg.cluster.token)?,
     })
 }
 
+/// Connects to etcd (blocking: call it off the runtime). Each cluster keeps its rows under a
+/// prefix of its own (derived from its token), so clusters can share one etcd.
 #[cfg(feature = "etcd")]
-fn etcd_engine(ep: &str) -> Result<KvBackend, BoxError> {
-    let e = crate::etcd_kv::EtcdKv::connect(&[format!("http://{ep}")], b"t3fs/")?;
+fn etcd_engine(ep: &str, token: &str) -> Result<KvBackend, BoxError> {
+    let prefix = format!("t3fs/{}/", &token[..token.len().min(8)]);
+    let e = crate::etcd_kv::EtcdKv::connect(&[format!("http://{ep}")], prefix.as_bytes())?;
     Ok(KvBackend::Engine(Arc::new(Mutex::new(Box::new(e)))))
 }
 
 #[cfg(not(feature = "etcd"))]
-fn etcd_engine(_: &str) -> Result<KvBackend, BoxError> {
+fn etcd_engine(_: &str, _: &str) -> Result<KvBackend, BoxError> {
     Err("this binary was built without the `etcd` feature (cargo build --features etcd)".into())
 }
 

@@ -198,10 +198,8 @@ async fn io_with(c: &Client, mib: u64, depth: usize) -> Result<String, String> {
     let mut i = 0;
     while i < mib {
         let n = (depth as u64).min(mib - i);
-        let writes: Vec<_> = (i..i + n).map(|k| c.write(&f, k * MIB, block(k))).collect();
-        for w in writes {
-            w.await.map_err(|e| e.to_string())?;
-        }
+        let pieces = (i..i + n).map(|k| (k * MIB, block(k))).collect();
+        c.write_many(&f, pieces).await.map_err(|e| e.to_string())?;
         i += n;
     }
     let wt = t.elapsed();
@@ -213,9 +211,9 @@ async fn io_with(c: &Client, mib: u64, depth: usize) -> Result<String, String> {
     let mut i = 0;
     while i < mib {
         let n = (depth as u64).min(mib - i);
-        let reads: Vec<_> = (i..i + n).map(|k| c.read(&f, k * MIB, MIB)).collect();
-        for (k, r) in (i..).zip(reads) {
-            let data = r.await.map_err(|e| e.to_string())?;
+        let pieces = (i..i + n).map(|k| (k * MIB, MIB)).collect();
+        let got = c.read_many(&f, pieces).await.map_err(|e| e.to_string())?;
+        for (k, data) in (i..).zip(got) {
             if data != block(k) {
                 return Err(format!("{path}: MiB {k} read back different bytes"));
             }

@@ -220,6 +220,20 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
             fresh.read_chunk(chain, chunk, 4096, 0, 16).await.unwrap(),
             vec![3; 16]
         );
+        // Many requests in flight: a batch of writes and a batch of reads, answered in order.
+        let f = fresh.create("/batched", 0o644).await.unwrap();
+        let pieces: Vec<(u64, Vec<u8>)> = (0..8u64)
+            .map(|k| (k * 65536, vec![k as u8 + 1; 65536]))
+            .collect();
+        fresh.write_many(&f, pieces.clone()).await.unwrap();
+        let got = fresh
+            .read_many(
+                &f,
+                pieces.iter().map(|(o, d)| (*o, d.len() as u64)).collect(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(got, pieces.into_iter().map(|(_, d)| d).collect::<Vec<_>>());
         // Bad input is an error, never a panic.
         assert!(fresh
             .write_chunk(chain, chunk, 4096, 4090, vec![0; 16])

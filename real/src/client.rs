@@ -243,16 +243,81 @@ impl Client {
         }
     }
 
-    /// Runs many calls at once; answers in call order.
+    /// Runs many calls at once: every call is handed to the client machine before the first
+    /// answer is awaited (the machine runs them concurrently up to its bounds and answers the
+    /// rest `Rejected`). Answers come back in call order.
     pub async fn batch(&self, calls: Vec<ClientCall>) -> Vec<Result<ClientRet, ClientError>> {
-        let futs: Vec<_> = calls.into_iter().map(|c| self.call(c)).collect();
-        let mut out = Vec::with_capacity(futs.len());
-        // Every call is submitted before the first answer is awaited.
-        let handles: Vec<_> = futs.into_iter().map(Box::pin).collect();
-        for h in handles {
-            out.push(h.await);
+        let mut pending = Vec::with_capacity(calls.len());
+        for c in calls {
+            pending.push(self.handle.submit(AnyCall::Client(c)).await);
+        }
+        let mut out = Vec::with_capacity(pending.len());
+        for p in pending {
+            out.push(match p {
+                Ok(rx) => match rx.await {
+                    Ok(AnyRet::Client(r)) => Ok(r),
+                    Ok(AnyRet::Admin(_)) => {
+                        Err(ClientError::Failed("unexpected admin answer".into()))
+                    }
+                    Err(_) => Err(ClientError::Stopped),
+                },
+                Err(_) => Err(ClientError::Stopped),
+            });
         }
         out
+    }
+
+    /// Writes many (offset, data) pieces of `f` at once (see [`Client::batch`]); the first
+    /// failure is returned.
+    pub async fn write_many(
+        &self,
+        f: &File,
+        pieces: Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), ClientError> {
+        if f.session == 0 {
+            return Err(ClientError::Invalid("file not open for writing".into()));
+        }
+        let calls = pieces
+            .into_iter()
+            .map(|(offset, data)| ClientCall::Write {
+                inode: f.inode,
+                layout: f.layout.clone(),
+                offset,
+                data,
+            })
+            .collect();
+        for r in self.batch(calls).await {
+            match r? {
+                ClientRet::Updated { .. } => {}
+                other => return Err(ClientError::Failed(format!("{other:?}"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads many (offset, len) pieces of `f` at once; the bytes in piece order.
+    pub async fn read_many(
+        &self,
+        f: &File,
+        pieces: Vec<(u64, u64)>,
+    ) -> Result<Vec<Vec<u8>>, ClientError> {
+        let calls = pieces
+            .into_iter()
+            .map(|(offset, len)| ClientCall::Read {
+                inode: f.inode,
+                layout: f.layout.clone(),
+                offset,
+                len,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for r in self.batch(calls).await {
+            match r? {
+                ClientRet::Read { data, .. } => out.push(data),
+                other => return Err(ClientError::Failed(format!("{other:?}"))),
+            }
+        }
+        Ok(out)
     }
 
     async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {

@@ -105,12 +105,18 @@ impl std::error::Error for Stopped {}
 impl NodeHandle {
     /// Runs a local call (a client call or an mgmtd admin verb) and waits for its answer.
     pub async fn call(&self, call: AnyCall) -> Result<AnyRet, Stopped> {
+        self.submit(call).await?.await.map_err(|_| Stopped)
+    }
+
+    /// Hands a local call to the node (waiting only for room in its command queue) and returns
+    /// the receiver of its answer, so that many calls can be in flight at once.
+    pub async fn submit(&self, call: AnyCall) -> Result<oneshot::Receiver<AnyRet>, Stopped> {
         let (tx, rx) = oneshot::channel();
         self.cmds
             .send(Cmd::Call(call, tx))
             .await
             .map_err(|_| Stopped)?;
-        rx.await.map_err(|_| Stopped)
+        Ok(rx)
     }
 
     /// Stops the node gracefully and waits until its stores are closed.

@@ -1,9 +1,10 @@
 //! CRC32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum 3FS uses end to end (§3.7).
 //!
 //! Clients checksum every write payload, replicas verify it before applying, chunks carry a
-//! whole-chunk CRC compared along the chain and returned with reads. A table-driven software
-//! implementation keeps t3fs-core free of dependencies; real drivers may swap in a hardware one
-//! as long as it agrees with this module's test vectors.
+//! whole-chunk CRC compared along the chain and returned with reads. [`extend`] uses the CPU's
+//! CRC32C instruction when it has one (the `crc32c` crate detects it at run time); the
+//! table-driven [`extend_software`] is the reference it is tested against, so the values (and
+//! every trace hash built on them) are the same on every machine.
 
 const POLY: u32 = 0x82F6_3B78;
 
@@ -42,6 +43,11 @@ const TABLES: [[u32; 256]; 8] = {
 
 /// Extends a running CRC32C (`crc` of earlier bytes, 0 for none) with `data`.
 pub fn extend(crc: u32, data: &[u8]) -> u32 {
+    ::crc32c::crc32c_append(crc, data)
+}
+
+/// [`extend`] in portable software (slicing-by-8): the reference implementation.
+pub fn extend_software(crc: u32, data: &[u8]) -> u32 {
     let mut c = !crc;
     let mut chunks = data.chunks_exact(8);
     for w in &mut chunks {
@@ -96,7 +102,23 @@ mod tests {
         for start in 0..8 {
             for end in start..data.len() {
                 assert_eq!(checksum(&data[start..end]), bitwise(&data[start..end]));
+                assert_eq!(
+                    extend_software(0, &data[start..end]),
+                    bitwise(&data[start..end])
+                );
             }
+        }
+    }
+
+    #[test]
+    fn hardware_equals_software() {
+        let data: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for (start, end) in [(0, 0), (0, 1), (3, 17), (1, 4096), (5, 65_537), (0, 70_000)] {
+            let d = &data[start..end];
+            assert_eq!(extend(0, d), extend_software(0, d), "{start}..{end}");
+            assert_eq!(extend(0x1234_5678, d), extend_software(0x1234_5678, d));
         }
     }
 

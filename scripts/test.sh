@@ -55,6 +55,9 @@ cargo nextest run --workspace --locked --no-fail-fast "${FEATURES[@]}"
 bash scripts/etcd.sh stop >/dev/null
 trap - EXIT
 
+echo "== criterion benchmarks compile (run them with: cargo bench -p t3fs-core --features testing)"
+cargo bench -p t3fs-core --features testing --locked --no-run
+
 echo "== model check (release binary, the command users run)"
 # One thread, so the unique state counts are exact (with several they vary by a fraction of a
 # percent) and can be pinned here: the largest shapes are too big for the test suite. One count

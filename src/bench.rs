@@ -32,6 +32,10 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         divide: usize,
     },
+    /// fio-style I/O load on a running cluster (`t3fs cluster up`) through the native client:
+    /// bandwidth, IOPS and completion-latency percentiles, written as fio-vocabulary JSON and
+    /// HdrHistogram interval logs.
+    Io(IoArgs),
     /// Meta namespace operations per second by type, on the in-memory and embedded KV.
     Meta {
         /// Files to create, stat, rename and remove.
@@ -44,6 +48,112 @@ pub enum BenchCommand {
     },
 }
 
+/// `t3fs bench io` knobs (fio's names and meanings).
+#[derive(clap::Args, Debug)]
+pub struct IoArgs {
+    /// The cluster directory of `t3fs cluster up`.
+    #[arg(long, default_value = "t3fs-cluster")]
+    cluster: std::path::PathBuf,
+    /// read, write, randread, randwrite or randrw.
+    #[arg(long, default_value = "write")]
+    rw: String,
+    /// Percentage of reads in randrw.
+    #[arg(long, default_value_t = 50)]
+    rwmixread: u32,
+    /// Block size (4k, 1m, ...).
+    #[arg(long, default_value = "1m")]
+    bs: String,
+    /// I/Os in flight per job.
+    #[arg(long, default_value_t = 1)]
+    iodepth: usize,
+    /// Concurrent jobs (each its own client).
+    #[arg(long, default_value_t = 1)]
+    numjobs: usize,
+    /// Bytes per job file (or of the shared file).
+    #[arg(long, default_value = "256m")]
+    size: String,
+    /// Seconds to run (with --time-based, loop over the file until then).
+    #[arg(long)]
+    runtime: Option<u64>,
+    /// Loop over the file until --runtime.
+    #[arg(long)]
+    time_based: bool,
+    /// Seconds run before recording starts.
+    #[arg(long, default_value_t = 0)]
+    ramp_time: u64,
+    /// Open loop: I/Os per second per job (latency counted from each I/O's scheduled start).
+    #[arg(long)]
+    rate_iops: Option<u64>,
+    /// 1 (the native client has no cache; 0 is refused rather than silently ignored).
+    #[arg(long, default_value_t = 1)]
+    direct: u8,
+    /// One file shared by every job instead of a file per job.
+    #[arg(long)]
+    shared: bool,
+    /// Where summary.json and the .hlog interval logs go.
+    #[arg(long, default_value = "runs/bench-io")]
+    out: std::path::PathBuf,
+}
+
+fn io(a: IoArgs) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    if a.direct != 1 {
+        return fail(
+            "--direct 0: the native client keeps no page cache; every I/O is direct".into(),
+        );
+    }
+    let job = match (|| -> Result<t3fs_real::bench_io::Job, String> {
+        Ok(t3fs_real::bench_io::Job {
+            rw: a.rw.parse()?,
+            rwmixread: a.rwmixread,
+            bs: t3fs_real::bench_io::parse_size(&a.bs)?,
+            iodepth: a.iodepth,
+            numjobs: a.numjobs,
+            size: t3fs_real::bench_io::parse_size(&a.size)?,
+            runtime: a.runtime.map(Duration::from_secs),
+            time_based: a.time_based,
+            ramp_time: Duration::from_secs(a.ramp_time),
+            rate_iops: a.rate_iops,
+            shared: a.shared,
+        })
+    })() {
+        Ok(j) => j,
+        Err(e) => return fail(e),
+    };
+    let opts = match crate::cluster::client_options(&a.cluster) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e.to_string()),
+    };
+    let pb = bar(1000, "bench io");
+    let p = pb.clone();
+    let r = rt.block_on(t3fs_real::bench_io::run(opts, job, move |f| {
+        p.set_position((f * 1000.0) as u64)
+    }));
+    pb.finish_and_clear();
+    match r {
+        Ok(report) => {
+            print!("{}", report.text());
+            if let Err(e) = report.write(&a.out) {
+                return fail(format!("{}: {e}", a.out.display()));
+            }
+            println!("summary: {}", a.out.join("summary.json").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
 /// Runs a benchmark.
 pub fn run(cmd: BenchCommand) -> ExitCode {
     match cmd {
@@ -54,6 +164,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         } => sim(seeds, seconds, write_size),
         BenchCommand::Checker { divide } => checker(divide.max(1)),
         BenchCommand::Meta { files, etcd } => crate::bench_meta::run(files, etcd),
+        BenchCommand::Io(a) => io(a),
     }
 }
 

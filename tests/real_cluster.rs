@@ -234,6 +234,26 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
             .await
             .unwrap();
         assert_eq!(got, pieces.into_iter().map(|(_, d)| d).collect::<Vec<_>>());
+        // fio-style load: every I/O of a sequential write job is counted, with latencies.
+        let job = t3fs_real::bench_io::Job {
+            rw: t3fs_real::bench_io::Rw::Write,
+            rwmixread: 50,
+            bs: 65536,
+            iodepth: 4,
+            numjobs: 2,
+            size: 1 << 20,
+            runtime: None,
+            time_based: false,
+            ramp_time: Duration::ZERO,
+            rate_iops: None,
+            shared: false,
+        };
+        let report = t3fs_real::bench_io::run(opts.clone(), job, |_| {})
+            .await
+            .unwrap();
+        let w = &report.ops["write"];
+        assert_eq!((w.hist.len(), w.bytes, w.errors), (32, 2 << 20, 0));
+        assert!(report.json().contains("\"99.990000\""));
         // Bad input is an error, never a panic.
         assert!(fresh
             .write_chunk(chain, chunk, 4096, 4090, vec![0; 16])

@@ -243,6 +243,17 @@ impl Client {
         }
     }
 
+    /// Hands `call` to the node; the receiver gets its answer.
+    pub(crate) async fn submit_any(
+        &self,
+        call: ClientCall,
+    ) -> Result<tokio::sync::oneshot::Receiver<AnyRet>, ClientError> {
+        self.handle
+            .submit(AnyCall::Client(call))
+            .await
+            .map_err(|_| ClientError::Stopped)
+    }
+
     /// Runs many calls at once: every call is handed to the client machine before the first
     /// answer is awaited (the machine runs them concurrently up to its bounds and answers the
     /// rest `Rejected`). Answers come back in call order.

@@ -11,6 +11,7 @@
 // and for its aligned buffers (each use with a SAFETY comment).
 #![deny(unsafe_code)]
 
+pub mod bench_io;
 pub mod chunk_store;
 pub mod client;
 pub mod cluster;

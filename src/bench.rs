@@ -36,8 +36,27 @@ pub enum BenchCommand {
     /// bandwidth, IOPS and completion-latency percentiles, written as fio-vocabulary JSON and
     /// HdrHistogram interval logs.
     Io(IoArgs),
-    /// Meta namespace operations per second by type, on the in-memory and embedded KV.
+    /// Meta namespace operations per second by type, on the in-memory and embedded KV; with
+    /// `--cluster`, mdtest's phases through a running cluster's meta service over TCP.
     Meta {
+        /// Run mdtest's phases against this cluster directory (`t3fs cluster up`).
+        #[arg(long)]
+        cluster: Option<std::path::PathBuf>,
+        /// mdtest -n: items per rank.
+        #[arg(short = 'n', long, default_value_t = 1000)]
+        items: u64,
+        /// mdtest -u: a unique directory per rank.
+        #[arg(short = 'u', long)]
+        unique_dir: bool,
+        /// mdtest -z: tree depth.
+        #[arg(short = 'z', long, default_value_t = 0)]
+        depth: u32,
+        /// mdtest -b: tree branching.
+        #[arg(short = 'b', long, default_value_t = 1)]
+        branch: u32,
+        /// Ranks (concurrent clients).
+        #[arg(long, default_value_t = 4)]
+        ranks: usize,
         /// Files to create, stat, rename and remove.
         #[arg(long, default_value_t = 20_000)]
         files: u64,
@@ -154,6 +173,44 @@ fn io(a: IoArgs) -> ExitCode {
     }
 }
 
+fn mdtest(dir: &std::path::Path, job: t3fs_real::bench_mdtest::MdJob) -> ExitCode {
+    let run = || -> Result<Vec<t3fs_real::bench_mdtest::Phase>, String> {
+        let opts = crate::cluster::client_options(dir)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(t3fs_real::bench_mdtest::run(opts, job.clone()))
+    };
+    match run() {
+        Ok(phases) => {
+            println!(
+                "mdtest through the meta service over TCP: {} ranks, -n {}{}, -z {} -b {}",
+                job.ranks,
+                job.items,
+                if job.unique_dir { " -u" } else { "" },
+                job.depth,
+                job.branch
+            );
+            for p in phases {
+                println!(
+                    "   {:<14} {:>10.1} ops/s  ({} ops in {:.2} s)",
+                    p.name,
+                    p.rate(),
+                    p.ops,
+                    p.elapsed.as_secs_f64()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Runs a benchmark.
 pub fn run(cmd: BenchCommand) -> ExitCode {
     match cmd {
@@ -163,7 +220,25 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             write_size,
         } => sim(seeds, seconds, write_size),
         BenchCommand::Checker { divide } => checker(divide.max(1)),
-        BenchCommand::Meta { files, etcd } => crate::bench_meta::run(files, etcd),
+        BenchCommand::Meta {
+            cluster: Some(dir),
+            items,
+            unique_dir,
+            depth,
+            branch,
+            ranks,
+            ..
+        } => mdtest(
+            &dir,
+            t3fs_real::bench_mdtest::MdJob {
+                ranks,
+                items,
+                unique_dir,
+                depth,
+                branch,
+            },
+        ),
+        BenchCommand::Meta { files, etcd, .. } => crate::bench_meta::run(files, etcd),
         BenchCommand::Io(a) => io(a),
     }
 }

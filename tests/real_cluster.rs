@@ -254,6 +254,29 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
         let w = &report.ops["write"];
         assert_eq!((w.hist.len(), w.bytes, w.errors), (32, 2 << 20, 0));
         assert!(report.json().contains("\"99.990000\""));
+        // mdtest's phases through the meta service: every phase does every operation.
+        let md = t3fs_real::bench_mdtest::MdJob {
+            ranks: 2,
+            items: 10,
+            unique_dir: true,
+            depth: 1,
+            branch: 2,
+        };
+        let phases = t3fs_real::bench_mdtest::run(opts.clone(), md)
+            .await
+            .unwrap();
+        let ops: Vec<(&str, u64)> = phases.iter().map(|p| (p.name, p.ops)).collect();
+        assert_eq!(
+            ops,
+            [
+                ("Tree creation", 6),
+                ("File creation", 20),
+                ("File stat", 20),
+                ("File read", 20),
+                ("File removal", 20),
+                ("Tree removal", 6)
+            ]
+        );
         // Bad input is an error, never a panic.
         assert!(fresh
             .write_chunk(chain, chunk, 4096, 4090, vec![0; 16])

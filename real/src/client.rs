@@ -461,6 +461,30 @@ impl Client {
         .map(|_| ())
     }
 
+    /// Makes a directory (its parent must exist).
+    pub async fn mkdir(&self, path: &str) -> Result<(), ClientError> {
+        Self::check_path(path)?;
+        self.meta(MetaOp::Mkdirs {
+            path: path.into(),
+            perm: 0o755,
+            recursive: false,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Creates an empty file without opening it (exclusive).
+    pub async fn create_empty(&self, path: &str) -> Result<(), ClientError> {
+        Self::check_path(path)?;
+        self.meta(MetaOp::Create {
+            path: path.into(),
+            perm: 0o644,
+            exclusive: true,
+        })
+        .await
+        .map(|_| ())
+    }
+
     /// Stats a path.
     pub async fn stat(&self, path: &str) -> Result<Inode, ClientError> {
         Self::check_path(path)?;

@@ -12,6 +12,7 @@
 #![deny(unsafe_code)]
 
 pub mod bench_io;
+pub mod bench_mdtest;
 pub mod chunk_store;
 pub mod client;
 pub mod cluster;

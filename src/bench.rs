@@ -112,6 +112,9 @@ pub struct IoArgs {
     /// Where summary.json and the .hlog interval logs go.
     #[arg(long, default_value = "runs/bench-io")]
     out: std::path::PathBuf,
+    /// Reuse the saved host probe (runs/probe.json) while younger than this many seconds.
+    #[arg(long, default_value_t = 3600)]
+    probe_max_age: u64,
 }
 
 fn io(a: IoArgs) -> ExitCode {
@@ -154,6 +157,36 @@ fn io(a: IoArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e.to_string()),
     };
+    let replicas = match t3fs_real::cluster::nodes(&a.cluster) {
+        Ok(n) if !n.is_empty() => n[0].cfg.cluster.replicas,
+        _ => return fail(format!("no cluster in {}", a.cluster.display())),
+    };
+    let data_dir = t3fs_real::cluster::nodes(&a.cluster)
+        .ok()
+        .and_then(|n| {
+            n.iter()
+                .find(|n| n.role == "storage")
+                .map(|n| n.cfg.node.data.clone())
+        })
+        .unwrap_or_else(|| a.cluster.clone());
+    let qd = job.iodepth * job.numjobs;
+    eprintln!(
+        "probing this host (or reusing a probe younger than {} s) ...",
+        a.probe_max_age
+    );
+    let probe = match t3fs_real::probe::load_or_measure(
+        std::path::Path::new("runs/probe.json"),
+        &data_dir,
+        qd,
+        Duration::from_secs(a.probe_max_age),
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("host probe: {e}")),
+    };
+    println!(
+        "host probe ({} s old): disk write {:.0} MiB/s (fdatasync per MiB), disk read {:.0} MiB/s (O_DIRECT), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s",
+        probe.age().as_secs(), probe.disk_write_mibs, probe.disk_read_mibs, probe.rand_read_iops, probe.qd, probe.loopback_mibs
+    );
     let pb = bar(1000, "bench io");
     let p = pb.clone();
     let r = rt.block_on(t3fs_real::bench_io::run(opts, job, move |f| {
@@ -163,7 +196,17 @@ fn io(a: IoArgs) -> ExitCode {
     match r {
         Ok(report) => {
             print!("{}", report.text());
+            let rows = t3fs_real::roofline::rows(&report, &probe, replicas);
+            print!("{}", t3fs_real::roofline::text(&rows));
             if let Err(e) = report.write(&a.out) {
+                return fail(format!("{}: {e}", a.out.display()));
+            }
+            let extra = format!(
+                "{{\"probe\": {}, \"roofline\": {}}}\n",
+                probe.json().trim(),
+                t3fs_real::roofline::json(&rows)
+            );
+            if let Err(e) = std::fs::write(a.out.join("roofline.json"), extra) {
                 return fail(format!("{}: {e}", a.out.display()));
             }
             println!("summary: {}", a.out.join("summary.json").display());

@@ -23,6 +23,8 @@ pub mod kv_service;
 pub mod metrics;
 pub mod netns;
 pub mod node;
+pub mod probe;
+pub mod roofline;
 pub mod serve;
 pub mod transport;
 pub mod wal_kv;

@@ -1,0 +1,192 @@
+//! The roofline of a `bench io` run: each measured figure next to the host's probed bounds,
+//! which one binds, and the fraction reached. For an R-replica write every payload crosses the
+//! loopback R times (client to head, then down the chain) and lands on a disk R times, so both
+//! bounds divide by R; a read crosses once and comes from one disk. Random reads of 4 KiB are
+//! held to the probe's random-read IOPS at the same total queue depth. Not here: measuring
+//! (probe.rs) or running the load (bench_io.rs).
+
+use crate::bench_io::{Report, Rw};
+use crate::probe::Probe;
+
+/// One row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// `read` or `write`.
+    pub op: &'static str,
+    /// The unit of `measured` and `bound` (`MiB/s` or `IOPS`).
+    pub unit: &'static str,
+    /// What the run reached.
+    pub measured: f64,
+    /// Every bound considered: (name, value).
+    pub bounds: Vec<(String, f64)>,
+}
+
+impl Row {
+    /// The binding (lowest) bound.
+    pub fn binding(&self) -> (&str, f64) {
+        self.bounds
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(n, v)| (n.as_str(), *v))
+            .unwrap_or(("none", f64::INFINITY))
+    }
+
+    /// Percentage of the binding bound reached.
+    pub fn percent(&self) -> f64 {
+        100.0 * self.measured / self.binding().1.max(1e-9)
+    }
+}
+
+/// The rows of `report` against `probe` on a cluster with `replicas` replicas per chain.
+pub fn rows(report: &Report, probe: &Probe, replicas: u32) -> Vec<Row> {
+    let secs = report.elapsed.as_secs_f64().max(1e-9);
+    let r = f64::from(replicas.max(1));
+    let random = matches!(report.job.rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
+    let small = report.job.bs <= 64 * 1024;
+    report
+        .ops
+        .iter()
+        .map(|(op, s)| {
+            let mibs = s.bytes as f64 / (1 << 20) as f64 / secs;
+            let iops = s.hist.len() as f64 / secs;
+            match (*op, random && small) {
+                ("read", true) => Row {
+                    op: "read",
+                    unit: "IOPS",
+                    measured: iops,
+                    bounds: vec![(
+                        format!("disk 4k random read at qd {}", probe.qd),
+                        probe.rand_read_iops,
+                    )],
+                },
+                ("read", false) => Row {
+                    op: "read",
+                    unit: "MiB/s",
+                    measured: mibs,
+                    bounds: vec![
+                        (
+                            "disk sequential read (O_DIRECT)".into(),
+                            probe.disk_read_mibs,
+                        ),
+                        ("loopback TCP".into(), probe.loopback_mibs),
+                    ],
+                },
+                (_, _) => Row {
+                    op: "write",
+                    unit: "MiB/s",
+                    measured: mibs,
+                    bounds: vec![
+                        (
+                            format!("disk write (fdatasync) ÷ {replicas}"),
+                            probe.disk_write_mibs / r,
+                        ),
+                        (
+                            format!("loopback TCP ÷ {replicas} hops"),
+                            probe.loopback_mibs / r,
+                        ),
+                    ],
+                },
+            }
+        })
+        .collect()
+}
+
+/// The rows as text, one line each.
+pub fn text(rows: &[Row]) -> String {
+    rows.iter()
+        .map(|r| {
+            let (name, bound) = r.binding();
+            format!(
+                "roofline {}: {:.1} {} of {:.1} {} bound by {} ({:.0}%)\n",
+                r.op,
+                r.measured,
+                r.unit,
+                bound,
+                r.unit,
+                name,
+                r.percent()
+            )
+        })
+        .collect()
+}
+
+/// The rows as a JSON array.
+pub fn json(rows: &[Row]) -> String {
+    let items: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let (name, bound) = r.binding();
+            let bounds: Vec<String> = r.bounds.iter().map(|(n, v)| format!("{{\"name\": \"{n}\", \"value\": {v:.1}}}")).collect();
+            format!(
+                "{{\"op\": \"{}\", \"unit\": \"{}\", \"measured\": {:.1}, \"binding\": \"{name}\", \"bound\": {bound:.1}, \"percent\": {:.1}, \"bounds\": [{}]}}",
+                r.op, r.unit, r.measured, r.percent(), bounds.join(", ")
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_io::{Job, OpStats};
+    use std::time::Duration;
+
+    fn report(rw: Rw, bs: u64, op: &'static str, ios: u64) -> Report {
+        let mut hist = hdrhistogram::Histogram::new(3).unwrap();
+        for _ in 0..ios {
+            hist.record(100).unwrap();
+        }
+        let job = Job {
+            rw,
+            rwmixread: 50,
+            bs,
+            iodepth: 4,
+            numjobs: 1,
+            size: bs * ios,
+            runtime: None,
+            time_based: false,
+            ramp_time: Duration::ZERO,
+            rate_iops: None,
+            shared: false,
+        };
+        let stats = OpStats {
+            hist,
+            intervals: Vec::new(),
+            bytes: bs * ios,
+            errors: 0,
+        };
+        Report {
+            job,
+            elapsed: Duration::from_secs(1),
+            ops: [(op, stats)].into_iter().collect(),
+        }
+    }
+
+    fn probe() -> Probe {
+        Probe {
+            at: 0,
+            disk_write_mibs: 600.0,
+            disk_read_mibs: 1000.0,
+            rand_read_iops: 50_000.0,
+            qd: 4,
+            loopback_mibs: 1500.0,
+        }
+    }
+
+    #[test]
+    fn a_replicated_write_divides_both_bounds_by_the_replicas() {
+        let rows = rows(&report(Rw::Write, 1 << 20, "write", 100), &probe(), 3);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].binding(), ("disk write (fdatasync) ÷ 3", 200.0));
+        assert!((rows[0].percent() - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn small_random_reads_are_held_to_the_probed_iops() {
+        let rows = rows(&report(Rw::RandRead, 4096, "read", 25_000), &probe(), 3);
+        assert_eq!(rows[0].unit, "IOPS");
+        assert!((rows[0].percent() - 50.0).abs() < 1e-9);
+        assert!(json(&rows).contains("\"percent\": 50.0"));
+    }
+}

@@ -294,6 +294,10 @@ fn netns_hosts_cut_a_storage_link_and_heal() {
         eprintln!("skipped: --hosts netns needs root");
         return;
     }
+    if Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("skipped: --hosts netns needs iproute2's `ip`");
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("t3fs-real-netns-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let c = Cluster { dir };

@@ -157,18 +157,16 @@ fn io(a: IoArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e.to_string()),
     };
-    let replicas = match t3fs_real::cluster::nodes(&a.cluster) {
-        Ok(n) if !n.is_empty() => n[0].cfg.cluster.replicas,
+    let nodes = match t3fs_real::cluster::nodes(&a.cluster) {
+        Ok(n) if !n.is_empty() => n,
         _ => return fail(format!("no cluster in {}", a.cluster.display())),
     };
-    let data_dir = t3fs_real::cluster::nodes(&a.cluster)
-        .ok()
-        .and_then(|n| {
-            n.iter()
-                .find(|n| n.role == "storage")
-                .map(|n| n.cfg.node.data.clone())
-        })
-        .unwrap_or_else(|| a.cluster.clone());
+    let replicas = nodes[0].cfg.cluster.replicas;
+    // The probe measures the filesystem the chunk stores live on.
+    let data_dir = nodes
+        .iter()
+        .find(|n| n.role == "storage")
+        .map_or_else(|| a.cluster.clone(), |n| n.cfg.node.data.clone());
     let qd = job.iodepth * job.numjobs;
     eprintln!(
         "probing this host (or reusing a probe younger than {} s) ...",

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use t3fs_core::client::{ClientCall, ClientRet};
 
-use crate::client::{Client, ClientError, ClientOptions, File};
+use crate::client::{Client, ClientOptions, File};
 
 /// The I/O pattern (fio `rw`).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -426,7 +426,7 @@ async fn job_loop(
         in_flight += 1;
         let (tx, done_tx, bs) = (tx.clone(), done_tx.clone(), job.bs);
         tokio::spawn(async move {
-            let r = rx.await;
+            let r = crate::client::answer(rx).await;
             let ok = matches!(
                 r,
                 Ok(ClientRet::Read { .. }) | Ok(ClientRet::Updated { .. })
@@ -464,22 +464,4 @@ async fn job_loop(
     }
     c.close().await;
     Ok(())
-}
-
-/// The answer to a submitted call.
-pub type Reply = tokio::sync::oneshot::Receiver<ClientRet>;
-
-impl Client {
-    /// Hands `call` to the client machine and returns a future of its answer, so a caller can
-    /// keep many I/Os in flight and time each one.
-    pub async fn submit(&self, call: ClientCall) -> Result<Reply, ClientError> {
-        let rx = self.submit_any(call).await?;
-        let (tx, out) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            if let Ok(t3fs_core::node::AnyRet::Client(r)) = rx.await {
-                let _ = tx.send(r);
-            }
-        });
-        Ok(out)
-    }
 }

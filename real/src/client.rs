@@ -87,6 +87,18 @@ impl std::fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
+/// The answer to a submitted call, not yet awaited.
+pub type Reply = tokio::sync::oneshot::Receiver<AnyRet>;
+
+/// Waits for a submitted call's answer.
+pub async fn answer(rx: Reply) -> Result<ClientRet, ClientError> {
+    match rx.await {
+        Ok(AnyRet::Client(r)) => Ok(r),
+        Ok(AnyRet::Admin(_)) => Err(ClientError::Failed("unexpected admin answer".into())),
+        Err(_) => Err(ClientError::Stopped),
+    }
+}
+
 /// A file opened for I/O.
 #[derive(Clone, Debug)]
 pub struct File {
@@ -236,18 +248,12 @@ impl Client {
 
     /// Runs one client call.
     pub async fn call(&self, call: ClientCall) -> Result<ClientRet, ClientError> {
-        match self.handle.call(AnyCall::Client(call)).await {
-            Ok(AnyRet::Client(r)) => Ok(r),
-            Ok(AnyRet::Admin(_)) => Err(ClientError::Failed("unexpected admin answer".into())),
-            Err(_) => Err(ClientError::Stopped),
-        }
+        answer(self.submit(call).await?).await
     }
 
-    /// Hands `call` to the node; the receiver gets its answer.
-    pub(crate) async fn submit_any(
-        &self,
-        call: ClientCall,
-    ) -> Result<tokio::sync::oneshot::Receiver<AnyRet>, ClientError> {
+    /// Hands `call` to the client machine without waiting for its answer (see [`answer`]), so a
+    /// caller can keep many calls in flight and time each one.
+    pub async fn submit(&self, call: ClientCall) -> Result<Reply, ClientError> {
         self.handle
             .submit(AnyCall::Client(call))
             .await
@@ -260,19 +266,13 @@ impl Client {
     pub async fn batch(&self, calls: Vec<ClientCall>) -> Vec<Result<ClientRet, ClientError>> {
         let mut pending = Vec::with_capacity(calls.len());
         for c in calls {
-            pending.push(self.handle.submit(AnyCall::Client(c)).await);
+            pending.push(self.submit(c).await);
         }
         let mut out = Vec::with_capacity(pending.len());
         for p in pending {
             out.push(match p {
-                Ok(rx) => match rx.await {
-                    Ok(AnyRet::Client(r)) => Ok(r),
-                    Ok(AnyRet::Admin(_)) => {
-                        Err(ClientError::Failed("unexpected admin answer".into()))
-                    }
-                    Err(_) => Err(ClientError::Stopped),
-                },
-                Err(_) => Err(ClientError::Stopped),
+                Ok(rx) => answer(rx).await,
+                Err(e) => Err(e),
             });
         }
         out

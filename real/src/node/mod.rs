@@ -146,7 +146,6 @@ pub fn spawn(
     let snapshot = Arc::new(Mutex::new(Snapshot::default()));
     let (timer_tx, timer_rx) = mpsc::unbounded_channel();
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
-    let fast_status = matches!(parts.process, Process::Client(_));
     let driver = Driver {
         id: parts.id,
         name: parts.name,
@@ -162,7 +161,6 @@ pub fn spawn(
         loop_tx,
         calls: BTreeMap::new(),
         next_req: 0,
-        fast_status,
         published_routing: 0,
         snapshot: snapshot.clone(),
         malformed: 0,
@@ -194,10 +192,8 @@ struct Driver {
     next_req: u64,
     snapshot: Arc<Mutex<Snapshot>>,
     malformed: u64,
-    /// A client's routing is published as soon as its version changes (layout lookups need it
-    /// current); everything else on the tick.
-    fast_status: bool,
-    /// The routing version last published.
+    /// The routing version last published: a client's routing is published as soon as its
+    /// version changes (layout lookups need it current); everything else on the tick.
     published_routing: u64,
 }
 
@@ -250,9 +246,7 @@ impl Driver {
                 }
             };
             let ran = self.step(input);
-            if self.fast_status {
-                self.publish_routing();
-            }
+            self.publish_routing();
             if let Some(h) = ran {
                 tracing::error!(node = %self.name, "halted: {h}");
                 self.close(&mut io_rx).await;
@@ -358,7 +352,10 @@ impl Driver {
             self.malformed,
         );
         if let Ok(mut s) = self.snapshot.lock() {
+            // The routing is publish_routing's, kept across ticks.
+            let routing = s.routing.take();
             *s = snap;
+            s.routing = routing;
         }
     }
 }

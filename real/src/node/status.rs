@@ -109,14 +109,10 @@ pub fn snapshot(
         Process::None => (String::from("stopped\n"), false),
         _ => (format!("running {me}\n"), true),
     };
-    let routing = match p {
-        Process::Client(c) => Some(c.routing().clone()),
-        _ => None,
-    };
     Snapshot {
         metrics,
         status,
         ready,
-        routing,
+        routing: None,
     }
 }

@@ -136,6 +136,19 @@ fn parse(h: &[u8; HELLO_LEN], me: Me) -> Result<Peer, HandshakeError> {
     })
 }
 
+/// Both sides' first step: send our hello, read and check theirs.
+async fn hellos<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: Me,
+) -> Result<([u8; HELLO_LEN], [u8; HELLO_LEN], Peer), HandshakeError> {
+    let mine = hello(me)?;
+    s.write_all(&mine).await?;
+    let mut theirs = [0u8; HELLO_LEN];
+    s.read_exact(&mut theirs).await?;
+    let peer = parse(&theirs, me)?;
+    Ok((mine, theirs, peer))
+}
+
 /// Runs the dialer's side; `expect` is the node the address was supposed to reach.
 pub(crate) async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
@@ -143,11 +156,7 @@ pub(crate) async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     me: Me,
     expect: NodeId,
 ) -> Result<Peer, HandshakeError> {
-    let mine = hello(me)?;
-    s.write_all(&mine).await?;
-    let mut theirs = [0u8; HELLO_LEN];
-    s.read_exact(&mut theirs).await?;
-    let peer = parse(&theirs, me)?;
+    let (mine, theirs, peer) = hellos(s, me).await?;
     if peer.node != expect {
         return Err(HandshakeError::WrongNode);
     }
@@ -171,11 +180,7 @@ pub(crate) async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     key: &TokenKey,
     me: Me,
 ) -> Result<Peer, HandshakeError> {
-    let mine = hello(me)?;
-    s.write_all(&mine).await?;
-    let mut theirs = [0u8; HELLO_LEN];
-    s.read_exact(&mut theirs).await?;
-    let peer = parse(&theirs, me)?;
+    let (mine, theirs, peer) = hellos(s, me).await?;
     let mut proof = [0u8; PROOF_LEN];
     s.read_exact(&mut proof).await?;
     if !key.verify(b"dialer", &theirs, &mine, proof) {

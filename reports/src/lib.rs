@@ -11,4 +11,6 @@ pub mod render;
 pub mod rundir;
 
 pub use render::render;
-pub use rundir::{ChainPoint, EventLine, Manifest, OpLine, RunData, Series, VerdictLine};
+pub use rundir::{
+    Bound, ChainPoint, EventLine, Manifest, OpLine, RooflineLine, RunData, Series, VerdictLine,
+};

@@ -75,6 +75,46 @@ pub struct Manifest {
     pub faults_reached: BTreeMap<String, u64>,
     /// §2.6.1 table rows exercised and how often.
     pub rows_reached: BTreeMap<String, u64>,
+    /// Cluster shape in words (real runs; the scenario's `[cluster]` says it for simulated ones).
+    #[serde(default)]
+    pub shape: String,
+    /// The host's probed bounds for this run, by name with the unit in the name
+    /// (`disk_write_mibs`), plus `age_s`: how old the probe was when the run used it.
+    #[serde(default)]
+    pub probe: BTreeMap<String, f64>,
+    /// The roofline: each measured figure next to the probed bounds (real runs).
+    #[serde(default)]
+    pub roofline: Vec<RooflineLine>,
+}
+
+/// One bound of a roofline row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    /// What it is (`disk write (fdatasync) ÷ 3`).
+    pub name: String,
+    /// Its value, in the row's unit.
+    pub value: f64,
+}
+
+/// One roofline row: a measured figure, every bound considered, the binding one and the
+/// fraction of it reached.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RooflineLine {
+    /// The operation (`read`, `write`).
+    pub op: String,
+    /// Unit of `measured` and the bounds (`MiB/s`, `IOPS`).
+    pub unit: String,
+    /// What the run reached.
+    pub measured: f64,
+    /// Every bound considered.
+    pub bounds: Vec<Bound>,
+    /// The binding (lowest) bound's name.
+    pub binding: String,
+    /// Percentage of the binding bound reached.
+    pub percent: f64,
+    /// Which resource saturated when the bound was not reached (`client CPU 97%`), if measured.
+    #[serde(default)]
+    pub saturated: String,
 }
 
 /// One line of events.jsonl.

@@ -115,6 +115,10 @@ pub struct IoArgs {
     /// Reuse the saved host probe (runs/probe.json) while younger than this many seconds.
     #[arg(long, default_value_t = 3600)]
     probe_max_age: u64,
+    /// Check every read as it returns and read every block back at the end, holding it to the
+    /// acknowledged writes (fio's verify; every block carries its number and a generation).
+    #[arg(long)]
+    verify: bool,
 }
 
 fn io(a: IoArgs) -> ExitCode {
@@ -140,12 +144,13 @@ fn io(a: IoArgs) -> ExitCode {
             ramp_time: Duration::from_secs(a.ramp_time),
             rate_iops: a.rate_iops,
             shared: a.shared,
+            verify: a.verify,
         })
     })() {
         Ok(j) => j,
         Err(e) => return fail(e),
     };
-    let opts = match crate::cluster::client_options(&a.cluster) {
+    let opts = match t3fs_real::cluster::client_options(&a.cluster) {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
@@ -176,47 +181,118 @@ fn io(a: IoArgs) -> ExitCode {
         std::path::Path::new("runs/probe.json"),
         &data_dir,
         qd,
+        qd * replicas as usize,
         Duration::from_secs(a.probe_max_age),
     ) {
         Ok(p) => p,
         Err(e) => return fail(format!("host probe: {e}")),
     };
     println!(
-        "host probe ({} s old): disk write {:.0} MiB/s (fdatasync per MiB), disk read {:.0} MiB/s (O_DIRECT), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s",
-        probe.age().as_secs(), probe.disk_write_mibs, probe.disk_read_mibs, probe.rand_read_iops, probe.qd, probe.loopback_mibs
+        "host probe ({} s old): disk write {:.0} MiB/s (durable, {} streams), disk read {:.0} MiB/s (O_DIRECT, qd {}), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s",
+        probe.age().as_secs(), probe.disk_write_mibs, probe.write_qd, probe.disk_read_mibs, probe.qd, probe.rand_read_iops, probe.qd, probe.loopback_mibs
     );
     let pb = bar(1000, "bench io");
     let p = pb.clone();
-    let r = rt.block_on(t3fs_real::bench_io::run(opts, job, move |f| {
-        p.set_position((f * 1000.0) as u64)
-    }));
+    let procs = t3fs_real::cluster::pids(&a.cluster);
+    let (report, seen) = match rt.block_on(async {
+        let watch =
+            t3fs_real::routing_watch::RoutingWatch::start(opts.clone(), Duration::from_millis(200))
+                .await
+                .map_err(|e| e.to_string())?;
+        let r = t3fs_real::bench_io::run(opts, job, procs, move |f| {
+            p.set_position((f * 1000.0) as u64)
+        })
+        .await;
+        let seen = watch.stop().await;
+        r.map(|r| (r, seen))
+    }) {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
     pb.finish_and_clear();
-    match r {
-        Ok(report) => {
-            print!("{}", report.text());
-            let rows = t3fs_real::roofline::rows(&report, &probe, replicas);
-            print!("{}", t3fs_real::roofline::text(&rows));
-            if let Err(e) = report.write(&a.out) {
-                return fail(format!("{}: {e}", a.out.display()));
-            }
-            let extra = format!(
-                "{{\"probe\": {}, \"roofline\": {}}}\n",
-                probe.json().trim(),
-                t3fs_real::roofline::json(&rows)
-            );
-            if let Err(e) = std::fs::write(a.out.join("roofline.json"), extra) {
-                return fail(format!("{}: {e}", a.out.display()));
-            }
-            println!("summary: {}", a.out.join("summary.json").display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(e),
+    print!("{}", report.text());
+    let rows = t3fs_real::roofline::rows(&report, &probe, replicas);
+    print!("{}", t3fs_real::roofline::text(&rows));
+    let bytes: u64 = report.ops.values().map(|s| s.bytes).sum();
+    let per: Vec<String> = report
+        .usage
+        .per_gib(bytes)
+        .iter()
+        .map(|(r, s)| format!("{r} {s:.2}"))
+        .collect();
+    println!(
+        "cpu: host {:.0}% busy; CPU seconds per GiB moved: {}",
+        report.usage.host_busy * 100.0,
+        per.join(", ")
+    );
+    if let Some(s) = report.usage.saturation() {
+        println!("saturated: {s}");
     }
+    if let Some(v) = t3fs_real::bench_run::verify_verdict(&report) {
+        println!("verify: {} ({})", v.label, v.detail.replace('\n', "; "));
+    }
+    if let Err(e) = write_io_run(&a, &report, &probe, rows, seen, replicas, &nodes) {
+        return fail(format!("{}: {e}", a.out.display()));
+    }
+    println!(
+        "run directory: {} (summary.json, report.md, report.html)",
+        a.out.display()
+    );
+    if report.verify.as_ref().is_some_and(|v| !v.ok()) {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// summary.json, the .hlog files and roofline.json of fio's habit, and the run directory with
+/// its report, all in `--out`.
+fn write_io_run(
+    a: &IoArgs,
+    report: &t3fs_real::bench_io::Report,
+    probe: &t3fs_real::probe::Probe,
+    rows: Vec<t3fs_real::roofline::Row>,
+    seen: Vec<t3fs_real::routing_watch::Seen>,
+    replicas: u32,
+    nodes: &[t3fs_real::cluster::NodeEntry],
+) -> std::io::Result<()> {
+    report.write(&a.out)?;
+    let extra = format!(
+        "{{\"probe\": {}, \"roofline\": {}}}\n",
+        probe.json().trim(),
+        t3fs_real::roofline::json(&rows)
+    );
+    std::fs::write(a.out.join("roofline.json"), extra)?;
+    let storage: Vec<_> = nodes.iter().filter(|n| n.role == "storage").collect();
+    let c = &nodes[0].cfg.cluster;
+    let shape = format!(
+        "{} storage nodes, {} chains of {replicas} replicas, {} KV, {} timeouts, loopback TCP",
+        storage.len(),
+        c.chains,
+        c.kv,
+        c.timeouts
+    );
+    let run = t3fs_real::bench_run::RealRun {
+        name: format!("bench-io {} bs={}", a.rw, a.bs),
+        about: format!(
+            "fio-style {} load through the native client on the cluster in {}",
+            a.rw,
+            a.cluster.display()
+        ),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        shape,
+        report,
+        probe: Some(probe),
+        rows,
+        seen,
+        marks: Vec::new(),
+        verdicts: Vec::new(),
+    };
+    crate::real_run::write(t3fs_real::bench_run::run_data(&run), &a.out)
 }
 
 fn mdtest(dir: &std::path::Path, job: t3fs_real::bench_mdtest::MdJob) -> ExitCode {
     let run = || -> Result<Vec<t3fs_real::bench_mdtest::Phase>, String> {
-        let opts = crate::cluster::client_options(dir)?;
+        let opts = t3fs_real::cluster::client_options(dir)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

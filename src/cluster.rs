@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Subcommand;
 
-use t3fs_real::client::{Client, ClientOptions};
+use t3fs_real::client::Client;
 use t3fs_real::cluster;
 
 /// `t3fs cluster …`.
@@ -153,25 +153,8 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
     }
 }
 
-/// Client options for the cluster in `dir` (mgmtd's address and the token from its config).
-pub fn client_options(dir: &std::path::Path) -> Result<ClientOptions, String> {
-    let nodes = cluster::nodes(dir)?;
-    let m = nodes
-        .iter()
-        .find(|n| n.role == "mgmtd")
-        .ok_or_else(|| format!("no cluster in {}", dir.display()))?;
-    let mut o = ClientOptions::new(
-        m.cfg.node.listen.parse().map_err(|e| format!("{e}"))?,
-        m.cfg.cluster.token.clone(),
-    );
-    if m.cfg.cluster.timeouts == "3fs" {
-        o.timeouts = t3fs_scenario::Timeouts::ThreeFs;
-    }
-    Ok(o)
-}
-
 fn io(dir: &std::path::Path, mib: u64, depth: usize) -> Result<String, String> {
-    let opts = client_options(dir)?;
+    let opts = cluster::client_options(dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

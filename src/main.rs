@@ -5,6 +5,7 @@ mod bench;
 mod bench_meta;
 mod check;
 mod cluster;
+mod real_run;
 mod report;
 mod sim;
 
@@ -40,6 +41,10 @@ enum Command {
         /// Where the run directory goes.
         #[arg(long, default_value = "runs")]
         out: PathBuf,
+        /// The same story on real processes: a 3-node, 3-replica cluster on loopback, a verified
+        /// mixed load, the head's storage process killed with SIGKILL and restarted.
+        #[arg(long)]
+        real: bool,
     },
     /// Wall-clock benchmarks of the simulator and the checkers (figures, not tests).
     #[command(subcommand)]
@@ -56,11 +61,59 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
-    /// Re-render the report of a run directory.
+    /// Re-render the report of a run directory, or compare two runs side by side.
+    #[command(args_conflicts_with_subcommands = true)]
     Report {
-        /// The run directory.
-        dir: PathBuf,
+        #[command(subcommand)]
+        cmd: Option<ReportCommand>,
+        /// The run directory to re-render.
+        dir: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ReportCommand {
+    /// Two runs side by side (sim vs real, before vs after): throughput over time, percentile
+    /// spectra, roofline rows and chain timelines, as compare.md and compare.html.
+    Compare {
+        /// The first run directory (A).
+        a: PathBuf,
+        /// The second run directory (B).
+        b: PathBuf,
+        /// Where compare.md, compare.html and the charts go (default: B/compare-with-<A>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn report(cmd: Option<ReportCommand>, dir: Option<PathBuf>) -> ExitCode {
+    let (r, shown) = match (cmd, dir) {
+        (Some(ReportCommand::Compare { a, b, out }), _) => {
+            let name = a
+                .file_name()
+                .map_or("a".into(), |n| n.to_string_lossy().to_string());
+            let out = out.unwrap_or_else(|| b.join(format!("compare-with-{name}")));
+            (
+                Err::<(), std::io::Error>(std::io::Error::other("TEMP")),
+                out.join("compare.html"),
+            )
+        }
+        (None, Some(dir)) => (t3fs_reports::render(&dir), dir.join("report.html")),
+        (None, None) => {
+            eprintln!("error: give a run directory, or `compare RUN_A RUN_B`\n\nUsage: t3fs report <DIR>\n       t3fs report compare <A> <B> [--out DIR]");
+            return ExitCode::from(2);
+        }
+    };
+    match r {
+        Ok(()) => {
+            println!("{}", shown.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -68,19 +121,11 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(cmd) => check::run(cmd),
         Command::Sim(cmd) => sim::run(cmd),
-        Command::Demo { out } => sim::demo(out),
+        Command::Demo { out, real: false } => sim::demo(out),
+        Command::Demo { out, real: true } => real_run::demo(out),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
-        Command::Report { dir } => match t3fs_reports::render(&dir) {
-            Ok(()) => {
-                println!("{}", dir.join("report.html").display());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", dir.display());
-                ExitCode::from(2)
-            }
-        },
+        Command::Report { cmd, dir } => report(cmd, dir),
     }
 }

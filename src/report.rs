@@ -1,12 +1,14 @@
 //! Writes a simulated run's directory (via t3fs-sim's `rundir` and t3fs-reports) and renders
-//! its report; `t3fs report DIR` re-renders an existing directory.
+//! its report; `t3fs report DIR` re-renders an existing directory. The commit, host and
+//! profile helpers serve real runs too (real_run.rs).
 
 use std::path::{Path, PathBuf};
 
 use t3fs_scenario::Scenario;
 use t3fs_sim::run::Outcome;
 
-fn commit() -> String {
+/// The source commit of the working tree (`unknown` outside git).
+pub fn commit() -> String {
     std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()
@@ -16,7 +18,8 @@ fn commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn host() -> String {
+/// This host in words: name, cores, OS and architecture.
+pub fn host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!(
@@ -25,6 +28,16 @@ fn host() -> String {
         std::env::consts::OS,
         std::env::consts::ARCH
     )
+}
+
+/// The build profile of this binary.
+pub fn profile() -> String {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+    .into()
 }
 
 /// Writes `runs/<scenario>-seed<N>/` and its report; returns the directory.
@@ -39,11 +52,7 @@ pub fn write(
     let mut data = t3fs_sim::rundir::run_data(o, sc, command);
     data.manifest.commit = commit();
     data.manifest.host = host();
-    data.manifest.profile = if cfg!(debug_assertions) {
-        "debug".into()
-    } else {
-        "release".into()
-    };
+    data.manifest.profile = profile();
     data.manifest.mode = format!("sim ({mode})");
     t3fs_reports::rundir::write(&dir, &data)?;
     t3fs_reports::render(&dir)?;

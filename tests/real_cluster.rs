@@ -247,13 +247,35 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
             ramp_time: Duration::ZERO,
             rate_iops: None,
             shared: false,
+            verify: false,
         };
-        let report = t3fs_real::bench_io::run(opts.clone(), job, |_| {})
-            .await
-            .unwrap();
+        let report =
+            t3fs_real::bench_io::run(opts.clone(), job.clone(), Default::default(), |_| {})
+                .await
+                .unwrap();
         let w = &report.ops["write"];
         assert_eq!((w.hist.len(), w.bytes, w.errors), (32, 2 << 20, 0));
         assert!(report.json().contains("\"99.990000\""));
+        // verify: a mixed job on one shared file; every read is checked as it returns and every
+        // block is read back and held to the acknowledged writes.
+        let mixed = t3fs_real::bench_io::Job {
+            rw: t3fs_real::bench_io::Rw::RandRw,
+            shared: true,
+            verify: true,
+            ..job
+        };
+        let report = t3fs_real::bench_io::run(opts.clone(), mixed, Default::default(), |_| {})
+            .await
+            .unwrap();
+        let v = report.verify.clone().expect("a verify run reports");
+        let ios: u64 = report.ops.values().map(|s| s.hist.len()).sum();
+        assert_eq!(ios, 32, "numjobs 2 x 16 blocks");
+        assert_eq!(v.blocks_checked, 16, "one shared file of 16 blocks");
+        assert_eq!(
+            v.reads_checked,
+            report.ops.get("read").map_or(0, |r| r.hist.len())
+        );
+        assert!(v.ok(), "{v:?}");
         // mdtest's phases through the meta service: every phase does every operation.
         let md = t3fs_real::bench_mdtest::MdJob {
             ranks: 2,

@@ -8,21 +8,25 @@
 //! for coordinated omission), and a file per job or one shared file. The native client keeps no
 //! cache, so every I/O reaches storage (`direct=1` in fio's terms).
 //!
-//! Reads need data: as fio lays out files, a read workload first writes its files (not
-//! recorded). Latency goes into HdrHistograms (microseconds, 3 significant digits), one per
-//! operation and per one-second interval; [`Report`] holds them and renders fio's JSON
-//! vocabulary (bw in KiB/s, iops, clat percentiles in ns up to p99.99). Not here: probing the
-//! host's bounds and the roofline (a later step of the same issue).
+//! Reads need data: as fio lays out files, every run first writes its files (not recorded).
+//! Latency goes into HdrHistograms per operation and per one-second interval ([`Report`],
+//! bench_report.rs). With `verify`, every block carries its block number and a generation and
+//! the run ends by reading every block back (bench_verify.rs). Not here: probing the host's
+//! bounds (probe.rs), the roofline (roofline.rs) or the run directory (bench_run.rs).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
 
 use t3fs_core::client::{ClientCall, ClientRet};
 
+use crate::bench_verify::{self, Ledger};
 use crate::client::{Client, ClientOptions, File};
+use crate::cpu;
+
+pub use crate::bench_report::{OpStats, Report};
 
 /// The I/O pattern (fio `rw`).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -82,6 +86,8 @@ pub struct Job {
     pub rate_iops: Option<u64>,
     /// One file shared by every job (else a file per job).
     pub shared: bool,
+    /// Check every read and read every block back at the end (fio `verify`).
+    pub verify: bool,
 }
 
 /// Parses fio sizes: `4k`, `1m`, `2g`, plain bytes (binary units, as fio's defaults).
@@ -98,138 +104,6 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("`{s}`: not a size (e.g. 4k, 1m, 2g)"))
 }
 
-/// Latencies and bytes of one operation kind.
-pub struct OpStats {
-    /// Whole-run latency histogram (µs).
-    pub hist: Histogram<u64>,
-    /// One histogram per second of the recorded run.
-    pub intervals: Vec<Histogram<u64>>,
-    /// Bytes moved.
-    pub bytes: u64,
-    /// I/Os that failed.
-    pub errors: u64,
-}
-
-impl OpStats {
-    fn new() -> Self {
-        Self {
-            hist: hist(),
-            intervals: Vec::new(),
-            bytes: 0,
-            errors: 0,
-        }
-    }
-}
-
-fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
-}
-
-/// The outcome of a run.
-pub struct Report {
-    /// The job.
-    pub job: Job,
-    /// Recorded time.
-    pub elapsed: Duration,
-    /// By operation: `read`, `write`.
-    pub ops: BTreeMap<&'static str, OpStats>,
-}
-
-impl Report {
-    /// fio-style JSON summary.
-    pub fn json(&self) -> String {
-        let secs = self.elapsed.as_secs_f64().max(1e-9);
-        let mut parts = Vec::new();
-        for (op, s) in &self.ops {
-            let n = s.hist.len();
-            let pct: Vec<String> = [1.0, 5.0, 10.0, 50.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.99]
-                .iter()
-                .map(|q| format!("\"{q:.6}\": {}", s.hist.value_at_quantile(q / 100.0) * 1000))
-                .collect();
-            parts.push(format!(
-                "\"{op}\": {{\"io_bytes\": {}, \"bw\": {}, \"iops\": {:.3}, \"total_ios\": {n}, \"errors\": {}, \"clat_ns\": {{\"min\": {}, \"max\": {}, \"mean\": {:.1}, \"percentile\": {{{}}}}}}}",
-                s.bytes,
-                (s.bytes as f64 / 1024.0 / secs) as u64,
-                n as f64 / secs,
-                s.errors,
-                s.hist.min() * 1000,
-                s.hist.max() * 1000,
-                s.hist.mean() * 1000.0,
-                pct.join(", ")
-            ));
-        }
-        let j = &self.job;
-        format!(
-            "{{\"fio version\": \"t3fs-bench-io\", \"global options\": {{\"rw\": \"{:?}\", \"bs\": {}, \"iodepth\": {}, \"numjobs\": {}, \"size\": {}, \"rwmixread\": {}, \"time_based\": {}, \"ramp_time\": {}, \"rate_iops\": {}, \"direct\": 1, \"filename\": \"{}\"}}, \"elapsed_s\": {:.3}, \"jobs\": [{{\"jobname\": \"all\", {}}}]}}\n",
-            j.rw,
-            j.bs,
-            j.iodepth,
-            j.numjobs,
-            j.size,
-            j.rwmixread,
-            j.time_based,
-            j.ramp_time.as_secs_f64(),
-            j.rate_iops.unwrap_or(0),
-            if j.shared { "shared" } else { "per-job" },
-            secs,
-            parts.join(", ")
-        )
-    }
-
-    /// A one-line human summary per operation.
-    pub fn text(&self) -> String {
-        let secs = self.elapsed.as_secs_f64().max(1e-9);
-        self.ops
-            .iter()
-            .map(|(op, s)| {
-                format!(
-                    "{op}: {:.1} MiB/s, {:.0} IOPS, clat p50 {} µs p99 {} µs p99.99 {} µs ({} I/Os, {} errors)\n",
-                    s.bytes as f64 / (1 << 20) as f64 / secs,
-                    s.hist.len() as f64 / secs,
-                    s.hist.value_at_quantile(0.5),
-                    s.hist.value_at_quantile(0.99),
-                    s.hist.value_at_quantile(0.9999),
-                    s.hist.len(),
-                    s.errors
-                )
-            })
-            .collect()
-    }
-
-    /// Writes `summary.json` and one HdrHistogram interval log per operation into `dir`.
-    pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-        use hdrhistogram::serialization::V2DeflateSerializer;
-        use std::io::Write;
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join("summary.json"), self.json())?;
-        for (op, s) in &self.ops {
-            let mut f =
-                std::io::BufWriter::new(std::fs::File::create(dir.join(format!("{op}.hlog")))?);
-            let mut ser = V2DeflateSerializer::new();
-            let mut w = IntervalLogWriterBuilder::new()
-                .add_comment(&format!(
-                    "t3fs bench io: {op} latency in microseconds, 1 s intervals"
-                ))
-                .begin_log_with(&mut f, &mut ser)
-                .map_err(std::io::Error::other)?;
-            for (i, h) in s.intervals.iter().enumerate() {
-                let tag = Tag::new(op).ok_or_else(|| std::io::Error::other("bad tag"))?;
-                w.write_histogram(
-                    h,
-                    Duration::from_secs(i as u64),
-                    Duration::from_secs(1),
-                    Some(tag),
-                )
-                .map_err(std::io::Error::other)?;
-            }
-            drop(w);
-            f.flush()?;
-        }
-        Ok(())
-    }
-}
-
 struct Done {
     op: &'static str,
     bytes: u64,
@@ -240,10 +114,16 @@ struct Done {
     at: Duration,
 }
 
-fn pattern(k: u64, bs: u64) -> Vec<u8> {
-    (0..bs)
-        .map(|i| (i.wrapping_mul(31) ^ k.wrapping_mul(131)) as u8)
-        .collect()
+/// What one job needs to issue and check its I/O.
+struct Ctx {
+    job: Job,
+    /// Index of the job's file in the run's file list.
+    file: usize,
+    path: String,
+    start: Instant,
+    tx: mpsc::UnboundedSender<Done>,
+    base: Arc<Vec<u8>>,
+    ledger: Option<Arc<Mutex<Ledger>>>,
 }
 
 struct Rng(u64);
@@ -273,38 +153,103 @@ fn check(j: &Job) -> Result<(), String> {
     if j.rwmixread > 100 {
         return Err("rwmixread is a percentage (0..=100)".into());
     }
+    if j.verify && j.bs < bench_verify::MIN_BS {
+        return Err(format!(
+            "verify needs bs of at least {} bytes",
+            bench_verify::MIN_BS
+        ));
+    }
     Ok(())
 }
 
 /// Runs `job` against the cluster; `progress` is called with the fraction done (0..=1).
+///
+/// `procs` names the cluster's processes (name → pid) whose CPU time the report accounts, with
+/// this process's as `client`, from the end of the layout to the end of the load.
 pub async fn run(
     opts: ClientOptions,
     job: Job,
+    procs: BTreeMap<String, i32>,
     progress: impl Fn(f64) + Send + Sync + 'static,
 ) -> Result<Report, String> {
     check(&job)?;
     let mut r = [0u8; 8];
     let _ = getrandom::fill(&mut r);
     let tag = format!("{}-{:x}", std::process::id(), u64::from_le_bytes(r));
-    let files: Vec<String> = if job.shared {
-        vec![format!("/bench-{tag}")]
-    } else {
-        (0..job.numjobs)
-            .map(|k| format!("/bench-{tag}-{k}"))
-            .collect()
+    let nfiles = if job.shared { 1 } else { job.numjobs };
+    let files: Vec<String> = (0..nfiles).map(|k| format!("/bench-{tag}-{k}")).collect();
+    let base = Arc::new(bench_verify::base(job.bs));
+    let ledger = job.verify.then(|| Arc::new(Mutex::new(Ledger::default())));
+    layout(&opts, &job, &files, &base, ledger.as_ref()).await?;
+    let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
+    let cpu0 = cpu::Sample::take(&procs);
+    let start = Instant::now();
+    let progress = Arc::new(progress);
+    let mut jobs = tokio::task::JoinSet::new();
+    for k in 0..job.numjobs {
+        let file = if job.shared { 0 } else { k };
+        let ctx = Ctx {
+            job: job.clone(),
+            file,
+            path: files[file].clone(),
+            start,
+            tx: tx.clone(),
+            base: base.clone(),
+            ledger: ledger.clone(),
+        };
+        let (opts, p) = (opts.clone(), progress.clone());
+        jobs.spawn(async move { job_loop(opts, ctx, k, p).await });
+    }
+    drop(tx);
+    let ramp = job.ramp_time;
+    let mut ops: BTreeMap<&'static str, OpStats> = BTreeMap::new();
+    let mut last = ramp;
+    while let Some(d) = rx.recv().await {
+        if d.at < ramp {
+            continue;
+        }
+        last = last.max(d.at);
+        let s = ops.entry(d.op).or_default();
+        s.record(d.ok, d.bytes, d.lat, d.at - ramp);
+    }
+    while let Some(r) = jobs.join_next().await {
+        r.map_err(|e| e.to_string())??;
+    }
+    let usage = cpu::Usage::between(&cpu0, &cpu::Sample::take(&procs));
+    let verify = match &ledger {
+        Some(l) => Some(read_back(&opts, &job, &files, &base, l).await?),
+        None => None,
     };
-    // Lay out (create and fill) every file first, as fio does, so reads find data.
+    progress(1.0);
+    Ok(Report {
+        job,
+        elapsed: last.saturating_sub(ramp),
+        ops,
+        zero: start + ramp,
+        verify,
+        usage,
+    })
+}
+
+/// Creates and fills every file (generation 0), as fio lays out files before a run.
+async fn layout(
+    opts: &ClientOptions,
+    job: &Job,
+    files: &[String],
+    base: &[u8],
+    ledger: Option<&Arc<Mutex<Ledger>>>,
+) -> Result<(), String> {
     let setup = Client::connect(opts.clone())
         .await
         .map_err(|e| e.to_string())?;
     let blocks = job.size / job.bs;
-    for path in &files {
+    for path in files {
         let f = setup.create(path, 0o644).await.map_err(|e| e.to_string())?;
         let mut k = 0;
         while k < blocks {
             let n = (blocks - k).min(16);
             let pieces = (k..k + n)
-                .map(|i| (i * job.bs, pattern(i, job.bs)))
+                .map(|i| (i * job.bs, bench_verify::stamp(base, i, 0)))
                 .collect();
             setup
                 .write_many(&f, pieces)
@@ -317,66 +262,86 @@ pub async fn run(
             .await
             .map_err(|e| e.to_string())?;
     }
+    if let Some(l) = ledger {
+        let now = Instant::now();
+        let mut l = l.lock().map_err(|e| e.to_string())?;
+        for file in 0..files.len() {
+            for b in 0..blocks {
+                l.wrote(file, b, 0, now, Some(now));
+            }
+        }
+    }
     setup.close().await;
-    let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
-    let start = Instant::now();
-    let progress = std::sync::Arc::new(progress);
-    let mut jobs = tokio::task::JoinSet::new();
-    for k in 0..job.numjobs {
-        let path = files[if job.shared { 0 } else { k }].clone();
-        let (opts, job, tx) = (opts.clone(), job.clone(), tx.clone());
-        let p = progress.clone();
-        jobs.spawn(async move { job_loop(opts, job, k, path, start, tx, p).await });
-    }
-    drop(tx);
-    let ramp = job.ramp_time;
-    let mut ops: BTreeMap<&'static str, OpStats> = BTreeMap::new();
-    let mut last = ramp;
-    while let Some(d) = rx.recv().await {
-        if d.at < ramp {
-            continue;
+    Ok(())
+}
+
+/// Reads every block of every file back and holds it to the ledger.
+async fn read_back(
+    opts: &ClientOptions,
+    job: &Job,
+    files: &[String],
+    base: &[u8],
+    ledger: &Mutex<Ledger>,
+) -> Result<bench_verify::Outcome, String> {
+    let c = Client::connect(opts.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let blocks = job.size / job.bs;
+    for (file, path) in files.iter().enumerate() {
+        let f = c.open(path, false).await.map_err(|e| e.to_string())?;
+        for b in 0..blocks {
+            let data = c
+                .read(&f, b * job.bs, job.bs)
+                .await
+                .map_err(|e| format!("verify: reading back {path} block {b}: {e}"))?;
+            if let Ok(mut l) = ledger.lock() {
+                l.final_value(file, b, &data, base);
+            }
         }
-        last = last.max(d.at);
-        let s = ops.entry(d.op).or_insert_with(OpStats::new);
-        if !d.ok {
-            s.errors += 1;
-            continue;
-        }
-        let us = (d.lat.as_micros() as u64).clamp(1, 3_600_000_000);
-        let _ = s.hist.record(us);
-        let i = (d.at - ramp).as_secs() as usize;
-        while s.intervals.len() <= i {
-            s.intervals.push(hist());
-        }
-        let _ = s.intervals[i].record(us);
-        s.bytes += d.bytes;
     }
-    while let Some(r) = jobs.join_next().await {
-        r.map_err(|e| e.to_string())??;
-    }
-    progress(1.0);
-    Ok(Report {
-        job,
-        elapsed: last.saturating_sub(ramp),
-        ops,
-    })
+    c.close().await;
+    let out = ledger.lock().map_err(|e| e.to_string())?.outcome();
+    Ok(out)
+}
+
+/// The next I/O of job `k`: (block, is a read).
+fn next_io(job: &Job, i: u64, blocks: u64, rng: &mut Rng) -> (u64, bool) {
+    let block = match job.rw {
+        Rw::Read | Rw::Write => i % blocks,
+        _ => rng.next() % blocks,
+    };
+    let read = match job.rw {
+        Rw::Read | Rw::RandRead => true,
+        Rw::Write | Rw::RandWrite => false,
+        Rw::RandRw => rng.next() % 100 < u64::from(job.rwmixread),
+    };
+    (block, read)
+}
+
+fn fraction(job: &Job, start: Instant, deadline: Option<Instant>, i: u64, total: u64) -> f64 {
+    let f = match (deadline, job.time_based) {
+        (Some(d), true) => {
+            let left = d.saturating_duration_since(Instant::now()).as_secs_f64();
+            1.0 - left / d.duration_since(start).as_secs_f64().max(1e-9)
+        }
+        _ => i as f64 / total as f64,
+    };
+    f.clamp(0.0, 1.0)
 }
 
 async fn job_loop(
     opts: ClientOptions,
-    job: Job,
+    ctx: Ctx,
     k: usize,
-    path: String,
-    start: Instant,
-    tx: mpsc::UnboundedSender<Done>,
-    progress: std::sync::Arc<impl Fn(f64) + Send + Sync>,
+    progress: Arc<impl Fn(f64) + Send + Sync>,
 ) -> Result<(), String> {
+    let job = &ctx.job;
     let c = Client::connect(opts).await.map_err(|e| e.to_string())?;
     let write = !matches!(job.rw, Rw::Read | Rw::RandRead);
-    let f: File = c.open(&path, write).await.map_err(|e| e.to_string())?;
+    let f: File = c.open(&ctx.path, write).await.map_err(|e| e.to_string())?;
     let blocks = job.size / job.bs;
     let total = if job.time_based { u64::MAX } else { blocks };
-    let deadline = job.runtime.map(|r| start + job.ramp_time + r);
+    let deadline = job.runtime.map(|r| ctx.start + job.ramp_time + r);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (k as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
     let mut in_flight = 0usize;
@@ -392,21 +357,15 @@ async fn job_loop(
         // Open loop: the I/O is due at its slot, and its latency counts from there.
         let due = match every {
             Some(e) => {
-                let due = start + e * (i as u32);
+                let due = ctx.start + e * (i as u32);
                 tokio::time::sleep_until(due.into()).await;
                 due
             }
             None => Instant::now(),
         };
-        let block = match job.rw {
-            Rw::Read | Rw::Write => i % blocks,
-            _ => rng.next() % blocks,
-        };
-        let read = match job.rw {
-            Rw::Read | Rw::RandRead => true,
-            Rw::Write | Rw::RandWrite => false,
-            Rw::RandRw => rng.next() % 100 < u64::from(job.rwmixread),
-        };
+        let (block, read) = next_io(job, i, blocks, &mut rng);
+        // Generations are unique per (job, I/O); 0 is the layout's.
+        let gen = ((k as u64 + 1) << 40) | (i + 1);
         let call = if read {
             ClientCall::Read {
                 inode: f.inode,
@@ -419,19 +378,30 @@ async fn job_loop(
                 inode: f.inode,
                 layout: f.layout.clone(),
                 offset: block * job.bs,
-                data: pattern(block, job.bs),
+                data: bench_verify::stamp(&ctx.base, block, gen),
             }
         };
         let rx = c.submit(call).await.map_err(|e| e.to_string())?;
         in_flight += 1;
-        let (tx, done_tx, bs) = (tx.clone(), done_tx.clone(), job.bs);
+        let (tx, done_tx) = (ctx.tx.clone(), done_tx.clone());
+        let (bs, start, file) = (job.bs, ctx.start, ctx.file);
+        let (base, ledger) = (ctx.base.clone(), ctx.ledger.clone());
         tokio::spawn(async move {
             let r = crate::client::answer(rx).await;
+            let now = Instant::now();
             let ok = matches!(
                 r,
                 Ok(ClientRet::Read { .. }) | Ok(ClientRet::Updated { .. })
             );
-            let now = Instant::now();
+            if let Some(l) = &ledger {
+                if let Ok(mut l) = l.lock() {
+                    match &r {
+                        Ok(ClientRet::Read { data, .. }) => l.read(file, block, data, &base),
+                        _ if !read => l.wrote(file, block, gen, due, ok.then_some(now)),
+                        _ => {}
+                    }
+                }
+            }
             let _ = tx.send(Done {
                 op: if read { "read" } else { "write" },
                 bytes: bs,
@@ -443,16 +413,7 @@ async fn job_loop(
         });
         i += 1;
         if k == 0 {
-            let frac = match (deadline, job.time_based) {
-                (Some(d), true) => {
-                    1.0 - d.saturating_duration_since(Instant::now()).as_secs_f64()
-                        / (job.ramp_time + job.runtime.unwrap_or_default())
-                            .as_secs_f64()
-                            .max(1e-9)
-                }
-                _ => i as f64 / total as f64,
-            };
-            progress(frac.clamp(0.0, 1.0));
+            progress(fraction(job, ctx.start, deadline, i, total));
         }
     }
     while in_flight > 0 {

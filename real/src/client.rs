@@ -44,6 +44,9 @@ pub struct ClientOptions {
     pub timeouts: Timeouts,
     /// How long `connect` waits for addresses and routing.
     pub connect_timeout: Duration,
+    /// Routing refresh interval instead of the profile's (a routing watcher asks more often, so
+    /// that its timeline of chain changes is sharper than the profile's refresh).
+    pub refresh: Option<Duration>,
 }
 
 impl ClientOptions {
@@ -54,6 +57,7 @@ impl ClientOptions {
             token: token.into(),
             timeouts: Timeouts::Fast,
             connect_timeout: Duration::from_secs(30),
+            refresh: None,
         }
     }
 }
@@ -201,7 +205,9 @@ impl Client {
             cfg.io_timeout = Some(scale(t.start)..scale(t.end));
         }
         cfg.retry_wait = scale(cfg.retry_wait.start)..scale(cfg.retry_wait.end);
-        let refresh = scale(t3fs_core::limits::ROUTING_REFRESH);
+        let refresh = opts
+            .refresh
+            .unwrap_or_else(|| scale(t3fs_core::limits::ROUTING_REFRESH));
         cfg.refresh_interval = Some(refresh..refresh * 11 / 10);
         cfg.meta_timeout = scale(cfg.meta_timeout.start)..scale(cfg.meta_timeout.end);
         let machine = t3fs_core::client::Client::new(cfg, RoutingInfo::default());

@@ -517,3 +517,19 @@ pub fn down(dir: &Path) -> R<String> {
     ));
     Ok(out)
 }
+
+/// Client options for the cluster in `dir`: mgmtd's address, the token and the timeout profile
+/// from mgmtd's config.
+pub fn client_options(dir: &Path) -> R<crate::client::ClientOptions> {
+    let nodes = nodes(dir)?;
+    let m = nodes
+        .iter()
+        .find(|n| n.role == "mgmtd")
+        .ok_or_else(|| format!("no cluster in {}", dir.display()))?;
+    let addr = m.cfg.node.listen.parse().map_err(|e| format!("{e}"))?;
+    let mut o = crate::client::ClientOptions::new(addr, m.cfg.cluster.token.clone());
+    if m.cfg.cluster.timeouts == "3fs" {
+        o.timeouts = t3fs_scenario::Timeouts::ThreeFs;
+    }
+    Ok(o)
+}

@@ -13,10 +13,15 @@
 
 pub mod bench_io;
 pub mod bench_mdtest;
+pub mod bench_report;
+pub mod bench_run;
+pub mod bench_verify;
 pub mod chunk_store;
 pub mod client;
 pub mod cluster;
 pub mod config;
+pub mod cpu;
+pub mod demo_real;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
 pub mod kv_service;
@@ -25,6 +30,7 @@ pub mod netns;
 pub mod node;
 pub mod probe;
 pub mod roofline;
+pub mod routing_watch;
 pub mod serve;
 pub mod transport;
 pub mod wal_kv;

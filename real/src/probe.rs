@@ -1,10 +1,10 @@
 //! The host probe: this host's physical bounds, measured the same way every time, so a
 //! benchmark can say which bound binds and what fraction of it the cluster reached.
 //!
-//! Measured on the filesystem of the cluster's data directory: sequential 1 MiB writes with an
-//! fdatasync after each (the durability a chunk update needs), sequential 1 MiB O_DIRECT reads,
-//! and 4 KiB O_DIRECT random reads with `qd` threads in flight; and loopback TCP bandwidth (one
-//! stream of 1 MiB writes). A probe is saved as `probe.json` with its time, and reused while it
+//! Measured on the filesystem of the cluster's data directory, at the concurrency the run puts
+//! on the disk (a bound taken at queue depth 1 would flatter any concurrent system): 1 MiB
+//! writes by `write_qd` writers at once, each made durable by fdatasync, sequential 1 MiB O_DIRECT reads by `qd` readers, and 4 KiB O_DIRECT random
+//! reads with `qd` threads in flight; and loopback TCP bandwidth (one stream of 1 MiB writes). A probe is saved as `probe.json` with its time, and reused while it
 //! is young enough (the caller states its age). Not here: the roofline arithmetic (bench_io).
 
 use std::io::{Read, Write};
@@ -19,14 +19,17 @@ const MIB: usize = 1 << 20;
 pub struct Probe {
     /// When it was measured (Unix seconds).
     pub at: u64,
-    /// Sequential 1 MiB writes, fdatasync after each, MiB/s.
+    /// 1 MiB writes by `write_qd` writers, made durable (fdatasync), MiB/s.
     pub disk_write_mibs: f64,
     /// Sequential 1 MiB O_DIRECT reads, MiB/s.
     pub disk_read_mibs: f64,
     /// 4 KiB O_DIRECT random reads at `qd`, IOPS.
     pub rand_read_iops: f64,
-    /// The queue depth of `rand_read_iops`.
+    /// The queue depth of `disk_read_mibs` and `rand_read_iops` (the run's total iodepth).
     pub qd: usize,
+    /// Concurrent fdatasync writers of `disk_write_mibs` (the run's queue depth times the
+    /// replicas: on one host every replica of a write lands on the same disk).
+    pub write_qd: usize,
     /// Loopback TCP, one stream, MiB/s.
     pub loopback_mibs: f64,
 }
@@ -35,8 +38,8 @@ impl Probe {
     /// As JSON.
     pub fn json(&self) -> String {
         format!(
-            "{{\"at\": {}, \"disk_write_mibs\": {:.1}, \"disk_read_mibs\": {:.1}, \"rand_read_iops\": {:.0}, \"qd\": {}, \"loopback_mibs\": {:.1}}}\n",
-            self.at, self.disk_write_mibs, self.disk_read_mibs, self.rand_read_iops, self.qd, self.loopback_mibs
+            "{{\"at\": {}, \"disk_write_mibs\": {:.1}, \"disk_read_mibs\": {:.1}, \"rand_read_iops\": {:.0}, \"qd\": {}, \"write_qd\": {}, \"loopback_mibs\": {:.1}}}\n",
+            self.at, self.disk_write_mibs, self.disk_read_mibs, self.rand_read_iops, self.qd, self.write_qd, self.loopback_mibs
         )
     }
 
@@ -52,6 +55,7 @@ impl Probe {
             disk_read_mibs: field("disk_read_mibs")?,
             rand_read_iops: field("rand_read_iops")?,
             qd: field("qd")? as usize,
+            write_qd: field("write_qd")? as usize,
             loopback_mibs: field("loopback_mibs")?,
         })
     }
@@ -73,67 +77,103 @@ fn aligned(len: usize) -> (Vec<u8>, usize) {
     (v, off)
 }
 
+/// Runs `f(thread)` on `n` threads at once and sums their results.
+fn parallel(
+    n: usize,
+    f: impl Fn(usize) -> std::io::Result<u64> + Send + Sync + 'static,
+) -> std::io::Result<u64> {
+    let f = std::sync::Arc::new(f);
+    let threads: Vec<_> = (0..n)
+        .map(|q| {
+            let f = f.clone();
+            std::thread::spawn(move || f(q))
+        })
+        .collect();
+    let mut sum = 0;
+    for t in threads {
+        sum += t
+            .join()
+            .map_err(|_| std::io::Error::other("probe thread panicked"))??;
+    }
+    Ok(sum)
+}
+
+/// `streams` writers at once, each writing 1 MiB blocks to its own file and making them durable
+/// with one fdatasync at the end: the disk's write bandwidth at that concurrency, durability
+/// included. How often a store syncs (per update, or grouped) is the store's cost, not the
+/// disk's, so it is not in the bound; MiB/s over all.
+fn disk_write(dir: &Path, size_mib: usize, streams: usize) -> std::io::Result<f64> {
+    let per = size_mib.div_ceil(streams).max(1);
+    let dir = dir.to_path_buf();
+    let t = Instant::now();
+    parallel(streams, move |q| {
+        let path = dir.join(format!(".t3fs-probe-w{}-{q}", std::process::id()));
+        let data: Vec<u8> = (0..MIB).map(|i| (i * 7 + q) as u8).collect();
+        let f = std::fs::File::create(&path)?;
+        let r = (|| {
+            for k in 0..per {
+                f.write_all_at(&data, (k * MIB) as u64)?;
+            }
+            f.sync_data()?;
+            Ok(per as u64)
+        })();
+        let _ = std::fs::remove_file(&path);
+        r
+    })?;
+    Ok((per * streams) as f64 / t.elapsed().as_secs_f64())
+}
+
 fn disk(
     dir: &Path,
     size_mib: usize,
     qd: usize,
+    write_qd: usize,
     rand_for: Duration,
 ) -> std::io::Result<(f64, f64, f64)> {
     std::fs::create_dir_all(dir)?;
+    let write = disk_write(dir, size_mib, write_qd)?;
     let path = dir.join(format!(".t3fs-probe-{}", std::process::id()));
     let data: Vec<u8> = (0..MIB).map(|i| (i * 7) as u8).collect();
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .read(true)
-        .open(&path)?;
-    let t = Instant::now();
+    let f = std::fs::File::create(&path)?;
     for k in 0..size_mib {
         f.write_all_at(&data, (k * MIB) as u64)?;
-        f.sync_data()?;
     }
-    let write = size_mib as f64 / t.elapsed().as_secs_f64();
+    f.sync_all()?;
     drop(f);
-    let direct = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&path);
     let r = (|| {
-        let f = direct?;
-        let (mut buf, off) = aligned(MIB);
+        let f = std::sync::Arc::new(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)?,
+        );
+        // Sequential 1 MiB reads by `qd` readers, each over its own stretch of the file.
+        let per = (size_mib / qd).max(1);
         let t = Instant::now();
-        for k in 0..size_mib {
-            f.read_exact_at(&mut buf[off..off + MIB], (k * MIB) as u64)?;
-        }
-        let read = size_mib as f64 / t.elapsed().as_secs_f64();
-        let f = std::sync::Arc::new(f);
+        let g = f.clone();
+        let n = parallel(qd.min(size_mib), move |q| {
+            let (mut buf, off) = aligned(MIB);
+            for k in q * per..(q + 1) * per {
+                g.read_exact_at(&mut buf[off..off + MIB], (k * MIB) as u64)?;
+            }
+            Ok(per as u64)
+        })?;
+        let read = n as f64 / t.elapsed().as_secs_f64();
         let stop = Instant::now() + rand_for;
         let blocks = (size_mib * MIB / 4096) as u64;
-        let threads: Vec<_> = (0..qd)
-            .map(|q| {
-                let f = f.clone();
-                std::thread::spawn(move || -> std::io::Result<u64> {
-                    let (mut buf, off) = aligned(4096);
-                    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (q as u64 + 1);
-                    let mut n = 0;
-                    while Instant::now() < stop {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        f.read_exact_at(&mut buf[off..off + 4096], (x % blocks) * 4096)?;
-                        n += 1;
-                    }
-                    Ok(n)
-                })
-            })
-            .collect();
-        let mut n = 0;
-        for t in threads {
-            n += t
-                .join()
-                .map_err(|_| std::io::Error::other("probe thread panicked"))??;
-        }
+        let n = parallel(qd, move |q| {
+            let (mut buf, off) = aligned(4096);
+            let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (q as u64 + 1);
+            let mut n = 0;
+            while Instant::now() < stop {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                f.read_exact_at(&mut buf[off..off + 4096], (x % blocks) * 4096)?;
+                n += 1;
+            }
+            Ok(n)
+        })?;
         Ok::<_, std::io::Error>((read, n as f64 / rand_for.as_secs_f64()))
     })();
     let _ = std::fs::remove_file(&path);
@@ -163,15 +203,17 @@ fn loopback(size_mib: usize) -> std::io::Result<f64> {
     Ok(size_mib as f64 / t.elapsed().as_secs_f64())
 }
 
-/// Measures this host on `dir`'s filesystem (`size_mib` MiB of disk traffic, `qd` random
-/// readers for `rand_for`).
+/// Measures this host on `dir`'s filesystem: `size_mib` MiB written by `write_qd` fdatasync
+/// writers and read by `qd` O_DIRECT readers, then `qd` 4 KiB random readers for `rand_for`.
 pub fn measure(
     dir: &Path,
     size_mib: usize,
     qd: usize,
+    write_qd: usize,
     rand_for: Duration,
 ) -> std::io::Result<Probe> {
-    let (disk_write_mibs, disk_read_mibs, rand_read_iops) = disk(dir, size_mib, qd, rand_for)?;
+    let (disk_write_mibs, disk_read_mibs, rand_read_iops) =
+        disk(dir, size_mib, qd.max(1), write_qd.max(1), rand_for)?;
     let loopback_mibs = loopback(size_mib * 4)?;
     Ok(Probe {
         at: SystemTime::now()
@@ -182,27 +224,30 @@ pub fn measure(
         disk_read_mibs,
         rand_read_iops,
         qd,
+        write_qd,
         loopback_mibs,
     })
 }
 
-/// The probe saved at `file` if it is younger than `max_age` and was taken at `qd`, else a new
+/// The probe saved at `file` if it is younger than `max_age` and was taken at `qd` and
+/// `write_qd`, else a new
 /// one (saved there).
 pub fn load_or_measure(
     file: &Path,
     dir: &Path,
     qd: usize,
+    write_qd: usize,
     max_age: Duration,
 ) -> std::io::Result<Probe> {
     if let Some(p) = std::fs::read_to_string(file)
         .ok()
         .and_then(|t| Probe::parse(&t))
     {
-        if p.age() < max_age && p.qd == qd {
+        if p.age() < max_age && p.qd == qd && p.write_qd == write_qd {
             return Ok(p);
         }
     }
-    let p = measure(dir, 256, qd, Duration::from_secs(3))?;
+    let p = measure(dir, 256, qd, write_qd, Duration::from_secs(3))?;
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -222,6 +267,7 @@ mod tests {
             disk_read_mibs: 2.0,
             rand_read_iops: 3.0,
             qd: 4,
+            write_qd: 12,
             loopback_mibs: 7.5,
         };
         assert_eq!(Probe::parse(&p.json()), Some(p));
@@ -231,7 +277,7 @@ mod tests {
     #[test]
     fn a_small_probe_measures_positive_bounds() {
         let dir = std::env::temp_dir().join(format!("t3fs-probe-{}", std::process::id()));
-        let p = measure(&dir, 4, 2, Duration::from_millis(100)).unwrap();
+        let p = measure(&dir, 4, 2, 3, Duration::from_millis(100)).unwrap();
         assert!(
             p.disk_write_mibs > 0.0
                 && p.disk_read_mibs > 0.0

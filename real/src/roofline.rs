@@ -65,7 +65,7 @@ pub fn rows(report: &Report, probe: &Probe, replicas: u32) -> Vec<Row> {
                     measured: mibs,
                     bounds: vec![
                         (
-                            "disk sequential read (O_DIRECT)".into(),
+                            format!("disk sequential read (O_DIRECT) at qd {}", probe.qd),
                             probe.disk_read_mibs,
                         ),
                         ("loopback TCP".into(), probe.loopback_mibs),
@@ -77,7 +77,10 @@ pub fn rows(report: &Report, probe: &Probe, replicas: u32) -> Vec<Row> {
                     measured: mibs,
                     bounds: vec![
                         (
-                            format!("disk write (fdatasync) ÷ {replicas}"),
+                            format!(
+                                "disk write (durable) at {} streams ÷ {replicas}",
+                                probe.write_qd
+                            ),
                             probe.disk_write_mibs / r,
                         ),
                         (
@@ -149,17 +152,22 @@ mod tests {
             ramp_time: Duration::ZERO,
             rate_iops: None,
             shared: false,
+            verify: false,
         };
         let stats = OpStats {
             hist,
             intervals: Vec::new(),
             bytes: bs * ios,
             errors: 0,
+            failed: Vec::new(),
         };
         Report {
             job,
             elapsed: Duration::from_secs(1),
             ops: [(op, stats)].into_iter().collect(),
+            zero: std::time::Instant::now(),
+            verify: None,
+            usage: Default::default(),
         }
     }
 
@@ -170,6 +178,7 @@ mod tests {
             disk_read_mibs: 1000.0,
             rand_read_iops: 50_000.0,
             qd: 4,
+            write_qd: 12,
             loopback_mibs: 1500.0,
         }
     }
@@ -178,7 +187,10 @@ mod tests {
     fn a_replicated_write_divides_both_bounds_by_the_replicas() {
         let rows = rows(&report(Rw::Write, 1 << 20, "write", 100), &probe(), 3);
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].binding(), ("disk write (fdatasync) ÷ 3", 200.0));
+        assert_eq!(
+            rows[0].binding(),
+            ("disk write (durable) at 12 streams ÷ 3", 200.0)
+        );
         assert!((rows[0].percent() - 50.0).abs() < 1e-9);
     }
 

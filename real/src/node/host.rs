@@ -163,4 +163,10 @@ impl Host for RealHost<'_> {
     fn halted(&mut self, reason: HaltReason) {
         self.halted = Some(reason);
     }
+
+    /// Debug builds (the tests) check after every step; release builds skip the check, whose
+    /// whole-state scans would cost a service O(chunks) per message.
+    fn check_invariants(&self) -> bool {
+        cfg!(debug_assertions)
+    }
 }

@@ -1,0 +1,174 @@
+//! CPU accounting of a benchmark run from /proc: how busy the host's cores were, and how many
+//! CPU seconds each process (the benchmark client itself, each service of the cluster) spent,
+//! so a report can say whether CPU was the resource that saturated and what a GiB cost.
+//!
+//! Invariant: a sample is taken before and after the measured interval and only differences
+//! are reported, so processes and host activity before the run do not count. Not here: deciding
+//! what binds (roofline.rs).
+
+use std::collections::BTreeMap;
+
+/// Clock ticks per second of /proc's CPU times: USER_HZ, which Linux fixes at 100 in its ABI
+/// on every architecture we run on (sysconf(_SC_CLK_TCK) reports the same).
+const HZ: f64 = 100.0;
+
+/// One reading of the host and the named processes.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    /// Busy and total ticks over all cores (/proc/stat's `cpu` line).
+    host: (u64, u64),
+    /// utime + stime ticks by name (`client`, `storage-0`, …).
+    procs: BTreeMap<String, u64>,
+    at: Option<std::time::Instant>,
+}
+
+fn host_ticks() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else {
+        return (0, 0);
+    };
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    // idle and iowait are not busy.
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    (total.saturating_sub(idle), total)
+}
+
+/// utime + stime of a process, in ticks (children not included).
+fn proc_ticks(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces: fields start after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state is field 3, utime field 14, stime field 15 (1-based in proc(5)).
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+impl Sample {
+    /// Reads the host and `procs` (name → pid); this process is `client`.
+    pub fn take(procs: &BTreeMap<String, i32>) -> Self {
+        let mut out = Self {
+            host: host_ticks(),
+            procs: BTreeMap::new(),
+            at: Some(std::time::Instant::now()),
+        };
+        if let Some(t) = proc_ticks(std::process::id() as i32) {
+            out.procs.insert("client".into(), t);
+        }
+        for (name, pid) in procs {
+            if let Some(t) = proc_ticks(*pid) {
+                out.procs.insert(name.clone(), t);
+            }
+        }
+        out
+    }
+}
+
+/// CPU use between two samples.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Usage {
+    /// Fraction of all cores' time that was busy (0..=1).
+    pub host_busy: f64,
+    /// Cores of the host.
+    pub cores: usize,
+    /// Wall seconds between the samples.
+    pub wall: f64,
+    /// CPU seconds by process name, for processes alive at both samples (a process killed or
+    /// restarted in between is left out rather than guessed).
+    pub seconds: BTreeMap<String, f64>,
+}
+
+impl Usage {
+    /// The use between `a` and `b`.
+    pub fn between(a: &Sample, b: &Sample) -> Self {
+        let busy = b.host.0.saturating_sub(a.host.0) as f64;
+        let total = b.host.1.saturating_sub(a.host.1) as f64;
+        let seconds = b
+            .procs
+            .iter()
+            .filter_map(|(n, t)| {
+                let before = a.procs.get(n)?;
+                Some((n.clone(), t.saturating_sub(*before) as f64 / HZ))
+            })
+            .collect();
+        Self {
+            host_busy: if total > 0.0 { busy / total } else { 0.0 },
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            wall: match (a.at, b.at) {
+                (Some(x), Some(y)) => y.saturating_duration_since(x).as_secs_f64(),
+                _ => 0.0,
+            },
+            seconds,
+        }
+    }
+
+    /// CPU seconds of processes whose name starts with `role` (`storage`, `client`).
+    pub fn of(&self, role: &str) -> f64 {
+        self.seconds
+            .iter()
+            .filter(|(n, _)| n.starts_with(role))
+            .map(|(_, s)| s)
+            .sum()
+    }
+
+    /// CPU seconds per GiB moved, by role (client, storage, mgmtd, meta, kv) with any CPU.
+    pub fn per_gib(&self, bytes: u64) -> BTreeMap<String, f64> {
+        let gib = bytes as f64 / (1u64 << 30) as f64;
+        ["client", "storage", "meta", "mgmtd", "kv"]
+            .iter()
+            .map(|r| (r.to_string(), self.of(r)))
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(r, s)| (r, if gib > 0.0 { s / gib } else { 0.0 }))
+            .collect()
+    }
+
+    /// A sentence naming the CPU as the saturated resource when the host was at least 90% busy.
+    pub fn saturation(&self) -> Option<String> {
+        (self.host_busy >= 0.9).then(|| {
+            let parts: Vec<String> = ["client", "storage", "meta", "mgmtd", "kv"]
+                .iter()
+                .map(|r| (r, self.of(r)))
+                .filter(|(_, s)| *s > 0.05)
+                .map(|(r, s)| format!("{r} {s:.2} s"))
+                .collect();
+            // Busy time no process of ours accounts for: loopback softirqs charged elsewhere,
+            // kernel threads, other tenants of the host.
+            let ours: f64 = self.seconds.values().sum();
+            let other = self.host_busy * self.cores as f64 * self.wall - ours;
+            format!(
+                "host CPU {:.0}% busy on {} cores over {:.2} s ({}, other {:.2} s)",
+                self.host_busy * 100.0,
+                self.cores,
+                self.wall,
+                parts.join(", "),
+                other.max(0.0)
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spinning_shows_as_cpu_of_this_process_and_busy_host_time() {
+        let a = Sample::take(&BTreeMap::new());
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(300) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let b = Sample::take(&BTreeMap::new());
+        let u = Usage::between(&a, &b);
+        assert!(u.of("client") > 0.1, "{u:?}");
+        assert!(u.host_busy > 0.0 && u.host_busy <= 1.0, "{u:?}");
+        let per = u.per_gib(1 << 30);
+        assert!((per["client"] - u.of("client")).abs() < 1e-9);
+    }
+}

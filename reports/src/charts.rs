@@ -2,14 +2,15 @@
 //! markers, latency percentiles per operation, and the chain-state timeline.
 //!
 //! Invariant: every chart renders from `RunData` alone and an empty run gives an empty but valid
-//! chart. Not here: the page around the charts (render.rs).
+//! chart. Not here: the page around the charts (render.rs) or the charts that overlay two runs
+//! (compare_charts.rs, which shares the helpers marked `pub(crate)`).
 
 use plotters::prelude::*;
 
 use crate::rundir::RunData;
 
-const W: u32 = 900;
-const H: u32 = 360;
+pub(crate) const W: u32 = 900;
+pub(crate) const H: u32 = 360;
 const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -19,7 +20,8 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-fn fault_times(d: &RunData) -> Vec<f64> {
+/// When the run's faults and phase changes happened, in seconds.
+pub(crate) fn fault_times(d: &RunData) -> Vec<f64> {
     d.events
         .iter()
         .filter(|e| e.kind == "fault" || e.kind == "phase")
@@ -27,12 +29,12 @@ fn fault_times(d: &RunData) -> Vec<f64> {
         .collect()
 }
 
-fn err(e: impl std::fmt::Debug) -> String {
+pub(crate) fn err(e: impl std::fmt::Debug) -> String {
     format!("chart: {e:?}")
 }
 
 /// Draws the legend of a line chart and flushes the drawing.
-fn finish<'a, X, Y>(
+pub(crate) fn finish<'a, X, Y>(
     mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
 ) -> Result<(), String>
@@ -146,7 +148,7 @@ fn per_second(
 
 /// Percentiles of every operation's latency (whole run), milliseconds on a log axis.
 pub fn latency(d: &RunData) -> Result<String, String> {
-    const QS: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+    const QS: [f64; 6] = crate::tables::QUANTILES;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
@@ -202,6 +204,14 @@ pub fn latency(d: &RunData) -> Result<String, String> {
 /// One row per chain: green while every target serves, amber while degraded, red with no
 /// serving target; faults as rules.
 pub fn chain_timeline(d: &RunData) -> Result<String, String> {
+    chain_timeline_titled(
+        d,
+        "Chain states (green: all SERVING, amber: degraded, red: none serving)",
+    )
+}
+
+/// `chain_timeline` under another caption (the comparison names the run in it).
+pub(crate) fn chain_timeline_titled(d: &RunData, title: &str) -> Result<String, String> {
     let mut chains: Vec<String> = d.chains.iter().map(|c| c.chain.clone()).collect();
     chains.sort();
     chains.dedup();
@@ -217,10 +227,7 @@ pub fn chain_timeline(d: &RunData) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, (W, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Chain states (green: all SERVING, amber: degraded, red: none serving)",
-                ("sans-serif", 16),
-            )
+            .caption(title, ("sans-serif", 16))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(60)

@@ -93,7 +93,10 @@ fn report(cmd: Option<ReportCommand>, dir: Option<PathBuf>) -> ExitCode {
                 .file_name()
                 .map_or("a".into(), |n| n.to_string_lossy().to_string());
             let out = out.unwrap_or_else(|| b.join(format!("compare-with-{name}")));
-            (t3fs_reports::compare(&a, &b, &out), out.join("compare.html"))
+            (
+                t3fs_reports::compare(&a, &b, &out),
+                out.join("compare.html"),
+            )
         }
         (None, Some(dir)) => (t3fs_reports::render(&dir), dir.join("report.html")),
         (None, None) => {

@@ -180,7 +180,7 @@ pub async fn run(
     let files: Vec<String> = (0..nfiles).map(|k| format!("/bench-{tag}-{k}")).collect();
     let base = Arc::new(bench_verify::base(job.bs));
     let ledger = job.verify.then(|| Arc::new(Mutex::new(Ledger::default())));
-    layout(&opts, &job, &files, &base, ledger.as_ref()).await?;
+    layout(&opts, &job, &files, &base).await?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
     let cpu0 = cpu::Sample::take(&procs);
     let start = Instant::now();
@@ -231,13 +231,13 @@ pub async fn run(
     })
 }
 
-/// Creates and fills every file (generation 0), as fio lays out files before a run.
+/// Creates and fills every file with generation 0 (the ledger knows it without a record), as
+/// fio lays out files before a run.
 async fn layout(
     opts: &ClientOptions,
     job: &Job,
     files: &[String],
     base: &[u8],
-    ledger: Option<&Arc<Mutex<Ledger>>>,
 ) -> Result<(), String> {
     let setup = Client::connect(opts.clone())
         .await
@@ -261,15 +261,6 @@ async fn layout(
             .close_file(&f, blocks * job.bs)
             .await
             .map_err(|e| e.to_string())?;
-    }
-    if let Some(l) = ledger {
-        let now = Instant::now();
-        let mut l = l.lock().map_err(|e| e.to_string())?;
-        for file in 0..files.len() {
-            for b in 0..blocks {
-                l.wrote(file, b, 0, now, Some(now));
-            }
-        }
     }
     setup.close().await;
     Ok(())

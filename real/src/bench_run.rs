@@ -126,7 +126,10 @@ pub fn verify_verdict(r: &Report) -> Option<VerdictLine> {
 fn probe_map(probe: Option<&Probe>, usage: Option<&Usage>, bytes: u64) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     if let Some(p) = probe {
-        m.insert(format!("disk_write_mibs_{}streams", p.write_qd), p.disk_write_mibs);
+        m.insert(
+            format!("disk_write_mibs_{}streams", p.write_qd),
+            p.disk_write_mibs,
+        );
         m.insert(format!("disk_read_mibs_qd{}", p.qd), p.disk_read_mibs);
         m.insert(format!("rand_read_iops_qd{}", p.qd), p.rand_read_iops);
         m.insert("loopback_mibs".into(), p.loopback_mibs);

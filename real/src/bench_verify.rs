@@ -116,7 +116,8 @@ impl Ledger {
         }
     }
 
-    /// A write of `gen` to `block` issued at `invoke`; `acked` is when it was acknowledged.
+    /// A write of `gen` (never 0: the layout is implied) to `block` issued at `invoke`; `acked`
+    /// is when it was acknowledged.
     pub fn wrote(
         &mut self,
         file: usize,
@@ -212,5 +213,9 @@ mod tests {
         assert!(l.outcome().ok(), "{:?}", l.outcome());
         l.final_value(0, 1, &stamp(&b, 1, 0), &b);
         assert_eq!(l.outcome().problem_count, 1);
+        // A block the run never wrote keeps the layout, and that is no loss.
+        let mut l = Ledger::default();
+        l.final_value(0, 9, &stamp(&b, 9, 0), &b);
+        assert!(l.outcome().ok(), "{:?}", l.outcome());
     }
 }

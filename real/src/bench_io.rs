@@ -245,17 +245,25 @@ async fn layout(
     let blocks = job.size / job.bs;
     for path in files {
         let f = setup.create(path, 0o644).await.map_err(|e| e.to_string())?;
+        // Large writes whatever the block size: a 4 KiB job's layout goes out in 1 MiB pieces,
+        // 16 at a time, each piece the run's stamped blocks back to back.
+        let per_piece = ((1u64 << 20) / job.bs).max(1);
         let mut k = 0;
         while k < blocks {
-            let n = (blocks - k).min(16);
-            let pieces = (k..k + n)
-                .map(|i| (i * job.bs, bench_verify::stamp(base, i, 0)))
-                .collect();
+            let mut pieces = Vec::new();
+            while k < blocks && pieces.len() < 16 {
+                let n = (blocks - k).min(per_piece);
+                let mut data = Vec::with_capacity((n * job.bs) as usize);
+                for b in k..k + n {
+                    data.extend_from_slice(&bench_verify::stamp(base, b, 0));
+                }
+                pieces.push((k * job.bs, data));
+                k += n;
+            }
             setup
                 .write_many(&f, pieces)
                 .await
                 .map_err(|e| e.to_string())?;
-            k += n;
         }
         setup
             .close_file(&f, blocks * job.bs)

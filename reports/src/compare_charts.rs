@@ -114,19 +114,16 @@ where
     Ok(())
 }
 
-/// Completions per second of every run × operation.
-fn throughput_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
+/// One line per run × named series, A's in A's look and B's in B's.
+fn run_lines(
+    runs: [(&str, &RunData); 2],
+    series: impl Fn(&RunData) -> Vec<(String, Vec<(f64, f64)>)>,
+) -> Vec<Line> {
     let mut lines = Vec::new();
     for ((tag, d), look) in runs.iter().zip(&LOOKS) {
-        let iv = d.series.interval.max(1e-9);
-        for (j, (op, counts)) in d.series.ops.iter().enumerate() {
-            let pts = counts
-                .iter()
-                .enumerate()
-                .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / iv))
-                .collect();
+        for (j, (name, pts)) in series(d).into_iter().enumerate() {
             lines.push(Line {
-                label: format!("{tag}: {op}"),
+                label: format!("{tag}: {name}"),
                 pts,
                 color: look.colors[j % look.colors.len()],
                 dashed: look.dashed,
@@ -134,6 +131,25 @@ fn throughput_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
         }
     }
     lines
+}
+
+/// Completions per second of every run × operation.
+fn throughput_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
+    run_lines(runs, |d| {
+        let iv = d.series.interval.max(1e-9);
+        d.series
+            .ops
+            .iter()
+            .map(|(op, counts)| {
+                let pts = counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / iv))
+                    .collect();
+                (op.clone(), pts)
+            })
+            .collect()
+    })
 }
 
 /// Throughput over time of both runs on one chart.
@@ -191,26 +207,22 @@ fn quantile_name(i: usize) -> String {
 /// Every run × operation's latency at each of `QUANTILES`, in ms (at least 1 µs, for the log
 /// axis).
 fn spectrum_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
-    let mut lines = Vec::new();
-    for ((tag, d), look) in runs.iter().zip(&LOOKS) {
-        for (j, (op, h)) in crate::render::merged(d).iter().enumerate() {
-            let pts = QUANTILES
-                .iter()
-                .enumerate()
-                .map(|(i, q)| {
-                    let v = h.value_at_quantile(q / 100.0) as f64 / 1000.0;
-                    (i as f64, v.max(0.001))
-                })
-                .collect();
-            lines.push(Line {
-                label: format!("{tag}: {op}"),
-                pts,
-                color: look.colors[j % look.colors.len()],
-                dashed: look.dashed,
-            });
-        }
-    }
-    lines
+    run_lines(runs, |d| {
+        crate::render::merged(d)
+            .iter()
+            .map(|(op, h)| {
+                let pts = QUANTILES
+                    .iter()
+                    .enumerate()
+                    .map(|(i, q)| {
+                        let v = h.value_at_quantile(q / 100.0) as f64 / 1000.0;
+                        (i as f64, v.max(0.001))
+                    })
+                    .collect();
+                (op.clone(), pts)
+            })
+            .collect()
+    })
 }
 
 /// Latency percentile spectra (p50 … p99.99 and max) of both runs, log milliseconds.

@@ -2,11 +2,14 @@
 //! ([`wal_kv`]), behind the `etcd` feature the distributed one (`etcd_kv`), the file and
 //! io_uring chunk stores with their thread wrapper ([`chunk_store`]), the TCP transport
 //! ([`transport`]), the tokio node driver ([`node`]), the `kv` service ([`kv_service`]), the
-//! service configuration and processes ([`config`], [`serve`]), the native client ([`client`])
-//! and local clusters ([`cluster`]).
+//! service configuration and processes ([`config`], [`serve`]), the native client ([`client`]),
+//! local clusters ([`cluster`], [`netns`]), and the benchmark side: fio-style load
+//! ([`bench_io`], [`bench_report`], [`bench_verify`]), mdtest ([`bench_mdtest`]), the host probe
+//! ([`probe`]), CPU accounting ([`cpu`]), the roofline ([`roofline`]), mgmtd's routing history
+//! ([`routing_watch`]), real run directories ([`bench_run`]) and `demo --real` ([`demo_real`]).
 //!
-//! Still to come: the RDMA transport (behind the `rdma` feature), the FUSE client and the
-//! benchmark client. It never depends on t3fs-sim.
+//! Still to come: the RDMA transport (behind the `rdma` feature) and the FUSE client. It never
+//! depends on t3fs-sim.
 // `unsafe` is denied everywhere but the io_uring chunk store, which allows it for pushing SQEs
 // and for its aligned buffers (each use with a SAFETY comment).
 #![deny(unsafe_code)]

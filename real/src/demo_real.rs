@@ -143,11 +143,11 @@ pub fn run(o: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RunData, Stri
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let (report, seen, marks) = rt.block_on(drive(o, &opts, job, &names, say))?;
+    let (report, seen, marks, fault) = rt.block_on(drive(o, &opts, job, &names, say))?;
     say("stopping the cluster");
     drop(guard);
     let rows = crate::roofline::rows(&report, &probe, 3);
-    let verdicts = verdicts(&seen, &marks, report.zero);
+    let verdicts = verdicts(&seen, &fault, report.zero);
     let run = RealRun {
         name: "demo-real".into(),
         about: "The head of chain 1 is killed (SIGKILL) mid-write on a real 3-node, 3-replica cluster; the chain fails over, the node restarts, resyncs and is promoted.".into(),
@@ -163,7 +163,15 @@ pub fn run(o: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RunData, Stri
     Ok(crate::bench_run::run_data(&run))
 }
 
-type Driven = (crate::bench_io::Report, Vec<Seen>, Vec<Mark>);
+/// The fault the demo injected: the head's target, when its process was killed and restarted.
+#[derive(Clone, Copy)]
+struct Fault {
+    target: TargetId,
+    kill: Instant,
+    restart: Instant,
+}
+
+type Driven = (crate::bench_io::Report, Vec<Seen>, Vec<Mark>, Fault);
 
 async fn drive(
     o: &DemoOptions,
@@ -212,6 +220,11 @@ async fn drive(
     }
     cluster::restart(&o.dir, &victim)?;
     mark(&mut marks, "fault", &victim, format!("restart {victim}"));
+    let fault = Fault {
+        target: head,
+        kill: killed,
+        restart: Instant::now(),
+    };
     let report = load.await.map_err(|e| e.to_string())??;
     if watch.all_serving() {
         mark(
@@ -236,27 +249,7 @@ async fn drive(
         }
     }
     let seen = watch.stop().await;
-    Ok((report, seen, marks))
-}
-
-/// The target that was killed, from the first fault mark (`… (hosts tN, …`).
-fn killed_target(seen: &[Seen], marks: &[Mark]) -> Option<(TargetId, Instant, Instant)> {
-    let kill = marks.iter().find(|m| m.kind == "fault")?;
-    let restart = marks.iter().filter(|m| m.kind == "fault").nth(1)?;
-    let t = kill
-        .what
-        .split("hosts ")
-        .nth(1)?
-        .split(',')
-        .next()?
-        .trim()
-        .to_string();
-    let target = seen
-        .iter()
-        .flat_map(|s| s.chain.targets.iter())
-        .map(|t| t.target)
-        .find(|x| x.to_string() == t)?;
-    Some((target, kill.at, restart.at))
+    Ok((report, seen, marks, fault))
 }
 
 fn verdict(name: &str, ok: bool, detail: String) -> VerdictLine {
@@ -268,10 +261,12 @@ fn verdict(name: &str, ok: bool, detail: String) -> VerdictLine {
 }
 
 /// Failover, resync with promotion, and recovery, as mgmtd published them.
-fn verdicts(seen: &[Seen], marks: &[Mark], zero: Instant) -> Vec<VerdictLine> {
-    let Some((target, kill, restart)) = killed_target(seen, marks) else {
-        return vec![verdict("failover", false, "no kill was recorded".into())];
-    };
+fn verdicts(seen: &[Seen], fault: &Fault, zero: Instant) -> Vec<VerdictLine> {
+    let Fault {
+        target,
+        kill,
+        restart,
+    } = *fault;
     let t = |at: Instant| at.saturating_duration_since(zero).as_secs_f64();
     let state_after = |from: Instant, want: &dyn Fn(PublicState) -> bool| {
         seen.iter().filter(|s| s.at >= from).find_map(|s| {

@@ -65,55 +65,10 @@ enum Command {
     #[command(args_conflicts_with_subcommands = true)]
     Report {
         #[command(subcommand)]
-        cmd: Option<ReportCommand>,
+        cmd: Option<report::ReportCommand>,
         /// The run directory to re-render.
         dir: Option<PathBuf>,
     },
-}
-
-#[derive(Subcommand, Debug)]
-enum ReportCommand {
-    /// Two runs side by side (sim vs real, before vs after): throughput over time, percentile
-    /// spectra, roofline rows and chain timelines, as compare.md and compare.html.
-    Compare {
-        /// The first run directory (A).
-        a: PathBuf,
-        /// The second run directory (B).
-        b: PathBuf,
-        /// Where compare.md, compare.html and the charts go (default: B/compare-with-<A>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
-}
-
-fn report(cmd: Option<ReportCommand>, dir: Option<PathBuf>) -> ExitCode {
-    let (r, shown) = match (cmd, dir) {
-        (Some(ReportCommand::Compare { a, b, out }), _) => {
-            let name = a
-                .file_name()
-                .map_or("a".into(), |n| n.to_string_lossy().to_string());
-            let out = out.unwrap_or_else(|| b.join(format!("compare-with-{name}")));
-            (
-                t3fs_reports::compare(&a, &b, &out),
-                out.join("compare.html"),
-            )
-        }
-        (None, Some(dir)) => (t3fs_reports::render(&dir), dir.join("report.html")),
-        (None, None) => {
-            eprintln!("error: give a run directory, or `compare RUN_A RUN_B`\n\nUsage: t3fs report <DIR>\n       t3fs report compare <A> <B> [--out DIR]");
-            return ExitCode::from(2);
-        }
-    };
-    match r {
-        Ok(()) => {
-            println!("{}", shown.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
 }
 
 fn main() -> ExitCode {
@@ -126,6 +81,6 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
-        Command::Report { cmd, dir } => report(cmd, dir),
+        Command::Report { cmd, dir } => report::run(cmd, dir),
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use t3fs_core::ids::{ChainId, NodeId, TargetId};
 use t3fs_core::mgmtd::chain_update::render;
-use t3fs_core::routing::{ChainInfo, PublicState};
+use t3fs_core::routing::{ChainInfo, PublicState, RoutingInfo};
 use t3fs_reports::{ChainPoint, EventLine};
 
 use crate::client::{Client, ClientError, ClientOptions};
@@ -46,17 +46,23 @@ impl RoutingWatch {
         let (log, host_log) = (seen.clone(), hosts.clone());
         let task = tokio::spawn(async move {
             let mut last: BTreeMap<ChainId, ChainInfo> = BTreeMap::new();
+            // Records at once, every half poll, and once more when told to stop.
+            let mut stop = false;
             loop {
-                record(&client, &mut last, &log);
-                if let (Some(r), Ok(mut h)) = (client.routing(), host_log.lock()) {
-                    h.clone_from(&r.targets);
+                if let Some(r) = client.routing() {
+                    record(&r, &mut last, &log);
+                    if let Ok(mut h) = host_log.lock() {
+                        h.clone_from(&r.targets);
+                    }
                 }
-                tokio::select! {
-                    _ = tokio::time::sleep(poll / 2) => {}
-                    _ = stopped.changed() => break,
+                if stop {
+                    break;
                 }
+                stop = tokio::select! {
+                    _ = tokio::time::sleep(poll / 2) => false,
+                    _ = stopped.changed() => true,
+                };
             }
-            record(&client, &mut last, &log);
             client.close().await;
         });
         Ok(Self {
@@ -99,8 +105,8 @@ impl RoutingWatch {
     }
 }
 
-fn record(client: &Client, last: &mut BTreeMap<ChainId, ChainInfo>, log: &Mutex<Vec<Seen>>) {
-    let Some(r) = client.routing() else { return };
+/// Logs every chain of `r` that differs from the last state seen of it.
+fn record(r: &RoutingInfo, last: &mut BTreeMap<ChainId, ChainInfo>, log: &Mutex<Vec<Seen>>) {
     let at = Instant::now();
     for (id, c) in &r.chains {
         if last.get(id).is_some_and(|old| old == c) {

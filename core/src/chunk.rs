@@ -63,26 +63,49 @@ impl UpdateKind {
     /// Applies this update to `content` (the committed bytes; `None` if absent). Returns the new
     /// content, `None` meaning "removed". Every store uses this one definition of the effect.
     pub fn apply(&self, content: Option<&[u8]>) -> Option<Vec<u8>> {
-        let mut bytes = content.map(<[u8]>::to_vec).unwrap_or_default();
+        self.clone().apply_owned(content.map(<[u8]>::to_vec))
+    }
+
+    /// [`apply`](Self::apply) taking the update and the committed content by value, so that
+    /// their buffers are reused instead of copied: a write replacing the whole content hands
+    /// its payload over as the new content, and a partial write patches the base in place.
+    pub fn apply_owned(self, content: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let old_len = content.as_ref().map_or(0, Vec::len);
+        let mut bytes = match self {
+            Self::Remove => return None,
+            Self::Replace { data } => return Some(data),
+            Self::Write { offset: 0, data } if data.len() >= old_len => return Some(data),
+            _ => content.unwrap_or_default(),
+        };
         match self {
             Self::Write { offset, data } => {
-                let start = *offset as usize;
+                let start = offset as usize;
                 let end = start + data.len();
                 if bytes.len() < end {
                     bytes.resize(end, 0);
                 }
-                bytes[start..end].copy_from_slice(data);
+                bytes[start..end].copy_from_slice(&data);
             }
-            Self::Remove => return None,
-            Self::Truncate { len } => bytes.resize(*len as usize, 0),
+            Self::Truncate { len } => bytes.resize(len as usize, 0),
             Self::Extend { len } => {
-                if bytes.len() < *len as usize {
-                    bytes.resize(*len as usize, 0);
+                if bytes.len() < len as usize {
+                    bytes.resize(len as usize, 0);
                 }
             }
-            Self::Replace { data } => bytes = data.clone(),
+            Self::Remove | Self::Replace { .. } => unreachable!("returned above"),
         }
         Some(bytes)
+    }
+
+    /// Whether the result depends on the committed content of `len` bytes, which a store must
+    /// then read and verify first (building on rotten bytes would give them a fresh, matching
+    /// checksum). A remove, a replace and a write from offset 0 covering all `len` bytes do not.
+    pub fn builds_on_base(&self, len: u32) -> bool {
+        match self {
+            Self::Remove | Self::Replace { .. } => false,
+            Self::Write { offset, data } => *offset > 0 || (data.len() as u64) < u64::from(len),
+            Self::Truncate { .. } | Self::Extend { .. } => true,
+        }
     }
 }
 
@@ -322,5 +345,49 @@ mod tests {
             UpdateKind::Replace { data: vec![9] }.apply(Some(&[1, 2])),
             Some(vec![9])
         );
+    }
+
+    #[test]
+    fn owned_apply_matches_and_whole_writes_need_no_base() {
+        let base = [1u8, 2, 3, 4];
+        let kinds = [
+            UpdateKind::Write {
+                offset: 0,
+                data: vec![9; 4],
+            },
+            UpdateKind::Write {
+                offset: 0,
+                data: vec![9; 6],
+            },
+            UpdateKind::Write {
+                offset: 0,
+                data: vec![9; 2],
+            },
+            UpdateKind::Write {
+                offset: 3,
+                data: vec![9; 2],
+            },
+            UpdateKind::Truncate { len: 2 },
+            UpdateKind::Extend { len: 6 },
+            UpdateKind::Replace { data: vec![7] },
+            UpdateKind::Remove,
+        ];
+        for k in kinds {
+            let want = k.apply(Some(&base));
+            assert_eq!(k.clone().apply_owned(Some(base.to_vec())), want, "{k:?}");
+            if !k.builds_on_base(base.len() as u32) {
+                assert_eq!(k.clone().apply_owned(None), want, "{k:?} needs no base");
+            }
+        }
+        let short = UpdateKind::Write {
+            offset: 0,
+            data: vec![9; 2],
+        };
+        assert!(short.builds_on_base(4) && !short.builds_on_base(2));
+        assert!(UpdateKind::Write {
+            offset: 1,
+            data: vec![9; 8]
+        }
+        .builds_on_base(0));
     }
 }

@@ -72,6 +72,97 @@ pub fn checksum(data: &[u8]) -> u32 {
     extend(0, data)
 }
 
+/// The linear operator "append `n` zero bytes" on a CRC32C register, as a 32x32 matrix over
+/// GF(2) (column `i` is the image of bit `i`). It turns the CRCs of two pieces into the CRC of
+/// their concatenation without touching the bytes ([`Shift::combine`]): stores keep one CRC per
+/// block and derive a chunk's or a range's CRC from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shift([u32; 32]);
+
+impl Shift {
+    /// The identity (zero bytes).
+    const IDENTITY: Self = {
+        let mut m = [0u32; 32];
+        let mut i = 0;
+        while i < 32 {
+            m[i] = 1 << i;
+            i += 1;
+        }
+        Self(m)
+    };
+
+    /// One zero bit: the reflected register shifts right, folding in the polynomial.
+    const BIT: Self = {
+        let mut m = [0u32; 32];
+        m[0] = POLY;
+        let mut i = 1;
+        while i < 32 {
+            m[i] = 1 << (i - 1);
+            i += 1;
+        }
+        Self(m)
+    };
+
+    /// The operator appending `n` zero bytes (computable at compile time).
+    pub const fn zeros(n: u64) -> Self {
+        // Square-and-multiply on the one-byte operator.
+        let mut byte = Self::BIT;
+        let mut k = 0;
+        while k < 3 {
+            byte = byte.then(byte);
+            k += 1;
+        }
+        let mut acc = Self::IDENTITY;
+        let mut n = n;
+        while n > 0 {
+            if n & 1 == 1 {
+                acc = acc.then(byte);
+            }
+            byte = byte.then(byte);
+            n >>= 1;
+        }
+        acc
+    }
+
+    /// `self`'s matrix applied to the register `v`.
+    pub const fn apply(&self, mut v: u32) -> u32 {
+        let mut out = 0;
+        let mut i = 0;
+        while v != 0 {
+            if v & 1 == 1 {
+                out ^= self.0[i];
+            }
+            v >>= 1;
+            i += 1;
+        }
+        out
+    }
+
+    /// `self` followed by `next` (they commute: both are powers of one operator).
+    const fn then(self, next: Self) -> Self {
+        let mut m = [0u32; 32];
+        let mut i = 0;
+        while i < 32 {
+            m[i] = next.apply(self.0[i]);
+            i += 1;
+        }
+        Self(m)
+    }
+
+    /// The CRC32C of `a ++ b` from `crc(a)` and `crc(b)`, `self` being `zeros(b.len())`. The
+    /// pre- and post-inversions of the two CRCs cancel (the operator is linear and the
+    /// inversion of `a`'s register is carried through the zeros exactly as through `b`).
+    pub const fn combine(&self, crc_a: u32, crc_b: u32) -> u32 {
+        self.apply(crc_a) ^ crc_b
+    }
+}
+
+/// The CRC32C of `a ++ b` from `crc(a)`, `crc(b)` and `b.len()` (O(log len) matrix products;
+/// precompute a [`Shift`] when one length recurs).
+pub fn combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
+    Shift::zeros(len_b).combine(crc_a, crc_b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +211,31 @@ mod tests {
             assert_eq!(extend(0, d), extend_software(0, d), "{start}..{end}");
             assert_eq!(extend(0x1234_5678, d), extend_software(0x1234_5678, d));
         }
+    }
+
+    #[test]
+    fn combine_equals_crc_of_the_concatenation() {
+        let data: Vec<u8> = (0..20_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        for split in [0, 1, 7, 4096, 4097, 12_288, 19_999, 20_000] {
+            let (a, b) = data.split_at(split);
+            let whole = checksum(&data);
+            assert_eq!(
+                combine(checksum(a), checksum(b), b.len() as u64),
+                whole,
+                "{split}"
+            );
+        }
+        const BLOCK: Shift = Shift::zeros(4096);
+        let blocks = data[..16_384].chunks(4096).map(checksum);
+        let folded = blocks.reduce(|acc, c| BLOCK.combine(acc, c));
+        assert_eq!(folded, Some(checksum(&data[..16_384])));
+        assert_ne!(
+            combine(1, 0, 4096),
+            combine(0, 0, 4096),
+            "the shift is not a no-op"
+        );
     }
 
     #[test]

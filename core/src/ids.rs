@@ -78,7 +78,7 @@ pub struct ChunkId {
 
 impl ChunkId {
     /// Builds a chunk id.
-    pub fn new(inode: u64, index: u32) -> Self {
+    pub const fn new(inode: u64, index: u32) -> Self {
         Self {
             inode: InodeId(inode),
             index,

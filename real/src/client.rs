@@ -169,8 +169,8 @@ impl Client {
             tokio::pin!(wait);
             let got = loop {
                 tokio::select! {
-                    Some(inb) = inbound.recv() => {
-                        if let Ok(Msg::NodeAddrs(a)) = transport.decode(&inb.frame) {
+                    Some(mut inb) = inbound.recv() => {
+                        if let Ok(Msg::NodeAddrs(a)) = transport.decode(&mut inb) {
                             break Some(a);
                         }
                     }

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use t3fs_core::ids::NodeId;
@@ -42,8 +41,8 @@ pub async fn serve(
     mut inbound: mpsc::Receiver<Inbound>,
     counters: Arc<KvServiceCounters>,
 ) {
-    while let Some(inb) = inbound.recv().await {
-        let req = match transport.decode(&inb.frame) {
+    while let Some(mut inb) = inbound.recv().await {
+        let req = match transport.decode(&mut inb) {
             Ok(Msg::KvReq(r)) => r,
             Ok(_) | Err(_) => {
                 counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -59,7 +58,7 @@ pub async fn serve(
                 .await
                 .unwrap_or(Err(KvError::Unavailable));
             let reply = Msg::KvReply(KvReply { id, result });
-            let _ = t.send(inb.from, Bytes::from(reply.encode())).await;
+            let _ = t.send(inb.from, reply).await;
             c.answered.fetch_add(1, Ordering::Relaxed);
         });
     }
@@ -118,12 +117,12 @@ impl RemoteKv {
             KvError::Unavailable
         };
         self.rt.block_on(async move {
-            if t.send(node, Bytes::from(msg.encode())).await.is_err() {
+            if t.send(node, msg).await.is_err() {
                 return Err(KvError::Unavailable);
             }
             let wait = async {
-                while let Some(inb) = inbound.recv().await {
-                    if let Ok(Msg::KvReply(r)) = t.decode(&inb.frame) {
+                while let Some(mut inb) = inbound.recv().await {
+                    if let Ok(Msg::KvReply(r)) = t.decode(&mut inb) {
                         if r.id == id {
                             return r.result;
                         }

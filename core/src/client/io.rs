@@ -71,7 +71,7 @@ pub struct ChunkIo {
 }
 
 /// Splits a call into (chain, chunk, kind) I/Os; `None` for an invalid call.
-pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> {
+pub(super) fn plan(call: ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> {
     match call {
         ClientCall::Read {
             inode,
@@ -79,7 +79,7 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
             offset,
             len,
         } => {
-            let spans = layout.split(*inode, *offset, *len)?;
+            let spans = layout.split(inode, offset, len)?;
             Some(
                 spans
                     .into_iter()
@@ -100,25 +100,25 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
             offset,
             data,
         } => {
-            let spans = layout.split(*inode, *offset, data.len() as u64)?;
+            let spans = layout.split(inode, offset, data.len() as u64)?;
+            let update = |s: &crate::layout::ChunkSpan, data| {
+                let kind = UpdateKind::Write {
+                    offset: s.offset,
+                    data,
+                };
+                let chunk_size = layout.chunk_size;
+                (s.chain, s.chunk, IoKind::Update { kind, chunk_size })
+            };
+            if let [s] = spans.as_slice() {
+                // The whole write in one chunk: its payload moves instead of being copied.
+                return Some(vec![update(s, data)]);
+            }
             Some(
                 spans
-                    .into_iter()
+                    .iter()
                     .map(|s| {
                         let start = s.buf_offset as usize;
-                        let bytes = data[start..start + s.len as usize].to_vec();
-                        let kind = UpdateKind::Write {
-                            offset: s.offset,
-                            data: bytes,
-                        };
-                        (
-                            s.chain,
-                            s.chunk,
-                            IoKind::Update {
-                                kind,
-                                chunk_size: layout.chunk_size,
-                            },
-                        )
+                        update(s, data[start..start + s.len as usize].to_vec())
                     })
                     .collect(),
             )
@@ -132,14 +132,7 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
             if matches!(kind, UpdateKind::Write { .. } | UpdateKind::Replace { .. }) {
                 return None; // Writes go through `Write`, replaces are replica-internal.
             }
-            Some(vec![(
-                *chain,
-                *chunk,
-                IoKind::Update {
-                    kind: kind.clone(),
-                    chunk_size: *chunk_size,
-                },
-            )])
+            Some(vec![(chain, chunk, IoKind::Update { kind, chunk_size })])
         }
         ClientCall::QueryLastChunk {
             inode,
@@ -148,14 +141,8 @@ pub(super) fn plan(call: &ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>>
             empty,
         } => {
             let chains: std::collections::BTreeSet<ChainId> = chains.iter().copied().collect();
-            let chunk = ChunkId {
-                inode: *inode,
-                index: 0,
-            };
-            let kind = |_| IoKind::QueryLast {
-                end: *end,
-                empty: *empty,
-            };
+            let chunk = ChunkId { inode, index: 0 };
+            let kind = |_| IoKind::QueryLast { end, empty };
             Some(chains.into_iter().map(|c| (c, chunk, kind(c))).collect())
         }
         // Not chunk I/O: served by `meta.rs` before planning.
@@ -379,9 +366,9 @@ impl Client {
                         chain_version: a.2,
                     });
                 let state = self.calls.get_mut(&call).expect("I/O of a live call");
-                let n = rep.data.len().min(len as usize);
-                let start = buf_offset as usize;
-                state.buf[start..start + n].copy_from_slice(&rep.data[..n]);
+                let mut data = rep.data;
+                data.truncate(len as usize);
+                state.fill(buf_offset as usize, data);
                 state.versions.push((chunk, rep.version));
                 state.served.extend(served);
                 self.finish_io(id, Ok(None), out)

@@ -206,11 +206,28 @@ struct CallState {
     is_read: bool,
     is_query: bool,
     lasts: Vec<(ChainId, Option<crate::msg::LastChunk>)>,
+    /// A read's bytes so far: empty until the first reply, which is moved in when it covers the
+    /// whole read (no zeroing, no copy: the common single-chunk read).
     buf: Vec<u8>,
+    buf_len: usize,
     versions: Vec<(ChunkId, ChunkVersion)>,
     /// Observability for checkers, read by no decision: not part of the machine's identity.
     served: crate::machine::Unobserved<Vec<Served>>,
     results: Vec<(ChunkId, UpdateResult)>,
+}
+
+impl CallState {
+    /// Puts `data`, read at `start` of the read's range, into the buffer.
+    fn fill(&mut self, start: usize, data: Vec<u8>) {
+        if self.buf.is_empty() && start == 0 && data.len() == self.buf_len {
+            self.buf = data;
+            return;
+        }
+        if self.buf.len() < self.buf_len {
+            self.buf.resize(self.buf_len, 0);
+        }
+        self.buf[start..start + data.len()].copy_from_slice(&data);
+    }
 }
 
 /// Counters a driver can report.
@@ -292,7 +309,12 @@ impl Client {
             ClientCall::Meta(op) => return self.on_meta_call(req, op, out),
             call => call,
         };
-        let ios = match io::plan(&call) {
+        let (is_read, buf_len) = match &call {
+            ClientCall::Read { len, .. } => (true, *len as usize),
+            _ => (false, 0),
+        };
+        let is_query = matches!(call, ClientCall::QueryLastChunk { .. });
+        let ios = match io::plan(call) {
             Some(ios) if self.ios.len() + ios.len() <= limits::CLIENT_CHUNK_IOS_MAX => ios,
             Some(_) => {
                 return out.push(crate::machine::ActionOf::Return {
@@ -305,17 +327,14 @@ impl Client {
                 return out.push(crate::machine::ActionOf::Return { req, ret });
             }
         };
-        let (is_read, buf_len) = match &call {
-            ClientCall::Read { len, .. } => (true, *len as usize),
-            _ => (false, 0),
-        };
         let state = CallState {
             ios_left: ios.len(),
             failed: None,
             is_read,
-            is_query: matches!(call, ClientCall::QueryLastChunk { .. }),
+            is_query,
             lasts: Vec::new(),
-            buf: vec![0; buf_len],
+            buf: Vec::new(),
+            buf_len,
             versions: Vec::new(),
             served: Default::default(),
             results: Vec::new(),
@@ -350,7 +369,11 @@ impl Client {
             Some((chunk, status)) => ClientRet::Failed { chunk, status },
             None if state.is_query => ClientRet::LastChunks(state.lasts),
             None if state.is_read => ClientRet::Read {
-                data: state.buf,
+                data: {
+                    let mut buf = state.buf;
+                    buf.resize(state.buf_len, 0); // Holes read as zeros.
+                    buf
+                },
                 versions: state.versions,
                 served: state.served.0,
             },

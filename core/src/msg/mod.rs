@@ -4,6 +4,7 @@
 //! heartbeats, routing and resync ([`mgmtd`]). Every message crosses [`codec`] in real runs and
 //! in simulation alike, so codec bugs surface in simulation. Byte-level layout: `docs/wire.md`.
 
+mod bulk;
 pub mod codec;
 pub mod kv;
 pub mod meta;

@@ -8,6 +8,7 @@
 //! extent already overwritten by another chunk.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use t3fs_core::chunk::{
     Applied, ChunkDone, ChunkError, ChunkMeta, ChunkRead, PendingMeta, UpdateKind, UpdateTag,
@@ -16,30 +17,48 @@ use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion};
 
 use super::meta::Record;
+use super::sums::{self, Sums};
 use super::{Extent, Rec, BLOCK};
 
 /// Where to find the bytes of one version of a chunk.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Src {
     /// The extent (`None`: the content is empty).
     pub data: Option<Extent>,
     /// Content length.
     pub len: u32,
-    /// CRC32C of the content, kept with it.
-    pub checksum: u32,
+    /// CRC32C of each block of the content, kept with it.
+    pub sums: Sums,
     /// The version the content belongs to.
     pub version: ChunkVersion,
 }
 
-/// New content, written: its length, checksum and extent.
-#[derive(Clone, Copy, Debug)]
+/// New content, written: its length, checksums and extent.
+#[derive(Clone, Debug)]
 pub struct Written {
     /// Length.
     pub len: u32,
-    /// CRC32C.
+    /// CRC32C of the whole content.
     pub checksum: u32,
+    /// CRC32C of each block.
+    pub sums: Sums,
     /// Extent (`None` when empty).
     pub data: Option<Extent>,
+}
+
+impl Written {
+    /// `content`, checksummed, about to be written into `data`: each block's CRC32C computed
+    /// once, the whole content's folded from them.
+    pub fn new(content: &[u8], data: Option<Extent>) -> Self {
+        let sums = sums::of(content);
+        let len = content.len() as u64;
+        Self {
+            len: len as u32,
+            checksum: sums::of_span(&sums, &(0..len)),
+            sums,
+            data,
+        }
+    }
 }
 
 /// Free space of the data file: free extents below `end`, and everything from `end` on.
@@ -144,7 +163,7 @@ impl Catalog {
             (Some(p), true) => Some(Src {
                 data: r.pending_data,
                 len: p.len,
-                checksum: p.checksum,
+                sums: r.pending_sums.clone(),
                 version: p.version,
             }),
             _ if r.meta.committed == ChunkVersion(0) => None,
@@ -156,37 +175,52 @@ impl Catalog {
         Src {
             data: r.data,
             len: r.meta.len,
-            checksum: r.meta.checksum,
+            sums: r.sums.clone(),
             version: r.meta.committed,
         }
     }
 
-    /// Checks `content` (the whole content of `src`) against its checksum.
+    /// Checks `content` (the whole content of `src`) against its block checksums.
     pub fn verify(src: &Src, content: &[u8]) -> Result<(), ChunkError> {
-        if content.len() != src.len as usize || crc32c::checksum(content) != src.checksum {
+        if content.len() != src.len as usize || !sums::verify(&src.sums, 0, content) {
             return Err(ChunkError::Corrupt);
         }
         Ok(())
     }
 
-    /// Answers a read of `len` bytes at `offset` from `content`, the whole content of `src`
-    /// (checked against its checksum unless `unverified`).
+    /// The bytes of `src`'s content a read of `len` bytes at `offset` loads: the blocks it
+    /// covers (empty when it covers none).
+    pub fn read_span(src: &Src, offset: u32, len: u32) -> Range<u64> {
+        let start = u64::from(offset);
+        sums::span(start, start + u64::from(len), u64::from(src.len))
+    }
+
+    /// Answers a read of `len` bytes at `offset` from `bytes`, the content of `src` over `span`
+    /// ([`Catalog::read_span`]), checked against its block checksums unless `unverified`.
     pub fn finish_read(
         src: &Src,
-        content: &[u8],
+        span: Range<u64>,
+        mut bytes: Vec<u8>,
         offset: u32,
         len: u32,
         unverified: bool,
     ) -> Result<ChunkDone, ChunkError> {
-        if !unverified {
-            Self::verify(src, content)?;
+        let verified = !unverified;
+        if bytes.len() as u64 != span.end - span.start
+            || (verified && !sums::verify(&src.sums, span.start, &bytes))
+        {
+            return Err(ChunkError::Corrupt);
         }
-        let start = (offset as usize).min(content.len());
-        let end = start.saturating_add(len as usize).min(content.len());
-        let data = content[start..end].to_vec();
-        let checksum = crc32c::checksum(&data);
+        let start = u64::from(offset).clamp(span.start, span.end);
+        let end = (start + u64::from(len)).min(span.end);
+        // Verified whole blocks: their CRC folds from the sums, no second pass over the bytes.
+        let folded = (verified && (start, end) == (span.start, span.end))
+            .then(|| sums::of_span(&src.sums, &span));
+        bytes.truncate((end - span.start) as usize);
+        bytes.drain(..(start - span.start) as usize);
+        let checksum = folded.unwrap_or_else(|| crc32c::checksum(&bytes));
         Ok(ChunkDone::Read(Some(ChunkRead {
-            data,
+            data: bytes,
             version: src.version,
             checksum,
         })))
@@ -205,9 +239,10 @@ impl Catalog {
         if version <= committed {
             return Err(ChunkError::VersionConflict);
         }
-        let builds = !matches!(kind, UpdateKind::Remove | UpdateKind::Replace { .. });
-        Ok(r.filter(|r| builds && r.meta.committed > ChunkVersion(0))
-            .map(Self::committed))
+        Ok(
+            r.filter(|r| r.meta.committed > ChunkVersion(0) && kind.builds_on_base(r.meta.len))
+                .map(Self::committed),
+        )
     }
 
     /// Room in the data file for `len` bytes (`None` when `len` is 0).
@@ -238,26 +273,20 @@ impl Catalog {
         content: Option<Written>,
         tag: Option<UpdateTag>,
     ) -> (ChunkMeta, Record) {
-        let r = self.chunks.entry(chunk).or_insert_with(|| Rec {
-            meta: ChunkMeta {
-                chunk,
-                ..ChunkMeta::default()
-            },
-            data: None,
-            pending_data: None,
-        });
+        let r = self
+            .chunks
+            .entry(chunk)
+            .or_insert_with(|| Rec::empty(chunk));
         self.freed.extend(r.pending_data.take());
-        let w = content.unwrap_or(Written {
-            len: 0,
-            checksum: 0,
-            data: None,
-        });
+        let removes = content.is_none();
+        let w = content.unwrap_or_else(|| Written::new(&[], None));
         r.pending_data = w.data;
+        r.pending_sums = w.sums;
         r.meta.pending = Some(PendingMeta {
             version,
             len: w.len,
             checksum: w.checksum,
-            removes: content.is_none(),
+            removes,
             tag,
         });
         (r.meta.clone(), Record::Put(r.clone()))
@@ -286,6 +315,7 @@ impl Catalog {
         }
         self.freed.extend(r.data.take());
         r.data = r.pending_data.take();
+        r.sums = std::mem::take(&mut r.pending_sums);
         let m = &mut r.meta;
         m.pending = None;
         (m.committed, m.chain_version, m.len, m.checksum) =
@@ -332,17 +362,15 @@ impl Catalog {
             let (meta, rec) = self.remove(chunk, chain_version);
             return (meta, rec.expect("a removal record"));
         };
-        let r = self.chunks.entry(chunk).or_insert_with(|| Rec {
-            meta: ChunkMeta {
-                chunk,
-                ..ChunkMeta::default()
-            },
-            data: None,
-            pending_data: None,
-        });
+        let r = self
+            .chunks
+            .entry(chunk)
+            .or_insert_with(|| Rec::empty(chunk));
         self.freed
             .extend(r.data.take().into_iter().chain(r.pending_data.take()));
         r.data = w.data;
+        r.sums = w.sums;
+        r.pending_sums = Sums::default();
         let m = &mut r.meta;
         m.pending = None;
         (m.committed, m.chain_version, m.len, m.checksum) =

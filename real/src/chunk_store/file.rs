@@ -11,11 +11,11 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
-use t3fs_core::crc32c;
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore};
 use t3fs_core::ids::IoId;
 
 use super::catalog::{Catalog, Src, Written};
@@ -78,31 +78,27 @@ impl FileChunkStore {
         ChunkError::Failed
     }
 
-    /// The whole content of `src`. A short file (an extent whose bytes never reached the disk
-    /// although its record did: a disk that lied about a flush) is `Corrupt`.
-    fn load(&mut self, src: &Src) -> Result<Vec<u8>, ChunkError> {
-        let Some(ext) = src.data else {
+    /// The bytes `span` of `src`'s content. A short file (an extent whose bytes never reached
+    /// the disk although its record did: a disk that lied about a flush) is `Corrupt`.
+    fn load(&mut self, src: &Src, span: Range<u64>) -> Result<Vec<u8>, ChunkError> {
+        let Some(ext) = src.data.filter(|_| !span.is_empty()) else {
             return Ok(Vec::new());
         };
-        let mut buf = vec![0; ext.len as usize];
-        match self.data.read_at(&mut buf, ext.offset) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(ChunkError::Corrupt),
-            Err(e) => return Err(self.io_failed(e)),
+        let mut buf = vec![0; (span.end - span.start) as usize];
+        match self.data.read_at(&mut buf, ext.offset + span.start) {
+            Ok(()) => Ok(buf),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(ChunkError::Corrupt),
+            Err(e) => Err(self.io_failed(e)),
         }
-        buf.truncate(src.len as usize);
-        Ok(buf)
     }
 
-    /// Writes `content` into a fresh extent (not yet synced).
-    fn store(&mut self, mut content: Vec<u8>) -> Result<Written, ChunkError> {
-        let len = content.len();
-        let checksum = crc32c::checksum(&content);
-        let data = self.cat.alloc(len);
-        if let Some(ext) = data {
-            content.resize(ext.len as usize, 0);
-            if let Err(e) = self.data.write_at(&content, ext.offset) {
-                self.cat.release_unused(data);
+    /// Writes `content` into a fresh extent (not yet synced). The extent's tail past the
+    /// content is left as it is: reads never load past a content's end.
+    fn store(&mut self, content: &[u8]) -> Result<Written, ChunkError> {
+        let written = Written::new(content, self.cat.alloc(content.len()));
+        if let Some(ext) = written.data {
+            if let Err(e) = self.data.write_at(content, ext.offset) {
+                self.cat.release_unused(written.data);
                 if e.raw_os_error() == Some(libc::ENOSPC) {
                     return Err(ChunkError::NoSpace);
                 }
@@ -110,11 +106,7 @@ impl FileChunkStore {
             }
             self.wrote_data = true;
         }
-        Ok(Written {
-            len: len as u32,
-            checksum,
-            data,
-        })
+        Ok(written)
     }
 
     fn execute(&mut self, op: ChunkOp) -> Result<ChunkDone, ChunkError> {
@@ -130,8 +122,9 @@ impl FileChunkStore {
                 let Some(src) = self.cat.read_src(chunk, uncommitted) else {
                     return Ok(ChunkDone::Read(None));
                 };
-                let content = self.load(&src)?;
-                Catalog::finish_read(&src, &content, offset, len, unverified)
+                let span = Catalog::read_span(&src, offset, len);
+                let bytes = self.load(&src, span.clone())?;
+                Catalog::finish_read(&src, span, bytes, offset, len, unverified)
             }
             ChunkOp::Update {
                 chunk,
@@ -141,15 +134,15 @@ impl FileChunkStore {
             } => {
                 let base = match self.cat.update_base(chunk, version, &kind)? {
                     Some(src) => {
-                        let content = self.load(&src)?;
+                        let content = self.load(&src, 0..u64::from(src.len))?;
                         Catalog::verify(&src, &content)?;
                         Some(content)
                     }
                     None => None,
                 };
-                let written = match kind {
-                    UpdateKind::Remove => None,
-                    k => Some(self.store(k.apply(base.as_deref()).expect("only Remove removes"))?),
+                let written = match kind.apply_owned(base) {
+                    None => None,
+                    Some(content) => Some(self.store(&content)?),
                 };
                 let (meta, rec) = self.cat.set_pending(chunk, version, written, tag);
                 self.log.stage(&rec);
@@ -173,7 +166,7 @@ impl FileChunkStore {
                 data,
             } => {
                 let written = match data {
-                    Some(d) => Some(self.store(d)?),
+                    Some(d) => Some(self.store(&d)?),
                     None => None,
                 };
                 let (meta, rec) = self.cat.install(chunk, version, chain_version, written);
@@ -236,6 +229,7 @@ impl ChunkStore for FileChunkStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use t3fs_core::chunk::UpdateKind;
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("t3fs-{name}-{}", std::process::id()));

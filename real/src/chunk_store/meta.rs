@@ -24,10 +24,13 @@ use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, SeqNum};
 
 use super::fs::{StoreFile, StoreFs};
-use super::{damaged, Extent, Rec};
+use super::sums::Sums;
+use super::{damaged, Extent, Rec, BLOCK};
 
-/// First bytes of the metadata log.
-pub const META_HEADER: &[u8; 8] = b"t3fschk1";
+/// First bytes of the metadata log (format 2: records carry per-block checksums).
+pub const META_HEADER: &[u8; 8] = b"t3fschk2";
+/// The header of format 1 (whole-chunk checksums only), refused with a clear error.
+const META_HEADER_1: &[u8; 8] = b"t3fschk1";
 const MAGIC: u32 = 0x4d43_3354; // "T3CM"
 const HEAD: usize = 12;
 const NONE: u64 = u64::MAX;
@@ -59,6 +62,12 @@ impl W {
         self.u64(e.map_or(NONE, |e| e.offset));
         self.u64(e.map_or(0, |e| e.len));
     }
+    fn sums(&mut self, sums: &[u32]) {
+        self.u32(sums.len() as u32);
+        for &s in sums {
+            self.u32(s);
+        }
+    }
     fn tag(&mut self, t: &UpdateTag) {
         self.u64(t.client.0);
         self.u32(t.channel.0);
@@ -86,6 +95,14 @@ impl R<'_> {
         let (offset, len) = (self.u64()?, self.u64()?);
         Some((offset != NONE).then_some(Extent { offset, len }))
     }
+    /// Block sums of a `len`-byte content: exactly one per block, or the record is damaged.
+    fn sums(&mut self, len: u32) -> Option<Sums> {
+        let n = self.u32()?;
+        if u64::from(n) != u64::from(len).div_ceil(BLOCK) {
+            return None;
+        }
+        (0..n).map(|_| self.u32()).collect()
+    }
     fn tag(&mut self) -> Option<UpdateTag> {
         Some(UpdateTag {
             client: ClientId(self.u64()?),
@@ -95,9 +112,16 @@ impl R<'_> {
     }
 }
 
+fn rec_sums(r: &Record) -> usize {
+    match r {
+        Record::Put(rec) => rec.sums.len() + rec.pending_sums.len(),
+        Record::Delete(_) => 0,
+    }
+}
+
 /// One whole frame carrying `r`, appended to `out`.
 pub fn encode(r: &Record, out: &mut Vec<u8>) {
-    let mut w = W(Vec::with_capacity(128));
+    let mut w = W(Vec::with_capacity(128 + 4 * rec_sums(r)));
     let chunk = match r {
         Record::Put(rec) => rec.meta.chunk,
         Record::Delete(c) => *c,
@@ -112,6 +136,7 @@ pub fn encode(r: &Record, out: &mut Vec<u8>) {
         w.u32(m.len);
         w.u32(m.checksum);
         w.ext(rec.data);
+        w.sums(&rec.sums);
         match &m.pending {
             None => w.u8(0),
             Some(p) => {
@@ -120,6 +145,7 @@ pub fn encode(r: &Record, out: &mut Vec<u8>) {
                 w.u32(p.len);
                 w.u32(p.checksum);
                 w.ext(rec.pending_data);
+                w.sums(&rec.pending_sums);
                 match &p.tag {
                     None => w.u8(0),
                     Some(t) => {
@@ -161,11 +187,13 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
         ..ChunkMeta::default()
     };
     let data = r.ext()?;
-    let mut pending_data = None;
+    let sums = r.sums(meta.len)?;
+    let (mut pending_data, mut pending_sums) = (None, Sums::default());
     let flag = r.u8()?;
     if flag > 0 {
         let (version, len, checksum) = (r.u32()?, r.u32()?, r.u32()?);
         pending_data = r.ext()?;
+        pending_sums = r.sums(len)?;
         let tag = if r.u8()? == 1 { Some(r.tag()?) } else { None };
         meta.pending = Some(PendingMeta {
             version: ChunkVersion(version),
@@ -188,6 +216,8 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
         meta,
         data,
         pending_data,
+        sums,
+        pending_sums,
     }))
 }
 
@@ -233,6 +263,14 @@ impl MetaLog {
         let len = file.size()?;
         let mut buf = vec![0; len as usize];
         file.read_at(&mut buf, 0)?;
+        if buf.starts_with(META_HEADER_1) {
+            return Err(damaged(
+                &path,
+                "a chunk metadata log of format 1 (whole-chunk checksums), from a t3fs before \
+                 per-block checksums: this t3fs cannot serve it; move the target's directory \
+                 aside and let the target resync from its chain",
+            ));
+        }
         if !buf.starts_with(META_HEADER) {
             return Err(damaged(&path, "not a t3fs chunk metadata log"));
         }
@@ -364,6 +402,8 @@ mod tests {
                 len: 4096,
             }),
             pending_data: None,
+            sums: vec![0x1234_5678].into(),
+            pending_sums: Sums::default(),
         };
         for r in [Record::Put(rec), Record::Delete(ChunkId::new(1, 2))] {
             let mut buf = Vec::new();

@@ -11,7 +11,8 @@
 //!   references them (copy-on-write, as 3FS's chunk engine writes into a new block).
 //! - `meta`: an append-only log of checksummed records (format in `meta.rs`), each the whole
 //!   new metadata of one chunk (committed version, chain version, length, CRC32C and extent;
-//!   the pending version with its length, CRC32C, extent and client tag; the `applied`
+//!   the pending version with its length, CRC32C, extent and client tag; a CRC32C per 4 KiB
+//!   block of each content (`sums.rs`); the `applied`
 //!   exactly-once records) or its removal. Boot replays it (last record per chunk wins) and
 //!   rebuilds the free-extent map from the extents referenced; it is compacted by writing
 //!   `meta.tmp`, fdatasync, rename over `meta`, directory fsync.
@@ -25,9 +26,10 @@
 //! or it is a torn tail of unreported work that boot cuts), and every extent a durable record
 //! names was durable before it. An extent left unreferenced becomes reusable only after the
 //! record unreferencing it is durable (`catalog.rs`), so a crash never brings back metadata
-//! pointing at overwritten bytes. Reads and read-modify-writes check the whole content
-//! against the CRC32C kept in the record and answer `Corrupt` on a mismatch (rot, a lying
-//! disk), never returning or re-checksumming damaged bytes.
+//! pointing at overwritten bytes. Reads load only the blocks they cover, read-modify-writes the
+//! whole content; both check what they load against the block CRC32Cs kept in the record and
+//! answer `Corrupt` on a mismatch (rot, a lying disk), never returning or re-checksumming
+//! damaged bytes. A write replacing the whole content reads nothing.
 //!
 //! # Where this differs from 3FS's chunk engine, and why
 //!
@@ -56,11 +58,14 @@ mod catalog;
 mod file;
 pub mod fs;
 mod meta;
+mod sums;
 mod thread;
 #[cfg(feature = "uring")]
 #[allow(unsafe_code)]
 mod uring;
 
+#[cfg(test)]
+mod block_tests;
 #[cfg(test)]
 mod crash_tests;
 #[cfg(test)]
@@ -101,6 +106,26 @@ pub struct Rec {
     pub data: Option<Extent>,
     /// The pending content's extent (`None` when empty, a remove, or no pending version).
     pub pending_data: Option<Extent>,
+    /// CRC32C of each block of the committed content (`sums.rs`).
+    pub sums: sums::Sums,
+    /// CRC32C of each block of the pending content.
+    pub pending_sums: sums::Sums,
+}
+
+impl Rec {
+    /// A chunk with no version yet.
+    pub fn empty(chunk: t3fs_core::ids::ChunkId) -> Self {
+        Self {
+            meta: ChunkMeta {
+                chunk,
+                ..ChunkMeta::default()
+            },
+            data: None,
+            pending_data: None,
+            sums: sums::Sums::default(),
+            pending_sums: sums::Sums::default(),
+        }
+    }
 }
 
 /// A file whose contents are not what a store wrote.

@@ -13,7 +13,6 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 
 use t3fs_core::chunk::ChunkOp;
@@ -96,7 +95,7 @@ impl Host for RealHost<'_> {
         }
         // Best effort, as the protocol assumes: a full queue or an unknown peer drops the
         // message and the transport counts it.
-        let _ = self.transport.try_send(to, Bytes::from(msg.encode()));
+        let _ = self.transport.try_send(to, msg);
     }
 
     fn set_timer(&mut self, timer: AnyTimer, gen: u64, after: Range<Duration>) {
@@ -132,7 +131,7 @@ impl Host for RealHost<'_> {
             }
             KvBackend::Remote(node) => {
                 let msg = Msg::KvReq(KvReq { id: id.0, op });
-                let _ = self.transport.try_send(*node, Bytes::from(msg.encode()));
+                let _ = self.transport.try_send(*node, msg);
                 let failure = if commit {
                     KvError::CommitUnknown
                 } else {

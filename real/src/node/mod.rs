@@ -261,8 +261,8 @@ impl Driver {
     }
 
     /// Decodes an inbound frame; driver-level messages are handled here.
-    fn on_frame(&mut self, inb: Inbound) -> Option<Input> {
-        let msg = match self.transport.decode(&inb.frame) {
+    fn on_frame(&mut self, mut inb: Inbound) -> Option<Input> {
+        let msg = match self.transport.decode(&mut inb) {
             Ok(m) => m,
             Err(e) => {
                 self.malformed += 1;

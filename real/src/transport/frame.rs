@@ -1,16 +1,20 @@
-//! Length-delimited framing of a byte stream: a `u32` big-endian payload length, then the
-//! payload (one opaque frame; for t3fs, one `Msg` encoded by the core codec).
+//! Framing of a byte stream: an 8-byte prefix (the head's length and the bulk part's length,
+//! `u32` big-endian each), then the head (one `Msg` encoded by the core codec, payload emptied)
+//! and the bulk part (the message's payload, `Msg::encode_split`; empty for most messages).
 //!
 //! Invariants:
-//! - a length over the limit is refused as soon as its 4 bytes arrive, before any buffer is
-//!   grown for it, so a peer cannot make a connection's read buffer exceed about twice
-//!   `frame_max` plus one read chunk (the buffer grows like a `Vec`);
-//! - an inbound payload is split off the read buffer and frozen (`BytesMut::split_to`), never
-//!   copied; an outbound payload goes to the socket from the caller's `Bytes` by vectored
-//!   writes, with only the 4-byte prefixes of a batch gathered into one small buffer;
+//! - lengths whose sum is over the limit are refused as soon as the 8 bytes arrive, before any
+//!   buffer is grown for them, so a peer cannot make a connection's buffers exceed about twice
+//!   `frame_max` plus one read chunk;
+//! - a head is split off the read buffer and frozen (`BytesMut::split_to`), never copied; a
+//!   bulk part is read from the socket straight into a buffer of its exact size (only the few
+//!   bytes of it already read ahead with the head are copied), so a 1 MiB payload crosses user
+//!   space without a copy either way; an outbound frame goes to the socket from the caller's
+//!   `Bytes` by vectored writes, with only the prefixes of a batch gathered into one buffer;
+//! - [`FrameReader::next`] is cancel-safe: a partly read frame stays in the reader;
 //! - malformed input is an error value, never a panic.
 //!
-//! Inbound frames share their read buffer's allocation: a frame kept long after it arrived keeps
+//! Inbound heads share their read buffer's allocation: a head kept long after it arrived keeps
 //! that buffer (up to one read chunk of neighbours) alive. Receivers decode and drop promptly.
 //!
 //! Not here: what a frame means (the caller decodes it), authentication (`handshake.rs`), and
@@ -21,8 +25,10 @@ use std::io::{self, IoSlice};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Bytes of the length prefix.
-pub(crate) const LEN_BYTES: usize = 4;
+use super::Frame;
+
+/// Bytes of the prefix: the head's length, then the bulk part's.
+pub(crate) const PREFIX_BYTES: usize = 8;
 /// The read buffer grows by at least this much per read, so small frames are read in batches.
 const READ_CHUNK: usize = 64 * 1024;
 /// Most buffers handed to one `write_vectored` call (Linux accepts 1024).
@@ -31,7 +37,7 @@ const IOV_MAX: usize = 64;
 /// Why a stream stopped yielding frames.
 #[derive(Debug)]
 pub(crate) enum FrameError {
-    /// A length prefix announced a frame over the limit.
+    /// A prefix announced a frame over the limit.
     Oversized,
     /// The stream ended inside a frame.
     Truncated,
@@ -39,43 +45,61 @@ pub(crate) enum FrameError {
     Io,
 }
 
-/// Reads frames from a stream into one growing buffer.
+/// Reads frames from a stream: heads into one growing buffer, bulk parts into their own.
 #[derive(Debug)]
 pub(crate) struct FrameReader<R> {
     inner: R,
     buf: BytesMut,
     frame_max: usize,
+    /// A frame whose head is read and whose bulk part (of the given length) is being read.
+    part: Option<(Bytes, Vec<u8>, usize)>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    /// A reader refusing frames over `frame_max` payload bytes.
+    /// A reader refusing frames over `frame_max` bytes (head and bulk together).
     pub(crate) fn new(inner: R, frame_max: usize) -> Self {
         Self {
             inner,
             buf: BytesMut::new(),
             frame_max,
+            part: None,
         }
     }
 
-    /// The next frame; `Ok(None)` when the stream ends cleanly between frames.
-    pub(crate) async fn next(&mut self) -> Result<Option<Bytes>, FrameError> {
+    /// The next frame's head and bulk part; `Ok(None)` when the stream ends cleanly between
+    /// frames.
+    pub(crate) async fn next(&mut self) -> Result<Option<(Bytes, Vec<u8>)>, FrameError> {
         loop {
-            let want = match self.buf.get(..LEN_BYTES) {
+            if let Some((_, bulk, want)) = &mut self.part {
+                if bulk.len() < *want {
+                    // Straight into the bulk buffer; it has exactly the room still missing.
+                    match self.inner.read_buf(bulk).await {
+                        Ok(0) => return Err(FrameError::Truncated),
+                        Ok(_) => continue,
+                        Err(_) => return Err(FrameError::Io),
+                    }
+                }
+                let (head, bulk, _) = self.part.take().expect("checked");
+                return Ok(Some((head, bulk)));
+            }
+            let want = match self.buf.get(..PREFIX_BYTES) {
                 Some(prefix) => {
-                    let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
-                    if u64::from(len) > self.frame_max as u64 {
+                    let word = |i: usize| {
+                        u32::from_be_bytes([prefix[i], prefix[i + 1], prefix[i + 2], prefix[i + 3]])
+                    };
+                    let (head, bulk) = (word(0) as usize, word(4) as usize);
+                    if head.saturating_add(bulk) > self.frame_max {
                         return Err(FrameError::Oversized);
                     }
-                    let whole = LEN_BYTES + len as usize;
-                    if self.buf.len() >= whole {
-                        self.buf.advance(LEN_BYTES);
-                        return Ok(Some(self.buf.split_to(len as usize).freeze()));
+                    if self.buf.len() >= PREFIX_BYTES + head {
+                        self.start_bulk(head, bulk);
+                        continue;
                     }
-                    whole
+                    PREFIX_BYTES + head
                 }
-                None => LEN_BYTES,
+                None => PREFIX_BYTES,
             };
-            // Grow only to what the announced (already checked) frame needs, or one chunk.
+            // Grow only to what the announced (already checked) head needs, or one chunk.
             let missing = want - self.buf.len();
             self.buf.reserve(missing.max(READ_CHUNK));
             match self.inner.read_buf(&mut self.buf).await {
@@ -86,29 +110,46 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
         }
     }
+
+    /// The prefix and the head are buffered: splits them off and starts the bulk part with
+    /// what of it was read ahead.
+    fn start_bulk(&mut self, head: usize, bulk: usize) {
+        self.buf.advance(PREFIX_BYTES);
+        let head = self.buf.split_to(head).freeze();
+        let ahead = self.buf.len().min(bulk);
+        let mut part = Vec::with_capacity(bulk);
+        part.extend_from_slice(&self.buf[..ahead]);
+        self.buf.advance(ahead);
+        self.part = Some((head, part, bulk));
+    }
 }
 
-/// Writes `frames` as one batch, each preceded by its length prefix, with as few syscalls as
-/// the kernel allows. Every frame must already be within the limit and fit a `u32`.
+/// Writes `frames` as one batch, each preceded by its prefix, with as few syscalls as the
+/// kernel allows. Every frame must already be within the limit and its parts fit a `u32`.
 ///
 /// On error the batch may be partly written; the caller drops the connection.
 pub(crate) async fn write_batch<W: AsyncWrite + Unpin>(
     out: &mut W,
-    frames: &[Bytes],
+    frames: &[Frame],
 ) -> io::Result<()> {
-    let mut prefixes = BytesMut::with_capacity(frames.len() * LEN_BYTES);
+    let mut prefixes = BytesMut::with_capacity(frames.len() * PREFIX_BYTES);
     for f in frames {
-        let len = u32::try_from(f.len()).map_err(|_| io::ErrorKind::InvalidInput)?;
-        prefixes.extend_from_slice(&len.to_be_bytes());
+        for part in [&f.head, &f.bulk] {
+            let len = u32::try_from(part.len()).map_err(|_| io::ErrorKind::InvalidInput)?;
+            prefixes.extend_from_slice(&len.to_be_bytes());
+        }
     }
     let mut prefixes = prefixes.freeze();
-    // Interleave prefix and payload; every part is a cheap `Bytes` handle.
-    let mut parts: Vec<Bytes> = Vec::with_capacity(frames.len() * 2);
+    // Interleave prefixes and parts; every part is a cheap `Bytes` handle.
+    let mut parts: Vec<Bytes> = Vec::with_capacity(frames.len() * 3);
     for f in frames {
-        parts.push(prefixes.split_to(LEN_BYTES));
-        if !f.is_empty() {
-            parts.push(f.clone());
-        }
+        parts.push(prefixes.split_to(PREFIX_BYTES));
+        parts.extend(
+            [&f.head, &f.bulk]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .cloned(),
+        );
     }
     let mut first = 0;
     while first < parts.len() {
@@ -138,21 +179,37 @@ pub(crate) async fn write_batch<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
 
+    fn prefix(head: u32, bulk: u32) -> [u8; 8] {
+        let mut p = [0; 8];
+        p[..4].copy_from_slice(&head.to_be_bytes());
+        p[4..].copy_from_slice(&bulk.to_be_bytes());
+        p
+    }
+
     #[tokio::test]
     async fn frames_round_trip_and_limits_hold() {
         let (mut a, b) = tokio::io::duplex(64);
-        let frames: Vec<Bytes> = (0..50u8)
-            .map(|i| Bytes::from(vec![i; i as usize * 7]))
+        let frames: Vec<Frame> = (0..50u8)
+            .map(|i| Frame {
+                head: Bytes::from(vec![i; i as usize * 7]),
+                bulk: Bytes::from(vec![!i; (i as usize % 4) * 150]),
+            })
             .collect();
         let sent = frames.clone();
         let w = tokio::spawn(async move {
             write_batch(&mut a, &sent).await.unwrap();
-            // Then a prefix over the limit.
-            a.write_all(&1001u32.to_be_bytes()).await.unwrap();
+            // Then a prefix whose parts are over the limit together.
+            a.write_all(&prefix(500, 501)).await.unwrap();
         });
         let mut r = FrameReader::new(b, 1000);
         for f in &frames {
-            assert_eq!(r.next().await.unwrap().as_ref(), Some(f));
+            let (head, bulk) = r.next().await.unwrap().expect("a frame");
+            assert_eq!((&head, &bulk[..]), (&f.head, &f.bulk[..]));
+            assert_eq!(
+                bulk.capacity(),
+                bulk.len(),
+                "the bulk buffer has its exact size"
+            );
         }
         assert!(matches!(r.next().await, Err(FrameError::Oversized)));
         w.await.unwrap();
@@ -160,12 +217,14 @@ mod tests {
 
     #[tokio::test]
     async fn truncated_frame_is_an_error_and_clean_end_is_none() {
-        let (mut a, b) = tokio::io::duplex(64);
-        a.write_all(&10u32.to_be_bytes()).await.unwrap();
-        a.write_all(b"abc").await.unwrap();
-        drop(a);
-        let mut r = FrameReader::new(b, 1000);
-        assert!(matches!(r.next().await, Err(FrameError::Truncated)));
+        for (p, rest) in [(prefix(10, 0), &b"abc"[..]), (prefix(2, 10), &b"abcd"[..])] {
+            let (mut a, b) = tokio::io::duplex(64);
+            a.write_all(&p).await.unwrap();
+            a.write_all(rest).await.unwrap();
+            drop(a);
+            let mut r = FrameReader::new(b, 1000);
+            assert!(matches!(r.next().await, Err(FrameError::Truncated)));
+        }
         let (a, b) = tokio::io::duplex(64);
         drop(a);
         assert!(matches!(FrameReader::new(b, 10).next().await, Ok(None)));

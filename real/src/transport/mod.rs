@@ -52,6 +52,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use t3fs_core::ids::NodeId;
 use t3fs_core::limits::FRAME_BYTES_MAX;
+use t3fs_core::msg::Msg;
 
 pub use counters::TransportCounters;
 pub use tcp::Transport;
@@ -113,8 +114,52 @@ impl std::fmt::Debug for TransportConfig {
 pub struct Inbound {
     /// The authenticated sender.
     pub from: NodeId,
-    /// The payload (length prefix removed).
+    /// The head: an opaque frame, or an encoded `Msg` with its payload taken out.
     pub frame: Bytes,
+    /// The bulk part: the message's payload, read into a buffer of its own (empty for most).
+    pub bulk: Vec<u8>,
+}
+
+/// One outbound frame: a head and a bulk part (empty for most frames), written to the socket as
+/// they are, so a message's payload is never copied into an encoding buffer (`frame.rs`).
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct Frame {
+    /// An opaque frame, or an encoded `Msg` with its payload taken out.
+    pub head: Bytes,
+    /// The message's payload.
+    pub bulk: Bytes,
+}
+
+impl Frame {
+    /// Bytes of both parts.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.bulk.len()
+    }
+
+    /// Whether both parts are empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Bytes> for Frame {
+    fn from(head: Bytes) -> Self {
+        Self {
+            head,
+            bulk: Bytes::new(),
+        }
+    }
+}
+
+impl From<Msg> for Frame {
+    /// Encodes `msg` with the core codec, its payload as the bulk part (moved, not copied).
+    fn from(msg: Msg) -> Self {
+        let (head, bulk) = msg.encode_split();
+        Self {
+            head: head.into(),
+            bulk: bulk.into(),
+        }
+    }
 }
 
 /// Why a frame was not queued. Every refusal is counted.

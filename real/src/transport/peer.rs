@@ -24,7 +24,6 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::Bytes;
 use t3fs_core::ids::NodeId;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -34,6 +33,7 @@ use super::counters::Counters;
 use super::frame::write_batch;
 use super::handshake;
 use super::tcp::Inner;
+use super::Frame;
 
 /// Most frames per write batch.
 const BATCH_FRAMES: usize = 64;
@@ -129,7 +129,7 @@ impl PeerState {
 #[derive(Debug)]
 pub(crate) struct PeerSlot {
     pub(crate) node: NodeId,
-    pub(crate) tx: mpsc::Sender<Bytes>,
+    pub(crate) tx: mpsc::Sender<Frame>,
     state: Mutex<PeerState>,
     /// Wakes the writer: a connection came or went, or the address changed.
     pub(crate) wake: Notify,
@@ -137,7 +137,7 @@ pub(crate) struct PeerSlot {
 
 impl PeerSlot {
     /// A slot and the receiving end of its queue (for [`drive`]).
-    pub(crate) fn new(node: NodeId, queue_frames: usize) -> (Arc<Self>, mpsc::Receiver<Bytes>) {
+    pub(crate) fn new(node: NodeId, queue_frames: usize) -> (Arc<Self>, mpsc::Receiver<Frame>) {
         let (tx, rx) = mpsc::channel(queue_frames.max(1));
         let slot = Self {
             node,
@@ -185,10 +185,10 @@ impl Backoff {
 pub(crate) async fn drive(
     inner: Arc<Inner>,
     slot: Arc<PeerSlot>,
-    mut queue: mpsc::Receiver<Bytes>,
+    mut queue: mpsc::Receiver<Frame>,
 ) {
     let mut backoff = Backoff::new(inner.cfg.connect_backoff.clone());
-    let mut batch: Vec<Bytes> = Vec::with_capacity(BATCH_FRAMES);
+    let mut batch: Vec<Frame> = Vec::with_capacity(BATCH_FRAMES);
     loop {
         if batch.is_empty() {
             match queue.recv().await {
@@ -196,7 +196,7 @@ pub(crate) async fn drive(
                 None => return,
             }
         }
-        let mut bytes: usize = batch.iter().map(Bytes::len).sum();
+        let mut bytes: usize = batch.iter().map(Frame::len).sum();
         while batch.len() < BATCH_FRAMES && bytes < BATCH_BYTES {
             match queue.try_recv() {
                 Ok(f) => {

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::Bytes;
 use t3fs_core::ids::NodeId;
 use t3fs_core::msg::codec::DecodeError;
 use t3fs_core::msg::Msg;
@@ -30,7 +29,7 @@ use super::counters::{Counters, TransportCounters};
 use super::frame::{FrameError, FrameReader};
 use super::handshake::{self, HandshakeError, Me, TokenKey};
 use super::peer::{drive, Conn, PeerSlot};
-use super::{Inbound, SendError, TransportConfig};
+use super::{Frame, Inbound, SendError, TransportConfig};
 
 /// Idle time before the first keepalive probe.
 const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
@@ -135,7 +134,8 @@ impl Transport {
 
     /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`). `Ok` means
     /// queued, not delivered.
-    pub fn try_send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
+    pub fn try_send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
+        let frame = frame.into();
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.try_send(frame).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
@@ -149,25 +149,18 @@ impl Transport {
     /// Queues `frame` for `to`, waiting for queue space (backpressure). The route is checked
     /// once, on entry: if the peer never comes back this waits until shutdown, so callers that
     /// must not stall wrap it in a timeout or use [`try_send`](Self::try_send).
-    pub async fn send(&self, to: NodeId, frame: Bytes) -> Result<(), SendError> {
+    pub async fn send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
+        let frame = frame.into();
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.send(frame).await.map_err(|_| SendError::Closed)
     }
 
-    /// Encodes `msg` with the core codec and [`try_send`](Self::try_send)s it (no copy).
-    pub fn try_send_msg(&self, to: NodeId, msg: &Msg) -> Result<(), SendError> {
-        self.try_send(to, Bytes::from(msg.encode()))
-    }
-
-    /// Encodes `msg` with the core codec and [`send`](Self::send)s it.
-    pub async fn send_msg(&self, to: NodeId, msg: &Msg) -> Result<(), SendError> {
-        self.send(to, Bytes::from(msg.encode())).await
-    }
-
-    /// Decodes an inbound frame with the core codec; a failure is counted `malformed` (the
-    /// caller drops the frame).
-    pub fn decode(&self, frame: &[u8]) -> Result<Msg, DecodeError> {
-        Msg::decode(frame).inspect_err(|_| Counters::bump(&self.inner.counters.malformed))
+    /// Decodes an inbound frame (head and bulk part, which it takes) with the core codec; a
+    /// failure is counted `malformed` (the caller drops the frame).
+    pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, DecodeError> {
+        let bulk = std::mem::take(&mut inb.bulk);
+        Msg::decode_split(&inb.frame, bulk)
+            .inspect_err(|_| Counters::bump(&self.inner.counters.malformed))
     }
 
     /// A snapshot of the counters.
@@ -366,7 +359,7 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
             () = conn.kill.notified() => break,
             next = frames.next() => next,
         };
-        let frame = match next {
+        let (frame, bulk) = match next {
             Ok(Some(f)) => f,
             Ok(None) | Err(FrameError::Io) => break,
             Err(FrameError::Oversized) => {
@@ -381,10 +374,11 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
         // Counted before the receiver can see the frame, so a snapshot taken after receiving it
         // includes it.
         Counters::bump(&c.frames_in);
-        Counters::add(&c.bytes_in, frame.len() as u64);
+        Counters::add(&c.bytes_in, (frame.len() + bulk.len()) as u64);
         let msg = Inbound {
             from: conn.peer.node,
             frame,
+            bulk,
         };
         tokio::select! {
             () = conn.kill.notified() => break,

@@ -6,15 +6,15 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use t3fs_core::ids::{NodeId, RoutingVersion};
-use t3fs_core::msg::Msg;
+use t3fs_core::ids::{ChunkId, ChunkVersion, NodeId, RequestId, RoutingVersion};
+use t3fs_core::msg::{Msg, ReadReply, Status};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::Receiver;
 use tokio::time::{sleep, timeout};
 
 use super::handshake::{self, Me, TokenKey};
-use super::{Inbound, SendError, Transport, TransportConfig};
+use super::{Frame, Inbound, SendError, Transport, TransportConfig};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 const TOKEN: &str = "t3fs-test-token-0123456789abcdef";
@@ -176,6 +176,14 @@ async fn closed_by_server(mut s: TcpStream) {
     while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
+/// A frame prefix: the head's and the bulk part's lengths.
+fn prefix(head: u32, bulk: u32) -> [u8; 8] {
+    let mut p = [0; 8];
+    p[..4].copy_from_slice(&head.to_be_bytes());
+    p[4..].copy_from_slice(&bulk.to_be_bytes());
+    p
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_truncated_and_oversized_input_is_dropped_and_counted() {
     bounded(async {
@@ -197,18 +205,17 @@ async fn garbage_truncated_and_oversized_input_is_dropped_and_counted() {
         until(|| server.counters().auth_rejected == 2).await;
 
         // An authenticated peer announcing a frame over the limit.
+        // (Head and bulk part: each within it, together one byte over.)
         let mut s = raw_authenticated(addr).await;
-        s.write_all(&((1u32 << 20) + 1).to_be_bytes())
-            .await
-            .unwrap();
+        s.write_all(&prefix(1 << 19, (1 << 19) + 1)).await.unwrap();
         closed_by_server(s).await;
         until(|| server.counters().oversized == 1).await;
 
         // An authenticated peer that sends one good frame and stops inside the next.
         let mut s = raw_authenticated(addr).await;
-        s.write_all(&3u32.to_be_bytes()).await.unwrap();
+        s.write_all(&prefix(3, 0)).await.unwrap();
         s.write_all(b"abc").await.unwrap();
-        s.write_all(&10u32.to_be_bytes()).await.unwrap();
+        s.write_all(&prefix(2, 10)).await.unwrap();
         s.write_all(b"abcd").await.unwrap();
         s.shutdown().await.unwrap();
         let m = recv(&mut srx).await;
@@ -322,14 +329,38 @@ async fn malformed_msg_payload_is_counted_by_decode() {
         let msg = Msg::GetRouting {
             known: RoutingVersion(9),
         };
-        a.try_send_msg(NodeId(2), &msg).unwrap();
+        // A message with a payload travels as a head and a bulk part and decodes whole.
+        let reply = Msg::ReadReply(ReadReply {
+            read_id: RequestId(1),
+            chunk: ChunkId::new(3, 4),
+            status: Status::Ok,
+            data: (0..300_000u32).map(|i| i as u8).collect(),
+            version: ChunkVersion(2),
+            checksum: 5,
+        });
+        a.try_send(NodeId(2), msg.clone()).unwrap();
+        a.try_send(NodeId(2), reply.clone()).unwrap();
         a.try_send(NodeId(2), Bytes::from_static(b"\x33\xF5\x01\xFFjunk"))
             .unwrap();
-        let good = recv(&mut brx).await;
-        assert_eq!(b.decode(&good.frame), Ok(msg));
-        let bad = recv(&mut brx).await;
-        assert!(b.decode(&bad.frame).is_err());
-        assert_eq!(b.counters().malformed, 1);
+        let stray = Frame {
+            head: Bytes::from(msg.encode()),
+            bulk: Bytes::from_static(b"a payload for a message without one"),
+        };
+        a.try_send(NodeId(2), stray).unwrap();
+        let mut good = recv(&mut brx).await;
+        assert_eq!(b.decode(&mut good), Ok(msg));
+        let mut big = recv(&mut brx).await;
+        assert_eq!(
+            big.bulk.len(),
+            300_000,
+            "the payload arrives as the bulk part"
+        );
+        assert_eq!(b.decode(&mut big), Ok(reply));
+        for _ in 0..2 {
+            let mut bad = recv(&mut brx).await;
+            assert!(b.decode(&mut bad).is_err());
+        }
+        assert_eq!(b.counters().malformed, 2);
         a.shutdown().await;
         b.shutdown().await;
     })

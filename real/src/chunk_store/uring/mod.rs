@@ -27,6 +27,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -35,14 +36,13 @@ use std::time::Duration;
 
 use io_uring::{opcode, types, IoUring};
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind, UpdateTag};
-use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
 use self::buf::Buf;
 use super::catalog::{Catalog, Src, Written};
 use super::fs::StdFs;
 use super::meta::{MetaLog, Record};
-use super::{Options, DATA};
+use super::{Options, BLOCK, DATA};
 
 mod buf;
 
@@ -61,6 +61,7 @@ enum Stage {
     /// A read's data read is in flight.
     Read {
         src: Src,
+        span: Range<u64>,
         buf: Buf,
         offset: u32,
         len: u32,
@@ -197,10 +198,18 @@ impl UringChunkStore {
         types::Fd(self.data.as_raw_fd())
     }
 
-    /// Reads `src`'s extent into a fresh buffer owned by a new slot in the stage `stage` makes.
-    fn read(&mut self, id: IoId, chunk: ChunkId, src: &Src, stage: impl FnOnce(Buf) -> Stage) {
+    /// Reads the bytes `span` of `src`'s content (whole blocks: O_DIRECT) into a fresh buffer
+    /// owned by a new slot in the stage `stage` makes.
+    fn read(
+        &mut self,
+        id: IoId,
+        chunk: ChunkId,
+        src: &Src,
+        span: Range<u64>,
+        stage: impl FnOnce(Buf) -> Stage,
+    ) {
         let ext = src.data.expect("an extent");
-        let buf = Buf::new(ext.len as usize);
+        let buf = Buf::new((span.end.div_ceil(BLOCK) * BLOCK - span.start) as usize);
         // The heap buffer does not move when `Buf` moves into the slot.
         let (ptr, len) = (buf.ptr.as_ptr(), buf.len as u32);
         let slot = self.place(Active {
@@ -209,7 +218,7 @@ impl UringChunkStore {
             stage: stage(buf),
         });
         let e = opcode::Read::new(self.fd(), ptr, len)
-            .offset(ext.offset)
+            .offset(ext.offset + span.start)
             .build()
             .user_data(slot as u64);
         self.push(e);
@@ -217,12 +226,10 @@ impl UringChunkStore {
 
     /// Writes `content` into a fresh extent (or finishes at once when no data I/O is needed).
     fn write(&mut self, id: IoId, chunk: ChunkId, content: Option<Vec<u8>>, then: Then) {
-        let written = content.as_ref().map(|c| Written {
-            len: c.len() as u32,
-            checksum: crc32c::checksum(c),
-            data: self.cat.alloc(c.len()),
-        });
-        let Some(ext) = written.and_then(|w| w.data) else {
+        let written = content
+            .as_ref()
+            .map(|c| Written::new(c, self.cat.alloc(c.len())));
+        let Some(ext) = written.as_ref().and_then(|w| w.data) else {
             return self.publish(id, chunk, written, then);
         };
         let mut buf = Buf::new(ext.len as usize);
@@ -283,17 +290,23 @@ impl UringChunkStore {
                 unverified,
             } => match self.cat.read_src(chunk, uncommitted) {
                 None => self.finish(id, Some(chunk), Ok(ChunkDone::Read(None))),
-                Some(src) if src.data.is_none() => {
-                    let r = Catalog::finish_read(&src, &[], offset, len, unverified);
-                    self.finish(id, Some(chunk), r);
+                Some(src) => {
+                    let span = Catalog::read_span(&src, offset, len);
+                    if src.data.is_none() || span.is_empty() {
+                        let r =
+                            Catalog::finish_read(&src, span, Vec::new(), offset, len, unverified);
+                        return self.finish(id, Some(chunk), r);
+                    }
+                    let at = span.clone();
+                    self.read(id, chunk, &src.clone(), at, |buf| Stage::Read {
+                        src,
+                        span,
+                        buf,
+                        offset,
+                        len,
+                        unverified,
+                    })
                 }
-                Some(src) => self.read(id, chunk, &src, |buf| Stage::Read {
-                    src,
-                    buf,
-                    offset,
-                    len,
-                    unverified,
-                }),
             },
             ChunkOp::Update {
                 chunk,
@@ -303,7 +316,8 @@ impl UringChunkStore {
             } => match self.cat.update_base(chunk, version, &kind) {
                 Err(e) => self.finish(id, Some(chunk), Err(e)),
                 Ok(Some(src)) if src.data.is_some() => {
-                    self.read(id, chunk, &src, |buf| Stage::Base {
+                    let span = 0..u64::from(src.len);
+                    self.read(id, chunk, &src.clone(), span, |buf| Stage::Base {
                         src,
                         buf,
                         version,
@@ -312,16 +326,12 @@ impl UringChunkStore {
                     })
                 }
                 Ok(base) => {
-                    if let Some(src) = base {
-                        if let Err(e) = Catalog::verify(&src, &[]) {
+                    if let Some(src) = &base {
+                        if let Err(e) = Catalog::verify(src, &[]) {
                             return self.finish(id, Some(chunk), Err(e));
                         }
                     }
-                    let empty: &[u8] = &[];
-                    let content = match kind {
-                        UpdateKind::Remove => None,
-                        k => k.apply(base.map(|_| empty)),
-                    };
+                    let content = kind.apply_owned(base.map(|_| Vec::new()));
                     self.write(id, chunk, content, Then::Pending(version, tag));
                 }
             },
@@ -352,13 +362,15 @@ impl UringChunkStore {
         match a.stage {
             Stage::Read {
                 src,
+                span,
                 buf,
                 offset,
                 len,
                 unverified,
-            } => match loaded(res, &buf, &src) {
-                Ok(content) => {
-                    let r = Catalog::finish_read(&src, content, offset, len, unverified);
+            } => match loaded(res, &buf, &span) {
+                Ok(bytes) => {
+                    let bytes = bytes.to_vec();
+                    let r = Catalog::finish_read(&src, span, bytes, offset, len, unverified);
                     self.finish(id, Some(chunk), r);
                 }
                 Err(ChunkError::Failed) => self.fail(id, chunk),
@@ -370,9 +382,11 @@ impl UringChunkStore {
                 version,
                 kind,
                 tag,
-            } => match loaded(res, &buf, &src).and_then(|c| Catalog::verify(&src, c).map(|()| c)) {
+            } => match loaded(res, &buf, &(0..u64::from(src.len)))
+                .and_then(|c| Catalog::verify(&src, c).map(|()| c))
+            {
                 Ok(base) => {
-                    let content = kind.apply(Some(base));
+                    let content = kind.apply_owned(Some(base.to_vec()));
                     self.write(id, chunk, content, Then::Pending(version, tag));
                 }
                 Err(ChunkError::Failed) => self.fail(id, chunk),
@@ -465,15 +479,17 @@ impl UringChunkStore {
     }
 }
 
-/// The content of `src` from a completed read of its extent into `buf`.
-fn loaded<'a>(res: i32, buf: &'a Buf, src: &Src) -> Result<&'a [u8], ChunkError> {
+/// The content bytes `span` from a completed read of them, from the block at `span.start` on,
+/// into `buf`.
+fn loaded<'a>(res: i32, buf: &'a Buf, span: &Range<u64>) -> Result<&'a [u8], ChunkError> {
+    let want = (span.end - span.start) as usize;
     if res < 0 {
         return Err(ChunkError::Failed);
     }
-    if (res as usize) < src.len as usize {
+    if (res as usize) < want {
         return Err(ChunkError::Corrupt); // The extent runs past the end of the file.
     }
-    Ok(&buf.as_slice()[..src.len as usize])
+    Ok(&buf.as_slice()[..want])
 }
 
 /// The chunk an operation is about (`None`: List).

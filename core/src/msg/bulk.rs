@@ -1,0 +1,84 @@
+//! The bulk payload of a message (write data, replacement content, read data) taken out of it
+//! and put back, so that a transport can send and receive it as a separate part, straight from
+//! and into its own buffer, instead of copying it through the encoded frame.
+//!
+//! Invariant: `decode_split(encode_split(m)) == m` for every message (the head is the message's
+//! ordinary encoding with the payload emptied). A bulk part given to a message without a
+//! payload slot, or whose slot is not empty in the head, is malformed input: an error, never a
+//! panic. Not here: the framing that carries the two parts (the real transport's).
+
+use crate::chunk::UpdateKind;
+
+use super::codec::DecodeError;
+use super::Msg;
+
+impl Msg {
+    /// The message's payload slot, if it has one.
+    fn bulk_slot(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            Self::Write(u) | Self::Update(u) => match &mut u.kind {
+                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => Some(data),
+                _ => None,
+            },
+            Self::ReadReply(r) => Some(&mut r.data),
+            _ => None,
+        }
+    }
+
+    /// Encodes the message as a head and its bulk payload (empty when it has none).
+    pub fn encode_split(mut self) -> (Vec<u8>, Vec<u8>) {
+        let bulk = self.bulk_slot().map(std::mem::take).unwrap_or_default();
+        (self.encode(), bulk)
+    }
+
+    /// Decodes a message from the two parts [`Msg::encode_split`] made.
+    pub fn decode_split(head: &[u8], bulk: Vec<u8>) -> Result<Self, DecodeError> {
+        let mut msg = Self::decode(head)?;
+        if !bulk.is_empty() {
+            match msg.bulk_slot() {
+                Some(slot) if slot.is_empty() => *slot = bulk,
+                _ => return Err(DecodeError::Invalid),
+            }
+        }
+        Ok(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ChunkId, ChunkVersion, RequestId};
+    use crate::msg::{ReadReply, Status};
+
+    fn reply(data: Vec<u8>) -> Msg {
+        Msg::ReadReply(ReadReply {
+            read_id: RequestId(4),
+            chunk: ChunkId::new(1, 2),
+            status: Status::Ok,
+            data,
+            version: ChunkVersion(3),
+            checksum: 9,
+        })
+    }
+
+    #[test]
+    fn split_round_trips_and_moves_the_payload_out_of_the_head() {
+        let m = reply(vec![7; 5000]);
+        let (head, bulk) = m.clone().encode_split();
+        assert_eq!(bulk.len(), 5000);
+        assert!(head.len() < 100, "the head carries no payload");
+        assert_eq!(Msg::decode_split(&head, bulk), Ok(m));
+        let none = Msg::SpaceInfo;
+        let (head, bulk) = none.clone().encode_split();
+        assert!(bulk.is_empty());
+        assert_eq!(Msg::decode_split(&head, bulk), Ok(none));
+    }
+
+    #[test]
+    fn a_bulk_part_without_a_slot_for_it_is_malformed() {
+        let (head, _) = Msg::SpaceInfo.encode_split();
+        assert_eq!(Msg::decode_split(&head, vec![1]), Err(DecodeError::Invalid));
+        let full = reply(vec![1, 2]).encode();
+        assert_eq!(Msg::decode_split(&full, vec![3]), Err(DecodeError::Invalid));
+    }
+}

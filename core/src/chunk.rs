@@ -19,9 +19,11 @@
 //!   reads from committed metadata while a commit is in flight); machines must not rely on
 //!   read-after-submit ordering.
 //! - Checksums are kept with the data. A read, and an update that builds on the committed
-//!   content, first checks the stored bytes against their checksum and answers `Corrupt` on a
-//!   mismatch (rot at rest, a misdirected or torn write): damaged bytes are never returned or
-//!   laundered into a fresh checksum.
+//!   content ([`UpdateKind::builds_on_base`]: not a remove, a replace, or a write covering the
+//!   whole content), first checks the stored bytes it uses against their checksum (the whole
+//!   chunk in the in-memory store, the blocks covered in the real stores) and answers `Corrupt`
+//!   on a mismatch (rot at rest, a misdirected or torn write): damaged bytes are never returned
+//!   or laundered into a fresh checksum.
 //! - After a crash, an operation without a reported completion may or may not have happened, but
 //!   it is atomic at this API.
 //!

@@ -3,9 +3,12 @@
 //!
 //! Measured on the filesystem of the cluster's data directory, at the concurrency the run puts
 //! on the disk (a bound taken at queue depth 1 would flatter any concurrent system): 1 MiB
-//! writes by `write_qd` writers at once, each made durable by fdatasync, sequential 1 MiB O_DIRECT reads by `qd` readers, and 4 KiB O_DIRECT random
-//! reads with `qd` threads in flight; and loopback TCP bandwidth (one stream of 1 MiB writes). A probe is saved as `probe.json` with its time, and reused while it
-//! is young enough (the caller states its age). Not here: the roofline arithmetic (bench_io).
+//! writes by `write_qd` writers at once, each made durable by fdatasync (the best of three
+//! trials: a bound is the best the disk shows), sequential 1 MiB O_DIRECT reads by `qd`
+//! readers, and 4 KiB O_DIRECT random reads with `qd` threads in flight; and loopback TCP
+//! bandwidth (one stream of 1 MiB writes). A probe is saved as `probe.json` with its time, and
+//! reused while it is young enough (the caller states its age). Not here: the roofline
+//! arithmetic (`roofline.rs`).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -13,6 +16,8 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const MIB: usize = 1 << 20;
+/// Trials of the durable-write probe; the best counts.
+const WRITE_TRIALS: usize = 3;
 
 /// The bounds of this host.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,7 +136,12 @@ fn disk(
     rand_for: Duration,
 ) -> std::io::Result<(f64, f64, f64)> {
     std::fs::create_dir_all(dir)?;
-    let write = disk_write(dir, size_mib, write_qd)?;
+    // A bound is the best the disk shows: on shared machines one short trial of durable writes
+    // moved between 574 and 1,523 MiB/s within minutes, below what the cluster then sustained.
+    let mut write = 0f64;
+    for _ in 0..WRITE_TRIALS {
+        write = write.max(disk_write(dir, size_mib, write_qd)?);
+    }
     let path = dir.join(format!(".t3fs-probe-{}", std::process::id()));
     let data: Vec<u8> = (0..MIB).map(|i| (i * 7) as u8).collect();
     let f = std::fs::File::create(&path)?;

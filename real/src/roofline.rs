@@ -227,7 +227,10 @@ mod tests {
         let rows = rows_of(Rw::Read, 900);
         assert!(rows[0].binding().0.starts_with("disk") && rows[0].beaten().is_empty());
         let rows = rows_of(Rw::Write, 300);
-        assert!(rows[0].binding().0.starts_with("disk write"), "a write never skips");
+        assert!(
+            rows[0].binding().0.starts_with("disk write"),
+            "a write never skips"
+        );
         assert!((rows[0].percent() - 150.0).abs() < 1e-9);
     }
 

@@ -16,7 +16,8 @@
 //!   has no listen address over the connection the client opened (`peer.rs` keeps exactly one
 //!   when both ends dial at once);
 //! - every socket has TCP_NODELAY; every connection starts with the token handshake
-//!   (`handshake.rs`, with a timeout) and then carries length-prefixed frames (`frame.rs`).
+//!   (`handshake.rs`, with a timeout) and then carries frames of a head and a bulk part (a
+//!   message's payload, read and written without a user-space copy; `frame.rs`).
 //!
 //! Invariants:
 //! - memory is bounded: per peer, `queue_frames` frames of at most `frame_max` bytes queued (plus

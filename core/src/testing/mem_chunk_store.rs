@@ -154,8 +154,8 @@ impl MemChunkStore {
                 }
                 let base = (c.committed > ChunkVersion(0)).then_some(c.data.as_slice());
                 // Building on rotten bytes would give them a fresh, matching checksum.
-                let builds_on_base = |b: &[u8]| kind.builds_on_base(b.len() as u32);
-                if base.is_some_and(|b| builds_on_base(b) && crc32c::checksum(b) != c.data_crc) {
+                let rotten = |b: &[u8]| crc32c::checksum(b) != c.data_crc;
+                if base.is_some_and(|b| kind.builds_on_base(b.len() as u32) && rotten(b)) {
                     return Err(ChunkError::Corrupt);
                 }
                 let content = match kind {

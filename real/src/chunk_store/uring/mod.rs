@@ -42,7 +42,7 @@ use self::buf::Buf;
 use super::catalog::{Catalog, Src, Written};
 use super::fs::StdFs;
 use super::meta::{MetaLog, Record};
-use super::{Options, BLOCK, DATA};
+use super::{Extent, Options, BLOCK, DATA};
 
 mod buf;
 
@@ -198,17 +198,16 @@ impl UringChunkStore {
         types::Fd(self.data.as_raw_fd())
     }
 
-    /// Reads the bytes `span` of `src`'s content (whole blocks: O_DIRECT) into a fresh buffer
-    /// owned by a new slot in the stage `stage` makes.
+    /// Reads the bytes `span` of the content in `ext` (whole blocks: O_DIRECT) into a fresh
+    /// buffer owned by a new slot in the stage `stage` makes.
     fn read(
         &mut self,
         id: IoId,
         chunk: ChunkId,
-        src: &Src,
+        ext: Extent,
         span: Range<u64>,
         stage: impl FnOnce(Buf) -> Stage,
     ) {
-        let ext = src.data.expect("an extent");
         let buf = Buf::new((span.end.div_ceil(BLOCK) * BLOCK - span.start) as usize);
         // The heap buffer does not move when `Buf` moves into the slot.
         let (ptr, len) = (buf.ptr.as_ptr(), buf.len as u32);
@@ -292,13 +291,12 @@ impl UringChunkStore {
                 None => self.finish(id, Some(chunk), Ok(ChunkDone::Read(None))),
                 Some(src) => {
                     let span = Catalog::read_span(&src, offset, len);
-                    if src.data.is_none() || span.is_empty() {
+                    let Some(ext) = src.data.filter(|_| !span.is_empty()) else {
                         let r =
                             Catalog::finish_read(&src, span, Vec::new(), offset, len, unverified);
                         return self.finish(id, Some(chunk), r);
-                    }
-                    let at = span.clone();
-                    self.read(id, chunk, &src.clone(), at, |buf| Stage::Read {
+                    };
+                    self.read(id, chunk, ext, span.clone(), |buf| Stage::Read {
                         src,
                         span,
                         buf,
@@ -316,8 +314,8 @@ impl UringChunkStore {
             } => match self.cat.update_base(chunk, version, &kind) {
                 Err(e) => self.finish(id, Some(chunk), Err(e)),
                 Ok(Some(src)) if src.data.is_some() => {
-                    let span = 0..u64::from(src.len);
-                    self.read(id, chunk, &src.clone(), span, |buf| Stage::Base {
+                    let (ext, span) = (src.data.expect("guarded"), 0..u64::from(src.len));
+                    self.read(id, chunk, ext, span, |buf| Stage::Base {
                         src,
                         buf,
                         version,

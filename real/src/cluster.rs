@@ -65,11 +65,6 @@ pub struct NodeEntry {
 
 type R<T> = Result<T, String>;
 
-fn free_port() -> R<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
-}
-
 fn token() -> String {
     let mut b = [0u8; 24];
     let _ = getrandom::fill(&mut b);
@@ -174,9 +169,11 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
     if o.kv == "embedded" {
         named.push((o.mgmtd + o.storage + o.meta, "kv".into(), "kv".into()));
     }
+    let mut free = crate::ports::free_ports(2 * named.len())?.into_iter();
     let mut ports = BTreeMap::new();
     for (id, _, _) in &named {
-        ports.insert(*id, (free_port()?, free_port()?));
+        let (p, m) = (free.next(), free.next());
+        ports.insert(*id, (p.ok_or("ports")?, m.ok_or("ports")?));
     }
     let net = (o.hosts == "netns").then(|| crate::netns::Net::of(&o.dir, o.storage));
     let host_of = |id: u32| match &net {
@@ -493,7 +490,9 @@ pub fn restart(dir: &Path, name: &str) -> R<String> {
 
 /// `cluster down`: stops every process (data stays).
 pub fn down(dir: &Path) -> R<String> {
-    let p = pids(dir);
+    let mut p: Vec<(String, i32)> = pids(dir).into_iter().collect();
+    // Users of a service stop before it: clients of mgmtd and the KV first, the KV last.
+    p.sort_by_key(|(name, _)| stop_rank(name));
     let mut out = String::new();
     for (name, pid) in &p {
         let was = alive(*pid);
@@ -516,6 +515,17 @@ pub fn down(dir: &Path) -> R<String> {
         dir.display()
     ));
     Ok(out)
+}
+
+/// Where `name` stops in `down`: meta and storage, then mgmtd, then the KV.
+fn stop_rank(name: &str) -> u8 {
+    if name.starts_with("mgmtd") {
+        1
+    } else if name == "kv" {
+        2
+    } else {
+        0
+    }
 }
 
 /// Client options for the cluster in `dir`: mgmtd's address, the token and the timeout profile

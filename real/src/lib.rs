@@ -31,6 +31,7 @@ pub mod kv_service;
 pub mod metrics;
 pub mod netns;
 pub mod node;
+pub mod ports;
 pub mod probe;
 pub mod roofline;
 pub mod routing_watch;

@@ -85,6 +85,15 @@ impl Inflight {
         self.ios.get(&id).copied()
     }
 
+    /// Forgets the KV requests in flight and returns how many there were. For a node that
+    /// stops: a request to the KV is applied or not whether or not its answer is awaited, and a
+    /// KV that is gone would never answer.
+    pub fn forget_kv(&mut self) -> usize {
+        let before = self.ios.len();
+        self.ios.retain(|_, d| !matches!(d, IoDest::Kv));
+        before - self.ios.len()
+    }
+
     /// I/O in flight.
     pub fn len(&self) -> usize {
         self.ios.len()
@@ -139,5 +148,9 @@ mod tests {
         t.inflight.insert(IoId(7), IoDest::Kv);
         assert_eq!(t.inflight.complete(IoId(7)), Some(IoDest::Kv));
         assert_eq!(t.inflight.complete(IoId(7)), None);
+        t.inflight.insert(IoId(8), IoDest::Kv);
+        t.inflight.insert(IoId(9), IoDest::Chunk(TargetId(1)));
+        assert_eq!(t.inflight.forget_kv(), 1);
+        assert_eq!(t.inflight.len(), 1);
     }
 }

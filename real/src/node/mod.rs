@@ -316,6 +316,9 @@ impl Driver {
 
     /// Lets chunk I/O in flight finish (bounded), then closes the stores.
     async fn close(&mut self, io_rx: &mut mpsc::UnboundedReceiver<(IoId, IoResult)>) {
+        // Chunk I/O is drained (the store threads finish it anyway); KV requests are not
+        // awaited, so that a node whose KV stopped first still stops at once.
+        self.tables.inflight.forget_kv();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while !self.tables.inflight.is_empty() {
             match tokio::time::timeout_at(deadline, io_rx.recv()).await {

@@ -221,12 +221,14 @@ fn io(a: IoArgs) -> ExitCode {
         .map(|(r, s)| format!("{r} {s:.2}"))
         .collect();
     println!(
-        "cpu: host {:.0}% busy; CPU seconds per GiB moved: {}",
+        "cpu: host {:.0}% busy, {:.0}% waiting on I/O; CPU seconds per GiB moved: {}",
         report.usage.host_busy * 100.0,
+        report.usage.host_iowait * 100.0,
         per.join(", ")
     );
-    if let Some(s) = report.usage.saturation() {
-        println!("saturated: {s}");
+    for r in &rows {
+        let limit = t3fs_real::cpu::limit(r.percent(), r.binding().0, &report.usage);
+        println!("limit {}: {limit}", r.op);
     }
     if let Some(v) = t3fs_real::bench_run::verify_verdict(&report) {
         println!("verify: {} ({})", v.label, v.detail.replace('\n', "; "));

@@ -180,7 +180,37 @@ pub async fn run(
     let files: Vec<String> = (0..nfiles).map(|k| format!("/bench-{tag}-{k}")).collect();
     let base = Arc::new(bench_verify::base(job.bs));
     let ledger = job.verify.then(|| Arc::new(Mutex::new(Ledger::default())));
-    layout(&opts, &job, &files, &base).await?;
+    let laid = layout(&opts, &job, &files, &base).await;
+    let r = match laid {
+        Ok(()) => load(&opts, &job, &files, &base, ledger, procs, progress).await,
+        Err(e) => Err(e),
+    };
+    // The files' names are the run's own, so nothing would reuse them: remove them (fio's
+    // `unlink=1`), pass or fail, so that runs do not fill the targets.
+    unlink(&opts, &files).await;
+    r
+}
+
+/// Removes the run's files (best effort: a cluster that fails mid-run may refuse).
+async fn unlink(opts: &ClientOptions, files: &[String]) {
+    if let Ok(c) = Client::connect(opts.clone()).await {
+        for path in files {
+            let _ = c.remove(path, false).await;
+        }
+        c.close().await;
+    }
+}
+
+/// The load phase of [`run`]: every job, then the verification read-back.
+async fn load(
+    opts: &ClientOptions,
+    job: &Job,
+    files: &[String],
+    base: &Arc<Vec<u8>>,
+    ledger: Option<Arc<Mutex<Ledger>>>,
+    procs: BTreeMap<String, i32>,
+    progress: impl Fn(f64) + Send + Sync + 'static,
+) -> Result<Report, String> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
     let cpu0 = cpu::Sample::take(&procs);
     let start = Instant::now();
@@ -217,12 +247,12 @@ pub async fn run(
     }
     let usage = cpu::Usage::between(&cpu0, &cpu::Sample::take(&procs));
     let verify = match &ledger {
-        Some(l) => Some(read_back(&opts, &job, &files, &base, l).await?),
+        Some(l) => Some(read_back(opts, job, files, base, l).await?),
         None => None,
     };
     progress(1.0);
     Ok(Report {
-        job,
+        job: job.clone(),
         elapsed: last.saturating_sub(ramp),
         ops,
         zero: start + ramp,

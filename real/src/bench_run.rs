@@ -137,6 +137,7 @@ fn probe_map(probe: Option<&Probe>, usage: Option<&Usage>, bytes: u64) -> BTreeM
     }
     if let Some(u) = usage {
         m.insert("host_cpu_busy_pct".into(), u.host_busy * 100.0);
+        m.insert("host_iowait_pct".into(), u.host_iowait * 100.0);
         m.insert("cores".into(), u.cores as f64);
         for (role, s) in u.per_gib(bytes) {
             m.insert(format!("cpu_s_per_gib_{role}"), s);
@@ -146,10 +147,12 @@ fn probe_map(probe: Option<&Probe>, usage: Option<&Usage>, bytes: u64) -> BTreeM
 }
 
 fn roofline(rows: &[Row], usage: Option<&Usage>) -> Vec<RooflineLine> {
-    let saturated = usage.and_then(Usage::saturation).unwrap_or_default();
     rows.iter()
         .map(|r| {
             let (binding, _) = r.binding();
+            let saturated = usage.map_or_else(String::new, |u| {
+                crate::cpu::limit(r.percent(), binding, u)
+            });
             RooflineLine {
                 op: r.op.into(),
                 unit: r.unit.into(),
@@ -164,7 +167,7 @@ fn roofline(rows: &[Row], usage: Option<&Usage>) -> Vec<RooflineLine> {
                     .collect(),
                 binding: binding.into(),
                 percent: r.percent(),
-                saturated: saturated.clone(),
+                saturated,
             }
         })
         .collect()

@@ -15,17 +15,17 @@ const HZ: f64 = 100.0;
 /// One reading of the host and the named processes.
 #[derive(Clone, Debug, Default)]
 pub struct Sample {
-    /// Busy and total ticks over all cores (/proc/stat's `cpu` line).
-    host: (u64, u64),
+    /// Busy, iowait and total ticks over all cores (/proc/stat's `cpu` line).
+    host: (u64, u64, u64),
     /// utime + stime ticks by name (`client`, `storage-0`, …).
     procs: BTreeMap<String, u64>,
     at: Option<std::time::Instant>,
 }
 
-fn host_ticks() -> (u64, u64) {
+fn host_ticks() -> (u64, u64, u64) {
     let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else {
-        return (0, 0);
+        return (0, 0, 0);
     };
     let v: Vec<u64> = line
         .split_whitespace()
@@ -34,8 +34,9 @@ fn host_ticks() -> (u64, u64) {
         .collect();
     let total: u64 = v.iter().take(8).sum();
     // idle and iowait are not busy.
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    (total.saturating_sub(idle), total)
+    let iowait = v.get(4).copied().unwrap_or(0);
+    let idle = v.get(3).copied().unwrap_or(0) + iowait;
+    (total.saturating_sub(idle), iowait, total)
 }
 
 /// utime + stime of a process, in ticks (children not included).
@@ -73,6 +74,8 @@ impl Sample {
 pub struct Usage {
     /// Fraction of all cores' time that was busy (0..=1).
     pub host_busy: f64,
+    /// Fraction of all cores' time idle while some I/O of theirs was outstanding (iowait).
+    pub host_iowait: f64,
     /// Cores of the host.
     pub cores: usize,
     /// Wall seconds between the samples.
@@ -86,7 +89,8 @@ impl Usage {
     /// The use between `a` and `b`.
     pub fn between(a: &Sample, b: &Sample) -> Self {
         let busy = b.host.0.saturating_sub(a.host.0) as f64;
-        let total = b.host.1.saturating_sub(a.host.1) as f64;
+        let iowait = b.host.1.saturating_sub(a.host.1) as f64;
+        let total = b.host.2.saturating_sub(a.host.2) as f64;
         let seconds = b
             .procs
             .iter()
@@ -97,6 +101,7 @@ impl Usage {
             .collect();
         Self {
             host_busy: if total > 0.0 { busy / total } else { 0.0 },
+            host_iowait: if total > 0.0 { iowait / total } else { 0.0 },
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             wall: match (a.at, b.at) {
                 (Some(x), Some(y)) => y.saturating_duration_since(x).as_secs_f64(),
@@ -151,6 +156,35 @@ impl Usage {
     }
 }
 
+/// What limited a workload that reached `percent` of its binding bound `binding`: the bound
+/// itself when it was (nearly) reached, else the CPU when the host was saturated (or nearly:
+/// on a few cores, three quarters busy already makes operations wait for one), else no
+/// resource: the run was latency-bound, each operation waiting on steps in series (disk syncs,
+/// hops), with the host's iowait saying how much of that wait was the disk.
+pub fn limit(percent: f64, binding: &str, usage: &Usage) -> String {
+    if percent >= 90.0 {
+        return format!("{binding} (reached {percent:.0}%)");
+    }
+    if let Some(s) = usage.saturation() {
+        return s;
+    }
+    if usage.host_busy >= 0.75 {
+        return format!(
+            "CPU nearly saturated: host CPU {:.0}% busy on {} cores, {:.0}% of core time \
+             waiting on I/O; operations queue for a core between their steps",
+            usage.host_busy * 100.0,
+            usage.cores,
+            usage.host_iowait * 100.0
+        );
+    }
+    format!(
+        "none saturated: latency-bound (host CPU {:.0}% busy, {:.0}% of core time waiting on \
+         I/O); more operations in flight or fewer steps in series per operation would move it",
+        usage.host_busy * 100.0,
+        usage.host_iowait * 100.0
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,7 +202,24 @@ mod tests {
         let u = Usage::between(&a, &b);
         assert!(u.of("client") > 0.1, "{u:?}");
         assert!(u.host_busy > 0.0 && u.host_busy <= 1.0, "{u:?}");
+        assert!(u.host_iowait >= 0.0 && u.host_busy + u.host_iowait <= 1.0, "{u:?}");
         let per = u.per_gib(1 << 30);
         assert!((per["client"] - u.of("client")).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_limit_is_the_bound_the_cpu_or_latency() {
+        let u = |busy: f64| Usage {
+            host_busy: busy,
+            host_iowait: 0.2,
+            cores: 2,
+            wall: 1.0,
+            seconds: BTreeMap::from([("storage-0".to_string(), 0.5)]),
+        };
+        assert!(limit(95.0, "loopback", &u(0.5)).starts_with("loopback (reached 95%)"));
+        assert!(limit(70.0, "disk", &u(0.95)).starts_with("host CPU 95% busy"));
+        assert!(limit(70.0, "disk", &u(0.8)).starts_with("CPU nearly saturated"));
+        let l = limit(70.0, "disk", &u(0.6));
+        assert!(l.contains("latency-bound") && l.contains("20% of core time waiting"), "{l}");
     }
 }

@@ -112,7 +112,9 @@ pub struct RooflineLine {
     pub binding: String,
     /// Percentage of the binding bound reached.
     pub percent: f64,
-    /// Which resource saturated when the bound was not reached (`client CPU 97%`), if measured.
+    /// What limited the workload, if measured: the binding bound when reached, the saturated
+    /// CPU (`host CPU 97% busy …`), or "none saturated: latency-bound …" (the JSON field keeps
+    /// its first name, `saturated`, so older run directories still load).
     #[serde(default)]
     pub saturated: String,
 }

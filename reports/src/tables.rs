@@ -72,7 +72,7 @@ pub(crate) fn missing_percentile_cells() -> String {
 pub(crate) fn roofline_header(with_saturated: bool) -> String {
     let mut h = "measured | bounds | binding | reached".to_string();
     if with_saturated {
-        h.push_str(" | saturated");
+        h.push_str(" | what limited it");
     }
     h
 }

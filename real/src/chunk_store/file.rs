@@ -73,7 +73,10 @@ impl FileChunkStore {
         })
     }
 
-    fn io_failed(&mut self, _e: io::Error) -> ChunkError {
+    fn io_failed(&mut self, e: io::Error) -> ChunkError {
+        if !self.failed {
+            tracing::error!("file chunk store failed: {e}");
+        }
         self.failed = true;
         ChunkError::Failed
     }

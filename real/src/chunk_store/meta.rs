@@ -37,6 +37,8 @@ const NONE: u64 = u64::MAX;
 /// The log's name in the store directory.
 pub const META: &str = "meta";
 const META_TMP: &str = "meta.tmp";
+/// The step by which the log's file grows ahead of its records.
+const AHEAD: u64 = 1 << 20;
 
 /// One metadata change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -242,6 +244,8 @@ pub struct MetaLog {
     dir: PathBuf,
     file: Box<dyn StoreFile>,
     end: u64,
+    /// The file's size: zeros from `end` on, written ahead of the records (see `flush`).
+    size: u64,
     staged: Vec<u8>,
     records: u64,
     compact_min: u64,
@@ -301,6 +305,7 @@ impl MetaLog {
             dir: dir.to_path_buf(),
             file,
             end: pos as u64,
+            size: pos as u64,
             staged: Vec::new(),
             records,
             compact_min,
@@ -338,9 +343,23 @@ impl MetaLog {
     }
 
     /// Appends the staged records and makes them durable (one write, one fdatasync).
+    ///
+    /// The file is grown ahead of the records, in steps of [`AHEAD`] zeros: an append that
+    /// changes the file's size makes its fdatasync commit the file system's journal, one
+    /// within the size only flushes the blocks written. Boot treats the zeros as a torn tail
+    /// (no frame starts with zeros) and cuts them.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.staged.is_empty() {
             return Ok(());
+        }
+        let need = self.end + self.staged.len() as u64;
+        if need > self.size {
+            let size = need.next_multiple_of(AHEAD);
+            // Zeros are written, not fallocated: an unwritten extent would make the first
+            // write into it a metadata change again.
+            let zeros = vec![0u8; (size - need) as usize];
+            self.file.write_at(&zeros, need)?;
+            self.size = size;
         }
         self.file.write_at(&self.staged, self.end)?;
         self.file.sync_data()?;
@@ -359,6 +378,7 @@ impl MetaLog {
         Self::write_whole(&*self.fs, &self.dir, live.values())?;
         self.file = self.fs.open(&self.dir.join(META))?;
         self.end = self.file.size()?;
+        self.size = self.end;
         self.records = live.len() as u64;
         Ok(())
     }
@@ -413,5 +433,29 @@ mod tests {
             buf[HEAD + 2] ^= 1;
             assert!(frame_at(&buf, 0).is_none(), "a flipped bit fails the crc");
         }
+    }
+
+    #[test]
+    fn the_log_grows_ahead_in_zeros_that_boot_cuts() {
+        let dir = std::env::temp_dir().join(format!("t3fs-meta-ahead-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let fs: Arc<dyn StoreFs> = Arc::new(super::super::fs::StdFs);
+        fs.create_dir_all(&dir).unwrap();
+        let (mut log, chunks) = MetaLog::open(fs.clone(), &dir, 1 << 16).unwrap();
+        assert!(chunks.is_empty());
+        for i in 0..3 {
+            log.stage(&Record::Put(Rec::empty(ChunkId::new(1, i))));
+            log.flush().unwrap();
+        }
+        let size = std::fs::metadata(dir.join(META)).unwrap().len();
+        assert_eq!(size, AHEAD, "one step ahead, not one size change per flush");
+        assert!(log.end < size);
+        let end = log.end;
+        drop(log);
+        let (log, chunks) = MetaLog::open(fs, &dir, 1 << 16).unwrap();
+        assert_eq!(chunks.len(), 3, "every record before the zeros is replayed");
+        assert_eq!(log.end, end);
+        assert_eq!(std::fs::metadata(dir.join(META)).unwrap().len(), end, "zeros cut");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, oneshot};
 
-use t3fs_core::chunk::ChunkStore;
+use t3fs_core::chunk::{ChunkError, ChunkStore};
 use t3fs_core::ids::{IoId, NodeId, RequestId, TargetId};
 use t3fs_core::machine::IoResult;
 use t3fs_core::msg::Msg;
@@ -224,10 +224,14 @@ impl Driver {
                     Input::Timer(t)
                 }
                 Some((id, r)) = io_rx.recv() => {
-                    if self.tables.inflight.complete(id).is_none() {
+                    let Some(dest) = self.tables.inflight.complete(id) else {
                         continue; // Answered already (a KV timeout raced its reply).
-                    }
+                    };
                     self.stats.completed(id);
+                    if let IoResult::Chunk(Err(e @ (ChunkError::Failed | ChunkError::Corrupt))) = &r {
+                        // The machine takes the target OFFLINE for good: say why in the log.
+                        tracing::error!(node = %self.name, io = ?dest, "chunk I/O answered {e:?}");
+                    }
                     Input::IoDone(id, r)
                 }
                 cmd = cmd_rx.recv() => match cmd {

@@ -162,9 +162,17 @@ impl UringChunkStore {
         self.ready.push(((id, r), chunk));
     }
 
-    fn fail(&mut self, id: IoId, chunk: ChunkId) {
-        self.failed = true;
+    fn fail(&mut self, id: IoId, chunk: ChunkId, why: String) {
+        self.poison(why);
         self.finish(id, Some(chunk), Err(ChunkError::Failed));
+    }
+
+    /// Fails the store for good, saying why once (every later operation answers `Failed`).
+    fn poison(&mut self, why: String) {
+        if !self.failed {
+            tracing::error!("io_uring chunk store failed: {why}");
+        }
+        self.failed = true;
     }
 
     /// Pushes one SQE. The caller keeps the buffer it points into alive in `slots` until the
@@ -371,7 +379,7 @@ impl UringChunkStore {
                     let r = Catalog::finish_read(&src, span, bytes, offset, len, unverified);
                     self.finish(id, Some(chunk), r);
                 }
-                Err(ChunkError::Failed) => self.fail(id, chunk),
+                Err(ChunkError::Failed) => self.fail(id, chunk, errno("a read", res)),
                 Err(e) => self.finish(id, Some(chunk), Err(e)),
             },
             Stage::Base {
@@ -387,7 +395,7 @@ impl UringChunkStore {
                     let content = kind.apply_owned(Some(base.to_vec()));
                     self.write(id, chunk, content, Then::Pending(version, tag));
                 }
-                Err(ChunkError::Failed) => self.fail(id, chunk),
+                Err(ChunkError::Failed) => self.fail(id, chunk, errno("a base read", res)),
                 Err(e) => self.finish(id, Some(chunk), Err(e)),
             },
             Stage::Write { buf, written, then } => {
@@ -395,7 +403,8 @@ impl UringChunkStore {
                     self.cat.release_unused(written.data);
                     self.finish(id, Some(chunk), Err(ChunkError::NoSpace));
                 } else if res < 0 || res as usize != buf.len {
-                    self.fail(id, chunk);
+                    let why = format!("{} of {} bytes", errno("a write", res), buf.len);
+                    self.fail(id, chunk, why);
                 } else {
                     let stage = Stage::Unsynced { written, then };
                     self.slots[slot] = Some(Active { id, chunk, stage });
@@ -409,7 +418,7 @@ impl UringChunkStore {
     /// The data fdatasync covering the operations in `slots` completed with `res`.
     fn synced(&mut self, slots: Vec<usize>, res: i32) {
         if res < 0 {
-            self.failed = true;
+            self.poison(errno("fdatasync of data", res));
         }
         for slot in slots {
             let a = self.slots[slot].take().expect("an unsynced slot");
@@ -456,7 +465,7 @@ impl UringChunkStore {
         }
         if let Err(e) = self.ring.submit() {
             if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
-                self.failed = true;
+                self.poison(format!("io_uring submit: {e}"));
             }
         }
         let cqes: Vec<(u64, i32)> = self
@@ -474,6 +483,15 @@ impl UringChunkStore {
             }
         }
         !cqes.is_empty()
+    }
+}
+
+/// What a completion `res` of `what` said (an errno, or a byte count).
+fn errno(what: &str, res: i32) -> String {
+    if res < 0 {
+        format!("{what} answered {}", std::io::Error::from_raw_os_error(-res))
+    } else {
+        format!("{what} moved {res} bytes")
     }
 }
 
@@ -513,11 +531,11 @@ impl ChunkStore for UringChunkStore {
                 match self.log.flush() {
                     Ok(()) => {
                         self.cat.durable();
-                        if self.log.maybe_compact(self.cat.chunks()).is_err() {
-                            self.failed = true;
+                        if let Err(e) = self.log.maybe_compact(self.cat.chunks()) {
+                            self.poison(format!("compacting the metadata log: {e}"));
                         }
                     }
-                    Err(_) => self.failed = true,
+                    Err(e) => self.poison(format!("appending to the metadata log: {e}")),
                 }
             }
             for ((id, mut r), chunk) in self.ready.drain(..) {

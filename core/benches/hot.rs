@@ -53,7 +53,7 @@ fn write_msg() -> Msg {
             index: 0,
         },
         checksum: crc32c::checksum(&data),
-        kind: UpdateKind::Write { offset: 0, data },
+        kind: UpdateKind::Write { offset: 0, data: data.into() },
         chunk_size: MIB as u32,
         update_version: ChunkVersion(0),
         retry: 0,
@@ -94,7 +94,7 @@ fn store(c: &mut Criterion) {
                     version: ChunkVersion(v),
                     kind: UpdateKind::Write {
                         offset: 0,
-                        data: data.clone(),
+                        data: data.clone().into(),
                     },
                     tag: None,
                 },

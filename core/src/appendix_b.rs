@@ -109,7 +109,7 @@ fn b1_b4_partitioned_replica_serves_stale_reads_to_stale_clients() {
             version: ChunkVersion(1),
             kind: UpdateKind::Write {
                 offset: 0,
-                data: vec![1],
+                data: vec![1].into(),
             },
             tag: None,
         })
@@ -167,7 +167,7 @@ fn b3_committed_reads_during_inflight_writes_can_invert() {
             chunk: chunk(),
             kind: UpdateKind::Write {
                 offset: 0,
-                data: vec![7],
+                data: vec![7].into(),
             },
             chunk_size: 64,
             update_version: ChunkVersion(0),
@@ -255,7 +255,7 @@ fn lastsrv_return_makes_an_unacknowledged_write_visible() {
             version: ChunkVersion(1),
             kind: UpdateKind::Write {
                 offset: 0,
-                data: vec![5],
+                data: vec![5].into(),
             },
             tag: None,
         })

@@ -31,6 +31,7 @@
 //! concern) and fault injection (the simulator's disk model).
 
 use crate::ids::{ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, IoId, SeqNum};
+use crate::payload::Payload;
 
 /// What an update does to a chunk (3FS update types; COMMIT is its own op).
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -40,7 +41,7 @@ pub enum UpdateKind {
         /// Byte offset within the chunk.
         offset: u32,
         /// The bytes.
-        data: Vec<u8>,
+        data: Payload,
     },
     /// Removes the chunk at commit (idempotent: removing an absent chunk succeeds).
     Remove,
@@ -57,21 +58,22 @@ pub enum UpdateKind {
     /// Replaces the whole content (resync and writes to a syncing successor, §3.5 #5, §3.6).
     Replace {
         /// The full chunk content.
-        data: Vec<u8>,
+        data: Payload,
     },
 }
 
 impl UpdateKind {
     /// Applies this update to `content` (the committed bytes; `None` if absent). Returns the new
     /// content, `None` meaning "removed". Every store uses this one definition of the effect.
-    pub fn apply(&self, content: Option<&[u8]>) -> Option<Vec<u8>> {
+    pub fn apply(&self, content: Option<&[u8]>) -> Option<Payload> {
         self.clone().apply_owned(content.map(<[u8]>::to_vec))
     }
 
     /// [`apply`](Self::apply) taking the update and the committed content by value, so that
     /// their buffers are reused instead of copied: a write replacing the whole content hands
-    /// its payload over as the new content, and a partial write patches the base in place.
-    pub fn apply_owned(self, content: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    /// its payload over as the new content (shared, not copied), and a partial write patches
+    /// the base in place.
+    pub fn apply_owned(self, content: Option<Vec<u8>>) -> Option<Payload> {
         let old_len = content.as_ref().map_or(0, Vec::len);
         let mut bytes = match self {
             Self::Remove => return None,
@@ -96,7 +98,7 @@ impl UpdateKind {
             }
             Self::Remove | Self::Replace { .. } => unreachable!("returned above"),
         }
-        Some(bytes)
+        Some(bytes.into())
     }
 
     /// Whether the result depends on the committed content of `len` bytes, which a store must
@@ -135,7 +137,7 @@ pub enum ChunkOp {
         /// The chain version to record.
         chain_version: ChainVersion,
         /// The full content, or `None` to remove the chunk.
-        data: Option<Vec<u8>>,
+        data: Option<Payload>,
     },
     /// Lists the metadata of every chunk on the target (committed or pending).
     List,
@@ -326,26 +328,26 @@ mod tests {
     fn update_kinds_apply() {
         let w = UpdateKind::Write {
             offset: 2,
-            data: vec![7, 7],
+            data: vec![7, 7].into(),
         };
-        assert_eq!(w.apply(None), Some(vec![0, 0, 7, 7]));
-        assert_eq!(w.apply(Some(&[1, 1, 1, 1, 1])), Some(vec![1, 1, 7, 7, 1]));
+        assert_eq!(w.apply(None), Some(vec![0, 0, 7, 7].into()));
+        assert_eq!(w.apply(Some(&[1, 1, 1, 1, 1])), Some(vec![1, 1, 7, 7, 1].into()));
         assert_eq!(UpdateKind::Remove.apply(Some(&[1])), None);
         assert_eq!(
             UpdateKind::Truncate { len: 1 }.apply(Some(&[1, 2])),
-            Some(vec![1])
+            Some(vec![1].into())
         );
         assert_eq!(
             UpdateKind::Extend { len: 1 }.apply(Some(&[1, 2])),
-            Some(vec![1, 2])
+            Some(vec![1, 2].into())
         );
         assert_eq!(
             UpdateKind::Extend { len: 3 }.apply(Some(&[1, 2])),
-            Some(vec![1, 2, 0])
+            Some(vec![1, 2, 0].into())
         );
         assert_eq!(
-            UpdateKind::Replace { data: vec![9] }.apply(Some(&[1, 2])),
-            Some(vec![9])
+            UpdateKind::Replace { data: vec![9].into() }.apply(Some(&[1, 2])),
+            Some(vec![9].into())
         );
     }
 
@@ -355,23 +357,23 @@ mod tests {
         let kinds = [
             UpdateKind::Write {
                 offset: 0,
-                data: vec![9; 4],
+                data: vec![9; 4].into(),
             },
             UpdateKind::Write {
                 offset: 0,
-                data: vec![9; 6],
+                data: vec![9; 6].into(),
             },
             UpdateKind::Write {
                 offset: 0,
-                data: vec![9; 2],
+                data: vec![9; 2].into(),
             },
             UpdateKind::Write {
                 offset: 3,
-                data: vec![9; 2],
+                data: vec![9; 2].into(),
             },
             UpdateKind::Truncate { len: 2 },
             UpdateKind::Extend { len: 6 },
-            UpdateKind::Replace { data: vec![7] },
+            UpdateKind::Replace { data: vec![7].into() },
             UpdateKind::Remove,
         ];
         for k in kinds {
@@ -383,12 +385,12 @@ mod tests {
         }
         let short = UpdateKind::Write {
             offset: 0,
-            data: vec![9; 2],
+            data: vec![9; 2].into(),
         };
         assert!(short.builds_on_base(4) && !short.builds_on_base(2));
         assert!(UpdateKind::Write {
             offset: 1,
-            data: vec![9; 8]
+            data: vec![9; 8].into()
         }
         .builds_on_base(0));
     }

@@ -57,6 +57,7 @@ pub mod machine;
 pub mod meta;
 pub mod mgmtd;
 pub mod msg;
+pub mod payload;
 pub mod node;
 pub mod routing;
 pub mod storage;

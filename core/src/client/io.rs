@@ -101,7 +101,7 @@ pub(super) fn plan(call: ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> 
             data,
         } => {
             let spans = layout.split(inode, offset, data.len() as u64)?;
-            let update = |s: &crate::layout::ChunkSpan, data| {
+            let update = |s: &crate::layout::ChunkSpan, data: crate::payload::Payload| {
                 let kind = UpdateKind::Write {
                     offset: s.offset,
                     data,
@@ -111,14 +111,14 @@ pub(super) fn plan(call: ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> 
             };
             if let [s] = spans.as_slice() {
                 // The whole write in one chunk: its payload moves instead of being copied.
-                return Some(vec![update(s, data)]);
+                return Some(vec![update(s, data.into())]);
             }
             Some(
                 spans
                     .iter()
                     .map(|s| {
                         let start = s.buf_offset as usize;
-                        update(s, data[start..start + s.len as usize].to_vec())
+                        update(s, data[start..start + s.len as usize].into())
                     })
                     .collect(),
             )

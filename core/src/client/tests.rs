@@ -51,7 +51,7 @@ fn write_splits_into_chunk_writes_to_the_head_with_distinct_channels() {
             call,
         },
     );
-    let writes: Vec<(NodeId, u32, Vec<u8>, ChannelId)> = acts
+    let writes: Vec<(NodeId, u32, crate::payload::Payload, ChannelId)> = acts
         .iter()
         .filter_map(|a| match a {
             ActionOf::Send {
@@ -72,8 +72,8 @@ fn write_splits_into_chunk_writes_to_the_head_with_distinct_channels() {
     assert_eq!(
         writes,
         vec![
-            (NodeId(1), 2, b"ab".to_vec(), ChannelId(1)),
-            (NodeId(1), 100, b"cd".to_vec(), ChannelId(2))
+            (NodeId(1), 2, b"ab".to_vec().into(), ChannelId(1)),
+            (NodeId(1), 100, b"cd".to_vec().into(), ChannelId(2))
         ]
     );
     assert_eq!(

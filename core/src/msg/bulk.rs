@@ -8,37 +8,45 @@
 //! panic. Not here: the framing that carries the two parts (the real transport's).
 
 use crate::chunk::UpdateKind;
+use crate::payload::Payload;
 
 use super::codec::DecodeError;
 use super::Msg;
 
 impl Msg {
-    /// The message's payload slot, if it has one.
-    fn bulk_slot(&mut self) -> Option<&mut Vec<u8>> {
-        match self {
+    /// Encodes the message as a head and its bulk payload (empty when it has none). A write's
+    /// payload is shared with the message it came from, not copied.
+    pub fn encode_split(mut self) -> (Vec<u8>, Payload) {
+        let bulk = match &mut self {
             Self::Write(u) | Self::Update(u) => match &mut u.kind {
-                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => Some(data),
-                _ => None,
+                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => {
+                    std::mem::take(data)
+                }
+                _ => Payload::default(),
             },
-            Self::ReadReply(r) => Some(&mut r.data),
-            _ => None,
-        }
-    }
-
-    /// Encodes the message as a head and its bulk payload (empty when it has none).
-    pub fn encode_split(mut self) -> (Vec<u8>, Vec<u8>) {
-        let bulk = self.bulk_slot().map(std::mem::take).unwrap_or_default();
+            Self::ReadReply(r) => std::mem::take(&mut r.data).into(),
+            _ => Payload::default(),
+        };
         (self.encode(), bulk)
     }
 
     /// Decodes a message from the two parts [`Msg::encode_split`] made.
     pub fn decode_split(head: &[u8], bulk: Vec<u8>) -> Result<Self, DecodeError> {
         let mut msg = Self::decode(head)?;
-        if !bulk.is_empty() {
-            match msg.bulk_slot() {
-                Some(slot) if slot.is_empty() => *slot = bulk,
+        if bulk.is_empty() {
+            return Ok(msg);
+        }
+        match &mut msg {
+            Self::Write(u) | Self::Update(u) => match &mut u.kind {
+                UpdateKind::Write { data, .. } | UpdateKind::Replace { data }
+                    if data.is_empty() =>
+                {
+                    *data = bulk.into();
+                }
                 _ => return Err(DecodeError::Invalid),
-            }
+            },
+            Self::ReadReply(r) if r.data.is_empty() => r.data = bulk,
+            _ => return Err(DecodeError::Invalid),
         }
         Ok(msg)
     }
@@ -67,11 +75,11 @@ mod tests {
         let (head, bulk) = m.clone().encode_split();
         assert_eq!(bulk.len(), 5000);
         assert!(head.len() < 100, "the head carries no payload");
-        assert_eq!(Msg::decode_split(&head, bulk), Ok(m));
+        assert_eq!(Msg::decode_split(&head, bulk.into_vec()), Ok(m));
         let none = Msg::SpaceInfo;
         let (head, bulk) = none.clone().encode_split();
         assert!(bulk.is_empty());
-        assert_eq!(Msg::decode_split(&head, bulk), Ok(none));
+        assert_eq!(Msg::decode_split(&head, bulk.into_vec()), Ok(none));
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn kind(r: &mut Rng) -> UpdateKind {
     match r.below(5) {
         0 => UpdateKind::Write {
             offset: r.next() as u32,
-            data: r.bytes(64),
+            data: r.bytes(64).into(),
         },
         1 => UpdateKind::Remove,
         2 => UpdateKind::Truncate {
@@ -64,7 +64,7 @@ fn kind(r: &mut Rng) -> UpdateKind {
         3 => UpdateKind::Extend {
             len: r.next() as u32,
         },
-        _ => UpdateKind::Replace { data: r.bytes(64) },
+        _ => UpdateKind::Replace { data: r.bytes(64).into() },
     }
 }
 

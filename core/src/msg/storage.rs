@@ -409,12 +409,12 @@ impl Wire for UpdateKind {
         Ok(match dec.u8()? {
             0 => Self::Write {
                 offset: dec.u32()?,
-                data: dec.bytes()?,
+                data: dec.bytes()?.into(),
             },
             1 => Self::Remove,
             2 => Self::Truncate { len: dec.u32()? },
             3 => Self::Extend { len: dec.u32()? },
-            4 => Self::Replace { data: dec.bytes()? },
+            4 => Self::Replace { data: dec.bytes()?.into() },
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

@@ -264,7 +264,7 @@ impl StorageNode {
             let kind = if decision == Decision::Remove {
                 UpdateKind::Remove
             } else {
-                UpdateKind::Replace { data: Vec::new() }
+                UpdateKind::Replace { data: Vec::new().into() }
             };
             let w = Waiter {
                 from: self.cfg.node,
@@ -404,7 +404,7 @@ impl StorageNode {
             running.pending_checksum = checksum;
         }
         let kind = match data {
-            Some(data) => UpdateKind::Replace { data },
+            Some(data) => UpdateKind::Replace { data: data.into() },
             None => UpdateKind::Remove,
         };
         let req = &running.waiter.req;

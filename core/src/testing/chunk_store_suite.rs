@@ -83,7 +83,7 @@ impl<S: ChunkStore> Driver<S> {
             v,
             UpdateKind::Write {
                 offset,
-                data: data.to_vec(),
+                data: data.to_vec().into(),
             },
         );
         assert!(matches!(r, Ok(ChunkDone::Updated(_))), "update v{v}: {r:?}");
@@ -117,7 +117,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         2,
         UpdateKind::Write {
             offset: 0,
-            data: b"HE".to_vec(),
+            data: b"HE".to_vec().into(),
         },
     );
     match r {
@@ -184,7 +184,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         2,
         UpdateKind::Write {
             offset: 0,
-            data: b"bb".to_vec(),
+            data: b"bb".to_vec().into(),
         },
     )
     .expect("update");
@@ -193,7 +193,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         2,
         UpdateKind::Write {
             offset: 2,
-            data: b"cc".to_vec(),
+            data: b"cc".to_vec().into(),
         },
     )
     .expect("update");
@@ -229,7 +229,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         a,
         5,
         UpdateKind::Replace {
-            data: b"new".to_vec(),
+            data: b"new".to_vec().into(),
         },
     )
     .expect("replace");
@@ -271,7 +271,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
             version: ChunkVersion(1),
             kind: UpdateKind::Write {
                 offset: 0,
-                data: b"1".to_vec(),
+                data: b"1".to_vec().into(),
             },
             tag: None,
         },
@@ -285,7 +285,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
             version: ChunkVersion(2),
             kind: UpdateKind::Write {
                 offset: 0,
-                data: b"2".to_vec(),
+                data: b"2".to_vec().into(),
             },
             tag: None,
         },
@@ -329,7 +329,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         version: ChunkVersion(1),
         kind: UpdateKind::Write {
             offset: 0,
-            data: b"t".to_vec(),
+            data: b"t".to_vec().into(),
         },
         tag: Some(tag),
     });
@@ -364,7 +364,7 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         chunk: b,
         version: ChunkVersion(3),
         chain_version: ChainVersion(4),
-        data: Some(b"synced".to_vec()),
+        data: Some(b"synced".to_vec().into()),
     });
     match installed {
         Ok(ChunkDone::Committed(m)) => {

@@ -128,7 +128,7 @@ mod tests {
             chunk,
             version: ChunkVersion(1),
             chain_version: ChainVersion(1),
-            data: Some(data.to_vec()),
+            data: Some(data.to_vec().into()),
         };
         s.apply(&op).unwrap();
         (s, chunk)
@@ -162,7 +162,7 @@ mod tests {
             version: ChunkVersion(2),
             kind: UpdateKind::Write {
                 offset: 0,
-                data: b"z".to_vec(),
+                data: b"z".to_vec().into(),
             },
             tag: None,
         };
@@ -172,7 +172,7 @@ mod tests {
             chunk: c,
             version: ChunkVersion(2),
             kind: UpdateKind::Replace {
-                data: b"new".to_vec(),
+                data: b"new".to_vec().into(),
             },
             tag: None,
         };
@@ -194,7 +194,7 @@ mod tests {
             chunk: c,
             version: ChunkVersion(2),
             chain_version: ChainVersion(1),
-            data: Some(b"bbbbbbbb".to_vec()),
+            data: Some(b"bbbbbbbb".to_vec().into()),
         };
         s.apply(&op).unwrap();
         assert!(s.revert(&op, before.as_ref(), 3..usize::MAX));

@@ -15,6 +15,7 @@ use crate::chunk::{
 };
 use crate::crc32c;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
+use crate::payload::Payload;
 
 /// One chunk's versions.
 #[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -95,7 +96,7 @@ impl MemChunkStore {
                     let c = self.chunks.entry(*chunk).or_default();
                     c.committed = *version;
                     c.chain_version = *chain_version;
-                    c.data = data.clone();
+                    c.data = data.to_vec();
                     c.data_crc = crc32c::checksum(data);
                     c.pending = None;
                     c.pending_crc = 0;
@@ -163,7 +164,7 @@ impl MemChunkStore {
                     k => Some(k.apply(base).expect("only Remove removes")),
                 };
                 c.pending_crc = content.as_deref().map_or(0, crc32c::checksum);
-                c.pending = Some((*version, content));
+                c.pending = Some((*version, content.map(Payload::into_vec)));
                 c.pending_tag = *tag;
                 Ok(ChunkDone::Updated(c.meta(*chunk)))
             }

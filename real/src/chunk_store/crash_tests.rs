@@ -86,9 +86,9 @@ fn crash_child() {
             let v = next[c as usize];
             let data = content(c, v);
             let kind = if v.is_multiple_of(2) {
-                UpdateKind::Write { offset: 0, data }
+                UpdateKind::Write { offset: 0, data: data.into() }
             } else {
-                UpdateKind::Replace { data }
+                UpdateKind::Replace { data: data.into() }
             };
             let chunk = ChunkId::new(7, c);
             let version = ChunkVersion(v);
@@ -112,7 +112,7 @@ fn crash_child() {
             // The next version is left pending, to be listed after the kill.
             let version = ChunkVersion(v + 1);
             let kind = UpdateKind::Replace {
-                data: content(c, v + 1),
+                data: content(c, v + 1).into(),
             };
             h.submit(
                 IoId(100 + c as u64),

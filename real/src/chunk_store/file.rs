@@ -300,7 +300,7 @@ mod tests {
                 chunk: a,
                 version: ChunkVersion(1),
                 kind: UpdateKind::Replace {
-                    data: b"precious".to_vec(),
+                    data: b"precious".to_vec().into(),
                 },
                 tag: None,
             },

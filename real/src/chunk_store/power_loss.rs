@@ -55,12 +55,12 @@ fn next_op(rng: &mut Rng, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
             chunk: c,
             version,
             chain_version: ChainVersion(2),
-            data: Some(rng.bytes(9000)),
+            data: Some(rng.bytes(9000).into()),
         };
     }
     let kind = match rng.below(5) {
         0 => UpdateKind::Replace {
-            data: rng.bytes(12000),
+            data: rng.bytes(12000).into(),
         },
         1 => UpdateKind::Truncate {
             len: rng.below(9000) as u32,
@@ -70,7 +70,7 @@ fn next_op(rng: &mut Rng, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
         },
         _ => UpdateKind::Write {
             offset: rng.below(10000) as u32,
-            data: rng.bytes(5000),
+            data: rng.bytes(5000).into(),
         },
     };
     ChunkOp::Update {
@@ -198,7 +198,7 @@ fn run(seed: u64, lie: &[&str]) -> usize {
         chunk: c,
         version: ChunkVersion(1),
         chain_version: ChainVersion(1),
-        data: Some(data.clone()),
+        data: Some(data.clone().into()),
     };
     assert!(
         run1(&mut store, op).is_ok(),

@@ -141,7 +141,7 @@ mod tests {
                     version: ChunkVersion(v),
                     kind: t3fs_core::chunk::UpdateKind::Write {
                         offset: v,
-                        data: vec![v as u8],
+                        data: vec![v as u8].into(),
                     },
                     tag: None,
                 },

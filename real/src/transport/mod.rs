@@ -158,7 +158,7 @@ impl From<Msg> for Frame {
         let (head, bulk) = msg.encode_split();
         Self {
             head: head.into(),
-            bulk: bulk.into(),
+            bulk: Bytes::from_owner(bulk),
         }
     }
 }

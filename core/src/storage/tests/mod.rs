@@ -109,7 +109,7 @@ fn write(seq: u64, chain_version: u32, data: &[u8]) -> UpdateReq {
         chunk: chunk(),
         kind: UpdateKind::Write {
             offset: 0,
-            data: data.to_vec(),
+            data: data.to_vec().into(),
         },
         chunk_size: 16,
         update_version: ChunkVersion(0),
@@ -136,7 +136,7 @@ fn update_io(id: u64, target: u32, v: u32, data: &[u8], t: MessageTag) -> Action
                 version: ChunkVersion(v),
                 kind: UpdateKind::Write {
                     offset: 0,
-                    data: data.to_vec(),
+                    data: data.to_vec().into(),
                 },
                 // The client request travels with the pending version (durable records).
                 tag: Some(crate::chunk::UpdateTag::from(&t)),

@@ -19,7 +19,7 @@ fn a_late_full_chunk_never_rolls_a_syncing_replica_back() {
     h.node.targets.get_mut(&TargetId(3)).unwrap().local_state = LocalState::Online;
     let full = |seq: u64, u: u32, data: &[u8]| UpdateReq {
         kind: UpdateKind::Replace {
-            data: data.to_vec(),
+            data: data.to_vec().into(),
         },
         is_syncing: true,
         ..forwarded(seq, 1, u, data)

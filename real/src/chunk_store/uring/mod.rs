@@ -37,6 +37,7 @@ use std::time::Duration;
 use io_uring::{opcode, types, IoUring};
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind, UpdateTag};
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
+use t3fs_core::payload::Payload;
 
 use self::buf::Buf;
 use super::catalog::{Catalog, Src, Written};
@@ -232,7 +233,7 @@ impl UringChunkStore {
     }
 
     /// Writes `content` into a fresh extent (or finishes at once when no data I/O is needed).
-    fn write(&mut self, id: IoId, chunk: ChunkId, content: Option<Vec<u8>>, then: Then) {
+    fn write(&mut self, id: IoId, chunk: ChunkId, content: Option<Payload>, then: Then) {
         let written = content
             .as_ref()
             .map(|c| Written::new(c, self.cat.alloc(c.len())));

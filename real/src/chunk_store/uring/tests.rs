@@ -28,7 +28,7 @@ fn uring_store_lists_pending_and_applied_after_reopen() {
     let update = |v: u32, data: Vec<u8>, tag| ChunkOp::Update {
         chunk: c,
         version: ChunkVersion(v),
-        kind: UpdateKind::Replace { data },
+        kind: UpdateKind::Replace { data: data.into() },
         tag,
     };
     let ops = [
@@ -82,7 +82,7 @@ fn uring_store_reads_what_the_file_store_wrote_and_keeps_many_in_flight() {
                 chunk,
                 version: ChunkVersion(1),
                 chain_version: ChainVersion(1),
-                data: Some(data),
+                data: Some(data.into()),
             },
         );
     }
@@ -99,7 +99,7 @@ fn uring_store_reads_what_the_file_store_wrote_and_keeps_many_in_flight() {
                 version: ChunkVersion(2),
                 kind: UpdateKind::Write {
                     offset: 1,
-                    data: vec![7],
+                    data: vec![7].into(),
                 },
                 tag: None,
             },

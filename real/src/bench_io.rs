@@ -173,32 +173,19 @@ pub async fn run(
     progress: impl Fn(f64) + Send + Sync + 'static,
 ) -> Result<Report, String> {
     check(&job)?;
-    let mut r = [0u8; 8];
-    let _ = getrandom::fill(&mut r);
-    let tag = format!("{}-{:x}", std::process::id(), u64::from_le_bytes(r));
-    let nfiles = if job.shared { 1 } else { job.numjobs };
-    let files: Vec<String> = (0..nfiles).map(|k| format!("/bench-{tag}-{k}")).collect();
+    // fio's naming: the same files every run (`bench-io.K`, or `bench-io.shared`), laid out
+    // again over what is there. Fresh names per run would leave a file set behind each run,
+    // and removing them would hand the meta service's GC a purge that lands, after its delay,
+    // in the middle of a later run.
+    let files: Vec<String> = if job.shared {
+        vec!["/bench-io.shared".to_string()]
+    } else {
+        (0..job.numjobs).map(|k| format!("/bench-io.{k}")).collect()
+    };
     let base = Arc::new(bench_verify::base(job.bs));
     let ledger = job.verify.then(|| Arc::new(Mutex::new(Ledger::default())));
-    let laid = layout(&opts, &job, &files, &base).await;
-    let r = match laid {
-        Ok(()) => load(&opts, &job, &files, &base, ledger, procs, progress).await,
-        Err(e) => Err(e),
-    };
-    // The files' names are the run's own, so nothing would reuse them: remove them (fio's
-    // `unlink=1`), pass or fail, so that runs do not fill the targets.
-    unlink(&opts, &files).await;
-    r
-}
-
-/// Removes the run's files (best effort: a cluster that fails mid-run may refuse).
-async fn unlink(opts: &ClientOptions, files: &[String]) {
-    if let Ok(c) = Client::connect(opts.clone()).await {
-        for path in files {
-            let _ = c.remove(path, false).await;
-        }
-        c.close().await;
-    }
+    layout(&opts, &job, &files, &base).await?;
+    load(&opts, &job, &files, &base, ledger, procs, progress).await
 }
 
 /// The load phase of [`run`]: every job, then the verification read-back.
@@ -261,7 +248,7 @@ async fn load(
     })
 }
 
-/// Creates and fills every file with generation 0 (the ledger knows it without a record), as
+/// Creates (or reuses) and fills every file with generation 0 (the ledger knows it without a record), as
 /// fio lays out files before a run.
 async fn layout(
     opts: &ClientOptions,
@@ -274,7 +261,11 @@ async fn layout(
         .map_err(|e| e.to_string())?;
     let blocks = job.size / job.bs;
     for path in files {
-        let f = setup.create(path, 0o644).await.map_err(|e| e.to_string())?;
+        let f = match setup.create(path, 0o644).await {
+            Ok(f) => f,
+            // Left by an earlier run: laid out again, block by block.
+            Err(_) => setup.open(path, true).await.map_err(|e| e.to_string())?,
+        };
         // Large writes whatever the block size: a 4 KiB job's layout goes out in 1 MiB pieces,
         // 16 at a time, each piece the run's stamped blocks back to back.
         let per_piece = ((1u64 << 20) / job.bs).max(1);

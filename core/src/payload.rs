@@ -22,11 +22,6 @@ impl Payload {
     pub fn into_vec(self) -> Vec<u8> {
         Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
     }
-
-    /// The bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 impl Deref for Payload {
@@ -57,12 +52,6 @@ impl From<&[u8]> for Payload {
 impl PartialEq<Vec<u8>> for Payload {
     fn eq(&self, other: &Vec<u8>) -> bool {
         *self.0 == *other
-    }
-}
-
-impl PartialEq<[u8]> for Payload {
-    fn eq(&self, other: &[u8]) -> bool {
-        self.0.as_slice() == other
     }
 }
 

@@ -14,18 +14,19 @@ use super::codec::DecodeError;
 use super::Msg;
 
 impl Msg {
-    /// Encodes the message as a head and its bulk payload (empty when it has none). A write's
-    /// payload is shared with the message it came from, not copied.
-    pub fn encode_split(mut self) -> (Vec<u8>, Payload) {
+    /// Encodes the message as a head and its bulk payload (`None` when it has no payload slot,
+    /// so that the many small messages allocate nothing for one). A write's payload is shared
+    /// with the message it came from, not copied.
+    pub fn encode_split(mut self) -> (Vec<u8>, Option<Payload>) {
         let bulk = match &mut self {
             Self::Write(u) | Self::Update(u) => match &mut u.kind {
                 UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => {
-                    std::mem::take(data)
+                    Some(std::mem::take(data))
                 }
-                _ => Payload::default(),
+                _ => None,
             },
-            Self::ReadReply(r) => std::mem::take(&mut r.data).into(),
-            _ => Payload::default(),
+            Self::ReadReply(r) => Some(std::mem::take(&mut r.data).into()),
+            _ => None,
         };
         (self.encode(), bulk)
     }
@@ -73,13 +74,15 @@ mod tests {
     fn split_round_trips_and_moves_the_payload_out_of_the_head() {
         let m = reply(vec![7; 5000]);
         let (head, bulk) = m.clone().encode_split();
+        let bulk = bulk.map(Payload::into_vec).unwrap_or_default();
         assert_eq!(bulk.len(), 5000);
         assert!(head.len() < 100, "the head carries no payload");
-        assert_eq!(Msg::decode_split(&head, bulk.into_vec()), Ok(m));
+        assert_eq!(Msg::decode_split(&head, bulk), Ok(m));
         let none = Msg::SpaceInfo;
         let (head, bulk) = none.clone().encode_split();
+        let bulk = bulk.map(Payload::into_vec).unwrap_or_default();
         assert!(bulk.is_empty());
-        assert_eq!(Msg::decode_split(&head, bulk.into_vec()), Ok(none));
+        assert_eq!(Msg::decode_split(&head, bulk), Ok(none));
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl From<Msg> for Frame {
         let (head, bulk) = msg.encode_split();
         Self {
             head: head.into(),
-            bulk: Bytes::from_owner(bulk),
+            bulk: bulk.map_or_else(Bytes::new, Bytes::from_owner),
         }
     }
 }

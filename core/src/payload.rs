@@ -3,61 +3,152 @@
 //! A storage target hands one write's bytes to its chunk store and, later, to its successor
 //! (and keeps them for a forward retry); a client keeps them for its own retries. With a plain
 //! `Vec<u8>` each of those is a copy of up to a chunk (1 MiB), several per replica per write;
-//! a `Payload` is a reference-counted buffer, so each is a count increment.
+//! a `Payload` is a reference-counted buffer, so each is a count increment. Its CRC32Cs (per
+//! 4 KiB block and whole, [`Sums`]) are computed once per buffer: the replica verifying the
+//! client's checksum and its chunk store keeping block checksums share one pass over the bytes.
 //!
 //! Invariant: a payload is immutable once made. Equality, ordering, hashing and `Debug` are the
 //! bytes' own, exactly as for the `Vec<u8>` it replaced, so model-checker states and simulator
 //! trace hashes do not depend on whether bytes are shared. Not here: any I/O.
 
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use crate::crc32c::{self, Shift};
+
+/// The block of [`Payload::sums`]: the real chunk stores keep one CRC32C per 4 KiB block.
+pub const SUM_BLOCK: usize = 4096;
+
+const SUM_SHIFT: Shift = Shift::zeros(SUM_BLOCK as u64);
+
+/// CRC32C of each [`SUM_BLOCK`] of a payload (the last one its unpadded tail) and of the whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sums {
+    /// One per block, in order (empty for empty bytes).
+    pub blocks: Arc<[u32]>,
+    /// Of all the bytes, folded from `blocks` without a second pass over them.
+    pub whole: u32,
+}
+
+impl Sums {
+    /// The sums of `bytes`: one pass.
+    pub fn of(bytes: &[u8]) -> Self {
+        let blocks: Arc<[u32]> = bytes.chunks(SUM_BLOCK).map(crc32c::checksum).collect();
+        let whole = match blocks.split_last() {
+            None => 0,
+            Some((&last, body)) => {
+                let tail = bytes.len() - body.len() * SUM_BLOCK;
+                match body
+                    .iter()
+                    .copied()
+                    .reduce(|acc, s| SUM_SHIFT.combine(acc, s))
+                {
+                    None => last,
+                    Some(head) if tail == SUM_BLOCK => SUM_SHIFT.combine(head, last),
+                    Some(head) => crc32c::combine(head, last, tail as u64),
+                }
+            }
+        };
+        Self { blocks, whole }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    bytes: Vec<u8>,
+    /// Computed on first use and shared by every holder: the replica verifying a write's
+    /// checksum and its chunk store computing block checksums read the bytes once between
+    /// them, not twice. A pure function of `bytes`, so no observable state.
+    sums: OnceLock<Sums>,
+}
 
 /// Immutable, cheaply cloned bytes.
-#[derive(Clone, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub struct Payload(Arc<Vec<u8>>);
+#[derive(Clone, Default)]
+pub struct Payload(Arc<Inner>);
 
 impl Payload {
     /// The bytes as a vector: moved out when this is the only holder, else copied.
     pub fn into_vec(self) -> Vec<u8> {
-        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+        Arc::try_unwrap(self.0).map_or_else(|shared| shared.bytes.clone(), |inner| inner.bytes)
+    }
+
+    /// The block and whole CRC32Cs of the bytes, computed once per buffer.
+    pub fn sums(&self) -> &Sums {
+        self.0.sums.get_or_init(|| Sums::of(&self.0.bytes))
+    }
+
+    /// CRC32C of the bytes (from [`Payload::sums`]).
+    pub fn checksum(&self) -> u32 {
+        self.sums().whole
     }
 }
 
 impl Deref for Payload {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        &self.0.bytes
     }
 }
 
 impl AsRef<[u8]> for Payload {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        &self.0.bytes
     }
 }
 
 impl From<Vec<u8>> for Payload {
-    fn from(v: Vec<u8>) -> Self {
-        Self(Arc::new(v))
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(Arc::new(Inner {
+            bytes,
+            sums: OnceLock::new(),
+        }))
     }
 }
 
 impl From<&[u8]> for Payload {
     fn from(v: &[u8]) -> Self {
-        Self(Arc::new(v.to_vec()))
+        v.to_vec().into()
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.bytes == other.0.bytes
+    }
+}
+
+impl Eq for Payload {}
+
+impl PartialOrd for Payload {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Payload {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.bytes.cmp(&other.0.bytes)
+    }
+}
+
+impl Hash for Payload {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.bytes.hash(state);
     }
 }
 
 impl PartialEq<Vec<u8>> for Payload {
     fn eq(&self, other: &Vec<u8>) -> bool {
-        *self.0 == *other
+        self.0.bytes == *other
     }
 }
 
 impl fmt::Debug for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.0.bytes.fmt(f)
     }
 }
 
@@ -93,5 +184,18 @@ mod tests {
         let ptr = p.as_ptr();
         let alone = p.into_vec();
         assert_eq!(alone.as_ptr(), ptr, "the last holder: moved");
+    }
+
+    #[test]
+    fn sums_are_the_block_and_whole_crcs_computed_once() {
+        for len in [0, 1, 4095, 4096, 4097, 3 * 4096, 3 * 4096 + 5] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4096) as u8).collect();
+            let p = Payload::from(bytes.clone());
+            assert_eq!(p.checksum(), crc32c::checksum(&bytes), "len {len}");
+            let blocks: Vec<u32> = bytes.chunks(SUM_BLOCK).map(crc32c::checksum).collect();
+            assert_eq!(&*p.sums().blocks, &blocks[..], "len {len}");
+            let q = p.clone();
+            assert!(std::ptr::eq(p.sums(), q.sums()), "shared by every holder");
+        }
     }
 }

@@ -222,7 +222,7 @@ impl Client {
                     let (channel, seqnum) = io.channel.expect("updates hold a channel");
                     let checksum = match kind {
                         UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => {
-                            crc32c::checksum(data)
+                            data.checksum()
                         }
                         _ => 0,
                     };

@@ -17,7 +17,6 @@ use std::collections::VecDeque;
 
 use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind, UpdateTag};
-use crate::crc32c;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
 use crate::limits::CHUNK_SIZE_MAX;
 use crate::machine::{ActionOf, Outbox};
@@ -128,7 +127,7 @@ fn validate(req: &UpdateReq, from_client: bool) -> bool {
 
 fn payload_checksum(kind: &UpdateKind) -> u32 {
     match kind {
-        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => crc32c::checksum(data),
+        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => data.checksum(),
         _ => 0,
     }
 }

@@ -97,7 +97,10 @@ fn write(v: u32, offset: u32, data: Vec<u8>) -> Vec<ChunkOp> {
         ChunkOp::Update {
             chunk: CHUNK,
             version: ChunkVersion(v),
-            kind: UpdateKind::Write { offset, data: data.into() },
+            kind: UpdateKind::Write {
+                offset,
+                data: data.into(),
+            },
             tag: None,
         },
         ChunkOp::Commit {

@@ -15,6 +15,7 @@ use t3fs_core::chunk::{
 };
 use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion};
+use t3fs_core::payload::Payload;
 
 use super::meta::Record;
 use super::sums::{self, Sums};
@@ -48,14 +49,14 @@ pub struct Written {
 
 impl Written {
     /// `content`, checksummed, about to be written into `data`: each block's CRC32C computed
-    /// once, the whole content's folded from them.
-    pub fn new(content: &[u8], data: Option<Extent>) -> Self {
-        let sums = sums::of(content);
-        let len = content.len() as u64;
+    /// once per buffer (the replica that verified the write's checksum has usually done it
+    /// already: a payload keeps its sums), the whole content's folded from them.
+    pub fn new(content: &Payload, data: Option<Extent>) -> Self {
+        let s = content.sums();
         Self {
-            len: len as u32,
-            checksum: sums::of_span(&sums, &(0..len)),
-            sums,
+            len: content.len() as u32,
+            checksum: s.whole,
+            sums: s.blocks.clone(),
             data,
         }
     }
@@ -279,7 +280,7 @@ impl Catalog {
             .or_insert_with(|| Rec::empty(chunk));
         self.freed.extend(r.pending_data.take());
         let removes = content.is_none();
-        let w = content.unwrap_or_else(|| Written::new(&[], None));
+        let w = content.unwrap_or_else(|| Written::new(&Payload::default(), None));
         r.pending_data = w.data;
         r.pending_sums = w.sums;
         r.meta.pending = Some(PendingMeta {

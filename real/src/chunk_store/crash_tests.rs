@@ -86,7 +86,10 @@ fn crash_child() {
             let v = next[c as usize];
             let data = content(c, v);
             let kind = if v.is_multiple_of(2) {
-                UpdateKind::Write { offset: 0, data: data.into() }
+                UpdateKind::Write {
+                    offset: 0,
+                    data: data.into(),
+                }
             } else {
                 UpdateKind::Replace { data: data.into() }
             };

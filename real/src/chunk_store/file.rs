@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore};
 use t3fs_core::ids::IoId;
+use t3fs_core::payload::Payload;
 
 use super::catalog::{Catalog, Src, Written};
 use super::fs::{StdFs, StoreFile, StoreFs};
@@ -97,7 +98,7 @@ impl FileChunkStore {
 
     /// Writes `content` into a fresh extent (not yet synced). The extent's tail past the
     /// content is left as it is: reads never load past a content's end.
-    fn store(&mut self, content: &[u8]) -> Result<Written, ChunkError> {
+    fn store(&mut self, content: &Payload) -> Result<Written, ChunkError> {
         let written = Written::new(content, self.cat.alloc(content.len()));
         if let Some(ext) = written.data {
             if let Err(e) = self.data.write_at(content, ext.offset) {

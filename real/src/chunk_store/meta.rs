@@ -455,7 +455,11 @@ mod tests {
         let (log, chunks) = MetaLog::open(fs, &dir, 1 << 16).unwrap();
         assert_eq!(chunks.len(), 3, "every record before the zeros is replayed");
         assert_eq!(log.end, end);
-        assert_eq!(std::fs::metadata(dir.join(META)).unwrap().len(), end, "zeros cut");
+        assert_eq!(
+            std::fs::metadata(dir.join(META)).unwrap().len(),
+            end,
+            "zeros cut"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

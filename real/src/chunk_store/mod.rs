@@ -85,6 +85,8 @@ pub use self::uring::{UringChunkStore, DEPTH};
 
 /// The block size: extents start and end on multiples of it (and O_DIRECT needs it).
 pub const BLOCK: u64 = 4096;
+// The block sums a payload computes once are the ones a store keeps.
+const _: () = assert!(BLOCK as usize == t3fs_core::payload::SUM_BLOCK);
 /// The data file's name in the store directory.
 pub const DATA: &str = "data";
 

@@ -23,12 +23,11 @@ pub type Sums = Arc<[u32]>;
 
 const SHIFT: Shift = Shift::zeros(BLOCK);
 
-/// The block sums of `content`.
+/// The block sums of `content` (a store takes a write's from its payload, which computes them
+/// once: `Payload::sums`).
+#[cfg(test)]
 pub fn of(content: &[u8]) -> Sums {
-    content
-        .chunks(BLOCK as usize)
-        .map(crc32c::checksum)
-        .collect()
+    t3fs_core::payload::Sums::of(content).blocks
 }
 
 /// The CRC32C of consecutive blocks whose sums are `sums`, the last one `tail` bytes long.

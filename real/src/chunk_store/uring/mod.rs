@@ -490,7 +490,10 @@ impl UringChunkStore {
 /// What a completion `res` of `what` said (an errno, or a byte count).
 fn errno(what: &str, res: i32) -> String {
     if res < 0 {
-        format!("{what} answered {}", std::io::Error::from_raw_os_error(-res))
+        format!(
+            "{what} answered {}",
+            std::io::Error::from_raw_os_error(-res)
+        )
     } else {
         format!("{what} moved {res} bytes")
     }

@@ -188,8 +188,8 @@ fn io(a: IoArgs) -> ExitCode {
         Err(e) => return fail(format!("host probe: {e}")),
     };
     println!(
-        "host probe ({} s old): disk write {:.0} MiB/s (durable, {} streams), disk read {:.0} MiB/s (O_DIRECT, qd {}), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s",
-        probe.age().as_secs(), probe.disk_write_mibs, probe.write_qd, probe.disk_read_mibs, probe.qd, probe.rand_read_iops, probe.qd, probe.loopback_mibs
+        "host probe ({} s old): disk write {:.0} MiB/s (durable, {} streams; buffered {:.0}), disk read {:.0} MiB/s (O_DIRECT, qd {}), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s ({} streams)",
+        probe.age().as_secs(), probe.disk_write_mibs, probe.write_qd, probe.disk_write_buffered_mibs, probe.disk_read_mibs, probe.qd, probe.rand_read_iops, probe.qd, probe.loopback_mibs, probe.loopback_streams
     );
     let pb = bar(1000, "bench io");
     let p = pb.clone();
@@ -227,7 +227,8 @@ fn io(a: IoArgs) -> ExitCode {
         per.join(", ")
     );
     for r in &rows {
-        let limit = t3fs_real::cpu::limit(r.percent(), r.binding().0, &report.usage);
+        let limit =
+            t3fs_real::cpu::limit(r.percent(), r.binding().0, &report.usage) + &r.context_text();
         println!("limit {}: {limit}", r.op);
     }
     if let Some(v) = t3fs_real::bench_run::verify_verdict(&report) {

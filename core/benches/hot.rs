@@ -53,7 +53,10 @@ fn write_msg() -> Msg {
             index: 0,
         },
         checksum: crc32c::checksum(&data),
-        kind: UpdateKind::Write { offset: 0, data: data.into() },
+        kind: UpdateKind::Write {
+            offset: 0,
+            data: data.into(),
+        },
         chunk_size: MIB as u32,
         update_version: ChunkVersion(0),
         retry: 0,

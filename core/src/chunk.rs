@@ -331,7 +331,10 @@ mod tests {
             data: vec![7, 7].into(),
         };
         assert_eq!(w.apply(None), Some(vec![0, 0, 7, 7].into()));
-        assert_eq!(w.apply(Some(&[1, 1, 1, 1, 1])), Some(vec![1, 1, 7, 7, 1].into()));
+        assert_eq!(
+            w.apply(Some(&[1, 1, 1, 1, 1])),
+            Some(vec![1, 1, 7, 7, 1].into())
+        );
         assert_eq!(UpdateKind::Remove.apply(Some(&[1])), None);
         assert_eq!(
             UpdateKind::Truncate { len: 1 }.apply(Some(&[1, 2])),
@@ -346,7 +349,10 @@ mod tests {
             Some(vec![1, 2, 0].into())
         );
         assert_eq!(
-            UpdateKind::Replace { data: vec![9].into() }.apply(Some(&[1, 2])),
+            UpdateKind::Replace {
+                data: vec![9].into()
+            }
+            .apply(Some(&[1, 2])),
             Some(vec![9].into())
         );
     }
@@ -373,7 +379,9 @@ mod tests {
             },
             UpdateKind::Truncate { len: 2 },
             UpdateKind::Extend { len: 6 },
-            UpdateKind::Replace { data: vec![7].into() },
+            UpdateKind::Replace {
+                data: vec![7].into(),
+            },
             UpdateKind::Remove,
         ];
         for k in kinds {

@@ -57,8 +57,8 @@ pub mod machine;
 pub mod meta;
 pub mod mgmtd;
 pub mod msg;
-pub mod payload;
 pub mod node;
+pub mod payload;
 pub mod routing;
 pub mod storage;
 #[cfg(any(test, feature = "testing"))]

@@ -132,7 +132,12 @@ fn probe_map(probe: Option<&Probe>, usage: Option<&Usage>, bytes: u64) -> BTreeM
         );
         m.insert(format!("disk_read_mibs_qd{}", p.qd), p.disk_read_mibs);
         m.insert(format!("rand_read_iops_qd{}", p.qd), p.rand_read_iops);
+        m.insert(
+            "disk_write_buffered_mibs".into(),
+            p.disk_write_buffered_mibs,
+        );
         m.insert("loopback_mibs".into(), p.loopback_mibs);
+        m.insert("loopback_streams".into(), p.loopback_streams as f64);
         m.insert("age_s".into(), p.age().as_secs_f64());
     }
     if let Some(u) = usage {
@@ -151,7 +156,7 @@ fn roofline(rows: &[Row], usage: Option<&Usage>) -> Vec<RooflineLine> {
         .map(|r| {
             let (binding, _) = r.binding();
             let saturated = usage.map_or_else(String::new, |u| {
-                crate::cpu::limit(r.percent(), binding, u)
+                crate::cpu::limit(r.percent(), binding, u) + &r.context_text()
             });
             RooflineLine {
                 op: r.op.into(),

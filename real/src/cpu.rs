@@ -202,7 +202,10 @@ mod tests {
         let u = Usage::between(&a, &b);
         assert!(u.of("client") > 0.1, "{u:?}");
         assert!(u.host_busy > 0.0 && u.host_busy <= 1.0, "{u:?}");
-        assert!(u.host_iowait >= 0.0 && u.host_busy + u.host_iowait <= 1.0, "{u:?}");
+        assert!(
+            u.host_iowait >= 0.0 && u.host_busy + u.host_iowait <= 1.0,
+            "{u:?}"
+        );
         let per = u.per_gib(1 << 30);
         assert!((per["client"] - u.of("client")).abs() < 1e-9);
     }
@@ -220,6 +223,9 @@ mod tests {
         assert!(limit(70.0, "disk", &u(0.95)).starts_with("host CPU 95% busy"));
         assert!(limit(70.0, "disk", &u(0.8)).starts_with("CPU nearly saturated"));
         let l = limit(70.0, "disk", &u(0.6));
-        assert!(l.contains("latency-bound") && l.contains("20% of core time waiting"), "{l}");
+        assert!(
+            l.contains("latency-bound") && l.contains("20% of core time waiting"),
+            "{l}"
+        );
     }
 }

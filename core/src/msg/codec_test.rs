@@ -64,7 +64,9 @@ fn kind(r: &mut Rng) -> UpdateKind {
         3 => UpdateKind::Extend {
             len: r.next() as u32,
         },
-        _ => UpdateKind::Replace { data: r.bytes(64).into() },
+        _ => UpdateKind::Replace {
+            data: r.bytes(64).into(),
+        },
     }
 }
 

@@ -414,7 +414,9 @@ impl Wire for UpdateKind {
             1 => Self::Remove,
             2 => Self::Truncate { len: dec.u32()? },
             3 => Self::Extend { len: dec.u32()? },
-            4 => Self::Replace { data: dec.bytes()?.into() },
+            4 => Self::Replace {
+                data: dec.bytes()?.into(),
+            },
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

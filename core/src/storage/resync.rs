@@ -264,7 +264,9 @@ impl StorageNode {
             let kind = if decision == Decision::Remove {
                 UpdateKind::Remove
             } else {
-                UpdateKind::Replace { data: Vec::new().into() }
+                UpdateKind::Replace {
+                    data: Vec::new().into(),
+                }
             };
             let w = Waiter {
                 from: self.cfg.node,

@@ -12,6 +12,7 @@ mod compare;
 mod compare_charts;
 mod markdown;
 pub mod render;
+mod roofline_chart;
 pub mod rundir;
 mod tables;
 

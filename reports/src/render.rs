@@ -192,12 +192,15 @@ pub(crate) fn emit_charts(
 /// Renders `dir`'s report.md, report.html and chart SVGs.
 pub fn render(dir: &Path) -> std::io::Result<()> {
     let d = rundir::read(dir)?;
-    let charts = [
+    let mut charts = vec![
         ("throughput.svg", crate::charts::throughput(&d)),
         ("counters.svg", crate::charts::counters(&d)),
         ("latency.svg", crate::charts::latency(&d)),
         ("chains.svg", crate::charts::chain_timeline(&d)),
     ];
+    if let Some(svg) = crate::roofline_chart::roofline(&d.manifest.roofline) {
+        charts.insert(0, ("roofline.svg", svg));
+    }
     let (head, tail) = body(&d);
     let mut md = head.clone();
     let mut html_charts = String::new();

@@ -94,6 +94,7 @@ fn draw(bars: &[Bar]) -> Result<String, String> {
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(0)
+            .max_light_lines(0)
             .x_label_formatter(&|x| format!("{x:.0}%"))
             .x_desc("% of the binding bound")
             .draw()

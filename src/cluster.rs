@@ -52,7 +52,18 @@ pub enum ClusterCommand {
         /// bridge (root only), so that its links can be cut.
         #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
         hosts: String,
+        /// The storage-side lease (a t3fs improvement; off is 3FS's behaviour).
+        #[arg(long)]
+        storage_lease: bool,
+        /// Run every node with a planted bug (for showing that checkers fail; see `t3fs sim
+        /// run --help` for the names).
+        #[arg(long)]
+        bug: Option<String>,
     },
+    /// Run a scenario file (a catalog name or a path) on real processes: a cluster from its
+    /// `[cluster]` section, its workload through native clients, its steps as signals and
+    /// restarts, then the simulator's checkers on the real history.
+    Run(crate::cluster_run::RunArgs),
     /// Nodes, targets and chains of a running cluster.
     Status {
         /// The cluster directory.
@@ -128,6 +139,8 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             wait,
             store,
             hosts,
+            storage_lease,
+            bug,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -142,9 +155,12 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 wait: Duration::from_secs(wait),
                 store,
                 hosts,
+                storage_lease,
+                bug,
             };
             done(cluster::up(&o))
         }
+        ClusterCommand::Run(a) => crate::cluster_run::run(a),
         ClusterCommand::Status { dir } => done(cluster::status(&dir)),
         ClusterCommand::Kill { node, dir, signal } => done(cluster::kill(&dir, &node, &signal)),
         ClusterCommand::Restart { node, dir } => done(cluster::restart(&dir, &node)),

@@ -5,6 +5,7 @@ mod bench;
 mod bench_meta;
 mod check;
 mod cluster;
+mod cluster_run;
 mod real_run;
 mod report;
 mod sim;

@@ -48,6 +48,10 @@ pub struct UpOptions {
     pub store: String,
     /// `loopback`, or `netns`: every storage node in its own network namespace (root only).
     pub hosts: String,
+    /// The storage-side lease (off: 3FS's behaviour).
+    pub storage_lease: bool,
+    /// A planted bug every node runs with (checker tests only).
+    pub bug: Option<String>,
 }
 
 /// One node of a cluster directory.
@@ -143,7 +147,8 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
         timeouts: o.timeouts.clone(),
         chunk_size: o.chunk_size,
         stripe: chains.max(1),
-        storage_lease: false,
+        storage_lease: o.storage_lease,
+        bug: o.bug.clone(),
     };
     let shape = t3fs_scenario::plan::Shape {
         mgmtd: o.mgmtd,

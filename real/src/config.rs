@@ -24,6 +24,7 @@
 //! chunk_size = 1048576            # chunk size of new files
 //! stripe = 1                      # chains a new file stripes over
 //! storage_lease = false           # the storage-side lease (see core storage::lease)
+//! # bug = "tail-ack-before-commit" # optional: a planted bug (t3fs_core::bugs), for checker tests
 //!
 //! [addresses]                     # every server's listen address, by node id
 //! 0 = "127.0.0.1:7000"
@@ -108,6 +109,30 @@ pub struct ClusterSection {
     pub stripe: u32,
     /// The storage-side lease.
     pub storage_lease: bool,
+    /// A planted bug every node runs with (`t3fs_core::bugs`: a storage, mgmtd or meta bug by
+    /// name), so real-process runs can show that their checkers fail. Absent: the protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bug: Option<String>,
+}
+
+/// The planted bugs named by `bug` for (storage, mgmtd, meta); `None` if the name is unknown.
+pub fn bugs(
+    bug: Option<&str>,
+) -> Option<(
+    Option<t3fs_core::bugs::PlantedBug>,
+    Option<t3fs_core::bugs::MgmtdBug>,
+    Option<t3fs_core::bugs::MetaBug>,
+)> {
+    use t3fs_core::bugs::{MetaBug, MgmtdBug, PlantedBug};
+    let Some(b) = bug else {
+        return Some((None, None, None));
+    };
+    let found = (
+        PlantedBug::from_name(b),
+        MgmtdBug::from_name(b),
+        MetaBug::from_name(b),
+    );
+    (found != (None, None, None)).then_some(found)
 }
 
 /// A configuration error: file, line (0 if unknown), key and message.
@@ -205,6 +230,14 @@ impl NodeConfig {
             let key = m.split(':').next().unwrap_or("").to_string();
             err(&format!("cluster.{key}"), m)
         })?;
+        if let Some(b) = &self.cluster.bug {
+            if crate::config::bugs(Some(b)).is_none() {
+                return Err(err(
+                    "cluster.bug",
+                    format!("`{b}`: not a planted bug (see `t3fs sim run --help` for the names)"),
+                ));
+            }
+        }
         if !matches!(self.cluster.timeouts.as_str(), "3fs" | "fast") {
             return Err(err(
                 "cluster.timeouts",
@@ -399,6 +432,15 @@ storage_lease = false
         let bad = GOOD.replace("timeouts = \"fast\"", "timeouts = \"slow\"");
         let e = NodeConfig::parse("n.toml", &bad).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (18, "cluster.timeouts"), "{e}");
+        let bad = GOOD.replace("storage_lease = false", "storage_lease = false\nbug = \"nope\"");
+        let e = NodeConfig::parse("n.toml", &bad).unwrap_err();
+        assert_eq!(e.key, "cluster.bug", "{e}");
+        let planted = GOOD.replace(
+            "storage_lease = false",
+            "storage_lease = false\nbug = \"tail-ack-before-commit\"",
+        );
+        let c = NodeConfig::parse("n.toml", &planted).unwrap();
+        assert_eq!(c.cluster.bug.as_deref(), Some("tail-ack-before-commit"));
         let bad = GOOD.replace("replicas = 3", "replicas = 4");
         let e = NodeConfig::parse("n.toml", &bad).unwrap_err();
         assert_eq!(e.key, "cluster.replicas", "{e}");

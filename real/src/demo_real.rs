@@ -76,6 +76,8 @@ fn up_options(dir: &std::path::Path) -> UpOptions {
         wait: Duration::from_secs(60),
         store: "file".into(),
         hosts: "loopback".into(),
+        storage_lease: false,
+        bug: None,
     }
 }
 

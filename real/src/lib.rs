@@ -35,6 +35,7 @@ pub mod ports;
 pub mod probe;
 pub mod roofline;
 pub mod routing_watch;
+pub mod scenario_run;
 pub mod serve;
 pub mod transport;
 pub mod wal_kv;

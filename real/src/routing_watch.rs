@@ -78,6 +78,11 @@ impl RoutingWatch {
         self.hosts.lock().ok()?.get(&target).copied()
     }
 
+    /// Which node hosts each target, in the newest routing seen.
+    pub fn hosts(&self) -> BTreeMap<TargetId, NodeId> {
+        self.hosts.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
     /// Every chain state seen so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()

@@ -115,6 +115,11 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     };
     let plan = cfg.plan();
     let tuning = cfg.tuning();
+    let (storage_bug, mgmtd_bug, meta_bug) =
+        crate::config::bugs(cfg.cluster.bug.as_deref()).ok_or("cluster.bug: unknown planted bug")?;
+    if let Some(b) = &cfg.cluster.bug {
+        tracing::warn!(node = %cfg.node.name, "running with the planted bug `{b}`");
+    }
     let kv = {
         let c = cfg.clone();
         tokio::task::spawn_blocking(move || kv_backend(&c)).await??
@@ -136,6 +141,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     let process = match r {
         Role::Mgmtd => {
             let mut m = plan.mgmtd_cfg(me, &tuning);
+            m.bug = mgmtd_bug;
             m.addresses = cfg
                 .addresses
                 .iter()
@@ -155,7 +161,8 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
                 stores.insert(t, s);
             }
             let marker = cfg.node.data.join("in-service");
-            let scfg = plan.storage_cfg(me, &tuning);
+            let mut scfg = plan.storage_cfg(me, &tuning);
+            scfg.bug = storage_bug;
             let node = if marker.exists() {
                 StorageNode::new(scfg, metas, RoutingInfo::default())
             } else {
@@ -166,7 +173,8 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
             Process::Storage(Box::new(node.with_io_base(inc << 40)))
         }
         Role::Meta => {
-            let m = plan.meta_cfg(me, client_id(me, inc), &tuning);
+            let mut m = plan.meta_cfg(me, client_id(me, inc), &tuning);
+            m.bug = meta_bug;
             Process::Meta(Box::new(MetaServer::new(m, inc << 40)))
         }
         Role::Client => return Err("clients are not served: use the native client".into()),

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod duration;
+pub mod history;
 pub mod load;
 mod load_step;
 pub mod namespace;

@@ -21,14 +21,7 @@ use crate::check::{self, Verdict};
 use crate::world::node::{Life, Process, Role};
 use crate::world::World;
 
-/// Exit code: an assertion failed (machine invariant, chain audit, halt).
-pub const EXIT_ASSERTION: i32 = 127;
-/// Exit code: the cluster did not converge in time.
-pub const EXIT_LIVENESS: i32 = 128;
-/// Exit code: a correctness checker failed.
-pub const EXIT_CORRECTNESS: i32 = 129;
-/// Exit code: no check failed, but at least one verdict is UNKNOWN.
-pub const EXIT_UNDECIDED: i32 = 130;
+pub use crate::check::verdicts::{EXIT_ASSERTION, EXIT_CORRECTNESS, EXIT_LIVENESS, EXIT_UNDECIDED};
 /// Final reads a chunk gets before it counts as unreadable (each is a whole client call with
 /// its own retries; the convergence bound ends them sooner).
 const FINAL_READ_ATTEMPTS: usize = 64;
@@ -249,7 +242,6 @@ fn phases(w: &mut World) -> Outcome {
     }
     let deadline = Instant(live_start.0 + sc.converge_within.as_nanos() as u64);
     let (converged_at, last_reason) = run_until_converged(w, deadline);
-    let mut verdicts: Vec<(&'static str, Verdict)> = Vec::new();
     let audit = match w.sim.audit.violation.as_deref().or(w.sim.kv.violation()) {
         Some(v) => Verdict::Fail(v.to_string()),
         None => Verdict::Pass(format!(
@@ -346,76 +338,24 @@ fn phases(w: &mut World) -> Outcome {
         };
         (order, fsck, reads)
     });
-    let (namespace, fsck, file_reads) = match namespace {
-        Some((a, b, c)) => (Some(a), Some(b), Some(c)),
-        None => (None, None, None),
+    let checked = check::verdicts::Checked {
+        audit,
+        lin,
+        reg,
+        durable,
+        corruption,
+        agreement,
+        namespace: namespace.map(|(serializable, integrity, file_reads)| {
+            check::verdicts::NsVerdicts {
+                serializable,
+                integrity,
+                file_reads,
+            }
+        }),
+        liveness,
+        halts,
     };
-    let expected = |v: Verdict, allowed: bool| match v {
-        Verdict::Fail(d) if allowed => Verdict::Expected(format!("the scenario expects this: {d}")),
-        v => v,
-    };
-    let lin = expected(lin, !sc.expect.linearizable);
-    let reg = expected(reg, !sc.expect.linearizable);
-    let durable = expected(durable, sc.expect.loss_allowed);
-    // Destroyed copies show up in files too: bytes read back as zeros, lengths past the data.
-    let file_reads = file_reads.map(|v| expected(v, sc.expect.loss_allowed));
-    let fsck = fsck.map(|v| expected(v, sc.expect.loss_allowed));
-    let liveness = expected(liveness, !sc.expect.converges);
-    verdicts.push(("chain invariants", audit.clone()));
-    verdicts.push(("linearizable", lin.clone()));
-    verdicts.push(("regular", reg.clone()));
-    verdicts.push(("no acknowledged write lost", durable.clone()));
-    verdicts.push(("no silent corruption", corruption.clone()));
-    verdicts.push(("replicas agree", agreement.clone()));
-    if let Some(v) = &namespace {
-        verdicts.push(("namespace serializable", v.clone()));
-    }
-    if let Some(v) = &fsck {
-        verdicts.push(("namespace integrity", v.clone()));
-    }
-    if let Some(v) = &file_reads {
-        verdicts.push(("file reads", v.clone()));
-    }
-    verdicts.push(("converged (liveness)", liveness.clone()));
-    verdicts.push(("halts", halts));
-    let no_ns = Verdict::Pass(String::new());
-    let correctness = [
-        ("linearizable", &lin),
-        ("regular", &reg),
-        ("no acknowledged write lost", &durable),
-        ("no silent corruption", &corruption),
-        ("replicas agree", &agreement),
-        (
-            "namespace serializable",
-            namespace.as_ref().unwrap_or(&no_ns),
-        ),
-        ("namespace integrity", fsck.as_ref().unwrap_or(&no_ns)),
-        ("file reads", file_reads.as_ref().unwrap_or(&no_ns)),
-    ];
-    let (exit, reason) = if audit.failed() {
-        (
-            EXIT_ASSERTION,
-            format!("chain invariants: {}", audit.detail()),
-        )
-    } else if let Some((n, v)) = correctness.into_iter().find(|(_, v)| v.failed()) {
-        (
-            EXIT_CORRECTNESS,
-            format!("{n}: {}", v.detail().lines().next().unwrap_or("")),
-        )
-    } else if liveness.failed() {
-        (EXIT_LIVENESS, liveness.detail().to_string())
-    } else if let Some((n, v)) = verdicts
-        .iter()
-        .find(|(_, v)| matches!(v, Verdict::Unknown(_)))
-        .filter(|_| !sc.expect.undecided_ok)
-    {
-        (
-            EXIT_UNDECIDED,
-            format!("{n} UNKNOWN: {}", v.detail().lines().next().unwrap_or("")),
-        )
-    } else {
-        (0, String::new())
-    };
+    let (verdicts, exit, reason) = check::verdicts::assemble(checked, &sc.expect);
     // Sum the §2.6.1 rows of every live mgmtd into the reachability counters.
     for n in &w.nodes {
         if let (Role::Mgmtd, Process::Mgmtd(m)) = (n.ctx.role, &n.proc) {

@@ -14,7 +14,12 @@ use t3fs_reports::{ChainPoint, EventLine, Manifest, OpLine, RunData, Series, Ver
 use t3fs_scenario::workload::Payload;
 use t3fs_scenario::Scenario;
 
-use crate::check::history::OpKind;
+use crate::check::history::{History, OpKind};
+
+/// Counts per interval by operation.
+pub type Counts = BTreeMap<String, Vec<u64>>;
+/// Latency histograms (µs) per interval by operation.
+pub type Latencies = BTreeMap<String, Vec<hdrhistogram::Histogram<u64>>>;
 use crate::run::Outcome;
 
 /// Seconds per series interval.
@@ -72,30 +77,7 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
         })
         .collect();
     let buckets = (o.sim_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
-    let mut ops: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut lat: BTreeMap<String, Vec<hdrhistogram::Histogram<u64>>> = BTreeMap::new();
-    for op in &w.sim.history.ops {
-        let name = match op.kind {
-            OpKind::Write(_) => "write",
-            OpKind::Read(_) => "read",
-        };
-        let (name, at) = match op.ret_ns {
-            Some(r) => (name.to_string(), r),
-            None if op.failed => (format!("{name}-failed"), op.invoke_ns),
-            None => continue,
-        };
-        let b = ((at as f64 / 1e9 / INTERVAL) as usize).min(buckets - 1);
-        ops.entry(name.clone()).or_insert_with(|| vec![0; buckets])[b] += 1;
-        if let Some(r) = op.ret_ns {
-            let hs = lat.entry(name).or_insert_with(|| {
-                (0..buckets)
-                    .map(|_| t3fs_reports::rundir::new_histogram())
-                    .collect()
-            });
-            let us = ((r - op.invoke_ns) / 1000).max(1);
-            let _ = hs[b].record(us);
-        }
-    }
+    let (ops, lat) = history_series(&w.sim.history, o.sim_ns);
     // Counter increments per interval from the whole-second samples (and the final totals).
     let mut counters: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let end = (o.sim_ns, m.counters.clone());
@@ -138,10 +120,46 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             render: t3fs_core::mgmtd::chain_update::render(&c.targets),
         })
         .collect();
-    data.history = w
-        .sim
-        .history
-        .ops
+    data.history = history_lines(&w.sim.history);
+    data.manifest = m;
+    data
+}
+
+/// Completions per interval and latency histograms per interval, by operation (`read`,
+/// `write`, and `read-failed`/`write-failed` counted when they failed), of a history that ran
+/// for `end_ns`. Simulated and real runs draw their throughput from this.
+pub fn history_series(h: &History, end_ns: u64) -> (Counts, Latencies) {
+    let buckets = (end_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
+    let mut ops: Counts = BTreeMap::new();
+    let mut lat: Latencies = BTreeMap::new();
+    for op in &h.ops {
+        let name = match op.kind {
+            OpKind::Write(_) => "write",
+            OpKind::Read(_) => "read",
+        };
+        let (name, at) = match op.ret_ns {
+            Some(r) => (name.to_string(), r),
+            None if op.failed => (format!("{name}-failed"), op.invoke_ns),
+            None => continue,
+        };
+        let b = ((at as f64 / 1e9 / INTERVAL) as usize).min(buckets - 1);
+        ops.entry(name.clone()).or_insert_with(|| vec![0; buckets])[b] += 1;
+        if let Some(r) = op.ret_ns {
+            let hs = lat.entry(name).or_insert_with(|| {
+                (0..buckets)
+                    .map(|_| t3fs_reports::rundir::new_histogram())
+                    .collect()
+            });
+            let us = (r.saturating_sub(op.invoke_ns) / 1000).max(1);
+            let _ = hs[b].record(us);
+        }
+    }
+    (ops, lat)
+}
+
+/// The history as `history.jsonl` lines.
+pub fn history_lines(h: &History) -> Vec<OpLine> {
+    h.ops
         .iter()
         .map(|o| {
             let (op, value) = match o.kind {
@@ -161,7 +179,5 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
                 failed: o.failed,
             }
         })
-        .collect();
-    data.manifest = m;
-    data
+        .collect()
 }

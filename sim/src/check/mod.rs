@@ -11,12 +11,13 @@ pub mod agreement;
 pub mod appendix_b;
 pub mod file_length;
 pub mod file_reads;
-pub mod history;
+pub use t3fs_scenario::history;
 pub mod linearizability;
 pub mod namespace;
 pub mod ns_fsck;
 pub mod ns_model;
 pub mod regular;
+pub mod verdicts;
 
 pub use agreement::agreement;
 

@@ -1,11 +1,13 @@
-//! The client history of a run: every invocation and response, stamped with a strictly
-//! increasing logical time (so real-time order is total) and with simulated nanoseconds (for
-//! latency figures).
+//! The client history of a run, simulated or real: every invocation and response, stamped with a
+//! strictly increasing logical time (so real-time order is total) and with nanoseconds since
+//! the run began (simulated time, or one wall clock shared by every client of a real run), for
+//! latency figures. Shared so that real runs feed the simulator's checkers the same record.
 //!
 //! Invariant: an operation returns at most once; a failed or abandoned operation stays open
-//! (`ret == None`), meaning "may or may not have taken effect". Not here: checking.
+//! (`ret == None`), meaning "may or may not have taken effect". Real clients record under one
+//! lock, so logical order matches the order of the wall clock. Not here: checking.
 
-use t3fs_scenario::workload::Payload;
+use crate::workload::Payload;
 
 /// What an operation did.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]

@@ -1,0 +1,338 @@
+//! `t3fs cluster run SCENARIO`: a scenario file on real processes. It starts a cluster from the
+//! file's `[cluster]` section on loopback, runs the file's register workload through native
+//! clients, executes its steps on the processes at their times (SIGKILL, restart, a replaced
+//! disk, SIGSTOP/SIGCONT), then ends as a simulated run does: resume and restart everything,
+//! require every chain SERVING within the bound (from mgmtd's routing), read every chunk back,
+//! stop the cluster and read each serving target's committed chunks from its store.
+//!
+//! Invariant: every process it starts is stopped before it returns (the guard's drop), and what
+//! the run could not do as the file says (steps and settings that do not run on real processes,
+//! steps that failed to execute) is in [`RealOutcome`], never dropped. The checking is the
+//! simulator's, applied by the CLI to what this returns (t3fs-real never depends on t3fs-sim).
+//! Not here: the verdicts, the run directory, network/disk/clock fault layers.
+
+pub mod dump;
+pub mod steps;
+pub mod workload;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use t3fs_core::ids::ChainId;
+use t3fs_core::routing::ChainInfo;
+use t3fs_scenario::history::History;
+use t3fs_scenario::{Rng, Scenario, Timeouts};
+
+use crate::bench_run::Mark;
+use crate::cluster::{self, UpOptions};
+use crate::routing_watch::{RoutingWatch, Seen};
+use steps::{How, Live, Planned};
+use workload::{Load, Recorder};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The cluster directory (made, and left with its logs and data).
+    pub dir: PathBuf,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Seed of the workload's operation streams.
+    pub seed: u64,
+    /// A planted bug every node runs with.
+    pub bug: Option<String>,
+    /// Chunk store: `file` or `uring`.
+    pub store: String,
+}
+
+/// Everything a real run produced, for the checkers and the run directory.
+pub struct RealOutcome {
+    /// Every step with how it ran.
+    pub planned: Vec<Planned>,
+    /// Settings of the file that did not run for real.
+    pub not_honoured: Vec<String>,
+    /// Steps that were to run but failed to execute.
+    pub step_failures: Vec<String>,
+    /// The client history (workload, then final reads).
+    pub history: History,
+    /// Index of the first final read.
+    pub final_from: usize,
+    /// mgmtd's routing history as the watcher saw it.
+    pub seen: Vec<Seen>,
+    /// Steps and phases on the timeline.
+    pub marks: Vec<Mark>,
+    /// Time 0 of the history.
+    pub zero: Instant,
+    /// Wall time from 0 to the end of the final reads.
+    pub elapsed: Duration,
+    /// From the liveness phase's start to every chain SERVING; `None`: not within the bound.
+    pub converged_after: Option<Duration>,
+    /// The chain audit: publications checked, or the first violation.
+    pub audit: Result<usize, String>,
+    /// Each chain's serving targets' committed chunks; `Err` when they could not be read.
+    pub contents: Result<Vec<(ChainId, Vec<(t3fs_core::ids::TargetId, dump::Content)>)>, String>,
+    /// Processes that exited without being killed by a step.
+    pub halts: Vec<String>,
+    /// Chunks no final read answered.
+    pub unread: Vec<u32>,
+    /// The cluster shape in words.
+    pub shape: String,
+}
+
+impl RealOutcome {
+    /// The chain timeline in nanoseconds since 0 (states seen before 0 at 0), as the
+    /// simulator's audit keeps it.
+    pub fn timeline(&self) -> Vec<(u64, ChainInfo)> {
+        self.seen
+            .iter()
+            .map(|s| {
+                let ns = s.at.saturating_duration_since(self.zero).as_nanos() as u64;
+                (ns, s.chain.clone())
+            })
+            .collect()
+    }
+}
+
+/// Stops the cluster when dropped, whatever happened.
+struct Up(PathBuf);
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = cluster::down(&self.0);
+    }
+}
+
+fn up_options(o: &RunOptions) -> UpOptions {
+    let c = &o.scenario.cluster;
+    UpOptions {
+        dir: o.dir.clone(),
+        storage: c.storage_nodes,
+        targets_per_node: c.targets_per_node,
+        replicas: c.replicas,
+        mgmtd: c.mgmtd,
+        meta: c.meta,
+        kv: "embedded".into(),
+        timeouts: match c.timeouts {
+            Timeouts::Fast => "fast".into(),
+            Timeouts::ThreeFs => "3fs".into(),
+        },
+        chunk_size: 1 << 20,
+        wait: Duration::from_secs(60),
+        store: o.store.clone(),
+        hosts: "loopback".into(),
+        storage_lease: c.storage_lease,
+        bug: o.bug.clone(),
+    }
+}
+
+/// The cluster shape in words.
+fn shape(o: &RunOptions) -> String {
+    let c = &o.scenario.cluster;
+    format!(
+        "{} mgmtd, 1 kv (embedded engine), {} meta, {} storage nodes x {} targets ({} store), {} chains of {} replicas, {} clients, loopback TCP{}",
+        c.mgmtd,
+        c.meta,
+        c.storage_nodes,
+        c.targets_per_node,
+        o.store,
+        c.chains,
+        c.replicas,
+        c.clients,
+        o.bug.as_ref().map(|b| format!(", planted bug {b}")).unwrap_or_default()
+    )
+}
+
+/// Runs the scenario; `say` gets each step as it happens.
+pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, String> {
+    let planned = steps::plan(&o.scenario);
+    let not_honoured = steps::not_honoured(&o.scenario);
+    for p in &planned {
+        match &p.how {
+            How::Real => {}
+            How::Approx(why) => say(&format!(
+                "step at {:?} `{}` runs approximately: {why}",
+                p.step.at,
+                p.step.action.verb()
+            )),
+            How::NotRun(why) => say(&format!(
+                "step at {:?} `{}` does not run: {why}",
+                p.step.at,
+                p.step.action.verb()
+            )),
+        }
+    }
+    for n in &not_honoured {
+        say(&format!("not run for real: {n}"));
+    }
+    let _ = std::fs::remove_dir_all(&o.dir);
+    say(&format!("starting the cluster in {}", o.dir.display()));
+    cluster::up(&up_options(o))?;
+    let guard = Up(o.dir.clone());
+    let entries = cluster::nodes(&o.dir)?;
+    let names: BTreeMap<u32, String> = entries
+        .iter()
+        .map(|n| (n.cfg.node.id, n.name.clone()))
+        .collect();
+    let opts = cluster::client_options(&o.dir)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let d = rt.block_on(drive(o, &opts, &planned, &names, say))?;
+    say("stopping the cluster");
+    drop(guard);
+    drop(rt);
+    let contents = if d.converged_after.is_some() {
+        dump::serving_contents(&d.seen, &d.hosts, &entries)
+    } else {
+        Err("the cluster did not converge, so replicas were not compared".into())
+    };
+    Ok(RealOutcome {
+        audit: dump::audit(&d.seen),
+        planned,
+        not_honoured,
+        step_failures: d.step_failures,
+        history: d.rec.snapshot(),
+        final_from: d.final_from,
+        seen: d.seen,
+        marks: d.marks,
+        zero: d.zero,
+        elapsed: d.elapsed,
+        converged_after: d.converged_after,
+        contents,
+        halts: d.halts,
+        unread: d.unread,
+        shape: shape(o),
+    })
+}
+
+/// What the async part hands back.
+struct Driven {
+    rec: Recorder,
+    final_from: usize,
+    seen: Vec<Seen>,
+    hosts: BTreeMap<t3fs_core::ids::TargetId, t3fs_core::ids::NodeId>,
+    marks: Vec<Mark>,
+    zero: Instant,
+    elapsed: Duration,
+    converged_after: Option<Duration>,
+    step_failures: Vec<String>,
+    halts: Vec<String>,
+    unread: Vec<u32>,
+}
+
+fn mark(marks: &mut Vec<Mark>, say: &(dyn Fn(&str) + Sync), kind: &'static str, node: &str, what: String) {
+    say(&what);
+    marks.push(Mark {
+        at: Instant::now(),
+        kind,
+        node: node.into(),
+        what,
+    });
+}
+
+async fn drive(
+    o: &RunOptions,
+    opts: &crate::client::ClientOptions,
+    planned: &[Planned],
+    names: &BTreeMap<u32, String>,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Driven, String> {
+    let sc = &o.scenario;
+    let watch = RoutingWatch::start(opts.clone(), Duration::from_millis(100))
+        .await
+        .map_err(|e| e.to_string())?;
+    let chains: Vec<ChainId> = (1..=sc.cluster.chains).map(ChainId).collect();
+    let zero = Instant::now();
+    let rec = Recorder::new(zero);
+    let load = Load {
+        opts: opts.clone(),
+        w: sc.workload.clone(),
+        chains,
+        rec: rec.clone(),
+        stop: zero + sc.duration,
+        call_bound: sc.converge_within,
+    };
+    let mut marks = Vec::new();
+    mark(&mut marks, say, "phase", "", format!(
+        "safety: {} clients for {:?} on {} chunks, {} steps",
+        sc.cluster.clients, sc.duration, sc.workload.chunks, planned.len()
+    ));
+    let mut rng = Rng::new(o.seed);
+    let clients: Vec<_> = (0..sc.cluster.clients)
+        .map(|i| tokio::spawn(workload::client_loop(load.clone(), i, rng.fork(u64::from(i)))))
+        .collect();
+    let live = Live {
+        dir: &o.dir,
+        names,
+        watch: &watch,
+    };
+    let mut step_failures = Vec::new();
+    let mut killed: Vec<String> = Vec::new();
+    for p in planned.iter().filter(|p| !matches!(p.how, How::NotRun(_))) {
+        tokio::time::sleep_until((zero + p.step.at).into()).await;
+        let action = p.step.action.clone();
+        match tokio::task::block_in_place(|| steps::execute(&live, &action)) {
+            Ok((node, what)) => {
+                if what.starts_with("kill -9") {
+                    killed.push(node.clone());
+                }
+                mark(&mut marks, say, "fault", &node, what);
+            }
+            Err(e) => {
+                let line = format!("step at {:?} (line {}) `{}` failed: {e}", p.step.at, p.step.line, action.verb());
+                mark(&mut marks, say, "fault", "", line.clone());
+                step_failures.push(line);
+            }
+        }
+    }
+    for c in clients {
+        match c.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("a workload client could not connect: {e}")),
+            Err(e) => return Err(format!("a workload client panicked: {e}")),
+        }
+    }
+    mark(&mut marks, say, "phase", "", "liveness: resume paused processes, restart stopped ones, wait for every chain to serve".into());
+    let live_start = Instant::now();
+    let halts = tokio::task::block_in_place(|| -> Result<Vec<String>, String> {
+        steps::resume_all(&o.dir);
+        let restarted = steps::restart_dead(&o.dir)?;
+        Ok(restarted.into_iter().filter(|n| !killed.contains(n)).collect())
+    })?;
+    let deadline = live_start + sc.converge_within;
+    while !watch.all_serving() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let converged_after = watch.all_serving().then(|| live_start.elapsed());
+    let final_from = rec.len();
+    let unread = match converged_after {
+        Some(after) => {
+            mark(&mut marks, say, "phase", "", format!("every chain SERVING {:.1} s after healing; reading every chunk back", after.as_secs_f64()));
+            workload::final_reads(&load, sc.cluster.clients, sc.converge_within)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        None => {
+            mark(&mut marks, say, "phase", "", format!("not every chain SERVING within {:?}", sc.converge_within));
+            Vec::new()
+        }
+    };
+    let elapsed = zero.elapsed();
+    let hosts = watch.hosts();
+    let seen = watch.stop().await;
+    Ok(Driven {
+        rec,
+        final_from,
+        seen,
+        hosts,
+        marks,
+        zero,
+        elapsed,
+        converged_after,
+        step_failures,
+        halts,
+        unread,
+    })
+}

@@ -1,0 +1,353 @@
+//! A scenario's steps on real processes: which of them run for real, which run in an
+//! approximate form and which cannot run yet (all said before the run starts), and the
+//! execution of the ones that run, with node references (`head:1`, `primary`) resolved against
+//! the live cluster's routing at the moment the step runs.
+//!
+//! Invariant: every step of the file gets exactly one [`How`]; nothing is dropped without a
+//! line saying so, and a step that fails to execute is reported as failed, not as done. Not
+//! here: the workload, the checkers, or the network and disk fault layers (steps that need
+//! them are classified as not run).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use t3fs_core::ids::ChainId;
+use t3fs_core::routing::PublicState;
+use t3fs_scenario::schema::{ChainPos, Faults};
+use t3fs_scenario::{Action, NodeRef, Scenario, Step};
+
+use crate::cluster;
+use crate::routing_watch::RoutingWatch;
+
+/// How a step is carried out on real processes.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub enum How {
+    /// Exactly as the simulator does it.
+    Real,
+    /// In a real form that differs from the simulator's; the text says how.
+    Approx(String),
+    /// Not carried out; the text says why.
+    NotRun(String),
+}
+
+/// A step with how it will run.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    /// The step.
+    pub step: Step,
+    /// How.
+    pub how: How,
+}
+
+/// What cannot run for real: a step's verb or a background fault. Said before a run starts.
+const NO_NET: &str = "needs the transport's fault layer or netns rules, not built yet";
+const NO_DISK: &str = "needs the chunk store's fault layer, not built yet";
+const NO_CLOCK: &str = "needs an offset in the real driver's time source, not built yet";
+
+/// How `action` runs on real processes.
+pub fn how(action: &Action) -> How {
+    use Action as A;
+    match action {
+        A::Crash(NodeRef::Client(_)) | A::Restart(NodeRef::Client(_)) => How::NotRun(
+            "the workload's clients live in the runner's process; crashing one is not built yet"
+                .into(),
+        ),
+        A::Crash(_) | A::Restart(_) | A::RestartEmpty(_) | A::Pause(_) | A::Resume(_) => How::Real,
+        A::CrashAfterForward(_) => How::Approx(
+            "SIGKILL while the workload's writes flow: which update is half-way down the chain at that instant is not chosen from outside the process".into(),
+        ),
+        A::PauseOnCommit(_) => How::Approx(
+            "SIGSTOP at the step's time, not at the mgmtd's next chain-row commit".into(),
+        ),
+        A::Heal => How::Approx(
+            "resumes paused nodes; there are no network faults on real processes to repair yet"
+                .into(),
+        ),
+        A::Partition { .. }
+        | A::Link { .. }
+        | A::Isolate(_)
+        | A::Repair { .. }
+        | A::Hold { .. }
+        | A::Release { .. }
+        | A::SetLoss(_)
+        | A::SetDuplicate(_)
+        | A::SetLatency(_)
+        | A::Flap { .. }
+        | A::DropHeartbeats { .. } => How::NotRun(NO_NET.into()),
+        A::CorruptChunk(_) | A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
+            How::NotRun(NO_DISK.into())
+        }
+        A::SkewClock { .. } | A::StepClock { .. } => How::NotRun(NO_CLOCK.into()),
+        A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => How::NotRun(
+            "needs a fault layer in the KV service, not built yet".into(),
+        ),
+    }
+}
+
+/// Every step of `sc` with how it runs.
+pub fn plan(sc: &Scenario) -> Vec<Planned> {
+    sc.steps
+        .iter()
+        .map(|s| Planned {
+            step: s.clone(),
+            how: how(&s.action),
+        })
+        .collect()
+}
+
+/// The scenario's settings that real processes do not honour yet: background fault rates that
+/// differ from the simulator's defaults, cluster options and a namespace workload.
+pub fn not_honoured(sc: &Scenario) -> Vec<String> {
+    let d = Faults::default();
+    let f = &sc.faults;
+    let mut out = Vec::new();
+    let mut rate = |name: &str, v: f64, why: &str| {
+        if v > 0.0 {
+            out.push(format!("[faults] {name} = {v}: {why}"));
+        }
+    };
+    rate("loss", f.loss, NO_NET);
+    rate("duplicate", f.duplicate, NO_NET);
+    rate("net_spike", f.net_spike, NO_NET);
+    rate("heartbeat_loss", f.heartbeat_loss, NO_NET);
+    rate("disk_spike", f.disk_spike, NO_DISK);
+    rate("disk_eio", f.disk_eio, NO_DISK);
+    rate("disk_corrupt", f.disk_corrupt, NO_DISK);
+    rate("torn_write", f.torn_write, NO_DISK);
+    rate("lost_write", f.lost_write, NO_DISK);
+    rate("kv_conflict", f.kv_conflict, "needs a fault layer in the KV service");
+    rate("kv_commit_unknown", f.kv_commit_unknown, "needs a fault layer in the KV service");
+    if f.net_latency != d.net_latency {
+        out.push(format!(
+            "[faults] net_latency = {:?}: real links have loopback's own latency",
+            f.net_latency
+        ));
+    }
+    if f.disk_latency != d.disk_latency {
+        out.push(format!(
+            "[faults] disk_latency = {:?}: real disks have their own latency",
+            f.disk_latency
+        ));
+    }
+    if f.clock_offset > core::time::Duration::ZERO || f.clock_drift_ppm > 0 {
+        out.push(format!("[faults] clock offset and drift: {NO_CLOCK}"));
+    }
+    if f.buggify {
+        out.push("[faults] buggify: a simulator-only search aid".into());
+    }
+    if sc.cluster.reject_dirty_reads {
+        out.push("[cluster] reject_dirty_reads: real targets run committed reads".into());
+    }
+    if sc.namespace.is_some() {
+        out.push(
+            "[namespace]: the namespace workload and its checkers do not run on real processes yet"
+                .into(),
+        );
+    }
+    out
+}
+
+/// The process name of a fixed node reference (`storage-2`), or `None` for references that
+/// need the live cluster (`primary`, `head:1`).
+fn fixed_name(r: &NodeRef) -> Option<String> {
+    match r {
+        NodeRef::Mgmtd(i) => Some(format!("mgmtd-{i}")),
+        NodeRef::Storage(i) => Some(format!("storage-{i}")),
+        NodeRef::Meta(i) => Some(format!("meta-{i}")),
+        NodeRef::Client(i) => Some(format!("client-{i}")),
+        NodeRef::Primary | NodeRef::ChainPos(..) => None,
+    }
+}
+
+/// The live cluster the steps act on.
+pub struct Live<'a> {
+    /// The cluster directory.
+    pub dir: &'a Path,
+    /// Process names by node id.
+    pub names: &'a BTreeMap<u32, String>,
+    /// The routing watcher.
+    pub watch: &'a RoutingWatch,
+}
+
+impl Live<'_> {
+    /// The process name `r` refers to now.
+    pub fn resolve(&self, r: &NodeRef) -> Result<String, String> {
+        if let Some(n) = fixed_name(r) {
+            return Ok(n);
+        }
+        match r {
+            NodeRef::Primary => {
+                let entries = cluster::nodes(self.dir)?;
+                primary_of(&entries).ok_or_else(|| "no mgmtd answers as primary".into())
+            }
+            NodeRef::ChainPos(pos, chain) => self.chain_pos(*pos, *chain),
+            _ => unreachable!("fixed references resolved above"),
+        }
+    }
+
+    fn chain_pos(&self, pos: ChainPos, chain: u32) -> Result<String, String> {
+        let seen = self.watch.seen();
+        let c = seen
+            .iter()
+            .rev()
+            .find(|s| s.chain.chain == ChainId(chain))
+            .ok_or_else(|| format!("chain {chain} is not in the routing seen"))?;
+        let serving: Vec<_> = c
+            .chain
+            .targets
+            .iter()
+            .filter(|t| t.state == PublicState::Serving)
+            .collect();
+        let t = match pos {
+            ChainPos::Head => serving.first(),
+            ChainPos::Middle if serving.len() >= 3 => serving.get(1),
+            ChainPos::Middle => None,
+            ChainPos::Tail => serving.last(),
+        }
+        .ok_or_else(|| format!("chain {chain} has no {pos:?} among its serving targets"))?;
+        let node = self
+            .watch
+            .target_node(t.target)
+            .ok_or_else(|| format!("no node hosts {} in the routing seen", t.target))?;
+        self.names
+            .get(&node.0)
+            .cloned()
+            .ok_or_else(|| format!("node {} is not in the cluster's configs", node.0))
+    }
+}
+
+/// The mgmtd whose status page says it is primary.
+fn primary_of(entries: &[cluster::NodeEntry]) -> Option<String> {
+    entries.iter().filter(|n| n.role == "mgmtd").find_map(|n| {
+        let addr = n.cfg.node.metrics.parse().ok()?;
+        let (code, body) =
+            crate::metrics::get(addr, "/status", std::time::Duration::from_secs(2)).ok()?;
+        (code == 200 && body.starts_with("primary")).then(|| n.name.clone())
+    })
+}
+
+/// A storage node's target directories (its replaced disks), not its identity files.
+fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
+    let entries = cluster::nodes(dir)?;
+    let n = entries
+        .iter()
+        .find(|n| n.name == name)
+        .ok_or_else(|| format!("no node `{name}`"))?;
+    if n.role != "storage" {
+        return Err(format!("{name} is not a storage node; restart_empty replaces storage disks"));
+    }
+    let read = std::fs::read_dir(&n.cfg.node.data).map_err(|e| e.to_string())?;
+    Ok(read
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with("target-"))
+        })
+        .collect())
+}
+
+/// Executes one real or approximated step; returns what was done, for the timeline.
+pub fn execute(live: &Live, action: &Action) -> Result<(String, String), String> {
+    use Action as A;
+    let dir = live.dir;
+    match action {
+        A::Crash(r) | A::CrashAfterForward(r) => {
+            let n = live.resolve(r)?;
+            cluster::kill(dir, &n, "KILL")?;
+            Ok((n.clone(), format!("kill -9 {n} ({})", action.verb())))
+        }
+        A::Restart(r) => {
+            let n = live.resolve(r)?;
+            cluster::restart(dir, &n)?;
+            Ok((n.clone(), format!("restart {n}")))
+        }
+        A::RestartEmpty(r) => {
+            let n = live.resolve(r)?;
+            if cluster::pids(dir).get(&n).is_some_and(|p| cluster::alive(*p)) {
+                cluster::kill(dir, &n, "KILL")?;
+            }
+            let dirs = target_dirs(dir, &n)?;
+            for d in &dirs {
+                std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            }
+            cluster::restart(dir, &n)?;
+            Ok((
+                n.clone(),
+                format!("restart {n} with {} empty target directories", dirs.len()),
+            ))
+        }
+        A::Pause(r) | A::PauseOnCommit(r) => {
+            let n = live.resolve(r)?;
+            cluster::kill(dir, &n, "STOP")?;
+            Ok((n.clone(), format!("kill -STOP {n} ({})", action.verb())))
+        }
+        A::Resume(r) => {
+            let n = live.resolve(r)?;
+            cluster::kill(dir, &n, "CONT")?;
+            Ok((n.clone(), format!("kill -CONT {n}")))
+        }
+        A::Heal => {
+            let resumed = resume_all(dir);
+            Ok((String::new(), format!("heal: resumed {resumed} processes")))
+        }
+        other => Err(format!("`{}` does not run on real processes", other.verb())),
+    }
+}
+
+/// Sends SIGCONT to every live process of the cluster (harmless to running ones).
+pub fn resume_all(dir: &Path) -> usize {
+    cluster::pids(dir)
+        .values()
+        .filter(|p| cluster::alive(**p) && cluster::signal(**p, libc::SIGCONT))
+        .count()
+}
+
+/// Restarts every process of the cluster that is not running; returns their names.
+pub fn restart_dead(dir: &Path) -> Result<Vec<String>, String> {
+    let dead: Vec<String> = cluster::pids(dir)
+        .into_iter()
+        .filter(|(_, p)| !cluster::alive(*p))
+        .map(|(n, _)| n)
+        .collect();
+    for n in &dead {
+        cluster::restart(dir, n)?;
+    }
+    Ok(dead)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_verb_is_classified_and_process_steps_run_for_real() {
+        let sc = t3fs_scenario::parse(
+            "x.toml",
+            "name = \"x\"\nduration = \"5s\"\n[cluster]\nstorage_nodes = 3\nreplicas = 3\n\
+             [[step]]\nat = \"1s\"\ndo = \"crash\"\nnode = \"head:1\"\n\
+             [[step]]\nat = \"2s\"\ndo = \"restart_empty\"\nnode = \"storage-0\"\n\
+             [[step]]\nat = \"2s\"\ndo = \"partition\"\na = [\"storage-1\"]\nb = [\"mgmtd-0\"]\n\
+             [[step]]\nat = \"3s\"\ndo = \"crash_after_forward\"\nnode = \"storage-1\"\n\
+             [faults]\nloss = 0.01\n",
+        )
+        .expect("scenario");
+        let p = plan(&sc);
+        assert_eq!(p.len(), 4);
+        assert_eq!(p[0].how, How::Real);
+        assert_eq!(p[1].how, How::Real);
+        assert!(matches!(p[2].how, How::NotRun(_)));
+        assert!(matches!(p[3].how, How::Approx(_)));
+        let n = not_honoured(&sc);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("[faults] loss = 0.01"));
+    }
+
+    #[test]
+    fn fixed_references_name_processes() {
+        assert_eq!(fixed_name(&NodeRef::Storage(2)).as_deref(), Some("storage-2"));
+        assert_eq!(fixed_name(&NodeRef::Mgmtd(0)).as_deref(), Some("mgmtd-0"));
+        assert_eq!(fixed_name(&NodeRef::Primary), None);
+    }
+}

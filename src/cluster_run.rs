@@ -1,0 +1,270 @@
+//! `t3fs cluster run SCENARIO`: a scenario file on real processes (t3fs-real's scenario_run),
+//! judged by the simulator's checkers (t3fs-sim's check), written as a run directory with the
+//! same report as a simulated run. This file is the glue the dependency rules ask for: t3fs-real
+//! never depends on t3fs-sim, so the CLI hands the real history to the checkers.
+//!
+//! Exit codes are the simulator's (127 assertion, 128 liveness, 129 correctness, 130 undecided),
+//! and 2 when the run itself could not do what the file says (a step failed to execute).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use t3fs_real::routing_watch::{chain_events, chain_points};
+use t3fs_real::scenario_run::{self, steps::How, RealOutcome, RunOptions};
+use t3fs_reports::{EventLine, Manifest, RunData, Series, VerdictLine};
+use t3fs_scenario::Scenario;
+use t3fs_sim::check::{self, verdicts, Verdict};
+
+/// `t3fs cluster run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A catalog scenario's name or a scenario file.
+    pub scenario: String,
+    /// The cluster directory (default: a fresh one under the temporary directory, removed
+    /// after a passing run).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seed of the workload's operation streams (default: the scenario's first).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run every node with a planted bug (`t3fs sim list` names them).
+    #[arg(long)]
+    pub bug: Option<String>,
+    /// Chunk store of every target: `file` or `uring`.
+    #[arg(long, default_value = "file", value_parser = ["file", "uring"])]
+    pub store: String,
+    /// Where the run directory goes.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+}
+
+/// The checkers' verdicts on a real run, as `t3fs sim run` would give them.
+fn judge(o: &RealOutcome, sc: &Scenario) -> (Vec<(&'static str, Verdict)>, i32, String) {
+    let h = &o.history;
+    let audit = match &o.audit {
+        Ok(n) => Verdict::Pass(format!(
+            "{n} chain states seen from mgmtd's routing checked (§2.6.1; versions never go back or repeat with other members)"
+        )),
+        Err(e) => Verdict::Fail(e.clone()),
+    };
+    let stale = if sc.cluster.storage_lease {
+        Default::default()
+    } else {
+        check::appendix_b::stale_reads(&h.ops[..o.final_from], &o.timeline())
+    };
+    let [(_, lin), (_, reg), (_, durable)] =
+        check::histories(h, sc.workload.chunks, o.final_from, false, &stale);
+    let durable = if o.converged_after.is_some() {
+        durable
+    } else {
+        Verdict::Unknown("not checked: the cluster did not converge, so no final reads ran".into())
+    };
+    let agreement = match &o.contents {
+        Ok(c) => check::agreement::check(c),
+        Err(e) => Verdict::Unknown(e.clone()),
+    };
+    let liveness = match o.converged_after {
+        Some(t) => Verdict::Pass(format!(
+            "every chain SERVING {:.1}s after healing (bound {:.0}s)",
+            t.as_secs_f64(),
+            sc.converge_within.as_secs_f64()
+        )),
+        None => Verdict::Fail(format!(
+            "not every chain SERVING within {:.0}s of healing",
+            sc.converge_within.as_secs_f64()
+        )),
+    };
+    let halts = Verdict::Pass(if o.halts.is_empty() {
+        "no process exited unless a step killed it".into()
+    } else {
+        format!("exited on their own (restarted for the liveness phase): {}", o.halts.join(", "))
+    });
+    let checked = verdicts::Checked {
+        audit,
+        lin,
+        reg,
+        durable,
+        corruption: check::corruption(h),
+        agreement,
+        namespace: None,
+        liveness,
+        halts,
+    };
+    verdicts::assemble(checked, &sc.expect)
+}
+
+/// What ran for real, approximately, or not at all, as one verdict line.
+fn steps_line(o: &RealOutcome) -> VerdictLine {
+    let count = |f: &dyn Fn(&How) -> bool| o.planned.iter().filter(|p| f(&p.how)).count();
+    let real = count(&|h| *h == How::Real);
+    let approx = count(&|h| matches!(h, How::Approx(_)));
+    let not_run = count(&|h| matches!(h, How::NotRun(_)));
+    let mut detail = format!(
+        "{real} steps ran as in the simulator, {approx} approximately, {not_run} did not run; {} settings not honoured",
+        o.not_honoured.len()
+    );
+    for p in &o.planned {
+        match &p.how {
+            How::Real => {}
+            How::Approx(why) => detail.push_str(&format!("\n{:?} {} (approximate): {why}", p.step.at, p.step.action.verb())),
+            How::NotRun(why) => detail.push_str(&format!("\n{:?} {} (not run): {why}", p.step.at, p.step.action.verb())),
+        }
+    }
+    for n in &o.not_honoured {
+        detail.push_str(&format!("\nnot honoured: {n}"));
+    }
+    for f in &o.step_failures {
+        detail.push_str(&format!("\n{f}"));
+    }
+    VerdictLine {
+        name: "steps on real processes".into(),
+        label: if o.step_failures.is_empty() { "PASS" } else { "FAIL" }.into(),
+        detail,
+    }
+}
+
+/// The run directory's data.
+fn run_data(o: &RealOutcome, sc: &Scenario, seed: u64, command: &str, verdicts: Vec<VerdictLine>, exit: i32, reason: String) -> RunData {
+    let end_ns = o.elapsed.as_nanos() as u64;
+    let (ops, latencies) = t3fs_sim::rundir::history_series(&o.history, end_ns);
+    let mut counters = std::collections::BTreeMap::new();
+    for (op, v) in &ops {
+        counters.insert(format!("workload.{op}"), v.iter().sum());
+    }
+    let manifest = Manifest {
+        scenario: sc.name.clone(),
+        about: sc.about.clone(),
+        seed,
+        mode: "real".into(),
+        command: command.into(),
+        config: t3fs_scenario::write::to_toml(sc),
+        exit,
+        reason,
+        seconds: o.elapsed.as_secs_f64(),
+        verdicts,
+        counters,
+        shape: o.shape.clone(),
+        ..Manifest::default()
+    };
+    let mut events: Vec<EventLine> = o
+        .marks
+        .iter()
+        .map(|m| EventLine {
+            t: m.at.saturating_duration_since(o.zero).as_secs_f64(),
+            kind: m.kind.into(),
+            node: m.node.clone(),
+            what: m.what.clone(),
+        })
+        .collect();
+    for p in &o.planned {
+        if let How::NotRun(why) = &p.how {
+            events.push(EventLine {
+                t: p.step.at.as_secs_f64(),
+                kind: "not-run".into(),
+                node: String::new(),
+                what: format!("{} (line {}) not run on real processes: {why}", p.step.action.verb(), p.step.line),
+            });
+        }
+    }
+    events.extend(chain_events(&o.seen, o.zero));
+    events.sort_by(|a, b| a.t.total_cmp(&b.t));
+    RunData {
+        manifest,
+        events,
+        series: Series {
+            interval: t3fs_sim::rundir::INTERVAL,
+            ops,
+            counters: Default::default(),
+        },
+        chains: chain_points(&o.seen, o.zero),
+        latencies,
+        history: t3fs_sim::rundir::history_lines(&o.history),
+    }
+}
+
+/// `t3fs cluster run`.
+pub fn run(a: RunArgs) -> ExitCode {
+    let mut sc = match t3fs_scenario::find(&a.scenario)
+        .and_then(|p| t3fs_scenario::load_file(&p).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if a.bug.is_some() {
+        sc.bug = a.bug.clone();
+    }
+    if t3fs_real::config::bugs(sc.bug.as_deref()).is_none() {
+        eprintln!("error: unknown planted bug `{}` (`t3fs sim list` names them)", sc.bug.unwrap_or_default());
+        return ExitCode::from(2);
+    }
+    let seed = a.seed.unwrap_or(sc.seeds[0]);
+    let dir = a.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("t3fs-run-{}-{}", sc.name, std::process::id()))
+    });
+    let command = format!(
+        "t3fs cluster run {} --seed {seed}{}{}",
+        a.scenario,
+        sc.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default(),
+        if a.store == "file" { String::new() } else { format!(" --store {}", a.store) }
+    );
+    println!("{} on real processes (seed {seed}): {}", sc.name, sc.about);
+    let t0 = std::time::Instant::now();
+    let say = move |s: &str| println!("  {:>6.1}s  {s}", t0.elapsed().as_secs_f64());
+    let o = RunOptions {
+        dir: dir.clone(),
+        scenario: sc.clone(),
+        seed,
+        bug: sc.bug.clone(),
+        store: a.store.clone(),
+    };
+    let outcome = match scenario_run::run(&o, &say) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}\n(the cluster's logs stay in {})\nreproduce: {command}", dir.display());
+            return ExitCode::from(2);
+        }
+    };
+    let (named, mut exit, mut reason) = judge(&outcome, &sc);
+    let mut lines: Vec<VerdictLine> = named
+        .iter()
+        .map(|(n, v)| VerdictLine {
+            name: n.to_string(),
+            label: v.label().into(),
+            detail: v.detail().into(),
+        })
+        .collect();
+    let steps = steps_line(&outcome);
+    if exit == 0 && steps.label == "FAIL" {
+        exit = 2;
+        reason = format!("steps on real processes: {}", outcome.step_failures[0]);
+    }
+    lines.push(steps);
+    for v in &lines {
+        let mut l = v.detail.lines();
+        println!("  {:<28} {:<8} {}", v.name, v.label, l.next().unwrap_or(""));
+        for rest in l {
+            println!("  {:<28} {:<8} {rest}", "", "");
+        }
+    }
+    let ops = outcome.history.completed();
+    println!("  {ops} operations answered · {:.1}s wall", outcome.elapsed.as_secs_f64());
+    let data = run_data(&outcome, &sc, seed, &command, lines, exit, reason.clone());
+    let run_dir = a.out.join(format!("{}-real-seed{seed}", sc.name));
+    match crate::real_run::write(data, &run_dir) {
+        Ok(()) => println!("run directory: {} (report.md, report.html)", run_dir.display()),
+        Err(e) => eprintln!("warning: report not written: {e}"),
+    }
+    if exit == 0 {
+        println!("PASS");
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        println!("FAIL (exit {exit}): {reason}");
+        println!("reproduce: {command}");
+        println!("the cluster's directory and logs stay in {}", dir.display());
+    }
+    ExitCode::from(exit as u8)
+}

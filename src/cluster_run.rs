@@ -37,6 +37,32 @@ pub struct RunArgs {
     /// Where the run directory goes.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
+    /// Only say how each step would run (for real, approximately, or not at all) and which
+    /// settings real processes do not honour; start nothing.
+    #[arg(long)]
+    pub plan: bool,
+}
+
+/// The `--plan` text: every step with how it runs, then the settings not honoured.
+fn plan_text(sc: &Scenario) -> String {
+    let mut out = String::new();
+    for p in scenario_run::steps::plan(sc) {
+        let how = match &p.how {
+            How::Real => "runs for real".to_string(),
+            How::Approx(why) => format!("runs approximately: {why}"),
+            How::NotRun(why) => format!("does not run: {why}"),
+        };
+        out.push_str(&format!(
+            "  line {:<4} {:>8.3}s  {:<22} {how}\n",
+            p.step.line,
+            p.step.at.as_secs_f64(),
+            p.step.action.verb()
+        ));
+    }
+    for n in scenario_run::steps::not_honoured(sc) {
+        out.push_str(&format!("  not honoured: {n}\n"));
+    }
+    out
 }
 
 /// The checkers' verdicts on a real run, as `t3fs sim run` would give them.
@@ -78,7 +104,10 @@ fn judge(o: &RealOutcome, sc: &Scenario) -> (Vec<(&'static str, Verdict)>, i32, 
     let halts = Verdict::Pass(if o.halts.is_empty() {
         "no process exited unless a step killed it".into()
     } else {
-        format!("exited on their own (restarted for the liveness phase): {}", o.halts.join(", "))
+        format!(
+            "exited on their own (restarted for the liveness phase): {}",
+            o.halts.join(", ")
+        )
     });
     let checked = verdicts::Checked {
         audit,
@@ -107,8 +136,16 @@ fn steps_line(o: &RealOutcome) -> VerdictLine {
     for p in &o.planned {
         match &p.how {
             How::Real => {}
-            How::Approx(why) => detail.push_str(&format!("\n{:?} {} (approximate): {why}", p.step.at, p.step.action.verb())),
-            How::NotRun(why) => detail.push_str(&format!("\n{:?} {} (not run): {why}", p.step.at, p.step.action.verb())),
+            How::Approx(why) => detail.push_str(&format!(
+                "\n{:?} {} (approximate): {why}",
+                p.step.at,
+                p.step.action.verb()
+            )),
+            How::NotRun(why) => detail.push_str(&format!(
+                "\n{:?} {} (not run): {why}",
+                p.step.at,
+                p.step.action.verb()
+            )),
         }
     }
     for n in &o.not_honoured {
@@ -119,13 +156,26 @@ fn steps_line(o: &RealOutcome) -> VerdictLine {
     }
     VerdictLine {
         name: "steps on real processes".into(),
-        label: if o.step_failures.is_empty() { "PASS" } else { "FAIL" }.into(),
+        label: if o.step_failures.is_empty() {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+        .into(),
         detail,
     }
 }
 
 /// The run directory's data.
-fn run_data(o: &RealOutcome, sc: &Scenario, seed: u64, command: &str, verdicts: Vec<VerdictLine>, exit: i32, reason: String) -> RunData {
+fn run_data(
+    o: &RealOutcome,
+    sc: &Scenario,
+    seed: u64,
+    command: &str,
+    verdicts: Vec<VerdictLine>,
+    exit: i32,
+    reason: String,
+) -> RunData {
     let end_ns = o.elapsed.as_nanos() as u64;
     let (ops, latencies) = t3fs_sim::rundir::history_series(&o.history, end_ns);
     let mut counters = std::collections::BTreeMap::new();
@@ -163,7 +213,11 @@ fn run_data(o: &RealOutcome, sc: &Scenario, seed: u64, command: &str, verdicts: 
                 t: p.step.at.as_secs_f64(),
                 kind: "not-run".into(),
                 node: String::new(),
-                what: format!("{} (line {}) not run on real processes: {why}", p.step.action.verb(), p.step.line),
+                what: format!(
+                    "{} (line {}) not run on real processes: {why}",
+                    p.step.action.verb(),
+                    p.step.line
+                ),
             });
         }
     }
@@ -198,8 +252,19 @@ pub fn run(a: RunArgs) -> ExitCode {
         sc.bug = a.bug.clone();
     }
     if t3fs_real::config::bugs(sc.bug.as_deref()).is_none() {
-        eprintln!("error: unknown planted bug `{}` (`t3fs sim list` names them)", sc.bug.unwrap_or_default());
+        eprintln!(
+            "error: unknown planted bug `{}` (`t3fs sim list` names them)",
+            sc.bug.unwrap_or_default()
+        );
         return ExitCode::from(2);
+    }
+    if a.plan {
+        print!(
+            "{} on real processes, step by step:\n{}",
+            sc.name,
+            plan_text(&sc)
+        );
+        return ExitCode::SUCCESS;
     }
     let seed = a.seed.unwrap_or(sc.seeds[0]);
     let dir = a.dir.clone().unwrap_or_else(|| {
@@ -208,8 +273,15 @@ pub fn run(a: RunArgs) -> ExitCode {
     let command = format!(
         "t3fs cluster run {} --seed {seed}{}{}",
         a.scenario,
-        sc.bug.as_ref().map(|b| format!(" --bug {b}")).unwrap_or_default(),
-        if a.store == "file" { String::new() } else { format!(" --store {}", a.store) }
+        sc.bug
+            .as_ref()
+            .map(|b| format!(" --bug {b}"))
+            .unwrap_or_default(),
+        if a.store == "file" {
+            String::new()
+        } else {
+            format!(" --store {}", a.store)
+        }
     );
     println!("{} on real processes (seed {seed}): {}", sc.name, sc.about);
     let t0 = std::time::Instant::now();
@@ -224,7 +296,10 @@ pub fn run(a: RunArgs) -> ExitCode {
     let outcome = match scenario_run::run(&o, &say) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}\n(the cluster's logs stay in {})\nreproduce: {command}", dir.display());
+            eprintln!(
+                "error: {e}\n(the cluster's logs stay in {})\nreproduce: {command}",
+                dir.display()
+            );
             return ExitCode::from(2);
         }
     };
@@ -251,11 +326,17 @@ pub fn run(a: RunArgs) -> ExitCode {
         }
     }
     let ops = outcome.history.completed();
-    println!("  {ops} operations answered · {:.1}s wall", outcome.elapsed.as_secs_f64());
+    println!(
+        "  {ops} operations answered · {:.1}s wall",
+        outcome.elapsed.as_secs_f64()
+    );
     let data = run_data(&outcome, &sc, seed, &command, lines, exit, reason.clone());
     let run_dir = a.out.join(format!("{}-real-seed{seed}", sc.name));
     match crate::real_run::write(data, &run_dir) {
-        Ok(()) => println!("run directory: {} (report.md, report.html)", run_dir.display()),
+        Ok(()) => println!(
+            "run directory: {} (report.md, report.html)",
+            run_dir.display()
+        ),
         Err(e) => eprintln!("warning: report not written: {e}"),
     }
     if exit == 0 {

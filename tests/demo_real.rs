@@ -4,52 +4,9 @@
 //! process may outlive the demo, and `t3fs report compare` must put the simulated demo and the
 //! real one side by side.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn t3fs(args: &[&str], tmp: &Path) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_t3fs"))
-        .args(args)
-        .env("TMPDIR", tmp)
-        .output()
-        .expect("t3fs runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// Processes whose command line mentions `dir` (the demo's services run with configs under it).
-fn processes_under(dir: &Path) -> Vec<String> {
-    let needle = dir.to_string_lossy().to_string();
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.contains(&needle) {
-            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
-        }
-    }
-    found
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // Whatever happened, no service of this test may keep running.
-        for p in processes_under(&self.0) {
-            if let Some(pid) = p.split(':').next().and_then(|x| x.parse::<i32>().ok()) {
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::{processes_under, t3fs, Scratch};
 
 #[test]
 fn demo_real_shows_failover_resync_and_promotion_from_the_real_cluster() {

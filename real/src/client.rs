@@ -38,6 +38,9 @@ use crate::transport::{Transport, TransportConfig};
 pub struct ClientOptions {
     /// mgmtd's address (the first mgmtd, node 0 of the plan).
     pub mgmtd: SocketAddr,
+    /// The other mgmtd nodes' addresses (nodes 1, 2, … of the plan): `connect` asks them too and
+    /// follows a standby's hint to the primary.
+    pub standby: Vec<SocketAddr>,
     /// The cluster token.
     pub token: String,
     /// The cluster's timeout profile (the client's retry and refresh timers follow it).
@@ -54,6 +57,7 @@ impl ClientOptions {
     pub fn new(mgmtd: SocketAddr, token: impl Into<String>) -> Self {
         Self {
             mgmtd,
+            standby: Vec::new(),
             token: token.into(),
             timeouts: Timeouts::Fast,
             connect_timeout: Duration::from_secs(30),
@@ -154,8 +158,11 @@ impl Client {
             Transport::start(TransportConfig::new(node, None, opts.token.clone()))
                 .await
                 .map_err(err)?;
-        let mgmtd = NodeId(0);
-        transport.set_addr(mgmtd, opts.mgmtd);
+        let mgmtds: Vec<NodeId> = (0..=opts.standby.len() as u32).map(NodeId).collect();
+        transport.set_addr(NodeId(0), opts.mgmtd);
+        for (i, a) in opts.standby.iter().enumerate() {
+            transport.set_addr(NodeId(i as u32 + 1), *a);
+        }
         let ask = Bytes::from(
             Msg::GetRouting {
                 known: t3fs_core::ids::RoutingVersion(0),
@@ -163,15 +170,28 @@ impl Client {
             .encode(),
         );
         let deadline = tokio::time::Instant::now() + opts.connect_timeout;
-        let addrs = loop {
-            let _ = transport.try_send(mgmtd, ask.clone());
+        // Ask each mgmtd in turn; a standby's NotPrimary hint names the one to ask next.
+        let mut next = 0usize;
+        let mut hint: Option<NodeId> = None;
+        let (mgmtd, addrs) = loop {
+            let target = hint.take().unwrap_or_else(|| {
+                next += 1;
+                mgmtds[(next - 1) % mgmtds.len()]
+            });
+            let _ = transport.try_send(target, ask.clone());
             let wait = tokio::time::sleep(Duration::from_millis(300));
             tokio::pin!(wait);
             let got = loop {
                 tokio::select! {
                     Some(mut inb) = inbound.recv() => {
-                        if let Ok(Msg::NodeAddrs(a)) = transport.decode(&mut inb) {
-                            break Some(a);
+                        let from = inb.from;
+                        match transport.decode(&mut inb) {
+                            Ok(Msg::NodeAddrs(a)) => break Some((from, a)),
+                            Ok(Msg::NotPrimary { primary: Some(p) }) if mgmtds.contains(&p) => {
+                                hint = Some(p);
+                                break None;
+                            }
+                            _ => {}
                         }
                     }
                     _ = &mut wait => break None,
@@ -183,8 +203,13 @@ impl Client {
             if tokio::time::Instant::now() > deadline {
                 transport.shutdown().await;
                 return Err(ClientError::Connect(format!(
-                    "no answer from mgmtd at {}",
-                    opts.mgmtd
+                    "no answer from mgmtd at {}{}",
+                    opts.mgmtd,
+                    if opts.standby.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" or {:?}", opts.standby)
+                    }
                 )));
             }
         };

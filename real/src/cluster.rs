@@ -543,6 +543,16 @@ pub fn client_options(dir: &Path) -> R<crate::client::ClientOptions> {
         .ok_or_else(|| format!("no cluster in {}", dir.display()))?;
     let addr = m.cfg.node.listen.parse().map_err(|e| format!("{e}"))?;
     let mut o = crate::client::ClientOptions::new(addr, m.cfg.cluster.token.clone());
+    // The plan numbers mgmtd nodes 0, 1, …: the client's node ids for them follow that order.
+    let mut others: Vec<&NodeEntry> = nodes
+        .iter()
+        .filter(|n| n.role == "mgmtd" && n.cfg.node.id != m.cfg.node.id)
+        .collect();
+    others.sort_by_key(|n| n.cfg.node.id);
+    o.standby = others
+        .iter()
+        .filter_map(|n| n.cfg.node.listen.parse().ok())
+        .collect();
     if m.cfg.cluster.timeouts == "3fs" {
         o.timeouts = t3fs_scenario::Timeouts::ThreeFs;
     }

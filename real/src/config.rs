@@ -432,7 +432,10 @@ storage_lease = false
         let bad = GOOD.replace("timeouts = \"fast\"", "timeouts = \"slow\"");
         let e = NodeConfig::parse("n.toml", &bad).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (18, "cluster.timeouts"), "{e}");
-        let bad = GOOD.replace("storage_lease = false", "storage_lease = false\nbug = \"nope\"");
+        let bad = GOOD.replace(
+            "storage_lease = false",
+            "storage_lease = false\nbug = \"nope\"",
+        );
         let e = NodeConfig::parse("n.toml", &bad).unwrap_err();
         assert_eq!(e.key, "cluster.bug", "{e}");
         let planted = GOOD.replace(

@@ -115,8 +115,8 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     };
     let plan = cfg.plan();
     let tuning = cfg.tuning();
-    let (storage_bug, mgmtd_bug, meta_bug) =
-        crate::config::bugs(cfg.cluster.bug.as_deref()).ok_or("cluster.bug: unknown planted bug")?;
+    let (storage_bug, mgmtd_bug, meta_bug) = crate::config::bugs(cfg.cluster.bug.as_deref())
+        .ok_or("cluster.bug: unknown planted bug")?;
     if let Some(b) = &cfg.cluster.bug {
         tracing::warn!(node = %cfg.node.name, "running with the planted bug `{b}`");
     }
@@ -316,7 +316,8 @@ fn seed(plan: &Plan, kv: &mut dyn KvEngine) -> Result<(), String> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves at the first SIGTERM or SIGINT (never, if the handlers cannot be installed).
+pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

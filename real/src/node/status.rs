@@ -104,7 +104,9 @@ pub fn snapshot(
                 }
                 (s, true)
             }
-            _ => (format!("standby {me}\n"), false),
+            // A standby serves its role (ready to take the lease over), so it is ready; only the
+            // primary answers with the cluster's status.
+            _ => (format!("standby {me}\n"), true),
         },
         Process::None => (String::from("stopped\n"), false),
         _ => (format!("running {me}\n"), true),

@@ -21,6 +21,9 @@ use crate::routing_watch::Seen;
 /// One target's committed chunks: (committed version, bytes) by chunk.
 pub type Content = BTreeMap<ChunkId, (u32, Vec<u8>)>;
 
+/// Per chain, its serving targets' contents in chain order.
+pub type Contents = Vec<(ChainId, Vec<(TargetId, Content)>)>;
+
 /// The §2.6.1 audit of every chain state seen, in order: `Ok` with the number of publications
 /// checked, or the first violation.
 pub fn audit(seen: &[Seen]) -> Result<usize, String> {
@@ -73,9 +76,13 @@ fn run_op(s: &mut dyn ChunkStore, op: ChunkOp) -> Result<ChunkDone, String> {
 
 /// The committed chunks of the store in `dir` (of kind `kind`).
 pub fn content(kind: &str, dir: &std::path::Path) -> Result<Content, String> {
-    let mut s = crate::serve::open_store(kind, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut s =
+        crate::serve::open_store(kind, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let ChunkDone::Listed(metas) = run_op(s.as_mut(), ChunkOp::List)? else {
-        return Err(format!("{}: listing returned something else", dir.display()));
+        return Err(format!(
+            "{}: listing returned something else",
+            dir.display()
+        ));
     };
     let mut out = Content::new();
     for m in metas.into_iter().filter(|m| m.committed.0 > 0) {
@@ -101,7 +108,7 @@ pub fn serving_contents(
     seen: &[Seen],
     hosts: &BTreeMap<TargetId, t3fs_core::ids::NodeId>,
     nodes: &[NodeEntry],
-) -> Result<Vec<(ChainId, Vec<(TargetId, Content)>)>, String> {
+) -> Result<Contents, String> {
     let mut out = Vec::new();
     for (id, c) in newest(seen) {
         let mut targets = Vec::new();

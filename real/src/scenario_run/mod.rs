@@ -70,7 +70,7 @@ pub struct RealOutcome {
     /// The chain audit: publications checked, or the first violation.
     pub audit: Result<usize, String>,
     /// Each chain's serving targets' committed chunks; `Err` when they could not be read.
-    pub contents: Result<Vec<(ChainId, Vec<(t3fs_core::ids::TargetId, dump::Content)>)>, String>,
+    pub contents: Result<dump::Contents, String>,
     /// Processes that exited without being killed by a step.
     pub halts: Vec<String>,
     /// Chunks no final read answered.
@@ -179,7 +179,13 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let d = rt.block_on(drive(o, &opts, &planned, &names, say))?;
+    // An interrupted run still stops its cluster: the guard drops on the error path.
+    let d = rt.block_on(async {
+        tokio::select! {
+            d = drive(o, &opts, &planned, &names, say) => d,
+            _ = crate::serve::shutdown_signal() => Err("interrupted (SIGINT or SIGTERM); the cluster was stopped".into()),
+        }
+    })?;
     say("stopping the cluster");
     drop(guard);
     drop(rt);
@@ -222,7 +228,13 @@ struct Driven {
     unread: Vec<u32>,
 }
 
-fn mark(marks: &mut Vec<Mark>, say: &(dyn Fn(&str) + Sync), kind: &'static str, node: &str, what: String) {
+fn mark(
+    marks: &mut Vec<Mark>,
+    say: &(dyn Fn(&str) + Sync),
+    kind: &'static str,
+    node: &str,
+    what: String,
+) {
     say(&what);
     marks.push(Mark {
         at: Instant::now(),
@@ -255,13 +267,28 @@ async fn drive(
         call_bound: sc.converge_within,
     };
     let mut marks = Vec::new();
-    mark(&mut marks, say, "phase", "", format!(
-        "safety: {} clients for {:?} on {} chunks, {} steps",
-        sc.cluster.clients, sc.duration, sc.workload.chunks, planned.len()
-    ));
+    mark(
+        &mut marks,
+        say,
+        "phase",
+        "",
+        format!(
+            "safety: {} clients for {:?} on {} chunks, {} steps",
+            sc.cluster.clients,
+            sc.duration,
+            sc.workload.chunks,
+            planned.len()
+        ),
+    );
     let mut rng = Rng::new(o.seed);
     let clients: Vec<_> = (0..sc.cluster.clients)
-        .map(|i| tokio::spawn(workload::client_loop(load.clone(), i, rng.fork(u64::from(i)))))
+        .map(|i| {
+            tokio::spawn(workload::client_loop(
+                load.clone(),
+                i,
+                rng.fork(u64::from(i)),
+            ))
+        })
         .collect();
     let live = Live {
         dir: &o.dir,
@@ -281,7 +308,12 @@ async fn drive(
                 mark(&mut marks, say, "fault", &node, what);
             }
             Err(e) => {
-                let line = format!("step at {:?} (line {}) `{}` failed: {e}", p.step.at, p.step.line, action.verb());
+                let line = format!(
+                    "step at {:?} (line {}) `{}` failed: {e}",
+                    p.step.at,
+                    p.step.line,
+                    action.verb()
+                );
                 mark(&mut marks, say, "fault", "", line.clone());
                 step_failures.push(line);
             }
@@ -294,12 +326,22 @@ async fn drive(
             Err(e) => return Err(format!("a workload client panicked: {e}")),
         }
     }
-    mark(&mut marks, say, "phase", "", "liveness: resume paused processes, restart stopped ones, wait for every chain to serve".into());
+    mark(
+        &mut marks,
+        say,
+        "phase",
+        "",
+        "liveness: resume paused processes, restart stopped ones, wait for every chain to serve"
+            .into(),
+    );
     let live_start = Instant::now();
     let halts = tokio::task::block_in_place(|| -> Result<Vec<String>, String> {
         steps::resume_all(&o.dir);
         let restarted = steps::restart_dead(&o.dir)?;
-        Ok(restarted.into_iter().filter(|n| !killed.contains(n)).collect())
+        Ok(restarted
+            .into_iter()
+            .filter(|n| !killed.contains(n))
+            .collect())
     })?;
     let deadline = live_start + sc.converge_within;
     while !watch.all_serving() && Instant::now() < deadline {
@@ -309,13 +351,28 @@ async fn drive(
     let final_from = rec.len();
     let unread = match converged_after {
         Some(after) => {
-            mark(&mut marks, say, "phase", "", format!("every chain SERVING {:.1} s after healing; reading every chunk back", after.as_secs_f64()));
+            mark(
+                &mut marks,
+                say,
+                "phase",
+                "",
+                format!(
+                    "every chain SERVING {:.1} s after healing; reading every chunk back",
+                    after.as_secs_f64()
+                ),
+            );
             workload::final_reads(&load, sc.cluster.clients, sc.converge_within)
                 .await
                 .map_err(|e| e.to_string())?
         }
         None => {
-            mark(&mut marks, say, "phase", "", format!("not every chain SERVING within {:?}", sc.converge_within));
+            mark(
+                &mut marks,
+                say,
+                "phase",
+                "",
+                format!("not every chain SERVING within {:?}", sc.converge_within),
+            );
             Vec::new()
         }
     };

@@ -115,8 +115,16 @@ pub fn not_honoured(sc: &Scenario) -> Vec<String> {
     rate("disk_corrupt", f.disk_corrupt, NO_DISK);
     rate("torn_write", f.torn_write, NO_DISK);
     rate("lost_write", f.lost_write, NO_DISK);
-    rate("kv_conflict", f.kv_conflict, "needs a fault layer in the KV service");
-    rate("kv_commit_unknown", f.kv_commit_unknown, "needs a fault layer in the KV service");
+    rate(
+        "kv_conflict",
+        f.kv_conflict,
+        "needs a fault layer in the KV service",
+    );
+    rate(
+        "kv_commit_unknown",
+        f.kv_commit_unknown,
+        "needs a fault layer in the KV service",
+    );
     if f.net_latency != d.net_latency {
         out.push(format!(
             "[faults] net_latency = {:?}: real links have loopback's own latency",
@@ -234,7 +242,9 @@ fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
         .find(|n| n.name == name)
         .ok_or_else(|| format!("no node `{name}`"))?;
     if n.role != "storage" {
-        return Err(format!("{name} is not a storage node; restart_empty replaces storage disks"));
+        return Err(format!(
+            "{name} is not a storage node; restart_empty replaces storage disks"
+        ));
     }
     let read = std::fs::read_dir(&n.cfg.node.data).map_err(|e| e.to_string())?;
     Ok(read
@@ -265,7 +275,10 @@ pub fn execute(live: &Live, action: &Action) -> Result<(String, String), String>
         }
         A::RestartEmpty(r) => {
             let n = live.resolve(r)?;
-            if cluster::pids(dir).get(&n).is_some_and(|p| cluster::alive(*p)) {
+            if cluster::pids(dir)
+                .get(&n)
+                .is_some_and(|p| cluster::alive(*p))
+            {
                 cluster::kill(dir, &n, "KILL")?;
             }
             let dirs = target_dirs(dir, &n)?;
@@ -325,7 +338,7 @@ mod tests {
     fn every_verb_is_classified_and_process_steps_run_for_real() {
         let sc = t3fs_scenario::parse(
             "x.toml",
-            "name = \"x\"\nduration = \"5s\"\n[cluster]\nstorage_nodes = 3\nreplicas = 3\n\
+            "name = \"x\"\nabout = \"x\"\nduration = \"5s\"\n[cluster]\nstorage_nodes = 3\nreplicas = 3\n\
              [[step]]\nat = \"1s\"\ndo = \"crash\"\nnode = \"head:1\"\n\
              [[step]]\nat = \"2s\"\ndo = \"restart_empty\"\nnode = \"storage-0\"\n\
              [[step]]\nat = \"2s\"\ndo = \"partition\"\na = [\"storage-1\"]\nb = [\"mgmtd-0\"]\n\
@@ -346,7 +359,10 @@ mod tests {
 
     #[test]
     fn fixed_references_name_processes() {
-        assert_eq!(fixed_name(&NodeRef::Storage(2)).as_deref(), Some("storage-2"));
+        assert_eq!(
+            fixed_name(&NodeRef::Storage(2)).as_deref(),
+            Some("storage-2")
+        );
         assert_eq!(fixed_name(&NodeRef::Mgmtd(0)).as_deref(), Some("mgmtd-0"));
         assert_eq!(fixed_name(&NodeRef::Primary), None);
     }

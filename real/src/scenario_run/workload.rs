@@ -158,7 +158,11 @@ pub async fn client_loop(load: Load, client: u32, rng: Rng) -> Result<u64, Clien
 
 /// The final reads, by a fresh client recorded as `client`: every chunk read until one read
 /// answers or `bound` passes. Returns the chunks no read answered.
-pub async fn final_reads(load: &Load, client: u32, bound: Duration) -> Result<Vec<u32>, ClientError> {
+pub async fn final_reads(
+    load: &Load,
+    client: u32,
+    bound: Duration,
+) -> Result<Vec<u32>, ClientError> {
     let (w, chains, rec) = (&load.w, &load.chains, &load.rec);
     let c = Client::connect(load.opts.clone()).await?;
     let end = Instant::now() + bound;

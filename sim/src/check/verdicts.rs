@@ -176,7 +176,11 @@ mod tests {
         e.loss_allowed = true;
         let (v, exit, _) = assemble(c, &e);
         assert_eq!(exit, 0);
-        let durable = &v.iter().find(|(n, _)| *n == "no acknowledged write lost").unwrap().1;
+        let durable = &v
+            .iter()
+            .find(|(n, _)| *n == "no acknowledged write lost")
+            .unwrap()
+            .1;
         assert_eq!(durable.label(), "EXPECTED");
     }
 }

@@ -139,3 +139,41 @@ fn a_planted_bug_makes_a_real_run_fail() {
             .unwrap();
     assert!(manifest.contains("\"exit\": 129"), "{manifest}");
 }
+
+#[test]
+fn a_replica_partitioned_from_mgmtd_goes_offline_and_resyncs_after_the_repair() {
+    // The partition runs in the transports' fault layer, set through each node's fault RPC.
+    let tmp = scratch("run-partition");
+    let runs = tmp.0.join("runs");
+    let runs_s = runs.to_string_lossy().to_string();
+    let args = [
+        "cluster",
+        "run",
+        "partition_replica_from_mgmtd",
+        "--out",
+        &runs_s,
+    ];
+    let (ok, text) = t3fs(&args, &tmp.0);
+    assert!(
+        ok,
+        "t3fs cluster run partition_replica_from_mgmtd failed:\n{text}"
+    );
+    assert!(text.contains("4 steps ran as in the simulator"), "{text}");
+    let events =
+        std::fs::read_to_string(runs.join("partition_replica_from_mgmtd-real-seed1/events.jsonl"))
+            .unwrap();
+    for want in [
+        "partition storage-2 ↔ mgmtd-0,mgmtd-1",
+        "t3 Serving→Offline",
+        "t3 Syncing→Serving",
+        "partition storage-1 → mgmtd-0,mgmtd-1",
+        "t2 Serving→Offline",
+        "t2 Syncing→Serving",
+    ] {
+        assert!(
+            events.contains(want),
+            "{want} missing from events:\n{events}"
+        );
+    }
+    assert!(processes_under(&tmp.0).is_empty());
+}

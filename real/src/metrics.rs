@@ -1,7 +1,10 @@
 //! The metrics endpoint of a service: a minimal HTTP/1.0 server on the `[node] metrics`
 //! address answering `GET /metrics` (Prometheus text), `GET /ready` (200 once the node serves,
 //! 503 before: the readiness signal `t3fs cluster up` waits on) and `GET /status` (the node's
-//! status text; on the primary mgmtd, the cluster's nodes and chains).
+//! status text; on the primary mgmtd, the cluster's nodes and chains). With a [`Control`], it
+//! also answers the fault control RPC: `PUT /fault?QUERY` replaces the node's network faults
+//! (the transport's fault layer, `transport::NetFaults` query syntax) and `GET /fault` reads
+//! them, both only with the cluster token in an `x-t3fs-token` header (403 otherwise).
 //!
 //! Invariants: a request is read with a size and time limit and any malformed one gets a 400;
 //! the server never blocks the node (it only reads the latest snapshot). Not here: producing the
@@ -15,13 +18,66 @@ use tokio::net::TcpListener;
 
 use crate::node::Snapshot;
 
-/// Serves `snapshot` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, snapshot: Arc<Mutex<Snapshot>>) {
+/// What the fault control RPC acts on.
+#[derive(Clone)]
+pub struct Control {
+    /// The cluster token a request must carry.
+    pub token: String,
+    /// The node's transport.
+    pub transport: crate::transport::Transport,
+}
+
+/// Compares without an early exit, so the time taken does not tell how much of a guess matched.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// The fault RPC's answer to `method` `path` with the request's header `lines`.
+fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'static str, String) {
+    let Some(c) = c else {
+        return ("404 Not Found", "no fault control on this node\n".into());
+    };
+    let token = req.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("x-t3fs-token")
+            .then(|| v.trim().to_string())
+    });
+    if !token.is_some_and(|t| same(t.as_bytes(), c.token.as_bytes())) {
+        return ("403 Forbidden", "the cluster token is required\n".into());
+    }
+    match (method, path.split_once('?')) {
+        ("GET", None) => ("200 OK", format!("{}\n", c.transport.faults().to_query())),
+        ("PUT", q) => {
+            let q = q.map_or("", |(_, q)| q);
+            match crate::transport::NetFaults::parse(q) {
+                Ok(f) => {
+                    tracing::warn!("network faults set: {}", f.to_query());
+                    c.transport.set_faults(f);
+                    ("200 OK", format!("{}\n", c.transport.faults().to_query()))
+                }
+                Err(e) => ("400 Bad Request", format!("{e}\n")),
+            }
+        }
+        _ => (
+            "400 Bad Request",
+            "use GET /fault or PUT /fault?QUERY\n".into(),
+        ),
+    }
+}
+
+/// Serves `snapshot` on `listener` until the task is dropped; with `control`, the fault RPC too.
+pub async fn serve(
+    listener: TcpListener,
+    snapshot: Arc<Mutex<Snapshot>>,
+    control: Option<Control>,
+) {
     loop {
         let Ok((mut sock, _)) = listener.accept().await else {
             continue;
         };
         let snap = snapshot.clone();
+        let control = control.clone();
         tokio::spawn(async move {
             let mut buf = vec![0u8; 2048];
             let mut n = 0;
@@ -46,11 +102,16 @@ pub async fn serve(listener: TcpListener, snapshot: Arc<Mutex<Snapshot>>) {
                 return;
             }
             let req = String::from_utf8_lossy(&buf[..n]);
-            let path = req
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("GET "))
-                .and_then(|l| l.split_whitespace().next());
+            let mut first = req.lines().next().unwrap_or("").split_whitespace();
+            let (method, path) = (first.next().unwrap_or(""), first.next());
+            let path = match (method, path) {
+                (_, Some(p)) if p == "/fault" || p.starts_with("/fault?") => {
+                    let (code, body) = fault_rpc(control.as_ref(), method, p, &req);
+                    return reply(&mut sock, code, &body).await;
+                }
+                ("GET", p) => p,
+                _ => None,
+            };
             let (code, body) = {
                 let s = snap.lock().map(|s| s.clone()).unwrap_or_default();
                 match path {
@@ -62,14 +123,41 @@ pub async fn serve(listener: TcpListener, snapshot: Arc<Mutex<Snapshot>>) {
                     None => ("400 Bad Request", "bad request\n".to_string()),
                 }
             };
-            let head = format!(
-                "HTTP/1.0 {code}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = sock.write_all(head.as_bytes()).await;
-            let _ = sock.write_all(body.as_bytes()).await;
-            let _ = sock.shutdown().await;
+            reply(&mut sock, code, &body).await;
         });
+    }
+}
+
+async fn reply(sock: &mut tokio::net::TcpStream, code: &str, body: &str) {
+    let head = format!(
+        "HTTP/1.0 {code}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = sock.write_all(head.as_bytes()).await;
+    let _ = sock.write_all(body.as_bytes()).await;
+    let _ = sock.shutdown().await;
+}
+
+/// Sets a node's network faults through its fault RPC (blocking, for the CLI and runners).
+pub fn put_faults(
+    addr: std::net::SocketAddr,
+    token: &str,
+    f: &crate::transport::NetFaults,
+    timeout: Duration,
+) -> Result<(), String> {
+    let (code, body) = request(
+        addr,
+        &format!(
+            "PUT /fault?{} HTTP/1.0\r\nx-t3fs-token: {token}",
+            f.to_query()
+        ),
+        timeout,
+    )
+    .map_err(|e| format!("{addr}: {e}"))?;
+    if code == 200 {
+        Ok(())
+    } else {
+        Err(format!("{addr}: {code} {}", body.trim()))
     }
 }
 
@@ -79,11 +167,20 @@ pub fn get(
     path: &str,
     timeout: Duration,
 ) -> std::io::Result<(u16, String)> {
+    request(addr, &format!("GET {path} HTTP/1.0"), timeout)
+}
+
+/// Sends `head` (request line and header lines) and returns the status code and body.
+fn request(
+    addr: std::net::SocketAddr,
+    head: &str,
+    timeout: Duration,
+) -> std::io::Result<(u16, String)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)?;
     s.set_read_timeout(Some(timeout))?;
     s.set_write_timeout(Some(timeout))?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())?;
+    s.write_all(format!("{head}\r\n\r\n").as_bytes())?;
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     let code = out

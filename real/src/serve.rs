@@ -189,7 +189,15 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         inbound,
     };
     let (handle, mut join) = node::spawn(parts)?;
-    let http = tokio::spawn(crate::metrics::serve(metrics, handle.snapshot.clone()));
+    let control = crate::metrics::Control {
+        token: cfg.cluster.token.clone(),
+        transport: transport.clone(),
+    };
+    let http = tokio::spawn(crate::metrics::serve(
+        metrics,
+        handle.snapshot.clone(),
+        Some(control),
+    ));
     let halted = tokio::select! {
         _ = shutdown_signal() => {
             tracing::info!(node = %cfg.node.name, "shutting down");
@@ -274,7 +282,7 @@ async fn serve_kv(
         status: "kv serving\n".into(),
         ..Default::default()
     }));
-    let http = tokio::spawn(crate::metrics::serve(metrics, snapshot.clone()));
+    let http = tokio::spawn(crate::metrics::serve(metrics, snapshot.clone(), None));
     let (t2, c2, s2) = (transport.clone(), counters.clone(), snapshot.clone());
     let refresh = tokio::spawn(async move {
         loop {

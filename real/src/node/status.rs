@@ -74,6 +74,9 @@ pub fn snapshot(
         ("reconnects", c.reconnects),
         ("connect_failures", c.connect_failures),
         ("disconnects", c.disconnects),
+        ("fault_dropped", c.fault_dropped),
+        ("fault_duplicated", c.fault_duplicated),
+        ("fault_delayed", c.fault_delayed),
     ] {
         let _ = writeln!(metrics, "t3fs_transport_total{{name=\"{k}\"}} {v}");
     }

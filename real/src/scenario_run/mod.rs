@@ -12,6 +12,7 @@
 //! Not here: the verdicts, the run directory, network/disk/clock fault layers.
 
 pub mod dump;
+pub mod net;
 pub mod steps;
 pub mod workload;
 
@@ -297,10 +298,31 @@ async fn drive(
     };
     let mut step_failures = Vec::new();
     let mut killed: Vec<String> = Vec::new();
+    let mut net = net::Net::default();
+    (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
+    if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 {
+        let missed = tokio::task::block_in_place(|| net.apply(&o.dir))?;
+        mark(
+            &mut marks,
+            say,
+            "fault",
+            "",
+            format!(
+                "background: message loss {} and duplication {} on every server{}",
+                sc.faults.loss,
+                sc.faults.duplicate,
+                if missed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (not reached: {})", missed.join(", "))
+                }
+            ),
+        );
+    }
     for p in planned.iter().filter(|p| !matches!(p.how, How::NotRun(_))) {
         tokio::time::sleep_until((zero + p.step.at).into()).await;
         let action = p.step.action.clone();
-        match tokio::task::block_in_place(|| steps::execute(&live, &action)) {
+        match tokio::task::block_in_place(|| steps::execute(&live, &mut net, &action)) {
             Ok((node, what)) => {
                 if what.starts_with("kill -9") {
                     killed.push(node.clone());
@@ -331,13 +353,18 @@ async fn drive(
         say,
         "phase",
         "",
-        "liveness: resume paused processes, restart stopped ones, wait for every chain to serve"
+        "liveness: heal the network, resume paused processes, restart stopped ones, wait for every chain to serve"
             .into(),
     );
     let live_start = Instant::now();
     let halts = tokio::task::block_in_place(|| -> Result<Vec<String>, String> {
         steps::resume_all(&o.dir);
+        net.heal();
+        net.apply(&o.dir)?;
         let restarted = steps::restart_dead(&o.dir)?;
+        for n in &restarted {
+            net.forget(n);
+        }
         Ok(restarted
             .into_iter()
             .filter(|n| !killed.contains(n))

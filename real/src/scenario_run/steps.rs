@@ -16,6 +16,7 @@ use t3fs_core::routing::PublicState;
 use t3fs_scenario::schema::{ChainPos, Faults};
 use t3fs_scenario::{Action, NodeRef, Scenario, Step};
 
+use super::net::Net;
 use crate::cluster;
 use crate::routing_watch::RoutingWatch;
 
@@ -40,7 +41,13 @@ pub struct Planned {
 }
 
 /// What cannot run for real: a step's verb or a background fault. Said before a run starts.
-const NO_NET: &str = "needs the transport's fault layer or netns rules, not built yet";
+const NO_NET: &str = "needs per-message faults the transport's fault layer does not have yet";
+const NO_CLIENT_NET: &str =
+    "the workload's clients live in the runner's process; their links are not faulted yet";
+
+fn is_client(r: &NodeRef) -> bool {
+    matches!(r, NodeRef::Client(_))
+}
 const NO_DISK: &str = "needs the chunk store's fault layer, not built yet";
 const NO_CLOCK: &str = "needs an offset in the real driver's time source, not built yet";
 
@@ -59,21 +66,25 @@ pub fn how(action: &Action) -> How {
         A::PauseOnCommit(_) => How::Approx(
             "SIGSTOP at the step's time, not at the mgmtd's next chain-row commit".into(),
         ),
-        A::Heal => How::Approx(
-            "resumes paused nodes; there are no network faults on real processes to repair yet"
-                .into(),
-        ),
-        A::Partition { .. }
-        | A::Link { .. }
+        A::Partition { a, b, .. } | A::Repair { a, b } if a.iter().chain(b).any(is_client) => {
+            How::NotRun(NO_CLIENT_NET.into())
+        }
+        A::Isolate(r) | A::Flap { node: r, .. } if is_client(r) => How::NotRun(NO_CLIENT_NET.into()),
+        A::Heal
+        | A::Partition { .. }
         | A::Isolate(_)
         | A::Repair { .. }
-        | A::Hold { .. }
-        | A::Release { .. }
         | A::SetLoss(_)
         | A::SetDuplicate(_)
         | A::SetLatency(_)
-        | A::Flap { .. }
-        | A::DropHeartbeats { .. } => How::NotRun(NO_NET.into()),
+        | A::Flap { .. } => How::Real,
+        A::Link { .. } => How::NotRun("per-link latency and loss are not in the fault layer yet".into()),
+        A::Hold { .. } | A::Release { .. } => {
+            How::NotRun("holding frames for a later release is not in the fault layer yet".into())
+        }
+        A::DropHeartbeats { .. } => How::NotRun(
+            "dropping only heartbeats needs the fault layer to tell message kinds apart; not built yet".into(),
+        ),
         A::CorruptChunk(_) | A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
             How::NotRun(NO_DISK.into())
         }
@@ -106,8 +117,6 @@ pub fn not_honoured(sc: &Scenario) -> Vec<String> {
             out.push(format!("[faults] {name} = {v}: {why}"));
         }
     };
-    rate("loss", f.loss, NO_NET);
-    rate("duplicate", f.duplicate, NO_NET);
     rate("net_spike", f.net_spike, NO_NET);
     rate("heartbeat_loss", f.heartbeat_loss, NO_NET);
     rate("disk_spike", f.disk_spike, NO_DISK);
@@ -258,11 +267,90 @@ fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
         .collect())
 }
 
-/// Executes one real or approximated step; returns what was done, for the timeline.
-pub fn execute(live: &Live, action: &Action) -> Result<(String, String), String> {
+fn names(live: &Live, refs: &[NodeRef]) -> Result<Vec<String>, String> {
+    refs.iter().map(|r| live.resolve(r)).collect()
+}
+
+/// Pushes the network's faults; says which nodes still wait for theirs.
+fn push(live: &Live, net: &mut Net, what: String) -> Result<(String, String), String> {
+    let missed = net.apply(live.dir)?;
+    Ok((
+        String::new(),
+        if missed.is_empty() {
+            what
+        } else {
+            format!("{what} (pending on {} until they run)", missed.join(", "))
+        },
+    ))
+}
+
+/// A process came back: it gets the network's faults again.
+fn rejoin(live: &Live, net: &mut Net, name: &str) {
+    net.forget(name);
+    let _ = net.apply(live.dir);
+}
+
+/// Executes one real or approximated step; returns the node it concerned and what was done.
+pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, String), String> {
     use Action as A;
     let dir = live.dir;
     match action {
+        A::Partition { a, b, oneway } => {
+            let (a, b) = (names(live, a)?, names(live, b)?);
+            net.partition(&a, &b, *oneway);
+            let arrow = if *oneway { "→" } else { "↔" };
+            push(
+                live,
+                net,
+                format!("partition {} {arrow} {}", a.join(","), b.join(",")),
+            )
+        }
+        A::Repair { a, b } => {
+            let (a, b) = (names(live, a)?, names(live, b)?);
+            net.repair(&a, &b);
+            push(
+                live,
+                net,
+                format!("repair {} ↔ {}", a.join(","), b.join(",")),
+            )
+        }
+        A::Isolate(r) => {
+            let n = live.resolve(r)?;
+            net.isolated.insert(n.clone());
+            push(live, net, format!("isolate {n}")).map(|(_, w)| (n, w))
+        }
+        A::SetLoss(p) => {
+            net.loss = *p;
+            push(live, net, format!("message loss {p}"))
+        }
+        A::SetDuplicate(p) => {
+            net.duplicate = *p;
+            push(live, net, format!("message duplication {p}"))
+        }
+        A::SetLatency(r) => {
+            net.delay = Some((r.start, r.end));
+            push(live, net, format!("added one-way delay {r:?}"))
+        }
+        A::Flap {
+            node,
+            down,
+            up,
+            count,
+        } => {
+            let n = live.resolve(node)?;
+            for _ in 0..*count {
+                net.isolated.insert(n.clone());
+                net.apply(dir)?;
+                std::thread::sleep(*down);
+                net.isolated.remove(&n);
+                net.apply(dir)?;
+                std::thread::sleep(*up);
+            }
+            Ok((
+                n.clone(),
+                format!("flapped {n}'s links {count} times ({down:?} cut, {up:?} up)"),
+            ))
+        }
         A::Crash(r) | A::CrashAfterForward(r) => {
             let n = live.resolve(r)?;
             cluster::kill(dir, &n, "KILL")?;
@@ -271,6 +359,7 @@ pub fn execute(live: &Live, action: &Action) -> Result<(String, String), String>
         A::Restart(r) => {
             let n = live.resolve(r)?;
             cluster::restart(dir, &n)?;
+            rejoin(live, net, &n);
             Ok((n.clone(), format!("restart {n}")))
         }
         A::RestartEmpty(r) => {
@@ -286,6 +375,7 @@ pub fn execute(live: &Live, action: &Action) -> Result<(String, String), String>
                 std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
             }
             cluster::restart(dir, &n)?;
+            rejoin(live, net, &n);
             Ok((
                 n.clone(),
                 format!("restart {n} with {} empty target directories", dirs.len()),
@@ -299,11 +389,17 @@ pub fn execute(live: &Live, action: &Action) -> Result<(String, String), String>
         A::Resume(r) => {
             let n = live.resolve(r)?;
             cluster::kill(dir, &n, "CONT")?;
+            let _ = net.apply(dir);
             Ok((n.clone(), format!("kill -CONT {n}")))
         }
         A::Heal => {
             let resumed = resume_all(dir);
-            Ok((String::new(), format!("heal: resumed {resumed} processes")))
+            net.heal();
+            push(
+                live,
+                net,
+                format!("heal: every link repaired, rates reset, {resumed} processes sent SIGCONT"),
+            )
         }
         other => Err(format!("`{}` does not run on real processes", other.verb())),
     }
@@ -350,11 +446,22 @@ mod tests {
         assert_eq!(p.len(), 4);
         assert_eq!(p[0].how, How::Real);
         assert_eq!(p[1].how, How::Real);
-        assert!(matches!(p[2].how, How::NotRun(_)));
+        assert_eq!(p[2].how, How::Real);
         assert!(matches!(p[3].how, How::Approx(_)));
+        assert!(not_honoured(&sc).is_empty(), "loss runs in the fault layer");
+        let sc = t3fs_scenario::parse(
+            "y.toml",
+            "name = \"y\"\nabout = \"y\"\nduration = \"5s\"\n[cluster]\nclients = 2\n\
+             [[step]]\nat = \"1s\"\ndo = \"isolate\"\nnode = \"client-1\"\n\
+             [[step]]\nat = \"2s\"\ndo = \"drop_heartbeats\"\nnode = \"storage-0\"\nduration = \"1s\"\n\
+             [faults]\ntorn_write = 0.5\n",
+        )
+        .expect("scenario");
+        let p = plan(&sc);
+        assert!(p.iter().all(|p| matches!(p.how, How::NotRun(_))), "{p:?}");
         let n = not_honoured(&sc);
         assert_eq!(n.len(), 1, "{n:?}");
-        assert!(n[0].starts_with("[faults] loss = 0.01"));
+        assert!(n[0].starts_with("[faults] torn_write = 0.5"));
     }
 
     #[test]

@@ -67,6 +67,12 @@ counters! {
     connect_failures,
     /// Authenticated connections closed (peer gone, error, duplicate retired, shutdown).
     disconnects,
+    /// Frames the fault layer dropped (a cut link, isolation, or the loss rate), in or out.
+    fault_dropped,
+    /// Outbound frames the fault layer sent twice.
+    fault_duplicated,
+    /// Outbound frames the fault layer delayed.
+    fault_delayed,
 }
 
 impl Counters {

@@ -39,6 +39,7 @@
 //! the handles does not stop the tasks.
 
 mod counters;
+mod faults;
 mod frame;
 mod handshake;
 mod peer;
@@ -56,6 +57,7 @@ use t3fs_core::limits::FRAME_BYTES_MAX;
 use t3fs_core::msg::Msg;
 
 pub use counters::TransportCounters;
+pub use faults::NetFaults;
 pub use tcp::Transport;
 
 /// How a transport runs. `Debug` does not show the token.

@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 use tokio::time::timeout;
 
 use super::counters::{Counters, TransportCounters};
+use super::faults::{Fate, NetFaults};
 use super::frame::{FrameError, FrameReader};
 use super::handshake::{self, HandshakeError, Me, TokenKey};
 use super::peer::{drive, Conn, PeerSlot};
@@ -63,6 +64,7 @@ pub(crate) struct Inner {
     next_conn: AtomicU64,
     open_conns: AtomicUsize,
     rng: AtomicU64,
+    pub(crate) faults: super::faults::FaultLayer,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,6 +103,7 @@ impl Transport {
             next_conn: AtomicU64::new(1),
             open_conns: AtomicUsize::new(0),
             rng: AtomicU64::new(rng),
+            faults: Default::default(),
         });
         if let Some(l) = listener {
             inner.spawn(accept_loop(inner.clone(), l));
@@ -133,9 +136,33 @@ impl Transport {
     }
 
     /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`). `Ok` means
-    /// queued, not delivered.
+    /// queued, not delivered (or taken by the fault layer, as the wire would).
     pub fn try_send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
         let frame = frame.into();
+        match self.inner.faults.outbound(to, || self.inner.random()) {
+            Fate::Send => self.enqueue(to, frame),
+            Fate::Drop => {
+                Counters::bump(&self.inner.counters.fault_dropped);
+                Ok(())
+            }
+            Fate::Twice => {
+                Counters::bump(&self.inner.counters.fault_duplicated);
+                self.enqueue(to, frame.clone())?;
+                self.enqueue(to, frame)
+            }
+            Fate::Delay(d) => {
+                Counters::bump(&self.inner.counters.fault_delayed);
+                let me = self.clone();
+                self.inner.spawn(async move {
+                    tokio::time::sleep(d).await;
+                    let _ = me.enqueue(to, frame);
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn enqueue(&self, to: NodeId, frame: Frame) -> Result<(), SendError> {
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.try_send(frame).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
@@ -146,11 +173,25 @@ impl Transport {
         })
     }
 
+    /// Replaces this transport's network faults (the fault layer, `faults.rs`).
+    pub fn set_faults(&self, f: NetFaults) {
+        self.inner.faults.set(f);
+    }
+
+    /// This transport's network faults now.
+    pub fn faults(&self) -> NetFaults {
+        self.inner.faults.get()
+    }
+
     /// Queues `frame` for `to`, waiting for queue space (backpressure). The route is checked
     /// once, on entry: if the peer never comes back this waits until shutdown, so callers that
     /// must not stall wrap it in a timeout or use [`try_send`](Self::try_send).
     pub async fn send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
         let frame = frame.into();
+        if self.inner.faults.outbound(to, || self.inner.random()) != Fate::Send {
+            // Faulted frames take try_send's path: dropped, doubled or delayed, never waited on.
+            return self.try_send(to, frame);
+        }
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.send(frame).await.map_err(|_| SendError::Closed)
     }
@@ -375,6 +416,10 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
         // includes it.
         Counters::bump(&c.frames_in);
         Counters::add(&c.bytes_in, (frame.len() + bulk.len()) as u64);
+        if inner.faults.drops_inbound(conn.peer.node) {
+            Counters::bump(&c.fault_dropped);
+            continue;
+        }
         let msg = Inbound {
             from: conn.peer.node,
             frame,

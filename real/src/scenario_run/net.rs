@@ -1,0 +1,164 @@
+//! A real run's network faults: the state the scenario's network steps build (cut links between
+//! named nodes, isolated nodes, loss and duplication rates, a delay range), turned into each
+//! node's [`NetFaults`] and pushed to its transport's fault layer through the fault RPC.
+//!
+//! Invariants: the faults belong to the network, not to a process, so a node that restarts or
+//! resumes gets them again (`forget` then `apply`); a node that cannot be reached (paused, down)
+//! keeps its pending faults and is retried at the next `apply`, never silently skipped. Not
+//! here: the fault layer itself (transport/faults.rs) or kernel-level faults (netns.rs).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use t3fs_core::ids::NodeId;
+
+use crate::cluster;
+use crate::transport::NetFaults;
+
+/// The network as the steps have left it.
+#[derive(Clone, Debug, Default)]
+pub struct Net {
+    /// Directed cut links (from, to), by process name.
+    pub cut: BTreeSet<(String, String)>,
+    /// Isolated processes.
+    pub isolated: BTreeSet<String>,
+    /// Outbound loss rate on every node.
+    pub loss: f64,
+    /// Outbound duplication rate on every node.
+    pub duplicate: f64,
+    /// Outbound delay range on every node.
+    pub delay: Option<(Duration, Duration)>,
+    applied: BTreeMap<String, NetFaults>,
+}
+
+impl Net {
+    /// Cuts a → b (and b → a unless `oneway`).
+    pub fn partition(&mut self, a: &[String], b: &[String], oneway: bool) {
+        for x in a {
+            for y in b {
+                self.cut.insert((x.clone(), y.clone()));
+                if !oneway {
+                    self.cut.insert((y.clone(), x.clone()));
+                }
+            }
+        }
+    }
+
+    /// Restores a ↔ b both ways.
+    pub fn repair(&mut self, a: &[String], b: &[String]) {
+        self.cut
+            .retain(|(x, y)| !(a.contains(x) && b.contains(y) || b.contains(x) && a.contains(y)));
+    }
+
+    /// Every fault cleared.
+    pub fn heal(&mut self) {
+        let applied = std::mem::take(&mut self.applied);
+        *self = Self {
+            applied,
+            ..Self::default()
+        };
+    }
+
+    /// `name`'s process no longer has what was applied (it restarted).
+    pub fn forget(&mut self, name: &str) {
+        self.applied.remove(name);
+    }
+
+    /// The faults of process `name`, with node ids from `ids`.
+    pub fn faults_of(&self, name: &str, ids: &BTreeMap<String, u32>) -> NetFaults {
+        let id = |n: &String| ids.get(n).map(|i| NodeId(*i));
+        NetFaults {
+            cut_out: self
+                .cut
+                .iter()
+                .filter(|(x, _)| x == name)
+                .filter_map(|(_, y)| id(y))
+                .collect(),
+            cut_in: self
+                .cut
+                .iter()
+                .filter(|(_, y)| y == name)
+                .filter_map(|(x, _)| id(x))
+                .collect(),
+            isolated: self.isolated.contains(name),
+            loss: self.loss,
+            duplicate: self.duplicate,
+            delay: self.delay,
+        }
+    }
+
+    /// Pushes every changed node's faults (those that never had any and have none need no
+    /// call); returns the nodes that could not be reached.
+    pub fn apply(&mut self, dir: &Path) -> Result<Vec<String>, String> {
+        let entries = cluster::nodes(dir)?;
+        let ids: BTreeMap<String, u32> = entries
+            .iter()
+            .map(|n| (n.name.clone(), n.cfg.node.id))
+            .collect();
+        let pids = cluster::pids(dir);
+        let mut missed = Vec::new();
+        for n in entries.iter().filter(|n| n.role != "kv") {
+            let want = self.faults_of(&n.name, &ids);
+            let had = self.applied.get(&n.name).cloned().unwrap_or_default();
+            if want == had {
+                continue;
+            }
+            let alive = pids.get(&n.name).is_some_and(|p| cluster::alive(*p));
+            let addr = n
+                .cfg
+                .node
+                .metrics
+                .parse()
+                .map_err(|e| format!("{}: {e}", n.name))?;
+            let put = alive.then(|| {
+                crate::metrics::put_faults(
+                    addr,
+                    &n.cfg.cluster.token,
+                    &want,
+                    Duration::from_secs(1),
+                )
+            });
+            match put {
+                Some(Ok(())) => {
+                    self.applied.insert(n.name.clone(), want);
+                }
+                _ => missed.push(n.name.clone()),
+            }
+        }
+        Ok(missed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn partitions_repairs_and_isolation_become_per_node_faults() {
+        let ids: BTreeMap<String, u32> = [("mgmtd-0", 0), ("storage-0", 1), ("storage-1", 2)]
+            .into_iter()
+            .map(|(n, i)| (n.to_string(), i))
+            .collect();
+        let mut net = Net::default();
+        net.partition(&names(&["storage-1"]), &names(&["mgmtd-0"]), true);
+        let s1 = net.faults_of("storage-1", &ids);
+        assert_eq!(s1.cut_out, [NodeId(0)].into());
+        assert!(s1.cut_in.is_empty());
+        assert_eq!(net.faults_of("mgmtd-0", &ids).cut_in, [NodeId(2)].into());
+        net.partition(&names(&["storage-0"]), &names(&["mgmtd-0"]), false);
+        assert_eq!(net.faults_of("mgmtd-0", &ids).cut_out, [NodeId(1)].into());
+        net.repair(&names(&["mgmtd-0"]), &names(&["storage-0", "storage-1"]));
+        assert!(net.cut.is_empty());
+        net.isolated.insert("storage-0".into());
+        net.loss = 0.1;
+        let s0 = net.faults_of("storage-0", &ids);
+        assert!(s0.isolated && s0.loss == 0.1);
+        net.heal();
+        assert!(net.faults_of("storage-0", &ids).is_clear());
+    }
+}

@@ -1,0 +1,233 @@
+//! The transport's fault layer: network faults a real run injects without root, obeyed by the
+//! node's own transport. Links cut to or from given peers (partitions, one-way cuts, repairs),
+//! the whole node isolated, outbound loss and duplication rates and an outbound delay range
+//! (wide ranges reorder frames). Set as a whole, [`NetFaults`], through the node's control
+//! endpoint (metrics.rs, authenticated by the cluster token) or directly on an in-process
+//! transport.
+//!
+//! Invariants: with no faults set (the default) a frame takes no lock and no extra branch beyond
+//! one atomic load; a frame the layer drops is counted `fault_dropped` and looks to the sender
+//! like a frame lost on the wire (the send returns `Ok`), never like an error. Not here: which
+//! faults a scenario sets when (t3fs-real's scenario_run), or kernel-level faults (netns.rs).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use t3fs_core::ids::NodeId;
+
+/// One node's network faults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NetFaults {
+    /// Frames to these peers are dropped.
+    pub cut_out: BTreeSet<NodeId>,
+    /// Frames from these peers are dropped.
+    pub cut_in: BTreeSet<NodeId>,
+    /// Every frame in and out is dropped.
+    pub isolated: bool,
+    /// Probability that an outbound frame is dropped.
+    pub loss: f64,
+    /// Probability that an outbound frame is sent twice.
+    pub duplicate: f64,
+    /// Each outbound frame waits a uniform time in this range before it is queued.
+    pub delay: Option<(Duration, Duration)>,
+}
+
+/// What happens to one outbound frame.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Fate {
+    /// Sent as usual.
+    Send,
+    /// Dropped.
+    Drop,
+    /// Sent twice.
+    Twice,
+    /// Sent after this long.
+    Delay(Duration),
+}
+
+fn ids(s: &BTreeSet<NodeId>) -> String {
+    s.iter()
+        .map(|n| n.0.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_ids(v: &str) -> Result<BTreeSet<NodeId>, String> {
+    v.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.parse()
+                .map(NodeId)
+                .map_err(|_| format!("bad node id `{x}`"))
+        })
+        .collect()
+}
+
+fn parse_rate(k: &str, v: &str) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{k}: `{v}` is not a rate in [0, 1]")),
+    }
+}
+
+impl NetFaults {
+    /// No faults at all.
+    pub fn is_clear(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The control endpoint's query string (`out=1,2&in=&iso=0&loss=0&dup=0&delay_us=0-0`).
+    pub fn to_query(&self) -> String {
+        let (lo, hi) = self.delay.unwrap_or_default();
+        format!(
+            "out={}&in={}&iso={}&loss={}&dup={}&delay_us={}-{}",
+            ids(&self.cut_out),
+            ids(&self.cut_in),
+            u8::from(self.isolated),
+            self.loss,
+            self.duplicate,
+            lo.as_micros(),
+            hi.as_micros()
+        )
+    }
+
+    /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
+    pub fn parse(query: &str) -> Result<Self, String> {
+        let mut f = Self::default();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or(format!("`{pair}`: expected key=value"))?;
+            match k {
+                "out" => f.cut_out = parse_ids(v)?,
+                "in" => f.cut_in = parse_ids(v)?,
+                "iso" => f.isolated = v == "1",
+                "loss" => f.loss = parse_rate(k, v)?,
+                "dup" => f.duplicate = parse_rate(k, v)?,
+                "delay_us" => {
+                    let (a, b) = v
+                        .split_once('-')
+                        .ok_or(format!("delay_us: `{v}` is not LO-HI"))?;
+                    let us = |x: &str| x.parse::<u64>().map_err(|_| format!("delay_us: `{x}`"));
+                    let (a, b) = (us(a)?, us(b)?);
+                    if a > b {
+                        return Err(format!("delay_us: {a} > {b}"));
+                    }
+                    f.delay = (b > 0).then(|| (Duration::from_micros(a), Duration::from_micros(b)));
+                }
+                _ => return Err(format!("unknown key `{k}`")),
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// The live fault state of one transport.
+#[derive(Debug, Default)]
+pub(crate) struct FaultLayer {
+    on: AtomicBool,
+    state: Mutex<NetFaults>,
+}
+
+impl FaultLayer {
+    /// Replaces the faults.
+    pub(crate) fn set(&self, f: NetFaults) {
+        let clear = f.is_clear();
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = f;
+        self.on.store(!clear, Ordering::SeqCst);
+    }
+
+    /// The faults now.
+    pub(crate) fn get(&self) -> NetFaults {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The fate of a frame to `to`; `random` draws 64 random bits.
+    pub(crate) fn outbound(&self, to: NodeId, random: impl Fn() -> u64) -> Fate {
+        if !self.on.load(Ordering::Relaxed) {
+            return Fate::Send;
+        }
+        let f = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let unit = || (random() >> 11) as f64 / (1u64 << 53) as f64;
+        if f.isolated || f.cut_out.contains(&to) || (f.loss > 0.0 && unit() < f.loss) {
+            return Fate::Drop;
+        }
+        if f.duplicate > 0.0 && unit() < f.duplicate {
+            return Fate::Twice;
+        }
+        match f.delay {
+            Some((lo, hi)) => {
+                let span = (hi - lo).as_nanos() as u64;
+                let extra = if span == 0 { 0 } else { random() % (span + 1) };
+                Fate::Delay(lo + Duration::from_nanos(extra))
+            }
+            None => Fate::Send,
+        }
+    }
+
+    /// Whether a frame from `from` is dropped.
+    pub(crate) fn drops_inbound(&self, from: NodeId) -> bool {
+        if !self.on.load(Ordering::Relaxed) {
+            return false;
+        }
+        let f = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f.isolated || f.cut_in.contains(&from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_round_trips_and_bad_input_is_refused() {
+        let f = NetFaults {
+            cut_out: [NodeId(1), NodeId(4)].into(),
+            cut_in: [NodeId(2)].into(),
+            isolated: false,
+            loss: 0.25,
+            duplicate: 0.5,
+            delay: Some((Duration::from_micros(100), Duration::from_millis(5))),
+        };
+        assert_eq!(NetFaults::parse(&f.to_query()), Ok(f));
+        assert_eq!(
+            NetFaults::parse(&NetFaults::default().to_query()),
+            Ok(NetFaults::default())
+        );
+        assert!(NetFaults::parse("loss=2").is_err());
+        assert!(NetFaults::parse("out=x").is_err());
+        assert!(NetFaults::parse("nope=1").is_err());
+        assert!(NetFaults::parse("delay_us=5-1").is_err());
+    }
+
+    #[test]
+    fn fates_follow_the_faults() {
+        let l = FaultLayer::default();
+        let r = || 0u64; // Every draw is the smallest: any positive rate fires.
+        assert_eq!(l.outbound(NodeId(1), r), Fate::Send);
+        l.set(NetFaults {
+            cut_out: [NodeId(1)].into(),
+            cut_in: [NodeId(3)].into(),
+            ..NetFaults::default()
+        });
+        assert_eq!(l.outbound(NodeId(1), r), Fate::Drop);
+        assert_eq!(l.outbound(NodeId(2), r), Fate::Send);
+        assert!(l.drops_inbound(NodeId(3)) && !l.drops_inbound(NodeId(1)));
+        l.set(NetFaults {
+            duplicate: 0.1,
+            ..NetFaults::default()
+        });
+        assert_eq!(l.outbound(NodeId(2), r), Fate::Twice);
+        l.set(NetFaults {
+            isolated: true,
+            ..NetFaults::default()
+        });
+        assert_eq!(l.outbound(NodeId(2), r), Fate::Drop);
+        assert!(l.drops_inbound(NodeId(9)));
+        l.set(NetFaults::default());
+        assert_eq!(l.outbound(NodeId(1), r), Fate::Send);
+        assert!(!l.drops_inbound(NodeId(3)));
+    }
+}

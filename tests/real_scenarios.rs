@@ -74,12 +74,15 @@ fn a_replaced_disk_on_real_processes_passes_every_verdict() {
 #[test]
 fn plan_lists_the_steps_that_cannot_run_for_real_and_starts_nothing() {
     let tmp = scratch("run-plan");
-    let (ok, text) = t3fs(
-        &["cluster", "run", "partition_replica_from_mgmtd", "--plan"],
-        &tmp.0,
-    );
+    let args = ["cluster", "run", "appendix_b_late_heartbeats", "--plan"];
+    let (ok, text) = t3fs(&args, &tmp.0);
     assert!(ok, "{text}");
+    // kv_unavailable, kv_available, slow_disk and heal_disk have no real fault layer yet.
     assert_eq!(text.matches("does not run").count(), 4, "{text}");
+    assert!(
+        text.contains("isolate") && text.contains("not honoured: [faults] torn_write"),
+        "{text}"
+    );
     let (ok, text) = t3fs(
         &["cluster", "run", "head_crash_mid_write", "--plan"],
         &tmp.0,

@@ -453,7 +453,7 @@ mod tests {
             "y.toml",
             "name = \"y\"\nabout = \"y\"\nduration = \"5s\"\n[cluster]\nclients = 2\n\
              [[step]]\nat = \"1s\"\ndo = \"isolate\"\nnode = \"client-1\"\n\
-             [[step]]\nat = \"2s\"\ndo = \"drop_heartbeats\"\nnode = \"storage-0\"\nduration = \"1s\"\n\
+             [[step]]\nat = \"2s\"\ndo = \"drop_heartbeats\"\nnode = \"storage-0\"\nfor = \"1s\"\n\
              [faults]\ntorn_write = 0.5\n",
         )
         .expect("scenario");

@@ -220,6 +220,7 @@ impl Client {
         }
         let mut cfg = ClientConfig::new(node, id);
         cfg.mgmtd = Some(mgmtd);
+        cfg.mgmtds = mgmtds.clone();
         cfg.meta = addrs.meta.clone();
         cfg.channels = 64;
         let scale = |d: Duration| match opts.timeouts {

@@ -42,6 +42,12 @@ pub struct ClientConfig {
     pub client: ClientId,
     /// Where to ask for routing info on routing errors (`None`: wait for pushes).
     pub mgmtd: Option<NodeId>,
+    /// Every mgmtd, as 3FS clients are configured with all of them. When not empty, each
+    /// routing refresh asks for the whole routing info, which a primary always answers; a
+    /// refresh left unanswered until the next one moves the client to the next mgmtd in this
+    /// list (a paused or partitioned primary sends no `NotPrimary` hint to follow). Empty: the
+    /// refresh asks only for newer routing, and the client follows hints alone.
+    pub mgmtds: Vec<NodeId>,
     /// Retries of one chunk I/O before its call fails.
     pub retries_max: u32,
     /// Exactly-once channels (concurrent writes).
@@ -73,6 +79,7 @@ impl ClientConfig {
             node,
             client,
             mgmtd: None,
+            mgmtds: Vec::new(),
             retries_max: limits::CLIENT_RETRIES_MAX,
             channels: 64,
             io_timeout: Some(limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2),
@@ -259,6 +266,8 @@ pub struct Client {
     next_io: u64,
     /// The mgmtd believed to be primary (follows `NotPrimary` hints).
     mgmtd: Option<NodeId>,
+    /// A whole-routing refresh was sent and no routing has come since (see `cfg.mgmtds`).
+    probe_unanswered: bool,
     counters: crate::machine::Unobserved<ClientCounters>,
 }
 
@@ -278,6 +287,7 @@ impl Client {
             seqnums: BTreeMap::new(),
             next_io: 0,
             mgmtd: cfg_mgmtd,
+            probe_unanswered: false,
             counters: Default::default(),
         }
     }
@@ -384,6 +394,29 @@ impl Client {
         out.push(crate::machine::ActionOf::Return { req, ret });
     }
 
+    /// The periodic refresh. With every mgmtd known, it asks for the whole routing (a primary
+    /// always answers that), after moving on to the next mgmtd if the last such ask went
+    /// unanswered for a whole refresh interval.
+    fn probe_mgmtd(&mut self, out: &mut Outbox<Self>) {
+        let all = &self.cfg.mgmtds;
+        let Some(current) = self.mgmtd.filter(|_| !all.is_empty()) else {
+            return self.refresh_routing(out);
+        };
+        if self.probe_unanswered {
+            let at = all.iter().position(|m| *m == current).map_or(0, |i| i + 1);
+            self.mgmtd = Some(all[at % all.len()]);
+        }
+        self.probe_unanswered = true;
+        if let Some(m) = self.mgmtd {
+            out.send(
+                m,
+                Msg::GetRouting {
+                    known: crate::ids::RoutingVersion(0),
+                },
+            );
+        }
+    }
+
     fn on_routing(&mut self, routing: RoutingInfo, out: &mut Outbox<Self>) {
         if routing.version <= self.routing.version {
             return;
@@ -429,7 +462,10 @@ impl Machine for Client {
                 Msg::ReadReply(rep) => self.on_read_reply(from, rep, out),
                 Msg::QueryLastChunkReply(rep) => self.on_query_reply(rep, out),
                 Msg::MetaReply(rep) => self.on_meta_reply(rep, out),
-                Msg::Routing(routing) => self.on_routing(routing, out),
+                Msg::Routing(routing) => {
+                    self.probe_unanswered = false;
+                    self.on_routing(routing, out)
+                }
                 // Follow the hint once per answer; with no hint, keep asking the same one.
                 Msg::NotPrimary { primary } if primary.is_some() && primary != self.mgmtd => {
                     self.mgmtd = primary;
@@ -441,7 +477,7 @@ impl Machine for Client {
             EventOf::Timer(ClientTimer::Retry(id)) => self.on_retry(id, out),
             EventOf::Timer(ClientTimer::Meta(id)) => self.send_meta(id, out),
             EventOf::Timer(ClientTimer::Refresh) => {
-                self.refresh_routing(out);
+                self.probe_mgmtd(out);
                 if let Some(mgmtd) = self.mgmtd {
                     out.send(
                         mgmtd,

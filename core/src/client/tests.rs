@@ -340,3 +340,44 @@ fn owners_are_stable_and_spread_over_meta_servers() {
         }
     }
 }
+
+/// Where each refresh's GetRouting went, and what it asked.
+fn routing_asks(acts: &[Action<Client>]) -> Vec<(NodeId, u64)> {
+    acts.iter()
+        .filter_map(|a| match a {
+            ActionOf::Send {
+                to,
+                msg: Msg::GetRouting { known },
+            } => Some((*to, known.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_silent_mgmtd_is_left_for_the_next_one_and_an_answering_one_kept() {
+    use PublicState::Serving;
+    let mut cfg = ClientConfig::new(NodeId(9), ClientId(9));
+    cfg.mgmtd = Some(NodeId(1));
+    cfg.mgmtds = vec![NodeId(0), NodeId(1)];
+    let mut c = Client::new(cfg, routing(1, &[(2, Serving)]));
+    let tick = |c: &mut Client| routing_asks(&handle(c, EventOf::Timer(ClientTimer::Refresh)));
+    assert_eq!(
+        tick(&mut c),
+        vec![(NodeId(1), 0)],
+        "asks for the whole routing"
+    );
+    assert_eq!(
+        tick(&mut c),
+        vec![(NodeId(0), 0)],
+        "no answer: the next mgmtd"
+    );
+    recv(&mut c, NodeId(0), Msg::Routing(routing(2, &[(2, Serving)])));
+    assert_eq!(tick(&mut c), vec![(NodeId(0), 0)], "it answered: stay");
+    assert_eq!(tick(&mut c), vec![(NodeId(1), 0)], "wraps around the list");
+    // Without the list, a refresh asks the same mgmtd for newer routing only, forever.
+    let mut c = client();
+    c.mgmtd = Some(NodeId(1));
+    assert_eq!(tick(&mut c), vec![(NodeId(1), 1)]);
+    assert_eq!(tick(&mut c), vec![(NodeId(1), 1)]);
+}

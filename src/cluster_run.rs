@@ -182,6 +182,16 @@ fn run_data(
     for (op, v) in &ops {
         counters.insert(format!("workload.{op}"), v.iter().sum());
     }
+    // The steps carried out, by verb (a soak's fault counts).
+    for p in o
+        .planned
+        .iter()
+        .filter(|p| !matches!(p.how, How::NotRun(_)))
+    {
+        *counters
+            .entry(format!("steps.{}", p.step.action.verb()))
+            .or_insert(0) += 1;
+    }
     let manifest = Manifest {
         scenario: sc.name.clone(),
         about: sc.about.clone(),
@@ -267,9 +277,6 @@ pub fn run(a: RunArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let seed = a.seed.unwrap_or(sc.seeds[0]);
-    let dir = a.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("t3fs-run-{}-{}", sc.name, std::process::id()))
-    });
     let command = format!(
         "t3fs cluster run {} --seed {seed}{}{}",
         a.scenario,
@@ -283,6 +290,31 @@ pub fn run(a: RunArgs) -> ExitCode {
             format!(" --store {}", a.store)
         }
     );
+    let place = Place {
+        dir: a.dir.clone(),
+        store: a.store.clone(),
+        out: a.out.clone(),
+    };
+    run_real(&sc, seed, &place, &command)
+}
+
+/// Where a real run's cluster and run directory go.
+pub struct Place {
+    /// The cluster directory (default: a fresh one under the temporary directory, removed
+    /// after a passing run).
+    pub dir: Option<PathBuf>,
+    /// Chunk store of every target.
+    pub store: String,
+    /// Where the run directory goes.
+    pub out: PathBuf,
+}
+
+/// Runs `sc` on real processes with `seed`, judges it, writes its run directory and says how
+/// to reproduce a failure with `command`.
+pub fn run_real(sc: &Scenario, seed: u64, place: &Place, command: &str) -> ExitCode {
+    let dir = place.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("t3fs-run-{}-{}", sc.name, std::process::id()))
+    });
     println!("{} on real processes (seed {seed}): {}", sc.name, sc.about);
     let t0 = std::time::Instant::now();
     let say = move |s: &str| println!("  {:>6.1}s  {s}", t0.elapsed().as_secs_f64());
@@ -291,7 +323,7 @@ pub fn run(a: RunArgs) -> ExitCode {
         scenario: sc.clone(),
         seed,
         bug: sc.bug.clone(),
-        store: a.store.clone(),
+        store: place.store.clone(),
     };
     let outcome = match scenario_run::run(&o, &say) {
         Ok(x) => x,
@@ -303,7 +335,7 @@ pub fn run(a: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (named, mut exit, mut reason) = judge(&outcome, &sc);
+    let (named, mut exit, mut reason) = judge(&outcome, sc);
     let mut lines: Vec<VerdictLine> = named
         .iter()
         .map(|(n, v)| VerdictLine {
@@ -330,8 +362,8 @@ pub fn run(a: RunArgs) -> ExitCode {
         "  {ops} operations answered · {:.1}s wall",
         outcome.elapsed.as_secs_f64()
     );
-    let data = run_data(&outcome, &sc, seed, &command, lines, exit, reason.clone());
-    let run_dir = a.out.join(format!("{}-real-seed{seed}", sc.name));
+    let data = run_data(&outcome, sc, seed, command, lines, exit, reason.clone());
+    let run_dir = place.out.join(format!("{}-real-seed{seed}", sc.name));
     match crate::real_run::write(data, &run_dir) {
         Ok(()) => println!(
             "run directory: {} (report.md, report.html)",

@@ -6,6 +6,7 @@ mod bench_meta;
 mod check;
 mod cluster;
 mod cluster_run;
+mod cluster_soak;
 mod real_run;
 mod report;
 mod sim;

@@ -4,7 +4,9 @@
 //! status text; on the primary mgmtd, the cluster's nodes and chains). With a [`Control`], it
 //! also answers the fault control RPC: `PUT /fault?QUERY` replaces the node's network faults
 //! (the transport's fault layer, `transport::NetFaults` query syntax) and `GET /fault` reads
-//! them, both only with the cluster token in an `x-t3fs-token` header (403 otherwise).
+//! them; on a storage node `PUT /disk?QUERY` and `GET /disk` do the same for its targets' disk
+//! faults (`chunk_store::DiskFaults`). All only with the cluster token in an `x-t3fs-token`
+//! header (403 otherwise).
 //!
 //! Invariants: a request is read with a size and time limit and any malformed one gets a 400;
 //! the server never blocks the node (it only reads the latest snapshot). Not here: producing the
@@ -25,11 +27,19 @@ pub struct Control {
     pub token: String,
     /// The node's transport.
     pub transport: crate::transport::Transport,
+    /// The disk faults of a storage node's targets.
+    pub disk: Option<std::sync::Arc<crate::chunk_store::DiskFaultLayer>>,
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess matched.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// Whether `path` is one of the fault RPC's resources.
+fn is_control(path: &str) -> bool {
+    let r = path.split_once('?').map_or(path, |(r, _)| r);
+    r == "/fault" || r == "/disk"
 }
 
 /// The fault RPC's answer to `method` `path` with the request's header `lines`.
@@ -46,24 +56,44 @@ fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'sta
     if !token.is_some_and(|t| same(t.as_bytes(), c.token.as_bytes())) {
         return ("403 Forbidden", "the cluster token is required\n".into());
     }
-    match (method, path.split_once('?')) {
-        ("GET", None) => ("200 OK", format!("{}\n", c.transport.faults().to_query())),
-        ("PUT", q) => {
-            let q = q.map_or("", |(_, q)| q);
-            match crate::transport::NetFaults::parse(q) {
-                Ok(f) => {
-                    tracing::warn!("network faults set: {}", f.to_query());
-                    c.transport.set_faults(f);
-                    ("200 OK", format!("{}\n", c.transport.faults().to_query()))
-                }
-                Err(e) => ("400 Bad Request", format!("{e}\n")),
+    let (resource, query) = match path.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (path, None),
+    };
+    match (method, resource, query) {
+        ("GET", "/fault", None) => ("200 OK", format!("{}\n", c.transport.faults().to_query())),
+        ("PUT", "/fault", q) => match crate::transport::NetFaults::parse(q.unwrap_or("")) {
+            Ok(f) => {
+                tracing::warn!("network faults set: {}", f.to_query());
+                c.transport.set_faults(f);
+                ("200 OK", format!("{}\n", c.transport.faults().to_query()))
             }
-        }
+            Err(e) => ("400 Bad Request", format!("{e}\n")),
+        },
+        (_, "/disk", _) if c.disk.is_none() => ("404 Not Found", "no disks on this node\n".into()),
+        ("GET", "/disk", None) => ("200 OK", describe_disk(c)),
+        ("PUT", "/disk", q) => match crate::chunk_store::DiskFaults::parse(q.unwrap_or("")) {
+            Ok(f) => {
+                tracing::warn!("disk faults set: {}", f.to_query());
+                if let Some(d) = &c.disk {
+                    d.set(f);
+                }
+                ("200 OK", describe_disk(c))
+            }
+            Err(e) => ("400 Bad Request", format!("{e}\n")),
+        },
         _ => (
             "400 Bad Request",
-            "use GET /fault or PUT /fault?QUERY\n".into(),
+            "use GET or PUT on /fault or /disk, with a query to PUT\n".into(),
         ),
     }
+}
+
+fn describe_disk(c: &Control) -> String {
+    c.disk
+        .as_ref()
+        .map(|d| format!("{}\n", d.describe()))
+        .unwrap_or_default()
 }
 
 /// Serves `snapshot` on `listener` until the task is dropped; with `control`, the fault RPC too.
@@ -105,7 +135,7 @@ pub async fn serve(
             let mut first = req.lines().next().unwrap_or("").split_whitespace();
             let (method, path) = (first.next().unwrap_or(""), first.next());
             let path = match (method, path) {
-                (_, Some(p)) if p == "/fault" || p.starts_with("/fault?") => {
+                (_, Some(p)) if is_control(p) => {
                     let (code, body) = fault_rpc(control.as_ref(), method, p, &req);
                     return reply(&mut sock, code, &body).await;
                 }
@@ -145,12 +175,28 @@ pub fn put_faults(
     f: &crate::transport::NetFaults,
     timeout: Duration,
 ) -> Result<(), String> {
+    put(addr, token, &format!("/fault?{}", f.to_query()), timeout)
+}
+
+/// Sets a storage node's disk faults through its fault RPC (blocking).
+pub fn put_disk_faults(
+    addr: std::net::SocketAddr,
+    token: &str,
+    f: &crate::chunk_store::DiskFaults,
+    timeout: Duration,
+) -> Result<(), String> {
+    put(addr, token, &format!("/disk?{}", f.to_query()), timeout)
+}
+
+fn put(
+    addr: std::net::SocketAddr,
+    token: &str,
+    path_query: &str,
+    timeout: Duration,
+) -> Result<(), String> {
     let (code, body) = request(
         addr,
-        &format!(
-            "PUT /fault?{} HTTP/1.0\r\nx-t3fs-token: {token}",
-            f.to_query()
-        ),
+        &format!("PUT {path_query} HTTP/1.0\r\nx-t3fs-token: {token}"),
         timeout,
     )
     .map_err(|e| format!("{addr}: {e}"))?;

@@ -138,6 +138,9 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         .await??;
     }
     let mut stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>> = BTreeMap::new();
+    // Every target of a storage node obeys the node's disk faults (set by the control RPC).
+    let disk =
+        matches!(r, Role::Storage).then(|| Arc::new(crate::chunk_store::DiskFaultLayer::default()));
     let process = match r {
         Role::Mgmtd => {
             let mut m = plan.mgmtd_cfg(me, &tuning);
@@ -158,7 +161,8 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
                     &cfg.node.data.join(format!("target-{}", t.0)),
                 )?;
                 metas.insert(t, list(s.as_mut())?);
-                stores.insert(t, s);
+                let layer = disk.clone().unwrap_or_default();
+                stores.insert(t, Box::new(crate::chunk_store::FaultyStore::new(s, layer)));
             }
             let marker = cfg.node.data.join("in-service");
             let mut scfg = plan.storage_cfg(me, &tuning);
@@ -192,6 +196,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     let control = crate::metrics::Control {
         token: cfg.cluster.token.clone(),
         transport: transport.clone(),
+        disk,
     };
     let http = tokio::spawn(crate::metrics::serve(
         metrics,

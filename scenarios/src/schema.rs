@@ -1,6 +1,6 @@
 //! A validated scenario: cluster shape, workload, background fault rates, timed steps and
-//! expectations. `load.rs` builds it from a TOML file; the simulator executes it; real runs will
-//! execute the steps they can (steps only a simulator can perform are `sim_only`).
+//! expectations. `load.rs` builds it from a TOML file; the simulator executes it; real runs
+//! (`t3fs cluster run`) execute the steps they can and say which they cannot before starting.
 //!
 //! Invariants: steps are sorted by `at` (stable, file order within one instant); every node
 //! reference names a node the cluster has; rates are within [0, 1]. Not here: parsing (load.rs)
@@ -342,23 +342,6 @@ pub enum Action {
 }
 
 impl Action {
-    /// True for steps only a simulator can perform (real runs skip them with a note).
-    pub fn sim_only(&self) -> bool {
-        matches!(
-            self,
-            Self::SkewClock { .. }
-                | Self::Link { .. }
-                | Self::StepClock { .. }
-                | Self::CorruptChunk(_)
-                | Self::FailDisk(_)
-                | Self::SlowDisk { .. }
-                | Self::FillDisk(_)
-                | Self::CrashAfterForward(_)
-                | Self::PauseOnCommit(_)
-                | Self::KvFaults { .. }
-        )
-    }
-
     /// The verb as written in files.
     pub fn verb(&self) -> &'static str {
         match self {

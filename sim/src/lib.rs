@@ -17,5 +17,6 @@ pub mod check;
 pub mod model;
 pub mod run;
 pub mod rundir;
+pub mod soak;
 pub mod swarm;
 pub mod world;

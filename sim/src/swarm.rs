@@ -19,6 +19,181 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The cluster shape the fault draws name nodes in.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Storage nodes.
+    pub storage_nodes: u32,
+    /// Replicas per chain.
+    pub replicas: u32,
+    /// Chains.
+    pub chains: u32,
+    /// Mgmtd servers.
+    pub mgmtd: u32,
+}
+
+impl Shape {
+    /// A storage node, by name or (half the time) by its position in a chain.
+    fn storage(&self, r: &mut Rng) -> NodeRef {
+        if r.chance(0.5) {
+            let pos = [ChainPos::Head, ChainPos::Tail, ChainPos::Middle]
+                [r.below(if self.replicas >= 3 { 3 } else { 2 }) as usize];
+            NodeRef::ChainPos(pos, 1 + r.below(u64::from(self.chains)) as u32)
+        } else {
+            NodeRef::Storage(r.below(u64::from(self.storage_nodes)) as u32)
+        }
+    }
+
+    /// One recoverable fault starting at `at` and lasting about `span` (ending by `duration`):
+    /// its steps, each undone by a later one (a crash by its restart, a cut by its repair).
+    /// The swarm draws several per scenario; `t3fs cluster soak` draws them one after another.
+    pub fn fault(
+        &self,
+        r: &mut Rng,
+        at: Duration,
+        span: Duration,
+        duration: Duration,
+    ) -> Vec<(Duration, Action)> {
+        let end = (at + span).min(duration);
+        let mut out = Vec::new();
+        let mut add = |t: Duration, a: Action| out.push((t, a));
+        match r.below(13) {
+            0 | 1 => {
+                // A storage crash and its restart (by name: the position moves on failover).
+                let n = NodeRef::Storage(r.below(u64::from(self.storage_nodes)) as u32);
+                add(at, Action::Crash(n.clone()));
+                add(
+                    end,
+                    if r.chance(0.2) {
+                        Action::RestartEmpty(n)
+                    } else {
+                        Action::Restart(n)
+                    },
+                );
+            }
+            2 => {
+                let n = self.storage(r);
+                add(at, Action::CrashAfterForward(n));
+            }
+            3 => {
+                let n = NodeRef::Mgmtd(r.below(u64::from(self.mgmtd)) as u32);
+                add(at, Action::Crash(n.clone()));
+                add(end, Action::Restart(n));
+            }
+            4 => {
+                let n = NodeRef::Storage(r.below(u64::from(self.storage_nodes)) as u32);
+                let m: Vec<NodeRef> = (0..self.mgmtd).map(NodeRef::Mgmtd).collect();
+                add(
+                    at,
+                    Action::Partition {
+                        a: vec![n.clone()],
+                        b: m.clone(),
+                        oneway: r.chance(0.5),
+                    },
+                );
+                add(end, Action::Repair { a: vec![n], b: m });
+            }
+            5 => {
+                let n = NodeRef::Storage(r.below(u64::from(self.storage_nodes)) as u32);
+                add(at, Action::Isolate(n.clone()));
+                add(end, Action::Heal);
+            }
+            6 => {
+                let n = self.storage(r);
+                add(at, Action::Pause(n.clone()));
+                add(end, Action::Resume(n));
+            }
+            7 => {
+                let n = NodeRef::Storage(r.below(u64::from(self.storage_nodes)) as u32);
+                add(
+                    at,
+                    Action::Flap {
+                        node: n,
+                        down: ms(100 + r.below(1500)),
+                        up: ms(100 + r.below(1500)),
+                        count: 1 + r.below(4) as u32,
+                    },
+                );
+            }
+            8 => {
+                let n = NodeRef::Mgmtd(r.below(u64::from(self.mgmtd)) as u32);
+                add(
+                    at,
+                    Action::StepClock {
+                        node: n,
+                        by_ms: r.below(4000) as i64 - 2000,
+                    },
+                );
+            }
+            9 => {
+                let n = self.storage(r);
+                add(
+                    at,
+                    Action::DropHeartbeats {
+                        node: n,
+                        duration: span,
+                    },
+                );
+            }
+            10 => {
+                add(at, Action::KvUnavailable);
+                add(end, Action::KvAvailable);
+            }
+            11 => {
+                // A slow disk (SSD GC, a dying device): milliseconds per I/O for a while.
+                let n = self.storage(r);
+                let lo = 1 + r.below(20);
+                add(
+                    at,
+                    Action::SlowDisk {
+                        node: n.clone(),
+                        latency: ms(lo)..ms(lo * 5),
+                    },
+                );
+                add(end, Action::HealDisk(n));
+            }
+            _ => {
+                // An mgmtd (usually the first primary) freezes (GC, VM migration) for longer than
+                // a lease, so a standby can take over while it still believes it leads. Half the
+                // time its clock is rewound by the pause (a VM restored with a stale clock): it
+                // then believes its lease still runs, and only the lease check inside its write
+                // transactions keeps it from committing. Only its own clock moves, so the
+                // cluster's skew stays within the heartbeat timestamp window 3FS assumes.
+                let k = if r.chance(0.7) {
+                    0
+                } else {
+                    r.below(u64::from(self.mgmtd)) as u32
+                };
+                let span = ms(2000 + r.below(8000));
+                let end = (at + span).min(duration);
+                // A third of the freezes strike in the middle of a chain-update commit, whose
+                // completion then lands after a standby may have taken over; a storage node
+                // crashes at the same moment so that a chain update comes.
+                if r.chance(0.33) {
+                    add(at, Action::PauseOnCommit(NodeRef::Mgmtd(k)));
+                    let n = NodeRef::Storage(r.below(u64::from(self.storage_nodes)) as u32);
+                    add(at, Action::Crash(n.clone()));
+                    add(end, Action::Restart(n));
+                } else {
+                    add(at, Action::Pause(NodeRef::Mgmtd(k)));
+                }
+                if r.chance(0.5) {
+                    let by = -(span.as_millis() as i64);
+                    add(
+                        end,
+                        Action::StepClock {
+                            node: NodeRef::Mgmtd(k),
+                            by_ms: by,
+                        },
+                    );
+                }
+                add(end, Action::Resume(NodeRef::Mgmtd(k)));
+            }
+        }
+        out
+    }
+}
+
 /// The scenario of swarm seed `seed`, with an optional planted bug.
 pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
     let mut r = Rng::new(seed ^ 0x5157_4152_4d00_0000);
@@ -71,15 +246,13 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
     let duration = Duration::from_secs(15 + r.below(16));
     let mut steps = Vec::new();
     let nfaults = r.below(7);
-    let storage = |r: &mut Rng| {
-        if r.chance(0.5) {
-            let pos = [ChainPos::Head, ChainPos::Tail, ChainPos::Middle]
-                [r.below(if replicas >= 3 { 3 } else { 2 }) as usize];
-            NodeRef::ChainPos(pos, 1 + r.below(u64::from(chains)) as u32)
-        } else {
-            NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32)
-        }
+    let shape = Shape {
+        storage_nodes,
+        replicas,
+        chains,
+        mgmtd: cluster.mgmtd,
     };
+    let storage = |r: &mut Rng| shape.storage(r);
     let mut add = |at: Duration, action: Action| {
         steps.push(Step {
             at,
@@ -90,139 +263,8 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
     for _ in 0..nfaults {
         let at = ms(500 + r.below(duration.as_millis() as u64 * 2 / 3));
         let span = ms(500 + r.below(8000));
-        let end = (at + span).min(duration);
-        match r.below(13) {
-            0 | 1 => {
-                // A storage crash and its restart (by name: the position moves on failover).
-                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
-                add(at, Action::Crash(n.clone()));
-                add(
-                    end,
-                    if r.chance(0.2) {
-                        Action::RestartEmpty(n)
-                    } else {
-                        Action::Restart(n)
-                    },
-                );
-            }
-            2 => {
-                let n = storage(&mut r);
-                add(at, Action::CrashAfterForward(n));
-            }
-            3 => {
-                let n = NodeRef::Mgmtd(r.below(u64::from(cluster.mgmtd)) as u32);
-                add(at, Action::Crash(n.clone()));
-                add(end, Action::Restart(n));
-            }
-            4 => {
-                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
-                let m: Vec<NodeRef> = (0..cluster.mgmtd).map(NodeRef::Mgmtd).collect();
-                add(
-                    at,
-                    Action::Partition {
-                        a: vec![n.clone()],
-                        b: m.clone(),
-                        oneway: r.chance(0.5),
-                    },
-                );
-                add(end, Action::Repair { a: vec![n], b: m });
-            }
-            5 => {
-                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
-                add(at, Action::Isolate(n.clone()));
-                add(end, Action::Heal);
-            }
-            6 => {
-                let n = storage(&mut r);
-                add(at, Action::Pause(n.clone()));
-                add(end, Action::Resume(n));
-            }
-            7 => {
-                let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
-                add(
-                    at,
-                    Action::Flap {
-                        node: n,
-                        down: ms(100 + r.below(1500)),
-                        up: ms(100 + r.below(1500)),
-                        count: 1 + r.below(4) as u32,
-                    },
-                );
-            }
-            8 => {
-                let n = NodeRef::Mgmtd(r.below(u64::from(cluster.mgmtd)) as u32);
-                add(
-                    at,
-                    Action::StepClock {
-                        node: n,
-                        by_ms: r.below(4000) as i64 - 2000,
-                    },
-                );
-            }
-            9 => {
-                let n = storage(&mut r);
-                add(
-                    at,
-                    Action::DropHeartbeats {
-                        node: n,
-                        duration: span,
-                    },
-                );
-            }
-            10 => {
-                add(at, Action::KvUnavailable);
-                add(end, Action::KvAvailable);
-            }
-            11 => {
-                // A slow disk (SSD GC, a dying device): milliseconds per I/O for a while.
-                let n = storage(&mut r);
-                let lo = 1 + r.below(20);
-                add(
-                    at,
-                    Action::SlowDisk {
-                        node: n.clone(),
-                        latency: ms(lo)..ms(lo * 5),
-                    },
-                );
-                add(end, Action::HealDisk(n));
-            }
-            _ => {
-                // An mgmtd (usually the first primary) freezes (GC, VM migration) for longer than
-                // a lease, so a standby can take over while it still believes it leads. Half the
-                // time its clock is rewound by the pause (a VM restored with a stale clock): it
-                // then believes its lease still runs, and only the lease check inside its write
-                // transactions keeps it from committing. Only its own clock moves, so the
-                // cluster's skew stays within the heartbeat timestamp window 3FS assumes.
-                let k = if r.chance(0.7) {
-                    0
-                } else {
-                    r.below(u64::from(cluster.mgmtd)) as u32
-                };
-                let span = ms(2000 + r.below(8000));
-                let end = (at + span).min(duration);
-                // A third of the freezes strike in the middle of a chain-update commit, whose
-                // completion then lands after a standby may have taken over; a storage node
-                // crashes at the same moment so that a chain update comes.
-                if r.chance(0.33) {
-                    add(at, Action::PauseOnCommit(NodeRef::Mgmtd(k)));
-                    let n = NodeRef::Storage(r.below(u64::from(storage_nodes)) as u32);
-                    add(at, Action::Crash(n.clone()));
-                    add(end, Action::Restart(n));
-                } else {
-                    add(at, Action::Pause(NodeRef::Mgmtd(k)));
-                }
-                if r.chance(0.5) {
-                    let by = -(span.as_millis() as i64);
-                    add(
-                        end,
-                        Action::StepClock {
-                            node: NodeRef::Mgmtd(k),
-                            by_ms: by,
-                        },
-                    );
-                }
-                add(end, Action::Resume(NodeRef::Mgmtd(k)));
-            }
+        for (t, action) in shape.fault(&mut r, at, span, duration) {
+            add(t, action);
         }
     }
     if r.chance(0.2) {

@@ -51,10 +51,14 @@
 //! I/O bypasses the [`fs::StoreFs`] seam, and it shares the metadata layer and the
 //! data-then-record ordering that the test exercises.
 //!
+//! Disk faults for fault-injection runs (EIO, ENOSPC, added latency) wrap a store from the
+//! outside ([`FaultyStore`], `faults.rs`); the stores themselves know nothing of them.
+//!
 //! Not here: fallocate/preallocation, shrinking the data file, TRIM, a metadata cache smaller
 //! than the catalog (all metadata lives in memory, as 3FS's cache does for its working set).
 
 mod catalog;
+pub mod faults;
 mod file;
 pub mod fs;
 mod meta;
@@ -78,6 +82,7 @@ use std::path::Path;
 
 use t3fs_core::chunk::ChunkMeta;
 
+pub use self::faults::{DiskFaultLayer, DiskFaults, FaultyStore};
 pub use self::file::{FileChunkStore, Options};
 pub use self::thread::{Completion, StoreHandle, StoreThread};
 #[cfg(feature = "uring")]

@@ -11,6 +11,7 @@
 //! simulator's, applied by the CLI to what this returns (t3fs-real never depends on t3fs-sim).
 //! Not here: the verdicts, the run directory, network/disk/clock fault layers.
 
+pub mod disk;
 pub mod dump;
 pub mod net;
 pub mod steps;
@@ -298,7 +299,8 @@ async fn drive(
     };
     let mut step_failures = Vec::new();
     let mut killed: Vec<String> = Vec::new();
-    let mut net = net::Net::default();
+    let mut injected = steps::Injected::default();
+    let net = &mut injected.net;
     (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
     if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 {
         let missed = tokio::task::block_in_place(|| net.apply(&o.dir))?;
@@ -322,7 +324,7 @@ async fn drive(
     for p in planned.iter().filter(|p| !matches!(p.how, How::NotRun(_))) {
         tokio::time::sleep_until((zero + p.step.at).into()).await;
         let action = p.step.action.clone();
-        match tokio::task::block_in_place(|| steps::execute(&live, &mut net, &action)) {
+        match tokio::task::block_in_place(|| steps::execute(&live, &mut injected, &action)) {
             Ok((node, what)) => {
                 if what.starts_with("kill -9") {
                     killed.push(node.clone());
@@ -353,23 +355,46 @@ async fn drive(
         say,
         "phase",
         "",
-        "liveness: heal the network, resume paused processes, restart stopped ones, wait for every chain to serve"
+        "liveness: heal the network and the slow or full disks, resume paused processes, replace failed disks, restart stopped ones, wait for every chain to serve"
             .into(),
     );
     let live_start = Instant::now();
-    let halts = tokio::task::block_in_place(|| -> Result<Vec<String>, String> {
+    let (halts, replaced) = tokio::task::block_in_place(|| -> Result<_, String> {
         steps::resume_all(&o.dir);
-        net.heal();
-        net.apply(&o.dir)?;
+        injected.net.heal();
+        injected.disk.heal();
+        injected.net.apply(&o.dir)?;
+        injected.disk.apply(&o.dir)?;
+        let replaced: Vec<_> = injected
+            .disk
+            .failed()
+            .into_iter()
+            .map(|n| {
+                let r = steps::replace_disks(&live, &mut injected, &n);
+                (n, r)
+            })
+            .collect();
         let restarted = steps::restart_dead(&o.dir)?;
         for n in &restarted {
-            net.forget(n);
+            injected.net.forget(n);
+            injected.disk.forget(n);
         }
-        Ok(restarted
+        let halts = restarted
             .into_iter()
             .filter(|n| !killed.contains(n))
-            .collect())
+            .collect::<Vec<_>>();
+        Ok((halts, replaced))
     })?;
+    for (n, r) in replaced {
+        let what = match r {
+            Ok(what) => format!("kill -9 {n} (failed disks): {what}"),
+            Err(e) => {
+                step_failures.push(format!("replacing the failed disks of {n} failed: {e}"));
+                format!("replacing the failed disks of {n} failed: {e}")
+            }
+        };
+        mark(&mut marks, say, "fault", &n, what);
+    }
     let deadline = live_start + sc.converge_within;
     while !watch.all_serving() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -5,8 +5,8 @@
 //!
 //! Invariant: every step of the file gets exactly one [`How`]; nothing is dropped without a
 //! line saying so, and a step that fails to execute is reported as failed, not as done. Not
-//! here: the workload, the checkers, or the network and disk fault layers (steps that need
-//! them are classified as not run).
+//! here: the workload, the checkers, or the network and disk fault layers themselves
+//! (transport/faults.rs, chunk_store/faults.rs).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use t3fs_core::routing::PublicState;
 use t3fs_scenario::schema::{ChainPos, Faults};
 use t3fs_scenario::{Action, NodeRef, Scenario, Step};
 
+use super::disk::Disks;
 use super::net::Net;
 use crate::cluster;
 use crate::routing_watch::RoutingWatch;
@@ -48,7 +49,8 @@ const NO_CLIENT_NET: &str =
 fn is_client(r: &NodeRef) -> bool {
     matches!(r, NodeRef::Client(_))
 }
-const NO_DISK: &str = "needs the chunk store's fault layer, not built yet";
+const NO_DISK: &str =
+    "needs damage or random failures in the chunk store's fault layer, which has only whole-disk modes (EIO, ENOSPC, latency)";
 const NO_CLOCK: &str = "needs an offset in the real driver's time source, not built yet";
 
 /// How `action` runs on real processes.
@@ -85,9 +87,9 @@ pub fn how(action: &Action) -> How {
         A::DropHeartbeats { .. } => How::NotRun(
             "dropping only heartbeats needs the fault layer to tell message kinds apart; not built yet".into(),
         ),
-        A::CorruptChunk(_) | A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
-            How::NotRun(NO_DISK.into())
-        }
+        // The parser already refuses disk verbs on nodes without disks.
+        A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => How::Real,
+        A::CorruptChunk(_) => How::NotRun(NO_DISK.into()),
         A::SkewClock { .. } | A::StepClock { .. } => How::NotRun(NO_CLOCK.into()),
         A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => How::NotRun(
             "needs a fault layer in the KV service, not built yet".into(),
@@ -174,6 +176,15 @@ fn fixed_name(r: &NodeRef) -> Option<String> {
         NodeRef::Client(i) => Some(format!("client-{i}")),
         NodeRef::Primary | NodeRef::ChainPos(..) => None,
     }
+}
+
+/// The faults the steps have injected so far.
+#[derive(Clone, Debug, Default)]
+pub struct Injected {
+    /// The network's.
+    pub net: Net,
+    /// The storage nodes' disks'.
+    pub disk: Disks,
 }
 
 /// The live cluster the steps act on.
@@ -271,9 +282,12 @@ fn names(live: &Live, refs: &[NodeRef]) -> Result<Vec<String>, String> {
     refs.iter().map(|r| live.resolve(r)).collect()
 }
 
-/// Pushes the network's faults; says which nodes still wait for theirs.
-fn push(live: &Live, net: &mut Net, what: String) -> Result<(String, String), String> {
-    let missed = net.apply(live.dir)?;
+/// Pushes the network's and disks' faults; says which nodes still wait for theirs.
+fn push(live: &Live, f: &mut Injected, what: String) -> Result<(String, String), String> {
+    let mut missed = f.net.apply(live.dir)?;
+    missed.extend(f.disk.apply(live.dir)?);
+    missed.sort();
+    missed.dedup();
     Ok((
         String::new(),
         if missed.is_empty() {
@@ -284,16 +298,100 @@ fn push(live: &Live, net: &mut Net, what: String) -> Result<(String, String), St
     ))
 }
 
-/// A process came back: it gets the network's faults again.
-fn rejoin(live: &Live, net: &mut Net, name: &str) {
-    net.forget(name);
-    let _ = net.apply(live.dir);
+/// A process came back: it gets the network's faults again, and healthy disks.
+fn rejoin(live: &Live, f: &mut Injected, name: &str) {
+    f.net.forget(name);
+    f.disk.forget(name);
+    let _ = f.net.apply(live.dir);
+}
+
+/// Chains on which `name` hosts a target and no target of another node is SERVING: replacing
+/// its disks there would destroy the last copy (the simulator's fault atlas refuses that too).
+fn last_copies(live: &Live, name: &str) -> Vec<ChainId> {
+    let mut newest: BTreeMap<ChainId, t3fs_core::routing::ChainInfo> = BTreeMap::new();
+    for s in live.watch.seen() {
+        newest.insert(s.chain.chain, s.chain);
+    }
+    let node_of = |t| {
+        live.watch
+            .target_node(t)
+            .and_then(|n| live.names.get(&n.0).cloned())
+    };
+    newest
+        .values()
+        .filter(|c| {
+            let on_it = c
+                .targets
+                .iter()
+                .any(|t| node_of(t.target).as_deref() == Some(name));
+            let other_serves = c.targets.iter().any(|t| {
+                t.state == PublicState::Serving && node_of(t.target).as_deref() != Some(name)
+            });
+            on_it && !other_serves
+        })
+        .map(|c| c.chain)
+        .collect()
+}
+
+/// Kills `name` if it runs, wipes its target directories (a replaced disk, identity kept) and
+/// restarts it; says what was done. Where a chain of the node has no SERVING copy elsewhere the
+/// disks are kept and the node only restarts, as the simulator's fault atlas does: replacing
+/// them would destroy the last copy, a double fault no protocol survives.
+pub fn replace_disks(live: &Live, f: &mut Injected, name: &str) -> Result<String, String> {
+    let dir = live.dir;
+    if cluster::pids(dir)
+        .get(name)
+        .is_some_and(|p| cluster::alive(*p))
+    {
+        cluster::kill(dir, name, "KILL")?;
+    }
+    let last = last_copies(live, name);
+    let what = if last.is_empty() {
+        let dirs = target_dirs(dir, name)?;
+        for d in &dirs {
+            std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        format!(
+            "restart {name} with {} empty target directories",
+            dirs.len()
+        )
+    } else {
+        let chains: Vec<String> = last.iter().map(|c| c.0.to_string()).collect();
+        format!(
+            "restart {name}; atlas: disks kept (no other target of chain {} SERVING)",
+            chains.join(", ")
+        )
+    };
+    cluster::restart(dir, name)?;
+    rejoin(live, f, name);
+    Ok(what)
 }
 
 /// Executes one real or approximated step; returns the node it concerned and what was done.
-pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, String), String> {
+pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
     use Action as A;
-    let dir = live.dir;
+    match action {
+        A::Partition { .. }
+        | A::Repair { .. }
+        | A::Isolate(_)
+        | A::SetLoss(_)
+        | A::SetDuplicate(_)
+        | A::SetLatency(_)
+        | A::Flap { .. } => network_step(live, f, action),
+        A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
+            disk_step(live, f, action)
+        }
+        _ => process_step(live, f, action),
+    }
+}
+
+fn network_step(
+    live: &Live,
+    f: &mut Injected,
+    action: &Action,
+) -> Result<(String, String), String> {
+    use Action as A;
+    let net = &mut f.net;
     match action {
         A::Partition { a, b, oneway } => {
             let (a, b) = (names(live, a)?, names(live, b)?);
@@ -301,35 +399,31 @@ pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, S
             let arrow = if *oneway { "→" } else { "↔" };
             push(
                 live,
-                net,
+                f,
                 format!("partition {} {arrow} {}", a.join(","), b.join(",")),
             )
         }
         A::Repair { a, b } => {
             let (a, b) = (names(live, a)?, names(live, b)?);
             net.repair(&a, &b);
-            push(
-                live,
-                net,
-                format!("repair {} ↔ {}", a.join(","), b.join(",")),
-            )
+            push(live, f, format!("repair {} ↔ {}", a.join(","), b.join(",")))
         }
         A::Isolate(r) => {
             let n = live.resolve(r)?;
             net.isolated.insert(n.clone());
-            push(live, net, format!("isolate {n}")).map(|(_, w)| (n, w))
+            push(live, f, format!("isolate {n}")).map(|(_, w)| (n, w))
         }
         A::SetLoss(p) => {
             net.loss = *p;
-            push(live, net, format!("message loss {p}"))
+            push(live, f, format!("message loss {p}"))
         }
         A::SetDuplicate(p) => {
             net.duplicate = *p;
-            push(live, net, format!("message duplication {p}"))
+            push(live, f, format!("message duplication {p}"))
         }
         A::SetLatency(r) => {
             net.delay = Some((r.start, r.end));
-            push(live, net, format!("added one-way delay {r:?}"))
+            push(live, f, format!("added one-way delay {r:?}"))
         }
         A::Flap {
             node,
@@ -340,10 +434,10 @@ pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, S
             let n = live.resolve(node)?;
             for _ in 0..*count {
                 net.isolated.insert(n.clone());
-                net.apply(dir)?;
+                net.apply(live.dir)?;
                 std::thread::sleep(*down);
                 net.isolated.remove(&n);
-                net.apply(dir)?;
+                net.apply(live.dir)?;
                 std::thread::sleep(*up);
             }
             Ok((
@@ -351,6 +445,48 @@ pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, S
                 format!("flapped {n}'s links {count} times ({down:?} cut, {up:?} up)"),
             ))
         }
+        other => Err(format!("`{}` is not a network step", other.verb())),
+    }
+}
+
+fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
+    use Action as A;
+    let (r, what) = match action {
+        A::FailDisk(r) => (r, "fail disks of"),
+        A::HealDisk(r) => (r, "heal disks of"),
+        A::SlowDisk { node, .. } => (node, "slow disks of"),
+        A::FillDisk(r) => (r, "fill disks of"),
+        other => return Err(format!("`{}` is not a disk step", other.verb())),
+    };
+    let n = live.resolve(r)?;
+    target_dirs(live.dir, &n)?; // A storage node, or a clear error.
+    match action {
+        A::FailDisk(_) => f.disk.set(&n, |d| d.eio = true),
+        A::HealDisk(_) => f
+            .disk
+            .set(&n, |d| *d = crate::chunk_store::DiskFaults::default()),
+        A::SlowDisk { latency, .. } => f
+            .disk
+            .set(&n, |d| d.latency = Some((latency.start, latency.end))),
+        _ => f.disk.set(&n, |d| d.full = true),
+    }
+    let detail = match action {
+        A::FailDisk(_) => " (EIO on every I/O; replaced in the liveness phase)".to_string(),
+        A::SlowDisk { latency, .. } => format!(" ({latency:?} per I/O)"),
+        A::FillDisk(_) => " (ENOSPC on updates)".to_string(),
+        _ => String::new(),
+    };
+    push(live, f, format!("{what} {n}{detail}")).map(|(_, w)| (n, w))
+}
+
+fn process_step(
+    live: &Live,
+    f: &mut Injected,
+    action: &Action,
+) -> Result<(String, String), String> {
+    use Action as A;
+    let dir = live.dir;
+    match action {
         A::Crash(r) | A::CrashAfterForward(r) => {
             let n = live.resolve(r)?;
             cluster::kill(dir, &n, "KILL")?;
@@ -359,27 +495,13 @@ pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, S
         A::Restart(r) => {
             let n = live.resolve(r)?;
             cluster::restart(dir, &n)?;
-            rejoin(live, net, &n);
+            rejoin(live, f, &n);
             Ok((n.clone(), format!("restart {n}")))
         }
         A::RestartEmpty(r) => {
             let n = live.resolve(r)?;
-            if cluster::pids(dir)
-                .get(&n)
-                .is_some_and(|p| cluster::alive(*p))
-            {
-                cluster::kill(dir, &n, "KILL")?;
-            }
-            let dirs = target_dirs(dir, &n)?;
-            for d in &dirs {
-                std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-            }
-            cluster::restart(dir, &n)?;
-            rejoin(live, net, &n);
-            Ok((
-                n.clone(),
-                format!("restart {n} with {} empty target directories", dirs.len()),
-            ))
+            let what = replace_disks(live, f, &n)?;
+            Ok((n, what))
         }
         A::Pause(r) | A::PauseOnCommit(r) => {
             let n = live.resolve(r)?;
@@ -388,17 +510,29 @@ pub fn execute(live: &Live, net: &mut Net, action: &Action) -> Result<(String, S
         }
         A::Resume(r) => {
             let n = live.resolve(r)?;
+            if !cluster::pids(dir)
+                .get(&n)
+                .is_some_and(|p| cluster::alive(*p))
+            {
+                // As in the simulator: resuming a node that is down does nothing.
+                return Ok((
+                    n.clone(),
+                    format!("resume {n}: not running, nothing to resume"),
+                ));
+            }
             cluster::kill(dir, &n, "CONT")?;
-            let _ = net.apply(dir);
+            let _ = f.net.apply(dir);
+            let _ = f.disk.apply(dir);
             Ok((n.clone(), format!("kill -CONT {n}")))
         }
         A::Heal => {
             let resumed = resume_all(dir);
-            net.heal();
+            f.net.heal();
+            f.disk.heal();
             push(
                 live,
-                net,
-                format!("heal: every link repaired, rates reset, {resumed} processes sent SIGCONT"),
+                f,
+                format!("heal: every link repaired, rates reset, slow and full disks healed, {resumed} processes sent SIGCONT"),
             )
         }
         other => Err(format!("`{}` does not run on real processes", other.verb())),
@@ -439,15 +573,21 @@ mod tests {
              [[step]]\nat = \"2s\"\ndo = \"restart_empty\"\nnode = \"storage-0\"\n\
              [[step]]\nat = \"2s\"\ndo = \"partition\"\na = [\"storage-1\"]\nb = [\"mgmtd-0\"]\n\
              [[step]]\nat = \"3s\"\ndo = \"crash_after_forward\"\nnode = \"storage-1\"\n\
+             [[step]]\nat = \"4s\"\ndo = \"slow_disk\"\nnode = \"tail:1\"\nlatency = \"5ms..9ms\"\n\
              [faults]\nloss = 0.01\n",
         )
         .expect("scenario");
         let p = plan(&sc);
-        assert_eq!(p.len(), 4);
+        assert_eq!(p.len(), 5);
         assert_eq!(p[0].how, How::Real);
         assert_eq!(p[1].how, How::Real);
         assert_eq!(p[2].how, How::Real);
         assert!(matches!(p[3].how, How::Approx(_)));
+        assert_eq!(
+            p[4].how,
+            How::Real,
+            "disk faults run in the chunk store's fault layer"
+        );
         assert!(not_honoured(&sc).is_empty(), "loss runs in the fault layer");
         let sc = t3fs_scenario::parse(
             "y.toml",

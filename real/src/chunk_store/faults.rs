@@ -1,0 +1,329 @@
+//! The chunk store's fault layer: disk faults a real run injects into a storage node's targets,
+//! obeyed by [`FaultyStore`], a [`ChunkStore`] wrapping the real one. Three modes, as the
+//! simulator's disk has them: every operation failing with EIO (`fail_disk`: the storage
+//! machine takes the target OFFLINE), updates refused with ENOSPC (`fill_disk`), and an added
+//! latency drawn per operation (`slow_disk`). Set as a whole, [`DiskFaults`], through the node's
+//! control endpoint (`PUT /disk?QUERY`, metrics.rs, authenticated by the cluster token).
+//!
+//! Invariants: with no fault set an operation costs one atomic load more; a refused operation
+//! never reaches the real store (nothing is written for it), and completions delayed by a slow
+//! disk are reported in the order the store finished them (mutations of one chunk never
+//! overtake each other). The modes end with the process, as a healed disk's do in the
+//! simulator. Not here: which faults a scenario sets when (scenario_run), or damage to bytes on
+//! disk (corruption, torn writes): those need the store's own seams (`fs::StoreFs`).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore};
+use t3fs_core::ids::IoId;
+
+use crate::node::host::Jitter;
+
+/// One storage node's disk faults (every target of the node).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskFaults {
+    /// Every operation fails with EIO.
+    pub eio: bool,
+    /// Updates and installs fail with ENOSPC.
+    pub full: bool,
+    /// Each completion is held back a uniform time in this range.
+    pub latency: Option<(Duration, Duration)>,
+}
+
+impl DiskFaults {
+    /// No fault at all.
+    pub fn is_clear(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The control endpoint's query string (`eio=0&full=1&latency_us=50000-200000`).
+    pub fn to_query(&self) -> String {
+        let (lo, hi) = self.latency.unwrap_or_default();
+        format!(
+            "eio={}&full={}&latency_us={}-{}",
+            u8::from(self.eio),
+            u8::from(self.full),
+            lo.as_micros(),
+            hi.as_micros()
+        )
+    }
+
+    /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
+    pub fn parse(query: &str) -> Result<Self, String> {
+        let mut f = Self::default();
+        let flag = |k: &str, v: &str| match v {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(format!("{k}: `{v}` is not 0 or 1")),
+        };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or(format!("`{pair}`: expected key=value"))?;
+            match k {
+                "eio" => f.eio = flag(k, v)?,
+                "full" => f.full = flag(k, v)?,
+                "latency_us" => {
+                    let (a, b) = v
+                        .split_once('-')
+                        .ok_or(format!("latency_us: `{v}` is not LO-HI"))?;
+                    let us = |x: &str| x.parse::<u64>().map_err(|_| format!("latency_us: `{x}`"));
+                    let (a, b) = (us(a)?, us(b)?);
+                    if a > b {
+                        return Err(format!("latency_us: {a} > {b}"));
+                    }
+                    f.latency =
+                        (b > 0).then(|| (Duration::from_micros(a), Duration::from_micros(b)));
+                }
+                _ => return Err(format!("unknown key `{k}`")),
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// What the layer did, for the control endpoint's answer.
+#[derive(Debug, Default)]
+pub struct DiskFaultCounters {
+    /// Operations answered EIO.
+    pub eio: AtomicU64,
+    /// Operations answered ENOSPC.
+    pub nospace: AtomicU64,
+    /// Completions held back.
+    pub delayed: AtomicU64,
+}
+
+/// The live disk faults of one storage node, shared by its targets' [`FaultyStore`]s.
+#[derive(Debug, Default)]
+pub struct DiskFaultLayer {
+    on: AtomicBool,
+    state: Mutex<DiskFaults>,
+    /// What the layer did.
+    pub counters: DiskFaultCounters,
+}
+
+impl DiskFaultLayer {
+    /// Replaces the faults.
+    pub fn set(&self, f: DiskFaults) {
+        let clear = f.is_clear();
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = f;
+        self.on.store(!clear, Ordering::SeqCst);
+    }
+
+    /// The faults now.
+    pub fn get(&self) -> DiskFaults {
+        if !self.on.load(Ordering::Relaxed) {
+            return DiskFaults::default();
+        }
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The faults and counters as the control endpoint prints them.
+    pub fn describe(&self) -> String {
+        let c = &self.counters;
+        format!(
+            "{}\neio_answered={} nospace_answered={} delayed={}",
+            self.get().to_query(),
+            c.eio.load(Ordering::Relaxed),
+            c.nospace.load(Ordering::Relaxed),
+            c.delayed.load(Ordering::Relaxed)
+        )
+    }
+
+    /// The error `op` is answered with instead of running, if any.
+    fn refuse(&self, op: &ChunkOp) -> Option<ChunkError> {
+        let f = self.get();
+        if f.eio {
+            self.counters.eio.fetch_add(1, Ordering::Relaxed);
+            return Some(ChunkError::Failed);
+        }
+        let writes = matches!(op, ChunkOp::Update { .. } | ChunkOp::Install { .. });
+        if f.full && writes {
+            self.counters.nospace.fetch_add(1, Ordering::Relaxed);
+            return Some(ChunkError::NoSpace);
+        }
+        None
+    }
+}
+
+type Done = (IoId, Result<ChunkDone, ChunkError>);
+
+/// A chunk store obeying a [`DiskFaultLayer`].
+pub struct FaultyStore {
+    inner: Box<dyn ChunkStore + Send>,
+    layer: Arc<DiskFaultLayer>,
+    refused: Vec<Done>,
+    /// Completions held back, due in non-decreasing order.
+    held: VecDeque<(Instant, Done)>,
+    jitter: Jitter,
+}
+
+impl FaultyStore {
+    /// Wraps `inner`.
+    pub fn new(inner: Box<dyn ChunkStore + Send>, layer: Arc<DiskFaultLayer>) -> Self {
+        Self {
+            inner,
+            layer,
+            refused: Vec::new(),
+            held: VecDeque::new(),
+            jitter: Jitter::new(),
+        }
+    }
+
+    /// Holds `d` back by a drawn latency, never ahead of what is already held.
+    fn hold(&mut self, d: Done, (lo, hi): (Duration, Duration)) {
+        let due = Instant::now() + self.jitter.pick(lo..hi);
+        let due = self.held.back().map_or(due, |(last, _)| due.max(*last));
+        self.layer.counters.delayed.fetch_add(1, Ordering::Relaxed);
+        self.held.push_back((due, d));
+    }
+}
+
+impl ChunkStore for FaultyStore {
+    fn submit(&mut self, id: IoId, op: ChunkOp) {
+        match self.layer.refuse(&op) {
+            Some(e) => self.refused.push((id, Err(e))),
+            None => self.inner.submit(id, op),
+        }
+    }
+
+    fn poll_completions(&mut self, done: &mut Vec<Done>) {
+        done.append(&mut self.refused);
+        let mut fresh = Vec::new();
+        self.inner.poll_completions(&mut fresh);
+        let latency = self.layer.get().latency;
+        for d in fresh {
+            match latency {
+                // Behind held completions nothing may overtake them, slow or not.
+                _ if !self.held.is_empty() => self.hold(d, latency.unwrap_or_default()),
+                Some(range) => self.hold(d, range),
+                None => done.push(d),
+            }
+        }
+        let now = Instant::now();
+        while self.held.front().is_some_and(|(due, _)| *due <= now) {
+            if let Some((_, d)) = self.held.pop_front() {
+                done.push(d);
+            }
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight() + self.refused.len() + self.held.len()
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        if !self.refused.is_empty() {
+            return;
+        }
+        match self.held.front() {
+            Some((due, _)) if self.inner.in_flight() == 0 => {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()).min(timeout));
+            }
+            _ => self.inner.wait(timeout),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use t3fs_core::chunk::UpdateKind;
+    use t3fs_core::ids::{ChunkId, ChunkVersion};
+    use t3fs_core::testing::MemChunkStore;
+
+    use super::*;
+
+    fn update(v: u32) -> ChunkOp {
+        ChunkOp::Update {
+            chunk: ChunkId::new(1, 0),
+            version: ChunkVersion(v),
+            kind: UpdateKind::Write {
+                offset: 0,
+                data: vec![v as u8].into(),
+            },
+            tag: None,
+        }
+    }
+
+    fn drain(s: &mut FaultyStore) -> Vec<Done> {
+        let mut out = Vec::new();
+        loop {
+            s.poll_completions(&mut out);
+            if s.in_flight() == 0 {
+                return out;
+            }
+            s.wait(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn query_round_trips_and_bad_input_is_refused() {
+        let f = DiskFaults {
+            eio: false,
+            full: true,
+            latency: Some((Duration::from_millis(50), Duration::from_millis(200))),
+        };
+        assert_eq!(DiskFaults::parse(&f.to_query()), Ok(f));
+        assert_eq!(
+            DiskFaults::parse(&DiskFaults::default().to_query()),
+            Ok(DiskFaults::default())
+        );
+        assert!(DiskFaults::parse("eio=yes").is_err());
+        assert!(DiskFaults::parse("latency_us=9-1").is_err());
+        assert!(DiskFaults::parse("loss=0.1").is_err());
+    }
+
+    #[test]
+    fn eio_fails_everything_and_full_refuses_only_writes() {
+        let layer = Arc::new(DiskFaultLayer::default());
+        let mut s = FaultyStore::new(Box::new(MemChunkStore::new()), layer.clone());
+        layer.set(DiskFaults {
+            full: true,
+            ..DiskFaults::default()
+        });
+        s.submit(IoId(1), update(1));
+        s.submit(IoId(2), ChunkOp::List);
+        let out = drain(&mut s);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0], (IoId(1), Err(ChunkError::NoSpace)));
+        assert!(matches!(out[1], (IoId(2), Ok(ChunkDone::Listed(ref l))) if l.is_empty()));
+        layer.set(DiskFaults {
+            eio: true,
+            ..DiskFaults::default()
+        });
+        s.submit(IoId(3), ChunkOp::List);
+        assert_eq!(drain(&mut s), vec![(IoId(3), Err(ChunkError::Failed))]);
+        layer.set(DiskFaults::default());
+        s.submit(IoId(4), update(1));
+        assert!(matches!(drain(&mut s)[..], [(IoId(4), Ok(_))]));
+        assert!(layer
+            .describe()
+            .contains("eio_answered=1 nospace_answered=1"));
+    }
+
+    #[test]
+    fn a_slow_disk_holds_completions_back_in_order() {
+        let layer = Arc::new(DiskFaultLayer::default());
+        let mut s = FaultyStore::new(Box::new(MemChunkStore::new()), layer.clone());
+        let lat = Duration::from_millis(20);
+        layer.set(DiskFaults {
+            latency: Some((lat, lat * 2)),
+            ..DiskFaults::default()
+        });
+        let start = Instant::now();
+        for v in 1..=5 {
+            s.submit(IoId(u64::from(v)), update(v));
+        }
+        let mut first = Vec::new();
+        s.poll_completions(&mut first);
+        assert!(first.is_empty(), "held back, not answered at once");
+        let out = drain(&mut s);
+        assert!(start.elapsed() >= lat, "waited out the added latency");
+        let ids: Vec<u64> = out.iter().map(|(id, _)| id.0).collect();
+        assert_eq!(ids, vec![1, 2, 3, 4, 5]);
+        assert!(out.iter().all(|(_, r)| r.is_ok()));
+    }
+}

@@ -1,8 +1,10 @@
 //! `t3fs cluster run SCENARIO`: catalog scenarios on real processes, judged by the simulator's
 //! checkers. A replaced disk must pass every verdict with the resync visible in the real
 //! routing history; a planted bug must make a real run fail (the checkers can fail on real
-//! histories); `--plan` must say, before anything starts, which steps cannot run for real. No
-//! process may outlive a run, pass or fail.
+//! histories); `--plan` must say, before anything starts, which steps cannot run for real; a
+//! failed disk must take its target OFFLINE and be replaced; a soak's schedule must be a pure
+//! function of its seed made only of steps that run for real. No process may outlive a run, pass
+//! or fail.
 
 mod support;
 
@@ -77,8 +79,12 @@ fn plan_lists_the_steps_that_cannot_run_for_real_and_starts_nothing() {
     let args = ["cluster", "run", "appendix_b_late_heartbeats", "--plan"];
     let (ok, text) = t3fs(&args, &tmp.0);
     assert!(ok, "{text}");
-    // kv_unavailable, kv_available, slow_disk and heal_disk have no real fault layer yet.
-    assert_eq!(text.matches("does not run").count(), 4, "{text}");
+    // kv_unavailable and kv_available have no real fault layer yet; slow_disk and heal_disk do.
+    assert_eq!(text.matches("does not run").count(), 2, "{text}");
+    assert!(
+        text.contains("slow_disk              runs for real"),
+        "{text}"
+    );
     assert!(
         text.contains("isolate") && text.contains("not honoured: [faults] torn_write"),
         "{text}"
@@ -178,5 +184,93 @@ fn a_replica_partitioned_from_mgmtd_goes_offline_and_resyncs_after_the_repair() 
             "{want} missing from events:\n{events}"
         );
     }
+    assert!(processes_under(&tmp.0).is_empty());
+}
+
+#[test]
+fn a_failing_disk_takes_its_target_offline_and_is_replaced_and_resynced() {
+    let tmp = scratch("run-disk-eio");
+    let runs = tmp.0.join("runs");
+    let runs_s = runs.to_string_lossy().to_string();
+    let (ok, text) = t3fs(&["cluster", "run", "disk_eio", "--out", &runs_s], &tmp.0);
+    assert!(ok, "t3fs cluster run disk_eio failed:\n{text}");
+    assert!(processes_under(&tmp.0).is_empty(), "processes left");
+    let events =
+        std::fs::read_to_string(runs.join("disk_eio-real-seed1").join("events.jsonl")).unwrap();
+    for want in [
+        "fail disks of storage-",
+        "(EIO on every I/O",
+        "Serving→Offline",
+        "(failed disks): restart storage-",
+        "Offline→Syncing",
+        "Syncing→Serving",
+    ] {
+        assert!(
+            events.contains(want),
+            "{want} missing from events:\n{events}"
+        );
+    }
+    // The target went OFFLINE because its disk failed, long before the liveness phase.
+    let offline_at = events
+        .lines()
+        .find(|l| l.contains("Serving→Offline"))
+        .and_then(|l| {
+            l.split("\"t\":")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<f64>()
+                .ok()
+        })
+        .expect("an OFFLINE event with its time");
+    assert!(offline_at < 20.0, "OFFLINE at {offline_at} s:\n{events}");
+}
+
+#[test]
+fn a_soak_schedule_is_drawn_from_its_seed_and_only_runs_real_steps() {
+    let tmp = scratch("soak-plan");
+    let plan = |seed: &str| {
+        let (ok, text) = t3fs(
+            &[
+                "cluster",
+                "soak",
+                "--minutes",
+                "10",
+                "--seed",
+                seed,
+                "--plan",
+            ],
+            &tmp.0,
+        );
+        assert!(ok, "{text}");
+        text
+    };
+    let a = plan("4");
+    assert_eq!(a, plan("4"), "the same seed draws the same schedule");
+    assert_ne!(a, plan("5"));
+    assert!(a.contains("replicas = 3"), "{a}");
+    let verbs: Vec<&str> = a.lines().filter_map(|l| l.strip_prefix("do = ")).collect();
+    assert!(
+        verbs.len() >= 20,
+        "{} steps in 10 minutes:\n{a}",
+        verbs.len()
+    );
+    for v in &verbs {
+        assert!(
+            ![
+                "\"step_clock\"",
+                "\"pause_on_commit\"",
+                "\"crash_after_forward\"",
+                "\"kv_unavailable\"",
+                "\"link\"",
+                "\"drop_heartbeats\"",
+                "\"corrupt_chunk\""
+            ]
+            .contains(v),
+            "{v} does not run for real but was drawn:\n{a}"
+        );
+    }
+    let (code, text) = t3fs_code(&["cluster", "soak", "--minutes", "0"], &tmp.0);
+    assert_eq!(code, Some(2), "{text}");
     assert!(processes_under(&tmp.0).is_empty());
 }

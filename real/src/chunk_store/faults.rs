@@ -6,9 +6,11 @@
 //! control endpoint (`PUT /disk?QUERY`, metrics.rs, authenticated by the cluster token).
 //!
 //! Invariants: with no fault set an operation costs one atomic load more; a refused operation
-//! never reaches the real store (nothing is written for it), and completions delayed by a slow
-//! disk are reported in the order the store finished them (mutations of one chunk never
-//! overtake each other). The modes end with the process, as a healed disk's do in the
+//! never reaches the real store (nothing is written for it). A slow disk holds each operation
+//! back before it reaches the store, as a device queue would: mutations reach the store in
+//! submission order (never overtaking each other), while a read may overtake mutations
+//! submitted before it and then sees the committed state they have not changed yet, as reads of
+//! the simulator's slow disk do. A planted `tail-ack-before-commit` shows up exactly there. The modes end with the process, as a healed disk's do in the
 //! simulator. Not here: which faults a scenario sets when (scenario_run), or damage to bytes on
 //! disk (corruption, torn writes): those need the store's own seams (`fs::StoreFs`).
 
@@ -29,7 +31,7 @@ pub struct DiskFaults {
     pub eio: bool,
     /// Updates and installs fail with ENOSPC.
     pub full: bool,
-    /// Each completion is held back a uniform time in this range.
+    /// Each operation is held back a uniform time in this range before it runs.
     pub latency: Option<(Duration, Duration)>,
 }
 
@@ -92,7 +94,7 @@ pub struct DiskFaultCounters {
     pub eio: AtomicU64,
     /// Operations answered ENOSPC.
     pub nospace: AtomicU64,
-    /// Completions held back.
+    /// Operations held back.
     pub delayed: AtomicU64,
 }
 
@@ -150,14 +152,17 @@ impl DiskFaultLayer {
 }
 
 type Done = (IoId, Result<ChunkDone, ChunkError>);
+type Queued = (Instant, IoId, ChunkOp);
 
 /// A chunk store obeying a [`DiskFaultLayer`].
 pub struct FaultyStore {
     inner: Box<dyn ChunkStore + Send>,
     layer: Arc<DiskFaultLayer>,
     refused: Vec<Done>,
-    /// Completions held back, due in non-decreasing order.
-    held: VecDeque<(Instant, Done)>,
+    /// Mutations (and lists) held back, due in non-decreasing order.
+    mutations: VecDeque<Queued>,
+    /// Reads held back, each with its own due time.
+    reads: Vec<Queued>,
     jitter: Jitter,
 }
 
@@ -168,59 +173,82 @@ impl FaultyStore {
             inner,
             layer,
             refused: Vec::new(),
-            held: VecDeque::new(),
+            mutations: VecDeque::new(),
+            reads: Vec::new(),
             jitter: Jitter::new(),
         }
     }
 
-    /// Holds `d` back by a drawn latency, never ahead of what is already held.
-    fn hold(&mut self, d: Done, (lo, hi): (Duration, Duration)) {
-        let due = Instant::now() + self.jitter.pick(lo..hi);
-        let due = self.held.back().map_or(due, |(last, _)| due.max(*last));
-        self.layer.counters.delayed.fetch_add(1, Ordering::Relaxed);
-        self.held.push_back((due, d));
+    fn held(&self) -> usize {
+        self.mutations.len() + self.reads.len()
+    }
+
+    /// The earliest time a held operation is due.
+    fn next_due(&self) -> Option<Instant> {
+        let m = self.mutations.front().map(|q| q.0);
+        let r = self.reads.iter().map(|q| q.0).min();
+        m.into_iter().chain(r).min()
+    }
+
+    /// Hands every operation that is due to the store: reads whenever due, mutations in order.
+    fn release(&mut self) {
+        let now = Instant::now();
+        let mut i = 0;
+        while i < self.reads.len() {
+            if self.reads[i].0 <= now {
+                let (_, id, op) = self.reads.swap_remove(i);
+                self.inner.submit(id, op);
+            } else {
+                i += 1;
+            }
+        }
+        while self.mutations.front().is_some_and(|q| q.0 <= now) {
+            if let Some((_, id, op)) = self.mutations.pop_front() {
+                self.inner.submit(id, op);
+            }
+        }
     }
 }
 
 impl ChunkStore for FaultyStore {
     fn submit(&mut self, id: IoId, op: ChunkOp) {
-        match self.layer.refuse(&op) {
-            Some(e) => self.refused.push((id, Err(e))),
-            None => self.inner.submit(id, op),
+        if let Some(e) = self.layer.refuse(&op) {
+            return self.refused.push((id, Err(e)));
+        }
+        let read = matches!(op, ChunkOp::Read { .. });
+        let latency = self.layer.get().latency;
+        // Behind held mutations no mutation may run early, slow disk or not.
+        let (lo, hi) = match latency {
+            Some(range) => range,
+            None if read || self.mutations.is_empty() => return self.inner.submit(id, op),
+            None => (Duration::ZERO, Duration::ZERO),
+        };
+        self.layer.counters.delayed.fetch_add(1, Ordering::Relaxed);
+        let due = Instant::now() + self.jitter.pick(lo..hi);
+        if read {
+            self.reads.push((due, id, op));
+        } else {
+            let due = self.mutations.back().map_or(due, |q| due.max(q.0));
+            self.mutations.push_back((due, id, op));
         }
     }
 
     fn poll_completions(&mut self, done: &mut Vec<Done>) {
         done.append(&mut self.refused);
-        let mut fresh = Vec::new();
-        self.inner.poll_completions(&mut fresh);
-        let latency = self.layer.get().latency;
-        for d in fresh {
-            match latency {
-                // Behind held completions nothing may overtake them, slow or not.
-                _ if !self.held.is_empty() => self.hold(d, latency.unwrap_or_default()),
-                Some(range) => self.hold(d, range),
-                None => done.push(d),
-            }
-        }
-        let now = Instant::now();
-        while self.held.front().is_some_and(|(due, _)| *due <= now) {
-            if let Some((_, d)) = self.held.pop_front() {
-                done.push(d);
-            }
-        }
+        self.release();
+        self.inner.poll_completions(done);
     }
 
     fn in_flight(&self) -> usize {
-        self.inner.in_flight() + self.refused.len() + self.held.len()
+        self.inner.in_flight() + self.refused.len() + self.held()
     }
 
     fn wait(&mut self, timeout: Duration) {
         if !self.refused.is_empty() {
             return;
         }
-        match self.held.front() {
-            Some((due, _)) if self.inner.in_flight() == 0 => {
+        match self.next_due() {
+            Some(due) if self.inner.in_flight() == 0 => {
                 std::thread::sleep(due.saturating_duration_since(Instant::now()).min(timeout));
             }
             _ => self.inner.wait(timeout),
@@ -305,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_disk_holds_completions_back_in_order() {
+    fn a_slow_disk_holds_mutations_back_in_order() {
         let layer = Arc::new(DiskFaultLayer::default());
         let mut s = FaultyStore::new(Box::new(MemChunkStore::new()), layer.clone());
         let lat = Duration::from_millis(20);
@@ -325,5 +353,47 @@ mod tests {
         let ids: Vec<u64> = out.iter().map(|(id, _)| id.0).collect();
         assert_eq!(ids, vec![1, 2, 3, 4, 5]);
         assert!(out.iter().all(|(_, r)| r.is_ok()));
+    }
+
+    #[test]
+    fn a_read_overtakes_a_held_commit_and_sees_the_committed_state() {
+        use t3fs_core::ids::ChainVersion;
+        let layer = Arc::new(DiskFaultLayer::default());
+        let mut s = FaultyStore::new(Box::new(MemChunkStore::new()), layer.clone());
+        let commit = |v: u32| ChunkOp::Commit {
+            chunk: ChunkId::new(1, 0),
+            version: ChunkVersion(v),
+            chain_version: ChainVersion(1),
+        };
+        s.submit(IoId(1), update(1));
+        s.submit(IoId(2), commit(1));
+        assert_eq!(drain(&mut s).len(), 2);
+        let lat = Duration::from_millis(30);
+        layer.set(DiskFaults {
+            latency: Some((lat, lat)),
+            ..DiskFaults::default()
+        });
+        s.submit(IoId(3), update(2));
+        s.submit(IoId(4), commit(2));
+        // The disk is fast again for what comes next, but the held commit keeps its place.
+        layer.set(DiskFaults::default());
+        s.submit(
+            IoId(5),
+            ChunkOp::Read {
+                chunk: ChunkId::new(1, 0),
+                offset: 0,
+                len: 1,
+                uncommitted: false,
+                unverified: false,
+            },
+        );
+        s.submit(IoId(6), update(3));
+        let out = drain(&mut s);
+        let ids: Vec<u64> = out.iter().map(|(id, _)| id.0).collect();
+        assert_eq!(ids, vec![5, 3, 4, 6], "the read first, mutations in order");
+        match &out[0].1 {
+            Ok(ChunkDone::Read(Some(r))) => assert_eq!(r.version, ChunkVersion(1)),
+            other => panic!("read answered {other:?}"),
+        }
     }
 }

@@ -373,7 +373,9 @@ pub fn run_real(sc: &Scenario, seed: u64, place: &Place, command: &str) -> ExitC
     }
     if exit == 0 {
         println!("PASS");
-        let _ = std::fs::remove_dir_all(&dir);
+        if place.dir.is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     } else {
         println!("FAIL (exit {exit}): {reason}");
         println!("reproduce: {command}");

@@ -21,8 +21,18 @@ fn a_replaced_disk_on_real_processes_passes_every_verdict() {
     let tmp = scratch("run-replaced");
     let runs = tmp.0.join("runs");
     let runs_s = runs.to_string_lossy().to_string();
+    // The cluster lives under the test's directory, so no process of it can escape the check.
+    let dir_s = tmp.0.join("cluster").to_string_lossy().to_string();
     let (ok, text) = t3fs(
-        &["cluster", "run", "replaced_disk", "--out", &runs_s],
+        &[
+            "cluster",
+            "run",
+            "replaced_disk",
+            "--out",
+            &runs_s,
+            "--dir",
+            &dir_s,
+        ],
         &tmp.0,
     );
     assert!(ok, "t3fs cluster run replaced_disk failed:\n{text}");
@@ -118,6 +128,8 @@ fn a_planted_bug_makes_a_real_run_fail() {
     let tmp = scratch("run-bug");
     let runs = tmp.0.join("runs");
     let runs_s = runs.to_string_lossy().to_string();
+    // The cluster lives under the test's directory, so no process of it can escape the check.
+    let dir_s = tmp.0.join("cluster").to_string_lossy().to_string();
     let args = [
         "cluster",
         "run",
@@ -126,6 +138,8 @@ fn a_planted_bug_makes_a_real_run_fail() {
         "commit-before-successor-ack",
         "--out",
         &runs_s,
+        "--dir",
+        &dir_s,
     ];
     let (code, text) = t3fs_code(&args, &tmp.0);
     assert_eq!(
@@ -155,12 +169,16 @@ fn a_replica_partitioned_from_mgmtd_goes_offline_and_resyncs_after_the_repair() 
     let tmp = scratch("run-partition");
     let runs = tmp.0.join("runs");
     let runs_s = runs.to_string_lossy().to_string();
+    // The cluster lives under the test's directory, so no process of it can escape the check.
+    let dir_s = tmp.0.join("cluster").to_string_lossy().to_string();
     let args = [
         "cluster",
         "run",
         "partition_replica_from_mgmtd",
         "--out",
         &runs_s,
+        "--dir",
+        &dir_s,
     ];
     let (ok, text) = t3fs(&args, &tmp.0);
     assert!(
@@ -192,7 +210,14 @@ fn a_failing_disk_takes_its_target_offline_and_is_replaced_and_resynced() {
     let tmp = scratch("run-disk-eio");
     let runs = tmp.0.join("runs");
     let runs_s = runs.to_string_lossy().to_string();
-    let (ok, text) = t3fs(&["cluster", "run", "disk_eio", "--out", &runs_s], &tmp.0);
+    // The cluster lives under the test's directory, so no process of it can escape the check.
+    let dir_s = tmp.0.join("cluster").to_string_lossy().to_string();
+    let (ok, text) = t3fs(
+        &[
+            "cluster", "run", "disk_eio", "--out", &runs_s, "--dir", &dir_s,
+        ],
+        &tmp.0,
+    );
     assert!(ok, "t3fs cluster run disk_eio failed:\n{text}");
     assert!(processes_under(&tmp.0).is_empty(), "processes left");
     let events =
@@ -273,4 +298,34 @@ fn a_soak_schedule_is_drawn_from_its_seed_and_only_runs_real_steps() {
     let (code, text) = t3fs_code(&["cluster", "soak", "--minutes", "0"], &tmp.0);
     assert_eq!(code, Some(2), "{text}");
     assert!(processes_under(&tmp.0).is_empty());
+}
+
+#[test]
+fn a_tail_acking_before_its_commit_is_caught_behind_a_slow_disk() {
+    // The tail's commit waits on a slow disk; a tail that acknowledges before it lands lets a
+    // later read at the tail return the value the acknowledged write replaced.
+    let tmp = scratch("run-bug-tail");
+    let runs = tmp.0.join("runs");
+    let runs_s = runs.to_string_lossy().to_string();
+    // The cluster lives under the test's directory, so no process of it can escape the check.
+    let dir_s = tmp.0.join("cluster").to_string_lossy().to_string();
+    let args = [
+        "cluster",
+        "run",
+        "slow_disk",
+        "--bug",
+        "tail-ack-before-commit",
+        "--out",
+        &runs_s,
+        "--dir",
+        &dir_s,
+    ];
+    let (code, text) = t3fs_code(&args, &tmp.0);
+    assert_eq!(
+        code,
+        Some(129),
+        "a correctness failure was expected:\n{text}"
+    );
+    assert!(text.contains("regular") && text.contains("FAIL"), "{text}");
+    assert!(processes_under(&tmp.0).is_empty(), "processes left");
 }

@@ -245,6 +245,7 @@ impl Client {
             kv: KvBackend::None,
             transport: transport.clone(),
             inbound,
+            clock: Default::default(),
         };
         let (handle, _join) = node::spawn(parts).map_err(err)?;
         let c = Self {

@@ -5,7 +5,8 @@
 //! also answers the fault control RPC: `PUT /fault?QUERY` replaces the node's network faults
 //! (the transport's fault layer, `transport::NetFaults` query syntax) and `GET /fault` reads
 //! them; on a storage node `PUT /disk?QUERY` and `GET /disk` do the same for its targets' disk
-//! faults (`chunk_store::DiskFaults`). All only with the cluster token in an `x-t3fs-token`
+//! faults (`chunk_store::DiskFaults`), and `PUT /clock?QUERY`/`GET /clock` the offset and drift of the
+//! time its machine reads (`node::clock::ClockFaults`). All only with the cluster token in an `x-t3fs-token`
 //! header (403 otherwise).
 //!
 //! Invariants: a request is read with a size and time limit and any malformed one gets a 400;
@@ -29,6 +30,8 @@ pub struct Control {
     pub transport: crate::transport::Transport,
     /// The disk faults of a storage node's targets.
     pub disk: Option<std::sync::Arc<crate::chunk_store::DiskFaultLayer>>,
+    /// The clock fault the node's machine reads time through.
+    pub clock: Option<std::sync::Arc<crate::node::clock::ClockLayer>>,
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess matched.
@@ -39,7 +42,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// Whether `path` is one of the fault RPC's resources.
 fn is_control(path: &str) -> bool {
     let r = path.split_once('?').map_or(path, |(r, _)| r);
-    r == "/fault" || r == "/disk"
+    r == "/fault" || r == "/disk" || r == "/clock"
 }
 
 /// The fault RPC's answer to `method` `path` with the request's header `lines`.
@@ -82,11 +85,30 @@ fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'sta
             }
             Err(e) => ("400 Bad Request", format!("{e}\n")),
         },
+        (_, "/clock", _) if c.clock.is_none() => ("404 Not Found", "no clock fault here\n".into()),
+        ("GET", "/clock", None) => ("200 OK", describe_clock(c)),
+        ("PUT", "/clock", q) => match crate::node::clock::ClockFaults::parse(q.unwrap_or("")) {
+            Ok(f) => {
+                tracing::warn!("clock fault set: {}", f.to_query());
+                if let Some(k) = &c.clock {
+                    k.set(f, crate::node::now());
+                }
+                ("200 OK", describe_clock(c))
+            }
+            Err(e) => ("400 Bad Request", format!("{e}\n")),
+        },
         _ => (
             "400 Bad Request",
-            "use GET or PUT on /fault or /disk, with a query to PUT\n".into(),
+            "use GET or PUT on /fault, /disk or /clock, with a query to PUT\n".into(),
         ),
     }
+}
+
+fn describe_clock(c: &Control) -> String {
+    c.clock
+        .as_ref()
+        .map(|k| format!("{}\n", k.get().to_query()))
+        .unwrap_or_default()
 }
 
 fn describe_disk(c: &Control) -> String {
@@ -188,7 +210,8 @@ pub fn put_disk_faults(
     put(addr, token, &format!("/disk?{}", f.to_query()), timeout)
 }
 
-fn put(
+/// `PUT path_query` on a node's fault RPC with the cluster token (blocking).
+pub fn put(
     addr: std::net::SocketAddr,
     token: &str,
     path_query: &str,

@@ -138,7 +138,9 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         .await??;
     }
     let mut stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>> = BTreeMap::new();
-    // Every target of a storage node obeys the node's disk faults (set by the control RPC).
+    // Every target of a storage node obeys the node's disk faults, and its machine reads time
+    // through its clock fault (both set by the control RPC).
+    let clock = Arc::new(crate::node::clock::ClockLayer::default());
     let disk =
         matches!(r, Role::Storage).then(|| Arc::new(crate::chunk_store::DiskFaultLayer::default()));
     let process = match r {
@@ -191,12 +193,14 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         kv,
         transport: transport.clone(),
         inbound,
+        clock: clock.clone(),
     };
     let (handle, mut join) = node::spawn(parts)?;
     let control = crate::metrics::Control {
         token: cfg.cluster.token.clone(),
         transport: transport.clone(),
         disk,
+        clock: Some(clock),
     };
     let http = tokio::spawn(crate::metrics::serve(
         metrics,

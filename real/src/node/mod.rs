@@ -9,12 +9,14 @@
 //! nothing here blocks.
 //!
 //! Time: a machine's `now` is the system clock as nanoseconds since the Unix epoch, the cluster-
-//! wide epoch of `t3fs_core::time`.
+//! wide epoch of `t3fs_core::time`, shifted by the node's clock fault when a run sets one
+//! (`clock.rs`).
 //!
 //! Shutdown ([`NodeHandle::shutdown`], SIGTERM in the services): stop taking input, let the chunk
 //! I/O in flight complete (bounded), then close the store threads, which drain and exit. Not
 //! here: building the process from a config (`serve.rs`), the transport and stores themselves.
 
+pub mod clock;
 pub mod host;
 pub mod stats;
 
@@ -62,6 +64,8 @@ pub struct NodeParts {
     pub transport: Transport,
     /// Its inbound frames.
     pub inbound: mpsc::Receiver<Inbound>,
+    /// The clock fault its machine reads time through.
+    pub clock: Arc<clock::ClockLayer>,
 }
 
 /// A snapshot of a running node, refreshed every status tick, for metrics and status.
@@ -164,6 +168,7 @@ pub fn spawn(
         published_routing: 0,
         snapshot: snapshot.clone(),
         malformed: 0,
+        clock: parts.clock,
     };
     let join = tokio::spawn(driver.run(parts.inbound, io_rx, timer_rx, loop_rx, cmd_rx));
     Ok((
@@ -192,6 +197,7 @@ struct Driver {
     next_req: u64,
     snapshot: Arc<Mutex<Snapshot>>,
     malformed: u64,
+    clock: Arc<clock::ClockLayer>,
     /// The routing version last published: a client's routing is published as soon as its
     /// version changes (layout lookups need it current); everything else on the tick.
     published_routing: u64,
@@ -306,7 +312,8 @@ impl Driver {
             returns: Vec::new(),
             halted: None,
         };
-        node::step(&mut self.process, &mut self.tables, &mut host, now(), input);
+        let now = self.clock.local(now());
+        node::step(&mut self.process, &mut self.tables, &mut host, now, input);
         let RealHost {
             returns, halted, ..
         } = host;

@@ -9,11 +9,11 @@
 //! the run could not do as the file says (steps and settings that do not run on real processes,
 //! steps that failed to execute) is in [`RealOutcome`], never dropped. The checking is the
 //! simulator's, applied by the CLI to what this returns (t3fs-real never depends on t3fs-sim).
-//! Not here: the verdicts, the run directory, network/disk/clock fault layers.
+//! Not here: the verdicts, the run directory, the fault layers themselves.
 
-pub mod disk;
 pub mod dump;
 pub mod net;
+pub mod pushed;
 pub mod steps;
 pub mod workload;
 
@@ -31,6 +31,41 @@ use crate::cluster::{self, UpOptions};
 use crate::routing_watch::{RoutingWatch, Seen};
 use steps::{How, Live, Planned};
 use workload::{Load, Recorder};
+
+/// Each server's clock drawn from `[faults] clock_offset` and `clock_drift_ppm` as the
+/// simulator draws them (offset uniform within ±offset, drift within ±ppm), in node-id order.
+fn background_clocks(
+    f: &t3fs_scenario::Faults,
+    names: &BTreeMap<u32, String>,
+    rng: &mut Rng,
+) -> BTreeMap<String, crate::node::clock::ClockFaults> {
+    let max = f.clock_offset.as_nanos() as i64;
+    let ppm = i64::from(f.clock_drift_ppm);
+    if max == 0 && ppm == 0 {
+        return BTreeMap::new();
+    }
+    names
+        .values()
+        .filter(|n| !n.starts_with("kv"))
+        .map(|n| {
+            let offset_ns = if max > 0 {
+                rng.range(0..2 * max as u64) as i64 - max
+            } else {
+                0
+            };
+            let drift_ppm = if ppm > 0 {
+                rng.range(0..2 * ppm as u64 + 1) as i64 - ppm
+            } else {
+                0
+            };
+            let c = crate::node::clock::ClockFaults {
+                offset_ns,
+                drift_ppm,
+            };
+            (n.clone(), c)
+        })
+        .collect()
+}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -299,7 +334,34 @@ async fn drive(
     };
     let mut step_failures = Vec::new();
     let mut killed: Vec<String> = Vec::new();
-    let mut injected = steps::Injected::default();
+    let mut injected = steps::Injected {
+        clock_base: background_clocks(&sc.faults, names, &mut rng.fork(0xC10C)),
+        ..Default::default()
+    };
+    if !injected.clock_base.is_empty() {
+        injected.clock.reset_to(&injected.clock_base.clone());
+        let missed = tokio::task::block_in_place(|| injected.clock.apply(&o.dir))?;
+        let drawn: Vec<String> = injected
+            .clock_base
+            .iter()
+            .map(|(n, c)| format!("{n} {:+} ms {:+} ppm", c.offset_ns / 1_000_000, c.drift_ppm))
+            .collect();
+        mark(
+            &mut marks,
+            say,
+            "fault",
+            "",
+            format!(
+                "background clocks: {}{}",
+                drawn.join(", "),
+                if missed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (not reached: {})", missed.join(", "))
+                }
+            ),
+        );
+    }
     let net = &mut injected.net;
     (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
     if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 {
@@ -363,8 +425,10 @@ async fn drive(
         steps::resume_all(&o.dir);
         injected.net.heal();
         injected.disk.heal();
+        injected.clock.reset_to(&injected.clock_base.clone());
         injected.net.apply(&o.dir)?;
         injected.disk.apply(&o.dir)?;
+        injected.clock.apply(&o.dir)?;
         let replaced: Vec<_> = injected
             .disk
             .failed()
@@ -377,7 +441,8 @@ async fn drive(
         let restarted = steps::restart_dead(&o.dir)?;
         for n in &restarted {
             injected.net.forget(n);
-            injected.disk.forget(n);
+            injected.disk.restarted(n);
+            injected.clock.restarted(n);
         }
         let halts = restarted
             .into_iter()

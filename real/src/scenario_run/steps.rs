@@ -16,9 +16,11 @@ use t3fs_core::routing::PublicState;
 use t3fs_scenario::schema::{ChainPos, Faults};
 use t3fs_scenario::{Action, NodeRef, Scenario, Step};
 
-use super::disk::Disks;
 use super::net::Net;
+use super::pushed::PerNode;
+use crate::chunk_store::DiskFaults;
 use crate::cluster;
+use crate::node::clock::ClockFaults;
 use crate::routing_watch::RoutingWatch;
 
 /// How a step is carried out on real processes.
@@ -51,7 +53,10 @@ fn is_client(r: &NodeRef) -> bool {
 }
 const NO_DISK: &str =
     "needs damage or random failures in the chunk store's fault layer, which has only whole-disk modes (EIO, ENOSPC, latency)";
-const NO_CLOCK: &str = "needs an offset in the real driver's time source, not built yet";
+const NO_DRIFT: &str =
+    "drift moves the time machines read, but their timers keep true durations (the simulator stretches them)";
+const NO_CLIENT_CLOCK: &str =
+    "the workload's clients live in the runner's process and read its clock";
 
 /// How `action` runs on real processes.
 pub fn how(action: &Action) -> How {
@@ -90,7 +95,10 @@ pub fn how(action: &Action) -> How {
         // The parser already refuses disk verbs on nodes without disks.
         A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => How::Real,
         A::CorruptChunk(_) => How::NotRun(NO_DISK.into()),
-        A::SkewClock { .. } | A::StepClock { .. } => How::NotRun(NO_CLOCK.into()),
+        A::SkewClock { node: r, .. } | A::StepClock { node: r, .. } if is_client(r) => {
+            How::NotRun(NO_CLIENT_CLOCK.into())
+        }
+        A::SkewClock { .. } | A::StepClock { .. } => How::Real,
         A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => How::NotRun(
             "needs a fault layer in the KV service, not built yet".into(),
         ),
@@ -148,8 +156,11 @@ pub fn not_honoured(sc: &Scenario) -> Vec<String> {
             f.disk_latency
         ));
     }
-    if f.clock_offset > core::time::Duration::ZERO || f.clock_drift_ppm > 0 {
-        out.push(format!("[faults] clock offset and drift: {NO_CLOCK}"));
+    if f.clock_drift_ppm > 0 {
+        out.push(format!(
+            "[faults] clock_drift_ppm = {}: {NO_DRIFT}",
+            f.clock_drift_ppm
+        ));
     }
     if f.buggify {
         out.push("[faults] buggify: a simulator-only search aid".into());
@@ -184,7 +195,12 @@ pub struct Injected {
     /// The network's.
     pub net: Net,
     /// The storage nodes' disks'.
-    pub disk: Disks,
+    pub disk: PerNode<DiskFaults>,
+    /// The nodes' clocks'.
+    pub clock: PerNode<ClockFaults>,
+    /// The clocks drawn at start from `[faults] clock_offset` and `clock_drift_ppm`, which a
+    /// heal returns to (as the simulator's base clocks).
+    pub clock_base: BTreeMap<String, ClockFaults>,
 }
 
 /// The live cluster the steps act on.
@@ -286,6 +302,7 @@ fn names(live: &Live, refs: &[NodeRef]) -> Result<Vec<String>, String> {
 fn push(live: &Live, f: &mut Injected, what: String) -> Result<(String, String), String> {
     let mut missed = f.net.apply(live.dir)?;
     missed.extend(f.disk.apply(live.dir)?);
+    missed.extend(f.clock.apply(live.dir)?);
     missed.sort();
     missed.dedup();
     Ok((
@@ -298,11 +315,13 @@ fn push(live: &Live, f: &mut Injected, what: String) -> Result<(String, String),
     ))
 }
 
-/// A process came back: it gets the network's faults again, and healthy disks.
+/// A process came back: it gets the network's faults and its clock again, and healthy disks.
 fn rejoin(live: &Live, f: &mut Injected, name: &str) {
     f.net.forget(name);
-    f.disk.forget(name);
+    f.disk.restarted(name);
+    f.clock.restarted(name);
     let _ = f.net.apply(live.dir);
+    let _ = f.clock.apply(live.dir);
 }
 
 /// Chains on which `name` hosts a target and no target of another node is SERVING: replacing
@@ -339,10 +358,7 @@ fn last_copies(live: &Live, name: &str) -> Vec<ChainId> {
 /// them would destroy the last copy, a double fault no protocol survives.
 pub fn replace_disks(live: &Live, f: &mut Injected, name: &str) -> Result<String, String> {
     let dir = live.dir;
-    if cluster::pids(dir)
-        .get(name)
-        .is_some_and(|p| cluster::alive(*p))
-    {
+    if running(dir, name) {
         cluster::kill(dir, name, "KILL")?;
     }
     let last = last_copies(live, name);
@@ -381,6 +397,7 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
         A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
             disk_step(live, f, action)
         }
+        A::SkewClock { .. } | A::StepClock { .. } => clock_step(live, f, action),
         _ => process_step(live, f, action),
     }
 }
@@ -479,6 +496,34 @@ fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, 
     push(live, f, format!("{what} {n}{detail}")).map(|(_, w)| (n, w))
 }
 
+fn clock_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
+    let ms = 1_000_000i64;
+    let (n, what) = match action {
+        Action::SkewClock {
+            node,
+            offset_ms,
+            drift_ppm,
+        } => {
+            let n = live.resolve(node)?;
+            f.clock.set(&n, |c| {
+                c.offset_ns = offset_ms.saturating_mul(ms);
+                c.drift_ppm = *drift_ppm;
+            });
+            let what = format!("skew {n}'s clock: offset {offset_ms} ms, drift {drift_ppm} ppm");
+            (n, what)
+        }
+        Action::StepClock { node, by_ms } => {
+            let n = live.resolve(node)?;
+            f.clock.set(&n, |c| {
+                c.offset_ns = c.offset_ns.saturating_add(by_ms.saturating_mul(ms))
+            });
+            (n.clone(), format!("step {n}'s clock by {by_ms} ms"))
+        }
+        other => return Err(format!("`{}` is not a clock step", other.verb())),
+    };
+    push(live, f, what).map(|(_, w)| (n, w))
+}
+
 fn process_step(
     live: &Live,
     f: &mut Injected,
@@ -494,6 +539,13 @@ fn process_step(
         }
         A::Restart(r) => {
             let n = live.resolve(r)?;
+            if running(dir, &n) {
+                // As in the simulator: restarting a node that runs does nothing.
+                return Ok((
+                    n.clone(),
+                    format!("restart {n}: running, nothing to restart"),
+                ));
+            }
             cluster::restart(dir, &n)?;
             rejoin(live, f, &n);
             Ok((n.clone(), format!("restart {n}")))
@@ -523,20 +575,29 @@ fn process_step(
             cluster::kill(dir, &n, "CONT")?;
             let _ = f.net.apply(dir);
             let _ = f.disk.apply(dir);
+            let _ = f.clock.apply(dir);
             Ok((n.clone(), format!("kill -CONT {n}")))
         }
         A::Heal => {
             let resumed = resume_all(dir);
             f.net.heal();
             f.disk.heal();
+            f.clock.reset_to(&f.clock_base.clone());
             push(
                 live,
                 f,
-                format!("heal: every link repaired, rates reset, slow and full disks healed, {resumed} processes sent SIGCONT"),
+                format!("heal: every link repaired, rates reset, slow and full disks healed, clocks reset, {resumed} processes sent SIGCONT"),
             )
         }
         other => Err(format!("`{}` does not run on real processes", other.verb())),
     }
+}
+
+/// Whether `name`'s process runs.
+fn running(dir: &Path, name: &str) -> bool {
+    cluster::pids(dir)
+        .get(name)
+        .is_some_and(|p| cluster::alive(*p))
 }
 
 /// Sends SIGCONT to every live process of the cluster (harmless to running ones).
@@ -574,11 +635,12 @@ mod tests {
              [[step]]\nat = \"2s\"\ndo = \"partition\"\na = [\"storage-1\"]\nb = [\"mgmtd-0\"]\n\
              [[step]]\nat = \"3s\"\ndo = \"crash_after_forward\"\nnode = \"storage-1\"\n\
              [[step]]\nat = \"4s\"\ndo = \"slow_disk\"\nnode = \"tail:1\"\nlatency = \"5ms..9ms\"\n\
+             [[step]]\nat = \"4s\"\ndo = \"step_clock\"\nnode = \"primary\"\nby_ms = -3000\n\
              [faults]\nloss = 0.01\n",
         )
         .expect("scenario");
         let p = plan(&sc);
-        assert_eq!(p.len(), 5);
+        assert_eq!(p.len(), 6);
         assert_eq!(p[0].how, How::Real);
         assert_eq!(p[1].how, How::Real);
         assert_eq!(p[2].how, How::Real);

@@ -364,6 +364,8 @@ async fn drive(
     }
     let net = &mut injected.net;
     (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
+    let spike = &sc.faults.net_spike_latency;
+    net.spike_latency = (spike.start, spike.end);
     if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 {
         let missed = tokio::task::block_in_place(|| net.apply(&o.dir))?;
         mark(

@@ -1,6 +1,7 @@
 //! A real run's network faults: the state the scenario's network steps build (cut links between
-//! named nodes, isolated nodes, loss and duplication rates, a delay range), turned into each
-//! node's [`NetFaults`] and pushed to its transport's fault layer through the fault RPC.
+//! named nodes, isolated nodes, loss and duplication rates, a delay range, links with their own
+//! latency and loss, held links), turned into each node's [`NetFaults`] and pushed to its
+//! transport's fault layer through the fault RPC.
 //!
 //! Invariants: the faults belong to the network, not to a process, so a node that restarts or
 //! resumes gets them again (`forget` then `apply`); a node that cannot be reached (paused, down)
@@ -14,7 +15,7 @@ use std::time::Duration;
 use t3fs_core::ids::NodeId;
 
 use crate::cluster;
-use crate::transport::NetFaults;
+use crate::transport::{Link, NetFaults};
 
 /// The network as the steps have left it.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +30,12 @@ pub struct Net {
     pub duplicate: f64,
     /// Outbound delay range on every node.
     pub delay: Option<(Duration, Duration)>,
+    /// Directed links (from, to) with their own behaviour.
+    pub links: BTreeMap<(String, String), Link>,
+    /// Directed links (from, to) whose frames are held.
+    pub held: BTreeSet<(String, String)>,
+    /// The latency of a spike on a `link` (the scenario's `net_spike_latency`).
+    pub spike_latency: (Duration, Duration),
     applied: BTreeMap<String, NetFaults>,
 }
 
@@ -51,11 +58,36 @@ impl Net {
             .retain(|(x, y)| !(a.contains(x) && b.contains(y) || b.contains(x) && a.contains(y)));
     }
 
+    /// Links a ↔ b (both ways) behave as `link` (a far rack, a congested uplink).
+    pub fn link(&mut self, a: &[String], b: &[String], link: Link) {
+        for x in a {
+            for y in b {
+                self.links.insert((x.clone(), y.clone()), link);
+                self.links.insert((y.clone(), x.clone()), link);
+            }
+        }
+    }
+
+    /// Holds (or, with `on` false, releases) frames a → b.
+    pub fn hold(&mut self, a: &[String], b: &[String], on: bool) {
+        for x in a {
+            for y in b {
+                let k = (x.clone(), y.clone());
+                if on {
+                    self.held.insert(k);
+                } else {
+                    self.held.remove(&k);
+                }
+            }
+        }
+    }
+
     /// Every fault cleared.
     pub fn heal(&mut self) {
         let applied = std::mem::take(&mut self.applied);
         *self = Self {
             applied,
+            spike_latency: self.spike_latency,
             ..Self::default()
         };
     }
@@ -85,6 +117,18 @@ impl Net {
             loss: self.loss,
             duplicate: self.duplicate,
             delay: self.delay,
+            links: self
+                .links
+                .iter()
+                .filter(|((x, _), _)| x == name)
+                .filter_map(|((_, y), l)| Some((id(y)?, *l)))
+                .collect(),
+            hold: self
+                .held
+                .iter()
+                .filter(|(x, _)| x == name)
+                .filter_map(|(_, y)| id(y))
+                .collect(),
         }
     }
 
@@ -158,6 +202,16 @@ mod tests {
         net.loss = 0.1;
         let s0 = net.faults_of("storage-0", &ids);
         assert!(s0.isolated && s0.loss == 0.1);
+        let far = Link {
+            latency: (Duration::from_millis(2), Duration::from_millis(8)),
+            ..Link::default()
+        };
+        net.link(&names(&["storage-0"]), &names(&["mgmtd-0"]), far);
+        net.hold(&names(&["storage-1"]), &names(&["storage-0"]), true);
+        assert_eq!(net.faults_of("mgmtd-0", &ids).links[&NodeId(1)], far);
+        assert_eq!(net.faults_of("storage-1", &ids).hold, [NodeId(1)].into());
+        net.hold(&names(&["storage-1"]), &names(&["storage-0"]), false);
+        assert!(net.faults_of("storage-1", &ids).hold.is_empty());
         net.heal();
         assert!(net.faults_of("storage-0", &ids).is_clear());
     }

@@ -85,10 +85,13 @@ pub fn how(action: &Action) -> How {
         | A::SetDuplicate(_)
         | A::SetLatency(_)
         | A::Flap { .. } => How::Real,
-        A::Link { .. } => How::NotRun("per-link latency and loss are not in the fault layer yet".into()),
-        A::Hold { .. } | A::Release { .. } => {
-            How::NotRun("holding frames for a later release is not in the fault layer yet".into())
+        A::Hold { a, b } | A::Release { a, b } if a.iter().chain(b).any(is_client) => {
+            How::NotRun(NO_CLIENT_NET.into())
         }
+        A::Link { a, b, .. } if a.iter().chain(b).any(is_client) => How::Approx(
+            "frames the runner's clients send are not slowed: their links are slowed one way, toward the clients".into(),
+        ),
+        A::Link { .. } | A::Hold { .. } | A::Release { .. } => How::Real,
         A::DropHeartbeats { .. } => How::NotRun(
             "dropping only heartbeats needs the fault layer to tell message kinds apart; not built yet".into(),
         ),
@@ -393,7 +396,10 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
         | A::SetLoss(_)
         | A::SetDuplicate(_)
         | A::SetLatency(_)
-        | A::Flap { .. } => network_step(live, f, action),
+        | A::Flap { .. }
+        | A::Link { .. }
+        | A::Hold { .. }
+        | A::Release { .. } => network_step(live, f, action),
         A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
             disk_step(live, f, action)
         }
@@ -441,6 +447,43 @@ fn network_step(
         A::SetLatency(r) => {
             net.delay = Some((r.start, r.end));
             push(live, f, format!("added one-way delay {r:?}"))
+        }
+        A::Link {
+            a,
+            b,
+            latency,
+            spike,
+            loss,
+        } => {
+            // The runner's clients have no fault RPC: only servers' sends to them are slowed.
+            let (a, b) = (names(live, a)?, names(live, b)?);
+            let link = crate::transport::Link {
+                latency: (latency.start, latency.end),
+                spike: *spike,
+                spike_latency: net.spike_latency,
+                loss: *loss,
+            };
+            net.link(&a, &b, link);
+            push(
+                live,
+                f,
+                format!(
+                    "link {} ↔ {}: {latency:?}, spike {spike}, loss {loss}",
+                    a.join(","),
+                    b.join(",")
+                ),
+            )
+        }
+        A::Hold { a, b } | A::Release { a, b } => {
+            let (a, b) = (names(live, a)?, names(live, b)?);
+            let on = matches!(action, A::Hold { .. });
+            net.hold(&a, &b, on);
+            let verb = if on { "hold" } else { "release" };
+            push(
+                live,
+                f,
+                format!("{verb} frames {} → {}", a.join(","), b.join(",")),
+            )
         }
         A::Flap {
             node,

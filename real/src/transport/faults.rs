@@ -1,7 +1,8 @@
 //! The transport's fault layer: network faults a real run injects without root, obeyed by the
 //! node's own transport. Links cut to or from given peers (partitions, one-way cuts, repairs),
 //! the whole node isolated, outbound loss and duplication rates and an outbound delay range
-//! (wide ranges reorder frames). Set as a whole, [`NetFaults`], through the node's control
+//! (wide ranges reorder frames), per-peer links with their own latency, spikes and loss (a far
+//! rack), and frames to given peers held until released (`hold`/`release`). Set as a whole, [`NetFaults`], through the node's control
 //! endpoint (metrics.rs, authenticated by the cluster token) or directly on an in-process
 //! transport.
 //!
@@ -10,7 +11,7 @@
 //! like a frame lost on the wire (the send returns `Ok`), never like an error. Not here: which
 //! faults a scenario sets when (t3fs-real's scenario_run), or kernel-level faults (netns.rs).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -32,6 +33,24 @@ pub struct NetFaults {
     pub duplicate: f64,
     /// Each outbound frame waits a uniform time in this range before it is queued.
     pub delay: Option<(Duration, Duration)>,
+    /// Links to these peers with their own latency, spikes and loss (replacing `delay` and
+    /// `loss` for frames to them).
+    pub links: BTreeMap<NodeId, Link>,
+    /// Frames to these peers are held, in order, until the peer leaves this set.
+    pub hold: BTreeSet<NodeId>,
+}
+
+/// One outbound link's own behaviour.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Link {
+    /// One-way latency, uniform in this range.
+    pub latency: (Duration, Duration),
+    /// Probability that a frame takes a spike instead.
+    pub spike: f64,
+    /// The spike's latency range.
+    pub spike_latency: (Duration, Duration),
+    /// Loss rate.
+    pub loss: f64,
 }
 
 /// What happens to one outbound frame.
@@ -45,6 +64,8 @@ pub enum Fate {
     Twice,
     /// Sent after this long.
     Delay(Duration),
+    /// Held until the peer is released.
+    Hold,
 }
 
 fn ids(s: &BTreeSet<NodeId>) -> String {
@@ -72,24 +93,86 @@ fn parse_rate(k: &str, v: &str) -> Result<f64, String> {
     }
 }
 
+fn span((lo, hi): (Duration, Duration)) -> String {
+    format!("{}-{}", lo.as_micros(), hi.as_micros())
+}
+
+fn parse_span(k: &str, v: &str) -> Result<(Duration, Duration), String> {
+    let (a, b) = v
+        .split_once('-')
+        .ok_or(format!("{k}: `{v}` is not LO-HI"))?;
+    let us = |x: &str| x.parse::<u64>().map_err(|_| format!("{k}: `{x}`"));
+    let (a, b) = (us(a)?, us(b)?);
+    if a > b {
+        return Err(format!("{k}: {a} > {b}"));
+    }
+    Ok((Duration::from_micros(a), Duration::from_micros(b)))
+}
+
+fn parse_link(item: &str) -> Result<(NodeId, Link), String> {
+    let p: Vec<&str> = item.split('/').collect();
+    let [n, lat, spike, spike_lat, loss] = p[..] else {
+        return Err(format!(
+            "link: `{item}` is not peer/latency/spike/spike latency/loss"
+        ));
+    };
+    let node = n
+        .parse()
+        .map(NodeId)
+        .map_err(|_| format!("link: bad node id `{n}`"))?;
+    Ok((
+        node,
+        Link {
+            latency: parse_span("link latency", lat)?,
+            spike: parse_rate("link spike", spike)?,
+            spike_latency: parse_span("link spike latency", spike_lat)?,
+            loss: parse_rate("link loss", loss)?,
+        },
+    ))
+}
+
+/// A uniform draw in `lo..=hi` from 64 random bits.
+fn within((lo, hi): (Duration, Duration), bits: u64) -> Duration {
+    let span = (hi - lo).as_nanos() as u64;
+    lo + Duration::from_nanos(if span == 0 { 0 } else { bits % (span + 1) })
+}
+
 impl NetFaults {
     /// No faults at all.
     pub fn is_clear(&self) -> bool {
         *self == Self::default()
     }
 
-    /// The control endpoint's query string (`out=1,2&in=&iso=0&loss=0&dup=0&delay_us=0-0`).
+    /// The control endpoint's query string (`out=1,2&in=&iso=0&loss=0&dup=0&delay_us=0-0&hold=
+    /// &link=3/2000-8000/0.01/100000-2000000/0.01,…`: a link is peer/latency/spike/spike
+    /// latency/loss, latencies in microseconds).
     pub fn to_query(&self) -> String {
         let (lo, hi) = self.delay.unwrap_or_default();
+        let links: Vec<String> = self
+            .links
+            .iter()
+            .map(|(n, l)| {
+                format!(
+                    "{}/{}/{}/{}/{}",
+                    n.0,
+                    span(l.latency),
+                    l.spike,
+                    span(l.spike_latency),
+                    l.loss
+                )
+            })
+            .collect();
         format!(
-            "out={}&in={}&iso={}&loss={}&dup={}&delay_us={}-{}",
+            "out={}&in={}&iso={}&loss={}&dup={}&delay_us={}-{}&hold={}&link={}",
             ids(&self.cut_out),
             ids(&self.cut_in),
             u8::from(self.isolated),
             self.loss,
             self.duplicate,
             lo.as_micros(),
-            hi.as_micros()
+            hi.as_micros(),
+            ids(&self.hold),
+            links.join(",")
         )
     }
 
@@ -107,15 +190,15 @@ impl NetFaults {
                 "loss" => f.loss = parse_rate(k, v)?,
                 "dup" => f.duplicate = parse_rate(k, v)?,
                 "delay_us" => {
-                    let (a, b) = v
-                        .split_once('-')
-                        .ok_or(format!("delay_us: `{v}` is not LO-HI"))?;
-                    let us = |x: &str| x.parse::<u64>().map_err(|_| format!("delay_us: `{x}`"));
-                    let (a, b) = (us(a)?, us(b)?);
-                    if a > b {
-                        return Err(format!("delay_us: {a} > {b}"));
+                    let (a, b) = parse_span(k, v)?;
+                    f.delay = (b > Duration::ZERO).then_some((a, b));
+                }
+                "hold" => f.hold = parse_ids(v)?,
+                "link" => {
+                    for item in v.split(',').filter(|x| !x.is_empty()) {
+                        let (n, l) = parse_link(item)?;
+                        f.links.insert(n, l);
                     }
-                    f.delay = (b > 0).then(|| (Duration::from_micros(a), Duration::from_micros(b)));
                 }
                 _ => return Err(format!("unknown key `{k}`")),
             }
@@ -129,14 +212,28 @@ impl NetFaults {
 pub(crate) struct FaultLayer {
     on: AtomicBool,
     state: Mutex<NetFaults>,
+    held: Mutex<Vec<(NodeId, crate::transport::Frame)>>,
 }
 
 impl FaultLayer {
-    /// Replaces the faults.
-    pub(crate) fn set(&self, f: NetFaults) {
+    /// Replaces the faults; returns the held frames whose peer is no longer held, in order.
+    pub(crate) fn set(&self, f: NetFaults) -> Vec<(NodeId, crate::transport::Frame)> {
         let clear = f.is_clear();
+        let hold = f.hold.clone();
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = f;
         self.on.store(!clear, Ordering::SeqCst);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let (keep, go) = held.drain(..).partition(|(to, _)| hold.contains(to));
+        *held = keep;
+        go
+    }
+
+    /// Keeps a frame for `to` until its peer is released.
+    pub(crate) fn hold(&self, to: NodeId, frame: crate::transport::Frame) {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((to, frame));
     }
 
     /// The faults now.
@@ -151,19 +248,27 @@ impl FaultLayer {
         }
         let f = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let unit = || (random() >> 11) as f64 / (1u64 << 53) as f64;
-        if f.isolated || f.cut_out.contains(&to) || (f.loss > 0.0 && unit() < f.loss) {
+        if f.isolated || f.cut_out.contains(&to) {
+            return Fate::Drop;
+        }
+        if f.hold.contains(&to) {
+            return Fate::Hold;
+        }
+        let link = f.links.get(&to);
+        let loss = link.map_or(f.loss, |l| l.loss);
+        if loss > 0.0 && unit() < loss {
             return Fate::Drop;
         }
         if f.duplicate > 0.0 && unit() < f.duplicate {
             return Fate::Twice;
         }
-        match f.delay {
-            Some((lo, hi)) => {
-                let span = (hi - lo).as_nanos() as u64;
-                let extra = if span == 0 { 0 } else { random() % (span + 1) };
-                Fate::Delay(lo + Duration::from_nanos(extra))
+        match (link, f.delay) {
+            (Some(l), _) if l.spike > 0.0 && unit() < l.spike => {
+                Fate::Delay(within(l.spike_latency, random()))
             }
-            None => Fate::Send,
+            (Some(l), _) => Fate::Delay(within(l.latency, random())),
+            (None, Some(range)) => Fate::Delay(within(range, random())),
+            (None, None) => Fate::Send,
         }
     }
 
@@ -190,8 +295,20 @@ mod tests {
             loss: 0.25,
             duplicate: 0.5,
             delay: Some((Duration::from_micros(100), Duration::from_millis(5))),
+            links: [(
+                NodeId(3),
+                Link {
+                    latency: (Duration::from_millis(2), Duration::from_millis(8)),
+                    spike: 0.01,
+                    spike_latency: (Duration::from_millis(100), Duration::from_secs(2)),
+                    loss: 0.02,
+                },
+            )]
+            .into(),
+            hold: [NodeId(2)].into(),
         };
         assert_eq!(NetFaults::parse(&f.to_query()), Ok(f));
+        assert!(NetFaults::parse("link=3/1-2/0.1/1-2").is_err());
         assert_eq!(
             NetFaults::parse(&NetFaults::default().to_query()),
             Ok(NetFaults::default())
@@ -226,7 +343,36 @@ mod tests {
         });
         assert_eq!(l.outbound(NodeId(2), r), Fate::Drop);
         assert!(l.drops_inbound(NodeId(9)));
-        l.set(NetFaults::default());
+        l.set(NetFaults {
+            hold: [NodeId(4)].into(),
+            links: [(
+                NodeId(5),
+                Link {
+                    latency: (Duration::from_millis(3), Duration::from_millis(3)),
+                    ..Link::default()
+                },
+            )]
+            .into(),
+            ..NetFaults::default()
+        });
+        assert_eq!(l.outbound(NodeId(4), r), Fate::Hold);
+        assert_eq!(
+            l.outbound(NodeId(5), r),
+            Fate::Delay(Duration::from_millis(3))
+        );
+        assert_eq!(l.outbound(NodeId(6), r), Fate::Send);
+        l.hold(NodeId(4), crate::transport::Frame::default());
+        assert!(l
+            .set(NetFaults {
+                hold: [NodeId(4)].into(),
+                ..NetFaults::default()
+            })
+            .is_empty());
+        assert_eq!(
+            l.set(NetFaults::default()).len(),
+            1,
+            "released frames come back to be sent"
+        );
         assert_eq!(l.outbound(NodeId(1), r), Fate::Send);
         assert!(!l.drops_inbound(NodeId(3)));
     }

@@ -57,7 +57,7 @@ use t3fs_core::limits::FRAME_BYTES_MAX;
 use t3fs_core::msg::Msg;
 
 pub use counters::TransportCounters;
-pub use faults::NetFaults;
+pub use faults::{Link, NetFaults};
 pub use tcp::Transport;
 
 /// How a transport runs. `Debug` does not show the token.

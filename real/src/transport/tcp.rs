@@ -150,6 +150,11 @@ impl Transport {
                 self.enqueue(to, frame.clone())?;
                 self.enqueue(to, frame)
             }
+            Fate::Hold => {
+                Counters::bump(&self.inner.counters.fault_delayed);
+                self.inner.faults.hold(to, frame);
+                Ok(())
+            }
             Fate::Delay(d) => {
                 Counters::bump(&self.inner.counters.fault_delayed);
                 let me = self.clone();
@@ -173,9 +178,12 @@ impl Transport {
         })
     }
 
-    /// Replaces this transport's network faults (the fault layer, `faults.rs`).
+    /// Replaces this transport's network faults (the fault layer, `faults.rs`); frames held for
+    /// peers no longer held are sent now, in the order they were held.
     pub fn set_faults(&self, f: NetFaults) {
-        self.inner.faults.set(f);
+        for (to, frame) in self.inner.faults.set(f) {
+            let _ = self.enqueue(to, frame);
+        }
     }
 
     /// This transport's network faults now.

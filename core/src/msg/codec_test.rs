@@ -546,3 +546,15 @@ fn forged_lengths_are_rejected_before_allocating() {
         Err(DecodeError::UnknownTag(99))
     );
 }
+
+#[test]
+fn heartbeat_frames_are_told_apart_by_their_header() {
+    let hb = super::codec::encode_frame(8, |_| {});
+    assert!(super::is_heartbeat_frame(&hb));
+    let other = super::Msg::GetRouting {
+        known: crate::ids::RoutingVersion(3),
+    }
+    .encode();
+    assert!(!super::is_heartbeat_frame(&other));
+    assert!(!super::is_heartbeat_frame(&[0x33, 0xF5]));
+}

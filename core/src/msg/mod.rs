@@ -118,6 +118,12 @@ const KIND_KV_REQ: u8 = 24;
 const KIND_KV_REPLY: u8 = 25;
 const KIND_NODE_ADDRS: u8 = 26;
 
+/// Whether an encoded frame is a storage heartbeat to mgmtd, read from its header alone (a
+/// transport's fault layer drops heartbeats without decoding whole frames).
+pub fn is_heartbeat_frame(frame: &[u8]) -> bool {
+    frame.starts_with(&codec::MAGIC) && frame.get(3) == Some(&KIND_HEARTBEAT)
+}
+
 impl Msg {
     /// Encodes the message as one frame.
     pub fn encode(&self) -> Vec<u8> {

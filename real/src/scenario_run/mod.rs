@@ -366,7 +366,8 @@ async fn drive(
     (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
     let spike = &sc.faults.net_spike_latency;
     net.spike_latency = (spike.start, spike.end);
-    if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 {
+    net.hb_loss = sc.faults.heartbeat_loss;
+    if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 || sc.faults.heartbeat_loss > 0.0 {
         let missed = tokio::task::block_in_place(|| net.apply(&o.dir))?;
         mark(
             &mut marks,
@@ -374,9 +375,10 @@ async fn drive(
             "fault",
             "",
             format!(
-                "background: message loss {} and duplication {} on every server{}",
+                "background: message loss {}, duplication {} and heartbeat loss {} on every server{}",
                 sc.faults.loss,
                 sc.faults.duplicate,
+                sc.faults.heartbeat_loss,
                 if missed.is_empty() {
                     String::new()
                 } else {

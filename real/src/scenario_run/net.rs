@@ -36,6 +36,10 @@ pub struct Net {
     pub held: BTreeSet<(String, String)>,
     /// The latency of a spike on a `link` (the scenario's `net_spike_latency`).
     pub spike_latency: (Duration, Duration),
+    /// Probability that a heartbeat is lost, on every node.
+    pub hb_loss: f64,
+    /// Until when each node's heartbeats are dropped (`drop_heartbeats`).
+    pub hb_until: BTreeMap<String, std::time::Instant>,
     applied: BTreeMap<String, NetFaults>,
 }
 
@@ -129,6 +133,12 @@ impl Net {
                 .filter(|(x, _)| x == name)
                 .filter_map(|(_, y)| id(y))
                 .collect(),
+            hb_loss: self.hb_loss,
+            // What is left of the drop, whole milliseconds (the RPC's unit), from now.
+            hb_drop: self.hb_until.get(name).map_or(Duration::ZERO, |u| {
+                let left = u.saturating_duration_since(std::time::Instant::now());
+                Duration::from_millis(left.as_millis() as u64)
+            }),
         }
     }
 

@@ -92,9 +92,7 @@ pub fn how(action: &Action) -> How {
             "frames the runner's clients send are not slowed: their links are slowed one way, toward the clients".into(),
         ),
         A::Link { .. } | A::Hold { .. } | A::Release { .. } => How::Real,
-        A::DropHeartbeats { .. } => How::NotRun(
-            "dropping only heartbeats needs the fault layer to tell message kinds apart; not built yet".into(),
-        ),
+        A::DropHeartbeats { .. } => How::Real,
         // The parser already refuses disk verbs on nodes without disks.
         A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => How::Real,
         A::CorruptChunk(_) => How::NotRun(NO_DISK.into()),
@@ -131,7 +129,6 @@ pub fn not_honoured(sc: &Scenario) -> Vec<String> {
         }
     };
     rate("net_spike", f.net_spike, NO_NET);
-    rate("heartbeat_loss", f.heartbeat_loss, NO_NET);
     rate("disk_spike", f.disk_spike, NO_DISK);
     rate("disk_eio", f.disk_eio, NO_DISK);
     rate("disk_corrupt", f.disk_corrupt, NO_DISK);
@@ -399,7 +396,8 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
         | A::Flap { .. }
         | A::Link { .. }
         | A::Hold { .. }
-        | A::Release { .. } => network_step(live, f, action),
+        | A::Release { .. }
+        | A::DropHeartbeats { .. } => network_step(live, f, action),
         A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
             disk_step(live, f, action)
         }
@@ -473,6 +471,12 @@ fn network_step(
                     b.join(",")
                 ),
             )
+        }
+        A::DropHeartbeats { node, duration } => {
+            let n = live.resolve(node)?;
+            net.hb_until
+                .insert(n.clone(), std::time::Instant::now() + *duration);
+            push(live, f, format!("drop {n}'s heartbeats for {duration:?}")).map(|(_, w)| (n, w))
         }
         A::Hold { a, b } | A::Release { a, b } => {
             let (a, b) = (names(live, a)?, names(live, b)?);
@@ -703,7 +707,15 @@ mod tests {
         )
         .expect("scenario");
         let p = plan(&sc);
-        assert!(p.iter().all(|p| matches!(p.how, How::NotRun(_))), "{p:?}");
+        assert!(
+            matches!(p[0].how, How::NotRun(_)),
+            "a client's links: {p:?}"
+        );
+        assert_eq!(
+            p[1].how,
+            How::Real,
+            "heartbeats are told apart by the fault layer"
+        );
         let n = not_honoured(&sc);
         assert_eq!(n.len(), 1, "{n:?}");
         assert!(n[0].starts_with("[faults] torn_write = 0.5"));

@@ -38,6 +38,10 @@ pub struct NetFaults {
     pub links: BTreeMap<NodeId, Link>,
     /// Frames to these peers are held, in order, until the peer leaves this set.
     pub hold: BTreeSet<NodeId>,
+    /// Probability that an outbound heartbeat is dropped.
+    pub hb_loss: f64,
+    /// Every outbound heartbeat is dropped for this long from when the faults are set.
+    pub hb_drop: Duration,
 }
 
 /// One outbound link's own behaviour.
@@ -163,7 +167,7 @@ impl NetFaults {
             })
             .collect();
         format!(
-            "out={}&in={}&iso={}&loss={}&dup={}&delay_us={}-{}&hold={}&link={}",
+            "out={}&in={}&iso={}&loss={}&dup={}&delay_us={}-{}&hold={}&link={}&hb_loss={}&hb_drop_ms={}",
             ids(&self.cut_out),
             ids(&self.cut_in),
             u8::from(self.isolated),
@@ -172,7 +176,9 @@ impl NetFaults {
             lo.as_micros(),
             hi.as_micros(),
             ids(&self.hold),
-            links.join(",")
+            links.join(","),
+            self.hb_loss,
+            self.hb_drop.as_millis()
         )
     }
 
@@ -194,6 +200,11 @@ impl NetFaults {
                     f.delay = (b > Duration::ZERO).then_some((a, b));
                 }
                 "hold" => f.hold = parse_ids(v)?,
+                "hb_loss" => f.hb_loss = parse_rate(k, v)?,
+                "hb_drop_ms" => {
+                    let ms = v.parse::<u64>().map_err(|_| format!("hb_drop_ms: `{v}`"))?;
+                    f.hb_drop = Duration::from_millis(ms);
+                }
                 "link" => {
                     for item in v.split(',').filter(|x| !x.is_empty()) {
                         let (n, l) = parse_link(item)?;
@@ -213,6 +224,8 @@ pub(crate) struct FaultLayer {
     on: AtomicBool,
     state: Mutex<NetFaults>,
     held: Mutex<Vec<(NodeId, crate::transport::Frame)>>,
+    /// Until when heartbeats are dropped (`hb_drop` counted from the last `set`).
+    hb_until: Mutex<Option<std::time::Instant>>,
 }
 
 impl FaultLayer {
@@ -220,6 +233,8 @@ impl FaultLayer {
     pub(crate) fn set(&self, f: NetFaults) -> Vec<(NodeId, crate::transport::Frame)> {
         let clear = f.is_clear();
         let hold = f.hold.clone();
+        *self.hb_until.lock().unwrap_or_else(|e| e.into_inner()) =
+            (f.hb_drop > Duration::ZERO).then(|| std::time::Instant::now() + f.hb_drop);
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = f;
         self.on.store(!clear, Ordering::SeqCst);
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,8 +256,9 @@ impl FaultLayer {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The fate of a frame to `to`; `random` draws 64 random bits.
-    pub(crate) fn outbound(&self, to: NodeId, random: impl Fn() -> u64) -> Fate {
+    /// The fate of a frame to `to` (a storage heartbeat when `heartbeat`); `random` draws 64
+    /// random bits.
+    pub(crate) fn outbound(&self, to: NodeId, heartbeat: bool, random: impl Fn() -> u64) -> Fate {
         if !self.on.load(Ordering::Relaxed) {
             return Fate::Send;
         }
@@ -250,6 +266,13 @@ impl FaultLayer {
         let unit = || (random() >> 11) as f64 / (1u64 << 53) as f64;
         if f.isolated || f.cut_out.contains(&to) {
             return Fate::Drop;
+        }
+        if heartbeat {
+            let until = *self.hb_until.lock().unwrap_or_else(|e| e.into_inner());
+            let dropping = until.is_some_and(|u| std::time::Instant::now() < u);
+            if dropping || (f.hb_loss > 0.0 && unit() < f.hb_loss) {
+                return Fate::Drop;
+            }
         }
         if f.hold.contains(&to) {
             return Fate::Hold;
@@ -306,6 +329,8 @@ mod tests {
             )]
             .into(),
             hold: [NodeId(2)].into(),
+            hb_loss: 0.5,
+            hb_drop: Duration::from_millis(1500),
         };
         assert_eq!(NetFaults::parse(&f.to_query()), Ok(f));
         assert!(NetFaults::parse("link=3/1-2/0.1/1-2").is_err());
@@ -319,29 +344,59 @@ mod tests {
         assert!(NetFaults::parse("delay_us=5-1").is_err());
     }
 
+    impl FaultLayer {
+        fn outbound_any(&self, to: NodeId, random: impl Fn() -> u64) -> Fate {
+            self.outbound(to, false, random)
+        }
+    }
+
+    #[test]
+    fn heartbeats_alone_are_dropped_while_the_drop_lasts() {
+        let l = FaultLayer::default();
+        let r = || 0u64;
+        l.set(NetFaults {
+            hb_drop: Duration::from_secs(60),
+            ..NetFaults::default()
+        });
+        assert_eq!(l.outbound(NodeId(0), true, r), Fate::Drop);
+        assert_eq!(l.outbound(NodeId(0), false, r), Fate::Send);
+        l.set(NetFaults {
+            hb_drop: Duration::from_nanos(1),
+            ..NetFaults::default()
+        });
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(l.outbound(NodeId(0), true, r), Fate::Send, "the drop ended");
+        l.set(NetFaults {
+            hb_loss: 0.5,
+            ..NetFaults::default()
+        });
+        assert_eq!(l.outbound(NodeId(0), true, r), Fate::Drop);
+        assert_eq!(l.outbound(NodeId(0), true, || u64::MAX), Fate::Send);
+    }
+
     #[test]
     fn fates_follow_the_faults() {
         let l = FaultLayer::default();
         let r = || 0u64; // Every draw is the smallest: any positive rate fires.
-        assert_eq!(l.outbound(NodeId(1), r), Fate::Send);
+        assert_eq!(l.outbound_any(NodeId(1), r), Fate::Send);
         l.set(NetFaults {
             cut_out: [NodeId(1)].into(),
             cut_in: [NodeId(3)].into(),
             ..NetFaults::default()
         });
-        assert_eq!(l.outbound(NodeId(1), r), Fate::Drop);
-        assert_eq!(l.outbound(NodeId(2), r), Fate::Send);
+        assert_eq!(l.outbound_any(NodeId(1), r), Fate::Drop);
+        assert_eq!(l.outbound_any(NodeId(2), r), Fate::Send);
         assert!(l.drops_inbound(NodeId(3)) && !l.drops_inbound(NodeId(1)));
         l.set(NetFaults {
             duplicate: 0.1,
             ..NetFaults::default()
         });
-        assert_eq!(l.outbound(NodeId(2), r), Fate::Twice);
+        assert_eq!(l.outbound_any(NodeId(2), r), Fate::Twice);
         l.set(NetFaults {
             isolated: true,
             ..NetFaults::default()
         });
-        assert_eq!(l.outbound(NodeId(2), r), Fate::Drop);
+        assert_eq!(l.outbound_any(NodeId(2), r), Fate::Drop);
         assert!(l.drops_inbound(NodeId(9)));
         l.set(NetFaults {
             hold: [NodeId(4)].into(),
@@ -355,12 +410,12 @@ mod tests {
             .into(),
             ..NetFaults::default()
         });
-        assert_eq!(l.outbound(NodeId(4), r), Fate::Hold);
+        assert_eq!(l.outbound_any(NodeId(4), r), Fate::Hold);
         assert_eq!(
-            l.outbound(NodeId(5), r),
+            l.outbound_any(NodeId(5), r),
             Fate::Delay(Duration::from_millis(3))
         );
-        assert_eq!(l.outbound(NodeId(6), r), Fate::Send);
+        assert_eq!(l.outbound_any(NodeId(6), r), Fate::Send);
         l.hold(NodeId(4), crate::transport::Frame::default());
         assert!(l
             .set(NetFaults {
@@ -373,7 +428,7 @@ mod tests {
             1,
             "released frames come back to be sent"
         );
-        assert_eq!(l.outbound(NodeId(1), r), Fate::Send);
+        assert_eq!(l.outbound_any(NodeId(1), r), Fate::Send);
         assert!(!l.drops_inbound(NodeId(3)));
     }
 }

@@ -139,7 +139,8 @@ impl Transport {
     /// queued, not delivered (or taken by the fault layer, as the wire would).
     pub fn try_send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
         let frame = frame.into();
-        match self.inner.faults.outbound(to, || self.inner.random()) {
+        let hb = t3fs_core::msg::is_heartbeat_frame(&frame.head);
+        match self.inner.faults.outbound(to, hb, || self.inner.random()) {
             Fate::Send => self.enqueue(to, frame),
             Fate::Drop => {
                 Counters::bump(&self.inner.counters.fault_dropped);
@@ -196,7 +197,8 @@ impl Transport {
     /// must not stall wrap it in a timeout or use [`try_send`](Self::try_send).
     pub async fn send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
         let frame = frame.into();
-        if self.inner.faults.outbound(to, || self.inner.random()) != Fate::Send {
+        let hb = t3fs_core::msg::is_heartbeat_frame(&frame.head);
+        if self.inner.faults.outbound(to, hb, || self.inner.random()) != Fate::Send {
             // Faulted frames take try_send's path: dropped, doubled or delayed, never waited on.
             return self.try_send(to, frame);
         }

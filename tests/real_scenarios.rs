@@ -86,17 +86,21 @@ fn a_replaced_disk_on_real_processes_passes_every_verdict() {
 #[test]
 fn plan_lists_the_steps_that_cannot_run_for_real_and_starts_nothing() {
     let tmp = scratch("run-plan");
+    let args = ["cluster", "run", "double_fault_loss", "--plan"];
+    let (ok, text) = t3fs(&args, &tmp.0);
+    assert!(ok, "{text}");
+    // Silent corruption has no real fault layer yet.
+    assert_eq!(text.matches("does not run").count(), 2, "{text}");
+    assert!(text.contains("corrupt_chunk"), "{text}");
+    // KV, clock, disk and heartbeat faults all run for real.
     let args = ["cluster", "run", "appendix_b_late_heartbeats", "--plan"];
     let (ok, text) = t3fs(&args, &tmp.0);
     assert!(ok, "{text}");
-    // kv_unavailable and kv_available have no real fault layer yet; slow_disk and heal_disk do.
-    assert_eq!(text.matches("does not run").count(), 2, "{text}");
+    assert_eq!(text.matches("does not run").count(), 0, "{text}");
     assert!(
-        text.contains("slow_disk              runs for real"),
-        "{text}"
-    );
-    assert!(
-        text.contains("isolate") && text.contains("not honoured: [faults] torn_write"),
+        text.contains("kv_unavailable         runs for real")
+            && text.contains("slow_disk              runs for real")
+            && text.contains("not honoured: [faults] torn_write"),
         "{text}"
     );
     let (ok, text) = t3fs(

@@ -3,6 +3,9 @@
 //! shared handle of the engine (commits from many callers share one WAL fsync: group commit)
 //! and is answered with a [`KvReply`] carrying the same id.
 //!
+//! Faults a real run injects (unavailability, spurious conflicts, unknown commits) come from
+//! [`crate::kv_faults`], set through the kv node's control endpoint.
+//!
 //! Invariants: a reply is sent only after the engine answered (a commit reply means durable);
 //! a request that cannot be decoded is dropped and counted, never answered. Not here: retries
 //! and timeouts (the caller's driver answers an unanswered step with `Unavailable` or
@@ -22,6 +25,7 @@ use t3fs_core::kv::{
 use t3fs_core::msg::kv::{KvReply, KvReq};
 use t3fs_core::msg::Msg;
 
+use crate::kv_faults::{KvFate, KvFaultLayer};
 use crate::transport::{Inbound, Transport, TransportConfig};
 use crate::wal_kv::SharedWalKv;
 
@@ -34,13 +38,15 @@ pub struct KvServiceCounters {
     pub dropped: AtomicU64,
 }
 
-/// Serves `engine` to every peer of `transport` until `inbound` closes.
+/// Serves `engine` to every peer of `transport` until `inbound` closes, obeying `faults`.
 pub async fn serve(
     engine: SharedWalKv,
     transport: Transport,
     mut inbound: mpsc::Receiver<Inbound>,
     counters: Arc<KvServiceCounters>,
+    faults: Arc<KvFaultLayer>,
 ) {
+    let mut jitter = crate::node::host::Jitter::new();
     while let Some(mut inb) = inbound.recv().await {
         let req = match transport.decode(&mut inb) {
             Ok(Msg::KvReq(r)) => r,
@@ -52,11 +58,24 @@ pub async fn serve(
         let mut e = engine.clone();
         let t = transport.clone();
         let c = counters.clone();
+        let fate = faults.fate(&req.op, [jitter.bits(), jitter.bits(), jitter.bits()]);
         tokio::spawn(async move {
             let KvReq { id, op } = req;
-            let result = tokio::task::spawn_blocking(move || kv::execute(&mut e, op))
-                .await
-                .unwrap_or(Err(KvError::Unavailable));
+            let result = match fate {
+                KvFate::Unavailable => Err(KvError::Unavailable),
+                KvFate::Conflict => Err(KvError::Conflict),
+                KvFate::UnknownDropped => Err(KvError::CommitUnknown),
+                KvFate::Run | KvFate::UnknownApplied => {
+                    let r = tokio::task::spawn_blocking(move || kv::execute(&mut e, op))
+                        .await
+                        .unwrap_or(Err(KvError::Unavailable));
+                    if fate == KvFate::UnknownApplied {
+                        Err(KvError::CommitUnknown)
+                    } else {
+                        r
+                    }
+                }
+            };
             let reply = Msg::KvReply(KvReply { id, result });
             let _ = t.send(inb.from, reply).await;
             c.answered.fetch_add(1, Ordering::Relaxed);
@@ -214,7 +233,7 @@ mod tests {
                     .await
                     .unwrap();
                 tx.send(t.local_addr().unwrap()).unwrap();
-                serve(engine, t, inbound, Arc::default()).await;
+                serve(engine, t, inbound, Arc::default(), Arc::default()).await;
             });
         });
         rx.recv().unwrap()

@@ -6,7 +6,8 @@
 //! (the transport's fault layer, `transport::NetFaults` query syntax) and `GET /fault` reads
 //! them; on a storage node `PUT /disk?QUERY` and `GET /disk` do the same for its targets' disk
 //! faults (`chunk_store::DiskFaults`), and `PUT /clock?QUERY`/`GET /clock` the offset and drift of the
-//! time its machine reads (`node::clock::ClockFaults`). All only with the cluster token in an `x-t3fs-token`
+//! time its machine reads (`node::clock::ClockFaults`); on the kv node `PUT /kv?QUERY`/`GET /kv` the
+//! KV service's faults (`kv_faults::KvFaults`). All only with the cluster token in an `x-t3fs-token`
 //! header (403 otherwise).
 //!
 //! Invariants: a request is read with a size and time limit and any malformed one gets a 400;
@@ -32,6 +33,8 @@ pub struct Control {
     pub disk: Option<std::sync::Arc<crate::chunk_store::DiskFaultLayer>>,
     /// The clock fault the node's machine reads time through.
     pub clock: Option<std::sync::Arc<crate::node::clock::ClockLayer>>,
+    /// The faults of the KV service (the kv node).
+    pub kv: Option<std::sync::Arc<crate::kv_faults::KvFaultLayer>>,
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess matched.
@@ -42,7 +45,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// Whether `path` is one of the fault RPC's resources.
 fn is_control(path: &str) -> bool {
     let r = path.split_once('?').map_or(path, |(r, _)| r);
-    r == "/fault" || r == "/disk" || r == "/clock"
+    ["/fault", "/disk", "/clock", "/kv"].contains(&r)
 }
 
 /// The fault RPC's answer to `method` `path` with the request's header `lines`.
@@ -85,6 +88,18 @@ fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'sta
             }
             Err(e) => ("400 Bad Request", format!("{e}\n")),
         },
+        (_, "/kv", _) if c.kv.is_none() => ("404 Not Found", "no KV service here\n".into()),
+        ("GET", "/kv", None) => ("200 OK", describe_kv(c)),
+        ("PUT", "/kv", q) => match crate::kv_faults::KvFaults::parse(q.unwrap_or("")) {
+            Ok(f) => {
+                tracing::warn!("KV faults set: {}", f.to_query());
+                if let Some(k) = &c.kv {
+                    k.set(f);
+                }
+                ("200 OK", describe_kv(c))
+            }
+            Err(e) => ("400 Bad Request", format!("{e}\n")),
+        },
         (_, "/clock", _) if c.clock.is_none() => ("404 Not Found", "no clock fault here\n".into()),
         ("GET", "/clock", None) => ("200 OK", describe_clock(c)),
         ("PUT", "/clock", q) => match crate::node::clock::ClockFaults::parse(q.unwrap_or("")) {
@@ -99,9 +114,15 @@ fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'sta
         },
         _ => (
             "400 Bad Request",
-            "use GET or PUT on /fault, /disk or /clock, with a query to PUT\n".into(),
+            "use GET or PUT on /fault, /disk, /clock or /kv, with a query to PUT\n".into(),
         ),
     }
+}
+
+fn describe_kv(c: &Control) -> String {
+    c.kv.as_ref()
+        .map(|k| format!("{}\n", k.get().to_query()))
+        .unwrap_or_default()
 }
 
 fn describe_clock(c: &Control) -> String {

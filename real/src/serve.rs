@@ -201,6 +201,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         transport: transport.clone(),
         disk,
         clock: Some(clock),
+        kv: None,
     };
     let http = tokio::spawn(crate::metrics::serve(
         metrics,
@@ -291,7 +292,19 @@ async fn serve_kv(
         status: "kv serving\n".into(),
         ..Default::default()
     }));
-    let http = tokio::spawn(crate::metrics::serve(metrics, snapshot.clone(), None));
+    let kv_faults = Arc::new(crate::kv_faults::KvFaultLayer::default());
+    let control = crate::metrics::Control {
+        token: cfg.cluster.token.clone(),
+        transport: transport.clone(),
+        disk: None,
+        clock: None,
+        kv: Some(kv_faults.clone()),
+    };
+    let http = tokio::spawn(crate::metrics::serve(
+        metrics,
+        snapshot.clone(),
+        Some(control),
+    ));
     let (t2, c2, s2) = (transport.clone(), counters.clone(), snapshot.clone());
     let refresh = tokio::spawn(async move {
         loop {
@@ -313,6 +326,7 @@ async fn serve_kv(
         transport.clone(),
         inbound,
         counters,
+        kv_faults,
     ));
     shutdown_signal().await;
     tracing::info!(node = %cfg.node.name, "shutting down");

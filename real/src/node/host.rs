@@ -53,11 +53,17 @@ impl Jitter {
         Self(u64::from_le_bytes(b) | 1)
     }
 
-    /// A duration in `r`.
-    pub fn pick(&mut self, r: Range<Duration>) -> Duration {
+    /// 64 random bits.
+    pub fn bits(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A duration in `r`.
+    pub fn pick(&mut self, r: Range<Duration>) -> Duration {
+        self.bits();
         let span = r.end.saturating_sub(r.start).as_nanos() as u64;
         if span == 0 {
             return r.start;

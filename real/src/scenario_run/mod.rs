@@ -362,6 +362,30 @@ async fn drive(
             ),
         );
     }
+    if sc.faults.kv_conflict > 0.0 || sc.faults.kv_commit_unknown > 0.0 {
+        let (conflict, unknown) = (sc.faults.kv_conflict, sc.faults.kv_commit_unknown);
+        let missed = tokio::task::block_in_place(|| {
+            steps::set_kv(&o.dir, &mut injected, |k| {
+                k.conflict = conflict;
+                k.commit_unknown = unknown;
+            })?;
+            injected.kv.apply(&o.dir)
+        })?;
+        mark(
+            &mut marks,
+            say,
+            "fault",
+            "",
+            format!(
+                "background: KV conflict rate {conflict}, commit-unknown rate {unknown}{}",
+                if missed.is_empty() {
+                    String::new()
+                } else {
+                    " (the kv node was not reached)".into()
+                }
+            ),
+        );
+    }
     let net = &mut injected.net;
     (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
     let spike = &sc.faults.net_spike_latency;
@@ -430,6 +454,8 @@ async fn drive(
         injected.net.heal();
         injected.disk.heal();
         injected.clock.reset_to(&injected.clock_base.clone());
+        injected.kv.reset_to(&BTreeMap::new());
+        injected.kv.apply(&o.dir)?;
         injected.net.apply(&o.dir)?;
         injected.disk.apply(&o.dir)?;
         injected.clock.apply(&o.dir)?;

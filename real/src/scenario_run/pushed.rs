@@ -1,5 +1,6 @@
 //! A real run's per-node faults that belong to a node's host rather than to the network: its
-//! disks (EIO, ENOSPC, latency) and its clock (offset, drift). The steps set what each node
+//! disks (EIO, ENOSPC, latency), its clock (offset, drift) and, on the kv node, the KV
+//! service's faults (unavailable, spurious conflicts, unknown commits). The steps set what each node
 //! should have; [`PerNode::apply`] pushes every change through the node's fault RPC
 //! (`PUT /disk?...`, `PUT /clock?...`).
 //!
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use crate::chunk_store::DiskFaults;
 use crate::cluster;
+use crate::kv_faults::KvFaults;
 use crate::node::clock::ClockFaults;
 
 /// A fault a node's fault RPC takes as a whole.
@@ -45,6 +47,17 @@ impl HostFault for ClockFaults {
     const ENDS_WITH_PROCESS: bool = false;
     fn applies_to(role: &str) -> bool {
         role != "kv"
+    }
+    fn query(&self) -> String {
+        self.to_query()
+    }
+}
+
+impl HostFault for KvFaults {
+    const PATH: &'static str = "/kv";
+    const ENDS_WITH_PROCESS: bool = false;
+    fn applies_to(role: &str) -> bool {
+        role == "kv"
     }
     fn query(&self) -> String {
         self.to_query()

@@ -100,9 +100,7 @@ pub fn how(action: &Action) -> How {
             How::NotRun(NO_CLIENT_CLOCK.into())
         }
         A::SkewClock { .. } | A::StepClock { .. } => How::Real,
-        A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => How::NotRun(
-            "needs a fault layer in the KV service, not built yet".into(),
-        ),
+        A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => How::Real,
     }
 }
 
@@ -134,16 +132,6 @@ pub fn not_honoured(sc: &Scenario) -> Vec<String> {
     rate("disk_corrupt", f.disk_corrupt, NO_DISK);
     rate("torn_write", f.torn_write, NO_DISK);
     rate("lost_write", f.lost_write, NO_DISK);
-    rate(
-        "kv_conflict",
-        f.kv_conflict,
-        "needs a fault layer in the KV service",
-    );
-    rate(
-        "kv_commit_unknown",
-        f.kv_commit_unknown,
-        "needs a fault layer in the KV service",
-    );
     if f.net_latency != d.net_latency {
         out.push(format!(
             "[faults] net_latency = {:?}: real links have loopback's own latency",
@@ -198,6 +186,8 @@ pub struct Injected {
     pub disk: PerNode<DiskFaults>,
     /// The nodes' clocks'.
     pub clock: PerNode<ClockFaults>,
+    /// The KV service's (on the kv node).
+    pub kv: PerNode<crate::kv_faults::KvFaults>,
     /// The clocks drawn at start from `[faults] clock_offset` and `clock_drift_ppm`, which a
     /// heal returns to (as the simulator's base clocks).
     pub clock_base: BTreeMap<String, ClockFaults>,
@@ -303,6 +293,7 @@ fn push(live: &Live, f: &mut Injected, what: String) -> Result<(String, String),
     let mut missed = f.net.apply(live.dir)?;
     missed.extend(f.disk.apply(live.dir)?);
     missed.extend(f.clock.apply(live.dir)?);
+    missed.extend(f.kv.apply(live.dir)?);
     missed.sort();
     missed.dedup();
     Ok((
@@ -402,6 +393,7 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
             disk_step(live, f, action)
         }
         A::SkewClock { .. } | A::StepClock { .. } => clock_step(live, f, action),
+        A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => kv_step(live, f, action),
         _ => process_step(live, f, action),
     }
 }
@@ -543,6 +535,43 @@ fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, 
     push(live, f, format!("{what} {n}{detail}")).map(|(_, w)| (n, w))
 }
 
+/// Sets `change` on every kv node's faults.
+pub fn set_kv(
+    dir: &Path,
+    f: &mut Injected,
+    change: impl Fn(&mut crate::kv_faults::KvFaults),
+) -> Result<(), String> {
+    for n in cluster::nodes(dir)?.iter().filter(|n| n.role == "kv") {
+        f.kv.set(&n.name, &change);
+    }
+    Ok(())
+}
+
+fn kv_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
+    let what = match action {
+        Action::KvUnavailable => {
+            set_kv(live.dir, f, |k| k.unavailable = true)?;
+            "the KV becomes unavailable".to_string()
+        }
+        Action::KvAvailable => {
+            set_kv(live.dir, f, |k| k.unavailable = false)?;
+            "the KV becomes available".to_string()
+        }
+        Action::KvFaults {
+            conflict,
+            commit_unknown,
+        } => {
+            set_kv(live.dir, f, |k| {
+                k.conflict = *conflict;
+                k.commit_unknown = *commit_unknown;
+            })?;
+            format!("KV faults: conflict {conflict}, commit unknown {commit_unknown}")
+        }
+        other => return Err(format!("`{}` is not a KV step", other.verb())),
+    };
+    push(live, f, what)
+}
+
 fn clock_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
     let ms = 1_000_000i64;
     let (n, what) = match action {
@@ -630,10 +659,11 @@ fn process_step(
             f.net.heal();
             f.disk.heal();
             f.clock.reset_to(&f.clock_base.clone());
+            f.kv.reset_to(&BTreeMap::new());
             push(
                 live,
                 f,
-                format!("heal: every link repaired, rates reset, slow and full disks healed, clocks reset, {resumed} processes sent SIGCONT"),
+                format!("heal: every link repaired, rates reset, slow and full disks healed, clocks and the KV reset, {resumed} processes sent SIGCONT"),
             )
         }
         other => Err(format!("`{}` does not run on real processes", other.verb())),

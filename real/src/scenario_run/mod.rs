@@ -1,7 +1,8 @@
 //! `t3fs cluster run SCENARIO`: a scenario file on real processes. It starts a cluster from the
 //! file's `[cluster]` section on loopback, runs the file's register workload through native
 //! clients, executes its steps on the processes at their times (SIGKILL, restart, a replaced
-//! disk, SIGSTOP/SIGCONT), then ends as a simulated run does: resume and restart everything,
+//! disk, SIGSTOP/SIGCONT) and through the nodes' fault layers (network, disk, clock, KV: steps.rs),
+//! then ends as a simulated run does: resume and restart everything,
 //! require every chain SERVING within the bound (from mgmtd's routing), read every chunk back,
 //! stop the cluster and read each serving target's committed chunks from its store.
 //!

@@ -5,8 +5,8 @@
 //!
 //! Invariant: every step of the file gets exactly one [`How`]; nothing is dropped without a
 //! line saying so, and a step that fails to execute is reported as failed, not as done. Not
-//! here: the workload, the checkers, or the network and disk fault layers themselves
-//! (transport/faults.rs, chunk_store/faults.rs).
+//! here: the workload, the checkers, or the fault layers themselves (transport/faults.rs,
+//! chunk_store/faults.rs, node/clock.rs, kv_faults.rs).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

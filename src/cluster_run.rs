@@ -21,13 +21,25 @@ use t3fs_sim::check::{self, verdicts, Verdict};
 pub struct RunArgs {
     /// A catalog scenario's name or a scenario file.
     pub scenario: String,
+    /// Seed of the workload's operation streams (default: the scenario's first).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the cluster and the run directory go, and the planted bug.
+    #[command(flatten)]
+    pub place: PlaceArgs,
+    /// Only say how each step would run (for real, approximately, or not at all) and which
+    /// settings real processes do not honour; start nothing.
+    #[arg(long)]
+    pub plan: bool,
+}
+
+/// What `cluster run` and `cluster soak` share.
+#[derive(Args, Debug)]
+pub struct PlaceArgs {
     /// The cluster directory (default: a fresh one under the temporary directory, removed
     /// after a passing run).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Seed of the workload's operation streams (default: the scenario's first).
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Run every node with a planted bug (`t3fs sim list` names them).
     #[arg(long)]
     pub bug: Option<String>,
@@ -37,10 +49,37 @@ pub struct RunArgs {
     /// Where the run directory goes.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
-    /// Only say how each step would run (for real, approximately, or not at all) and which
-    /// settings real processes do not honour; start nothing.
-    #[arg(long)]
-    pub plan: bool,
+}
+
+impl PlaceArgs {
+    /// Where the run goes.
+    pub fn place(&self) -> Place {
+        Place {
+            dir: self.dir.clone(),
+            store: self.store.clone(),
+            out: self.out.clone(),
+        }
+    }
+
+    /// The flags to repeat in a reproduce line (`--bug B`, `--store S`).
+    pub fn flags(&self, bug: Option<&str>) -> String {
+        let mut f = bug.map(|b| format!(" --bug {b}")).unwrap_or_default();
+        if self.store != "file" {
+            f.push_str(&format!(" --store {}", self.store));
+        }
+        f
+    }
+}
+
+/// Checks a planted bug's name; the error line says where the names are.
+pub fn known_bug(bug: Option<&str>) -> Result<(), String> {
+    match t3fs_real::config::bugs(bug) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "unknown planted bug `{}` (`t3fs sim list` names them)",
+            bug.unwrap_or_default()
+        )),
+    }
 }
 
 /// The `--plan` text: every step with how it runs, then the settings not honoured.
@@ -258,14 +297,11 @@ pub fn run(a: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if a.bug.is_some() {
-        sc.bug = a.bug.clone();
+    if a.place.bug.is_some() {
+        sc.bug = a.place.bug.clone();
     }
-    if t3fs_real::config::bugs(sc.bug.as_deref()).is_none() {
-        eprintln!(
-            "error: unknown planted bug `{}` (`t3fs sim list` names them)",
-            sc.bug.unwrap_or_default()
-        );
+    if let Err(e) = known_bug(sc.bug.as_deref()) {
+        eprintln!("error: {e}");
         return ExitCode::from(2);
     }
     if a.plan {
@@ -278,23 +314,11 @@ pub fn run(a: RunArgs) -> ExitCode {
     }
     let seed = a.seed.unwrap_or(sc.seeds[0]);
     let command = format!(
-        "t3fs cluster run {} --seed {seed}{}{}",
+        "t3fs cluster run {} --seed {seed}{}",
         a.scenario,
-        sc.bug
-            .as_ref()
-            .map(|b| format!(" --bug {b}"))
-            .unwrap_or_default(),
-        if a.store == "file" {
-            String::new()
-        } else {
-            format!(" --store {}", a.store)
-        }
+        a.place.flags(sc.bug.as_deref())
     );
-    let place = Place {
-        dir: a.dir.clone(),
-        store: a.store.clone(),
-        out: a.out.clone(),
-    };
+    let place = a.place.place();
     run_real(&sc, seed, &place, &command)
 }
 

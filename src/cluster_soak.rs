@@ -9,14 +9,13 @@
 //! schedule; the manifest's `steps.*` counters are the faults executed. Not here: running
 //! (cluster_run.rs's `run_real`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
 use t3fs_real::scenario_run::steps::{how, How};
 
-use crate::cluster_run::{run_real, Place};
+use crate::cluster_run::{known_bug, run_real, PlaceArgs};
 
 /// `t3fs cluster soak`.
 #[derive(Args, Debug)]
@@ -27,19 +26,9 @@ pub struct SoakArgs {
     /// Seed of the fault schedule and the workload.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Run every node with a planted bug (`t3fs sim list` names them).
-    #[arg(long)]
-    pub bug: Option<String>,
-    /// The cluster directory (default: a fresh one under the temporary directory, removed
-    /// after a passing run).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Chunk store of every target: `file` or `uring`.
-    #[arg(long, default_value = "file", value_parser = ["file", "uring"])]
-    pub store: String,
-    /// Where the run directory goes.
-    #[arg(long, default_value = "runs")]
-    pub out: PathBuf,
+    /// Where the cluster and the run directory go, and the planted bug.
+    #[command(flatten)]
+    pub place: PlaceArgs,
     /// Print the drawn fault schedule and start nothing.
     #[arg(long)]
     pub plan: bool,
@@ -53,12 +42,9 @@ pub fn soak(a: SoakArgs) -> ExitCode {
     }
     let real = |act: &t3fs_scenario::Action| how(act) == How::Real;
     let mut sc = t3fs_sim::soak::scenario(a.seed, Duration::from_secs(a.minutes * 60), &real);
-    sc.bug = a.bug.clone();
-    if t3fs_real::config::bugs(sc.bug.as_deref()).is_none() {
-        eprintln!(
-            "error: unknown planted bug `{}` (`t3fs sim list` names them)",
-            sc.bug.unwrap_or_default()
-        );
+    sc.bug = a.place.bug.clone();
+    if let Err(e) = known_bug(sc.bug.as_deref()) {
+        eprintln!("error: {e}");
         return ExitCode::from(2);
     }
     let toml = t3fs_scenario::write::to_toml(&sc);
@@ -67,26 +53,14 @@ pub fn soak(a: SoakArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let command = format!(
-        "t3fs cluster soak --minutes {} --seed {}{}{}",
+        "t3fs cluster soak --minutes {} --seed {}{}",
         a.minutes,
         a.seed,
-        sc.bug
-            .as_ref()
-            .map(|b| format!(" --bug {b}"))
-            .unwrap_or_default(),
-        if a.store == "file" {
-            String::new()
-        } else {
-            format!(" --store {}", a.store)
-        }
+        a.place.flags(sc.bug.as_deref())
     );
-    let place = Place {
-        dir: a.dir.clone(),
-        store: a.store.clone(),
-        out: a.out.clone(),
-    };
+    let place = a.place.place();
     let code = run_real(&sc, a.seed, &place, &command);
-    let saved = a
+    let saved = place
         .out
         .join(format!("soak-real-seed{}", a.seed))
         .join("soak.toml");

@@ -14,6 +14,8 @@ use std::sync::Mutex;
 
 use t3fs_core::kv::KvOp;
 
+use crate::fault_query::{flag, pairs, rate};
+
 /// The KV service's faults.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KvFaults {
@@ -40,13 +42,6 @@ pub enum KvFate {
     UnknownDropped,
 }
 
-fn rate(k: &str, v: &str) -> Result<f64, String> {
-    match v.parse::<f64>() {
-        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-        _ => Err(format!("{k}: `{v}` is not a rate in [0, 1]")),
-    }
-}
-
 impl KvFaults {
     /// The control endpoint's query string (`unavailable=0&conflict=0.1&commit_unknown=0`).
     pub fn to_query(&self) -> String {
@@ -61,18 +56,10 @@ impl KvFaults {
     /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
     pub fn parse(query: &str) -> Result<Self, String> {
         let mut f = Self::default();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair
-                .split_once('=')
-                .ok_or(format!("`{pair}`: expected key=value"))?;
+        for pair in pairs(query) {
+            let (k, v) = pair?;
             match k {
-                "unavailable" => {
-                    f.unavailable = match v {
-                        "0" => false,
-                        "1" => true,
-                        _ => return Err(format!("unavailable: `{v}` is not 0 or 1")),
-                    }
-                }
+                "unavailable" => f.unavailable = flag(k, v)?,
                 "conflict" => f.conflict = rate(k, v)?,
                 "commit_unknown" => f.commit_unknown = rate(k, v)?,
                 _ => return Err(format!("unknown key `{k}`")),

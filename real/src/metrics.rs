@@ -27,14 +27,8 @@ use crate::node::Snapshot;
 pub struct Control {
     /// The cluster token a request must carry.
     pub token: String,
-    /// The node's transport.
-    pub transport: crate::transport::Transport,
-    /// The disk faults of a storage node's targets.
-    pub disk: Option<std::sync::Arc<crate::chunk_store::DiskFaultLayer>>,
-    /// The clock fault the node's machine reads time through.
-    pub clock: Option<std::sync::Arc<crate::node::clock::ClockLayer>>,
-    /// The faults of the KV service (the kv node).
-    pub kv: Option<std::sync::Arc<crate::kv_faults::KvFaultLayer>>,
+    /// The node's fault layers by path (`/fault`, `/disk`, `/clock`, `/kv`).
+    pub resources: crate::fault_query::Resources,
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess matched.
@@ -66,77 +60,20 @@ fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'sta
         Some((r, q)) => (r, Some(q)),
         None => (path, None),
     };
-    match (method, resource, query) {
-        ("GET", "/fault", None) => ("200 OK", format!("{}\n", c.transport.faults().to_query())),
-        ("PUT", "/fault", q) => match crate::transport::NetFaults::parse(q.unwrap_or("")) {
-            Ok(f) => {
-                tracing::warn!("network faults set: {}", f.to_query());
-                c.transport.set_faults(f);
-                ("200 OK", format!("{}\n", c.transport.faults().to_query()))
-            }
+    let Some((_, layer)) = c.resources.iter().find(|(p, _)| *p == resource) else {
+        return (
+            "404 Not Found",
+            format!("no {resource} faults on this node\n"),
+        );
+    };
+    match (method, query) {
+        ("GET", None) => ("200 OK", layer.describe()),
+        ("PUT", q) => match layer.put(q.unwrap_or("")) {
+            Ok(now) => ("200 OK", now),
             Err(e) => ("400 Bad Request", format!("{e}\n")),
         },
-        (_, "/disk", _) if c.disk.is_none() => ("404 Not Found", "no disks on this node\n".into()),
-        ("GET", "/disk", None) => ("200 OK", describe_disk(c)),
-        ("PUT", "/disk", q) => match crate::chunk_store::DiskFaults::parse(q.unwrap_or("")) {
-            Ok(f) => {
-                tracing::warn!("disk faults set: {}", f.to_query());
-                if let Some(d) = &c.disk {
-                    d.set(f);
-                }
-                ("200 OK", describe_disk(c))
-            }
-            Err(e) => ("400 Bad Request", format!("{e}\n")),
-        },
-        (_, "/kv", _) if c.kv.is_none() => ("404 Not Found", "no KV service here\n".into()),
-        ("GET", "/kv", None) => ("200 OK", describe_kv(c)),
-        ("PUT", "/kv", q) => match crate::kv_faults::KvFaults::parse(q.unwrap_or("")) {
-            Ok(f) => {
-                tracing::warn!("KV faults set: {}", f.to_query());
-                if let Some(k) = &c.kv {
-                    k.set(f);
-                }
-                ("200 OK", describe_kv(c))
-            }
-            Err(e) => ("400 Bad Request", format!("{e}\n")),
-        },
-        (_, "/clock", _) if c.clock.is_none() => ("404 Not Found", "no clock fault here\n".into()),
-        ("GET", "/clock", None) => ("200 OK", describe_clock(c)),
-        ("PUT", "/clock", q) => match crate::node::clock::ClockFaults::parse(q.unwrap_or("")) {
-            Ok(f) => {
-                tracing::warn!("clock fault set: {}", f.to_query());
-                if let Some(k) = &c.clock {
-                    k.set(f, crate::node::now());
-                }
-                ("200 OK", describe_clock(c))
-            }
-            Err(e) => ("400 Bad Request", format!("{e}\n")),
-        },
-        _ => (
-            "400 Bad Request",
-            "use GET or PUT on /fault, /disk, /clock or /kv, with a query to PUT\n".into(),
-        ),
+        _ => ("400 Bad Request", "use GET, or PUT with a query\n".into()),
     }
-}
-
-fn describe_kv(c: &Control) -> String {
-    c.kv.as_ref()
-        .map(|k| format!("{}\n", k.get().to_query()))
-        .unwrap_or_default()
-}
-
-fn describe_clock(c: &Control) -> String {
-    c.clock
-        .as_ref()
-        .map(|k| format!("{}\n", k.get().to_query()))
-        .unwrap_or_default()
-}
-
-fn describe_disk(c: &Control) -> String {
-    c.disk
-        .as_ref()
-        .map(|d| format!("{}\n", d.describe()))
-        .unwrap_or_default()
 }
 
 /// Serves `snapshot` on `listener` until the task is dropped; with `control`, the fault RPC too.

@@ -196,12 +196,14 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         clock: clock.clone(),
     };
     let (handle, mut join) = node::spawn(parts)?;
+    let mut resources: crate::fault_query::Resources =
+        vec![("/fault", Arc::new(transport.clone())), ("/clock", clock)];
+    if let Some(d) = disk {
+        resources.push(("/disk", d));
+    }
     let control = crate::metrics::Control {
         token: cfg.cluster.token.clone(),
-        transport: transport.clone(),
-        disk,
-        clock: Some(clock),
-        kv: None,
+        resources,
     };
     let http = tokio::spawn(crate::metrics::serve(
         metrics,
@@ -295,10 +297,7 @@ async fn serve_kv(
     let kv_faults = Arc::new(crate::kv_faults::KvFaultLayer::default());
     let control = crate::metrics::Control {
         token: cfg.cluster.token.clone(),
-        transport: transport.clone(),
-        disk: None,
-        clock: None,
-        kv: Some(kv_faults.clone()),
+        resources: vec![("/kv", kv_faults.clone())],
     };
     let http = tokio::spawn(crate::metrics::serve(
         metrics,

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore};
 use t3fs_core::ids::IoId;
 
+use crate::fault_query::{flag, pairs, span, span_text};
 use crate::node::host::Jitter;
 
 /// One storage node's disk faults (every target of the node).
@@ -43,42 +44,25 @@ impl DiskFaults {
 
     /// The control endpoint's query string (`eio=0&full=1&latency_us=50000-200000`).
     pub fn to_query(&self) -> String {
-        let (lo, hi) = self.latency.unwrap_or_default();
         format!(
-            "eio={}&full={}&latency_us={}-{}",
+            "eio={}&full={}&latency_us={}",
             u8::from(self.eio),
             u8::from(self.full),
-            lo.as_micros(),
-            hi.as_micros()
+            span_text(self.latency.unwrap_or_default())
         )
     }
 
     /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
     pub fn parse(query: &str) -> Result<Self, String> {
         let mut f = Self::default();
-        let flag = |k: &str, v: &str| match v {
-            "0" => Ok(false),
-            "1" => Ok(true),
-            _ => Err(format!("{k}: `{v}` is not 0 or 1")),
-        };
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair
-                .split_once('=')
-                .ok_or(format!("`{pair}`: expected key=value"))?;
+        for pair in pairs(query) {
+            let (k, v) = pair?;
             match k {
                 "eio" => f.eio = flag(k, v)?,
                 "full" => f.full = flag(k, v)?,
                 "latency_us" => {
-                    let (a, b) = v
-                        .split_once('-')
-                        .ok_or(format!("latency_us: `{v}` is not LO-HI"))?;
-                    let us = |x: &str| x.parse::<u64>().map_err(|_| format!("latency_us: `{x}`"));
-                    let (a, b) = (us(a)?, us(b)?);
-                    if a > b {
-                        return Err(format!("latency_us: {a} > {b}"));
-                    }
-                    f.latency =
-                        (b > 0).then(|| (Duration::from_micros(a), Duration::from_micros(b)));
+                    let (a, b) = span(k, v)?;
+                    f.latency = (b > Duration::ZERO).then_some((a, b));
                 }
                 _ => return Err(format!("unknown key `{k}`")),
             }

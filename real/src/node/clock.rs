@@ -32,10 +32,8 @@ impl ClockFaults {
     /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
     pub fn parse(query: &str) -> Result<Self, String> {
         let mut f = Self::default();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair
-                .split_once('=')
-                .ok_or(format!("`{pair}`: expected key=value"))?;
+        for pair in crate::fault_query::pairs(query) {
+            let (k, v) = pair?;
             let n = v
                 .parse::<i64>()
                 .map_err(|_| format!("{k}: `{v}` is not an integer"))?;

@@ -12,6 +12,7 @@
 //! simulator's, applied by the CLI to what this returns (t3fs-real never depends on t3fs-sim).
 //! Not here: the verdicts, the run directory, the fault layers themselves.
 
+mod background;
 pub mod dump;
 pub mod net;
 pub mod pushed;
@@ -32,41 +33,6 @@ use crate::cluster::{self, UpOptions};
 use crate::routing_watch::{RoutingWatch, Seen};
 use steps::{How, Live, Planned};
 use workload::{Load, Recorder};
-
-/// Each server's clock drawn from `[faults] clock_offset` and `clock_drift_ppm` as the
-/// simulator draws them (offset uniform within ±offset, drift within ±ppm), in node-id order.
-fn background_clocks(
-    f: &t3fs_scenario::Faults,
-    names: &BTreeMap<u32, String>,
-    rng: &mut Rng,
-) -> BTreeMap<String, crate::node::clock::ClockFaults> {
-    let max = f.clock_offset.as_nanos() as i64;
-    let ppm = i64::from(f.clock_drift_ppm);
-    if max == 0 && ppm == 0 {
-        return BTreeMap::new();
-    }
-    names
-        .values()
-        .filter(|n| !n.starts_with("kv"))
-        .map(|n| {
-            let offset_ns = if max > 0 {
-                rng.range(0..2 * max as u64) as i64 - max
-            } else {
-                0
-            };
-            let drift_ppm = if ppm > 0 {
-                rng.range(0..2 * ppm as u64 + 1) as i64 - ppm
-            } else {
-                0
-            };
-            let c = crate::node::clock::ClockFaults {
-                offset_ns,
-                drift_ppm,
-            };
-            (n.clone(), c)
-        })
-        .collect()
-}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -335,82 +301,11 @@ async fn drive(
     };
     let mut step_failures = Vec::new();
     let mut killed: Vec<String> = Vec::new();
-    let mut injected = steps::Injected {
-        clock_base: background_clocks(&sc.faults, names, &mut rng.fork(0xC10C)),
-        ..Default::default()
-    };
-    if !injected.clock_base.is_empty() {
-        injected.clock.reset_to(&injected.clock_base.clone());
-        let missed = tokio::task::block_in_place(|| injected.clock.apply(&o.dir))?;
-        let drawn: Vec<String> = injected
-            .clock_base
-            .iter()
-            .map(|(n, c)| format!("{n} {:+} ms {:+} ppm", c.offset_ns / 1_000_000, c.drift_ppm))
-            .collect();
-        mark(
-            &mut marks,
-            say,
-            "fault",
-            "",
-            format!(
-                "background clocks: {}{}",
-                drawn.join(", "),
-                if missed.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (not reached: {})", missed.join(", "))
-                }
-            ),
-        );
-    }
-    if sc.faults.kv_conflict > 0.0 || sc.faults.kv_commit_unknown > 0.0 {
-        let (conflict, unknown) = (sc.faults.kv_conflict, sc.faults.kv_commit_unknown);
-        let missed = tokio::task::block_in_place(|| {
-            steps::set_kv(&o.dir, &mut injected, |k| {
-                k.conflict = conflict;
-                k.commit_unknown = unknown;
-            })?;
-            injected.kv.apply(&o.dir)
-        })?;
-        mark(
-            &mut marks,
-            say,
-            "fault",
-            "",
-            format!(
-                "background: KV conflict rate {conflict}, commit-unknown rate {unknown}{}",
-                if missed.is_empty() {
-                    String::new()
-                } else {
-                    " (the kv node was not reached)".into()
-                }
-            ),
-        );
-    }
-    let net = &mut injected.net;
-    (net.loss, net.duplicate) = (sc.faults.loss, sc.faults.duplicate);
-    let spike = &sc.faults.net_spike_latency;
-    net.spike_latency = (spike.start, spike.end);
-    net.hb_loss = sc.faults.heartbeat_loss;
-    if sc.faults.loss > 0.0 || sc.faults.duplicate > 0.0 || sc.faults.heartbeat_loss > 0.0 {
-        let missed = tokio::task::block_in_place(|| net.apply(&o.dir))?;
-        mark(
-            &mut marks,
-            say,
-            "fault",
-            "",
-            format!(
-                "background: message loss {}, duplication {} and heartbeat loss {} on every server{}",
-                sc.faults.loss,
-                sc.faults.duplicate,
-                sc.faults.heartbeat_loss,
-                if missed.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (not reached: {})", missed.join(", "))
-                }
-            ),
-        );
+    let (mut injected, lines) = tokio::task::block_in_place(|| {
+        background::start(&sc.faults, &o.dir, names, &mut rng.fork(0xC10C))
+    })?;
+    for line in lines {
+        mark(&mut marks, say, "fault", "", line);
     }
     for p in planned.iter().filter(|p| !matches!(p.how, How::NotRun(_))) {
         tokio::time::sleep_until((zero + p.step.at).into()).await;

@@ -145,42 +145,21 @@ impl Net {
     /// Pushes every changed node's faults (those that never had any and have none need no
     /// call); returns the nodes that could not be reached.
     pub fn apply(&mut self, dir: &Path) -> Result<Vec<String>, String> {
-        let entries = cluster::nodes(dir)?;
-        let ids: BTreeMap<String, u32> = entries
+        let ids: BTreeMap<String, u32> = cluster::nodes(dir)?
             .iter()
             .map(|n| (n.name.clone(), n.cfg.node.id))
             .collect();
-        let pids = cluster::pids(dir);
-        let mut missed = Vec::new();
-        for n in entries.iter().filter(|n| n.role != "kv") {
-            let want = self.faults_of(&n.name, &ids);
-            let had = self.applied.get(&n.name).cloned().unwrap_or_default();
-            if want == had {
-                continue;
-            }
-            let alive = pids.get(&n.name).is_some_and(|p| cluster::alive(*p));
-            let addr = n
-                .cfg
-                .node
-                .metrics
-                .parse()
-                .map_err(|e| format!("{}: {e}", n.name))?;
-            let put = alive.then(|| {
-                crate::metrics::put_faults(
-                    addr,
-                    &n.cfg.cluster.token,
-                    &want,
-                    Duration::from_secs(1),
-                )
-            });
-            match put {
-                Some(Ok(())) => {
-                    self.applied.insert(n.name.clone(), want);
-                }
-                _ => missed.push(n.name.clone()),
-            }
-        }
-        Ok(missed)
+        let mut applied = std::mem::take(&mut self.applied);
+        let this = &*self;
+        let missed = super::pushed::push_changed(
+            dir,
+            |role| role != "kv",
+            |n| this.faults_of(&n.name, &ids),
+            &mut applied,
+            |f| format!("/fault?{}", f.to_query()),
+        );
+        self.applied = applied;
+        missed
     }
 }
 

@@ -97,39 +97,58 @@ impl<F: HostFault> PerNode<F> {
 
     /// Pushes every changed node's fault; returns the nodes that could not be reached.
     pub fn apply(&mut self, dir: &Path) -> Result<Vec<String>, String> {
-        let entries = cluster::nodes(dir)?;
-        let pids = cluster::pids(dir);
-        let mut missed = Vec::new();
-        for n in entries.iter().filter(|n| F::applies_to(&n.role)) {
-            let want = self.want.get(&n.name).cloned().unwrap_or_default();
-            let had = self.applied.get(&n.name).cloned().unwrap_or_default();
-            if want == had {
-                continue;
-            }
-            let alive = pids.get(&n.name).is_some_and(|p| cluster::alive(*p));
-            let addr = n
-                .cfg
-                .node
-                .metrics
-                .parse()
-                .map_err(|e| format!("{}: {e}", n.name))?;
-            let put = alive.then(|| {
-                crate::metrics::put(
-                    addr,
-                    &n.cfg.cluster.token,
-                    &format!("{}?{}", F::PATH, want.query()),
-                    Duration::from_secs(1),
-                )
-            });
-            match put {
-                Some(Ok(())) => {
-                    self.applied.insert(n.name.clone(), want);
-                }
-                _ => missed.push(n.name.clone()),
-            }
-        }
-        Ok(missed)
+        let want = &self.want;
+        push_changed(
+            dir,
+            F::applies_to,
+            |n| want.get(&n.name).cloned().unwrap_or_default(),
+            &mut self.applied,
+            |f| format!("{}?{}", F::PATH, f.query()),
+        )
     }
+}
+
+/// Pushes `want_of(node)` to every node whose role `applies` and whose fault differs from what
+/// it was last given (`applied`, updated), as `PUT path_query(fault)`; returns the nodes that
+/// could not be reached (not running, or not answering).
+pub fn push_changed<F: Clone + Default + PartialEq>(
+    dir: &Path,
+    applies: impl Fn(&str) -> bool,
+    want_of: impl Fn(&cluster::NodeEntry) -> F,
+    applied: &mut BTreeMap<String, F>,
+    path_query: impl Fn(&F) -> String,
+) -> Result<Vec<String>, String> {
+    let entries = cluster::nodes(dir)?;
+    let pids = cluster::pids(dir);
+    let mut missed = Vec::new();
+    for n in entries.iter().filter(|n| applies(&n.role)) {
+        let want = want_of(n);
+        if applied.get(&n.name).cloned().unwrap_or_default() == want {
+            continue;
+        }
+        let alive = pids.get(&n.name).is_some_and(|p| cluster::alive(*p));
+        let addr = n
+            .cfg
+            .node
+            .metrics
+            .parse()
+            .map_err(|e| format!("{}: {e}", n.name))?;
+        let put = alive.then(|| {
+            crate::metrics::put(
+                addr,
+                &n.cfg.cluster.token,
+                &path_query(&want),
+                Duration::from_secs(1),
+            )
+        });
+        match put {
+            Some(Ok(())) => {
+                applied.insert(n.name.clone(), want);
+            }
+            _ => missed.push(n.name.clone()),
+        }
+    }
+    Ok(missed)
 }
 
 impl PerNode<DiskFaults> {

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use t3fs_core::ids::NodeId;
 
+use crate::fault_query::{flag, pairs, rate, span, span_text};
+
 /// One node's network faults.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NetFaults {
@@ -90,29 +92,6 @@ fn parse_ids(v: &str) -> Result<BTreeSet<NodeId>, String> {
         .collect()
 }
 
-fn parse_rate(k: &str, v: &str) -> Result<f64, String> {
-    match v.parse::<f64>() {
-        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-        _ => Err(format!("{k}: `{v}` is not a rate in [0, 1]")),
-    }
-}
-
-fn span((lo, hi): (Duration, Duration)) -> String {
-    format!("{}-{}", lo.as_micros(), hi.as_micros())
-}
-
-fn parse_span(k: &str, v: &str) -> Result<(Duration, Duration), String> {
-    let (a, b) = v
-        .split_once('-')
-        .ok_or(format!("{k}: `{v}` is not LO-HI"))?;
-    let us = |x: &str| x.parse::<u64>().map_err(|_| format!("{k}: `{x}`"));
-    let (a, b) = (us(a)?, us(b)?);
-    if a > b {
-        return Err(format!("{k}: {a} > {b}"));
-    }
-    Ok((Duration::from_micros(a), Duration::from_micros(b)))
-}
-
 fn parse_link(item: &str) -> Result<(NodeId, Link), String> {
     let p: Vec<&str> = item.split('/').collect();
     let [n, lat, spike, spike_lat, loss] = p[..] else {
@@ -127,10 +106,10 @@ fn parse_link(item: &str) -> Result<(NodeId, Link), String> {
     Ok((
         node,
         Link {
-            latency: parse_span("link latency", lat)?,
-            spike: parse_rate("link spike", spike)?,
-            spike_latency: parse_span("link spike latency", spike_lat)?,
-            loss: parse_rate("link loss", loss)?,
+            latency: span("link latency", lat)?,
+            spike: rate("link spike", spike)?,
+            spike_latency: span("link spike latency", spike_lat)?,
+            loss: rate("link loss", loss)?,
         },
     ))
 }
@@ -159,9 +138,9 @@ impl NetFaults {
                 format!(
                     "{}/{}/{}/{}/{}",
                     n.0,
-                    span(l.latency),
+                    span_text(l.latency),
                     l.spike,
-                    span(l.spike_latency),
+                    span_text(l.spike_latency),
                     l.loss
                 )
             })
@@ -185,22 +164,20 @@ impl NetFaults {
     /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
     pub fn parse(query: &str) -> Result<Self, String> {
         let mut f = Self::default();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair
-                .split_once('=')
-                .ok_or(format!("`{pair}`: expected key=value"))?;
+        for pair in pairs(query) {
+            let (k, v) = pair?;
             match k {
                 "out" => f.cut_out = parse_ids(v)?,
                 "in" => f.cut_in = parse_ids(v)?,
-                "iso" => f.isolated = v == "1",
-                "loss" => f.loss = parse_rate(k, v)?,
-                "dup" => f.duplicate = parse_rate(k, v)?,
+                "iso" => f.isolated = flag(k, v)?,
+                "loss" => f.loss = rate(k, v)?,
+                "dup" => f.duplicate = rate(k, v)?,
                 "delay_us" => {
-                    let (a, b) = parse_span(k, v)?;
+                    let (a, b) = span(k, v)?;
                     f.delay = (b > Duration::ZERO).then_some((a, b));
                 }
                 "hold" => f.hold = parse_ids(v)?,
-                "hb_loss" => f.hb_loss = parse_rate(k, v)?,
+                "hb_loss" => f.hb_loss = rate(k, v)?,
                 "hb_drop_ms" => {
                     let ms = v.parse::<u64>().map_err(|_| format!("hb_drop_ms: `{v}`"))?;
                     f.hb_drop = Duration::from_millis(ms);

@@ -652,6 +652,16 @@ fn process_step(
     use Action as A;
     let dir = live.dir;
     match action {
+        A::Crash(r) | A::CrashAfterForward(r) | A::Pause(r) | A::PauseOnCommit(r)
+            if !running(dir, &live.resolve(r)?) =>
+        {
+            // As in the simulator: a node that is down cannot crash or freeze again.
+            let n = live.resolve(r)?;
+            Ok((
+                n.clone(),
+                format!("{} {n}: not running, nothing to do", action.verb()),
+            ))
+        }
         A::Crash(r) | A::CrashAfterForward(r) => {
             let n = live.resolve(r)?;
             cluster::kill(dir, &n, "KILL")?;

@@ -112,6 +112,27 @@ pub fn snapshot(
             _ => (format!("standby {me}\n"), true),
         },
         Process::None => (String::from("stopped\n"), false),
+        // What a fault-injection run waits on before comparing replicas: no update in
+        // progress and every target in a chain UPTODATE on the routing it acts on.
+        Process::Storage(st) => {
+            let busy = st.targets().filter(|t| !t.locks.is_empty()).count();
+            let behind = st
+                .targets()
+                .filter(|t| {
+                    t.local_state != t3fs_core::routing::LocalState::UpToDate
+                        && st.routing().chain_of_target(t.id).is_some()
+                })
+                .count();
+            let _ = writeln!(metrics, "t3fs_storage_targets_updating {busy}");
+            let _ = writeln!(metrics, "t3fs_storage_targets_not_uptodate {behind}");
+            (
+                format!(
+                    "running {me} routing v{} targets_updating {busy} targets_not_uptodate {behind}\n",
+                    st.routing().version.0
+                ),
+                true,
+            )
+        }
         _ => (format!("running {me}\n"), true),
     };
     Snapshot {

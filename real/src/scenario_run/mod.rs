@@ -16,6 +16,7 @@ mod background;
 pub mod dump;
 pub mod net;
 pub mod pushed;
+mod quiesce;
 pub mod steps;
 pub mod workload;
 
@@ -193,10 +194,14 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
     say("stopping the cluster");
     drop(guard);
     drop(rt);
-    let contents = if d.converged_after.is_some() {
-        dump::serving_contents(&d.seen, &d.hosts, &entries)
-    } else {
-        Err("the cluster did not converge, so replicas were not compared".into())
+    let contents = match &d.quiet {
+        _ if d.converged_after.is_none() => {
+            Err("the cluster did not converge, so replicas were not compared".into())
+        }
+        Ok(_) => dump::serving_contents(&d.seen, &d.hosts, &entries),
+        Err(e) => Err(format!(
+            "replicas not compared: updates were still in progress when the cluster stopped ({e})"
+        )),
     };
     Ok(RealOutcome {
         audit: dump::audit(&d.seen),
@@ -230,6 +235,8 @@ struct Driven {
     step_failures: Vec<String>,
     halts: Vec<String>,
     unread: Vec<u32>,
+    /// How long the cluster took to quiesce after the final reads, or why it did not.
+    quiet: Result<Duration, String>,
 }
 
 fn mark(
@@ -419,10 +426,23 @@ async fn drive(
             Vec::new()
         }
     };
+    // Replicas are compared only once no update is in flight (quiesce.rs).
+    let quiet = match converged_after {
+        Some(_) => quiesce::quiesce(&o.dir, sc.converge_within).await,
+        None => Err("the cluster did not converge".into()),
+    };
+    if converged_after.is_some() {
+        let what = match &quiet {
+            Ok(t) => format!("quiescent {:.1} s after the final reads", t.as_secs_f64()),
+            Err(e) => format!("not quiescent within {:?}: {e}", sc.converge_within),
+        };
+        mark(&mut marks, say, "phase", "", what);
+    }
     let elapsed = zero.elapsed();
     let hosts = watch.hosts();
     let seen = watch.stop().await;
     Ok(Driven {
+        quiet,
         rec,
         final_from,
         seen,

@@ -194,6 +194,19 @@ pub enum ChainPos {
     Tail,
 }
 
+impl ChainPos {
+    /// The target at this position among a chain's serving targets, in chain order (a middle
+    /// needs three). The simulator and real runs resolve `head:N`, `middle:N` and `tail:N` with it.
+    pub fn pick<T>(self, serving: &[T]) -> Option<&T> {
+        match self {
+            Self::Head => serving.first(),
+            Self::Middle if serving.len() >= 3 => serving.get(1),
+            Self::Middle => None,
+            Self::Tail => serving.last(),
+        }
+    }
+}
+
 /// A timed step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
@@ -399,5 +412,24 @@ impl Default for Expect {
             converges: true,
             undecided_ok: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChainPos;
+
+    #[test]
+    fn chain_positions_pick_among_serving_targets() {
+        let three = [1, 2, 3];
+        assert_eq!(ChainPos::Head.pick(&three), Some(&1));
+        assert_eq!(ChainPos::Middle.pick(&three), Some(&2));
+        assert_eq!(ChainPos::Tail.pick(&three), Some(&3));
+        assert_eq!(
+            ChainPos::Middle.pick(&[1, 3]),
+            None,
+            "two targets have no middle"
+        );
+        assert_eq!(ChainPos::Tail.pick::<u32>(&[]), None);
     }
 }

@@ -232,13 +232,9 @@ impl Live<'_> {
             .iter()
             .filter(|t| t.state == PublicState::Serving)
             .collect();
-        let t = match pos {
-            ChainPos::Head => serving.first(),
-            ChainPos::Middle if serving.len() >= 3 => serving.get(1),
-            ChainPos::Middle => None,
-            ChainPos::Tail => serving.last(),
-        }
-        .ok_or_else(|| format!("chain {chain} has no {pos:?} among its serving targets"))?;
+        let t = pos
+            .pick(&serving)
+            .ok_or_else(|| format!("chain {chain} has no {pos:?} among its serving targets"))?;
         let node = self
             .watch
             .target_node(t.target)

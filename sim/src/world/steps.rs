@@ -12,7 +12,7 @@ use core::time::Duration;
 use t3fs_core::ids::ChainId;
 use t3fs_core::routing::PublicState;
 use t3fs_core::time::Instant;
-use t3fs_scenario::schema::{Action, ChainPos, NodeRef, Step};
+use t3fs_scenario::schema::{Action, NodeRef, Step};
 
 use super::node::Life;
 use super::{Ev, World};
@@ -41,12 +41,7 @@ impl World {
                     .filter(|t| t.state == PublicState::Serving)
                     .map(|t| t.target)
                     .collect();
-                let t = match pos {
-                    ChainPos::Head => serving.first(),
-                    ChainPos::Middle if serving.len() >= 3 => serving.get(1),
-                    ChainPos::Middle => None,
-                    ChainPos::Tail => serving.last(),
-                }?;
+                let t = pos.pick(&serving)?;
                 self.layout.initial.node_of(*t).map(|n| n.0 as usize)
             }
         }

@@ -194,26 +194,26 @@ pub fn chain_events(seen: &[Seen], zero: Instant) -> Vec<EventLine> {
     out
 }
 
+/// Chain 1 at version `v` with targets 1, 2, … in `states` (tests of routing histories).
+#[cfg(test)]
+pub(crate) fn test_chain(v: u32, states: &[PublicState]) -> ChainInfo {
+    ChainInfo {
+        chain: ChainId(1),
+        version: t3fs_core::ids::ChainVersion(v),
+        targets: states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| t3fs_core::routing::ChainTarget {
+                target: TargetId(i as u32 + 1),
+                state: *s,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use t3fs_core::ids::ChainVersion;
-    use t3fs_core::routing::ChainTarget;
-
-    fn chain(v: u32, states: &[PublicState]) -> ChainInfo {
-        ChainInfo {
-            chain: ChainId(1),
-            version: ChainVersion(v),
-            targets: states
-                .iter()
-                .enumerate()
-                .map(|(i, s)| ChainTarget {
-                    target: TargetId(i as u32 + 1),
-                    state: *s,
-                })
-                .collect(),
-        }
-    }
 
     #[test]
     fn a_failover_becomes_points_and_events_with_the_changed_target() {
@@ -222,11 +222,11 @@ mod tests {
         let seen = vec![
             Seen {
                 at: zero,
-                chain: chain(1, &[Serving, Serving, Serving]),
+                chain: test_chain(1, &[Serving, Serving, Serving]),
             },
             Seen {
                 at: zero + Duration::from_secs(3),
-                chain: chain(2, &[Serving, Serving, Offline]),
+                chain: test_chain(2, &[Serving, Serving, Offline]),
             },
         ];
         let p = chain_points(&seen, zero);

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use t3fs_scenario::{Faults, Rng};
 
-use super::steps::{self, Injected};
+use super::execute::{self, Injected};
 use crate::node::clock::ClockFaults;
 
 /// Sets `f`'s background faults on the cluster in `dir`; returns the injected state the steps
@@ -44,7 +44,7 @@ pub fn start(
     }
     if f.kv_conflict > 0.0 || f.kv_commit_unknown > 0.0 {
         let (conflict, unknown) = (f.kv_conflict, f.kv_commit_unknown);
-        steps::set_kv(dir, &mut injected, |k| {
+        execute::set_kv(dir, &mut injected, |k| {
             k.conflict = conflict;
             k.commit_unknown = unknown;
         })?;

@@ -131,24 +131,11 @@ pub fn serving_contents(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use t3fs_core::ids::ChainVersion;
-    use t3fs_core::routing::ChainTarget;
 
     fn seen(version: u32, states: &[PublicState]) -> Seen {
         Seen {
             at: std::time::Instant::now(),
-            chain: ChainInfo {
-                chain: ChainId(1),
-                version: ChainVersion(version),
-                targets: states
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| ChainTarget {
-                        target: TargetId(i as u32 + 1),
-                        state: *s,
-                    })
-                    .collect(),
-            },
+            chain: crate::routing_watch::test_chain(version, states),
         }
     }
 

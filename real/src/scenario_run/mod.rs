@@ -14,6 +14,8 @@
 
 mod background;
 pub mod dump;
+pub mod execute;
+pub mod live;
 pub mod net;
 pub mod pushed;
 mod quiesce;
@@ -32,7 +34,8 @@ use t3fs_scenario::{Rng, Scenario, Timeouts};
 use crate::bench_run::Mark;
 use crate::cluster::{self, UpOptions};
 use crate::routing_watch::{RoutingWatch, Seen};
-use steps::{How, Live, Planned};
+use live::Live;
+use steps::{How, Planned};
 use workload::{Load, Recorder};
 
 /// What to run.
@@ -317,7 +320,7 @@ async fn drive(
     for p in planned.iter().filter(|p| !matches!(p.how, How::NotRun(_))) {
         tokio::time::sleep_until((zero + p.step.at).into()).await;
         let action = p.step.action.clone();
-        match tokio::task::block_in_place(|| steps::execute(&live, &mut injected, &action)) {
+        match tokio::task::block_in_place(|| execute::execute(&live, &mut injected, &action)) {
             Ok((node, what)) => {
                 if what.starts_with("kill -9") {
                     killed.push(node.clone());
@@ -353,7 +356,7 @@ async fn drive(
     );
     let live_start = Instant::now();
     let (halts, replaced) = tokio::task::block_in_place(|| -> Result<_, String> {
-        steps::resume_all(&o.dir);
+        live::resume_all(&o.dir);
         injected.net.heal();
         injected.disk.heal();
         injected.clock.reset_to(&injected.clock_base.clone());
@@ -367,11 +370,11 @@ async fn drive(
             .failed()
             .into_iter()
             .map(|n| {
-                let r = steps::replace_disks(&live, &mut injected, &n);
+                let r = execute::replace_disks(&live, &mut injected, &n);
                 (n, r)
             })
             .collect();
-        let restarted = steps::restart_dead(&o.dir)?;
+        let restarted = live::restart_dead(&o.dir)?;
         for n in &restarted {
             injected.net.forget(n);
             injected.disk.restarted(n);

@@ -32,6 +32,9 @@
 //!   when a connection breaks while it is being written (counted `dropped_write`) and frames
 //!   may reorder when the connection to a peer changes. The protocol above tolerates both.
 //!
+//! Every `select!` here is `biased` (listed in priority order), so that on a simulated network
+//! (turmoil, through [`net::Net`]) a run is a function of its seed.
+//!
 //! Not here: RDMA, encryption or per-frame integrity (see `handshake.rs`), learning a peer's
 //! listen address from its connection (addresses come from config and routing info), limits on
 //! concurrent unauthenticated connections (each is bounded by the handshake timeout), and
@@ -42,6 +45,7 @@ mod counters;
 mod faults;
 mod frame;
 mod handshake;
+pub mod net;
 mod peer;
 mod tcp;
 #[cfg(test)]
@@ -79,6 +83,11 @@ pub struct TransportConfig {
     pub connect_backoff: Range<Duration>,
     /// Time allowed to connect and authenticate (default 5 s).
     pub handshake_timeout: Duration,
+    /// The sockets (default real TCP, [`net::TokioNet`]; tests may simulate a network).
+    pub net: std::sync::Arc<dyn net::Net>,
+    /// Seed of the incarnation number and the backoff jitter (`None`: drawn from the OS). A
+    /// simulation sets it so that a run is a function of its seed.
+    pub seed: Option<u64>,
 }
 
 impl TransportConfig {
@@ -93,6 +102,8 @@ impl TransportConfig {
             frame_max: FRAME_BYTES_MAX as usize,
             connect_backoff: Duration::from_millis(100)..Duration::from_secs(2),
             handshake_timeout: Duration::from_secs(5),
+            net: std::sync::Arc::new(net::TokioNet),
+            seed: None,
         }
     }
 }
@@ -108,7 +119,8 @@ impl std::fmt::Debug for TransportConfig {
             .field("frame_max", &self.frame_max)
             .field("connect_backoff", &self.connect_backoff)
             .field("handshake_timeout", &self.handshake_timeout)
-            .finish()
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
     }
 }
 

@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use t3fs_core::ids::NodeId;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, Notify};
 
 use super::counters::Counters;
@@ -43,18 +42,27 @@ const BATCH_BYTES: usize = 1 << 20;
 pub(crate) const RETIRE_LINGER: Duration = Duration::from_secs(10);
 
 /// One authenticated connection.
-#[derive(Debug)]
 pub(crate) struct Conn {
     pub(crate) id: u64,
     pub(crate) peer: handshake::Peer,
     pub(crate) dialed_by_me: bool,
     /// `None` once retired or closed: the writer then looks for the new active connection.
-    pub(crate) writer: tokio::sync::Mutex<Option<OwnedWriteHalf>>,
+    pub(crate) writer: tokio::sync::Mutex<Option<super::net::WriteHalf>>,
     /// Ends the reader (one stored permit: only the reader waits).
     pub(crate) kill: Notify,
     /// Abandons a batch being written (set when the connection is closed, so a writer blocked
     /// on a peer that stopped reading cannot hold the connection open).
     pub(crate) abort_write: Notify,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("id", &self.id)
+            .field("peer", &self.peer)
+            .field("dialed_by_me", &self.dialed_by_me)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Conn {
@@ -215,6 +223,7 @@ pub(crate) async fn drive(
         };
         let c = &inner.counters;
         let written = tokio::select! {
+            biased;
             r = write_batch(w, &batch) => r.is_ok(),
             () = conn.abort_write.notified() => false,
         };
@@ -262,6 +271,7 @@ async fn connection(
         }
         let wait = backoff.wait(inner.random());
         tokio::select! {
+            biased;
             () = tokio::time::sleep(wait) => {}
             () = woken => {}
         }

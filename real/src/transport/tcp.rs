@@ -19,8 +19,6 @@ use std::time::Duration;
 use t3fs_core::ids::NodeId;
 use t3fs_core::msg::codec::DecodeError;
 use t3fs_core::msg::Msg;
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 use tokio::time::timeout;
@@ -29,18 +27,9 @@ use super::counters::{Counters, TransportCounters};
 use super::faults::{Fate, NetFaults};
 use super::frame::{FrameError, FrameReader};
 use super::handshake::{self, HandshakeError, Me, TokenKey};
+use super::net::{Listener, ReadHalf, Stream};
 use super::peer::{drive, Conn, PeerSlot};
 use super::{Frame, Inbound, SendError, TransportConfig};
-
-/// Idle time before the first keepalive probe.
-const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
-/// Time between keepalive probes.
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
-/// Unanswered probes before the kernel drops the connection (a dead peer is noticed in ~25 s).
-const KEEPALIVE_RETRIES: u32 = 3;
-/// Longest time written data may stay unacknowledged before the kernel drops the connection.
-#[cfg(target_os = "linux")]
-const UNACKED_MAX: Duration = Duration::from_secs(30);
 
 /// A running TCP transport. Clones share it.
 #[derive(Clone, Debug)]
@@ -76,11 +65,18 @@ impl Transport {
     /// the receiver of inbound frames. Must run inside a tokio runtime.
     pub async fn start(cfg: TransportConfig) -> io::Result<(Self, mpsc::Receiver<Inbound>)> {
         let listener = match cfg.listen {
-            Some(a) => Some(TcpListener::bind(a).await?),
+            Some(a) => Some(cfg.net.bind(a).await?),
             None => None,
         };
         let mut seed = [0u8; 16];
-        getrandom::fill(&mut seed).map_err(io::Error::other)?;
+        match cfg.seed {
+            // A simulation draws the incarnation and the jitter from its own seed.
+            Some(s) => {
+                seed[..8].copy_from_slice(&s.to_le_bytes());
+                seed[8..].copy_from_slice(&(!s).to_le_bytes());
+            }
+            None => getrandom::fill(&mut seed).map_err(io::Error::other)?,
+        }
         let [inc, rng] = [&seed[..8], &seed[8..]].map(|b| {
             let mut a = [0u8; 8];
             a.copy_from_slice(b);
@@ -93,7 +89,7 @@ impl Transport {
                 incarnation: inc,
             },
             key: TokenKey::new(&cfg.token),
-            local_addr: listener.as_ref().map(TcpListener::local_addr).transpose()?,
+            local_addr: listener.as_ref().map(|l| l.local_addr()).transpose()?,
             cfg,
             counters: Counters::default(),
             inbound,
@@ -307,8 +303,7 @@ impl Inner {
     /// Dials `slot`'s peer at `addr` and registers the connection; false if that failed.
     pub(crate) async fn dial(self: &Arc<Self>, slot: &Arc<PeerSlot>, addr: SocketAddr) -> bool {
         let attempt = async {
-            let mut s = TcpStream::connect(addr).await?;
-            tune(&s)?;
+            let mut s = self.cfg.net.connect(addr).await?;
             let peer = handshake::dial(&mut s, &self.key, self.me, slot.node).await?;
             Ok::<_, HandshakeError>((s, peer))
         };
@@ -334,11 +329,11 @@ impl Inner {
     }
 
     /// Places an authenticated connection and starts its reader.
-    fn register(self: &Arc<Self>, s: TcpStream, peer: handshake::Peer, dialed_by_me: bool) {
+    fn register(self: &Arc<Self>, s: Stream, peer: handshake::Peer, dialed_by_me: bool) {
         let Some(slot) = self.slot(peer.node) else {
             return;
         };
-        let (r, w) = s.into_split();
+        let (r, w) = s.into_inner();
         let conn = Arc::new(Conn {
             id: self.next_conn.fetch_add(1, Ordering::Relaxed),
             peer,
@@ -358,28 +353,12 @@ impl Inner {
     }
 }
 
-/// Socket options of every connection: no Nagle delay (frames are latency-sensitive and
-/// already batched), and dead-peer detection: keepalive probes on an idle connection, and on
-/// Linux a bound on how long written data may stay unacknowledged.
-fn tune(s: &TcpStream) -> io::Result<()> {
-    s.set_nodelay(true)?;
-    let sock = socket2::SockRef::from(s);
-    let keepalive = socket2::TcpKeepalive::new()
-        .with_time(KEEPALIVE_IDLE)
-        .with_interval(KEEPALIVE_INTERVAL)
-        .with_retries(KEEPALIVE_RETRIES);
-    sock.set_tcp_keepalive(&keepalive)?;
-    #[cfg(target_os = "linux")]
-    sock.set_tcp_user_timeout(Some(UNACKED_MAX))?;
-    Ok(())
-}
-
 /// Accepts sockets and authenticates each in its own task, so a slow or hostile peer cannot
 /// stall the listener.
-async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
+async fn accept_loop(inner: Arc<Inner>, listener: Box<dyn Listener>) {
     loop {
         let s = match listener.accept().await {
-            Ok((s, _)) => s,
+            Ok(s) => s,
             Err(_) => {
                 // Out of descriptors or a transient error: breathe, keep serving.
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -389,10 +368,7 @@ async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
         let inner2 = inner.clone();
         inner.spawn(async move {
             let mut s = s;
-            let hs = async {
-                tune(&s)?;
-                handshake::accept(&mut s, &inner2.key, inner2.me).await
-            };
+            let hs = handshake::accept(&mut s, &inner2.key, inner2.me);
             match timeout(inner2.cfg.handshake_timeout, hs).await {
                 Ok(Ok(peer)) => inner2.register(s, peer, false),
                 _ => Counters::bump(&inner2.counters.auth_rejected),
@@ -402,11 +378,12 @@ async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
 }
 
 /// Reads frames from one connection until it ends, then closes it (see the module docs).
-async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: OwnedReadHalf) {
+async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: ReadHalf) {
     let c = &inner.counters;
     let mut frames = FrameReader::new(r, inner.cfg.frame_max);
     loop {
         let next = tokio::select! {
+            biased;
             () = conn.kill.notified() => break,
             next = frames.next() => next,
         };
@@ -436,6 +413,7 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: O
             bulk,
         };
         tokio::select! {
+            biased;
             () = conn.kill.notified() => break,
             sent = inner.inbound.send(msg) => if sent.is_err() { break },
         }

@@ -155,7 +155,10 @@ fn judge(o: &RealOutcome, sc: &Scenario) -> (Vec<(&'static str, Verdict)>, i32, 
         durable,
         corruption: check::corruption(h),
         agreement,
-        namespace: None,
+        namespace: o.namespace.as_ref().map(|ns| {
+            let dirs = sc.namespace.as_ref().map_or(0, |w| w.dirs);
+            crate::cluster_ns::judge(ns, &o.contents, dirs)
+        }),
         liveness,
         halts,
     };

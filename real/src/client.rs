@@ -50,6 +50,8 @@ pub struct ClientOptions {
     /// Routing refresh interval instead of the profile's (a routing watcher asks more often, so
     /// that its timeline of chain changes is sharper than the profile's refresh).
     pub refresh: Option<Duration>,
+    /// The user namespace requests act for (permission checks, the sticky bit).
+    pub user: t3fs_core::meta::perm::User,
 }
 
 impl ClientOptions {
@@ -62,6 +64,7 @@ impl ClientOptions {
             timeouts: Timeouts::Fast,
             connect_timeout: Duration::from_secs(30),
             refresh: None,
+            user: t3fs_core::meta::perm::ROOT_USER,
         }
     }
 }
@@ -222,6 +225,7 @@ impl Client {
         cfg.mgmtd = Some(mgmtd);
         cfg.mgmtds = mgmtds.clone();
         cfg.meta = addrs.meta.clone();
+        cfg.user = opts.user;
         cfg.channels = 64;
         let scale = |d: Duration| match opts.timeouts {
             Timeouts::ThreeFs => d,

@@ -12,6 +12,7 @@ pub mod history;
 pub mod load;
 mod load_step;
 pub mod namespace;
+pub mod ns_files;
 pub mod plan;
 pub mod plan_cfg;
 pub mod rng;

@@ -316,27 +316,9 @@ fn phases(w: &mut World) -> Outcome {
         w.run_until(gc_bound, |w| w.gc_drained());
         let extents = w.file_extents();
         let drained = w.gc_drained();
-        let fsck = check::ns_fsck::fsck(&w.sim.kv.kv, drained, &extents);
-        let initial = crate::world::ns_client::initial_dirs(ns.dirs);
-        let order = match crate::world::ns_client::final_listing(&mut w.sim.kv.kv) {
-            Ok(listing) => {
-                let v = check::namespace::check(&w.sim.ns_history, &initial, Some(listing.clone()));
-                if v.failed() && w.sim.log {
-                    // With --log, the whole namespace history and the final tree, to read.
-                    for o in &w.sim.ns_history.ops {
-                        println!("ns {o:?}");
-                    }
-                    println!("ns final {listing:?}");
-                }
-                v
-            }
-            Err(e) => Verdict::Fail(e),
-        };
-        let reads = match w.sim.file_io.check() {
-            Ok(s) => Verdict::Pass(s),
-            Err(e) => Verdict::Fail(e),
-        };
-        (order, fsck, reads)
+        let log = w.sim.log;
+        let (h, io) = (&w.sim.ns_history, &w.sim.file_io);
+        check::ns_judge::judge(h, io, &mut w.sim.kv.kv, drained, &extents, ns.dirs, log)
     });
     let checked = check::verdicts::Checked {
         audit,
@@ -345,13 +327,7 @@ fn phases(w: &mut World) -> Outcome {
         durable,
         corruption,
         agreement,
-        namespace: namespace.map(|(serializable, integrity, file_reads)| {
-            check::verdicts::NsVerdicts {
-                serializable,
-                integrity,
-                file_reads,
-            }
-        }),
+        namespace,
         liveness,
         halts,
     };

@@ -16,6 +16,7 @@ mod background;
 pub mod dump;
 pub mod execute;
 pub mod live;
+pub mod namespace;
 pub mod net;
 pub mod pushed;
 mod quiesce;
@@ -85,6 +86,16 @@ pub struct RealOutcome {
     pub unread: Vec<u32>,
     /// The cluster shape in words.
     pub shape: String,
+    /// The namespace workload's log and end state, when the scenario has one.
+    pub namespace: Option<NsOutcome>,
+}
+
+/// What the namespace workload left for its checkers.
+pub struct NsOutcome {
+    /// Every meta request, data call and answer, in order.
+    pub events: Vec<namespace::NsEvent>,
+    /// The KV's rows after the stop, read from the engine on disk.
+    pub rows: Result<Vec<(t3fs_core::kv::Key, t3fs_core::kv::Value)>, String>,
 }
 
 impl RealOutcome {
@@ -206,7 +217,12 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
             "replicas not compared: updates were still in progress when the cluster stopped ({e})"
         )),
     };
+    let namespace = d.ns.map(|events| NsOutcome {
+        events,
+        rows: namespace::rows_after_stop(&entries),
+    });
     Ok(RealOutcome {
+        namespace,
         audit: dump::audit(&d.seen),
         planned,
         not_honoured,
@@ -240,6 +256,8 @@ struct Driven {
     unread: Vec<u32>,
     /// How long the cluster took to quiesce after the final reads, or why it did not.
     quiet: Result<Duration, String>,
+    /// The namespace log.
+    ns: Option<Vec<namespace::NsEvent>>,
 }
 
 fn mark(
@@ -270,6 +288,13 @@ async fn drive(
         .await
         .map_err(|e| e.to_string())?;
     let chains: Vec<ChainId> = (1..=sc.cluster.chains).map(ChainId).collect();
+    if let Some(w) = &sc.namespace {
+        say(&format!(
+            "making the starting tree /d0 … /d{}",
+            w.dirs.saturating_sub(1)
+        ));
+        namespace::seed_dirs(opts, w.dirs, sc.converge_within).await?;
+    }
     let zero = Instant::now();
     let rec = Recorder::new(zero);
     let load = Load {
@@ -304,6 +329,25 @@ async fn drive(
             ))
         })
         .collect();
+    let ns_log = namespace::NsLog::new(zero);
+    let ns_clients: Vec<_> = match &sc.namespace {
+        Some(w) => {
+            let load = namespace::NsLoad {
+                opts: opts.clone(),
+                w: w.clone(),
+                log: ns_log.clone(),
+                stop: zero + sc.duration,
+                call_bound: sc.converge_within,
+            };
+            (0..sc.cluster.clients)
+                .map(|i| {
+                    let rng = rng.fork(0x6e73 << 16 | u64::from(i));
+                    tokio::spawn(namespace::client_loop(load.clone(), i, rng))
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let live = Live {
         dir: &o.dir,
         names,
@@ -429,6 +473,10 @@ async fn drive(
             Vec::new()
         }
     };
+    let ns = match &sc.namespace {
+        Some(_) => Some(ns_end(o, ns_clients, &ns_log, &mut marks, say).await),
+        None => None,
+    };
     // Replicas are compared only once no update is in flight (quiesce.rs).
     let quiet = match converged_after {
         Some(_) => quiesce::quiesce(&o.dir, sc.converge_within).await,
@@ -445,6 +493,7 @@ async fn drive(
     let hosts = watch.hosts();
     let seen = watch.stop().await;
     Ok(Driven {
+        ns,
         quiet,
         rec,
         final_from,
@@ -458,4 +507,43 @@ async fn drive(
         halts,
         unread,
     })
+}
+
+/// The namespace workload's end, as the simulator's: wait for the clients to close what they
+/// hold (every call has its bound), then for GC and session pruning.
+async fn ns_end(
+    o: &RunOptions,
+    clients: Vec<tokio::task::JoinHandle<Result<u64, crate::client::ClientError>>>,
+    log: &namespace::NsLog,
+    marks: &mut Vec<Mark>,
+    say: &(dyn Fn(&str) + Sync),
+) -> Vec<namespace::NsEvent> {
+    let mut sent = 0;
+    for c in clients {
+        match c.await {
+            Ok(Ok(n)) => sent += n,
+            Ok(Err(e)) => say(&format!("a namespace client could not connect: {e}")),
+            Err(e) => say(&format!("a namespace client panicked: {e}")),
+        }
+    }
+    let started = Instant::now();
+    let bound = namespace::drain_bound(o.scenario.cluster.timeouts);
+    let dir = o.dir.clone();
+    let drained =
+        tokio::task::spawn_blocking(move || namespace::wait_drained(&cluster::nodes(&dir)?, bound))
+            .await
+            .unwrap_or_else(|e| Err(format!("the drain wait panicked: {e}")));
+    let what = match &drained {
+        Ok(true) => format!(
+            "namespace: {sent} requests sent, {} answered; GC and session pruning done {:.1} s later",
+            log.answered(),
+            started.elapsed().as_secs_f64()
+        ),
+        Ok(false) => format!(
+            "namespace: {sent} requests sent; GC or session pruning not done within {bound:?}"
+        ),
+        Err(e) => format!("namespace: {sent} requests sent; GC state unknown: {e}"),
+    };
+    mark(marks, say, "phase", "", what);
+    log.events()
 }

@@ -102,7 +102,7 @@ pub fn plan(sc: &Scenario) -> Vec<Planned> {
 }
 
 /// The scenario's settings that real processes do not honour yet: background fault rates that
-/// differ from the simulator's defaults, cluster options and a namespace workload.
+/// differ from the simulator's defaults, and cluster options.
 pub fn not_honoured(sc: &Scenario) -> Vec<String> {
     let d = Faults::default();
     let f = &sc.faults;
@@ -141,12 +141,6 @@ pub fn not_honoured(sc: &Scenario) -> Vec<String> {
     }
     if sc.cluster.reject_dirty_reads {
         out.push("[cluster] reject_dirty_reads: real targets run committed reads".into());
-    }
-    if sc.namespace.is_some() {
-        out.push(
-            "[namespace]: the namespace workload and its checkers do not run on real processes yet"
-                .into(),
-        );
     }
     out
 }

@@ -15,6 +15,7 @@ pub use t3fs_scenario::history;
 pub mod linearizability;
 pub mod namespace;
 pub mod ns_fsck;
+pub mod ns_judge;
 pub mod ns_model;
 pub mod regular;
 pub mod verdicts;

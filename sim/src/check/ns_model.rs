@@ -21,9 +21,7 @@ use t3fs_core::meta::{
 
 const ROOT: u32 = 0;
 
-/// Mode of the initial directories of a run: world-writable and sticky, like /tmp, so every
-/// user can create in them and only owners remove.
-pub const INITIAL_DIR_PERM: u32 = 0o1777;
+pub use t3fs_scenario::ns_files::INITIAL_DIR_PERM;
 
 /// One inode of the model.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]

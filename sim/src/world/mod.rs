@@ -25,7 +25,7 @@ mod log;
 pub mod net;
 pub mod node;
 pub mod ns_client;
-pub mod ns_files;
+pub use t3fs_scenario::ns_files;
 pub mod queue;
 mod steps;
 pub use steps::REFUSED;

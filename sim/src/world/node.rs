@@ -201,11 +201,5 @@ impl core::ops::Deref for Layout {
 /// The user a client node's namespace requests act for: root, or uid 1000 or 1001 of group
 /// 100, by node id, so that permissions and the sticky bit decide some answers.
 pub fn client_user(node: NodeId) -> t3fs_core::meta::perm::User {
-    match node.0 % 3 {
-        0 => t3fs_core::meta::perm::ROOT_USER,
-        k => t3fs_core::meta::perm::User {
-            uid: 999 + k,
-            gid: 100,
-        },
-    }
+    t3fs_scenario::ns_files::client_user(node.0)
 }

@@ -14,10 +14,10 @@ use t3fs_core::meta::{transact, InodeKind, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
 use t3fs_scenario::Rng;
 
-use super::ns_files::Step;
-pub use super::ns_files::{Session, FILE_WRITE_BYTES};
 use super::{Ev, World};
 use t3fs_core::node::Input;
+use t3fs_scenario::ns_files::Step;
+pub use t3fs_scenario::ns_files::{initial_dirs, Session, FILE_WRITE_BYTES};
 
 /// Namespace calls carry request ids with this bit set.
 pub const NS_REQUEST_BIT: u64 = 1 << 63;
@@ -63,12 +63,6 @@ impl NsDriver {
             next_req: 0,
         }
     }
-}
-
-/// The paths every namespace run starts with: `/d0` … `/d{dirs-1}` (the reference model of
-/// the checker starts from the same tree).
-pub fn initial_dirs(dirs: u32) -> Vec<String> {
-    (0..dirs).map(|k| format!("/d{k}")).collect()
 }
 
 /// Writes the root, the GC root and the initial directories into the KV before the run.
@@ -264,20 +258,15 @@ impl World {
     /// chunk index, the longest committed length; with the length hints meta acknowledged and
     /// the files truncate steps were issued to, for the lower bound of the length check.
     pub fn file_extents(&self) -> crate::check::file_length::Extents {
-        use crate::check::file_length::{acknowledged_hints, Extents};
         let workload = t3fs_core::ids::InodeId(super::client::WORKLOAD_INODE);
-        let mut extents = Extents {
-            hints: acknowledged_hints(&self.sim.ns_history),
-            cut: self.sim.file_io.cuts.keys().copied().collect(),
-            ..Extents::default()
-        };
+        let mut chunks: std::collections::BTreeMap<_, std::collections::BTreeMap<u32, u32>> =
+            Default::default();
         for d in self.nodes.iter().flat_map(|n| n.ctx.disks.values()) {
             // Committed data only: a remove still in flight (two meta servers may purge one
             // file) leaves a pending entry behind for a moment.
             for (c, m) in d.store.chunks().iter().filter(|(_, m)| m.committed.0 > 0) {
                 if c.inode != workload {
-                    let len = extents
-                        .chunks
+                    let len = chunks
                         .entry(c.inode)
                         .or_default()
                         .entry(c.index)
@@ -286,7 +275,7 @@ impl World {
                 }
             }
         }
-        extents
+        crate::check::ns_judge::extents(&self.sim.ns_history, &self.sim.file_io, chunks)
     }
 
     /// Whether any client still waits for a namespace answer.

@@ -15,10 +15,16 @@
 //!
 //! The length hint a writer closes with is the end of its acknowledged writes since the
 //! truncate version it last saw; a write or sync whose outcome is unknown makes it close
-//! without a hint, so meta asks storage. Not here: the namespace requests (`ns_client.rs`).
+//! without a hint, so meta asks storage.
+//!
+//! Shared by the simulator's namespace clients (t3fs-sim `world/ns_client.rs`) and the real
+//! runner's (t3fs-real `scenario_run/namespace.rs`), so both drive files the same way; with the
+//! starting tree (`initial_dirs`) and the users clients act for. Not here: sending requests.
 
 use std::collections::VecDeque;
 
+use crate::namespace::{FileAction, FILE_READ_BYTES};
+use crate::workload::payload;
 use t3fs_core::chunk::UpdateKind;
 use t3fs_core::client::{ClientCall, ClientRet};
 use t3fs_core::ids::{ChainId, ChunkId, InodeId, RequestId};
@@ -26,8 +32,28 @@ use t3fs_core::meta::length::LengthHint;
 use t3fs_core::meta::placement::Layout;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_core::meta::InodeKind;
-use t3fs_scenario::namespace::{FileAction, FILE_READ_BYTES};
-use t3fs_scenario::workload::payload;
+
+/// Mode of the initial directories of a run: world-writable and sticky, like /tmp, so every
+/// user can create in them and only owners remove.
+pub const INITIAL_DIR_PERM: u32 = 0o1777;
+
+/// The paths every namespace run starts with: `/d0` … `/d{dirs-1}` (the reference model of
+/// the checker starts from the same tree).
+pub fn initial_dirs(dirs: u32) -> Vec<String> {
+    (0..dirs).map(|k| format!("/d{k}")).collect()
+}
+
+/// The user client `k` acts for: every third is root, the others two ordinary users of one
+/// group, so permission checks and the sticky bit meet both kinds.
+pub fn client_user(k: u32) -> t3fs_core::meta::perm::User {
+    match k % 3 {
+        0 => t3fs_core::meta::perm::ROOT_USER,
+        k => t3fs_core::meta::perm::User {
+            uid: 999 + k,
+            gid: 100,
+        },
+    }
+}
 
 /// Bytes of one write of a plan.
 pub const FILE_WRITE_BYTES: u32 = 64;

@@ -127,6 +127,14 @@ fn plan_lists_the_steps_that_cannot_run_for_real_and_starts_nothing() {
         text.contains("restart") && text.contains("runs for real"),
         "{text}"
     );
+    // The runner's own clients crash and restart in its process.
+    let (ok, text) = t3fs(
+        &["cluster", "run", "meta_gc_open_for_write", "--plan"],
+        &tmp.0,
+    );
+    assert!(ok, "{text}");
+    assert_eq!(text.matches("runs for real").count(), 6, "{text}");
+    assert!(!text.contains("does not run"), "{text}");
     let (code, text) = t3fs_code(&["cluster", "run", "no_such_scenario", "--plan"], &tmp.0);
     assert_eq!(code, Some(2), "{text}");
     let (code, text) = t3fs_code(&["cluster", "run", "smoke", "--bug", "no-such-bug"], &tmp.0);

@@ -125,6 +125,9 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
         }
         A::SkewClock { .. } | A::StepClock { .. } => clock_step(live, f, action),
         A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => kv_step(live, f, action),
+        A::Crash(NodeRef::Client(k)) | A::Restart(NodeRef::Client(k)) => {
+            client_step(live, *k, matches!(action, A::Restart(_)))
+        }
         _ => process_step(live, f, action),
     }
 }
@@ -329,6 +332,18 @@ fn clock_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String,
         other => return Err(format!("`{}` is not a clock step", other.verb())),
     };
     push(live, f, what).map(|(_, w)| (n, w))
+}
+
+/// A crash or restart of the runner's own client `k` (`life.rs`).
+fn client_step(live: &Live, k: u32, up: bool) -> Result<(String, String), String> {
+    let n = format!("client-{k}");
+    let what = match (live.clients.set(k, up)?, up) {
+        (true, false) => format!("crash {n}: its call in flight abandoned, its node stopped"),
+        (true, true) => format!("restart {n} with a fresh identity"),
+        (false, false) => format!("crash {n}: not running, nothing to do"),
+        (false, true) => format!("restart {n}: running, nothing to restart"),
+    };
+    Ok((n, what))
 }
 
 fn process_step(

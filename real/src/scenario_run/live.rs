@@ -37,6 +37,8 @@ pub struct Live<'a> {
     pub names: &'a BTreeMap<u32, String>,
     /// The routing watcher.
     pub watch: &'a RoutingWatch,
+    /// The runner's own clients' up/down switches.
+    pub clients: &'a super::life::Lives,
 }
 
 impl Live<'_> {

@@ -15,6 +15,7 @@
 mod background;
 pub mod dump;
 pub mod execute;
+pub mod life;
 pub mod live;
 pub mod namespace;
 pub mod net;
@@ -320,12 +321,14 @@ async fn drive(
         ),
     );
     let mut rng = Rng::new(o.seed);
+    let lives = life::Lives::new(sc.cluster.clients);
     let clients: Vec<_> = (0..sc.cluster.clients)
         .map(|i| {
             tokio::spawn(workload::client_loop(
                 load.clone(),
                 i,
                 rng.fork(u64::from(i)),
+                lives.of(i),
             ))
         })
         .collect();
@@ -342,7 +345,7 @@ async fn drive(
             (0..sc.cluster.clients)
                 .map(|i| {
                     let rng = rng.fork(0x6e73 << 16 | u64::from(i));
-                    tokio::spawn(namespace::client_loop(load.clone(), i, rng))
+                    tokio::spawn(namespace::client_loop(load.clone(), i, rng, lives.of(i)))
                 })
                 .collect()
         }
@@ -352,6 +355,7 @@ async fn drive(
         dir: &o.dir,
         names,
         watch: &watch,
+        clients: &lives,
     };
     let mut step_failures = Vec::new();
     let mut killed: Vec<String> = Vec::new();
@@ -430,6 +434,15 @@ async fn drive(
             .collect::<Vec<_>>();
         Ok((halts, replaced))
     })?;
+    for k in lives.restart_all() {
+        mark(
+            &mut marks,
+            say,
+            "fault",
+            &format!("client-{k}"),
+            format!("restart client-{k} with a fresh identity"),
+        );
+    }
     for (n, r) in replaced {
         let what = match r {
             Ok(what) => format!("kill -9 {n} (failed disks): {what}"),

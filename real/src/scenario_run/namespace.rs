@@ -8,8 +8,9 @@
 //! Invariant: events are appended under one lock in the order they happen, so the replay's
 //! logical clocks order them as the wall clock did. A call that gets no answer within the
 //! bound stays open (its effect unknown) and ends its client: the client closes, mgmtd drops
-//! its session, and meta prunes what it held, as when a simulated client crashes. Not here:
-//! the checkers, the register workload (`workload.rs`).
+//! its session, and meta prunes what it held, as when a simulated client crashes (a scripted
+//! crash, `life.rs`, does the same and restarts it later). Not here: the checkers, the register
+//! workload (`workload.rs`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +26,7 @@ use t3fs_scenario::ns_files::{
 };
 use t3fs_scenario::Rng;
 
+use super::life::Life;
 use crate::client::{Client, ClientError, ClientOptions};
 
 /// Namespace request ids (and payload names) carry this bit, as in the simulator.
@@ -203,15 +205,27 @@ struct Driver {
     who: (u64, User),
 }
 
-/// A call got no answer within the bound: the client's loop ends.
-struct Unanswered;
+/// Why a call has no answer.
+enum Cut {
+    /// None came within the bound: the client's loop ends.
+    Unanswered,
+    /// The client crashed while waiting.
+    Crashed,
+}
 
 /// One client's loop: the namespace stream with think times until the load stops and every
-/// file it opened is closed. Returns the meta requests it sent.
-pub async fn client_loop(load: NsLoad, index: u32, rng: Rng) -> Result<u64, ClientError> {
+/// file it opened is closed. A crash (`life`) abandons the running call (open in the log) and
+/// the files it holds; a restart connects with a fresh identity and the stream goes on.
+/// Returns the meta requests it sent.
+pub async fn client_loop(
+    load: NsLoad,
+    index: u32,
+    rng: Rng,
+    mut life: Life,
+) -> Result<u64, ClientError> {
     let mut opts = load.opts.clone();
     opts.user = client_user(index);
-    let c = Client::connect(opts).await?;
+    let mut c = Client::connect(opts.clone()).await?;
     let mut d = Driver {
         gen: NsGenerator::new(&load.w, rng),
         open: Vec::new(),
@@ -225,12 +239,26 @@ pub async fn client_loop(load: NsLoad, index: u32, rng: Rng) -> Result<u64, Clie
         if stopped && d.open.is_empty() {
             break;
         }
-        match next(&c, &load, &mut d, stopped).await {
-            Ok(Some(meta)) => sent += u64::from(meta),
-            Ok(None) => break,
-            Err(Unanswered) => break,
+        match next(&c, &load, &mut d, stopped, &mut life).await {
+            Ok(Some(meta)) => {
+                sent += u64::from(meta);
+                tokio::select! {
+                    () = tokio::time::sleep(d.gen.think()) => continue,
+                    () = life.crashed() => {}
+                }
+            }
+            Ok(None) | Err(Cut::Unanswered) => break,
+            Err(Cut::Crashed) => {}
         }
-        tokio::time::sleep(d.gen.think()).await;
+        // Crashed: the dead incarnation's sessions are for meta to prune.
+        d.open.clear();
+        c.close().await;
+        tokio::select! {
+            () = life.restarted() => {}
+            () = tokio::time::sleep_until(load.stop.into()) => return Ok(sent),
+        }
+        c = Client::connect(opts.clone()).await?;
+        d.who.0 = c.id.0;
     }
     c.close().await;
     Ok(sent)
@@ -243,7 +271,8 @@ async fn next(
     load: &NsLoad,
     d: &mut Driver,
     stopped: bool,
-) -> Result<Option<bool>, Unanswered> {
+    life: &mut Life,
+) -> Result<Option<bool>, Cut> {
     d.next_req += 1;
     let req = RequestId(NS_REQUEST_BIT | d.next_req);
     if let Some(k) = d.open.iter().position(|s| s.busy(stopped)) {
@@ -255,7 +284,7 @@ async fn next(
                     key,
                     call: call.clone(),
                 });
-                let ret = answer(c, call, load.call_bound).await.ok_or(Unanswered)?;
+                let ret = answer(c, call, load.call_bound, life).await?;
                 load.log.push(NsEvent::Returned {
                     key,
                     ret: ret.clone(),
@@ -264,7 +293,7 @@ async fn next(
                 return Ok(Some(false));
             }
             Some(Step::Sync(op)) => {
-                let result = meta(c, load, d, op).await?;
+                let result = meta(c, load, d, op, life).await?;
                 if let Some(s) = d.open.get_mut(k) {
                     s.synced(&result);
                 }
@@ -289,7 +318,7 @@ async fn next(
         }
     };
     let write_open = matches!(op, MetaOp::Open { write: true, .. });
-    let result = meta(c, load, d, op).await?;
+    let result = meta(c, load, d, op, life).await?;
     if let (true, Ok(MetaAnswer::Inode(inode))) = (write_open, &result) {
         let plan = d.gen.file_plan(FILE_WRITE_BYTES.into());
         d.open.extend(Session::opened(inode, req.0, plan));
@@ -298,26 +327,41 @@ async fn next(
 }
 
 /// Sends one meta request and logs it and its answer.
-async fn meta(c: &Client, load: &NsLoad, d: &Driver, op: MetaOp) -> Result<MetaResult, Unanswered> {
+async fn meta(
+    c: &Client,
+    load: &NsLoad,
+    d: &Driver,
+    op: MetaOp,
+    life: &mut Life,
+) -> Result<MetaResult, Cut> {
     let index = load.log.invoke(d.index, d.who, op.clone());
-    match answer(c, ClientCall::Meta(op), load.call_bound).await {
-        Some(ClientRet::Meta(result)) => {
+    match answer(c, ClientCall::Meta(op), load.call_bound, life).await? {
+        ClientRet::Meta(result) => {
             load.log.push(NsEvent::Ret {
                 index,
                 result: result.clone(),
             });
             Ok(result)
         }
-        // No answer, or one of the wrong kind: the effect is unknown; it stays open.
-        _ => Err(Unanswered),
+        // An answer of the wrong kind: the effect is unknown; it stays open.
+        _ => Err(Cut::Unanswered),
     }
 }
 
-/// The client machine's answer to `call`, or `None` if none came within `bound`.
-async fn answer(c: &Client, call: ClientCall, bound: Duration) -> Option<ClientRet> {
-    match tokio::time::timeout(bound, c.call(call)).await {
-        Ok(Ok(ret)) => Some(ret),
-        _ => None,
+/// The client machine's answer to `call`; none within `bound`, or a crash first, cuts it.
+async fn answer(
+    c: &Client,
+    call: ClientCall,
+    bound: Duration,
+    life: &mut Life,
+) -> Result<ClientRet, Cut> {
+    tokio::select! {
+        biased;
+        () = life.crashed() => Err(Cut::Crashed),
+        r = tokio::time::timeout(bound, c.call(call)) => match r {
+            Ok(Ok(ret)) => Ok(ret),
+            _ => Err(Cut::Unanswered),
+        },
     }
 }
 

@@ -48,8 +48,15 @@ const NO_CLIENT_CLOCK: &str =
 pub fn how(action: &Action) -> How {
     use Action as A;
     match action {
-        A::Crash(NodeRef::Client(_)) | A::Restart(NodeRef::Client(_)) => How::NotRun(
-            "the workload's clients live in the runner's process; crashing one is not built yet"
+        // The runner's clients crash in its process (life.rs): the call in flight is abandoned
+        // and the node stopped; a restart connects a fresh incarnation.
+        A::Crash(NodeRef::Client(_)) | A::Restart(NodeRef::Client(_)) => How::Real,
+        A::RestartEmpty(NodeRef::Client(_))
+        | A::Pause(NodeRef::Client(_))
+        | A::Resume(NodeRef::Client(_))
+        | A::CrashAfterForward(NodeRef::Client(_))
+        | A::PauseOnCommit(NodeRef::Client(_)) => How::NotRun(
+            "the workload's clients live in the runner's process: they crash and restart, but are not frozen or emptied"
                 .into(),
         ),
         A::Crash(_) | A::Restart(_) | A::RestartEmpty(_) | A::Pause(_) | A::Resume(_) => How::Real,

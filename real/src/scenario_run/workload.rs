@@ -18,6 +18,7 @@ use t3fs_scenario::history::{History, OpKind};
 use t3fs_scenario::workload::{decode_payload, payload, Generator, Op};
 use t3fs_scenario::{Rng, Workload};
 
+use super::life::Life;
 use crate::client::{Client, ClientError, ClientOptions};
 
 /// The inode the workload's chunks belong to: far above any inode the meta service allocates,
@@ -70,16 +71,17 @@ fn layout(w: &Workload, chains: &[ChainId]) -> FileLayout {
     }
 }
 
-/// Runs `op` for `client`, recording it; `deadline` bounds one call (its retries included).
+/// Runs `op` for `client`, recording it; `deadline` bounds one call (its retries included), and
+/// a crash of the client abandons it.
 pub async fn execute(
     c: &Client,
     client: u32,
     op: Op,
-    w: &Workload,
-    chains: &[ChainId],
-    rec: &Recorder,
+    load: &Load,
     deadline: Duration,
+    life: &mut Life,
 ) -> bool {
+    let (w, chains, rec) = (&load.w, &load.chains, &load.rec);
     let inode = InodeId(WORKLOAD_INODE);
     let (chunk, kind, call) = match op {
         Op::Write { chunk, value } => (
@@ -104,18 +106,23 @@ pub async fn execute(
         ),
     };
     let index = rec.with(|h| h.invoke(client, chunk, kind));
-    let answer = tokio::time::timeout(deadline, c.call(call)).await;
+    let answer = tokio::select! {
+        biased;
+        () = life.crashed() => None,
+        a = tokio::time::timeout(deadline, c.call(call)) => a.ok().and_then(Result::ok),
+    };
     rec.with(|h| match answer {
-        Ok(Ok(ClientRet::Updated { .. })) if matches!(op, Op::Write { .. }) => {
+        Some(ClientRet::Updated { .. }) if matches!(op, Op::Write { .. }) => {
             h.ret(index, None);
             true
         }
-        Ok(Ok(ClientRet::Read { data, served, .. })) if matches!(op, Op::Read { .. }) => {
+        Some(ClientRet::Read { data, served, .. }) if matches!(op, Op::Read { .. }) => {
             h.served(index, served.first().copied());
             h.ret(index, Some(decode_payload(&data)));
             true
         }
-        // Failed, rejected or timed out: the outcome is unknown; the operation stays open.
+        // Failed, rejected, timed out or abandoned by a crash: the outcome is unknown; the
+        // operation stays open.
         _ => {
             h.fail(index);
             false
@@ -141,18 +148,40 @@ pub struct Load {
 }
 
 /// One client's loop: the scenario's operation stream with think times until the load stops
-/// (or the client's budget is spent). Returns the operations it issued.
-pub async fn client_loop(load: Load, client: u32, rng: Rng) -> Result<u64, ClientError> {
-    let c = Client::connect(load.opts.clone()).await?;
+/// (or the client's budget is spent). A crash (`life`) closes the client; a restart connects a
+/// fresh one, and the stream goes on. Returns the operations it issued.
+pub async fn client_loop(
+    load: Load,
+    client: u32,
+    rng: Rng,
+    mut life: Life,
+) -> Result<u64, ClientError> {
+    let mut c = Some(Client::connect(load.opts.clone()).await?);
     let mut gen = Generator::new(&load.w, client, rng);
     while Instant::now() < load.stop {
+        let Some(cl) = c.as_ref().filter(|_| life.is_up()) else {
+            if let Some(cl) = c.take() {
+                cl.close().await;
+            }
+            tokio::select! {
+                () = life.restarted() => {}
+                () = tokio::time::sleep_until(load.stop.into()) => break,
+            }
+            c = Some(Client::connect(load.opts.clone()).await?);
+            continue;
+        };
         let Some(op) = gen.next_op() else { break };
         let left = load.stop.saturating_duration_since(Instant::now());
         let bound = load.call_bound.min(left.max(Duration::from_millis(1)));
-        execute(&c, client, op, &load.w, &load.chains, &load.rec, bound).await;
-        tokio::time::sleep(gen.think()).await;
+        execute(cl, client, op, &load, bound, &mut life).await;
+        tokio::select! {
+            () = tokio::time::sleep(gen.think()) => {}
+            () = life.crashed() => {}
+        }
     }
-    c.close().await;
+    if let Some(cl) = c {
+        cl.close().await;
+    }
     Ok(gen.issued())
 }
 
@@ -163,11 +192,10 @@ pub async fn final_reads(
     client: u32,
     bound: Duration,
 ) -> Result<Vec<u32>, ClientError> {
-    let (w, chains, rec) = (&load.w, &load.chains, &load.rec);
     let c = Client::connect(load.opts.clone()).await?;
     let end = Instant::now() + bound;
     let mut unread = Vec::new();
-    for chunk in 0..w.chunks {
+    for chunk in 0..load.w.chunks {
         loop {
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -175,7 +203,8 @@ pub async fn final_reads(
                 break;
             }
             let op = Op::Read { chunk };
-            if execute(&c, client, op, w, chains, rec, left).await {
+            let mut up = super::life::Lives::new(0).of(0);
+            if execute(&c, client, op, load, left, &mut up).await {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

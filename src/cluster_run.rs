@@ -125,10 +125,7 @@ fn judge(o: &RealOutcome, sc: &Scenario) -> (Vec<(&'static str, Verdict)>, i32, 
     } else {
         Verdict::Unknown("not checked: the cluster did not converge, so no final reads ran".into())
     };
-    let agreement = match &o.contents {
-        Ok(c) => check::agreement::check(c),
-        Err(e) => Verdict::Unknown(e.clone()),
-    };
+    let agreement = crate::cluster_agree::agreement(o);
     let liveness = match o.converged_after {
         Some(t) => Verdict::Pass(format!(
             "every chain SERVING {:.1}s after healing (bound {:.0}s)",

@@ -5,6 +5,7 @@ mod bench;
 mod bench_meta;
 mod check;
 mod cluster;
+mod cluster_agree;
 mod cluster_ns;
 mod cluster_run;
 mod cluster_soak;

@@ -172,6 +172,12 @@ fn a_planted_bug_makes_a_real_run_fail() {
         std::fs::read_to_string(runs.join("head_crash_mid_write-real-seed1/manifest.json"))
             .unwrap();
     assert!(manifest.contains("\"exit\": 129"), "{manifest}");
+    // The head's versions no other replica has show in the dump the running targets gave.
+    assert!(
+        verdict_line(&text, "replicas agree").contains("FAIL")
+            && verdict_line(&text, "replicas agree").contains("in the live dump"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -233,7 +233,24 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
 }
 
 fn message(r: &mut Rng) -> Msg {
-    match r.below(21) {
+    match r.below(23) {
+        21 => Msg::DumpChunkMeta,
+        22 => Msg::ChunkMetaDump(crate::msg::ChunkMetaDump {
+            node: NodeId(r.next() as u32),
+            targets: (0..r.below(3))
+                .map(|_| crate::msg::TargetDump {
+                    target: TargetId(r.next() as u32),
+                    chunks: (0..r.below(4))
+                        .map(|_| crate::msg::ChunkSum {
+                            chunk: update(r).chunk,
+                            version: crate::ids::ChunkVersion(r.next() as u32),
+                            len: r.next() as u32,
+                            checksum: r.next() as u32,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }),
         19 => Msg::SpaceInfo,
         20 => Msg::SpaceInfoReply(crate::msg::SpaceInfoReply {
             node: NodeId(r.next() as u32),

@@ -24,8 +24,9 @@ pub use mgmtd::{
     SyncStartReply,
 };
 pub use storage::{
-    LastChunk, MessageTag, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq,
-    SpaceInfoReply, Status, TargetSpace, UpdateReply, UpdateReq, UpdateResult,
+    ChunkMetaDump, ChunkSum, LastChunk, MessageTag, QueryLastChunkReply, QueryLastChunkReq,
+    ReadReply, ReadReq, SpaceInfoReply, Status, TargetDump, TargetSpace, UpdateReply, UpdateReq,
+    UpdateResult,
 };
 
 /// Every message of the protocol.
@@ -89,6 +90,11 @@ pub enum Msg {
     KvReply(kv::KvReply),
     /// mgmtd → anyone: server addresses (sent with routing when mgmtd knows them).
     NodeAddrs(kv::NodeAddrs),
+    /// Tool → storage node: the committed chunk metadata of your targets (3FS
+    /// `getAllChunkMetadata`, behind `admin_cli dump-chunkmeta`).
+    DumpChunkMeta,
+    /// Storage node → tool.
+    ChunkMetaDump(ChunkMetaDump),
 }
 
 const KIND_GET_ROUTING: u8 = 1;
@@ -117,6 +123,8 @@ const KIND_SPACE_INFO_REPLY: u8 = 23;
 const KIND_KV_REQ: u8 = 24;
 const KIND_KV_REPLY: u8 = 25;
 const KIND_NODE_ADDRS: u8 = 26;
+const KIND_DUMP_CHUNK_META: u8 = 27;
+const KIND_CHUNK_META_DUMP: u8 = 28;
 
 /// Whether an encoded frame is a storage heartbeat to mgmtd, read from its header alone (a
 /// transport's fault layer drops heartbeats without decoding whole frames).
@@ -156,6 +164,8 @@ impl Msg {
             Self::KvReq(m) => encode_frame(KIND_KV_REQ, |e| m.encode(e)),
             Self::KvReply(m) => encode_frame(KIND_KV_REPLY, |e| m.encode(e)),
             Self::NodeAddrs(m) => encode_frame(KIND_NODE_ADDRS, |e| m.encode(e)),
+            Self::DumpChunkMeta => encode_frame(KIND_DUMP_CHUNK_META, |_| {}),
+            Self::ChunkMetaDump(m) => encode_frame(KIND_CHUNK_META_DUMP, |e| m.encode(e)),
         }
     }
 
@@ -194,6 +204,8 @@ impl Msg {
             KIND_KV_REQ => Self::KvReq(Wire::decode(d)?),
             KIND_KV_REPLY => Self::KvReply(Wire::decode(d)?),
             KIND_NODE_ADDRS => Self::NodeAddrs(Wire::decode(d)?),
+            KIND_DUMP_CHUNK_META => Self::DumpChunkMeta,
+            KIND_CHUNK_META_DUMP => Self::ChunkMetaDump(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };
         match dec.remaining() {

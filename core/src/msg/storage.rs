@@ -271,6 +271,69 @@ impl Wire for SpaceInfoReply {
     }
 }
 
+/// One committed chunk as a dump shows it (3FS `getAllChunkMetadata`).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ChunkSum {
+    /// The chunk.
+    pub chunk: crate::ids::ChunkId,
+    /// Its committed version.
+    pub version: crate::ids::ChunkVersion,
+    /// Committed length in bytes.
+    pub len: u32,
+    /// CRC32C of the committed content.
+    pub checksum: u32,
+}
+wire_struct!(ChunkSum {
+    chunk,
+    version,
+    len,
+    checksum
+});
+
+/// One target's committed chunks, in chunk order.
+#[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct TargetDump {
+    /// The target.
+    pub target: crate::ids::TargetId,
+    /// Its committed chunks (version > 0).
+    pub chunks: Vec<ChunkSum>,
+}
+
+impl Wire for TargetDump {
+    fn encode(&self, enc: &mut Encoder) {
+        self.target.encode(enc);
+        crate::msg::codec::encode_list(enc, &self.chunks);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            target: Wire::decode(dec)?,
+            chunks: crate::msg::codec::decode_list(dec)?,
+        })
+    }
+}
+
+/// Storage node → asker: the committed chunk metadata of each of its targets.
+#[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct ChunkMetaDump {
+    /// The answering node.
+    pub node: crate::ids::NodeId,
+    /// Its targets.
+    pub targets: Vec<TargetDump>,
+}
+
+impl Wire for ChunkMetaDump {
+    fn encode(&self, enc: &mut Encoder) {
+        self.node.encode(enc);
+        crate::msg::codec::encode_list(enc, &self.targets);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            node: Wire::decode(dec)?,
+            targets: crate::msg::codec::decode_list(dec)?,
+        })
+    }
+}
+
 /// Outcome of a storage request. Variants other than `Ok` say what the requester should do.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub enum Status {

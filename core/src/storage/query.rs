@@ -7,14 +7,17 @@
 //! has not been acknowledged, and a writer that sees it fail tells meta through its close.
 //! Zero-length chunks (what a truncate leaves past the new tail) count only when asked for.
 //!
-//! `spaceInfo` answers from the same metadata: the committed bytes per target.
+//! `spaceInfo` answers from the same metadata: the committed bytes per target; and so does the
+//! dump of every committed chunk's version, length and checksum per target (3FS
+//! `getAllChunkMetadata`), which tools compare across a chain's replicas while it runs.
 //! Not here: precise lengths over several chains (the asker takes the maximum), removing
 //! chunks by range (callers remove each chunk the answer reaches).
 
 use crate::ids::{ChunkId, NodeId};
 use crate::machine::Outbox;
 use crate::msg::{
-    LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq, SpaceInfoReply, Status, TargetSpace,
+    ChunkMetaDump, ChunkSum, LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq,
+    SpaceInfoReply, Status, TargetDump, TargetSpace,
 };
 use crate::routing::PublicState;
 use crate::storage::StorageNode;
@@ -34,6 +37,31 @@ impl StorageNode {
             .collect();
         let node = self.cfg.node;
         out.send(from, Msg::SpaceInfoReply(SpaceInfoReply { node, targets }));
+    }
+
+    /// The committed chunks of every target, from the cached metadata (no I/O): what a
+    /// replica holds as its chain's members must agree on it.
+    pub(super) fn on_dump_chunk_meta(&mut self, from: NodeId, out: &mut Outbox<Self>) {
+        let targets = self
+            .targets
+            .values()
+            .map(|t| TargetDump {
+                target: t.id,
+                chunks: t
+                    .chunks
+                    .values()
+                    .filter(|m| m.committed.0 > 0)
+                    .map(|m| ChunkSum {
+                        chunk: m.chunk,
+                        version: m.committed,
+                        len: m.len,
+                        checksum: m.checksum,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let node = self.cfg.node;
+        out.send(from, Msg::ChunkMetaDump(ChunkMetaDump { node, targets }));
     }
 
     pub(super) fn on_query_last_chunk(

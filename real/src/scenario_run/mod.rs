@@ -14,6 +14,7 @@
 
 mod background;
 pub mod dump;
+mod end;
 pub mod execute;
 pub mod life;
 pub mod live;
@@ -81,6 +82,9 @@ pub struct RealOutcome {
     pub audit: Result<usize, String>,
     /// Each chain's serving targets' committed chunks; `Err` when they could not be read.
     pub contents: Result<dump::Contents, String>,
+    /// Every target's committed chunk metadata, dumped over the RPC while the cluster still ran
+    /// (after it quiesced); `Err` when it was not taken.
+    pub live_dump: Result<crate::chunk_dump::Dump, String>,
     /// Processes that exited without being killed by a step.
     pub halts: Vec<String>,
     /// Chunks no final read answered.
@@ -223,6 +227,7 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
         rows: namespace::rows_after_stop(&entries),
     });
     Ok(RealOutcome {
+        live_dump: d.live_dump,
         namespace,
         audit: dump::audit(&d.seen),
         planned,
@@ -259,9 +264,11 @@ struct Driven {
     quiet: Result<Duration, String>,
     /// The namespace log.
     ns: Option<Vec<namespace::NsEvent>>,
+    /// The chunk metadata dump taken once quiescent.
+    live_dump: Result<crate::chunk_dump::Dump, String>,
 }
 
-fn mark(
+pub(crate) fn mark(
     marks: &mut Vec<Mark>,
     say: &(dyn Fn(&str) + Sync),
     kind: &'static str,
@@ -487,7 +494,7 @@ async fn drive(
         }
     };
     let ns = match &sc.namespace {
-        Some(_) => Some(ns_end(o, ns_clients, &ns_log, &mut marks, say).await),
+        Some(_) => Some(end::ns_end(o, ns_clients, &ns_log, &mut marks, say).await),
         None => None,
     };
     // Replicas are compared only once no update is in flight (quiesce.rs).
@@ -502,10 +509,12 @@ async fn drive(
         };
         mark(&mut marks, say, "phase", "", what);
     }
+    let live_dump = end::live_dump(o, &quiet).await;
     let elapsed = zero.elapsed();
     let hosts = watch.hosts();
     let seen = watch.stop().await;
     Ok(Driven {
+        live_dump,
         ns,
         quiet,
         rec,
@@ -520,43 +529,4 @@ async fn drive(
         halts,
         unread,
     })
-}
-
-/// The namespace workload's end, as the simulator's: wait for the clients to close what they
-/// hold (every call has its bound), then for GC and session pruning.
-async fn ns_end(
-    o: &RunOptions,
-    clients: Vec<tokio::task::JoinHandle<Result<u64, crate::client::ClientError>>>,
-    log: &namespace::NsLog,
-    marks: &mut Vec<Mark>,
-    say: &(dyn Fn(&str) + Sync),
-) -> Vec<namespace::NsEvent> {
-    let mut sent = 0;
-    for c in clients {
-        match c.await {
-            Ok(Ok(n)) => sent += n,
-            Ok(Err(e)) => say(&format!("a namespace client could not connect: {e}")),
-            Err(e) => say(&format!("a namespace client panicked: {e}")),
-        }
-    }
-    let started = Instant::now();
-    let bound = namespace::drain_bound(o.scenario.cluster.timeouts);
-    let dir = o.dir.clone();
-    let drained =
-        tokio::task::spawn_blocking(move || namespace::wait_drained(&cluster::nodes(&dir)?, bound))
-            .await
-            .unwrap_or_else(|e| Err(format!("the drain wait panicked: {e}")));
-    let what = match &drained {
-        Ok(true) => format!(
-            "namespace: {sent} requests sent, {} answered; GC and session pruning done {:.1} s later",
-            log.answered(),
-            started.elapsed().as_secs_f64()
-        ),
-        Ok(false) => format!(
-            "namespace: {sent} requests sent; GC or session pruning not done within {bound:?}"
-        ),
-        Err(e) => format!("namespace: {sent} requests sent; GC state unknown: {e}"),
-    };
-    mark(marks, say, "phase", "", what);
-    log.events()
 }

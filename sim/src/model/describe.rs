@@ -116,6 +116,8 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::KvReq(r) => format!("KvReq {} {:?}", r.id, r.op),
         Msg::KvReply(r) => format!("KvReply {} {:?}", r.id, r.result),
         Msg::NodeAddrs(a) => format!("NodeAddrs {:?}", a.addrs),
+        Msg::DumpChunkMeta => "DumpChunkMeta".into(),
+        Msg::ChunkMetaDump(d) => format!("ChunkMetaDump {} {} targets", d.node, d.targets.len()),
         Msg::QueryLastChunk(q) => format!(
             "QueryLastChunk {} inode {} [{}, {})",
             q.chain, q.inode.0, q.begin, q.end

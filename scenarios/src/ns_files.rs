@@ -55,6 +55,31 @@ pub fn client_user(k: u32) -> t3fs_core::meta::perm::User {
     }
 }
 
+/// A client's next meta request when none of its open files has a step to take: a close of
+/// its oldest session (always once the workload `stopped`, sometimes before), else the
+/// generator's next request (a write open names session `req`). `None`: nothing is left.
+pub fn next_request(
+    gen: &mut crate::namespace::NsGenerator,
+    open: &mut Vec<Session>,
+    stopped: bool,
+    req: u64,
+) -> Option<MetaOp> {
+    if stopped || gen.wants_close(open.len()) {
+        return Some(open.remove(0).close());
+    }
+    match gen.next_op() {
+        Some(MetaOp::Open { path, write, .. }) => Some(MetaOp::Open {
+            path,
+            write,
+            session: req,
+        }),
+        Some(op) => Some(op),
+        // Budget spent: a writer still closes what it opened.
+        None if !open.is_empty() => Some(open.remove(0).close()),
+        None => None,
+    }
+}
+
 /// Bytes of one write of a plan.
 pub const FILE_WRITE_BYTES: u32 = 64;
 

@@ -22,7 +22,7 @@ use t3fs_core::meta::perm::User;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
 use t3fs_scenario::ns_files::{
-    client_user, initial_dirs, Session, Step, FILE_WRITE_BYTES, INITIAL_DIR_PERM,
+    client_user, initial_dirs, next_request, Session, Step, FILE_WRITE_BYTES, INITIAL_DIR_PERM,
 };
 use t3fs_scenario::Rng;
 
@@ -302,20 +302,8 @@ async fn next(
             None => {}
         }
     }
-    let op = if stopped || d.gen.wants_close(d.open.len()) {
-        d.open.remove(0).close()
-    } else {
-        match d.gen.next_op() {
-            Some(MetaOp::Open { path, write, .. }) => MetaOp::Open {
-                path,
-                write,
-                session: req.0,
-            },
-            Some(op) => op,
-            // Budget spent: a writer still closes what it opened.
-            None if !d.open.is_empty() => d.open.remove(0).close(),
-            None => return Ok(None),
-        }
+    let Some(op) = next_request(&mut d.gen, &mut d.open, stopped, req.0) else {
+        return Ok(None);
     };
     let write_open = matches!(op, MetaOp::Open { write: true, .. });
     let result = meta(c, load, d, op, life).await?;

@@ -164,21 +164,10 @@ impl World {
                 None => {}
             }
         }
-        let close = |d: &mut NsDriver| d.open.remove(0).close();
-        let op = if stopped || d.gen.wants_close(d.open.len()) {
-            close(d)
-        } else {
-            match d.gen.next_op() {
-                Some(MetaOp::Open { path, write, .. }) => MetaOp::Open {
-                    path,
-                    write,
-                    session: req.0,
-                },
-                Some(op) => op,
-                // Budget spent: a writer still closes what it opened.
-                None if !d.open.is_empty() => close(d),
-                None => return,
-            }
+        let Some(op) =
+            t3fs_scenario::ns_files::next_request(&mut d.gen, &mut d.open, stopped, req.0)
+        else {
+            return;
         };
         let why = match op {
             MetaOp::Open { write: true, .. } => MetaFor::OpenWrite,

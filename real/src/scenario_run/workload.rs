@@ -195,6 +195,8 @@ pub async fn final_reads(
     let c = Client::connect(load.opts.clone()).await?;
     let end = Instant::now() + bound;
     let mut unread = Vec::new();
+    // The final reader is never crashed: a switch that stays up.
+    let mut up = super::life::Lives::new(0).of(0);
     for chunk in 0..load.w.chunks {
         loop {
             let left = end.saturating_duration_since(Instant::now());
@@ -203,7 +205,6 @@ pub async fn final_reads(
                 break;
             }
             let op = Op::Read { chunk };
-            let mut up = super::life::Lives::new(0).of(0);
             if execute(&c, client, op, load, left, &mut up).await {
                 break;
             }

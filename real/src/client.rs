@@ -250,6 +250,7 @@ impl Client {
             transport: transport.clone(),
             inbound,
             clock: Default::default(),
+            env: Default::default(),
         };
         let (handle, _join) = node::spawn(parts).map_err(err)?;
         let c = Self {

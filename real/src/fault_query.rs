@@ -92,7 +92,7 @@ impl FaultResource for crate::node::clock::ClockLayer {
     fn put(&self, query: &str) -> Result<String, String> {
         let f = crate::node::clock::ClockFaults::parse(query)?;
         tracing::warn!("clock fault set: {}", f.to_query());
-        self.set(f, crate::node::now());
+        self.set_now(f);
         Ok(self.describe())
     }
 }

@@ -194,6 +194,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         transport: transport.clone(),
         inbound,
         clock: clock.clone(),
+        env: Default::default(),
     };
     let (handle, mut join) = node::spawn(parts)?;
     let mut resources: crate::fault_query::Resources =

@@ -11,8 +11,14 @@
 //! channel; the thread then drains: every operation already submitted completes and is
 //! reported, and the thread exits. Completions are durable when reported, so there is nothing
 //! else to flush.
+//!
+//! [`StoreHandle::inline`] runs the store on the submitting task instead: each submission is
+//! carried out and its completions reported before `submit` returns. That is for a driver run on
+//! one thread under a simulation (turmoil's file system belongs to the host whose task calls
+//! it, and a second thread would make the order of completions a race); services use threads.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -28,10 +34,18 @@ const WAIT: Duration = Duration::from_millis(1);
 /// Spawns store threads.
 pub struct StoreThread;
 
-/// Submits operations to a store thread.
+/// Submits operations to a store thread (or to an inline store).
 pub struct StoreHandle {
     tx: Option<Sender<(IoId, ChunkOp)>>,
     join: Option<JoinHandle<()>>,
+    inline: Option<Mutex<Inline>>,
+}
+
+/// A store run on the submitting task, with its completion callback.
+struct Inline {
+    store: Box<dyn ChunkStore + Send>,
+    done: Completion,
+    out: Vec<(IoId, Result<ChunkDone, ChunkError>)>,
 }
 
 impl StoreThread {
@@ -48,6 +62,7 @@ impl StoreThread {
         Ok(StoreHandle {
             tx: Some(tx),
             join: Some(join),
+            inline: None,
         })
     }
 }
@@ -87,12 +102,47 @@ fn run(mut store: Box<dyn ChunkStore + Send>, rx: Receiver<(IoId, ChunkOp)>, don
 }
 
 impl StoreHandle {
+    /// Runs `store` on whichever task submits to it; each completion goes to `done` before the
+    /// submission returns.
+    pub fn inline(store: Box<dyn ChunkStore + Send>, done: Completion) -> Self {
+        let inline = Inline {
+            store,
+            done,
+            out: Vec::new(),
+        };
+        Self {
+            tx: None,
+            join: None,
+            inline: Some(Mutex::new(inline)),
+        }
+    }
+
     /// Queues `op` on the store thread; never blocks. After the thread has died (a panic in the
     /// store) the operation is dropped and never completes: the driver's I/O timeouts see it.
+    /// An inline store carries `op` out now and reports its completion.
     pub fn submit(&self, id: IoId, op: ChunkOp) {
         if let Some(tx) = &self.tx {
             let _ = tx.send((id, op));
+        } else if let Some(m) = &self.inline {
+            let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+            let Inline { store, done, out } = &mut *g;
+            store.submit(id, op);
+            loop {
+                store.poll_completions(out);
+                for (id, r) in out.drain(..) {
+                    done(id, r);
+                }
+                if store.in_flight() == 0 {
+                    break;
+                }
+                store.wait(WAIT);
+            }
         }
+    }
+
+    /// Whether the store runs on the submitting task (its shutdown has nothing to wait for).
+    pub fn is_inline(&self) -> bool {
+        self.inline.is_some()
     }
 
     /// Closes the channel, lets every submitted operation complete and report, and joins.
@@ -123,15 +173,15 @@ mod tests {
 
     type Log = Arc<Mutex<Vec<(IoId, Result<ChunkDone, ChunkError>)>>>;
 
-    fn drive(store: Box<dyn ChunkStore + Send>) -> Log {
+    fn drive(store: Box<dyn ChunkStore + Send>, inline: bool) -> Log {
         let log: Log = Arc::default();
         let sink = log.clone();
-        let h = StoreThread::spawn(
-            "store-test",
-            store,
-            Box::new(move |id, r| sink.lock().unwrap().push((id, r))),
-        )
-        .expect("spawn");
+        let done: Completion = Box::new(move |id, r| sink.lock().unwrap().push((id, r)));
+        let h = if inline {
+            StoreHandle::inline(store, done)
+        } else {
+            StoreThread::spawn("store-test", store, done).expect("spawn")
+        };
         let a = ChunkId::new(1, 0);
         for v in 1..=50u32 {
             h.submit(
@@ -160,15 +210,23 @@ mod tests {
     }
 
     #[test]
-    fn store_thread_drains_on_shutdown_in_order() {
+    fn store_thread_drains_on_shutdown_in_order_and_inline_stores_complete_in_order() {
         let dir = std::env::temp_dir().join(format!("t3fs-thread-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let file = FileChunkStore::open(&dir.join("file")).expect("open");
-        let mut logs = vec![drive(Box::new(MemChunkStore::new())), drive(Box::new(file))];
+        let mut logs = vec![
+            drive(Box::new(MemChunkStore::new()), false),
+            drive(Box::new(file), false),
+            drive(Box::new(MemChunkStore::new()), true),
+        ];
+        let inline_file = FileChunkStore::open(&dir.join("inline")).expect("open");
+        logs.push(drive(Box::new(inline_file), true));
         #[cfg(feature = "uring")]
         {
             let s = crate::chunk_store::UringChunkStore::open(&dir.join("uring")).expect("open");
-            logs.push(drive(Box::new(s)));
+            logs.push(drive(Box::new(s), false));
+            let s = crate::chunk_store::UringChunkStore::open(&dir.join("uring-inline"));
+            logs.push(drive(Box::new(s.expect("open")), true));
         }
         for log in logs {
             let log = log.lock().unwrap();

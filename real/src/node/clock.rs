@@ -5,7 +5,11 @@
 //! `since` is when the drift was set (the simulator measures drift from its time zero; the
 //! system clock's zero is 1970, so drift here counts from the moment it is set).
 //!
-//! Invariants: with no fault set the machine reads the system clock unchanged (one atomic load);
+//! The reading underneath is the layer's [`TimeSource`]: the system clock for services, or the
+//! runtime's clock from a given epoch for a driver under a simulation (turmoil advances tokio's
+//! clock; the system clock would make each run's machine times differ).
+//!
+//! Invariants: with no fault set the machine reads its source unchanged (one atomic load);
 //! the reading saturates at zero. Not here: timer durations, which stay true durations (a
 //! drifting node's timers do not stretch, unlike the simulator's), and the host's own clock.
 
@@ -48,15 +52,67 @@ impl ClockFaults {
     }
 }
 
+/// Where a node's time comes from, before its fault.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum TimeSource {
+    /// The system clock, as nanoseconds since the Unix epoch.
+    #[default]
+    System,
+    /// `epoch` plus the time the runtime's clock has advanced since `start`.
+    Runtime {
+        /// The machine time at `start`.
+        epoch: Instant,
+        /// The runtime instant the epoch stands for.
+        start: tokio::time::Instant,
+    },
+}
+
+impl TimeSource {
+    /// The runtime's clock, reading `epoch` now (call it on the runtime that drives the node).
+    pub fn runtime_from(epoch: Instant) -> Self {
+        Self::Runtime {
+            epoch,
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    /// The time now.
+    pub fn read(&self) -> Instant {
+        match self {
+            Self::System => super::now(),
+            Self::Runtime { epoch, start } => Instant(epoch.0 + start.elapsed().as_nanos() as u64),
+        }
+    }
+}
+
 /// The live clock fault of one node.
 #[derive(Debug, Default)]
 pub struct ClockLayer {
     on: AtomicBool,
-    /// The fault and the system time its drift counts from.
+    /// The fault and the source time its drift counts from.
     state: Mutex<(ClockFaults, u64)>,
+    source: TimeSource,
 }
 
 impl ClockLayer {
+    /// No fault, over `source`.
+    pub fn over(source: TimeSource) -> Self {
+        Self {
+            source,
+            ..Self::default()
+        }
+    }
+
+    /// What the node's machine reads now: its source, shifted by the fault.
+    pub fn now(&self) -> Instant {
+        self.local(self.source.read())
+    }
+
+    /// Replaces the fault, its drift counting from now.
+    pub fn set_now(&self, f: ClockFaults) {
+        self.set(f, self.source.read());
+    }
+
     /// Replaces the fault, its drift counting from `now`.
     pub fn set(&self, f: ClockFaults, now: Instant) {
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = (f, now.0);
@@ -68,7 +124,7 @@ impl ClockLayer {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).0
     }
 
-    /// What the node reads at system time `now`.
+    /// What the node reads when its source reads `now`.
     pub fn local(&self, now: Instant) -> Instant {
         if !self.on.load(Ordering::Relaxed) {
             return now;

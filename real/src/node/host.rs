@@ -42,7 +42,7 @@ pub enum KvBackend {
     Engine(Arc<Mutex<Box<dyn KvEngine + Send>>>),
 }
 
-/// Small xorshift generator for timer jitter (real runs need no reproducible jitter).
+/// Small xorshift generator for timer jitter: from the OS for services, seeded under a simulation.
 pub struct Jitter(u64);
 
 impl Jitter {
@@ -59,6 +59,11 @@ impl Jitter {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
+    }
+
+    /// Seeded (a driver under a simulation); a zero seed is made odd.
+    pub fn seeded(seed: u64) -> Self {
+        Self(seed | 1)
     }
 
     /// A duration in `r`.
@@ -88,6 +93,8 @@ pub struct RealHost<'a> {
     pub stores: &'a BTreeMap<TargetId, StoreHandle>,
     pub kv: &'a KvBackend,
     pub jitter: &'a mut Jitter,
+    /// KV engine steps run on this task rather than the blocking pool (see `NodeEnv`).
+    pub inline_io: bool,
     pub stats: &'a mut IoStats,
     pub returns: Vec<(RequestId, AnyRet)>,
     pub halted: Option<HaltReason>,
@@ -150,13 +157,18 @@ impl Host for RealHost<'_> {
             }
             KvBackend::Engine(e) => {
                 let e = e.clone();
-                tokio::task::spawn_blocking(move || {
+                let run = move || {
                     let r = match e.lock() {
                         Ok(mut g) => t3fs_core::kv::execute(g.as_mut(), op),
                         Err(_) => Err(KvError::Unavailable),
                     };
                     let _ = io.send((id, IoResult::Kv(r)));
-                });
+                };
+                if self.inline_io {
+                    run();
+                } else {
+                    tokio::task::spawn_blocking(run);
+                }
             }
         }
     }

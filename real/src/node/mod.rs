@@ -1,16 +1,17 @@
 //! The tokio driver: runs one node's machine through the shared node runtime
 //! (`t3fs_core::node::step`) with real I/O.
 //!
-//! One task owns the [`Process`] and its tables and waits on five sources: inbound frames from
-//! the transport (decoded with the core codec; KV replies and address lists are the driver's
-//! own), timer fires, I/O completions, local calls (the native client, admin), and a status tick.
-//! Each input is one `step`; the actions go through [`host::RealHost`]. Chunk stores run on their
-//! own threads and KV steps leave the runtime (a remote `kv` service, or the blocking pool), so
-//! nothing here blocks.
+//! One task owns the [`Process`] and its tables and waits on six sources in turn (`sources.rs`):
+//! inbound frames from the transport (decoded with the core codec; KV replies and address lists
+//! are the driver's own), loopback messages, timer fires, I/O completions, local calls (the
+//! native client, admin), and a status tick. Each input is one `step`; the actions go through
+//! [`host::RealHost`]. Chunk stores run on their own threads and KV steps leave the runtime (a
+//! remote `kv` service, or the blocking pool), so nothing here blocks, unless [`NodeEnv`] asks
+//! for inline I/O (a driver under turmoil).
 //!
 //! Time: a machine's `now` is the system clock as nanoseconds since the Unix epoch, the cluster-
 //! wide epoch of `t3fs_core::time`, shifted by the node's clock fault when a run sets one
-//! (`clock.rs`).
+//! (`clock.rs`); under a simulation, the runtime's clock from a given epoch.
 //!
 //! Shutdown ([`NodeHandle::shutdown`], SIGTERM in the services): stop taking input, let the chunk
 //! I/O in flight complete (bounded), then close the store threads, which drain and exit. Not
@@ -18,6 +19,7 @@
 
 pub mod clock;
 pub mod host;
+mod sources;
 pub mod stats;
 
 use std::collections::BTreeMap;
@@ -38,6 +40,7 @@ use crate::transport::{Inbound, Transport};
 
 pub use host::KvBackend;
 use host::{Jitter, RealHost};
+use sources::{Event, Sources};
 use stats::IoStats;
 
 /// The system clock as a machine instant (ns since the Unix epoch).
@@ -66,6 +69,21 @@ pub struct NodeParts {
     pub inbound: mpsc::Receiver<Inbound>,
     /// The clock fault its machine reads time through.
     pub clock: Arc<clock::ClockLayer>,
+    /// How it runs what is not its machine.
+    pub env: NodeEnv,
+}
+
+/// How a node runs the work around its machine. The default is a service's: timer jitter from
+/// the OS, chunk stores on threads of their own, KV engines on the blocking pool. A driver under
+/// a one-thread simulation (turmoil) seeds its jitter and runs store and KV operations inline
+/// on its own task, so that a run is a function of its seed; its clock is the layer's
+/// [`clock::TimeSource::Runtime`]. Inline I/O blocks the node's task for the operation's length.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeEnv {
+    /// Seed of the timer jitter (`None`: drawn from the OS).
+    pub jitter_seed: Option<u64>,
+    /// Run chunk and KV operations on the node's task.
+    pub inline_io: bool,
 }
 
 /// A snapshot of a running node, refreshed every status tick, for metrics and status.
@@ -144,12 +162,19 @@ pub fn spawn(
         let done = Box::new(move |id, r| {
             let _ = tx.send((id, IoResult::Chunk(r)));
         });
-        stores.insert(t, StoreThread::spawn(&format!("store-{t}"), s, done)?);
+        let h = if parts.env.inline_io {
+            StoreHandle::inline(s, done)
+        } else {
+            StoreThread::spawn(&format!("store-{t}"), s, done)?
+        };
+        stores.insert(t, h);
     }
     let (cmd_tx, cmd_rx) = mpsc::channel(1024);
     let snapshot = Arc::new(Mutex::new(Snapshot::default()));
     let (timer_tx, timer_rx) = mpsc::unbounded_channel();
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
+    let tick = tokio::time::interval(Duration::from_millis(500));
+    let sources = Sources::new(parts.inbound, loop_rx, timer_rx, io_rx, cmd_rx, tick);
     let driver = Driver {
         id: parts.id,
         name: parts.name,
@@ -158,7 +183,11 @@ pub fn spawn(
         stores,
         kv: parts.kv,
         transport: parts.transport,
-        jitter: Jitter::new(),
+        jitter: parts
+            .env
+            .jitter_seed
+            .map_or_else(Jitter::new, Jitter::seeded),
+        inline_io: parts.env.inline_io,
         stats: IoStats::new(),
         io_tx,
         timer_tx,
@@ -170,7 +199,7 @@ pub fn spawn(
         malformed: 0,
         clock: parts.clock,
     };
-    let join = tokio::spawn(driver.run(parts.inbound, io_rx, timer_rx, loop_rx, cmd_rx));
+    let join = tokio::spawn(driver.run(sources));
     Ok((
         NodeHandle {
             cmds: cmd_tx,
@@ -189,6 +218,7 @@ struct Driver {
     kv: KvBackend,
     transport: Transport,
     jitter: Jitter,
+    inline_io: bool,
     stats: IoStats,
     io_tx: mpsc::UnboundedSender<(IoId, IoResult)>,
     timer_tx: mpsc::UnboundedSender<(AnyTimer, u64)>,
@@ -204,53 +234,36 @@ struct Driver {
 }
 
 impl Driver {
-    async fn run(
-        mut self,
-        mut inbound: mpsc::Receiver<Inbound>,
-        mut io_rx: mpsc::UnboundedReceiver<(IoId, IoResult)>,
-        mut timer_rx: mpsc::UnboundedReceiver<(AnyTimer, u64)>,
-        mut loop_rx: mpsc::UnboundedReceiver<Msg>,
-        mut cmd_rx: mpsc::Receiver<Cmd>,
-    ) -> Option<String> {
-        let mut tick = tokio::time::interval(Duration::from_millis(500));
+    async fn run(mut self, mut src: Sources) -> Option<String> {
         if let Some(h) = self.step(Input::Start) {
             return Some(h);
         }
         let done = loop {
-            let input = tokio::select! {
-                Some(inb) = inbound.recv() => match self.on_frame(inb) {
+            let input = match src.next().await {
+                Event::Frame(inb) => match self.on_frame(inb) {
                     Some(i) => i,
                     None => continue,
                 },
-                Some(msg) = loop_rx.recv() => Input::Recv(self.id, msg),
-                Some((t, gen)) = timer_rx.recv() => {
+                Event::Loopback(msg) => Input::Recv(self.id, msg),
+                Event::Timer(t, gen) => {
                     if !self.tables.timers.fire(t, gen) {
                         continue;
                     }
                     Input::Timer(t)
                 }
-                Some((id, r)) = io_rx.recv() => {
-                    let Some(dest) = self.tables.inflight.complete(id) else {
-                        continue; // Answered already (a KV timeout raced its reply).
-                    };
-                    self.stats.completed(id);
-                    if let IoResult::Chunk(Err(e @ (ChunkError::Failed | ChunkError::Corrupt))) = &r {
-                        // The machine takes the target OFFLINE for good: say why in the log.
-                        tracing::error!(node = %self.name, io = ?dest, "chunk I/O answered {e:?}");
-                    }
-                    Input::IoDone(id, r)
-                }
-                cmd = cmd_rx.recv() => match cmd {
-                    Some(Cmd::Call(call, tx)) => {
-                        self.next_req += 1;
-                        let req = RequestId(self.next_req);
-                        self.calls.insert(req, tx);
-                        Input::Call(req, call)
-                    }
-                    Some(Cmd::Shutdown(tx)) => break Some(tx),
-                    None => break None,
+                Event::Io(id, r) => match self.on_io(id, r) {
+                    Some(i) => i,
+                    None => continue,
                 },
-                _ = tick.tick() => {
+                Event::Cmd(Some(Cmd::Call(call, tx))) => {
+                    self.next_req += 1;
+                    let req = RequestId(self.next_req);
+                    self.calls.insert(req, tx);
+                    Input::Call(req, call)
+                }
+                Event::Cmd(Some(Cmd::Shutdown(tx))) => break Some(tx),
+                Event::Cmd(None) => break None,
+                Event::Tick => {
                     self.publish();
                     continue;
                 }
@@ -259,15 +272,26 @@ impl Driver {
             self.publish_routing();
             if let Some(h) = ran {
                 tracing::error!(node = %self.name, "halted: {h}");
-                self.close(&mut io_rx).await;
+                self.close(&mut src.io).await;
                 return Some(h);
             }
         };
-        self.close(&mut io_rx).await;
+        self.close(&mut src.io).await;
         if let Some(tx) = done {
             let _ = tx.send(());
         }
         None
+    }
+
+    /// An I/O completion, unless it was answered already (a KV timeout raced its reply).
+    fn on_io(&mut self, id: IoId, r: IoResult) -> Option<Input> {
+        let dest = self.tables.inflight.complete(id)?;
+        self.stats.completed(id);
+        if let IoResult::Chunk(Err(e @ (ChunkError::Failed | ChunkError::Corrupt))) = &r {
+            // The machine takes the target OFFLINE for good: say why in the log.
+            tracing::error!(node = %self.name, io = ?dest, "chunk I/O answered {e:?}");
+        }
+        Some(Input::IoDone(id, r))
     }
 
     /// Decodes an inbound frame; driver-level messages are handled here.
@@ -308,11 +332,12 @@ impl Driver {
             stores: &self.stores,
             kv: &self.kv,
             jitter: &mut self.jitter,
+            inline_io: self.inline_io,
             stats: &mut self.stats,
             returns: Vec::new(),
             halted: None,
         };
-        let now = self.clock.local(now());
+        let now = self.clock.now();
         node::step(&mut self.process, &mut self.tables, &mut host, now, input);
         let RealHost {
             returns, halted, ..
@@ -340,7 +365,11 @@ impl Driver {
             }
         }
         for (_, s) in std::mem::take(&mut self.stores) {
-            tokio::task::spawn_blocking(move || s.shutdown()).await.ok();
+            if s.is_inline() {
+                s.shutdown();
+            } else {
+                tokio::task::spawn_blocking(move || s.shutdown()).await.ok();
+            }
         }
         self.publish();
     }

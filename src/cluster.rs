@@ -48,8 +48,8 @@ pub enum ClusterCommand {
         /// Chunk store of every target: `file` or `uring` (io_uring, O_DIRECT).
         #[arg(long, default_value = "file", value_parser = ["file", "uring"])]
         store: String,
-        /// `loopback`, or `netns`: each storage node in its own network namespace joined by a
-        /// bridge (root only), so that its links can be cut.
+        /// `loopback`, or `netns`: every server process in its own network namespace joined by
+        /// a bridge (root only), so that the kernel can cut its links.
         #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
         hosts: String,
         /// The storage-side lease (a t3fs improvement; off is 3FS's behaviour).

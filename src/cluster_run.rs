@@ -49,6 +49,11 @@ pub struct PlaceArgs {
     /// Where the run directory goes.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
+    /// `loopback`: network faults go through each node's transport fault layer. `netns` (root):
+    /// every server process in a network namespace of its own, and cuts, partitions and
+    /// isolation are nftables rules in those namespaces, so the kernel's TCP meets them.
+    #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
+    pub hosts: String,
 }
 
 impl PlaceArgs {
@@ -58,14 +63,18 @@ impl PlaceArgs {
             dir: self.dir.clone(),
             store: self.store.clone(),
             out: self.out.clone(),
+            hosts: self.hosts.clone(),
         }
     }
 
-    /// The flags to repeat in a reproduce line (`--bug B`, `--store S`).
+    /// The flags to repeat in a reproduce line (`--bug B`, `--store S`, `--hosts H`).
     pub fn flags(&self, bug: Option<&str>) -> String {
         let mut f = bug.map(|b| format!(" --bug {b}")).unwrap_or_default();
         if self.store != "file" {
             f.push_str(&format!(" --store {}", self.store));
+        }
+        if self.hosts != "loopback" {
+            f.push_str(&format!(" --hosts {}", self.hosts));
         }
         f
     }
@@ -331,6 +340,8 @@ pub struct Place {
     pub store: String,
     /// Where the run directory goes.
     pub out: PathBuf,
+    /// `loopback` or `netns`.
+    pub hosts: String,
 }
 
 /// Runs `sc` on real processes with `seed`, judges it, writes its run directory and says how
@@ -348,6 +359,7 @@ pub fn run_real(sc: &Scenario, seed: u64, place: &Place, command: &str) -> ExitC
         seed,
         bug: sc.bug.clone(),
         store: place.store.clone(),
+        hosts: place.hosts.clone(),
     };
     let outcome = match scenario_run::run(&o, &say) {
         Ok(x) => x,

@@ -326,14 +326,19 @@ fn netns_hosts_cut_a_storage_link_and_heal() {
     c.t3fs(&["cluster", "up", "--hosts", "netns"]);
     let net = cluster::net_of(&c.dir).expect("a netns cluster");
     assert!(net.present());
+    let nodes = cluster::nodes(&c.dir).unwrap();
+    let id_of = |name: &str| nodes.iter().find(|n| n.name == name).unwrap().cfg.node.id;
     let st = c.status();
-    assert!(
-        st.contains(&format!("{}:", net.host_ip(2))),
-        "storage-2 listens in its namespace:\n{st}"
-    );
+    for name in ["mgmtd-0", "storage-2", "kv"] {
+        assert!(
+            st.contains(&format!("{}:", net.host_ip(id_of(name)))),
+            "{name} listens in its namespace:\n{st}"
+        );
+    }
+    let s2 = id_of("storage-2");
     let ip = |up: &str| {
         let ok = Command::new("ip")
-            .args(["-n", &net.ns(2), "link", "set", "eth0", up])
+            .args(["-n", &net.ns(s2), "link", "set", "eth0", up])
             .status()
             .unwrap();
         assert!(ok.success());

@@ -210,6 +210,44 @@ fn a_replica_partitioned_from_mgmtd_goes_offline_and_resyncs_after_the_repair() 
 }
 
 #[test]
+fn a_replica_cut_from_mgmtd_by_kernel_rules_goes_offline_and_resyncs_after_the_repair() {
+    // `--hosts netns`: every server in a namespace of its own, the partition an nftables table
+    // in the storage node's and the mgmtds' namespaces, so the services' TCP meets a real cut.
+    if !t3fs_real::netns::Net::permitted() || !t3fs_real::netns_rules::nft_available() {
+        eprintln!("skipped: --hosts netns needs root and nft (scripts/test.sh installs nftables)");
+        return;
+    }
+    let scenario = "partition_replica_from_mgmtd";
+    let (tmp, runs, code, text) = cluster_run("run-cut-netns", scenario, &["--hosts", "netns"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "t3fs cluster run {scenario} --hosts netns failed:\n{text}"
+    );
+    let run = runs.join(format!("{scenario}-real-seed1"));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("TCP between network namespaces (cuts: nftables)"),
+        "{report}"
+    );
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    for want in [
+        "partition storage-2 ↔ mgmtd-0,mgmtd-1 (nftables in the nodes' namespaces)",
+        "t3 Serving→Offline",
+        "t3 Syncing→Serving",
+    ] {
+        assert!(
+            events.contains(want),
+            "{want} missing from events:\n{events}"
+        );
+    }
+    assert!(processes_under(&tmp.0).is_empty());
+    let dir = std::fs::canonicalize(&tmp.0).unwrap().join("cluster");
+    let net = t3fs_real::netns::Net::of(&dir, 1);
+    assert!(!net.present(), "the run's namespaces and bridge are gone");
+}
+
+#[test]
 fn a_failing_disk_takes_its_target_offline_and_is_replaced_and_resynced() {
     let (tmp, runs, code, text) = cluster_run("run-disk-eio", "disk_eio", &[]);
     assert_eq!(code, Some(0), "t3fs cluster run disk_eio failed:\n{text}");

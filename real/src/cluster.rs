@@ -10,7 +10,7 @@
 //!
 //! Invariants: every process this module starts is recorded in `DIR/pids` before `up` returns
 //! or fails, and `down` stops every recorded process (SIGTERM, then SIGKILL after a grace
-//! period). With `--hosts netns` (root) every storage node runs in its own network namespace
+//! period). With `--hosts netns` (root) every server process runs in its own network namespace
 //! (netns.rs), created by `up` and removed by `down`. Not here: the services (serve.rs).
 
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ pub struct UpOptions {
     pub wait: Duration,
     /// Chunk store: `file` or `uring`.
     pub store: String,
-    /// `loopback`, or `netns`: every storage node in its own network namespace (root only).
+    /// `loopback`, or `netns`: every server process in its own network namespace (root only).
     pub hosts: String,
     /// The storage-side lease (off: 3FS's behaviour).
     pub storage_lease: bool,
@@ -180,17 +180,16 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
         let (p, m) = (free.next(), free.next());
         ports.insert(*id, (p.ok_or("ports")?, m.ok_or("ports")?));
     }
-    let net = (o.hosts == "netns").then(|| crate::netns::Net::of(&o.dir, o.storage));
+    let dir = std::fs::canonicalize(&o.dir).map_err(|e| e.to_string())?;
+    let net = (o.hosts == "netns").then(|| crate::netns::Net::of(&dir, named.len() as u32));
     let host_of = |id: u32| match &net {
-        Some(n) if plan.storage.contains(&t3fs_core::ids::NodeId(id)) => n.host_ip(id - o.mgmtd),
-        Some(n) => n.gateway(),
+        Some(n) => n.host_ip(id),
         None => "127.0.0.1".to_string(),
     };
     let addresses: BTreeMap<String, String> = ports
         .iter()
         .map(|(id, (p, _))| (id.to_string(), format!("{}:{p}", host_of(*id))))
         .collect();
-    let dir = std::fs::canonicalize(&o.dir).map_err(|e| e.to_string())?;
     Ok(named
         .into_iter()
         .map(|(id, name, role)| {
@@ -229,13 +228,7 @@ fn start(exe: &Path, dir: &Path, n: &NodeEntry) -> R<i32> {
         .map_err(|e| e.to_string())?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
     use std::os::unix::process::CommandExt;
-    let ns = match (net_of(dir), n.name.strip_prefix("storage-")) {
-        (Some(net), Some(i)) => {
-            let i: u32 = i.parse().map_err(|_| format!("bad node name {}", n.name))?;
-            Some(net.ns(i))
-        }
-        _ => None,
-    };
+    let ns = net_of(dir).map(|net| net.ns(n.cfg.node.id));
     let mut cmd = match &ns {
         Some(ns) => {
             let mut c = Command::new("ip");
@@ -274,15 +267,16 @@ pub fn up(o: &UpOptions) -> R<String> {
     }
     let mut entries = nodes(&o.dir)?;
     if entries.is_empty() {
+        if o.hosts == "netns" && !crate::netns::Net::permitted() {
+            return Err("--hosts netns needs root (network namespaces)".into());
+        }
+        let configs = plan_configs(o)?;
         if o.hosts == "netns" {
-            if !crate::netns::Net::permitted() {
-                return Err("--hosts netns needs root (network namespaces)".into());
-            }
-            let hosts = format!("netns {}\n", o.storage);
+            let hosts = format!("netns {}\n", configs.len());
             std::fs::write(o.dir.join("hosts"), hosts).map_err(|e| e.to_string())?;
         }
         let mut list = String::new();
-        for (name, role, cfg) in plan_configs(o)? {
+        for (name, role, cfg) in configs {
             let d = o.dir.join(&name);
             std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
             let text = format!(

@@ -33,6 +33,7 @@ pub mod kv_faults;
 pub mod kv_service;
 pub mod metrics;
 pub mod netns;
+pub mod netns_rules;
 pub mod node;
 pub mod ports;
 pub mod probe;

@@ -1,17 +1,22 @@
-//! Network namespaces for `t3fs cluster up --hosts netns` (root only): every storage node runs
-//! in a namespace of its own, joined to the host by a veth pair on one bridge, so later fault
-//! tooling can cut, slow or partition a storage host's links without touching the others.
+//! Network namespaces for `t3fs cluster up --hosts netns` (root only): every server process
+//! (mgmtd, storage, meta, the kv service) runs in a namespace of its own, a host with its own
+//! address, joined to the others by a veth pair on one bridge, so that the kernel can cut one
+//! node's links without touching the others (`netns_rules.rs`).
 //!
 //! Layout for a cluster with key `K` (4 hex digits derived from the cluster directory):
-//! bridge `t3bK` holds `10.77.N.1/24` in the root namespace (mgmtd, meta and the kv service
-//! listen there); storage node `i` lives in namespace `t3-K-sI` with `eth0` at `10.77.N.(10+i)`,
-//! whose peer `t3vKsI` is enslaved to the bridge. Traffic never leaves the bridge.
+//! bridge `t3bK` holds `10.77.N.1/24` in the root namespace, where clients (the native client,
+//! benchmarks, a scenario run's workload) live; node `i` lives in namespace `t3-K-nI` with
+//! `eth0` at `10.77.N.(10+i)`, whose peer `t3vKnI` is enslaved to the bridge. Traffic never
+//! leaves the bridge.
 //!
 //! Invariants: [`Net::create`] is idempotent (an existing piece is kept), [`Net::destroy`]
 //! removes every namespace and the bridge it names, and both only touch names with this
-//! cluster's key. Not here: fault injection on the links (a later issue).
+//! cluster's key. Not here: the rules that fault the links (`netns_rules.rs`).
 
 use std::process::Command;
+
+/// Most nodes a namespace network holds (their addresses are `.10` to `.250` of one /24).
+pub const MAX_HOSTS: u32 = 241;
 
 /// The network of one cluster.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -20,7 +25,7 @@ pub struct Net {
     pub key: String,
     /// Third octet of the subnet.
     pub subnet: u8,
-    /// Storage hosts.
+    /// Nodes (ids `0..hosts`), each a host.
     pub hosts: u32,
 }
 
@@ -66,9 +71,9 @@ impl Net {
         format!("t3b{}", self.key)
     }
 
-    /// Storage host `i`'s namespace.
+    /// Node `i`'s namespace.
     pub fn ns(&self, i: u32) -> String {
-        format!("t3-{}-s{i}", self.key)
+        format!("t3-{}-n{i}", self.key)
     }
 
     /// The root namespace's address on the bridge.
@@ -76,7 +81,7 @@ impl Net {
         format!("10.77.{}.1", self.subnet)
     }
 
-    /// Storage host `i`'s address.
+    /// Node `i`'s address.
     pub fn host_ip(&self, i: u32) -> String {
         format!("10.77.{}.{}", self.subnet, 10 + i)
     }
@@ -93,6 +98,12 @@ impl Net {
         if !Self::permitted() {
             return Err("--hosts netns needs root (network namespaces)".into());
         }
+        if self.hosts > MAX_HOSTS {
+            return Err(format!(
+                "--hosts netns: {} nodes, at most {MAX_HOSTS}",
+                self.hosts
+            ));
+        }
         let br = self.bridge();
         if !exists(&["link", "show", &br]) {
             ip(&["link", "add", &br, "type", "bridge"])?;
@@ -104,7 +115,7 @@ impl Net {
             if exists(&["netns", "exec", &ns, "true"]) {
                 continue;
             }
-            let veth = format!("t3v{}s{i}", self.key);
+            let veth = format!("t3v{}n{i}", self.key);
             ip(&["netns", "add", &ns])?;
             ip(&[
                 "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,

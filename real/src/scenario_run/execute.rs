@@ -132,6 +132,15 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
     }
 }
 
+/// How cuts are made, for the step's description: said only when the kernel makes them.
+fn cut_by(live: &Live) -> &'static str {
+    if cluster::net_of(live.dir).is_some() {
+        " (nftables in the nodes' namespaces)"
+    } else {
+        ""
+    }
+}
+
 fn network_step(
     live: &Live,
     f: &mut Injected,
@@ -144,21 +153,28 @@ fn network_step(
             let (a, b) = (names(live, a)?, names(live, b)?);
             net.partition(&a, &b, *oneway);
             let arrow = if *oneway { "→" } else { "↔" };
+            let via = cut_by(live);
             push(
                 live,
                 f,
-                format!("partition {} {arrow} {}", a.join(","), b.join(",")),
+                format!("partition {} {arrow} {}{via}", a.join(","), b.join(",")),
             )
         }
         A::Repair { a, b } => {
             let (a, b) = (names(live, a)?, names(live, b)?);
             net.repair(&a, &b);
-            push(live, f, format!("repair {} ↔ {}", a.join(","), b.join(",")))
+            let via = cut_by(live);
+            push(
+                live,
+                f,
+                format!("repair {} ↔ {}{via}", a.join(","), b.join(",")),
+            )
         }
         A::Isolate(r) => {
             let n = live.resolve(r)?;
             net.isolated.insert(n.clone());
-            push(live, f, format!("isolate {n}")).map(|(_, w)| (n, w))
+            let via = cut_by(live);
+            push(live, f, format!("isolate {n}{via}")).map(|(_, w)| (n, w))
         }
         A::SetLoss(p) => {
             net.loss = *p;
@@ -222,6 +238,7 @@ fn network_step(
             count,
         } => {
             let n = live.resolve(node)?;
+            let via = cut_by(live);
             for _ in 0..*count {
                 net.isolated.insert(n.clone());
                 net.apply(live.dir)?;
@@ -232,7 +249,7 @@ fn network_step(
             }
             Ok((
                 n.clone(),
-                format!("flapped {n}'s links {count} times ({down:?} cut, {up:?} up)"),
+                format!("flapped {n}'s links {count} times ({down:?} cut, {up:?} up){via}"),
             ))
         }
         other => Err(format!("`{}` is not a network step", other.verb())),

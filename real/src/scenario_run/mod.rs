@@ -54,6 +54,8 @@ pub struct RunOptions {
     pub bug: Option<String>,
     /// Chunk store: `file` or `uring`.
     pub store: String,
+    /// `loopback`, or `netns`: every server in a namespace of its own, network cuts in the kernel.
+    pub hosts: String,
 }
 
 /// Everything a real run produced, for the checkers and the run directory.
@@ -143,7 +145,7 @@ fn up_options(o: &RunOptions) -> UpOptions {
         chunk_size: 1 << 20,
         wait: Duration::from_secs(60),
         store: o.store.clone(),
-        hosts: "loopback".into(),
+        hosts: o.hosts.clone(),
         storage_lease: c.storage_lease,
         bug: o.bug.clone(),
     }
@@ -153,7 +155,7 @@ fn up_options(o: &RunOptions) -> UpOptions {
 fn shape(o: &RunOptions) -> String {
     let c = &o.scenario.cluster;
     format!(
-        "{} mgmtd, 1 kv (embedded engine), {} meta, {} storage nodes x {} targets ({} store), {} chains of {} replicas, {} clients, loopback TCP{}",
+        "{} mgmtd, 1 kv (embedded engine), {} meta, {} storage nodes x {} targets ({} store), {} chains of {} replicas, {} clients, {}{}",
         c.mgmtd,
         c.meta,
         c.storage_nodes,
@@ -162,6 +164,11 @@ fn shape(o: &RunOptions) -> String {
         c.chains,
         c.replicas,
         c.clients,
+        if o.hosts == "netns" {
+            "TCP between network namespaces (cuts: nftables)"
+        } else {
+            "loopback TCP"
+        },
         o.bug.as_ref().map(|b| format!(", planted bug {b}")).unwrap_or_default()
     )
 }

@@ -1,12 +1,16 @@
 //! A real run's network faults: the state the scenario's network steps build (cut links between
 //! named nodes, isolated nodes, loss and duplication rates, a delay range, links with their own
 //! latency and loss, held links), turned into each node's [`NetFaults`] and pushed to its
-//! transport's fault layer through the fault RPC.
+//! transport's fault layer through the fault RPC. On a `--hosts netns` cluster, cuts and
+//! isolation go to the kernel instead (nftables rules in the nodes' namespaces,
+//! `netns_rules.rs`); the rest stays in the transport.
 //!
 //! Invariants: the faults belong to the network, not to a process, so a node that restarts or
-//! resumes gets them again (`forget` then `apply`); a node that cannot be reached (paused, down)
-//! keeps its pending faults and is retried at the next `apply`, never silently skipped. Not
-//! here: the fault layer itself (transport/faults.rs) or kernel-level faults (netns.rs).
+//! resumes gets them again (`forget` then `apply`; kernel rules live in the namespace and
+//! outlast the process); a node that cannot be reached (paused, down) keeps its pending faults
+//! and is retried at the next `apply`, never silently skipped; a kernel rule that fails to apply
+//! is an error. Not here: the fault layer itself (transport/faults.rs), the namespaces
+//! (netns.rs) and the rules' text (netns_rules.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -15,6 +19,8 @@ use std::time::Duration;
 use t3fs_core::ids::NodeId;
 
 use crate::cluster;
+use crate::netns;
+use crate::netns_rules::Rules;
 use crate::transport::{Link, NetFaults};
 
 /// The network as the steps have left it.
@@ -40,7 +46,11 @@ pub struct Net {
     pub hb_loss: f64,
     /// Until when each node's heartbeats are dropped (`drop_heartbeats`).
     pub hb_until: BTreeMap<String, std::time::Instant>,
+    /// Cuts and isolation are kernel rules (a namespace cluster), not transport faults.
+    pub kernel: bool,
     applied: BTreeMap<String, NetFaults>,
+    /// The kernel rules each node holds.
+    applied_rules: BTreeMap<String, Rules>,
 }
 
 impl Net {
@@ -89,8 +99,11 @@ impl Net {
     /// Every fault cleared.
     pub fn heal(&mut self) {
         let applied = std::mem::take(&mut self.applied);
+        let applied_rules = std::mem::take(&mut self.applied_rules);
         *self = Self {
             applied,
+            applied_rules,
+            kernel: self.kernel,
             spike_latency: self.spike_latency,
             ..Self::default()
         };
@@ -104,20 +117,45 @@ impl Net {
     /// The faults of process `name`, with node ids from `ids`.
     pub fn faults_of(&self, name: &str, ids: &BTreeMap<String, u32>) -> NetFaults {
         let id = |n: &String| ids.get(n).map(|i| NodeId(*i));
-        NetFaults {
-            cut_out: self
+        let mut f = self.transport_faults(name, ids);
+        if !self.kernel {
+            f.cut_out = self
                 .cut
                 .iter()
                 .filter(|(x, _)| x == name)
                 .filter_map(|(_, y)| id(y))
-                .collect(),
-            cut_in: self
+                .collect();
+            f.cut_in = self
                 .cut
                 .iter()
                 .filter(|(_, y)| y == name)
                 .filter_map(|(x, _)| id(x))
+                .collect();
+            f.isolated = self.isolated.contains(name);
+        }
+        f
+    }
+
+    /// The kernel rules of process `name` (a namespace cluster), with addresses from `net`.
+    pub fn rules_of(&self, name: &str, ids: &BTreeMap<String, u32>, net: &netns::Net) -> Rules {
+        Rules {
+            drop_to: self
+                .cut
+                .iter()
+                .filter(|(x, _)| x == name)
+                .filter_map(|(_, y)| Some(net.host_ip(*ids.get(y)?)))
                 .collect(),
             isolated: self.isolated.contains(name),
+        }
+    }
+
+    /// What stays in the transport whichever way cuts go.
+    fn transport_faults(&self, name: &str, ids: &BTreeMap<String, u32>) -> NetFaults {
+        let id = |n: &String| ids.get(n).map(|i| NodeId(*i));
+        NetFaults {
+            cut_out: Default::default(),
+            cut_in: Default::default(),
+            isolated: false,
             loss: self.loss,
             duplicate: self.duplicate,
             delay: self.delay,
@@ -149,6 +187,10 @@ impl Net {
             .iter()
             .map(|n| (n.name.clone(), n.cfg.node.id))
             .collect();
+        if let Some(net) = cluster::net_of(dir) {
+            self.kernel = true;
+            self.apply_kernel(&ids, &net)?;
+        }
         let mut applied = std::mem::take(&mut self.applied);
         let this = &*self;
         let missed = super::pushed::push_changed(
@@ -160,6 +202,26 @@ impl Net {
         );
         self.applied = applied;
         missed
+    }
+}
+
+impl Net {
+    /// Replaces the kernel rules of every node whose rules changed.
+    fn apply_kernel(
+        &mut self,
+        ids: &BTreeMap<String, u32>,
+        net: &netns::Net,
+    ) -> Result<(), String> {
+        for (name, id) in ids {
+            let rules = self.rules_of(name, ids, net);
+            let held = self.applied_rules.get(name).cloned().unwrap_or_default();
+            if rules != held {
+                net.apply_rules(*id, &rules)?;
+                tracing::info!("{name}: nftables rules {rules:?}");
+                self.applied_rules.insert(name.clone(), rules);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -203,5 +265,45 @@ mod tests {
         assert!(net.faults_of("storage-1", &ids).hold.is_empty());
         net.heal();
         assert!(net.faults_of("storage-0", &ids).is_clear());
+    }
+
+    #[test]
+    fn on_a_namespace_cluster_cuts_are_kernel_rules_and_the_rest_stays_in_the_transport() {
+        let ids: BTreeMap<String, u32> = [("mgmtd-0", 0), ("storage-0", 1), ("storage-1", 2)]
+            .into_iter()
+            .map(|(n, i)| (n.to_string(), i))
+            .collect();
+        let ns = netns::Net {
+            key: "abcd".into(),
+            subnet: 7,
+            hosts: 3,
+        };
+        let mut net = Net {
+            kernel: true,
+            ..Net::default()
+        };
+        net.partition(
+            &names(&["storage-1"]),
+            &names(&["mgmtd-0", "storage-0"]),
+            true,
+        );
+        net.isolated.insert("storage-0".into());
+        net.loss = 0.2;
+        let f = net.faults_of("storage-1", &ids);
+        assert!(f.cut_out.is_empty() && f.cut_in.is_empty(), "{f:?}");
+        assert_eq!(f.loss, 0.2, "loss stays in the transport");
+        assert!(!net.faults_of("storage-0", &ids).isolated);
+        let r = net.rules_of("storage-1", &ids, &ns);
+        let want: BTreeSet<String> = ["10.77.7.10".into(), "10.77.7.11".into()].into();
+        assert_eq!(r.drop_to, want);
+        assert!(!r.isolated);
+        assert!(
+            net.rules_of("mgmtd-0", &ids, &ns).is_empty(),
+            "a one-way cut"
+        );
+        assert!(net.rules_of("storage-0", &ids, &ns).isolated);
+        net.heal();
+        assert!(net.kernel, "healing keeps where cuts go");
+        assert!(net.rules_of("storage-1", &ids, &ns).is_empty());
     }
 }

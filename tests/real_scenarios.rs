@@ -100,9 +100,13 @@ fn plan_lists_the_steps_that_cannot_run_for_real_and_starts_nothing() {
     let args = ["cluster", "run", "double_fault_loss", "--plan"];
     let (ok, text) = t3fs(&args, &tmp.0);
     assert!(ok, "{text}");
-    // Silent corruption has no real fault layer yet.
-    assert_eq!(text.matches("does not run").count(), 2, "{text}");
-    assert!(text.contains("corrupt_chunk"), "{text}");
+    // Bit rot at rest runs for real (the chunk store flips a committed byte).
+    assert_eq!(text.matches("does not run").count(), 0, "{text}");
+    assert_eq!(
+        text.matches("corrupt_chunk          runs for real").count(),
+        2,
+        "{text}"
+    );
     // KV, clock, disk and heartbeat faults all run for real.
     let args = ["cluster", "run", "appendix_b_late_heartbeats", "--plan"];
     let (ok, text) = t3fs(&args, &tmp.0);
@@ -248,6 +252,42 @@ fn a_replica_cut_from_mgmtd_by_kernel_rules_goes_offline_and_resyncs_after_the_r
 }
 
 #[test]
+fn bits_rotted_on_disk_are_caught_by_the_stores_checksums_and_the_disks_replaced() {
+    let scenario = "silent_corruption";
+    let (tmp, runs, code, text) = cluster_run("run-rot", scenario, &[]);
+    assert_eq!(code, Some(0), "t3fs cluster run {scenario} failed:\n{text}");
+    assert!(
+        verdict_line(&text, "no silent corruption").contains("PASS"),
+        "{text}"
+    );
+    let events =
+        std::fs::read_to_string(runs.join(format!("{scenario}-real-seed1/events.jsonl"))).unwrap();
+    for want in [
+        "corrupt a committed chunk on storage-",
+        "Serving→Offline",
+        "(failed or damaged disks): restart storage-",
+        "Syncing→Serving",
+    ] {
+        assert!(
+            events.contains(want),
+            "{want} missing from events:\n{events}"
+        );
+    }
+    // The rot happened on disk, and the store's read check is what caught it.
+    let logs: String = ["storage-0", "storage-1", "storage-2"]
+        .iter()
+        .filter_map(|n| std::fs::read_to_string(tmp.0.join("cluster").join(n).join("log")).ok())
+        .collect();
+    let asked = events
+        .matches("corrupt a committed chunk on storage-")
+        .count();
+    assert!(asked >= 1, "{events}");
+    assert_eq!(logs.matches("flipped at rest").count(), asked, "{logs}");
+    assert!(logs.contains("chunk I/O answered Corrupt"), "{logs}");
+    assert!(processes_under(&tmp.0).is_empty());
+}
+
+#[test]
 fn a_failing_disk_takes_its_target_offline_and_is_replaced_and_resynced() {
     let (tmp, runs, code, text) = cluster_run("run-disk-eio", "disk_eio", &[]);
     assert_eq!(code, Some(0), "t3fs cluster run disk_eio failed:\n{text}");
@@ -318,12 +358,7 @@ fn a_soak_schedule_is_drawn_from_its_seed_and_only_runs_real_steps() {
     );
     for v in &verbs {
         assert!(
-            ![
-                "\"pause_on_commit\"",
-                "\"crash_after_forward\"",
-                "\"corrupt_chunk\""
-            ]
-            .contains(v),
+            !["\"pause_on_commit\"", "\"crash_after_forward\""].contains(v),
             "{v} does not run for real but was drawn:\n{a}"
         );
     }

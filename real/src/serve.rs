@@ -249,7 +249,7 @@ fn etcd_engine(_: &str, _: &str) -> Result<KvBackend, BoxError> {
 }
 
 /// Opens the chunk store (`file` or `uring`) of one target.
-pub fn open_store(kind: &str, dir: &Path) -> std::io::Result<Box<dyn ChunkStore + Send>> {
+pub fn open_store(kind: &str, dir: &Path) -> std::io::Result<Box<dyn crate::chunk_store::Rot>> {
     match kind {
         #[cfg(feature = "uring")]
         "uring" => Ok(Box::new(crate::chunk_store::UringChunkStore::open(dir)?)),

@@ -5,23 +5,28 @@
 //! latency drawn per operation (`slow_disk`). Set as a whole, [`DiskFaults`], through the node's
 //! control endpoint (`PUT /disk?QUERY`, metrics.rs, authenticated by the cluster token).
 //!
-//! Invariants: with no fault set an operation costs one atomic load more; a refused operation
+//! A fourth, one-shot: `rot=N` asks for N rots in all (`corrupt_chunk`); each flips one bit of
+//! one committed chunk's bytes on disk (`rot.rs`) at the next operation of a target holding
+//! one, and the store's read check must catch it.
+//!
+//! Invariants: with no fault set an operation costs one atomic load more (two with rots asked); a refused operation
 //! never reaches the real store (nothing is written for it). A slow disk holds each operation
 //! back before it reaches the store, as a device queue would: mutations reach the store in
 //! submission order (never overtaking each other), while a read may overtake mutations
 //! submitted before it and then sees the committed state they have not changed yet, as reads of
 //! the simulator's slow disk do. A planted `tail-ack-before-commit` shows up exactly there. The modes end with the process, as a healed disk's do in the
-//! simulator. Not here: which faults a scenario sets when (scenario_run), or damage to bytes on
-//! disk (corruption, torn writes): those need the store's own seams (`fs::StoreFs`).
+//! simulator. Not here: which faults a scenario sets when (scenario_run), or torn writes (the
+//! power-loss tests' `fs::StoreFs` seam).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore};
 use t3fs_core::ids::IoId;
 
+use super::Rot;
 use crate::fault_query::{flag, pairs, span, span_text};
 use crate::node::host::Jitter;
 
@@ -34,6 +39,9 @@ pub struct DiskFaults {
     pub full: bool,
     /// Each operation is held back a uniform time in this range before it runs.
     pub latency: Option<(Duration, Duration)>,
+    /// Rots asked of this process so far (`corrupt_chunk`): each flips one bit of one committed
+    /// chunk's stored bytes, at the next operation of a target that holds one.
+    pub rot: u32,
 }
 
 impl DiskFaults {
@@ -42,14 +50,20 @@ impl DiskFaults {
         *self == Self::default()
     }
 
-    /// The control endpoint's query string (`eio=0&full=1&latency_us=50000-200000`).
+    /// The control endpoint's query string (`eio=0&full=1&latency_us=50000-200000&rot=0`).
     pub fn to_query(&self) -> String {
         format!(
-            "eio={}&full={}&latency_us={}",
+            "eio={}&full={}&latency_us={}&rot={}",
             u8::from(self.eio),
             u8::from(self.full),
-            span_text(self.latency.unwrap_or_default())
+            span_text(self.latency.unwrap_or_default()),
+            self.rot
         )
+    }
+
+    /// Whether every mode that acts on each operation is off (rots are one-shot).
+    fn modes_clear(&self) -> bool {
+        !self.eio && !self.full && self.latency.is_none()
     }
 
     /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
@@ -63,6 +77,11 @@ impl DiskFaults {
                 "latency_us" => {
                     let (a, b) = span(k, v)?;
                     f.latency = (b > Duration::ZERO).then_some((a, b));
+                }
+                "rot" => {
+                    f.rot = v
+                        .parse()
+                        .map_err(|_| format!("rot: `{v}` is not a count"))?;
                 }
                 _ => return Err(format!("unknown key `{k}`")),
             }
@@ -82,11 +101,20 @@ pub struct DiskFaultCounters {
     pub delayed: AtomicU64,
 }
 
+/// Rots asked and carried out.
+#[derive(Debug, Default)]
+struct Rots {
+    asked: AtomicU32,
+    /// Taken by a target (carried out, or being).
+    taken: AtomicU32,
+}
+
 /// The live disk faults of one storage node, shared by its targets' [`FaultyStore`]s.
 #[derive(Debug, Default)]
 pub struct DiskFaultLayer {
     on: AtomicBool,
     state: Mutex<DiskFaults>,
+    rots: Rots,
     /// What the layer did.
     pub counters: DiskFaultCounters,
 }
@@ -94,7 +122,8 @@ pub struct DiskFaultLayer {
 impl DiskFaultLayer {
     /// Replaces the faults.
     pub fn set(&self, f: DiskFaults) {
-        let clear = f.is_clear();
+        let clear = f.modes_clear();
+        self.rots.asked.store(f.rot, Ordering::SeqCst);
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = f;
         self.on.store(!clear, Ordering::SeqCst);
     }
@@ -102,20 +131,45 @@ impl DiskFaultLayer {
     /// The faults now.
     pub fn get(&self) -> DiskFaults {
         if !self.on.load(Ordering::Relaxed) {
-            return DiskFaults::default();
+            return DiskFaults {
+                rot: self.rots.asked.load(Ordering::Relaxed),
+                ..DiskFaults::default()
+            };
         }
         self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Takes one rot that was asked and not yet taken (two targets never take the same one).
+    fn take_rot(&self) -> bool {
+        let r = &self.rots;
+        let mut taken = r.taken.load(Ordering::SeqCst);
+        while taken < r.asked.load(Ordering::Relaxed) {
+            match r
+                .taken
+                .compare_exchange(taken, taken + 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => taken = now,
+            }
+        }
+        false
+    }
+
+    /// Returns a rot taken by a target with nothing to rot, for another target.
+    fn give_back_rot(&self) {
+        self.rots.taken.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// The faults and counters as the control endpoint prints them.
     pub fn describe(&self) -> String {
         let c = &self.counters;
         format!(
-            "{}\neio_answered={} nospace_answered={} delayed={}",
+            "{}\neio_answered={} nospace_answered={} delayed={} rots_taken={}",
             self.get().to_query(),
             c.eio.load(Ordering::Relaxed),
             c.nospace.load(Ordering::Relaxed),
-            c.delayed.load(Ordering::Relaxed)
+            c.delayed.load(Ordering::Relaxed),
+            self.rots.taken.load(Ordering::Relaxed)
         )
     }
 
@@ -140,7 +194,7 @@ type Queued = (Instant, IoId, ChunkOp);
 
 /// A chunk store obeying a [`DiskFaultLayer`].
 pub struct FaultyStore {
-    inner: Box<dyn ChunkStore + Send>,
+    inner: Box<dyn Rot>,
     layer: Arc<DiskFaultLayer>,
     refused: Vec<Done>,
     /// Mutations (and lists) held back, due in non-decreasing order.
@@ -152,7 +206,7 @@ pub struct FaultyStore {
 
 impl FaultyStore {
     /// Wraps `inner`.
-    pub fn new(inner: Box<dyn ChunkStore + Send>, layer: Arc<DiskFaultLayer>) -> Self {
+    pub fn new(inner: Box<dyn Rot>, layer: Arc<DiskFaultLayer>) -> Self {
         Self {
             inner,
             layer,
@@ -160,6 +214,19 @@ impl FaultyStore {
             mutations: VecDeque::new(),
             reads: Vec::new(),
             jitter: Jitter::new(),
+        }
+    }
+
+    /// Carries out a rot asked of the node, if this target can: its store flips a bit of a
+    /// committed chunk (logged, so that the node's log says which).
+    fn rot_if_asked(&mut self) {
+        if !self.layer.take_rot() {
+            return;
+        }
+        match self.inner.rot(self.jitter.bits()) {
+            Ok(Some(chunk)) => tracing::warn!("disk fault: one bit of {chunk} flipped at rest"),
+            Ok(None) => self.layer.give_back_rot(),
+            Err(e) => tracing::error!("disk fault: the rot failed: {e}"),
         }
     }
 
@@ -196,6 +263,7 @@ impl FaultyStore {
 
 impl ChunkStore for FaultyStore {
     fn submit(&mut self, id: IoId, op: ChunkOp) {
+        self.rot_if_asked();
         if let Some(e) = self.layer.refuse(&op) {
             return self.refused.push((id, Err(e)));
         }
@@ -277,8 +345,10 @@ mod tests {
             eio: false,
             full: true,
             latency: Some((Duration::from_millis(50), Duration::from_millis(200))),
+            rot: 3,
         };
         assert_eq!(DiskFaults::parse(&f.to_query()), Ok(f));
+        assert!(DiskFaults::parse("rot=-1").is_err());
         assert_eq!(
             DiskFaults::parse(&DiskFaults::default().to_query()),
             Ok(DiskFaults::default())
@@ -379,5 +449,74 @@ mod tests {
             Ok(ChunkDone::Read(Some(r))) => assert_eq!(r.version, ChunkVersion(1)),
             other => panic!("read answered {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_rot_flips_a_committed_byte_once_and_the_store_answers_corrupt() {
+        rot_caught("file");
+        #[cfg(feature = "uring")]
+        rot_caught("uring");
+    }
+
+    fn rot_caught(kind: &str) {
+        let dir = std::env::temp_dir().join(format!("t3fs-rot-{kind}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let layer = Arc::new(DiskFaultLayer::default());
+        let open = |name: &str| {
+            let f = crate::serve::open_store(kind, &dir.join(name)).expect("open");
+            FaultyStore::new(f, layer.clone())
+        };
+        let (mut empty, mut full) = (open("empty"), open("full"));
+        let chunk = ChunkId::new(1, 0);
+        let read = ChunkOp::Read {
+            chunk,
+            offset: 0,
+            len: 1,
+            uncommitted: false,
+            unverified: false,
+        };
+        full.submit(IoId(1), update(7));
+        let commit = ChunkOp::Commit {
+            chunk,
+            version: ChunkVersion(7),
+            chain_version: t3fs_core::ids::ChainVersion(1),
+        };
+        full.submit(IoId(2), commit);
+        full.submit(IoId(3), read.clone());
+        assert!(drain(&mut full).iter().all(|(_, r)| r.is_ok()), "healthy");
+        layer.set(DiskFaults {
+            rot: 1,
+            ..DiskFaults::default()
+        });
+        assert_eq!(
+            layer.get().rot,
+            1,
+            "a rot asked leaves the per-operation modes off"
+        );
+        empty.submit(IoId(4), ChunkOp::List);
+        drain(&mut empty);
+        assert_eq!(
+            layer.rots.taken.load(Ordering::SeqCst),
+            0,
+            "nothing to rot: given back"
+        );
+        full.submit(IoId(5), read.clone());
+        let r = drain(&mut full);
+        assert!(
+            matches!(r[..], [(IoId(5), Err(ChunkError::Corrupt))]),
+            "{kind}: {r:?}"
+        );
+        assert_eq!(layer.rots.taken.load(Ordering::SeqCst), 1);
+        full.submit(IoId(6), read);
+        assert!(matches!(
+            drain(&mut full)[..],
+            [(_, Err(ChunkError::Corrupt))]
+        ));
+        assert_eq!(
+            layer.rots.taken.load(Ordering::SeqCst),
+            1,
+            "one rot asked, one done"
+        );
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

@@ -230,6 +230,19 @@ impl ChunkStore for FileChunkStore {
     }
 }
 
+impl super::rot::Rot for FileChunkStore {
+    fn rot(&mut self, pick: u64) -> io::Result<Option<t3fs_core::ids::ChunkId>> {
+        let Some((chunk, offset, bit)) = super::rot::site(&self.cat, pick) else {
+            return Ok(None);
+        };
+        let mut b = [0u8; 1];
+        self.data.read_at(&mut b, offset)?;
+        b[0] ^= 1 << bit;
+        self.data.write_at(&b, offset)?;
+        Ok(Some(chunk))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,7 @@ pub mod faults;
 mod file;
 pub mod fs;
 mod meta;
+pub mod rot;
 mod sums;
 mod thread;
 #[cfg(feature = "uring")]
@@ -84,6 +85,7 @@ use t3fs_core::chunk::ChunkMeta;
 
 pub use self::faults::{DiskFaultLayer, DiskFaults, FaultyStore};
 pub use self::file::{FileChunkStore, Options};
+pub use self::rot::Rot;
 pub use self::thread::{Completion, StoreHandle, StoreThread};
 #[cfg(feature = "uring")]
 pub use self::uring::{UringChunkStore, DEPTH};

@@ -7,12 +7,12 @@
 //! steps run (steps.rs), resolving references (live.rs), the fault layers themselves
 //! (transport/faults.rs, chunk_store/faults.rs, node/clock.rs, kv_faults.rs).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use t3fs_scenario::{Action, NodeRef};
 
-use super::live::{last_copies, refs, resume_all, running, target_dirs, Live};
+use super::live::{last_copies, last_intact, refs, resume_all, running, target_dirs, Live};
 use super::net::Net;
 use super::pushed::PerNode;
 use crate::chunk_store::DiskFaults;
@@ -33,6 +33,12 @@ pub struct Injected {
     /// The clocks drawn at start from `[faults] clock_offset` and `clock_drift_ppm`, which a
     /// heal returns to (as the simulator's base clocks).
     pub clock_base: BTreeMap<String, ClockFaults>,
+    /// Storage nodes whose disks hold rotted bytes, until their disks are replaced (at a
+    /// restart, or in the liveness phase), as the simulator replaces damaged disks.
+    pub damaged: BTreeSet<String>,
+    /// The fault atlas stands aside (`[expect] loss_allowed`): damage and replacement may
+    /// destroy a chain's last intact copy, as in the simulator.
+    pub atlas_off: bool,
 }
 
 fn names(live: &Live, refs: &[NodeRef]) -> Result<Vec<String>, String> {
@@ -75,12 +81,17 @@ pub fn replace_disks(live: &Live, f: &mut Injected, name: &str) -> Result<String
     if running(dir, name) {
         cluster::kill(dir, name, "KILL")?;
     }
-    let last = last_copies(live, name);
+    let last = if f.atlas_off {
+        Vec::new()
+    } else {
+        last_copies(live, name)
+    };
     let what = if last.is_empty() {
         let dirs = target_dirs(dir, name)?;
         for d in &dirs {
             std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
+        f.damaged.remove(name);
         format!(
             "restart {name} with {} empty target directories",
             dirs.len()
@@ -120,9 +131,11 @@ pub fn execute(live: &Live, f: &mut Injected, action: &Action) -> Result<(String
         | A::Hold { .. }
         | A::Release { .. }
         | A::DropHeartbeats { .. } => network_step(live, f, action),
-        A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => {
-            disk_step(live, f, action)
-        }
+        A::FailDisk(_)
+        | A::HealDisk(_)
+        | A::SlowDisk { .. }
+        | A::FillDisk(_)
+        | A::CorruptChunk(_) => disk_step(live, f, action),
         A::SkewClock { .. } | A::StepClock { .. } => clock_step(live, f, action),
         A::KvUnavailable | A::KvAvailable | A::KvFaults { .. } => kv_step(live, f, action),
         A::Crash(NodeRef::Client(k)) | A::Restart(NodeRef::Client(k)) => {
@@ -263,15 +276,20 @@ fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, 
         A::HealDisk(r) => (r, "heal disks of"),
         A::SlowDisk { node, .. } => (node, "slow disks of"),
         A::FillDisk(r) => (r, "fill disks of"),
+        A::CorruptChunk(r) => return corrupt(live, f, r),
         other => return Err(format!("`{}` is not a disk step", other.verb())),
     };
     let n = live.resolve(r)?;
     target_dirs(live.dir, &n)?; // A storage node, or a clear error.
     match action {
         A::FailDisk(_) => f.disk.set(&n, |d| d.eio = true),
-        A::HealDisk(_) => f
-            .disk
-            .set(&n, |d| *d = crate::chunk_store::DiskFaults::default()),
+        // Rots asked stay counted: the process compares the count with those it carried out.
+        A::HealDisk(_) => f.disk.set(&n, |d| {
+            *d = crate::chunk_store::DiskFaults {
+                rot: d.rot,
+                ..Default::default()
+            }
+        }),
         A::SlowDisk { latency, .. } => f
             .disk
             .set(&n, |d| d.latency = Some((latency.start, latency.end))),
@@ -284,6 +302,24 @@ fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, 
         _ => String::new(),
     };
     push(live, f, format!("{what} {n}{detail}")).map(|(_, w)| (n, w))
+}
+
+/// `corrupt_chunk`: one bit of one committed chunk on the node's disks flipped at rest, unless
+/// the node holds a chain's last intact copy (the simulator's fault atlas refuses that too).
+fn corrupt(live: &Live, f: &mut Injected, r: &NodeRef) -> Result<(String, String), String> {
+    let n = live.resolve(r)?;
+    target_dirs(live.dir, &n)?;
+    if !f.atlas_off && !last_intact(live, &n, &f.damaged).is_empty() {
+        let what = format!("atlas: no corruption on {n} (no other intact replica)");
+        return Ok((n, what));
+    }
+    f.disk.set(&n, |d| d.rot += 1);
+    f.damaged.insert(n.clone());
+    let what = format!(
+        "corrupt a committed chunk on {n} (one bit flipped at rest at its next chunk I/O; \
+         the disk is replaced at its restart or in the liveness phase)"
+    );
+    push(live, f, what).map(|(_, w)| (n, w))
 }
 
 /// Sets `change` on every kv node's faults.
@@ -394,6 +430,11 @@ fn process_step(
                     n.clone(),
                     format!("restart {n}: running, nothing to restart"),
                 ));
+            }
+            if f.damaged.contains(&n) {
+                // As in the simulator: a restart replaces disks holding damage.
+                let what = replace_disks(live, f, &n)?;
+                return Ok((n, format!("{what} (damaged disks)")));
             }
             cluster::restart(dir, &n)?;
             rejoin(live, f, &n);

@@ -6,7 +6,7 @@
 //! Invariant: a reference that names nothing at this moment is an error the caller turns into
 //! a step that does nothing, as in the simulator. Not here: executing steps (execute.rs).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use t3fs_core::ids::ChainId;
@@ -121,6 +121,12 @@ pub(super) fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String
 /// Chains on which `name` hosts a target and no target of another node is SERVING: replacing
 /// its disks there would destroy the last copy (the simulator's fault atlas refuses that too).
 pub(super) fn last_copies(live: &Live, name: &str) -> Vec<ChainId> {
+    last_intact(live, name, &BTreeSet::new())
+}
+
+/// As [`last_copies`], counting only other nodes whose disks are not in `damaged` (rotted
+/// bytes the chain has not noticed yet leave a SERVING target that is no intact copy).
+pub(super) fn last_intact(live: &Live, name: &str, damaged: &BTreeSet<String>) -> Vec<ChainId> {
     let mut newest: BTreeMap<ChainId, t3fs_core::routing::ChainInfo> = BTreeMap::new();
     for s in live.watch.seen() {
         newest.insert(s.chain.chain, s.chain);
@@ -138,7 +144,10 @@ pub(super) fn last_copies(live: &Live, name: &str) -> Vec<ChainId> {
                 .iter()
                 .any(|t| node_of(t.target).as_deref() == Some(name));
             let other_serves = c.targets.iter().any(|t| {
-                t.state == PublicState::Serving && node_of(t.target).as_deref() != Some(name)
+                let n = node_of(t.target);
+                t.state == PublicState::Serving
+                    && n.as_deref() != Some(name)
+                    && !n.is_some_and(|n| damaged.contains(&n))
             });
             on_it && !other_serves
         })

@@ -25,7 +25,7 @@ mod quiesce;
 pub mod steps;
 pub mod workload;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -376,6 +376,7 @@ async fn drive(
     let (mut injected, lines) = tokio::task::block_in_place(|| {
         background::start(&sc.faults, &o.dir, names, &mut rng.fork(0xC10C))
     })?;
+    injected.atlas_off = sc.expect.loss_allowed;
     for line in lines {
         mark(&mut marks, say, "fault", "", line);
     }
@@ -427,9 +428,9 @@ async fn drive(
         injected.net.apply(&o.dir)?;
         injected.disk.apply(&o.dir)?;
         injected.clock.apply(&o.dir)?;
-        let replaced: Vec<_> = injected
-            .disk
-            .failed()
+        let mut replace: BTreeSet<String> = injected.disk.failed().into_iter().collect();
+        replace.extend(injected.damaged.iter().cloned());
+        let replaced: Vec<_> = replace
             .into_iter()
             .map(|n| {
                 let r = execute::replace_disks(&live, &mut injected, &n);
@@ -459,7 +460,7 @@ async fn drive(
     }
     for (n, r) in replaced {
         let what = match r {
-            Ok(what) => format!("kill -9 {n} (failed disks): {what}"),
+            Ok(what) => format!("kill -9 {n} (failed or damaged disks): {what}"),
             Err(e) => {
                 step_failures.push(format!("replacing the failed disks of {n} failed: {e}"));
                 format!("replacing the failed disks of {n} failed: {e}")

@@ -38,7 +38,7 @@ fn is_client(r: &NodeRef) -> bool {
     matches!(r, NodeRef::Client(_))
 }
 const NO_DISK: &str =
-    "needs damage or random failures in the chunk store's fault layer, which has only whole-disk modes (EIO, ENOSPC, latency)";
+    "random disk damage and failures per operation are not in the chunk store's fault layer, which has whole-disk modes (EIO, ENOSPC, latency) and one-shot rot";
 const NO_DRIFT: &str =
     "drift moves the time machines read, but their timers keep true durations (the simulator stretches them)";
 const NO_CLIENT_CLOCK: &str =
@@ -88,7 +88,7 @@ pub fn how(action: &Action) -> How {
         A::DropHeartbeats { .. } => How::Real,
         // The parser already refuses disk verbs on nodes without disks.
         A::FailDisk(_) | A::HealDisk(_) | A::SlowDisk { .. } | A::FillDisk(_) => How::Real,
-        A::CorruptChunk(_) => How::NotRun(NO_DISK.into()),
+        A::CorruptChunk(_) => How::Real,
         A::SkewClock { node: r, .. } | A::StepClock { node: r, .. } if is_client(r) => {
             How::NotRun(NO_CLIENT_CLOCK.into())
         }

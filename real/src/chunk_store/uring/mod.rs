@@ -584,5 +584,16 @@ impl Drop for UringChunkStore {
     }
 }
 
+impl super::rot::Rot for UringChunkStore {
+    fn rot(&mut self, pick: u64) -> io::Result<Option<ChunkId>> {
+        let Some((chunk, offset, bit)) = super::rot::site(&self.cat, pick) else {
+            return Ok(None);
+        };
+        let mut buf = Buf::new(BLOCK as usize);
+        super::rot::flip_in_block(&self.data, buf.as_mut_slice(), offset, bit)?;
+        Ok(Some(chunk))
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -298,7 +298,7 @@ fn a_failing_disk_takes_its_target_offline_and_is_replaced_and_resynced() {
         "fail disks of storage-",
         "(EIO on every I/O",
         "Serving→Offline",
-        "(failed disks): restart storage-",
+        "(failed or damaged disks): restart storage-",
         "Offline→Syncing",
         "Syncing→Serving",
     ] {

@@ -56,6 +56,21 @@ enum Command {
     /// A real cluster on this host: up, status, kill, restart, down, io.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
+    /// Mount a cluster as a FUSE file system (needs /dev/fuse and fusermount3, Debian fuse3);
+    /// serves until unmounted with `fusermount3 -u MOUNTPOINT`.
+    Mount {
+        /// Where to mount (an existing, empty directory).
+        mountpoint: PathBuf,
+        /// The cluster directory (`cluster up --dir`).
+        #[arg(long)]
+        cluster: PathBuf,
+        /// Let other users use the mount (root, or `user_allow_other` in /etc/fuse.conf).
+        #[arg(long)]
+        allow_other: bool,
+        /// How long the kernel caches attributes and directory entries, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        attr_ttl_ms: u64,
+    },
     /// Run one real service process (what `cluster up` starts for each node).
     Serve {
         /// mgmtd, storage, meta or kv.
@@ -85,6 +100,35 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
+        Command::Mount {
+            mountpoint,
+            cluster,
+            allow_other,
+            attr_ttl_ms,
+        } => mount(&mountpoint, &cluster, allow_other, attr_ttl_ms),
         Command::Report { cmd, dir } => report::run(cmd, dir),
+    }
+}
+
+/// `t3fs mount`.
+fn mount(
+    mountpoint: &std::path::Path,
+    dir: &std::path::Path,
+    allow_other: bool,
+    ttl_ms: u64,
+) -> ExitCode {
+    let opts = t3fs_real::fuse::MountOptions {
+        allow_other,
+        attr_ttl: std::time::Duration::from_millis(ttl_ms),
+        ..Default::default()
+    };
+    let r = t3fs_real::cluster::client_options(dir)
+        .and_then(|c| t3fs_real::fuse::mount(c, mountpoint, &opts));
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: t3fs mount: {e}");
+            ExitCode::from(2)
+        }
     }
 }

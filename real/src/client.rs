@@ -369,7 +369,7 @@ impl Client {
         Ok(out)
     }
 
-    async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
+    pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
         match self.call(ClientCall::Meta(op)).await? {
             ClientRet::Meta(Ok(a)) => Ok(a),
             ClientRet::Meta(Err(e)) => Err(ClientError::Meta(e)),
@@ -377,7 +377,7 @@ impl Client {
         }
     }
 
-    fn check_path(path: &str) -> Result<(), ClientError> {
+    pub(crate) fn check_path(path: &str) -> Result<(), ClientError> {
         if !path.starts_with('/') || path.contains('\0') {
             return Err(ClientError::Invalid(format!(
                 "`{path}`: paths are absolute, without NUL"
@@ -400,6 +400,15 @@ impl Client {
 
     /// Opens a file; `write` opens a write session (closed by [`Client::close`]).
     pub async fn open(&self, path: &str, write: bool) -> Result<File, ClientError> {
+        self.open_with_inode(path, write).await.map(|(f, _)| f)
+    }
+
+    /// [`Client::open`], also returning the file's inode as meta answered the open.
+    pub async fn open_with_inode(
+        &self,
+        path: &str,
+        write: bool,
+    ) -> Result<(File, Inode), ClientError> {
         Self::check_path(path)?;
         let session = if write {
             self.next_session
@@ -418,10 +427,10 @@ impl Client {
             MetaAnswer::Inode(i) => i,
             a => return Err(ClientError::Failed(format!("open answered {a:?}"))),
         };
-        self.file_of(inode, session)
+        Ok((self.file_of(inode.clone(), session)?, inode))
     }
 
-    fn file_of(&self, inode: Inode, session: u64) -> Result<File, ClientError> {
+    pub(crate) fn file_of(&self, inode: Inode, session: u64) -> Result<File, ClientError> {
         let InodeKind::File {
             length,
             truncate_ver,

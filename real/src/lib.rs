@@ -22,6 +22,7 @@ pub mod bench_verify;
 pub mod chunk_dump;
 pub mod chunk_store;
 pub mod client;
+pub mod client_ns;
 pub mod cluster;
 pub mod config;
 pub mod cpu;
@@ -29,6 +30,7 @@ pub mod demo_real;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
 pub mod fault_query;
+pub mod fuse;
 pub mod kv_faults;
 pub mod kv_service;
 pub mod metrics;

@@ -1,0 +1,214 @@
+//! The native client's remaining namespace verbs (lstat, paged listing, non-exclusive create,
+//! rename, symlink, hard link, setattr, statfs), each one meta request through the client
+//! machine, which retries it with the same request id (exactly once on the meta service), and
+//! truncate, 3FS's client-driven truncate run by the steps the simulator's namespace clients
+//! use (`t3fs_scenario::ns_files`). The FUSE mount is their main user.
+//!
+//! Not here: file I/O and the verbs of `client.rs` (create, open, mkdir, stat, list, remove).
+
+use t3fs_core::ids::{ChainId, RequestId};
+use t3fs_core::meta::request::{FsStat, MetaAnswer, MetaOp};
+use t3fs_core::meta::SetAttr;
+use t3fs_core::meta::{DirEntry, Inode, InodeKind};
+use t3fs_scenario::namespace::FileAction;
+use t3fs_scenario::ns_files::{Session, Step};
+
+use crate::client::{Client, ClientError, File};
+
+fn inode(a: MetaAnswer, verb: &str) -> Result<Inode, ClientError> {
+    match a {
+        MetaAnswer::Inode(i) => Ok(i),
+        a => Err(ClientError::Failed(format!("{verb} answered {a:?}"))),
+    }
+}
+
+fn done(a: MetaAnswer, verb: &str) -> Result<(), ClientError> {
+    match a {
+        MetaAnswer::Done | MetaAnswer::Inode(_) => Ok(()),
+        a => Err(ClientError::Failed(format!("{verb} answered {a:?}"))),
+    }
+}
+
+impl Client {
+    /// stat without following a final symlink.
+    pub async fn lstat(&self, path: &str) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::Stat {
+            path: path.into(),
+            follow: false,
+        };
+        inode(self.meta(op).await?, "lstat")
+    }
+
+    /// One page of a listing: at most `limit` names after `after` (exclusive), in name order.
+    pub async fn list_after(
+        &self,
+        path: &str,
+        after: Vec<u8>,
+        limit: u32,
+    ) -> Result<Vec<(Vec<u8>, DirEntry)>, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::List {
+            path: path.into(),
+            after,
+            limit,
+        };
+        match self.meta(op).await? {
+            MetaAnswer::Entries(e) => Ok(e),
+            a => Err(ClientError::Failed(format!("list answered {a:?}"))),
+        }
+    }
+
+    /// Creates a file (O_CREAT; with O_EXCL when `exclusive`) without opening it; an existing
+    /// file is fine unless `exclusive`.
+    pub async fn create_file(
+        &self,
+        path: &str,
+        perm: u32,
+        exclusive: bool,
+    ) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::Create {
+            path: path.into(),
+            perm,
+            exclusive,
+        };
+        inode(self.meta(op).await?, "create")
+    }
+
+    /// Makes a directory with mode `perm` (its parent must exist).
+    pub async fn mkdir_mode(&self, path: &str, perm: u32) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::Mkdirs {
+            path: path.into(),
+            perm,
+            recursive: false,
+        };
+        inode(self.meta(op).await?, "mkdir")
+    }
+
+    /// rename(2) with POSIX's replace rules.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
+        Self::check_path(from)?;
+        Self::check_path(to)?;
+        let op = MetaOp::Rename {
+            from: from.into(),
+            to: to.into(),
+        };
+        done(self.meta(op).await?, "rename")
+    }
+
+    /// symlink(2): `path` → `target` (any text).
+    pub async fn symlink(&self, path: &str, target: &str) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::Symlink {
+            path: path.into(),
+            target: target.into(),
+        };
+        inode(self.meta(op).await?, "symlink")
+    }
+
+    /// link(2): `path` becomes another name of the file at `existing`.
+    pub async fn link(&self, existing: &str, path: &str) -> Result<Inode, ClientError> {
+        Self::check_path(existing)?;
+        Self::check_path(path)?;
+        let op = MetaOp::Hardlink {
+            existing: existing.into(),
+            path: path.into(),
+        };
+        inode(self.meta(op).await?, "link")
+    }
+
+    /// chmod, chown and utimes of `path` (symlinks followed).
+    pub async fn set_attr(&self, path: &str, attr: SetAttr) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::SetAttr {
+            path: path.into(),
+            attr,
+        };
+        inode(self.meta(op).await?, "setattr")
+    }
+
+    /// The cluster's raw capacity and use.
+    pub async fn statfs(&self) -> Result<FsStat, ClientError> {
+        match self.meta(MetaOp::StatFs).await? {
+            MetaAnswer::StatFs(s) => Ok(s),
+            a => Err(ClientError::Failed(format!("statfs answered {a:?}"))),
+        }
+    }
+
+    /// Cuts (or zero-extends) the file open for write as `f`, whose open answered `inode`, to
+    /// `len` bytes: ask the heads for the last chunk, empty the chunks past the new tail, cut
+    /// the tail chunk, then `sync(truncated)`. `f`'s truncate version moves to the sync's, so
+    /// its close hint counts writes from there.
+    pub async fn truncate(&self, f: &mut File, inode: &Inode, len: u64) -> Result<(), ClientError> {
+        if f.session == 0 {
+            return Err(ClientError::Invalid("file not open for writing".into()));
+        }
+        let mut s = Session::opened(inode, f.session, vec![FileAction::Truncate(len)])
+            .ok_or_else(|| ClientError::Invalid("not a regular file".into()))?;
+        let table = self.chain_table(inode);
+        let mut synced = None;
+        while s.busy(false) {
+            match s.step(&table, RequestId(0)) {
+                None => return Err(ClientError::Failed("layout does not resolve".into())),
+                Some(Step::Data(call)) => {
+                    let ret = self.call(call).await?;
+                    s.data_returned(&ret);
+                }
+                Some(Step::Sync(op)) => {
+                    let r = self.meta(op).await;
+                    let as_result = r.clone().map_err(|e| match e {
+                        ClientError::Meta(m) => m,
+                        _ => t3fs_core::meta::MetaError::Invalid("sync failed"),
+                    });
+                    s.synced(&as_result);
+                    synced = Some(r?);
+                }
+            }
+        }
+        match synced {
+            Some(MetaAnswer::Inode(Inode {
+                kind: InodeKind::File { truncate_ver, .. },
+                ..
+            })) => {
+                f.truncate_ver = truncate_ver;
+                f.length = len;
+                Ok(())
+            }
+            other => Err(ClientError::Failed(format!(
+                "truncate's sync answered {other:?}"
+            ))),
+        }
+    }
+
+    /// Tells meta the length of the file open for write as `f`: the end of its acknowledged
+    /// writes since its truncate version (fsync's length update, 3FS `sync`).
+    pub async fn sync_length(&self, f: &File, written: u64) -> Result<(), ClientError> {
+        let op = MetaOp::Sync {
+            inode: f.inode,
+            length: Some(t3fs_core::meta::length::LengthHint {
+                length: written,
+                truncate_ver: f.truncate_ver,
+            }),
+            truncated: false,
+        };
+        done(self.meta(op).await?, "sync")
+    }
+
+    /// The chain table `inode`'s layout names, from the routing the client holds.
+    fn chain_table(&self, inode: &Inode) -> Vec<ChainId> {
+        let InodeKind::File {
+            layout: Some(l), ..
+        } = &inode.kind
+        else {
+            return Vec::new();
+        };
+        let routing = self.routing().unwrap_or_default();
+        routing
+            .chain_tables
+            .get(&(l.range.table, l.range.table_version))
+            .cloned()
+            .unwrap_or_default()
+    }
+}

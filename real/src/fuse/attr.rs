@@ -1,0 +1,50 @@
+//! A meta inode as the kernel's file attributes. Meta keeps change and modification times in
+//! whole seconds and no access time (reported as the modification time); sizes of directories
+//! are reported as one block, of symlinks as their target's length.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{FileAttr, FileType};
+use t3fs_core::meta::{EntryKind, Inode, InodeKind};
+
+use super::names::ino_of;
+
+/// The block size reported (`st_blksize`): what `cp` and `dd` size their I/O by.
+pub const BLKSIZE: u32 = 1 << 20;
+
+/// The kernel's kind for an entry kind.
+pub fn kind_of(k: EntryKind) -> FileType {
+    match k {
+        EntryKind::File => FileType::RegularFile,
+        EntryKind::Directory => FileType::Directory,
+        EntryKind::Symlink => FileType::Symlink,
+    }
+}
+
+/// The attributes of `i`; `size` replaces a file's length (writes of this mount not yet
+/// reported to meta).
+pub fn attr_of(i: &Inode, size: Option<u64>) -> FileAttr {
+    let (kind, len) = match &i.kind {
+        InodeKind::File { length, .. } => (FileType::RegularFile, size.unwrap_or(*length)),
+        InodeKind::Directory { .. } => (FileType::Directory, 4096),
+        InodeKind::Symlink { target } => (FileType::Symlink, target.len() as u64),
+    };
+    let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
+    FileAttr {
+        ino: ino_of(i.id),
+        size: len,
+        blocks: len.div_ceil(512),
+        atime: at(i.mtime),
+        mtime: at(i.mtime),
+        ctime: at(i.ctime),
+        crtime: SystemTime::UNIX_EPOCH,
+        kind,
+        perm: (i.perm & 0o7777) as u16,
+        nlink: i.nlink.max(1),
+        uid: i.uid,
+        gid: i.gid,
+        rdev: 0,
+        blksize: BLKSIZE,
+        flags: 0,
+    }
+}

@@ -1,0 +1,594 @@
+//! The FUSE file system: each kernel request becomes a task on the mount's tokio runtime that
+//! calls the native client (meta over TCP, chunk I/O on the chains) and replies when done, so
+//! the dispatch threads never wait and many requests are in flight at once.
+//!
+//! Files: `open` opens a meta session (a write session for a writable open) and keeps it by
+//! file handle; writes commit on the whole chain before they are answered; `flush` (which
+//! close(2) waits for) and `fsync` tell meta the length; `release` (which nothing waits for)
+//! closes the session with the length hint (the end of this handle's acknowledged writes since
+//! its truncate version). A
+//! file's size as this mount reports it includes writes of its open handles that meta has not
+//! been told of yet. `O_TRUNC` and `truncate(2)` run 3FS's client-driven truncate.
+//!
+//! Directories: `opendir` takes the whole listing (paged from meta), `readdir` serves it by
+//! offset, `releasedir` drops it: a listing is the directory as it was at `opendir`.
+//!
+//! Not here: mounting (mod.rs), the mount's state and shared steps (inner.rs), the errno table
+//! (errno.rs), inode numbers (names.rs).
+
+use std::ffi::OsStr;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, OpenAccMode,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+};
+use t3fs_core::meta::{InodeKind, SetAttr};
+use tokio::runtime::Handle;
+
+use super::attr::BLKSIZE;
+use super::errno::errno;
+use super::inner::{lock, Inner};
+use super::names::ino_of;
+use crate::client::{Client, ClientError};
+
+/// The mounted file system.
+pub struct T3fs {
+    inner: Arc<Inner>,
+}
+
+impl T3fs {
+    /// Serves `client`'s cluster; requests run on `rt`; attributes and entries are cached by
+    /// the kernel for `ttl`.
+    pub fn new(client: Client, rt: Handle, ttl: Duration) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(client, rt, ttl)),
+        }
+    }
+
+    /// The client, for closing it after the unmount.
+    pub fn into_client(self) -> Option<Client> {
+        Arc::into_inner(self.inner).map(|i| i.client)
+    }
+
+    /// Runs `f` on the runtime.
+    fn spawn<F, Fut>(&self, f: F)
+    where
+        F: FnOnce(Arc<Inner>) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let fut = f(self.inner.clone());
+        self.inner.rt.spawn(fut);
+    }
+}
+
+fn secs(t: TimeOrNow) -> u64 {
+    let at = match t {
+        TimeOrNow::SpecificTime(t) => t,
+        TimeOrNow::Now => SystemTime::now(),
+    };
+    at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
+impl Filesystem for T3fs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let child = self.inner.child(parent, name);
+        self.spawn(|s| async move {
+            match async { s.look(child?).await }.await {
+                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let path = self.inner.path(ino);
+        self.spawn(|s| async move {
+            match async { s.look(path?).await }.await {
+                Ok(a) => reply.attr(&s.ttl, &a),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let path = self.inner.path(ino);
+        let attr = SetAttr {
+            perm: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            mtime: mtime.map(secs),
+            layout: None,
+        };
+        self.spawn(|s| async move {
+            let r = async {
+                let path = path?;
+                if let Some(len) = size {
+                    s.truncate(&path, ino, fh.map(|h| h.0), len).await?;
+                }
+                if attr != SetAttr::default() {
+                    s.client
+                        .set_attr(&path, attr)
+                        .await
+                        .map_err(|e| errno(&e))?;
+                }
+                s.look(path).await
+            };
+            match r.await {
+                Ok(a) => reply.attr(&s.ttl, &a),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let path = self.inner.path(ino);
+        self.spawn(|s| async move {
+            let r = async {
+                let i = s.client.lstat(&path?).await.map_err(|e| errno(&e))?;
+                match i.kind {
+                    InodeKind::Symlink { target } => Ok(target),
+                    _ => Err(Errno::EINVAL),
+                }
+            };
+            match r.await {
+                Ok(t) => reply.data(&t),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let path = self.inner.child(parent, name);
+        self.spawn(|s| async move {
+            let r = async {
+                let path = path?;
+                let perm = mode & !umask & 0o7777;
+                s.client
+                    .mkdir_mode(&path, perm)
+                    .await
+                    .map_err(|e| errno(&e))?;
+                s.look(path).await
+            };
+            match r.await {
+                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(parent, name, reply);
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(parent, name, reply);
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        let path = self.inner.child(parent, link_name);
+        let target = target.to_str().map(str::to_string);
+        self.spawn(|s| async move {
+            let r = async {
+                let (path, target) = (path?, target.ok_or(Errno::EINVAL)?);
+                s.client
+                    .symlink(&path, &target)
+                    .await
+                    .map_err(|e| errno(&e))?;
+                s.look(path).await
+            };
+            match r.await {
+                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let (from, to) = (
+            self.inner.child(parent, name),
+            self.inner.child(newparent, newname),
+        );
+        self.spawn(|s| async move {
+            let r = async {
+                let (from, to) = (from?, to?);
+                if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                    return Err(Errno::ENOTSUP);
+                }
+                // RENAME_NOREPLACE checks first: another client can still create the name in
+                // between (meta's rename replaces; a compare-and-rename is not in its API).
+                if flags.contains(RenameFlags::RENAME_NOREPLACE)
+                    && s.client.lstat(&to).await.is_ok()
+                {
+                    return Err(Errno::EEXIST);
+                }
+                s.client.rename(&from, &to).await.map_err(|e| errno(&e))?;
+                lock(&s.names).renamed(&from, &to);
+                Ok(())
+            };
+            match r.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let (existing, path) = (self.inner.path(ino), self.inner.child(newparent, newname));
+        self.spawn(|s| async move {
+            let r = async {
+                let (existing, path) = (existing?, path?);
+                s.client
+                    .link(&existing, &path)
+                    .await
+                    .map_err(|e| errno(&e))?;
+                s.look(path).await
+            };
+            match r.await {
+                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let path = self.inner.path(ino);
+        let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
+        let trunc = flags.0 & libc::O_TRUNC != 0;
+        self.spawn(|s| async move {
+            match async { s.open(&path?, write, trunc).await }.await {
+                Ok((fh, _)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<fuser::LockOwner>,
+        reply: ReplyData,
+    ) {
+        let held = lock(&self.inner.files)
+            .get(&fh.0)
+            .map(|o| (o.file.clone(), o.inode.clone()));
+        self.spawn(|s| async move {
+            let r = async {
+                let (file, inode) = held.ok_or(Errno::EBADF)?;
+                // Reads stop at the end of the file as this mount sees it (holes inside read
+                // as zeros, as the chains answer them).
+                let end = s.size_of(&inode).unwrap_or(file.length);
+                let len = u64::from(size).min(end.saturating_sub(offset));
+                if len == 0 {
+                    return Ok(Vec::new());
+                }
+                s.client
+                    .read(&file, offset, len)
+                    .await
+                    .map_err(|e| errno(&e))
+            };
+            match r.await {
+                Ok(d) => reply.data(&d),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: fuser::WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<fuser::LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let file = lock(&self.inner.files).get(&fh.0).map(|o| o.file.clone());
+        let data = data.to_vec();
+        self.spawn(|s| async move {
+            let len = data.len() as u64;
+            let r = async {
+                let file = file.ok_or(Errno::EBADF)?;
+                s.client
+                    .write(&file, offset, data)
+                    .await
+                    .map_err(|e| errno(&e))?;
+                if let Some(o) = lock(&s.files).get_mut(&fh.0) {
+                    o.written = o.written.max(offset + len);
+                }
+                Ok(())
+            };
+            match r.await {
+                Ok(()) => reply.written(len as u32),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: fuser::LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Every write was committed on its chain before it was answered; what close(2) waits
+        // for here is meta learning the length, so that the next open anywhere sees it (the
+        // kernel does not wait for `release`).
+        let held = lock(&self.inner.files)
+            .get(&fh.0)
+            .map(|o| (o.file.clone(), o.written));
+        self.spawn(|s| async move {
+            let r = match held {
+                Some((f, written)) if f.session != 0 && written > 0 => {
+                    s.client.sync_length(&f, written).await
+                }
+                _ => Ok(()),
+            };
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<fuser::LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        // The kernel does not wait for this answer: until meta has the length hint, the
+        // handle's writes stay in the size this mount reports (`size_of`).
+        let held = lock(&self.inner.files)
+            .get(&fh.0)
+            .map(|o| (o.file.clone(), o.written));
+        self.spawn(|s| async move {
+            let r = match held {
+                Some((f, written)) if f.session != 0 => s.client.close_file(&f, written).await,
+                _ => Ok(()),
+            };
+            lock(&s.files).remove(&fh.0);
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let held = lock(&self.inner.files)
+            .get(&fh.0)
+            .map(|o| (o.file.clone(), o.written));
+        self.spawn(|s| async move {
+            let r = match held {
+                Some((f, written)) if f.session != 0 => s.client.sync_length(&f, written).await,
+                Some(_) => Ok(()),
+                None => Err(ClientError::Invalid("bad handle".into())),
+            };
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let path = self.inner.path(ino);
+        self.spawn(|s| async move {
+            let r = async {
+                let path = path?;
+                let l = s.listing(&path).await.map_err(|e| errno(&e))?;
+                let fh = s.fh();
+                lock(&s.dirs).insert(fh, Arc::new(l));
+                Ok(fh)
+            };
+            match r.await {
+                Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let Some(listing) = lock(&self.inner.dirs).get(&fh.0).cloned() else {
+            return reply.error(Errno::EBADF);
+        };
+        // Offsets: 1 is ".", 2 is "..", 3 + k the k-th entry; each entry carries the offset
+        // of the one after it.
+        let dots = [
+            (".".to_string(), ino, FileType::Directory),
+            ("..".to_string(), ino, FileType::Directory),
+        ];
+        let all = dots.iter().chain(listing.iter());
+        for (k, (name, i, kind)) in all.enumerate().skip(offset as usize) {
+            if reply.add(*i, k as u64 + 1, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.inner.dirs).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.spawn(|s| async move {
+            match s.client.statfs().await {
+                Ok(st) => {
+                    let b = u64::from(BLKSIZE);
+                    let (blocks, free) = (st.capacity / b, st.free / b);
+                    reply.statfs(
+                        blocks,
+                        free,
+                        free,
+                        u64::MAX / 2,
+                        u64::MAX / 2,
+                        BLKSIZE,
+                        255,
+                        BLKSIZE,
+                    );
+                }
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: fuser::ReplyXattr,
+    ) {
+        reply.error(Errno::ENOTSUP);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
+        reply.error(Errno::ENOTSUP);
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let path = self.inner.child(parent, name);
+        let exclusive = flags & libc::O_EXCL != 0;
+        let trunc = flags & libc::O_TRUNC != 0;
+        self.spawn(|s| async move {
+            let r = async {
+                let path = path?;
+                let perm = mode & !umask & 0o7777;
+                s.client
+                    .create_file(&path, perm, exclusive)
+                    .await
+                    .map_err(|e| errno(&e))?;
+                let (fh, inode) = s.open(&path, true, trunc).await?;
+                lock(&s.names).remember(ino_of(inode.id), path);
+                Ok((fh, s.attr(&inode)))
+            };
+            match r.await {
+                Ok((fh, a)) => reply.created(
+                    &s.ttl,
+                    &a,
+                    Generation(0),
+                    FileHandle(fh),
+                    FopenFlags::empty(),
+                ),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+}
+
+impl T3fs {
+    fn remove(&self, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let path = self.inner.child(parent, name);
+        self.spawn(|s| async move {
+            let r = async {
+                let path = path?;
+                s.client.remove(&path, false).await.map_err(|e| errno(&e))?;
+                lock(&s.names).removed(&path);
+                Ok(())
+            };
+            match r.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+}

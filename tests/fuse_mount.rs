@@ -1,0 +1,215 @@
+//! `t3fs mount`: a real cluster mounted with FUSE and used by real tools (mkdir, cp -r, diff,
+//! tar, mv, ln, ln -s, dd, truncate, find, rm -r, python, git, sqlite3), every result checked
+//! against a local copy; POSIX errors as a local file system gives them; then `fusermount3 -u`
+//! ends the mount process cleanly. Needs /dev/fuse and fusermount3 (scripts/test.sh installs
+//! Debian's fuse3); without them it says it skipped. The mount and every process end, pass or
+//! fail.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{processes_under, t3fs, Scratch};
+
+/// A mount process; dropping it unmounts (lazily if busy) and kills the process.
+struct Mounted {
+    at: PathBuf,
+    child: Child,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3")
+            .arg("-uz")
+            .arg(&self.at)
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mounted(at: &Path) -> bool {
+    let want = format!(" {} fuse", at.display());
+    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(&want))
+}
+
+fn mount(cluster: &Path, at: &Path, log: &Path) -> Mounted {
+    std::fs::create_dir_all(at).unwrap();
+    let log = std::fs::File::create(log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
+        .arg("mount")
+        .arg(at)
+        .arg("--cluster")
+        .arg(cluster)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let m = Mounted {
+        at: at.to_path_buf(),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !mounted(at) {
+        assert!(Instant::now() < deadline, "not mounted within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    m
+}
+
+/// Runs `script` with `sh -e` in `dir`; its output, or a panic with it.
+fn sh(dir: &Path, script: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-ec")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "script failed:\n{script}\n---\n{text}"
+    );
+    text
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A local tree to copy in: text files, empty files, a nested directory, and random files
+/// across chunk boundaries (the cluster's chunks are 1 MiB).
+const MAKE_TREE: &str = r#"
+mkdir -p src/a/b/c src/empty
+for i in 1 2 3 4 5; do printf 'line %s\n' $i > src/a/t$i.txt; done
+: > src/a/b/zero
+head -c 4097 /dev/urandom > src/a/b/odd.bin
+head -c 3145731 /dev/urandom > src/a/b/c/big.bin
+ln -s ../t1.txt src/a/b/rel
+"#;
+
+/// The tools, on the mount (`M`) against the local tree (`L`).
+const TOOLS: &str = r#"
+cp -r "$L/src" tree
+diff -r "$L/src" tree
+test "$(readlink tree/a/b/rel)" = ../t1.txt
+test "$(cat tree/a/b/rel)" = "line 1"
+test "$(find tree | wc -l)" = "$(cd "$L" && find src | wc -l)"
+tar cf "$L/t.tar" -C tree . && mkdir untar && tar xf "$L/t.tar" -C untar && diff -r tree untar
+mv tree/a/t2.txt tree/a/renamed.txt && test ! -e tree/a/t2.txt && test "$(cat tree/a/renamed.txt)" = "line 2"
+mv tree/a/b tree/moved && diff -r --no-dereference "$L/src/a/b" tree/moved
+ln tree/a/t3.txt hard && test "$(stat -c %h hard)" = 2 && test "$(cat hard)" = "line 3"
+dd if=/dev/urandom of="$L/dd.bin" bs=1M count=3 2>/dev/null
+dd if="$L/dd.bin" of=dd.bin bs=1M conv=fsync 2>/dev/null && cmp "$L/dd.bin" dd.bin
+test "$(stat -c %s dd.bin)" = 3145728
+echo short > dd.bin && test "$(cat dd.bin)" = short
+truncate -s 3 dd.bin && test "$(cat dd.bin)" = sho
+truncate -s 2000000 dd.bin && test "$(stat -c %s dd.bin)" = 2000000
+test "$(head -c 3 dd.bin)" = sho && test "$(tail -c 5 dd.bin | od -An -tx1 | tr -d ' \n')" = 0000000000
+chmod 600 tree/a/t4.txt && test "$(stat -c %a tree/a/t4.txt)" = 600
+for i in 1 2 3 4 5 6 7 8 9 10; do echo "v$i" > again; test "$(cat again)" = "v$i"; done
+rm -r untar tree/moved && test ! -e untar
+echo tools ok
+"#;
+
+#[test]
+fn real_tools_work_on_a_mounted_cluster() {
+    if !Path::new("/dev/fuse").exists() || !have("fusermount3") {
+        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+        return;
+    }
+    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-fuse-{}", std::process::id())));
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let cluster = tmp.0.join("cluster");
+    let cluster_s = cluster.to_string_lossy().to_string();
+    let (ok, text) = t3fs(&["cluster", "up", "--dir", &cluster_s], &tmp.0);
+    assert!(ok, "{text}");
+    let at = tmp.0.join("mnt");
+    let m = mount(&cluster, &at, &tmp.0.join("mount.log"));
+    let local = tmp.0.join("local");
+    std::fs::create_dir_all(&local).unwrap();
+    sh(&local, MAKE_TREE);
+    let script = format!("L='{}'\n{TOOLS}", local.display());
+    assert!(sh(&at, &script).contains("tools ok"));
+
+    // POSIX errors as a local file system gives them.
+    let errs = sh(
+        &at,
+        "mkdir d && (mkdir d 2>&1 || true) && touch d/f && (rmdir d 2>&1 || true) \
+         && (cat nothere 2>&1 || true) && (mkdir d/f/x 2>&1 || true)",
+    );
+    for want in [
+        "File exists",
+        "Directory not empty",
+        "No such file or directory",
+        "Not a directory",
+    ] {
+        assert!(errs.contains(want), "{want} missing:\n{errs}");
+    }
+
+    if have("python3") {
+        let py = "import os\n\
+                  d = os.urandom(300000)\n\
+                  open('p.bin', 'wb').write(d)\n\
+                  with open('p.bin', 'r+b') as f:\n    f.seek(1000); f.write(b'xyz')\n\
+                  b = open('p.bin', 'rb').read()\n\
+                  assert b == d[:1000] + b'xyz' + d[1003:], 'python: contents differ'\n\
+                  print('python ok')\n";
+        std::fs::write(local.join("t.py"), py).unwrap();
+        let out = sh(&at, &format!("python3 '{}'", local.join("t.py").display()));
+        assert!(out.contains("python ok"), "{out}");
+    }
+    if have("git") {
+        let out = sh(
+            &at,
+            "mkdir repo && cd repo && git init -q . && echo hi > f && git add f \
+             && git -c user.name=t -c user.email=t@t commit -qm first && git log --oneline \
+             && git fsck --no-progress 2>&1 && echo git ok",
+        );
+        assert!(out.contains("first") && out.contains("git ok"), "{out}");
+    }
+    if have("sqlite3") {
+        let out = sh(
+            &at,
+            "sqlite3 db 'create table t(x); insert into t values (1), (2), (39);' \
+             && sqlite3 db 'select sum(x) from t;'",
+        );
+        assert_eq!(out.trim(), "42", "{out}");
+    }
+
+    // A clean unmount ends the mount process with success.
+    let st = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&at)
+        .status()
+        .unwrap();
+    assert!(st.success(), "fusermount3 -u failed");
+    let mut m = m;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(s) = m.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mount process outlived the unmount"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = std::fs::read_to_string(tmp.0.join("mount.log")).unwrap_or_default();
+    assert!(code.success(), "t3fs mount exited {code}:\n{log}");
+    assert!(!mounted(&at));
+    drop(m);
+    let (ok, text) = t3fs(&["cluster", "down", "--dir", &cluster_s], &tmp.0);
+    assert!(ok, "{text}");
+    assert!(processes_under(&tmp.0).is_empty(), "processes left");
+}

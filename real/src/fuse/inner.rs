@@ -3,8 +3,9 @@
 //! directory listings, the inode-number table, and the steps several requests take (look up a
 //! path, open a file, list a directory, truncate).
 //!
-//! Invariant: every write handle of a file counts its length hint from the latest truncate
-//! version this mount made. Not here: the requests (fs.rs).
+//! Invariants: every write handle of a file counts its length hint from the latest truncate
+//! version this mount made, and knows the length that truncate left (reads end there, or at
+//! the end of later writes). Not here: the requests (fs.rs).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -103,11 +104,12 @@ impl Inner {
             .open_with_inode(path, write)
             .await
             .map_err(|e| errno(&e))?;
-        let length = file.length;
-        if trunc && write && length > 0 {
+        let mut inode = inode;
+        if trunc && write && file.length > 0 {
             c.truncate(&mut file, &inode, 0)
                 .await
                 .map_err(|e| errno(&e))?;
+            set_length(&mut inode, 0);
         }
         let fh = self.fh();
         let open = Open {
@@ -172,11 +174,23 @@ impl Inner {
             .await
             .map_err(|e| errno(&e))?;
         for o in lock(&self.files).values_mut() {
-            if o.inode.id == inode.id && o.file.session != 0 {
+            if o.inode.id != inode.id {
+                continue;
+            }
+            set_length(&mut o.inode, len);
+            o.file.length = len;
+            if o.file.session != 0 {
                 o.file.truncate_ver = file.truncate_ver;
                 o.written = 0;
             }
         }
         Ok(())
+    }
+}
+
+/// What a handle knows of its file's length, after this mount truncated it.
+fn set_length(i: &mut Inode, len: u64) {
+    if let InodeKind::File { length, .. } = &mut i.kind {
+        *length = len;
     }
 }

@@ -1,0 +1,332 @@
+//! The mount against the kernel's own file system: the same seeded random sequences of system
+//! calls (create with flags, write and read at offsets, truncate, rename, link, unlink, mkdir,
+//! rmdir, chmod, symlink, readlink, readdir) run on a `t3fs mount` and on a local directory, and
+//! every call must give the same result or the same errno, and the two trees the same names,
+//! kinds, modes, link counts and contents at the end. Names come from a small pool, so calls
+//! collide (EEXIST, ENOENT, ENOTEMPTY, EISDIR, ENOTDIR...). An fsx-style run then hammers one
+//! file with writes, truncates and reads at random offsets and lengths, checked against an
+//! in-memory model.
+//!
+//! One known difference is not drawn: hard-linking a symlink (Linux links the symlink; the
+//! meta service hard-links regular files only and answers EPERM).
+//!
+//! Reproduce: `cargo nextest run -p t3fs --test fuse_posix` (the seeds are in the test).
+//! Needs /dev/fuse and fusermount3; runs as the test's user (root in CI).
+
+mod support;
+
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{processes_under, t3fs, Scratch};
+
+struct Mounted {
+    at: PathBuf,
+    child: Child,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3")
+            .arg("-uz")
+            .arg(&self.at)
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mount(cluster: &Path, at: &Path) -> Mounted {
+    fs::create_dir_all(at).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
+        .arg("mount")
+        .arg(at)
+        .arg("--cluster")
+        .arg(cluster)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let m = Mounted {
+        at: at.to_path_buf(),
+        child,
+    };
+    let want = format!(" {} fuse", at.display());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fs::read_to_string("/proc/mounts").is_ok_and(|s| s.contains(&want)) {
+        assert!(Instant::now() < deadline, "not mounted within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    m
+}
+
+/// xorshift64*, seeded.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[self.below(v.len() as u64) as usize]
+    }
+}
+
+const NAMES: &[&str] = &["a", "b", "d", "d/a", "d/b", "d/e", "d/e/a", "e", "e/a"];
+
+/// What a call gave: a value, or the errno.
+type Outcome = Result<String, i32>;
+
+fn code(e: std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(match e.kind() {
+        ErrorKind::NotFound => 2, // ENOENT
+        _ => -1,
+    })
+}
+
+/// One random call under `root`; its description (the same for both roots) and outcome.
+fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
+    let p = |n: &str| root.join(n);
+    let a = r.pick(NAMES);
+    let b = r.pick(NAMES);
+    let off = r.below(3 * 4096 + 7);
+    let len = 1 + r.below(6000) as usize;
+    let byte = r.below(250) as u8 + 1;
+    match r.below(12) {
+        0 => {
+            let excl = r.below(2) == 0;
+            let trunc = r.below(2) == 0;
+            let mut o = OpenOptions::new();
+            o.write(true)
+                .create(!excl)
+                .create_new(excl)
+                .truncate(trunc)
+                .mode(0o640);
+            let out = o.open(p(a)).map(|_| String::new()).map_err(code);
+            (format!("open {a} excl={excl} trunc={trunc}"), out)
+        }
+        1 | 2 => {
+            let out = OpenOptions::new()
+                .write(true)
+                .open(p(a))
+                .and_then(|mut f| {
+                    f.seek(SeekFrom::Start(off))?;
+                    f.write_all(&vec![byte; len])
+                })
+                .map(|_| String::new())
+                .map_err(code);
+            (format!("write {a} {off}+{len}"), out)
+        }
+        3 => {
+            let out = fs::File::open(p(a))
+                .and_then(|mut f| {
+                    f.seek(SeekFrom::Start(off))?;
+                    let mut buf = vec![0; len];
+                    let n = f.read(&mut buf)?;
+                    Ok(format!(
+                        "{n} bytes, sum {}",
+                        buf[..n].iter().map(|x| u64::from(*x)).sum::<u64>()
+                    ))
+                })
+                .map_err(code);
+            (format!("read {a} {off}+{len}"), out)
+        }
+        4 => {
+            let to = r.below(10_000);
+            let out = OpenOptions::new()
+                .write(true)
+                .open(p(a))
+                .and_then(|f| f.set_len(to))
+                .map(|_| String::new())
+                .map_err(code);
+            (format!("truncate {a} {to}"), out)
+        }
+        5 => (
+            format!("rename {a} {b}"),
+            fs::rename(p(a), p(b)).map(|_| String::new()).map_err(code),
+        ),
+        // A known difference, not drawn: Linux hard-links a symlink itself; the meta service
+        // hard-links regular files only (EPERM).
+        6 if fs::symlink_metadata(p(a)).is_ok_and(|m| m.file_type().is_symlink()) => (
+            format!("link {a} {b}: skipped, {a} is a symlink"),
+            Ok(String::new()),
+        ),
+        6 => (
+            format!("link {a} {b}"),
+            fs::hard_link(p(a), p(b))
+                .map(|_| String::new())
+                .map_err(code),
+        ),
+        7 => (
+            format!("unlink {a}"),
+            fs::remove_file(p(a)).map(|_| String::new()).map_err(code),
+        ),
+        8 => (
+            format!("mkdir {a}"),
+            fs::create_dir(p(a)).map(|_| String::new()).map_err(code),
+        ),
+        9 => (
+            format!("rmdir {a}"),
+            fs::remove_dir(p(a)).map(|_| String::new()).map_err(code),
+        ),
+        10 => {
+            let mode = [0o600, 0o644, 0o755, 0o700][r.below(4) as usize];
+            let out = fs::set_permissions(p(a), fs::Permissions::from_mode(mode))
+                .map(|_| String::new())
+                .map_err(code);
+            (format!("chmod {a} {mode:o}"), out)
+        }
+        _ => {
+            let made = std::os::unix::fs::symlink(b, p(a))
+                .map(|_| String::new())
+                .map_err(code);
+            let read = fs::read_link(p(a))
+                .map(|t| t.display().to_string())
+                .map_err(code);
+            (format!("symlink {a} -> {b}; readlink"), made.and(read))
+        }
+    }
+}
+
+/// Every entry under `root`: path, kind, mode, link count and contents (files) or target.
+fn tree(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let mut names: Vec<String> = fs::read_dir(root.join(&rel))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for n in names {
+            let r = rel.join(&n);
+            let full = root.join(&r);
+            let m = fs::symlink_metadata(&full).unwrap();
+            let what = if m.file_type().is_symlink() {
+                format!("-> {}", fs::read_link(&full).unwrap().display())
+            } else if m.is_dir() {
+                stack.push(r.clone());
+                format!("dir {:o}", m.mode() & 0o7777)
+            } else {
+                let data = fs::read(&full).unwrap();
+                let sum: u64 = data.iter().map(|x| u64::from(*x)).sum();
+                format!(
+                    "file {:o} links {} len {} sum {sum}",
+                    m.mode() & 0o7777,
+                    m.nlink(),
+                    data.len()
+                )
+            };
+            out.push(format!("{} {what}", r.display()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_difference() {
+    if !Path::new("/dev/fuse").exists()
+        || !Command::new("sh")
+            .args(["-c", "command -v fusermount3"])
+            .status()
+            .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+        return;
+    }
+    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-posix-{}", std::process::id())));
+    fs::create_dir_all(&tmp.0).unwrap();
+    let cluster = tmp.0.join("cluster");
+    let cs = cluster.to_string_lossy().to_string();
+    let (ok, text) = t3fs(&["cluster", "up", "--dir", &cs], &tmp.0);
+    assert!(ok, "{text}");
+    let m = mount(&cluster, &tmp.0.join("mnt"));
+    for seed in [1u64, 2, 3] {
+        let (mine, theirs) = (
+            m.at.join(format!("s{seed}")),
+            tmp.0.join(format!("local{seed}")),
+        );
+        fs::create_dir(&mine).unwrap();
+        fs::create_dir(&theirs).unwrap();
+        let (mut r1, mut r2) = (Rng(seed * 0x9E37_79B9 + 1), Rng(seed * 0x9E37_79B9 + 1));
+        for step in 0..300 {
+            let (what, got) = call(&mine, &mut r1);
+            let (_, want) = call(&theirs, &mut r2);
+            assert_eq!(got, want, "seed {seed} step {step}: {what}");
+        }
+        assert_eq!(tree(&mine), tree(&theirs), "seed {seed}: the trees differ");
+    }
+    fsx(&m.at.join("fsx"), 4);
+    drop(m);
+    let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);
+    assert!(ok, "{text}");
+    assert!(processes_under(&tmp.0).is_empty(), "processes left");
+}
+
+/// fsx-style: writes, truncates and reads of one file at random offsets and lengths, each read
+/// checked against a model of the contents.
+fn fsx(path: &Path, seed: u64) {
+    let mut r = Rng(seed);
+    let mut model: Vec<u8> = Vec::new();
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    for step in 0..400 {
+        let off = r.below(3 << 20) as usize;
+        let len = 1 + r.below(300_000) as usize;
+        match r.below(5) {
+            0 | 1 => {
+                let data: Vec<u8> = (0..len).map(|i| (i as u64 ^ step) as u8 | 1).collect();
+                f.seek(SeekFrom::Start(off as u64)).unwrap();
+                f.write_all(&data).unwrap();
+                if model.len() < off + len {
+                    model.resize(off + len, 0);
+                }
+                model[off..off + len].copy_from_slice(&data);
+            }
+            2 => {
+                let to = r.below(3 << 20) as usize;
+                f.set_len(to as u64).unwrap();
+                model.resize(to, 0);
+            }
+            _ => {
+                f.seek(SeekFrom::Start(off as u64)).unwrap();
+                let mut buf = vec![0; len];
+                let mut n = 0;
+                while n < len {
+                    let k = f.read(&mut buf[n..]).unwrap();
+                    if k == 0 {
+                        break;
+                    }
+                    n += k;
+                }
+                let want = &model[off.min(model.len())..(off + len).min(model.len())];
+                assert_eq!(n, want.len(), "fsx step {step}: read {off}+{len} length");
+                assert!(
+                    buf[..n] == *want,
+                    "fsx step {step}: read {off}+{len} contents differ"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        fs::metadata(path).unwrap().len(),
+        model.len() as u64,
+        "fsx: final size"
+    );
+}

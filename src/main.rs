@@ -70,6 +70,13 @@ enum Command {
         /// How long the kernel caches attributes and directory entries, milliseconds.
         #[arg(long, default_value_t = 1000)]
         attr_ttl_ms: u64,
+        /// Bypass the page cache: every read and write goes to the cluster.
+        #[arg(long)]
+        direct_io: bool,
+        /// The kernel's writeback cache: faster small writes, but a write returns before it is
+        /// replicated (durable at fsync or close).
+        #[arg(long)]
+        writeback_cache: bool,
     },
     /// Run one real service process (what `cluster up` starts for each node).
     Serve {
@@ -105,7 +112,18 @@ fn main() -> ExitCode {
             cluster,
             allow_other,
             attr_ttl_ms,
-        } => mount(&mountpoint, &cluster, allow_other, attr_ttl_ms),
+            direct_io,
+            writeback_cache,
+        } => {
+            let opts = t3fs_real::fuse::MountOptions {
+                allow_other,
+                attr_ttl: std::time::Duration::from_millis(attr_ttl_ms),
+                direct_io,
+                writeback_cache,
+                ..Default::default()
+            };
+            mount(&mountpoint, &cluster, &opts)
+        }
         Command::Report { cmd, dir } => report::run(cmd, dir),
     }
 }
@@ -114,16 +132,10 @@ fn main() -> ExitCode {
 fn mount(
     mountpoint: &std::path::Path,
     dir: &std::path::Path,
-    allow_other: bool,
-    ttl_ms: u64,
+    opts: &t3fs_real::fuse::MountOptions,
 ) -> ExitCode {
-    let opts = t3fs_real::fuse::MountOptions {
-        allow_other,
-        attr_ttl: std::time::Duration::from_millis(ttl_ms),
-        ..Default::default()
-    };
     let r = t3fs_real::cluster::client_options(dir)
-        .and_then(|c| t3fs_real::fuse::mount(c, mountpoint, &opts));
+        .and_then(|c| t3fs_real::fuse::mount(c, mountpoint, opts));
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -5,7 +5,7 @@
 //! kinds, modes, link counts and contents at the end. Names come from a small pool, so calls
 //! collide (EEXIST, ENOENT, ENOTEMPTY, EISDIR, ENOTDIR...). An fsx-style run then hammers one
 //! file with writes, truncates and reads at random offsets and lengths, checked against an
-//! in-memory model.
+//! in-memory model, on the default mount, through the writeback cache, and with `direct_io`.
 //!
 //! One known difference is not drawn: hard-linking a symlink (Linux links the symlink; the
 //! meta service hard-links regular files only and answers EPERM).
@@ -40,13 +40,14 @@ impl Drop for Mounted {
     }
 }
 
-fn mount(cluster: &Path, at: &Path) -> Mounted {
+fn mount(cluster: &Path, at: &Path, flags: &[&str]) -> Mounted {
     fs::create_dir_all(at).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
         .arg("mount")
         .arg(at)
         .arg("--cluster")
         .arg(cluster)
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -251,7 +252,7 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     let cs = cluster.to_string_lossy().to_string();
     let (ok, text) = t3fs(&["cluster", "up", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
-    let m = mount(&cluster, &tmp.0.join("mnt"));
+    let m = mount(&cluster, &tmp.0.join("mnt"), &[]);
     for seed in [1u64, 2, 3] {
         let (mine, theirs) = (
             m.at.join(format!("s{seed}")),
@@ -268,7 +269,13 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
         assert_eq!(tree(&mine), tree(&theirs), "seed {seed}: the trees differ");
     }
     fsx(&m.at.join("fsx"), 4);
-    drop(m);
+    // The same file checks through the kernel's writeback cache, and with the page cache
+    // bypassed.
+    let wb = mount(&cluster, &tmp.0.join("wb"), &["--writeback-cache"]);
+    fsx(&wb.at.join("fsx-wb"), 5);
+    let direct = mount(&cluster, &tmp.0.join("direct"), &["--direct-io"]);
+    fsx(&direct.at.join("fsx-direct"), 6);
+    drop((m, wb, direct));
     let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
     assert!(processes_under(&tmp.0).is_empty(), "processes left");

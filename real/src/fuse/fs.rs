@@ -19,12 +19,12 @@
 use std::ffi::OsStr;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, OpenAccMode,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+    Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
 };
 use t3fs_core::meta::{InodeKind, SetAttr};
 use tokio::runtime::Handle;
@@ -38,14 +38,24 @@ use crate::client::{Client, ClientError};
 /// The mounted file system.
 pub struct T3fs {
     inner: Arc<Inner>,
+    opts: super::MountOptions,
 }
 
 impl T3fs {
-    /// Serves `client`'s cluster; requests run on `rt`; attributes and entries are cached by
-    /// the kernel for `ttl`.
-    pub fn new(client: Client, rt: Handle, ttl: Duration) -> Self {
+    /// Serves `client`'s cluster as `opts` say; requests run on `rt`.
+    pub fn new(client: Client, rt: Handle, opts: super::MountOptions) -> Self {
         Self {
-            inner: Arc::new(Inner::new(client, rt, ttl)),
+            inner: Arc::new(Inner::new(client, rt, opts.attr_ttl)),
+            opts,
+        }
+    }
+
+    /// How file handles are opened: through the page cache, or `direct_io`.
+    fn fopen(&self) -> FopenFlags {
+        if self.opts.direct_io {
+            FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::empty()
         }
     }
 
@@ -74,6 +84,22 @@ fn secs(t: TimeOrNow) -> u64 {
 }
 
 impl Filesystem for T3fs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // 1 MiB requests (3FS's chunk size, and what `max_write` allows at most by default),
+        // readahead as the kernel allows, lookups and listings of one directory in parallel,
+        // O_TRUNC handed to open; the writeback cache only when asked (see MountOptions).
+        let _ = config.set_max_write(self.opts.max_write);
+        let _ = config.set_max_readahead(self.opts.max_readahead);
+        let mut want = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_ATOMIC_O_TRUNC;
+        if self.opts.writeback_cache {
+            want |= InitFlags::FUSE_WRITEBACK_CACHE;
+        }
+        if let Err(missing) = config.add_capabilities(want) {
+            tracing::warn!("the kernel lacks FUSE capabilities {missing:?}");
+        }
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let child = self.inner.child(parent, name);
         self.spawn(|s| async move {
@@ -286,9 +312,10 @@ impl Filesystem for T3fs {
         let path = self.inner.path(ino);
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         let trunc = flags.0 & libc::O_TRUNC != 0;
+        let fopen = self.fopen();
         self.spawn(|s| async move {
             match async { s.open(&path?, write, trunc).await }.await {
-                Ok((fh, _)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+                Ok((fh, _)) => reply.opened(FileHandle(fh), fopen),
                 Err(e) => reply.error(e),
             }
         });
@@ -549,6 +576,7 @@ impl Filesystem for T3fs {
         let path = self.inner.child(parent, name);
         let exclusive = flags & libc::O_EXCL != 0;
         let trunc = flags & libc::O_TRUNC != 0;
+        let fopen = self.fopen();
         self.spawn(|s| async move {
             let r = async {
                 let path = path?;
@@ -562,13 +590,7 @@ impl Filesystem for T3fs {
                 Ok((fh, s.attr(&inode)))
             };
             match r.await {
-                Ok((fh, a)) => reply.created(
-                    &s.ttl,
-                    &a,
-                    Generation(0),
-                    FileHandle(fh),
-                    FopenFlags::empty(),
-                ),
+                Ok((fh, a)) => reply.created(&s.ttl, &a, Generation(0), FileHandle(fh), fopen),
                 Err(e) => reply.error(e),
             }
         });

@@ -33,6 +33,18 @@ pub struct MountOptions {
     pub attr_ttl: Duration,
     /// Threads reading requests from the kernel (requests themselves run on the runtime).
     pub threads: usize,
+    /// The largest write the kernel sends in one request.
+    pub max_write: u32,
+    /// The kernel's readahead, bytes (capped by the kernel).
+    pub max_readahead: u32,
+    /// `direct_io`: every read and write goes to the cluster, the page cache is bypassed (for
+    /// benchmarks that must measure the cluster, and for files other clients change).
+    pub direct_io: bool,
+    /// The kernel's writeback cache: writes are buffered in the page cache and sent in large
+    /// batches, so small writes get much faster, but a write returns before it is on any
+    /// replica (durable only at fsync or close) and the kernel may read a file's pages to fill
+    /// partial writes. Off by default: an acknowledged write is then a replicated one.
+    pub writeback_cache: bool,
 }
 
 impl Default for MountOptions {
@@ -41,6 +53,10 @@ impl Default for MountOptions {
             allow_other: false,
             attr_ttl: Duration::from_secs(1),
             threads: 2,
+            max_write: 1 << 20,
+            max_readahead: 4 << 20,
+            direct_io: false,
+            writeback_cache: false,
         }
     }
 }
@@ -56,7 +72,7 @@ pub fn mount(client: ClientOptions, mountpoint: &Path, o: &MountOptions) -> Resu
     let c = rt
         .block_on(Client::connect(client))
         .map_err(|e| e.to_string())?;
-    let fs = T3fs::new(c, rt.handle().clone(), o.attr_ttl);
+    let fs = T3fs::new(c, rt.handle().clone(), o.clone());
     let mut options = vec![
         MountOption::FSName("t3fs".into()),
         MountOption::Subtype("t3fs".into()),

@@ -43,6 +43,7 @@ fn mount(cluster: &Path, at: &Path, log: &Path) -> Mounted {
         .arg(at)
         .arg("--cluster")
         .arg(cluster)
+        .arg("--allow-other")
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -156,6 +157,23 @@ fn real_tools_work_on_a_mounted_cluster() {
         assert!(errs.contains(want), "{want} missing:\n{errs}");
     }
 
+    // Requests act for their caller: what another user creates is theirs, and mode bits keep
+    // them out of what is not (meta checks the same user the kernel did).
+    if have("setpriv") {
+        sh(&at, "mkdir -m 1777 shared && echo root > shared/rootfile && chmod 644 shared/rootfile");
+        let out = sh(
+            &at,
+            "setpriv --reuid 65534 --regid 65534 --clear-groups sh -c '\
+               echo mine > shared/mine && stat -c \"%u:%g\" shared/mine; \
+               (echo x > shared/rootfile) 2>&1 || true; \
+               (mkdir untouchable 2>&1) || true; \
+               (rm shared/rootfile 2>&1) || true'",
+        );
+        for want in ["65534:65534", "Permission denied", "Operation not permitted"] {
+            assert!(out.contains(want), "{want} missing:\n{out}");
+        }
+        assert!(sh(&at, "cat shared/rootfile").contains("root"), "root's file unchanged");
+    }
     if have("python3") {
         let py = "import os\n\
                   d = os.urandom(300000)\n\

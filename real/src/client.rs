@@ -125,6 +125,21 @@ pub struct File {
     pub length: u64,
 }
 
+tokio::task_local! {
+    /// The user the current task's namespace requests act for (see [`acting_as`]).
+    static ACTING: t3fs_core::meta::perm::User;
+}
+
+/// Runs `f` with every namespace request the client makes in it acting for `user` (permission
+/// checks, owner of what it creates) instead of the client's own user: a FUSE mount serves
+/// many users through one client, one task per kernel request.
+pub async fn acting_as<F: std::future::Future>(
+    user: t3fs_core::meta::perm::User,
+    f: F,
+) -> F::Output {
+    ACTING.scope(user, f).await
+}
+
 /// A connected client.
 pub struct Client {
     handle: NodeHandle,
@@ -370,7 +385,11 @@ impl Client {
     }
 
     pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
-        match self.call(ClientCall::Meta(op)).await? {
+        let call = match ACTING.try_with(|u| *u) {
+            Ok(user) => ClientCall::MetaAs { user, op },
+            Err(_) => ClientCall::Meta(op),
+        };
+        match self.call(call).await? {
             ClientRet::Meta(Ok(a)) => Ok(a),
             ClientRet::Meta(Err(e)) => Err(ClientError::Meta(e)),
             other => Err(ClientError::Failed(format!("{other:?}"))),

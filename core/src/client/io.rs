@@ -146,7 +146,7 @@ pub(super) fn plan(call: ClientCall) -> Option<Vec<(ChainId, ChunkId, IoKind)>> 
             Some(chains.into_iter().map(|c| (c, chunk, kind(c))).collect())
         }
         // Not chunk I/O: served by `meta.rs` before planning.
-        ClientCall::Meta(_) => None,
+        ClientCall::Meta(_) | ClientCall::MetaAs { .. } => None,
     }
 }
 

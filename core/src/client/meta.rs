@@ -1,5 +1,6 @@
-//! The client's namespace calls: a `ClientCall::Meta` becomes one `MetaReq` to a meta server,
-//! re-sent on timeout or on a retryable answer, to the next meta server each time.
+//! The client's namespace calls: a `ClientCall::Meta` (or `MetaAs`, for another user) becomes
+//! one `MetaReq` to a meta server, re-sent on timeout or on a retryable answer, to the next
+//! meta server each time.
 //!
 //! Meta servers are stateless and interchangeable (§4), so any of them may take a retry. The
 //! request id stays the same on every retry: the servers' idempotency record makes a mutating
@@ -11,6 +12,7 @@
 use crate::ids::RequestId;
 use crate::kv::KvError;
 use crate::machine::{ActionOf, Outbox};
+use crate::meta::perm::User;
 use crate::meta::request::{MetaOp, MetaResult};
 use crate::meta::MetaError;
 use crate::msg::meta::{MetaReply, MetaReq};
@@ -22,16 +24,24 @@ use super::{Client, ClientRet, ClientTimer};
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub(super) struct MetaCall {
     op: MetaOp,
+    /// The user the request acts for.
+    user: User,
     sends: u32,
 }
 
 impl Client {
-    pub(super) fn on_meta_call(&mut self, req: RequestId, op: MetaOp, out: &mut Outbox<Self>) {
+    pub(super) fn on_meta_call(
+        &mut self,
+        req: RequestId,
+        op: MetaOp,
+        user: User,
+        out: &mut Outbox<Self>,
+    ) {
         if self.cfg.meta.is_empty() {
             let ret = ClientRet::Meta(Err(MetaError::Invalid("invalid argument")));
             return out.push(ActionOf::Return { req, ret });
         }
-        self.meta_calls.insert(req, MetaCall { op, sends: 0 });
+        self.meta_calls.insert(req, MetaCall { op, user, sends: 0 });
         self.send_meta(req, out);
     }
 
@@ -62,7 +72,7 @@ impl Client {
         let msg = Msg::MetaReq(MetaReq {
             client: self.cfg.client,
             request: req,
-            user: self.cfg.user,
+            user: call.user,
             op: call.op.clone(),
         });
         out.send(to, msg);

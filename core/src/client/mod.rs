@@ -143,6 +143,14 @@ pub enum ClientCall {
     },
     /// A namespace request to the meta service.
     Meta(crate::meta::request::MetaOp),
+    /// A namespace request made for `user` instead of the client's own (a FUSE mount acting
+    /// for the calling process: permission checks and new inodes' owner are that user's).
+    MetaAs {
+        /// The user the request acts for.
+        user: crate::meta::perm::User,
+        /// The request.
+        op: crate::meta::request::MetaOp,
+    },
 }
 
 /// The answer to a call.
@@ -316,7 +324,11 @@ impl Client {
             });
         }
         let call = match call {
-            ClientCall::Meta(op) => return self.on_meta_call(req, op, out),
+            ClientCall::Meta(op) => {
+                let user = self.cfg.user;
+                return self.on_meta_call(req, op, user, out);
+            }
+            ClientCall::MetaAs { user, op } => return self.on_meta_call(req, op, user, out),
             call => call,
         };
         let (is_read, buf_len) = match &call {

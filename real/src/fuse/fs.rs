@@ -26,6 +26,7 @@ use fuser::{
     KernelConfig, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
 };
+use t3fs_core::meta::perm::User;
 use t3fs_core::meta::{InodeKind, SetAttr};
 use tokio::runtime::Handle;
 
@@ -64,14 +65,18 @@ impl T3fs {
         Arc::into_inner(self.inner).map(|i| i.client)
     }
 
-    /// Runs `f` on the runtime.
-    fn spawn<F, Fut>(&self, f: F)
+    /// Runs `f` on the runtime, its namespace requests acting for `req`'s caller.
+    fn spawn<F, Fut>(&self, req: &Request, f: F)
     where
         F: FnOnce(Arc<Inner>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        let user = User {
+            uid: req.uid(),
+            gid: req.gid(),
+        };
         let fut = f(self.inner.clone());
-        self.inner.rt.spawn(fut);
+        self.inner.rt.spawn(crate::client::acting_as(user, fut));
     }
 }
 
@@ -100,9 +105,9 @@ impl Filesystem for T3fs {
         Ok(())
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let child = self.inner.child(parent, name);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             match async { s.look(child?).await }.await {
                 Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
                 Err(e) => reply.error(e),
@@ -110,9 +115,9 @@ impl Filesystem for T3fs {
         });
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let path = self.inner.path(ino);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             match async { s.look(path?).await }.await {
                 Ok(a) => reply.attr(&s.ttl, &a),
                 Err(e) => reply.error(e),
@@ -122,7 +127,7 @@ impl Filesystem for T3fs {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -146,7 +151,7 @@ impl Filesystem for T3fs {
             mtime: mtime.map(secs),
             layout: None,
         };
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let path = path?;
                 if let Some(len) = size {
@@ -167,9 +172,9 @@ impl Filesystem for T3fs {
         });
     }
 
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
         let path = self.inner.path(ino);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let i = s.client.lstat(&path?).await.map_err(|e| errno(&e))?;
                 match i.kind {
@@ -186,7 +191,7 @@ impl Filesystem for T3fs {
 
     fn mkdir(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -194,7 +199,7 @@ impl Filesystem for T3fs {
         reply: ReplyEntry,
     ) {
         let path = self.inner.child(parent, name);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let path = path?;
                 let perm = mode & !umask & 0o7777;
@@ -211,17 +216,17 @@ impl Filesystem for T3fs {
         });
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.remove(parent, name, reply);
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(req, parent, name, reply);
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.remove(parent, name, reply);
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(req, parent, name, reply);
     }
 
     fn symlink(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         link_name: &OsStr,
         target: &std::path::Path,
@@ -229,7 +234,7 @@ impl Filesystem for T3fs {
     ) {
         let path = self.inner.child(parent, link_name);
         let target = target.to_str().map(str::to_string);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let (path, target) = (path?, target.ok_or(Errno::EINVAL)?);
                 s.client
@@ -247,7 +252,7 @@ impl Filesystem for T3fs {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -259,7 +264,7 @@ impl Filesystem for T3fs {
             self.inner.child(parent, name),
             self.inner.child(newparent, newname),
         );
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let (from, to) = (from?, to?);
                 if flags.contains(RenameFlags::RENAME_EXCHANGE) {
@@ -285,14 +290,14 @@ impl Filesystem for T3fs {
 
     fn link(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
         let (existing, path) = (self.inner.path(ino), self.inner.child(newparent, newname));
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let (existing, path) = (existing?, path?);
                 s.client
@@ -308,12 +313,12 @@ impl Filesystem for T3fs {
         });
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let path = self.inner.path(ino);
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         let trunc = flags.0 & libc::O_TRUNC != 0;
         let fopen = self.fopen();
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             match async { s.open(&path?, write, trunc).await }.await {
                 Ok((fh, _)) => reply.opened(FileHandle(fh), fopen),
                 Err(e) => reply.error(e),
@@ -323,7 +328,7 @@ impl Filesystem for T3fs {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -335,7 +340,7 @@ impl Filesystem for T3fs {
         let held = lock(&self.inner.files)
             .get(&fh.0)
             .map(|o| (o.file.clone(), o.inode.clone()));
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let (file, inode) = held.ok_or(Errno::EBADF)?;
                 // Reads stop at the end of the file as this mount sees it (holes inside read
@@ -359,7 +364,7 @@ impl Filesystem for T3fs {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -371,7 +376,7 @@ impl Filesystem for T3fs {
     ) {
         let file = lock(&self.inner.files).get(&fh.0).map(|o| o.file.clone());
         let data = data.to_vec();
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let len = data.len() as u64;
             let r = async {
                 let file = file.ok_or(Errno::EBADF)?;
@@ -393,7 +398,7 @@ impl Filesystem for T3fs {
 
     fn flush(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _lock_owner: fuser::LockOwner,
@@ -405,7 +410,7 @@ impl Filesystem for T3fs {
         let held = lock(&self.inner.files)
             .get(&fh.0)
             .map(|o| (o.file.clone(), o.written));
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = match held {
                 Some((f, written)) if f.session != 0 && written > 0 => {
                     s.client.sync_length(&f, written).await
@@ -421,7 +426,7 @@ impl Filesystem for T3fs {
 
     fn release(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
@@ -434,7 +439,7 @@ impl Filesystem for T3fs {
         let held = lock(&self.inner.files)
             .get(&fh.0)
             .map(|o| (o.file.clone(), o.written));
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = match held {
                 Some((f, written)) if f.session != 0 => s.client.close_file(&f, written).await,
                 _ => Ok(()),
@@ -449,7 +454,7 @@ impl Filesystem for T3fs {
 
     fn fsync(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _datasync: bool,
@@ -458,7 +463,7 @@ impl Filesystem for T3fs {
         let held = lock(&self.inner.files)
             .get(&fh.0)
             .map(|o| (o.file.clone(), o.written));
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = match held {
                 Some((f, written)) if f.session != 0 => s.client.sync_length(&f, written).await,
                 Some(_) => Ok(()),
@@ -471,9 +476,9 @@ impl Filesystem for T3fs {
         });
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let path = self.inner.path(ino);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let path = path?;
                 let l = s.listing(&path).await.map_err(|e| errno(&e))?;
@@ -526,8 +531,8 @@ impl Filesystem for T3fs {
         reply.ok();
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        self.spawn(|s| async move {
+    fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.spawn(req, |s| async move {
             match s.client.statfs().await {
                 Ok(st) => {
                     let b = u64::from(BLKSIZE);
@@ -565,7 +570,7 @@ impl Filesystem for T3fs {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -577,7 +582,7 @@ impl Filesystem for T3fs {
         let exclusive = flags & libc::O_EXCL != 0;
         let trunc = flags & libc::O_TRUNC != 0;
         let fopen = self.fopen();
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let path = path?;
                 let perm = mode & !umask & 0o7777;
@@ -598,9 +603,9 @@ impl Filesystem for T3fs {
 }
 
 impl T3fs {
-    fn remove(&self, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn remove(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let path = self.inner.child(parent, name);
-        self.spawn(|s| async move {
+        self.spawn(req, |s| async move {
             let r = async {
                 let path = path?;
                 s.client.remove(&path, false).await.map_err(|e| errno(&e))?;

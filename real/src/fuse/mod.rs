@@ -1,8 +1,9 @@
 //! `t3fs mount`: the cluster as a FUSE file system, through the native client. The `fuser`
 //! crate speaks the kernel's FUSE protocol (no libfuse); mounting and unmounting go through
 //! Debian fuse3's `fusermount3`. The kernel checks permissions from the attributes
-//! (`default_permissions`), so mode bits apply to every caller; meta itself sees the mount's
-//! own user.
+//! (`default_permissions`), and every request's namespace calls act for its caller's uid and
+//! gid (`client::acting_as`), so meta checks the same user and makes it the owner of what it
+//! creates.
 //!
 //! Invariants: a request is answered exactly once, after the cluster answered it (nothing is
 //! acknowledged before it is durable on its chain); a cluster failure answers EIO. Not here:

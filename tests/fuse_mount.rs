@@ -7,59 +7,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{processes_under, t3fs, Scratch};
+use support::{fuse_available, mount, mounted, processes_under, t3fs, Scratch};
 
 /// A mount process; dropping it unmounts (lazily if busy) and kills the process.
-struct Mounted {
-    at: PathBuf,
-    child: Child,
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = Command::new("fusermount3")
-            .arg("-uz")
-            .arg(&self.at)
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn mounted(at: &Path) -> bool {
-    let want = format!(" {} fuse", at.display());
-    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(&want))
-}
-
-fn mount(cluster: &Path, at: &Path, log: &Path) -> Mounted {
-    std::fs::create_dir_all(at).unwrap();
-    let log = std::fs::File::create(log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
-        .arg("mount")
-        .arg(at)
-        .arg("--cluster")
-        .arg(cluster)
-        .arg("--allow-other")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let m = Mounted {
-        at: at.to_path_buf(),
-        child,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !mounted(at) {
-        assert!(Instant::now() < deadline, "not mounted within 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    m
-}
-
 /// Runs `script` with `sh -e` in `dir`; its output, or a panic with it.
 fn sh(dir: &Path, script: &str) -> String {
     let out = Command::new("sh")
@@ -124,7 +78,7 @@ echo tools ok
 
 #[test]
 fn real_tools_work_on_a_mounted_cluster() {
-    if !Path::new("/dev/fuse").exists() || !have("fusermount3") {
+    if !fuse_available() {
         eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
         return;
     }
@@ -135,7 +89,7 @@ fn real_tools_work_on_a_mounted_cluster() {
     let (ok, text) = t3fs(&["cluster", "up", "--dir", &cluster_s], &tmp.0);
     assert!(ok, "{text}");
     let at = tmp.0.join("mnt");
-    let m = mount(&cluster, &at, &tmp.0.join("mount.log"));
+    let m = mount(&cluster, &at, &["--allow-other"], &tmp.0.join("mount.log"));
     let local = tmp.0.join("local");
     std::fs::create_dir_all(&local).unwrap();
     sh(&local, MAKE_TREE);
@@ -160,7 +114,10 @@ fn real_tools_work_on_a_mounted_cluster() {
     // Requests act for their caller: what another user creates is theirs, and mode bits keep
     // them out of what is not (meta checks the same user the kernel did).
     if have("setpriv") {
-        sh(&at, "mkdir -m 1777 shared && echo root > shared/rootfile && chmod 644 shared/rootfile");
+        sh(
+            &at,
+            "mkdir -m 1777 shared && echo root > shared/rootfile && chmod 644 shared/rootfile",
+        );
         let out = sh(
             &at,
             "setpriv --reuid 65534 --regid 65534 --clear-groups sh -c '\
@@ -169,10 +126,17 @@ fn real_tools_work_on_a_mounted_cluster() {
                (mkdir untouchable 2>&1) || true; \
                (rm shared/rootfile 2>&1) || true'",
         );
-        for want in ["65534:65534", "Permission denied", "Operation not permitted"] {
+        for want in [
+            "65534:65534",
+            "Permission denied",
+            "Operation not permitted",
+        ] {
             assert!(out.contains(want), "{want} missing:\n{out}");
         }
-        assert!(sh(&at, "cat shared/rootfile").contains("root"), "root's file unchanged");
+        assert!(
+            sh(&at, "cat shared/rootfile").contains("root"),
+            "root's file unchanged"
+        );
     }
     if have("python3") {
         let py = "import os\n\

@@ -19,51 +19,8 @@ use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use support::{processes_under, t3fs, Scratch};
-
-struct Mounted {
-    at: PathBuf,
-    child: Child,
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = Command::new("fusermount3")
-            .arg("-uz")
-            .arg(&self.at)
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn mount(cluster: &Path, at: &Path, flags: &[&str]) -> Mounted {
-    fs::create_dir_all(at).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
-        .arg("mount")
-        .arg(at)
-        .arg("--cluster")
-        .arg(cluster)
-        .args(flags)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let m = Mounted {
-        at: at.to_path_buf(),
-        child,
-    };
-    let want = format!(" {} fuse", at.display());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !fs::read_to_string("/proc/mounts").is_ok_and(|s| s.contains(&want)) {
-        assert!(Instant::now() < deadline, "not mounted within 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    m
-}
+use support::{fuse_available, mount, processes_under, t3fs, Scratch};
 
 /// xorshift64*, seeded.
 struct Rng(u64);
@@ -237,12 +194,7 @@ fn tree(root: &Path) -> Vec<String> {
 
 #[test]
 fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_difference() {
-    if !Path::new("/dev/fuse").exists()
-        || !Command::new("sh")
-            .args(["-c", "command -v fusermount3"])
-            .status()
-            .is_ok_and(|s| s.success())
-    {
+    if !fuse_available() {
         eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
         return;
     }
@@ -252,7 +204,8 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     let cs = cluster.to_string_lossy().to_string();
     let (ok, text) = t3fs(&["cluster", "up", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
-    let m = mount(&cluster, &tmp.0.join("mnt"), &[]);
+    let log = tmp.0.join("mount.log");
+    let m = mount(&cluster, &tmp.0.join("mnt"), &[], &log);
     for seed in [1u64, 2, 3] {
         let (mine, theirs) = (
             m.at.join(format!("s{seed}")),
@@ -271,9 +224,9 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     fsx(&m.at.join("fsx"), 4);
     // The same file checks through the kernel's writeback cache, and with the page cache
     // bypassed.
-    let wb = mount(&cluster, &tmp.0.join("wb"), &["--writeback-cache"]);
+    let wb = mount(&cluster, &tmp.0.join("wb"), &["--writeback-cache"], &log);
     fsx(&wb.at.join("fsx-wb"), 5);
-    let direct = mount(&cluster, &tmp.0.join("direct"), &["--direct-io"]);
+    let direct = mount(&cluster, &tmp.0.join("direct"), &["--direct-io"], &log);
     fsx(&direct.at.join("fsx-direct"), 6);
     drop((m, wb, direct));
     let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);

@@ -6,13 +6,11 @@
 set -euo pipefail
 NS=t3peer_gl; IP=10.78.0.2; B=${2:?usage: gluster.sh up|run|down BASE}
 in_ns() { ip netns exec $NS "$@"; }
+# shellcheck source=ns.sh
+. "$(dirname "$0")/ns.sh"
 case $1 in
 up)
-  ip netns add $NS 2>/dev/null || true
-  ip link add t3glh type veth peer name t3gln 2>/dev/null || true
-  ip link set t3gln netns $NS 2>/dev/null || true
-  in_ns ip addr replace $IP/24 dev t3gln
-  in_ns ip link set t3gln up; in_ns ip link set lo up
+  ns_up $NS $IP t3glh t3gln
   rm -rf "$B"; mkdir -p "$B/b1" "$B/b2" "$B/b3" "$B/mnt"
   in_ns glusterd --log-file="$B/glusterd.log" -p "$B/glusterd.pid"
   sleep 3
@@ -31,8 +29,7 @@ down)
   [ -f "$B/glusterd.pid" ] && kill "$(cat "$B/glusterd.pid")" 2>/dev/null || true
   pkill -f "glusterfsd.*$B" 2>/dev/null || true
   pkill -f "glusterfs.*t3v" 2>/dev/null || true
-  ip netns del $NS 2>/dev/null || true
-  ip link del t3glh 2>/dev/null || true
+  ns_down $NS t3glh
   rm -rf "$B"
   ;;
 *) echo "usage: gluster.sh up|run|down BASE" >&2; exit 2 ;;

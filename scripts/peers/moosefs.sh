@@ -8,13 +8,11 @@
 set -euo pipefail
 NS=t3peer_mfs; IP=10.77.0.2; B=${2:?usage: moosefs.sh up|run|down BASE}
 in_ns() { ip netns exec $NS "$@"; }
+# shellcheck source=ns.sh
+. "$(dirname "$0")/ns.sh"
 case $1 in
 up)
-  ip netns add $NS 2>/dev/null || true
-  ip link add t3mfsh type veth peer name t3mfsn 2>/dev/null || true
-  ip link set t3mfsn netns $NS 2>/dev/null || true
-  in_ns ip addr replace $IP/24 dev t3mfsn
-  in_ns ip link set t3mfsn up; in_ns ip link set lo up
+  ns_up $NS $IP t3mfsh t3mfsn
   rm -rf "$B"; mkdir -p "$B/master" "$B/mnt"
   printf 'DATA_PATH = %s/master\nEXPORTS_FILENAME = %s/exports.cfg\n' "$B" "$B" > "$B/master.cfg"
   echo "* / rw,alldirs,maproot=0" > "$B/exports.cfg"
@@ -36,8 +34,7 @@ run)
 down)
   for i in 1 2 3; do in_ns mfschunkserver -c "$B/cs$i/cs.cfg" stop >/dev/null 2>&1 || true; done
   in_ns mfsmaster -c "$B/master.cfg" stop >/dev/null 2>&1 || true
-  ip netns del $NS 2>/dev/null || true
-  ip link del t3mfsh 2>/dev/null || true
+  ns_down $NS t3mfsh
   rm -rf "$B"
   ;;
 *) echo "usage: moosefs.sh up|run|down BASE" >&2; exit 2 ;;

@@ -1,11 +1,13 @@
 //! Helpers of the tests that run the t3fs binary and its service processes: run a command with
-//! a private temporary directory, find processes whose command line names a directory, and a
-//! scratch directory whose drop kills every such process and removes it (pass or fail).
+//! a private temporary directory, find processes whose command line names a directory, a
+//! scratch directory whose drop kills every such process and removes it (pass or fail), and a
+//! FUSE mount whose drop unmounts it.
 
 #![allow(dead_code)] // Each test binary uses its own subset.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs `t3fs ARGS` with TMPDIR = `tmp`: whether it exited 0, and its output.
 pub fn t3fs(args: &[&str], tmp: &Path) -> (bool, String) {
@@ -58,4 +60,63 @@ impl Drop for Scratch {
         }
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A `t3fs mount` process; dropping it unmounts (lazily if busy) and kills the process.
+pub struct Mounted {
+    pub at: PathBuf,
+    pub child: Child,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3")
+            .arg("-uz")
+            .arg(&self.at)
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a FUSE file system is mounted at `at`.
+pub fn mounted(at: &Path) -> bool {
+    let want = format!(" {} fuse", at.display());
+    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(&want))
+}
+
+/// Whether FUSE mounts can be made here (/dev/fuse and fusermount3).
+pub fn fuse_available() -> bool {
+    Path::new("/dev/fuse").exists()
+        && Command::new("sh")
+            .args(["-c", "command -v fusermount3"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
+/// Mounts the cluster in `cluster` at `at` with `flags`, its stderr to `log`; waits until the
+/// kernel has the mount (30 s at most).
+pub fn mount(cluster: &Path, at: &Path, flags: &[&str], log: &Path) -> Mounted {
+    std::fs::create_dir_all(at).unwrap();
+    let log = std::fs::File::create(log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
+        .arg("mount")
+        .arg(at)
+        .arg("--cluster")
+        .arg(cluster)
+        .args(flags)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let m = Mounted {
+        at: at.to_path_buf(),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !mounted(at) {
+        assert!(Instant::now() < deadline, "not mounted within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    m
 }

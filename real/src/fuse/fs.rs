@@ -108,10 +108,7 @@ impl Filesystem for T3fs {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let child = self.inner.child(parent, name);
         self.spawn(req, |s| async move {
-            match async { s.look(child?).await }.await {
-                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
-                Err(e) => reply.error(e),
-            }
+            entry(reply, &s.ttl, async { s.look(child?).await }.await);
         });
     }
 
@@ -209,10 +206,7 @@ impl Filesystem for T3fs {
                     .map_err(|e| errno(&e))?;
                 s.look(path).await
             };
-            match r.await {
-                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
-                Err(e) => reply.error(e),
-            }
+            entry(reply, &s.ttl, r.await);
         });
     }
 
@@ -243,10 +237,7 @@ impl Filesystem for T3fs {
                     .map_err(|e| errno(&e))?;
                 s.look(path).await
             };
-            match r.await {
-                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
-                Err(e) => reply.error(e),
-            }
+            entry(reply, &s.ttl, r.await);
         });
     }
 
@@ -306,10 +297,7 @@ impl Filesystem for T3fs {
                     .map_err(|e| errno(&e))?;
                 s.look(path).await
             };
-            match r.await {
-                Ok(a) => reply.entry(&s.ttl, &a, Generation(0)),
-                Err(e) => reply.error(e),
-            }
+            entry(reply, &s.ttl, r.await);
         });
     }
 
@@ -407,9 +395,7 @@ impl Filesystem for T3fs {
         // Every write was committed on its chain before it was answered; what close(2) waits
         // for here is meta learning the length, so that the next open anywhere sees it (the
         // kernel does not wait for `release`).
-        let held = lock(&self.inner.files)
-            .get(&fh.0)
-            .map(|o| (o.file.clone(), o.written));
+        let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
             let r = match held {
                 Some((f, written)) if f.session != 0 && written > 0 => {
@@ -417,10 +403,7 @@ impl Filesystem for T3fs {
                 }
                 _ => Ok(()),
             };
-            match r {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(&e)),
-            }
+            answer(reply, r);
         });
     }
 
@@ -436,19 +419,14 @@ impl Filesystem for T3fs {
     ) {
         // The kernel does not wait for this answer: until meta has the length hint, the
         // handle's writes stay in the size this mount reports (`size_of`).
-        let held = lock(&self.inner.files)
-            .get(&fh.0)
-            .map(|o| (o.file.clone(), o.written));
+        let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
             let r = match held {
                 Some((f, written)) if f.session != 0 => s.client.close_file(&f, written).await,
                 _ => Ok(()),
             };
             lock(&s.files).remove(&fh.0);
-            match r {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(&e)),
-            }
+            answer(reply, r);
         });
     }
 
@@ -460,19 +438,14 @@ impl Filesystem for T3fs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let held = lock(&self.inner.files)
-            .get(&fh.0)
-            .map(|o| (o.file.clone(), o.written));
+        let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
             let r = match held {
                 Some((f, written)) if f.session != 0 => s.client.sync_length(&f, written).await,
                 Some(_) => Ok(()),
                 None => Err(ClientError::Invalid("bad handle".into())),
             };
-            match r {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(&e)),
-            }
+            answer(reply, r);
         });
     }
 
@@ -617,5 +590,21 @@ impl T3fs {
                 Err(e) => reply.error(e),
             }
         });
+    }
+}
+
+/// Answers an empty reply with `r`'s outcome.
+fn answer(reply: ReplyEmpty, r: Result<(), ClientError>) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(errno(&e)),
+    }
+}
+
+/// Answers an entry reply (a name looked up or made) with `r`.
+fn entry(reply: ReplyEntry, ttl: &std::time::Duration, r: Result<fuser::FileAttr, Errno>) {
+    match r {
+        Ok(a) => reply.entry(ttl, &a, Generation(0)),
+        Err(e) => reply.error(e),
     }
 }

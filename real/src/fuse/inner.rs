@@ -93,6 +93,13 @@ impl Inner {
         lock(&self.names).child(parent, name)
     }
 
+    /// Handle `fh`'s file and the end of its acknowledged writes.
+    pub fn handle(&self, fh: u64) -> Option<(File, u64)> {
+        lock(&self.files)
+            .get(&fh)
+            .map(|o| (o.file.clone(), o.written))
+    }
+
     pub fn fh(&self) -> u64 {
         self.next_fh.fetch_add(1, Ordering::Relaxed)
     }

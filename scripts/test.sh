@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # System packages: etcd (Debian etcd-server) for the etcd KV engine's conformance run, protoc
 # (protobuf-compiler) and the well-known .proto files (libprotobuf-dev) for etcd-client's
 # build, curl for scripts/etcd.sh's health check, nft (nftables) for the `--hosts netns` run whose
-# partitions are kernel rules, fusermount3 (fuse3) for the `t3fs mount` tests. Installed with apt when missing (as root, or through sudo). The main
+# partitions are kernel rules, fusermount3 (fuse3) and fio for the `t3fs mount` tests. Installed with apt when missing (as root, or through sudo). The main
 # job needs none of them.
 need=()
 command -v etcd >/dev/null || need+=(etcd-server)
@@ -17,6 +17,7 @@ command -v protoc >/dev/null || need+=(protobuf-compiler)
 command -v curl >/dev/null || need+=(curl)
 command -v nft >/dev/null || need+=(nftables)
 command -v fusermount3 >/dev/null || need+=(fuse3)
+command -v fio >/dev/null || need+=(fio)
 if [ ${#need[@]} -gt 0 ]; then
   echo "== installing ${need[*]} (apt)"
   if [ "$(id -u)" -eq 0 ]; then

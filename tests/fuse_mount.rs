@@ -1,5 +1,6 @@
 //! `t3fs mount`: a real cluster mounted with FUSE and used by real tools (mkdir, cp -r, diff,
-//! tar, mv, ln, ln -s, dd, truncate, find, rm -r, python, git, sqlite3), every result checked
+//! tar, mv, ln, ln -s, dd, truncate, find, rm -r, python, git, sqlite3, fio with verify on the
+//! psync and io_uring engines), every result checked
 //! against a local copy; POSIX errors as a local file system gives them; then `fusermount3 -u`
 //! ends the mount process cleanly. Needs /dev/fuse and fusermount3 (scripts/test.sh installs
 //! Debian's fuse3); without them it says it skipped. The mount and every process end, pass or
@@ -158,6 +159,20 @@ fn real_tools_work_on_a_mounted_cluster() {
              && git fsck --no-progress 2>&1 && echo git ok",
         );
         assert!(out.contains("first") && out.contains("git ok"), "{out}");
+    }
+    if have("fio") {
+        // Writes verified by fio as it reads them back, through both engines.
+        for engine in ["psync", "io_uring"] {
+            let out = sh(
+                &at,
+                &format!(
+                    "fio --name=v --filename=fio.{engine} --rw=randwrite --bs=4k --size=4M \
+                     --ioengine={engine} --iodepth=8 --verify=crc32c --do_verify=1 \
+                     --output-format=terse --minimal && echo fio ok"
+                ),
+            );
+            assert!(out.contains("fio ok"), "fio {engine}:\n{out}");
+        }
     }
     if have("sqlite3") {
         let out = sh(

@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 
 # System packages: etcd (Debian etcd-server) for the etcd KV engine's conformance run, protoc
 # (protobuf-compiler) and the well-known .proto files (libprotobuf-dev) for etcd-client's
-# build, curl for scripts/etcd.sh's health check, nft (nftables) for the `--hosts netns` run whose
-# partitions are kernel rules, fusermount3 (fuse3) and fio for the `t3fs mount` tests. Installed with apt when missing (as root, or through sudo). The main
-# job needs none of them.
+# build, curl for scripts/etcd.sh's health check, nft (nftables) for the `--hosts netns` run
+# whose partitions are kernel rules, fusermount3 (fuse3) and fio for the `t3fs mount` tests.
+# Installed with apt when missing (as root, or through sudo). The main job needs none of them.
 need=()
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v protoc >/dev/null || need+=(protobuf-compiler)

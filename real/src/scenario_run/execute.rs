@@ -77,6 +77,16 @@ fn rejoin(live: &Live, f: &mut Injected, name: &str) {
 /// disks are kept and the node only restarts, as the simulator's fault atlas does: replacing
 /// them would destroy the last copy, a double fault no protocol survives.
 pub fn replace_disks(live: &Live, f: &mut Injected, name: &str) -> Result<String, String> {
+    replace_disks_wiped(live, f, name).map(|(what, _)| what)
+}
+
+/// [`replace_disks`], also saying whether the target directories were emptied (the atlas may
+/// keep them).
+pub fn replace_disks_wiped(
+    live: &Live,
+    f: &mut Injected,
+    name: &str,
+) -> Result<(String, bool), String> {
     let dir = live.dir;
     if running(dir, name) {
         cluster::kill(dir, name, "KILL")?;
@@ -105,7 +115,7 @@ pub fn replace_disks(live: &Live, f: &mut Injected, name: &str) -> Result<String
     };
     cluster::restart(dir, name)?;
     rejoin(live, f, name);
-    Ok(what)
+    Ok((what, last.is_empty()))
 }
 
 /// Executes one real or approximated step; returns the node it concerned and what was done.

@@ -155,6 +155,30 @@ pub(super) fn last_intact(live: &Live, name: &str, damaged: &BTreeSet<String>) -
         .collect()
 }
 
+/// Whether every target of the nodes `wiped` (their disks replaced at `since`) has been seen
+/// out of SERVING after `since`: an emptied target must be resynced before its chain counts as
+/// converged, and until mgmtd notices the restart its routing still shows it SERVING.
+pub(super) fn wiped_rejoined(
+    watch: &crate::routing_watch::RoutingWatch,
+    names: &BTreeMap<u32, String>,
+    wiped: &[String],
+    since: std::time::Instant,
+) -> bool {
+    let hosts = watch.hosts();
+    let seen = watch.seen();
+    hosts
+        .iter()
+        .filter(|(_, n)| names.get(&n.0).is_some_and(|name| wiped.contains(name)))
+        .all(|(t, _)| {
+            seen.iter().filter(|s| s.at >= since).any(|s| {
+                s.chain
+                    .targets
+                    .iter()
+                    .any(|c| c.target == *t && c.state != PublicState::Serving)
+            })
+        })
+}
+
 /// The node references of `a`.
 pub(super) fn refs(a: &Action) -> Vec<&NodeRef> {
     use Action as A;

@@ -433,7 +433,7 @@ async fn drive(
         let replaced: Vec<_> = replace
             .into_iter()
             .map(|n| {
-                let r = execute::replace_disks(&live, &mut injected, &n);
+                let r = execute::replace_disks_wiped(&live, &mut injected, &n);
                 (n, r)
             })
             .collect();
@@ -458,9 +458,15 @@ async fn drive(
             format!("restart client-{k} with a fresh identity"),
         );
     }
+    // Nodes whose target directories were emptied: convergence waits for their resync.
+    let wiped: Vec<String> = replaced
+        .iter()
+        .filter(|(_, r)| r.as_ref().is_ok_and(|(_, wiped)| *wiped))
+        .map(|(n, _)| n.clone())
+        .collect();
     for (n, r) in replaced {
         let what = match r {
-            Ok(what) => format!("kill -9 {n} (failed or damaged disks): {what}"),
+            Ok((what, _)) => format!("kill -9 {n} (failed or damaged disks): {what}"),
             Err(e) => {
                 step_failures.push(format!("replacing the failed disks of {n} failed: {e}"));
                 format!("replacing the failed disks of {n} failed: {e}")
@@ -469,10 +475,12 @@ async fn drive(
         mark(&mut marks, say, "fault", &n, what);
     }
     let deadline = live_start + sc.converge_within;
-    while !watch.all_serving() && Instant::now() < deadline {
+    let converged =
+        || watch.all_serving() && live::wiped_rejoined(&watch, names, &wiped, live_start);
+    while !converged() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let converged_after = watch.all_serving().then(|| live_start.elapsed());
+    let converged_after = converged().then(|| live_start.elapsed());
     let final_from = rec.len();
     let unread = match converged_after {
         Some(after) => {

@@ -449,6 +449,13 @@ impl Client {
         Ok((self.file_of(inode.clone(), session)?, inode))
     }
 
+    /// The chain table `layout` names, from the routing the client holds (empty if unknown).
+    pub(crate) fn chain_table(&self, layout: &t3fs_core::meta::placement::Layout) -> Vec<ChainId> {
+        let routing = self.routing().unwrap_or_default();
+        let key = (layout.range.table, layout.range.table_version);
+        routing.chain_tables.get(&key).cloned().unwrap_or_default()
+    }
+
     pub(crate) fn file_of(&self, inode: Inode, session: u64) -> Result<File, ClientError> {
         let InodeKind::File {
             length,
@@ -459,12 +466,7 @@ impl Client {
             return Err(ClientError::Invalid("not a regular file".into()));
         };
         let layout = layout.ok_or_else(|| ClientError::Failed("file has no layout".into()))?;
-        let routing = self.routing().unwrap_or_default();
-        let table: Vec<ChainId> = routing
-            .chain_tables
-            .get(&(layout.range.table, layout.range.table_version))
-            .cloned()
-            .unwrap_or_default();
+        let table = self.chain_table(&layout);
         let fl = layout
             .file_layout(&table)
             .ok_or_else(|| ClientError::Failed("layout does not resolve against routing".into()))?;
@@ -529,41 +531,17 @@ impl Client {
 
     /// Makes a directory (its parent must exist).
     pub async fn mkdir(&self, path: &str) -> Result<(), ClientError> {
-        Self::check_path(path)?;
-        self.meta(MetaOp::Mkdirs {
-            path: path.into(),
-            perm: 0o755,
-            recursive: false,
-        })
-        .await
-        .map(|_| ())
+        self.mkdir_mode(path, 0o755).await.map(|_| ())
     }
 
     /// Creates an empty file without opening it (exclusive).
     pub async fn create_empty(&self, path: &str) -> Result<(), ClientError> {
-        Self::check_path(path)?;
-        self.meta(MetaOp::Create {
-            path: path.into(),
-            perm: 0o644,
-            exclusive: true,
-        })
-        .await
-        .map(|_| ())
+        self.create_file(path, 0o644, true).await.map(|_| ())
     }
 
     /// Stats a path.
     pub async fn stat(&self, path: &str) -> Result<Inode, ClientError> {
-        Self::check_path(path)?;
-        match self
-            .meta(MetaOp::Stat {
-                path: path.into(),
-                follow: true,
-            })
-            .await?
-        {
-            MetaAnswer::Inode(i) => Ok(i),
-            a => Err(ClientError::Failed(format!("stat answered {a:?}"))),
-        }
+        self.stat_follow(path, true).await
     }
 
     /// Lists a directory (first `limit` entries).
@@ -572,18 +550,7 @@ impl Client {
         path: &str,
         limit: u32,
     ) -> Result<Vec<(Vec<u8>, DirEntry)>, ClientError> {
-        Self::check_path(path)?;
-        match self
-            .meta(MetaOp::List {
-                path: path.into(),
-                after: Vec::new(),
-                limit,
-            })
-            .await?
-        {
-            MetaAnswer::Entries(e) => Ok(e),
-            a => Err(ClientError::Failed(format!("list answered {a:?}"))),
-        }
+        self.list_after(path, Vec::new(), limit).await
     }
 
     /// Removes a path.

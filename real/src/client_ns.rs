@@ -6,7 +6,7 @@
 //!
 //! Not here: file I/O and the verbs of `client.rs` (create, open, mkdir, stat, list, remove).
 
-use t3fs_core::ids::{ChainId, RequestId};
+use t3fs_core::ids::RequestId;
 use t3fs_core::meta::request::{FsStat, MetaAnswer, MetaOp};
 use t3fs_core::meta::SetAttr;
 use t3fs_core::meta::{DirEntry, Inode, InodeKind};
@@ -32,12 +32,17 @@ fn done(a: MetaAnswer, verb: &str) -> Result<(), ClientError> {
 impl Client {
     /// stat without following a final symlink.
     pub async fn lstat(&self, path: &str) -> Result<Inode, ClientError> {
+        self.stat_follow(path, false).await
+    }
+
+    /// stat (`follow`) or lstat.
+    pub(crate) async fn stat_follow(&self, path: &str, follow: bool) -> Result<Inode, ClientError> {
         Self::check_path(path)?;
         let op = MetaOp::Stat {
             path: path.into(),
-            follow: false,
+            follow,
         };
-        inode(self.meta(op).await?, "lstat")
+        inode(self.meta(op).await?, "stat")
     }
 
     /// One page of a listing: at most `limit` names after `after` (exclusive), in name order.
@@ -147,7 +152,12 @@ impl Client {
         }
         let mut s = Session::opened(inode, f.session, vec![FileAction::Truncate(len)])
             .ok_or_else(|| ClientError::Invalid("not a regular file".into()))?;
-        let table = self.chain_table(inode);
+        let table = match &inode.kind {
+            InodeKind::File {
+                layout: Some(l), ..
+            } => self.chain_table(l),
+            _ => Vec::new(),
+        };
         let mut synced = None;
         while s.busy(false) {
             match s.step(&table, RequestId(0)) {
@@ -194,21 +204,5 @@ impl Client {
             truncated: false,
         };
         done(self.meta(op).await?, "sync")
-    }
-
-    /// The chain table `inode`'s layout names, from the routing the client holds.
-    fn chain_table(&self, inode: &Inode) -> Vec<ChainId> {
-        let InodeKind::File {
-            layout: Some(l), ..
-        } = &inode.kind
-        else {
-            return Vec::new();
-        };
-        let routing = self.routing().unwrap_or_default();
-        routing
-            .chain_tables
-            .get(&(l.range.table, l.range.table_version))
-            .cloned()
-            .unwrap_or_default()
     }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side by side on this host (root): t3fs, MooseFS and GlusterFS, 3 replicas each, the same
-# workload (workload.sh) on each FUSE mount, one after the other; prints one table and writes it
+# workload (workload.sh) on each FUSE mount, one after the other, and on the local disk as the
+# bound; prints one table and writes it
 # to OUT/table.md. Every cluster is torn down after its run, pass or fail.
 # usage: scripts/peers/run.sh [OUT] [SIZE_MIB] [FILES]   (needs fio; Debian moosefs-*,
 # glusterfs-*, fuse3)
@@ -10,6 +11,12 @@ OUT=${1:-runs/peers}; SIZE=${2:-256}; N=${3:-1000}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 HERE=$(pwd)/scripts/peers
 rows=()
+# The bound, measured in the same run: the same workload on a plain directory of this host's
+# disk (one copy, no FUSE, no network). Three replicas on one host share this disk, so no
+# system below can beat it on writes.
+L=/tmp/t3peer-local; rm -rf "$L"; mkdir -p "$L"
+rows+=("$("$HERE/workload.sh" local-disk "$L" "$SIZE" "$N" | tail -1)")
+rm -rf "$L"
 # t3fs twice: as mounted by default (a write returns once replicated), and with the kernel's
 # writeback cache (writes buffered and acknowledged before replication, as the peers' client
 # write-behind does by default).

@@ -34,7 +34,8 @@ use super::attr::BLKSIZE;
 use super::errno::errno;
 use super::inner::{lock, Inner};
 use super::names::ino_of;
-use crate::client::{Client, ClientError};
+use super::write_behind::WriteBehind;
+use crate::client::{Client, File};
 
 /// The mounted file system.
 pub struct T3fs {
@@ -46,7 +47,7 @@ impl T3fs {
     /// Serves `client`'s cluster as `opts` say; requests run on `rt`.
     pub fn new(client: Client, rt: Handle, opts: super::MountOptions) -> Self {
         Self {
-            inner: Arc::new(Inner::new(client, rt, opts.attr_ttl)),
+            inner: Arc::new(Inner::new(client, rt, &opts)),
             opts,
         }
     }
@@ -327,21 +328,20 @@ impl Filesystem for T3fs {
     ) {
         let held = lock(&self.inner.files)
             .get(&fh.0)
-            .map(|o| (o.file.clone(), o.inode.clone()));
+            .map(|o| (o.file.clone(), o.inode.clone(), o.ra.clone()));
         self.spawn(req, |s| async move {
             let r = async {
-                let (file, inode) = held.ok_or(Errno::EBADF)?;
-                // Reads stop at the end of the file as this mount sees it (holes inside read
-                // as zeros, as the chains answer them).
+                let (file, inode, ra) = held.ok_or(Errno::EBADF)?;
+                // A read sees every write this mount accepted before it, and stops at the end
+                // of the file as this mount sees it (holes inside read as zeros, as the chains
+                // answer them).
+                s.settle_writes(inode.id.0).await;
                 let end = s.size_of(&inode).unwrap_or(file.length);
                 let len = u64::from(size).min(end.saturating_sub(offset));
                 if len == 0 {
                     return Ok(Vec::new());
                 }
-                s.client
-                    .read(&file, offset, len)
-                    .await
-                    .map_err(|e| errno(&e))
+                ra.read(&s, offset, len, end).await
             };
             match r.await {
                 Ok(d) => reply.data(&d),
@@ -362,20 +362,14 @@ impl Filesystem for T3fs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
-        let file = lock(&self.inner.files).get(&fh.0).map(|o| o.file.clone());
+        let held = self.inner.handle(fh.0);
         let data = data.to_vec();
         self.spawn(req, |s| async move {
             let len = data.len() as u64;
             let r = async {
-                let file = file.ok_or(Errno::EBADF)?;
-                s.client
-                    .write(&file, offset, data)
-                    .await
-                    .map_err(|e| errno(&e))?;
-                if let Some(o) = lock(&s.files).get_mut(&fh.0) {
-                    o.written = o.written.max(offset + len);
-                }
-                Ok(())
+                let (file, wb) = held.ok_or(Errno::EBADF)?;
+                s.forget_reads(file.inode.0);
+                wb.write(&s, offset, data).await
             };
             match r.await {
                 Ok(()) => reply.written(len as u32),
@@ -392,18 +386,12 @@ impl Filesystem for T3fs {
         _lock_owner: fuser::LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Every write was committed on its chain before it was answered; what close(2) waits
-        // for here is meta learning the length, so that the next open anywhere sees it (the
-        // kernel does not wait for `release`).
+        // close(2) waits for this (the kernel does not wait for `release`): the handle's
+        // writes land on their chains, then meta learns the length, so that the next open
+        // anywhere sees them.
         let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
-            let r = match held {
-                Some((f, written)) if f.session != 0 && written > 0 => {
-                    s.client.sync_length(&f, written).await
-                }
-                _ => Ok(()),
-            };
-            answer(reply, r);
+            answer(reply, sync(&s, held).await);
         });
     }
 
@@ -422,11 +410,21 @@ impl Filesystem for T3fs {
         let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
             let r = match held {
-                Some((f, written)) if f.session != 0 => s.client.close_file(&f, written).await,
+                Some((f, wb)) if f.session != 0 => {
+                    // A failure was reported at flush; the hint covers what landed.
+                    let _ = wb.drain(&s).await;
+                    s.client
+                        .close_file(&f, wb.acked())
+                        .await
+                        .map_err(|e| errno(&e))
+                }
                 _ => Ok(()),
             };
             lock(&s.files).remove(&fh.0);
-            answer(reply, r);
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
         });
     }
 
@@ -440,12 +438,10 @@ impl Filesystem for T3fs {
     ) {
         let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
-            let r = match held {
-                Some((f, written)) if f.session != 0 => s.client.sync_length(&f, written).await,
-                Some(_) => Ok(()),
-                None => Err(ClientError::Invalid("bad handle".into())),
-            };
-            answer(reply, r);
+            match held {
+                Some(h) => answer(reply, sync(&s, Some(h)).await),
+                None => reply.error(Errno::EBADF),
+            }
         });
     }
 
@@ -593,11 +589,24 @@ impl T3fs {
     }
 }
 
+/// flush and fsync of a handle: its writes land (or their first failure is reported), then
+/// meta learns the length they reach.
+async fn sync(s: &Arc<Inner>, held: Option<(File, Arc<WriteBehind>)>) -> Result<(), Errno> {
+    let Some((f, wb)) = held.filter(|(f, _)| f.session != 0) else {
+        return Ok(());
+    };
+    let end = wb.drain(s).await?;
+    if end == 0 {
+        return Ok(());
+    }
+    s.client.sync_length(&f, end).await.map_err(|e| errno(&e))
+}
+
 /// Answers an empty reply with `r`'s outcome.
-fn answer(reply: ReplyEmpty, r: Result<(), ClientError>) {
+fn answer(reply: ReplyEmpty, r: Result<(), Errno>) {
     match r {
         Ok(()) => reply.ok(),
-        Err(e) => reply.error(errno(&e)),
+        Err(e) => reply.error(e),
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! Invariants: every write handle of a file counts its length hint from the latest truncate
 //! version this mount made, and knows the length that truncate left (reads end there, or at
-//! the end of later writes). Not here: the requests (fs.rs).
+//! the end of later writes); a truncate runs after every write this mount accepted before it
+//! landed, and forgets the file's readahead. Not here: the requests (fs.rs).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -20,6 +21,8 @@ use tokio::runtime::Handle;
 use super::attr::{attr_of, kind_of};
 use super::errno::errno;
 use super::names::{ino_of, Names};
+use super::read_ahead::ReadAhead;
+use super::write_behind::WriteBehind;
 use crate::client::{Client, ClientError, File};
 
 /// Names per page of a directory listing asked of meta.
@@ -29,8 +32,8 @@ const LIST_PAGE: u32 = 512;
 pub(super) struct Open {
     pub file: File,
     pub inode: Inode,
-    /// The end of this handle's acknowledged writes since its truncate version.
-    pub written: u64,
+    pub wb: Arc<WriteBehind>,
+    pub ra: Arc<ReadAhead>,
 }
 
 /// One open directory: its entries as `opendir` found them.
@@ -40,6 +43,10 @@ pub(super) struct Inner {
     pub client: Client,
     pub rt: Handle,
     pub ttl: Duration,
+    /// Pieces in flight per write handle (0: synchronous writes), see write_behind.rs.
+    pub write_window: usize,
+    /// Readahead bytes per handle, see read_ahead.rs.
+    pub readahead: u64,
     pub names: Mutex<Names>,
     pub files: Mutex<BTreeMap<u64, Open>>,
     pub dirs: Mutex<BTreeMap<u64, Arc<Listing>>>,
@@ -52,11 +59,13 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Inner {
     /// Nothing open yet.
-    pub fn new(client: Client, rt: Handle, ttl: Duration) -> Self {
+    pub fn new(client: Client, rt: Handle, o: &super::MountOptions) -> Self {
         Self {
             client,
             rt,
-            ttl,
+            ttl: o.attr_ttl,
+            write_window: o.write_window,
+            readahead: o.readahead,
             names: Mutex::default(),
             files: Mutex::default(),
             dirs: Mutex::default(),
@@ -71,7 +80,7 @@ impl Inner {
         };
         let files = lock(&self.files);
         let open = files.values().filter(|o| o.inode.id == i.id);
-        Some(open.map(|o| o.written).fold(*length, u64::max))
+        Some(open.map(|o| o.wb.accepted()).fold(*length, u64::max))
     }
 
     pub fn attr(&self, i: &Inode) -> FileAttr {
@@ -93,11 +102,35 @@ impl Inner {
         lock(&self.names).child(parent, name)
     }
 
-    /// Handle `fh`'s file and the end of its acknowledged writes.
-    pub fn handle(&self, fh: u64) -> Option<(File, u64)> {
+    /// Handle `fh`'s file and write-behind.
+    pub fn handle(&self, fh: u64) -> Option<(File, Arc<WriteBehind>)> {
         lock(&self.files)
             .get(&fh)
-            .map(|o| (o.file.clone(), o.written))
+            .map(|o| (o.file.clone(), o.wb.clone()))
+    }
+
+    /// The write-behinds and readaheads of every handle of inode `id` (FUSE number minus one).
+    fn handles_of(&self, id: u64) -> Vec<(Arc<WriteBehind>, Arc<ReadAhead>)> {
+        let files = lock(&self.files);
+        let of = files.values().filter(|o| o.inode.id.0 == id);
+        of.map(|o| (o.wb.clone(), o.ra.clone())).collect()
+    }
+
+    /// Waits until no handle of inode `id` has a write buffered or in flight (a read or a
+    /// truncate sees every write this mount accepted before it).
+    pub async fn settle_writes(self: &Arc<Self>, id: u64) {
+        for (wb, _) in self.handles_of(id) {
+            if wb.busy() {
+                wb.settle(self).await;
+            }
+        }
+    }
+
+    /// Forgets the readahead of every handle of inode `id` (it changed through this mount).
+    pub fn forget_reads(&self, id: u64) {
+        for (_, ra) in self.handles_of(id) {
+            ra.forget();
+        }
     }
 
     pub fn fh(&self) -> u64 {
@@ -120,9 +153,10 @@ impl Inner {
         }
         let fh = self.fh();
         let open = Open {
+            wb: WriteBehind::new(file.clone(), self.write_window),
+            ra: Arc::new(ReadAhead::new(file.clone(), self.readahead)),
             file,
             inode: inode.clone(),
-            written: 0,
         };
         lock(&self.files).insert(fh, open);
         Ok((fh, inode))
@@ -154,13 +188,14 @@ impl Inner {
     /// a setattr after the open, without its handle), else through a session of its own. Every
     /// write handle of the file then counts its length hint from the new truncate version.
     pub async fn truncate(
-        &self,
+        self: &Arc<Self>,
         path: &str,
         ino: INodeNo,
         fh: Option<u64>,
         len: u64,
     ) -> Result<(), Errno> {
         let id = ino.0.wrapping_sub(1);
+        self.settle_writes(id).await;
         let held = {
             let files = lock(&self.files);
             let writable = |o: &&Open| o.file.session != 0;
@@ -188,8 +223,9 @@ impl Inner {
             o.file.length = len;
             if o.file.session != 0 {
                 o.file.truncate_ver = file.truncate_ver;
-                o.written = 0;
+                o.wb.truncated();
             }
+            o.ra.forget();
         }
         Ok(())
     }

@@ -5,15 +5,21 @@
 //! gid (`client::acting_as`), so meta checks the same user and makes it the owner of what it
 //! creates.
 //!
-//! Invariants: a request is answered exactly once, after the cluster answered it (nothing is
-//! acknowledged before it is durable on its chain); a cluster failure answers EIO. Not here:
-//! the requests themselves (fs.rs), the errno table (errno.rs).
+//! Invariants: a request is answered exactly once, after the cluster answered it, except a
+//! write, which is answered once its handle accepted it (write-behind, see write_behind.rs):
+//! fsync and close(2) return only after every write of the handle committed on its whole chain,
+//! and report the first that failed, as a local file system's writeback does;
+//! `write_window = 0` answers each write after its commit. A cluster failure answers EIO, or
+//! blocks until the cluster is back (`ClientOptions::outage`). Not here: the requests
+//! themselves (fs.rs), the errno table (errno.rs).
 
 mod attr;
 pub mod errno;
 mod fs;
 mod inner;
 mod names;
+mod read_ahead;
+mod write_behind;
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,8 +50,13 @@ pub struct MountOptions {
     /// The kernel's writeback cache: writes are buffered in the page cache and sent in large
     /// batches, so small writes get much faster, but a write returns before it is on any
     /// replica (durable only at fsync or close) and the kernel may read a file's pages to fill
-    /// partial writes. Off by default: an acknowledged write is then a replicated one.
+    /// partial writes. Off by default.
     pub writeback_cache: bool,
+    /// Chunk writes in flight per open file (write-behind, with coalescing of sequential
+    /// writes into whole chunks); 0 answers each write only after its chain committed it.
+    pub write_window: usize,
+    /// The client's own readahead per open file, bytes, for sequential readers (0: off).
+    pub readahead: u64,
 }
 
 impl Default for MountOptions {
@@ -58,6 +69,8 @@ impl Default for MountOptions {
             max_readahead: 4 << 20,
             direct_io: false,
             writeback_cache: false,
+            write_window: 16,
+            readahead: 4 << 20,
         }
     }
 }

@@ -77,6 +77,19 @@ enum Command {
         /// replicated (durable at fsync or close).
         #[arg(long)]
         writeback_cache: bool,
+        /// Chunk writes in flight per open file (write-behind: a write returns once accepted,
+        /// fsync and close return once all landed and report the first failure); 0 makes each
+        /// write return only after its chain committed it.
+        #[arg(long, default_value_t = 16)]
+        write_window: usize,
+        /// The client's own readahead per open file for sequential readers, KiB (0: off).
+        #[arg(long, default_value_t = 4096)]
+        readahead_kib: u64,
+        /// While the cluster cannot serve a call (a chain with no replica up, no meta server):
+        /// `eio` fails it with EIO once the client's retries are spent (seconds), `block` waits
+        /// until the cluster is back, like an NFS hard mount.
+        #[arg(long, default_value = "eio", value_parser = ["eio", "block"])]
+        on_outage: String,
     },
     /// Run one real service process (what `cluster up` starts for each node).
     Serve {
@@ -114,15 +127,24 @@ fn main() -> ExitCode {
             attr_ttl_ms,
             direct_io,
             writeback_cache,
+            write_window,
+            readahead_kib,
+            on_outage,
         } => {
             let opts = t3fs_real::fuse::MountOptions {
                 allow_other,
                 attr_ttl: std::time::Duration::from_millis(attr_ttl_ms),
                 direct_io,
                 writeback_cache,
+                write_window,
+                readahead: readahead_kib << 10,
                 ..Default::default()
             };
-            mount(&mountpoint, &cluster, &opts)
+            let outage = match on_outage.as_str() {
+                "block" => t3fs_real::client::Outage::Block,
+                _ => t3fs_real::client::Outage::Fail,
+            };
+            mount(&mountpoint, &cluster, outage, &opts)
         }
         Command::Report { cmd, dir } => report::run(cmd, dir),
     }
@@ -132,10 +154,13 @@ fn main() -> ExitCode {
 fn mount(
     mountpoint: &std::path::Path,
     dir: &std::path::Path,
+    outage: t3fs_real::client::Outage,
     opts: &t3fs_real::fuse::MountOptions,
 ) -> ExitCode {
-    let r = t3fs_real::cluster::client_options(dir)
-        .and_then(|c| t3fs_real::fuse::mount(c, mountpoint, opts));
+    let r = t3fs_real::cluster::client_options(dir).and_then(|mut c| {
+        c.outage = outage;
+        t3fs_real::fuse::mount(c, mountpoint, opts)
+    });
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

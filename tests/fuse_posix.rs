@@ -11,7 +11,8 @@
 //! meta service hard-links regular files only and answers EPERM).
 //!
 //! Reproduce: `cargo nextest run -p t3fs --test fuse_posix` (the seeds are in the test).
-//! Needs /dev/fuse and fusermount3; runs as the test's user (root in CI).
+//! The random sequences run as the test's user (root in CI) and, when that is root, as an
+//! unprivileged user too. Needs /dev/fuse and fusermount3.
 
 mod support;
 
@@ -205,7 +206,8 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     let (ok, text) = t3fs(&["cluster", "up", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
     let log = tmp.0.join("mount.log");
-    let m = mount(&cluster, &tmp.0.join("mnt"), &[], &log);
+    // allow_other: the unprivileged runs below are another user than the mount's.
+    let m = mount(&cluster, &tmp.0.join("mnt"), &["--allow-other"], &log);
     for seed in [1u64, 2, 3] {
         let (mine, theirs) = (
             m.at.join(format!("s{seed}")),
@@ -213,13 +215,34 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
         );
         fs::create_dir(&mine).unwrap();
         fs::create_dir(&theirs).unwrap();
-        let (mut r1, mut r2) = (Rng(seed * 0x9E37_79B9 + 1), Rng(seed * 0x9E37_79B9 + 1));
-        for step in 0..300 {
-            let (what, got) = call(&mine, &mut r1);
-            let (_, want) = call(&theirs, &mut r2);
-            assert_eq!(got, want, "seed {seed} step {step}: {what}");
+        differential(&mine, &theirs, seed);
+    }
+    // The same as an unprivileged user, in directories it owns: the kernel's checks on the
+    // local side, the meta service's (for the caller's uid) on the mount.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for seed in [11u64, 12].into_iter().filter(|_| root) {
+        let (mine, theirs) = (
+            m.at.join(format!("u{seed}")),
+            tmp.0.join(format!("ulocal{seed}")),
+        );
+        for d in [&mine, &theirs] {
+            fs::create_dir(d).unwrap();
+            std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
         }
-        assert_eq!(tree(&mine), tree(&theirs), "seed {seed}: the trees differ");
+        let root_owned = tmp.0.clone();
+        let h = std::thread::spawn(move || {
+            become_nobody();
+            assert_eq!(
+                fs::write(root_owned.join("denied"), b"x").map_err(code),
+                Err(libc::EACCES),
+                "the thread is not unprivileged"
+            );
+            differential(&mine, &theirs, seed);
+        });
+        if let Err(e) = h.join() {
+            std::panic::resume_unwind(e);
+        }
     }
     fsx(&m.at.join("fsx"), 4);
     // The same file checks through the kernel's writeback cache, and with the page cache
@@ -232,6 +255,40 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
     assert!(processes_under(&tmp.0).is_empty(), "processes left");
+}
+
+/// The uid and gid the unprivileged runs act as.
+const NOBODY: u32 = 65534;
+
+/// Makes the calling thread act as [`NOBODY`] on file systems: fsuid and fsgid (per thread on
+/// Linux; the kernel drops the file capabilities of a thread whose fsuid leaves 0, and FUSE
+/// sends the fsuid as the caller), with no supplementary groups (the raw syscall: glibc's
+/// wrapper would change every thread of the test).
+fn become_nobody() {
+    // SAFETY: plain syscalls on this thread's credentials; no memory is passed.
+    unsafe {
+        assert_eq!(
+            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()),
+            0
+        );
+        libc::setfsgid(NOBODY);
+        libc::setfsuid(NOBODY);
+        // Called with an invalid id, each answers the current one.
+        assert_eq!(libc::setfsuid(u32::MAX) as u32, NOBODY);
+        assert_eq!(libc::setfsgid(u32::MAX) as u32, NOBODY);
+    }
+}
+
+/// 300 seeded random calls on `mine` (the mount) and `theirs` (local): each the same outcome,
+/// and the same trees at the end.
+fn differential(mine: &Path, theirs: &Path, seed: u64) {
+    let (mut r1, mut r2) = (Rng(seed * 0x9E37_79B9 + 1), Rng(seed * 0x9E37_79B9 + 1));
+    for step in 0..300 {
+        let (what, got) = call(mine, &mut r1);
+        let (_, want) = call(theirs, &mut r2);
+        assert_eq!(got, want, "seed {seed} step {step}: {what}");
+    }
+    assert_eq!(tree(mine), tree(theirs), "seed {seed}: the trees differ");
 }
 
 /// fsx-style: writes, truncates and reads of one file at random offsets and lengths, each read

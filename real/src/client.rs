@@ -52,6 +52,21 @@ pub struct ClientOptions {
     pub refresh: Option<Duration>,
     /// The user namespace requests act for (permission checks, the sticky bit).
     pub user: t3fs_core::meta::perm::User,
+    /// What a call does while the cluster cannot serve it.
+    pub outage: Outage,
+}
+
+/// What a call does while the cluster cannot serve it (every replica of a chain down, no meta
+/// server answering).
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub enum Outage {
+    /// Retry per the profile's bounds (chunk I/O `retries_max` times, meta calls
+    /// `meta_attempts_max` sends), then fail the call: a FUSE mount answers EIO.
+    #[default]
+    Fail,
+    /// Retry until the cluster answers: the call waits out the outage, as an NFS hard mount
+    /// does. Nothing is answered that the cluster did not do.
+    Block,
 }
 
 impl ClientOptions {
@@ -65,6 +80,7 @@ impl ClientOptions {
             connect_timeout: Duration::from_secs(30),
             refresh: None,
             user: t3fs_core::meta::perm::ROOT_USER,
+            outage: Outage::Fail,
         }
     }
 }
@@ -242,6 +258,12 @@ impl Client {
         cfg.meta = addrs.meta.clone();
         cfg.user = opts.user;
         cfg.channels = 64;
+        if opts.outage == Outage::Block {
+            // Bounded only so that the machine's counters cannot overflow: at the fast
+            // profile's half-second retry wait this is decades.
+            cfg.retries_max = u32::MAX / 2;
+            cfg.meta_attempts_max = u32::MAX / 2;
+        }
         let scale = |d: Duration| match opts.timeouts {
             Timeouts::ThreeFs => d,
             Timeouts::Fast => d / 10,

@@ -2,14 +2,16 @@
 # t3fs with 3 replicas on this host: `t3fs cluster up` (loopback, 3 storage nodes) and
 # `t3fs mount` (the FUSE mount under test), with the same interface as the peers' scripts.
 # usage: t3fs.sh up BASE | run BASE CMD... | down BASE   (T3FS: the binary; default release;
-# T3FS_MOUNT_FLAGS: extra `t3fs mount` flags, e.g. --writeback-cache)
+# T3FS_MOUNT_FLAGS: extra `t3fs mount` flags, e.g. --writeback-cache; T3FS_STORE: the chunk
+# store, default uring: io_uring with O_DIRECT, what 3FS's storage service uses, so the three
+# replicas' writes do not each copy through this host's one page cache)
 set -euo pipefail
 B=${2:?usage: t3fs.sh up|run|down BASE}
 T=${T3FS:-target/release/t3fs}
 case $1 in
 up)
   rm -rf "$B"; mkdir -p "$B/mnt"
-  "$T" cluster up --dir "$B/cluster" >/dev/null
+  "$T" cluster up --dir "$B/cluster" --store "${T3FS_STORE:-uring}" >/dev/null
   ;;
 run)
   shift 2

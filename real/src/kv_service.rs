@@ -1,6 +1,7 @@
 //! The `kv` role: serves the embedded persistent engine ([`crate::wal_kv`]) to every node of a
-//! one-host cluster over the transport. Each [`KvReq`] runs on tokio's blocking pool against a
-//! shared handle of the engine (commits from many callers share one WAL fsync: group commit)
+//! one-host cluster over the transport. Each [`KvReq`] runs against a shared handle of the engine:
+//! reads on the runtime, commits on tokio's blocking pool (commits from many callers share one
+//! WAL fsync: group commit)
 //! and is answered with a [`KvReply`] carrying the same id.
 //!
 //! Faults a real run injects (unavailability, spurious conflicts, unknown commits) come from
@@ -66,9 +67,17 @@ pub async fn serve(
                 KvFate::Conflict => Err(KvError::Conflict),
                 KvFate::UnknownDropped => Err(KvError::CommitUnknown),
                 KvFate::Run | KvFate::UnknownApplied => {
-                    let r = tokio::task::spawn_blocking(move || kv::execute(&mut e, op))
-                        .await
-                        .unwrap_or(Err(KvError::Unavailable));
+                    let r = match op {
+                        // A read holds the engine's lock only for its lookups (a commit drops
+                        // it while it syncs): run it here rather than hand it to another
+                        // thread and back, which costs a metadata call more than the read.
+                        KvOp::Read { .. } => kv::execute(&mut e, op),
+                        KvOp::Commit(_) => {
+                            tokio::task::spawn_blocking(move || kv::execute(&mut e, op))
+                                .await
+                                .unwrap_or(Err(KvError::Unavailable))
+                        }
+                    };
                     if fate == KvFate::UnknownApplied {
                         Err(KvError::CommitUnknown)
                     } else {

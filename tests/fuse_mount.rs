@@ -57,6 +57,10 @@ ln -s ../t1.txt src/a/b/rel
 const TOOLS: &str = r#"
 cp -r "$L/src" tree
 diff -r "$L/src" tree
+sleep 1.1 # past the entry cache: `ls -l` takes its attributes from readdirplus
+ls -ln tree/a/b | awk '!/^(total|d)/ {print $1, $2, $5, $9}' > "$L/ls.mnt"
+ls -ln "$L/src/a/b" | awk '!/^(total|d)/ {print $1, $2, $5, $9}' > "$L/ls.local"
+diff "$L/ls.local" "$L/ls.mnt" && test "$(wc -l < "$L/ls.mnt")" = 3
 test "$(readlink tree/a/b/rel)" = ../t1.txt
 test "$(cat tree/a/b/rel)" = "line 1"
 test "$(find tree | wc -l)" = "$(cd "$L" && find src | wc -l)"

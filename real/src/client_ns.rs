@@ -9,7 +9,7 @@
 use t3fs_core::ids::RequestId;
 use t3fs_core::meta::request::{FsStat, MetaAnswer, MetaOp};
 use t3fs_core::meta::SetAttr;
-use t3fs_core::meta::{DirEntry, Inode, InodeKind};
+use t3fs_core::meta::{DirEntry, Inode, InodeKind, MetaError};
 use t3fs_scenario::namespace::FileAction;
 use t3fs_scenario::ns_files::{Session, Step};
 
@@ -30,6 +30,21 @@ fn done(a: MetaAnswer, verb: &str) -> Result<(), ClientError> {
 }
 
 impl Client {
+    /// stat of up to [`t3fs_core::meta::BATCH_STAT_MAX`] paths in one meta call (final
+    /// symlinks followed), each answered on its own.
+    pub async fn batch_stat(
+        &self,
+        paths: Vec<String>,
+    ) -> Result<Vec<Result<Inode, MetaError>>, ClientError> {
+        for p in &paths {
+            Self::check_path(p)?;
+        }
+        match self.meta(MetaOp::BatchStat { paths }).await? {
+            MetaAnswer::Stats(v) => Ok(v),
+            a => Err(ClientError::Failed(format!("batch stat answered {a:?}"))),
+        }
+    }
+
     /// stat without following a final symlink.
     pub async fn lstat(&self, path: &str) -> Result<Inode, ClientError> {
         self.stat_follow(path, false).await

@@ -24,7 +24,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fuser::{
     Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    Request, TimeOrNow,
 };
 use t3fs_core::meta::perm::User;
 use t3fs_core::meta::{InodeKind, SetAttr};
@@ -96,7 +97,11 @@ impl Filesystem for T3fs {
         // O_TRUNC handed to open; the writeback cache only when asked (see MountOptions).
         let _ = config.set_max_write(self.opts.max_write);
         let _ = config.set_max_readahead(self.opts.max_readahead);
-        let mut want = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_ATOMIC_O_TRUNC;
+        // readdirplus when the kernel finds it pays (a listing followed by lookups).
+        let mut want = InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_ATOMIC_O_TRUNC
+            | InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO;
         if self.opts.writeback_cache {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -486,6 +491,37 @@ impl Filesystem for T3fs {
             }
         }
         reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let Some(listing) = lock(&self.inner.dirs).get(&fh.0).cloned() else {
+            return reply.error(Errno::EBADF);
+        };
+        let dir = self.inner.path(ino);
+        self.spawn(req, |s| async move {
+            let page = match dir {
+                Ok(dir) => s.plus_page(ino, &dir, &listing, offset).await,
+                Err(e) => Err(e),
+            };
+            match page {
+                Ok(page) => {
+                    for (off, name, attr) in page {
+                        if reply.add(attr.ino, off, &name, &s.ttl, &attr, Generation(0)) {
+                            break;
+                        }
+                    }
+                    reply.ok();
+                }
+                Err(e) => reply.error(e),
+            }
+        });
     }
 
     fn releasedir(

@@ -14,6 +14,7 @@
 //! themselves (fs.rs), the errno table (errno.rs).
 
 mod attr;
+mod dir_plus;
 pub mod errno;
 mod fs;
 mod inner;

@@ -1,0 +1,91 @@
+//! readdirplus: a directory page with each entry's attributes, so that `ls -l` and `find`
+//! over a directory cost one meta call per [`BATCH_STAT_MAX`] entries instead of a lookup each.
+//! The entries come from the listing `opendir` took; their attributes from one batch stat at
+//! reply time (the kernel caches them as lookups, so each returned entry is remembered under
+//! its inode number as a lookup would).
+//!
+//! Invariants: an entry is returned with the attributes of the inode the listing named: a
+//! batch stat follows final symlinks, so symlinks, and any entry whose answer names another
+//! inode (renamed or replaced since the listing), are looked up alone without following; an
+//! entry gone since the listing is left out, as a readdir racing a removal may. Not here: the
+//! listing (inner.rs), plain readdir (fs.rs).
+
+use std::ffi::OsStr;
+
+use fuser::{Errno, FileAttr, FileType, INodeNo};
+use t3fs_core::meta::BATCH_STAT_MAX;
+
+use super::inner::{lock, Inner, Listing};
+use super::names::ino_of;
+
+/// One entry of a readdirplus page: its offset (of the entry after it), name and attributes.
+pub(super) type PlusEntry = (u64, String, FileAttr);
+
+impl Inner {
+    /// The entries of directory `ino` (path `dir`) from `offset` on, at most
+    /// [`BATCH_STAT_MAX`], with their attributes. Offsets as readdir's: 1 is ".", 2 "..",
+    /// 3 + k the k-th entry.
+    pub async fn plus_page(
+        &self,
+        ino: INodeNo,
+        dir: &str,
+        listing: &Listing,
+        offset: u64,
+    ) -> Result<Vec<PlusEntry>, Errno> {
+        let mut out = Vec::new();
+        if offset < 2 {
+            // The kernel makes no dentries of the dots; they carry the directory's own.
+            let me = self.look(dir.to_string()).await?;
+            for (k, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
+                out.push((k as u64 + 1, name.to_string(), me));
+            }
+        }
+        let skip = (offset as usize).saturating_sub(2);
+        let page: Vec<_> = listing
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .take(BATCH_STAT_MAX)
+            .map(|(k, e)| (k as u64 + 3, e))
+            .collect();
+        let mut paths = Vec::with_capacity(page.len());
+        for (_, (name, ..)) in &page {
+            paths.push(self.child(ino, OsStr::new(name))?);
+        }
+        let batched: Vec<_> = paths
+            .iter()
+            .zip(&page)
+            .filter(|(_, (_, e))| e.2 != FileType::Symlink)
+            .map(|(p, _)| p.clone())
+            .collect();
+        let mut stats = if batched.is_empty() {
+            Vec::new()
+        } else {
+            self.client
+                .batch_stat(batched)
+                .await
+                .map_err(|e| super::errno::errno(&e))?
+        }
+        .into_iter();
+        for (path, (off, (name, want, kind))) in paths.into_iter().zip(page) {
+            let got = if *kind == FileType::Symlink {
+                None
+            } else {
+                stats.next().and_then(Result::ok)
+            };
+            let attr = match got.filter(|i| ino_of(i.id) == *want) {
+                Some(i) => {
+                    lock(&self.names).remember(*want, path);
+                    self.attr(&i)
+                }
+                None => match self.look(path).await {
+                    Ok(a) => a,
+                    Err(e) if e.code() == libc::ENOENT => continue,
+                    Err(e) => return Err(e),
+                },
+            };
+            out.push((off, name.clone(), attr));
+        }
+        Ok(out)
+    }
+}

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{fuse_available, mount, mounted, processes_under, t3fs, Scratch};
+use support::{mount, mounted, processes_under, t3fs};
 
 /// A mount process; dropping it unmounts (lazily if busy) and kills the process.
 /// Runs `script` with `sh -e` in `dir`; its output, or a panic with it.
@@ -83,16 +83,10 @@ echo tools ok
 
 #[test]
 fn real_tools_work_on_a_mounted_cluster() {
-    if !fuse_available() {
-        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+    let Some((tmp, cluster)) = support::fuse_cluster("fuse") else {
         return;
-    }
-    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-fuse-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0).unwrap();
-    let cluster = tmp.0.join("cluster");
+    };
     let cluster_s = cluster.to_string_lossy().to_string();
-    let (ok, text) = t3fs(&["cluster", "up", "--dir", &cluster_s], &tmp.0);
-    assert!(ok, "{text}");
     let at = tmp.0.join("mnt");
     let m = mount(&cluster, &at, &["--allow-other"], &tmp.0.join("mount.log"));
     let local = tmp.0.join("local");

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{fuse_available, mount, processes_under, t3fs, Scratch};
+use support::{mount, processes_under, t3fs};
 
 /// Storage nodes of the default `cluster up` (one chain of three replicas).
 const STORAGE: [&str; 3] = ["storage-0", "storage-1", "storage-2"];
@@ -50,16 +50,10 @@ fn wait_for(child: &mut Child, secs: u64) -> Option<std::process::ExitStatus> {
 
 #[test]
 fn an_outage_fails_with_eio_or_blocks_per_option_and_never_corrupts() {
-    if !fuse_available() {
-        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+    let Some((tmp, cluster)) = support::fuse_cluster("outage") else {
         return;
-    }
-    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-outage-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0).unwrap();
-    let cluster = tmp.0.join("cluster");
+    };
     let cs = cluster.to_string_lossy().to_string();
-    let (ok, out) = t3fs(&["cluster", "up", "--dir", &cs], &tmp.0);
-    assert!(ok, "{out}");
     // direct_io: reads reach the cluster, not the page cache the outage cannot touch.
     let (a, b) = (tmp.0.join("eio"), tmp.0.join("block"));
     let ma = mount(&cluster, &a, &["--direct-io"], &tmp.0.join("eio.log"));

@@ -21,7 +21,7 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use support::{fuse_available, mount, processes_under, t3fs, Scratch};
+use support::{mount, processes_under, t3fs};
 
 /// xorshift64*, seeded.
 struct Rng(u64);
@@ -195,16 +195,10 @@ fn tree(root: &Path) -> Vec<String> {
 
 #[test]
 fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_difference() {
-    if !fuse_available() {
-        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+    let Some((tmp, cluster)) = support::fuse_cluster("posix") else {
         return;
-    }
-    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-posix-{}", std::process::id())));
-    fs::create_dir_all(&tmp.0).unwrap();
-    let cluster = tmp.0.join("cluster");
+    };
     let cs = cluster.to_string_lossy().to_string();
-    let (ok, text) = t3fs(&["cluster", "up", "--dir", &cs], &tmp.0);
-    assert!(ok, "{text}");
     let log = tmp.0.join("mount.log");
     // allow_other: the unprivileged runs below are another user than the mount's.
     let m = mount(&cluster, &tmp.0.join("mnt"), &["--allow-other"], &log);

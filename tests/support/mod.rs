@@ -120,3 +120,22 @@ pub fn mount(cluster: &Path, at: &Path, flags: &[&str], log: &Path) -> Mounted {
     }
     m
 }
+
+/// A cluster for a FUSE test: `cluster up` in a fresh scratch directory named after `name`;
+/// the scratch and the cluster directory, or None (and a line saying so) where FUSE mounts
+/// cannot be made here.
+pub fn fuse_cluster(name: &str) -> Option<(Scratch, PathBuf)> {
+    if !fuse_available() {
+        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+        return None;
+    }
+    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-{name}-{}", std::process::id())));
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let cluster = tmp.0.join("cluster");
+    let (ok, text) = t3fs(
+        &["cluster", "up", "--dir", &cluster.to_string_lossy()],
+        &tmp.0,
+    );
+    assert!(ok, "{text}");
+    Some((tmp, cluster))
+}

@@ -6,10 +6,11 @@
 //! local clusters ([`cluster`], [`netns`]), and the benchmark side: fio-style load
 //! ([`bench_io`], [`bench_report`], [`bench_verify`]), mdtest ([`bench_mdtest`]), the host probe
 //! ([`probe`]), CPU accounting ([`cpu`]), the roofline ([`roofline`]), mgmtd's routing history
-//! ([`routing_watch`]), real run directories ([`bench_run`]) and `demo --real` ([`demo_real`]).
+//! ([`routing_watch`]), real run directories ([`bench_run`]), `demo --real` ([`demo_real`]),
+//! the FUSE mount ([`fuse`]), and the verbs seam with its software provider ([`rdma`]).
 //!
-//! Still to come: the RDMA transport (behind the `rdma` feature) and the FUSE client. It never
-//! depends on t3fs-sim.
+//! Still to come: the RDMA transport and its rdma-sys provider (behind the `rdma` feature). It
+//! never depends on t3fs-sim.
 // `unsafe` is denied everywhere but the io_uring chunk store, which allows it for pushing SQEs
 // and for its aligned buffers (each use with a SAFETY comment).
 #![deny(unsafe_code)]
@@ -39,6 +40,7 @@ pub mod netns_rules;
 pub mod node;
 pub mod ports;
 pub mod probe;
+pub mod rdma;
 pub mod roofline;
 pub mod routing_watch;
 pub mod scenario_run;

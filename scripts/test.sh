@@ -18,6 +18,12 @@ command -v curl >/dev/null || need+=(curl)
 command -v nft >/dev/null || need+=(nftables)
 command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v fio >/dev/null || need+=(fio)
+# The `rdma` feature's rdma-sys generates its bindings with bindgen (libclang) from the verbs
+# and rdma_cm headers, found through pkg-config; the tests link libibverbs.
+[ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+[ -f /usr/include/rdma/rdma_cma.h ] || need+=(librdmacm-dev)
+compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null || need+=(libclang-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
 if [ ${#need[@]} -gt 0 ]; then
   echo "== installing ${need[*]} (apt)"
   if [ "$(id -u)" -eq 0 ]; then
@@ -44,9 +50,11 @@ fi
 echo "== dependency rules (ARCHITECTURE.md)"
 bash scripts/check-deps.sh
 
-# The etcd engine is a cargo feature (off by default, so the main job builds with cargo alone);
-# the tests turn it on and run its conformance suite against a private etcd on loopback.
-FEATURES=(--features t3fs-real/etcd)
+# The etcd engine and the RDMA hardware provider are cargo features (off by default, so the
+# main job builds with cargo alone); the tests turn them on: etcd's conformance suite runs
+# against a private etcd on loopback, and the rdma-sys provider compiles, links and runs its
+# test (which, on a host without an RDMA device, checks that the absence is named).
+FEATURES=(--features t3fs-real/etcd,t3fs-real/rdma)
 
 echo "== build"
 cargo build --workspace --all-targets --locked "${FEATURES[@]}"

@@ -1,10 +1,13 @@
 //! RDMA: the verbs seam ([`verbs`]) the RDMA transport is written against, and its software
 //! provider ([`soft`]), an in-process fabric that enforces the rules of verbs so that the
-//! transport's tests meet the failures hardware gives without hardware. The provider on
-//! rdma-sys (behind the `rdma` feature) and the transport itself build on this seam.
+//! transport's tests meet the failures hardware gives without hardware, and the provider on
+//! real devices through rdma-sys (`ibv`, behind the `rdma` feature; compiled, not yet run on
+//! hardware).
 //!
-//! Not here yet: the rdma-sys provider and the transport (control messages by SEND/RECV with
-//! credits, chunk payloads by one-sided READ and WRITE as in 3FS).
+//! Not here yet: the transport (control messages by SEND/RECV with credits, chunk payloads by
+//! one-sided READ and WRITE as in 3FS).
 
+#[cfg(feature = "rdma")]
+pub mod ibv;
 pub mod soft;
 pub mod verbs;

@@ -149,6 +149,8 @@ pub enum WcStatus {
     RetryExcErr,
     /// Not executed: the queue pair was in the error state.
     WrFlushErr,
+    /// Another `ibv_wc_status` (hardware only), by number.
+    Other(u32),
 }
 
 /// Which kind of request a completion is for.
@@ -164,7 +166,8 @@ pub enum WcOpcode {
     Recv,
 }
 
-/// A work completion.
+/// A work completion. As in verbs, `opcode` and `byte_len` are meaningful only when `status`
+/// is `Success`: a caller keeps its own record of what each `wr_id` was.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub struct WorkCompletion {
     /// The request's id.
@@ -208,8 +211,10 @@ pub struct QpCaps {
 /// What a peer needs to connect to a queue pair (exchanged out of band, over TCP or rdma_cm).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub struct QpEndpoint {
-    /// The device's global id (a GID's low half on hardware).
-    pub gid: u64,
+    /// The port's global id (the 128-bit GID on hardware; the device's index in software).
+    pub gid: u128,
+    /// The port's local id (InfiniBand; 0 on RoCE and in software).
+    pub lid: u16,
     /// The queue pair.
     pub qpn: QpNum,
     /// The first packet sequence number.

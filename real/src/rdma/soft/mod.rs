@@ -28,7 +28,7 @@ use super::verbs::{
     Access, ConnectAttrs, CqId, MrInfo, PdId, QpCaps, QpEndpoint, QpNum, QpState, RecvWr, SendWr,
     Verbs, VerbsError, WcOpcode, WcStatus, WorkCompletion,
 };
-use world::{in_region, wc_of_recv, wc_of_send, Cq, Dev, Mr, Qp, World};
+use world::{dev_id, in_region, wc_of_recv, wc_of_send, Cq, Dev, Mr, Qp, World};
 
 #[cfg(test)]
 mod tests;
@@ -251,7 +251,8 @@ impl Verbs for SoftDevice {
         let mut w = self.fabric.lock();
         w.qp(self.gid, qp)?;
         Ok(QpEndpoint {
-            gid: self.gid,
+            gid: u128::from(self.gid),
+            lid: 0,
             qpn: qp,
             psn: 0,
         })
@@ -304,7 +305,7 @@ impl Verbs for SoftDevice {
         q.rq.push_back(wr);
         // A SEND waiting on this receive goes now.
         if let Some(p) = q.peer {
-            w.run(p.remote.gid, p.remote.qpn.0, false);
+            w.run(dev_id(p.remote), p.remote.qpn.0, false);
         }
         Ok(())
     }

@@ -92,7 +92,7 @@ impl World {
             .all_qps()
             .filter(|&(g, q)| {
                 let qp = &self.devices[g as usize].qps[&q];
-                qp.peer.is_some_and(|p| spans(g, p.remote.gid))
+                qp.peer.is_some_and(|p| spans(g, dev_id(p.remote)))
                     && matches!(qp.state, QpState::Rtr | QpState::Rts)
             })
             .collect();
@@ -150,12 +150,12 @@ impl World {
         len: u32,
         right: Access,
     ) -> Option<Place> {
-        let d = &self.devices[peer.gid as usize];
+        let d = self.devices.get(dev_id(peer) as usize)?;
         let pd = d.qps.get(&peer.qpn.0)?.pd;
         let lkey = *d.rkeys.get(&rkey)?;
         let mr = &d.mrs[&lkey];
         let at = in_region(mr.addr, mr.bytes.len(), addr, u64::from(len))?;
-        (mr.pd == pd && mr.access.allows(right)).then_some((peer.gid, lkey, at))
+        (mr.pd == pd && mr.access.allows(right)).then_some((dev_id(peer), lkey, at))
     }
 
     fn copy(&mut self, from: Place, to: Place, len: usize) {
@@ -169,15 +169,19 @@ impl World {
 
     /// Whether the peer of a queue pair on `gid` is reachable and connected back to it.
     fn reachable(&self, gid: u64, qpn: u32, peer: QpEndpoint) -> bool {
-        let Some(d) = self.devices.get(peer.gid as usize) else {
+        let Some(d) = self.devices.get(dev_id(peer) as usize) else {
             return false;
         };
         let back = d.qps.get(&peer.qpn.0).is_some_and(|q| {
             matches!(q.state, QpState::Rtr | QpState::Rts)
                 && q.peer
-                    .is_some_and(|p| p.remote.gid == gid && p.remote.qpn.0 == qpn)
+                    .is_some_and(|p| dev_id(p.remote) == gid && p.remote.qpn.0 == qpn)
         });
-        !d.dead && back && !self.cut.contains(&(gid.min(peer.gid), gid.max(peer.gid)))
+        !d.dead
+            && back
+            && !self
+                .cut
+                .contains(&(gid.min(dev_id(peer)), gid.max(dev_id(peer))))
     }
 
     /// Runs queue pair (`gid`, `qpn`)'s sends in order until one blocks or the queue empties;
@@ -256,10 +260,10 @@ impl World {
         len: u32,
         imm: Option<u32>,
     ) -> Option<WcStatus> {
-        let qp = self.qp(peer.gid, peer.qpn).ok()?;
+        let qp = self.qp(dev_id(peer), peer.qpn).ok()?;
         let rwr = qp.rq.pop_front()?;
         let (pd, cq) = (qp.pd, qp.recv_cq);
-        let to = self.local(peer.gid, pd, &rwr.sge, true);
+        let to = self.local(dev_id(peer), pd, &rwr.sge, true);
         let (recv_status, send_status) = match to {
             None => (WcStatus::LocProtErr, WcStatus::RemInvReqErr),
             Some(_) if rwr.sge.len < len => (WcStatus::LocLenErr, WcStatus::RemInvReqErr),
@@ -274,12 +278,12 @@ impl World {
             0
         };
         self.complete(
-            peer.gid,
+            dev_id(peer),
             cq,
             wc_of_recv(rwr.wr_id, recv_status, n, imm, peer.qpn),
         );
         if recv_status != WcStatus::Success {
-            self.fail(peer.gid, peer.qpn.0, WcStatus::WrFlushErr);
+            self.fail(dev_id(peer), peer.qpn.0, WcStatus::WrFlushErr);
         }
         Some(send_status)
     }
@@ -327,4 +331,9 @@ pub(super) fn wc_of_recv(
         imm,
         qp,
     }
+}
+
+/// The device an endpoint names (its gid is the device's index).
+pub(super) fn dev_id(e: QpEndpoint) -> u64 {
+    u64::try_from(e.gid).unwrap_or(u64::MAX)
 }

@@ -7,6 +7,9 @@
 //! Not here yet: the transport (control messages by SEND/RECV with credits, chunk payloads by
 //! one-sided READ and WRITE as in 3FS).
 
+pub mod channel;
+#[cfg(test)]
+mod channel_tests;
 #[cfg(feature = "rdma")]
 pub mod ibv;
 pub mod soft;

@@ -77,6 +77,11 @@ impl SoftFabric {
         }
     }
 
+    /// How many SENDs met a peer with no receive posted (flow control should keep it 0).
+    pub fn rnr_waits(&self) -> u64 {
+        self.lock().rnr_waits
+    }
+
     /// Cuts the link between devices `a` and `b`: every queue pair spanning it fails.
     pub fn cut(&self, a: &SoftDevice, b: &SoftDevice) {
         let mut w = self.lock();

@@ -15,6 +15,8 @@ pub(super) struct World {
     pub(super) devices: Vec<Dev>,
     /// Device pairs (lower gid first) whose link is cut.
     pub(super) cut: BTreeSet<(u64, u64)>,
+    /// SENDs that met a peer with no receive posted (each wait counted once).
+    pub(super) rnr_waits: u64,
     pub(super) next_key: u32,
 }
 
@@ -229,6 +231,9 @@ impl World {
                     Some(s) => s,
                     None => {
                         // Receiver not ready: wait for a receive or the RNR timer.
+                        if rnr_left.is_none() {
+                            self.rnr_waits += 1;
+                        }
                         let left = match (rnr_left, timer) {
                             (None, _) => peer.rnr_retry,
                             (Some(n), true) if n != RNR_FOREVER => n.saturating_sub(1),

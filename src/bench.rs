@@ -65,6 +65,24 @@ pub enum BenchCommand {
         #[arg(long, value_name = "URL")]
         etcd: Option<String>,
     },
+    /// Round-trip latency and one-way bandwidth of a transport between two endpoints in this
+    /// process: TCP on loopback, or the RDMA message channel on the software provider
+    /// (`soft-rdma`: in-process copies, not a network) or on the first RDMA device (`rdma`,
+    /// needs a build with `--features rdma` and a device under /sys/class/infiniband).
+    Transport {
+        /// tcp, soft-rdma or rdma.
+        #[arg(long, default_value = "tcp", value_parser = ["tcp", "soft-rdma", "rdma"])]
+        transport: String,
+        /// Bytes per round-trip message.
+        #[arg(long, default_value_t = 4096)]
+        size: usize,
+        /// Round trips.
+        #[arg(long, default_value_t = 10_000)]
+        round_trips: u32,
+        /// MiB moved one way in 1 MiB pieces.
+        #[arg(long, default_value_t = 1024)]
+        mib: u32,
+    },
 }
 
 /// `t3fs bench io` knobs (fio's names and meanings).
@@ -360,6 +378,29 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         ),
         BenchCommand::Meta { files, etcd, .. } => crate::bench_meta::run(files, etcd),
         BenchCommand::Io(a) => io(a),
+        BenchCommand::Transport {
+            transport,
+            size,
+            round_trips,
+            mib,
+        } => {
+            use t3fs_real::bench_transport::{run, Kind};
+            let kind = match transport.as_str() {
+                "soft-rdma" => Kind::SoftRdma,
+                "rdma" => Kind::Rdma,
+                _ => Kind::Tcp,
+            };
+            match run(kind, size, round_trips, mib) {
+                Ok(f) => {
+                    println!("{f}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: t3fs bench transport: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
 }
 

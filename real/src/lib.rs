@@ -19,6 +19,7 @@ pub mod bench_io;
 pub mod bench_mdtest;
 pub mod bench_report;
 pub mod bench_run;
+pub mod bench_transport;
 pub mod bench_verify;
 pub mod chunk_dump;
 pub mod chunk_store;

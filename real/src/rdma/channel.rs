@@ -6,8 +6,8 @@
 //! Flow control: each side posts `slots` receives of `slot_bytes` before connecting. A side
 //! may have at most `slots - 1` data messages unreturned (its credits); the receiver reposts
 //! each receive as it takes the message and returns the credits in the immediate data of its
-//! next message (bits 0-30). When it owes half a window and has nothing to send, it sends a
-//! credit-only message (empty) into the one receive kept back for that; the peer returns that
+//! next message (bits 0-29). When it owes half a window and has nothing to send, it sends a
+//! credit-only message (bit 30) into the one receive kept back for that; the peer returns that
 //! reserved slot with bit 31 of its next message. So the peer always has a receive for every
 //! message sent: receiver-not-ready never happens, and a stalled reader stops its writer.
 //!
@@ -26,6 +26,10 @@ use super::verbs::{
 
 /// Bit of the immediate data that returns the credit-only reserve.
 const CTRL_BIT: u32 = 1 << 31;
+/// Bit of the immediate data that marks a credit-only message (an empty message is data).
+const CREDIT_ONLY: u32 = 1 << 30;
+/// Bits of the immediate data that count returned credits.
+const CREDITS: u32 = CREDIT_ONLY - 1;
 /// wr_id tag of receives (the low bits are the slot).
 const RECV: u64 = 1 << 40;
 /// wr_id tag of one-sided operations.
@@ -191,7 +195,7 @@ impl Channel {
                 break;
             };
             self.credits -= 1;
-            self.post_send(&msg)?;
+            self.post_send(&msg, 0)?;
         }
         // A credit-only message when half a window is owed and no data message carries it, or
         // when this side is stalled and holds the peer's reserve (the peer may be stalled on
@@ -201,16 +205,16 @@ impl Channel {
         let owing = (half && (self.queued.is_empty() || stalled)) || (self.owe_reserve && stalled);
         if owing && self.reserve && !self.free_send.is_empty() {
             self.reserve = false;
-            self.post_send(&[])?;
+            self.post_send(&[], CREDIT_ONLY)?;
         }
         Ok(())
     }
 
-    fn post_send(&mut self, msg: &[u8]) -> Result<(), ChannelError> {
+    fn post_send(&mut self, msg: &[u8], kind: u32) -> Result<(), ChannelError> {
         let slot = self.free_send.pop().expect("checked by the caller");
         let off = self.slot_offset(slot);
         self.dev.write_local(self.send.lkey, off, msg)?;
-        let imm = self.owed | if self.owe_reserve { CTRL_BIT } else { 0 };
+        let imm = self.owed | kind | if self.owe_reserve { CTRL_BIT } else { 0 };
         (self.owed, self.owe_reserve) = (0, false);
         let wr = SendWr {
             wr_id: u64::from(slot),
@@ -254,9 +258,9 @@ impl Channel {
         self.dev
             .read_local(self.recv.lkey, self.slot_offset(slot), &mut msg)?;
         self.post_recv(slot)?;
-        self.credits += imm & !CTRL_BIT;
+        self.credits += imm & CREDITS;
         self.reserve |= imm & CTRL_BIT != 0;
-        if len == 0 {
+        if imm & CREDIT_ONLY != 0 {
             // A credit-only message came into the reserved receive: return it.
             self.owe_reserve = true;
         } else {

@@ -105,10 +105,14 @@ fn both_sides_flooding_through_a_window_of_one_do_not_deadlock() {
 }
 
 #[test]
-fn a_message_longer_than_a_slot_is_refused_whole() {
-    let (mut a, _b, _, _) = pair(small(4));
+fn a_message_longer_than_a_slot_is_refused_whole_and_an_empty_one_is_data() {
+    let (mut a, mut b, _, _) = pair(small(4));
     assert_eq!(a.send(&[0; 257]), Err(ChannelError::TooLarge(257)));
     a.send(&[0; 256]).unwrap();
+    a.send(&[]).unwrap();
+    b.poll().unwrap();
+    assert_eq!(b.recv().map(|m| m.len()), Some(256));
+    assert_eq!(b.recv(), Some(Vec::new()));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use rdma_sys::*;
 
 use super::{IbvDevice, State};
 use crate::rdma::verbs::{
-    Access, ConnectAttrs, QpNum, QpState, VerbsError, WcOpcode, WcStatus, WorkCompletion,
+    Access, ConnectAttrs, QpNum, QpState, Sge, VerbsError, WcOpcode, WcStatus, WorkCompletion,
 };
 
 pub(super) fn access_bits(a: Access) -> u32 {
@@ -29,6 +29,15 @@ pub(super) fn access_bits(a: Access) -> u32 {
         }
     }
     bits
+}
+
+/// The scatter entry of a request.
+pub(super) fn sge_of(s: Sge) -> ibv_sge {
+    ibv_sge {
+        addr: s.addr,
+        length: s.len,
+        lkey: s.lkey,
+    }
 }
 
 pub(super) fn status_of(s: ibv_wc_status::Type) -> WcStatus {

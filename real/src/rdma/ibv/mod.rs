@@ -24,7 +24,7 @@ use super::verbs::{
     SendWr, Verbs, VerbsError, WorkCompletion,
 };
 
-use attrs::{access_bits, completion};
+use attrs::{access_bits, completion, sge_of};
 
 mod attrs;
 #[cfg(test)]
@@ -371,11 +371,7 @@ impl Verbs for IbvDevice {
     fn post_recv(&self, qp: QpNum, wr: RecvWr) -> Result<(), VerbsError> {
         let st = self.lock();
         let (q, _) = st.qp(qp)?;
-        let mut sge = ibv_sge {
-            addr: wr.sge.addr,
-            length: wr.sge.len,
-            lkey: wr.sge.lkey,
-        };
+        let mut sge = sge_of(wr.sge);
         let mut w = ibv_recv_wr {
             wr_id: wr.wr_id,
             next: std::ptr::null_mut(),
@@ -395,11 +391,7 @@ impl Verbs for IbvDevice {
     fn post_send(&self, qp: QpNum, wr: SendWr) -> Result<(), VerbsError> {
         let st = self.lock();
         let (q, _) = st.qp(qp)?;
-        let mut sge = ibv_sge {
-            addr: wr.sge.addr,
-            length: wr.sge.len,
-            lkey: wr.sge.lkey,
-        };
+        let mut sge = sge_of(wr.sge);
         // SAFETY: zeroed is a valid ibv_send_wr (null pointers, no flags).
         let mut w: ibv_send_wr = unsafe { std::mem::zeroed() };
         w.wr_id = wr.wr_id;

@@ -1,0 +1,254 @@
+//! `t3fs bench transport`: round-trip latency and one-way bandwidth between two endpoints in
+//! this process, for the TCP transport over loopback and for the RDMA message channel on the
+//! software provider or on a real device (two queue pairs of one device, looped back).
+//!
+//! Round trips carry `size`-byte messages one at a time (a latency, not a throughput); the
+//! bandwidth phase moves `mib` MiB in 1 MiB pieces one way: TCP frames with a 1 MiB bulk part,
+//! or RDMA WRITEs of a registered region. The software provider's figures are in-process copies
+//! and bookkeeping, not a network: they show the channel's overhead, nothing about hardware.
+//! Not here: many connections at once, or a cluster (`t3fs bench io`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use t3fs_core::ids::NodeId;
+
+use crate::rdma::channel::{Channel, ChannelConfig};
+use crate::rdma::verbs::Verbs;
+use crate::transport::{Frame, Transport, TransportConfig};
+
+/// Which transport.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub enum Kind {
+    /// The TCP transport on 127.0.0.1.
+    Tcp,
+    /// The RDMA channel on the software provider.
+    SoftRdma,
+    /// The RDMA channel on the first RDMA device (the `rdma` feature).
+    Rdma,
+}
+
+/// What a run measured.
+pub struct Figures {
+    /// What ran, in words.
+    pub what: String,
+    /// Round-trip times, nanoseconds.
+    pub rtt: Histogram<u64>,
+    /// One-way bandwidth, MiB/s.
+    pub mib_s: f64,
+}
+
+impl std::fmt::Display for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let us = |q: f64| self.rtt.value_at_quantile(q) as f64 / 1000.0;
+        writeln!(f, "{}", self.what)?;
+        writeln!(
+            f,
+            "  round trip over {}: p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+            self.rtt.len(),
+            us(0.5),
+            us(0.99),
+            self.rtt.max() as f64 / 1000.0
+        )?;
+        write!(f, "  one way, 1 MiB pieces: {:.1} MiB/s", self.mib_s)
+    }
+}
+
+/// Measures `kind` with `round_trips` round trips of `size` bytes and `mib` MiB one way.
+pub fn run(kind: Kind, size: usize, round_trips: u32, mib: u32) -> Result<Figures, String> {
+    match kind {
+        Kind::Tcp => tcp(size, round_trips, mib),
+        Kind::SoftRdma => {
+            let f = crate::rdma::soft::SoftFabric::new();
+            let (a, b) = (f.device("soft-a"), f.device("soft-b"));
+            let what = "RDMA channel, software provider (in-process copies, not a network)";
+            channel(what, Arc::new(a), Arc::new(b), size, round_trips, mib)
+        }
+        Kind::Rdma => rdma(size, round_trips, mib),
+    }
+}
+
+#[cfg(feature = "rdma")]
+fn rdma(size: usize, round_trips: u32, mib: u32) -> Result<Figures, String> {
+    let d = crate::rdma::ibv::IbvDevice::open(None, 1, 0).map_err(|e| e.to_string())?;
+    let what = format!("RDMA channel on {} (two queue pairs looped back)", d.name());
+    let d: Arc<dyn Verbs> = Arc::new(d);
+    channel(&what, d.clone(), d, size, round_trips, mib)
+}
+
+#[cfg(not(feature = "rdma"))]
+fn rdma(_: usize, _: u32, _: u32) -> Result<Figures, String> {
+    Err(
+        "this build has no RDMA provider: build with `--features rdma` (needs libibverbs-dev, \
+         librdmacm-dev and libclang-dev)"
+            .into(),
+    )
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+}
+
+/// The channel's figures between devices `da` and `db`.
+fn channel(
+    what: &str,
+    da: Arc<dyn Verbs>,
+    db: Arc<dyn Verbs>,
+    size: usize,
+    round_trips: u32,
+    mib: u32,
+) -> Result<Figures, String> {
+    let cfg = ChannelConfig {
+        slots: 16,
+        slot_bytes: size.max(1) as u32,
+        bulk_bytes: 1 << 20,
+    };
+    let e = |e: crate::rdma::channel::ChannelError| format!("{e:?}");
+    let (mut a, ea) = Channel::new(da, cfg).map_err(|e| e.to_string())?;
+    let (mut b, eb) = Channel::new(db, cfg).map_err(|e| e.to_string())?;
+    a.connect(eb).map_err(|e| e.to_string())?;
+    b.connect(ea).map_err(|e| e.to_string())?;
+    let msg = vec![7u8; size];
+    let mut rtt = histogram();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for _ in 0..round_trips {
+        let t = Instant::now();
+        a.send(&msg).map_err(e)?;
+        let got = wait(&mut b, deadline).map_err(e)?;
+        b.send(&got).map_err(e)?;
+        wait(&mut a, deadline).map_err(e)?;
+        rtt.saturating_record(t.elapsed().as_nanos() as u64);
+    }
+    let bulk = a.bulk();
+    let t = Instant::now();
+    for _ in 0..mib {
+        b.write_remote(0, 1 << 20, bulk.addr, bulk.rkey)
+            .map_err(e)?;
+    }
+    let secs = t.elapsed().as_secs_f64().max(1e-9);
+    Ok(Figures {
+        what: format!("{what}, {size}-byte messages"),
+        rtt,
+        mib_s: f64::from(mib) / secs,
+    })
+}
+
+/// Polls `ch` until a message arrives (or `deadline` passes: a hang is an error here).
+fn wait(
+    ch: &mut Channel,
+    deadline: Instant,
+) -> Result<Vec<u8>, crate::rdma::channel::ChannelError> {
+    loop {
+        ch.poll()?;
+        if let Some(m) = ch.recv() {
+            return Ok(m);
+        }
+        if Instant::now() > deadline {
+            return Err(crate::rdma::channel::ChannelError::Verbs(
+                crate::rdma::verbs::VerbsError::Device("no answer within 60 s".into()),
+            ));
+        }
+    }
+}
+
+/// The TCP transport's figures on loopback.
+fn tcp(size: usize, round_trips: u32, mib: u32) -> Result<Figures, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(120), tcp_async(size, round_trips, mib))
+            .await
+            .map_err(|_| "no answer within 120 s".to_string())?
+    })
+}
+
+async fn tcp_async(size: usize, round_trips: u32, mib: u32) -> Result<Figures, String> {
+    let local: Option<SocketAddr> = Some("127.0.0.1:0".parse().expect("an address"));
+    let token = "t3fs-bench-transport-token";
+    let e = |e: std::io::Error| e.to_string();
+    let (a, mut ra) = Transport::start(TransportConfig::new(NodeId(1), local, token))
+        .await
+        .map_err(e)?;
+    let (b, mut rb) = Transport::start(TransportConfig::new(NodeId(2), local, token))
+        .await
+        .map_err(e)?;
+    a.set_addr(NodeId(2), b.local_addr().expect("listening"));
+    b.set_addr(NodeId(1), a.local_addr().expect("listening"));
+    // The echo side: every frame back as it came; the end of the bulk phase answered once.
+    let echo = b.clone();
+    let server = tokio::spawn(async move {
+        let mut bulk = 0u64;
+        while let Some(inb) = rb.recv().await {
+            if inb.bulk.is_empty() {
+                let _ = echo.send(NodeId(1), Bytes::from(inb.frame.to_vec())).await;
+            } else {
+                bulk += inb.bulk.len() as u64;
+                if inb.frame.as_ref() == b"last" {
+                    let _ = echo
+                        .send(NodeId(1), Bytes::from(bulk.to_be_bytes().to_vec()))
+                        .await;
+                }
+            }
+        }
+    });
+    let msg = Bytes::from(vec![7u8; size.max(1)]);
+    let mut rtt = histogram();
+    let s = |e: crate::transport::SendError| e.to_string();
+    for _ in 0..round_trips {
+        let t = Instant::now();
+        a.send(NodeId(2), msg.clone()).await.map_err(s)?;
+        ra.recv().await.ok_or("the transport closed")?;
+        rtt.saturating_record(t.elapsed().as_nanos() as u64);
+    }
+    let piece = Bytes::from(vec![9u8; 1 << 20]);
+    let t = Instant::now();
+    for k in 0..mib {
+        let head = if k + 1 == mib { "last" } else { "more" };
+        let f = Frame {
+            head: Bytes::from_static(head.as_bytes()),
+            bulk: piece.clone(),
+        };
+        a.send(NodeId(2), f).await.map_err(s)?;
+    }
+    if mib > 0 {
+        ra.recv().await.ok_or("the transport closed")?;
+    }
+    let secs = t.elapsed().as_secs_f64().max(1e-9);
+    a.shutdown().await;
+    b.shutdown().await;
+    server.abort();
+    Ok(Figures {
+        what: format!("TCP transport on 127.0.0.1, {size}-byte frames"),
+        rtt,
+        mib_s: f64::from(mib) / secs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_transport_measures_what_it_was_asked_or_says_why_it_cannot() {
+        for kind in [Kind::Tcp, Kind::SoftRdma] {
+            let f = run(kind, 512, 50, 4).unwrap();
+            assert_eq!(f.rtt.len(), 50, "{kind:?}");
+            assert!(f.mib_s > 0.0, "{kind:?}");
+            assert!(f.to_string().contains("p99"), "{kind:?}");
+        }
+        // This host has no RDMA device (or the build no provider): the reason is named.
+        if !std::path::Path::new("/sys/class/infiniband").exists() {
+            let err = run(Kind::Rdma, 512, 1, 1).err().expect("no device here");
+            assert!(
+                err.contains("/sys/class/infiniband") || err.contains("--features rdma"),
+                "{err}"
+            );
+        }
+    }
+}

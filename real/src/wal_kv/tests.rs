@@ -12,10 +12,26 @@ use t3fs_core::kv::{KvEngine, KvError, KvVersion, Mutation, Txn};
 use super::lazy_fs::LazyFs;
 use super::{frame, SharedWalKv, WalKv};
 
-fn scratch(name: &str) -> PathBuf {
+/// A test's engine directory, removed when the test ends (pass or fail).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("t3fs-walkv-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&d);
-    d
+    Scratch(d)
 }
 
 fn put<E: KvEngine + ?Sized>(kv: &mut E, k: &[u8], v: &[u8]) -> KvVersion {
@@ -38,19 +54,20 @@ fn append_raw(dir: &Path, bytes: &[u8]) {
 
 #[test]
 fn passes_the_kv_conformance_suite() {
-    let mut n = 0;
+    // The engines outlive each call: their directories go when the test ends.
+    let mut dirs = Vec::new();
     t3fs_core::testing::kv_suite(|| {
-        n += 1;
-        WalKv::open(&scratch(&format!("suite{n}"))).unwrap()
+        dirs.push(scratch(&format!("suite{}", dirs.len())));
+        WalKv::open(dirs.last().expect("pushed")).unwrap()
     });
 }
 
 #[test]
 fn the_shared_form_passes_the_kv_conformance_suite() {
-    let mut n = 0;
+    let mut dirs = Vec::new();
     t3fs_core::testing::kv_suite(|| {
-        n += 1;
-        SharedWalKv::open(&scratch(&format!("shared-suite{n}"))).unwrap()
+        dirs.push(scratch(&format!("shared-suite{}", dirs.len())));
+        SharedWalKv::open(dirs.last().expect("pushed")).unwrap()
     });
 }
 
@@ -280,7 +297,7 @@ fn every_acknowledged_commit_survives_kill_9() {
             "wal_kv::tests::crash_child_writer",
             "--nocapture",
         ])
-        .env("T3FS_WALKV_CHILD", &dir)
+        .env("T3FS_WALKV_CHILD", dir.as_os_str())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

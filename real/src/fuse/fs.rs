@@ -426,10 +426,7 @@ impl Filesystem for T3fs {
                 _ => Ok(()),
             };
             lock(&s.files).remove(&fh.0);
-            match r {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            }
+            answer(reply, r);
         });
     }
 
@@ -506,11 +503,8 @@ impl Filesystem for T3fs {
         };
         let dir = self.inner.path(ino);
         self.spawn(req, |s| async move {
-            let page = match dir {
-                Ok(dir) => s.plus_page(ino, &dir, &listing, offset).await,
-                Err(e) => Err(e),
-            };
-            match page {
+            let page = async { s.plus_page(ino, &dir?, &listing, offset).await };
+            match page.await {
                 Ok(page) => {
                     for (off, name, attr) in page {
                         if reply.add(attr.ino, off, &name, &s.ttl, &attr, Generation(0)) {

@@ -120,9 +120,7 @@ impl Inner {
     /// truncate sees every write this mount accepted before it).
     pub async fn settle_writes(self: &Arc<Self>, id: u64) {
         for (wb, _) in self.handles_of(id) {
-            if wb.busy() {
-                wb.settle(self).await;
-            }
+            wb.settle(self).await;
         }
     }
 

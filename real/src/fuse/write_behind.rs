@@ -80,12 +80,6 @@ impl WriteBehind {
         lock(&self.st).accepted
     }
 
-    /// Whether a write is buffered or in flight.
-    pub fn busy(&self) -> bool {
-        let st = lock(&self.st);
-        st.pending.is_some() || !st.flying.is_empty()
-    }
-
     /// Accepts `data` at `offset`; answers when it is buffered or sent (after its chain
     /// committed it in the synchronous mode), or with the handle's pending failure.
     pub async fn write(

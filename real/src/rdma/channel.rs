@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::verbs::{
     Access, ConnectAttrs, CqId, MrInfo, PdId, QpCaps, QpEndpoint, QpNum, QpState, RecvWr, SendOp,
-    SendWr, Verbs, VerbsError, WcOpcode, WcStatus,
+    SendWr, Verbs, VerbsError, WcOpcode, WcStatus, RNR_FOREVER,
 };
 
 /// Bit of the immediate data that returns the credit-only reserve.
@@ -89,7 +89,7 @@ pub struct Channel {
     owe_reserve: bool,
     queued: VecDeque<Vec<u8>>,
     inbox: VecDeque<Vec<u8>>,
-    one_sided_done: Option<Result<(), WcStatus>>,
+    one_sided_done: bool,
     failed: Option<WcStatus>,
 }
 
@@ -124,7 +124,7 @@ impl Channel {
             owe_reserve: false,
             queued: VecDeque::new(),
             inbox: VecDeque::new(),
-            one_sided_done: None,
+            one_sided_done: false,
             failed: None,
             dev,
             cfg,
@@ -147,7 +147,7 @@ impl Channel {
         // a hang is easier to see than a lost message.
         let attrs = ConnectAttrs {
             remote,
-            rnr_retry: 7,
+            rnr_retry: RNR_FOREVER,
         };
         self.dev.modify_qp(self.qp, QpState::Rtr, Some(attrs))?;
         self.dev.modify_qp(self.qp, QpState::Rts, None)
@@ -241,7 +241,7 @@ impl Channel {
                     continue;
                 }
                 if wc.wr_id & ONE_SIDED != 0 {
-                    self.one_sided_done = Some(Ok(()));
+                    self.one_sided_done = true;
                 } else if wc.opcode == WcOpcode::Recv {
                     self.received(wc.wr_id as u32, wc.byte_len, wc.imm.unwrap_or(0))?;
                 } else {
@@ -307,14 +307,14 @@ impl Channel {
     /// Posts a one-sided operation and polls until it completes (or the channel fails).
     fn one_sided(&mut self, op: SendOp, offset: u64, len: u32) -> Result<(), ChannelError> {
         self.check()?;
-        self.one_sided_done = None;
+        self.one_sided_done = false;
         let wr = SendWr {
             wr_id: ONE_SIDED,
             op,
             sge: self.bulk.sge(offset, len),
         };
         self.dev.post_send(self.qp, wr)?;
-        while self.one_sided_done.is_none() {
+        while !self.one_sided_done {
             self.poll()?;
         }
         Ok(())

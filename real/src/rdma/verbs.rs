@@ -221,6 +221,9 @@ pub struct QpEndpoint {
     pub psn: u32,
 }
 
+/// `rnr_retry` that never gives up (as in verbs).
+pub const RNR_FOREVER: u8 = 7;
+
 /// Attributes of the move to RTR: the peer, and how often to retry.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub struct ConnectAttrs {

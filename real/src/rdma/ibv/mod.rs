@@ -21,7 +21,7 @@ use rdma_sys::*;
 
 use super::verbs::{
     Access, ConnectAttrs, CqId, MrInfo, PdId, QpCaps, QpEndpoint, QpNum, QpState, RecvWr, SendOp,
-    SendWr, Verbs, VerbsError, WorkCompletion,
+    SendWr, Verbs, VerbsError, WorkCompletion, RNR_FOREVER,
 };
 
 use attrs::{access_bits, completion, sge_of};
@@ -333,7 +333,7 @@ impl Verbs for IbvDevice {
         }
         // SAFETY: a created queue pair.
         let qpn = unsafe { (*qp).qp_num };
-        st.qps.insert(qpn, (qp, 7));
+        st.qps.insert(qpn, (qp, RNR_FOREVER));
         Ok(QpNum(qpn))
     }
 

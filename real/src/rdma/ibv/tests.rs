@@ -2,7 +2,7 @@
 //! that names what is missing.
 
 use super::*;
-use crate::rdma::verbs::{RecvWr, SendOp, SendWr, WcStatus};
+use crate::rdma::verbs::{RecvWr, SendOp, SendWr, WcStatus, RNR_FOREVER};
 
 /// On a host without RDMA devices, opening fails with a message naming what is missing;
 /// with one, two queue pairs of the device connected to each other move a SEND, a WRITE
@@ -33,7 +33,7 @@ fn a_device_opens_and_loops_back_or_its_absence_is_named() {
         d.modify_qp(me, QpState::Init, None).unwrap();
         let c = ConnectAttrs {
             remote,
-            rnr_retry: 7,
+            rnr_retry: RNR_FOREVER,
         };
         d.modify_qp(me, QpState::Rtr, Some(c)).unwrap();
         d.modify_qp(me, QpState::Rts, None).unwrap();

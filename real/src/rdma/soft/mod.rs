@@ -34,9 +34,6 @@ use world::{dev_id, in_region, wc_of_recv, wc_of_send, Cq, Dev, Mr, Qp, World};
 mod tests;
 mod world;
 
-/// `rnr_retry` that never gives up (as in verbs).
-pub const RNR_FOREVER: u8 = 7;
-
 /// One fabric of software devices.
 #[derive(Default)]
 pub struct SoftFabric {

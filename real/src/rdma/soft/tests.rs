@@ -2,7 +2,7 @@
 //! hardware gives, or checks that a legal sequence moves the bytes.
 
 use super::super::verbs::*;
-use super::{SoftDevice, SoftFabric, RNR_FOREVER};
+use super::{SoftDevice, SoftFabric};
 
 const RW: Access = Access::LOCAL_WRITE
     .union(Access::REMOTE_WRITE)

@@ -4,11 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::super::verbs::RNR_FOREVER;
 use super::super::verbs::{
     Access, ConnectAttrs, CqId, PdId, QpCaps, QpEndpoint, QpNum, QpState, RecvWr, SendOp, SendWr,
     Sge, VerbsError, WcOpcode, WcStatus, WorkCompletion,
 };
-use super::RNR_FOREVER;
 
 #[derive(Default)]
 pub(super) struct World {

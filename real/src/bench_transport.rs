@@ -6,7 +6,9 @@
 //! bandwidth phase moves `mib` MiB in 1 MiB pieces one way: TCP frames with a 1 MiB bulk part,
 //! or RDMA WRITEs of a registered region. The software provider's figures are in-process copies
 //! and bookkeeping, not a network: they show the channel's overhead, nothing about hardware.
-//! Not here: many connections at once, or a cluster (`t3fs bench io`).
+//! Each figure comes with its bound measured in the same run: for TCP the same round trips and
+//! bytes over one plain loopback socket, for the software provider a 1 MiB memory copy. Not
+//! here: many connections at once, or a cluster (`t3fs bench io`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,6 +41,19 @@ pub struct Figures {
     pub rtt: Histogram<u64>,
     /// One-way bandwidth, MiB/s.
     pub mib_s: f64,
+    /// The same measured in the same run without the transport, as its bound.
+    pub bound: Bound,
+}
+
+/// What the transport is measured against: a plain loopback socket for TCP, a memory copy
+/// for the software provider (a real device has no bound here yet).
+pub struct Bound {
+    /// What it is, in words.
+    pub what: &'static str,
+    /// Round-trip times, nanoseconds (None where there is no round trip to bound it).
+    pub rtt: Option<Histogram<u64>>,
+    /// One-way bandwidth, MiB/s (0: not measured).
+    pub mib_s: f64,
 }
 
 impl std::fmt::Display for Figures {
@@ -53,7 +68,28 @@ impl std::fmt::Display for Figures {
             us(0.99),
             self.rtt.max() as f64 / 1000.0
         )?;
-        write!(f, "  one way, 1 MiB pieces: {:.1} MiB/s", self.mib_s)
+        write!(f, "  one way, 1 MiB pieces: {:.1} MiB/s", self.mib_s)?;
+        let b = &self.bound;
+        if let Some(rtt) = &b.rtt {
+            let p50 = rtt.value_at_quantile(0.5) as f64;
+            write!(
+                f,
+                "\n  bound, {} (same run): round trip p50 {:.1} us; the transport's p50 is {:.1}x it",
+                b.what,
+                p50 / 1000.0,
+                self.rtt.value_at_quantile(0.5) as f64 / p50.max(1.0)
+            )?;
+        }
+        if b.mib_s > 0.0 {
+            write!(
+                f,
+                "\n  bound, {} (same run): {:.1} MiB/s one way; the transport reaches {:.0}% of it",
+                b.what,
+                b.mib_s,
+                100.0 * self.mib_s / b.mib_s
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -76,7 +112,14 @@ fn rdma(size: usize, round_trips: u32, mib: u32) -> Result<Figures, String> {
     let d = crate::rdma::ibv::IbvDevice::open(None, 1, 0).map_err(|e| e.to_string())?;
     let what = format!("RDMA channel on {} (two queue pairs looped back)", d.name());
     let d: Arc<dyn Verbs> = Arc::new(d);
-    channel(&what, d.clone(), d, size, round_trips, mib)
+    let mut f = channel(&what, d.clone(), d, size, round_trips, mib)?;
+    // A memory copy bounds nothing a NIC does: no bound is claimed for hardware yet.
+    f.bound = Bound {
+        what: "none for hardware",
+        rtt: None,
+        mib_s: 0.0,
+    };
+    Ok(f)
 }
 
 #[cfg(not(feature = "rdma"))]
@@ -133,7 +176,23 @@ fn channel(
         what: format!("{what}, {size}-byte messages"),
         rtt,
         mib_s: f64::from(mib) / secs,
+        bound: Bound {
+            what: "a 1 MiB memory copy",
+            rtt: None,
+            mib_s: memcpy_mib_s(mib),
+        },
     })
+}
+
+/// MiB/s of copying 1 MiB `mib` times in memory (what every software one-sided op does).
+fn memcpy_mib_s(mib: u32) -> f64 {
+    let (src, mut dst) = (vec![9u8; 1 << 20], vec![0u8; 1 << 20]);
+    let t = Instant::now();
+    for k in 0..mib {
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst)[0] = k as u8;
+    }
+    f64::from(mib) / t.elapsed().as_secs_f64().max(1e-9)
 }
 
 /// Polls `ch` until a message arrives (or `deadline` passes: a hang is an error here).
@@ -223,11 +282,64 @@ async fn tcp_async(size: usize, round_trips: u32, mib: u32) -> Result<Figures, S
     a.shutdown().await;
     b.shutdown().await;
     server.abort();
+    let (raw_rtt, raw_mib_s) = raw_tcp(size.max(1), round_trips, mib)
+        .await
+        .map_err(|e| format!("the plain-socket bound: {e}"))?;
     Ok(Figures {
         what: format!("TCP transport on 127.0.0.1, {size}-byte frames"),
         rtt,
         mib_s: f64::from(mib) / secs,
+        bound: Bound {
+            what: "a plain loopback TCP socket",
+            rtt: Some(raw_rtt),
+            mib_s: raw_mib_s,
+        },
     })
+}
+
+/// The same round trips and bytes over one plain TCP connection on loopback (no frames, no
+/// queues, no tasks between the socket and the caller): the transport's bound.
+async fn raw_tcp(
+    size: usize,
+    round_trips: u32,
+    mib: u32,
+) -> std::io::Result<(Histogram<u64>, f64)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = l.local_addr()?;
+    let echo = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await?;
+        s.set_nodelay(true)?;
+        let mut buf = vec![0u8; size];
+        for _ in 0..round_trips {
+            s.read_exact(&mut buf).await?;
+            s.write_all(&buf).await?;
+        }
+        let mut piece = vec![0u8; 1 << 20];
+        for _ in 0..mib {
+            s.read_exact(&mut piece).await?;
+        }
+        s.write_all(&[1]).await
+    });
+    let mut c = tokio::net::TcpStream::connect(addr).await?;
+    c.set_nodelay(true)?;
+    let mut buf = vec![7u8; size];
+    let mut rtt = histogram();
+    for _ in 0..round_trips {
+        let t = Instant::now();
+        c.write_all(&buf).await?;
+        c.read_exact(&mut buf).await?;
+        rtt.saturating_record(t.elapsed().as_nanos() as u64);
+    }
+    let piece = vec![9u8; 1 << 20];
+    let t = Instant::now();
+    for _ in 0..mib {
+        c.write_all(&piece).await?;
+    }
+    c.read_exact(&mut [0u8; 1]).await?;
+    let secs = t.elapsed().as_secs_f64().max(1e-9);
+    echo.await.map_err(std::io::Error::other)??;
+    Ok((rtt, f64::from(mib) / secs))
 }
 
 #[cfg(test)]
@@ -241,6 +353,8 @@ mod tests {
             assert_eq!(f.rtt.len(), 50, "{kind:?}");
             assert!(f.mib_s > 0.0, "{kind:?}");
             assert!(f.to_string().contains("p99"), "{kind:?}");
+            assert!(f.bound.mib_s > 0.0, "{kind:?}: the bound is measured");
+            assert!(f.to_string().contains("bound"), "{kind:?}");
         }
         // This host has no RDMA device (or the build no provider): the reason is named.
         if !std::path::Path::new("/sys/class/infiniband").exists() {

@@ -77,6 +77,11 @@ pub fn snapshot(
         ("fault_dropped", c.fault_dropped),
         ("fault_duplicated", c.fault_duplicated),
         ("fault_delayed", c.fault_delayed),
+        ("rdma_frames_in", c.rdma_frames_in),
+        ("rdma_frames_out", c.rdma_frames_out),
+        ("rdma_read_bytes", c.rdma_read_bytes),
+        ("rdma_write_bytes", c.rdma_write_bytes),
+        ("rdma_failures", c.rdma_failures),
     ] {
         let _ = writeln!(metrics, "t3fs_transport_total{{name=\"{k}\"}} {v}");
     }

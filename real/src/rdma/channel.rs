@@ -32,8 +32,10 @@ const CREDIT_ONLY: u32 = 1 << 30;
 const CREDITS: u32 = CREDIT_ONLY - 1;
 /// wr_id tag of receives (the low bits are the slot).
 const RECV: u64 = 1 << 40;
-/// wr_id tag of one-sided operations.
+/// wr_id tag of one-sided operations (the low 32 bits are the caller's tag).
 const ONE_SIDED: u64 = 2 << 40;
+/// One-sided operations in flight per channel, at most (their room in the send queue).
+pub const ONE_SIDED_MAX: u32 = 16;
 
 /// Sizes of a channel.
 #[derive(Clone, Copy, Debug)]
@@ -89,7 +91,9 @@ pub struct Channel {
     owe_reserve: bool,
     queued: VecDeque<Vec<u8>>,
     inbox: VecDeque<Vec<u8>>,
-    one_sided_done: bool,
+    /// Tags of one-sided operations completed and not yet taken.
+    one_sided_done: VecDeque<u32>,
+    one_sided_busy: u32,
     failed: Option<WcStatus>,
 }
 
@@ -102,9 +106,9 @@ impl Channel {
             ));
         }
         let pd: PdId = dev.alloc_pd()?;
-        let cq = dev.create_cq(cfg.slots * 2 + 2)?;
+        let cq = dev.create_cq(cfg.slots * 2 + 2 + ONE_SIDED_MAX)?;
         let caps = QpCaps {
-            max_send_wr: cfg.slots + 1,
+            max_send_wr: cfg.slots + 1 + ONE_SIDED_MAX,
             max_recv_wr: cfg.slots,
         };
         let qp = dev.create_qp(pd, cq, cq, caps)?;
@@ -124,7 +128,8 @@ impl Channel {
             owe_reserve: false,
             queued: VecDeque::new(),
             inbox: VecDeque::new(),
-            one_sided_done: false,
+            one_sided_done: VecDeque::new(),
+            one_sided_busy: 0,
             failed: None,
             dev,
             cfg,
@@ -241,7 +246,8 @@ impl Channel {
                     continue;
                 }
                 if wc.wr_id & ONE_SIDED != 0 {
-                    self.one_sided_done = true;
+                    self.one_sided_busy -= 1;
+                    self.one_sided_done.push_back(wc.wr_id as u32);
                 } else if wc.opcode == WcOpcode::Recv {
                     self.received(wc.wr_id as u32, wc.byte_len, wc.imm.unwrap_or(0))?;
                 } else {
@@ -281,7 +287,8 @@ impl Channel {
     }
 
     /// One-sided: copies `len` bytes at `remote_addr` of the peer's region `rkey` into this
-    /// side's bulk region at `offset` (a write's payload pulled by storage, as in 3FS).
+    /// side's bulk region at `offset` (a write's payload pulled by storage, as in 3FS), and
+    /// waits for it (polling; see [`Channel::post_read`] for the form that does not wait).
     pub fn read_remote(
         &mut self,
         offset: u64,
@@ -289,11 +296,12 @@ impl Channel {
         remote_addr: u64,
         rkey: u32,
     ) -> Result<(), ChannelError> {
-        self.one_sided(SendOp::Read { remote_addr, rkey }, offset, len)
+        self.post_read(offset, len, remote_addr, rkey, 0)?;
+        self.wait_one_sided()
     }
 
     /// One-sided: copies `len` bytes of this side's bulk region at `offset` to `remote_addr`
-    /// of the peer's region `rkey` (read data pushed into the client's buffer).
+    /// of the peer's region `rkey` (read data pushed into the client's buffer), and waits.
     pub fn write_remote(
         &mut self,
         offset: u64,
@@ -301,23 +309,75 @@ impl Channel {
         remote_addr: u64,
         rkey: u32,
     ) -> Result<(), ChannelError> {
-        self.one_sided(SendOp::Write { remote_addr, rkey }, offset, len)
+        self.post_write(offset, len, remote_addr, rkey, 0)?;
+        self.wait_one_sided()
     }
 
-    /// Posts a one-sided operation and polls until it completes (or the channel fails).
-    fn one_sided(&mut self, op: SendOp, offset: u64, len: u32) -> Result<(), ChannelError> {
+    fn wait_one_sided(&mut self) -> Result<(), ChannelError> {
+        while self.one_sided_done.is_empty() {
+            self.poll()?;
+        }
+        self.one_sided_done.pop_front();
+        Ok(())
+    }
+
+    /// Posts a READ of the peer's bytes into the bulk region at `offset`; [`Channel::done`]
+    /// returns `tag` once it completed. `Ok(false)`: [`ONE_SIDED_MAX`] are in flight, retry
+    /// after a poll.
+    pub fn post_read(
+        &mut self,
+        offset: u64,
+        len: u32,
+        remote_addr: u64,
+        rkey: u32,
+        tag: u32,
+    ) -> Result<bool, ChannelError> {
+        self.one_sided(SendOp::Read { remote_addr, rkey }, offset, len, tag)
+    }
+
+    /// Posts a WRITE of the bulk region's bytes at `offset` to the peer's region; as
+    /// [`Channel::post_read`]. A SEND posted after it reaches the peer after its bytes (RC
+    /// order), so a message may announce data written just before it.
+    pub fn post_write(
+        &mut self,
+        offset: u64,
+        len: u32,
+        remote_addr: u64,
+        rkey: u32,
+        tag: u32,
+    ) -> Result<bool, ChannelError> {
+        self.one_sided(SendOp::Write { remote_addr, rkey }, offset, len, tag)
+    }
+
+    fn one_sided(
+        &mut self,
+        op: SendOp,
+        offset: u64,
+        len: u32,
+        tag: u32,
+    ) -> Result<bool, ChannelError> {
         self.check()?;
-        self.one_sided_done = false;
+        if self.one_sided_busy >= ONE_SIDED_MAX {
+            return Ok(false);
+        }
         let wr = SendWr {
-            wr_id: ONE_SIDED,
+            wr_id: ONE_SIDED | u64::from(tag),
             op,
             sge: self.bulk.sge(offset, len),
         };
         self.dev.post_send(self.qp, wr)?;
-        while !self.one_sided_done {
-            self.poll()?;
-        }
-        Ok(())
+        self.one_sided_busy += 1;
+        Ok(true)
+    }
+
+    /// The tag of the next completed one-sided operation, oldest first.
+    pub fn done(&mut self) -> Option<u32> {
+        self.one_sided_done.pop_front()
+    }
+
+    /// Whether the channel failed (and why): every call after that fails.
+    pub fn failure(&self) -> Option<WcStatus> {
+        self.failed
     }
 
     /// Writes `data` into this side's bulk region at `offset` (what a peer then reads).
@@ -328,5 +388,16 @@ impl Channel {
     /// Reads this side's bulk region at `offset` into `out`.
     pub fn get_bulk(&self, offset: u64, out: &mut [u8]) -> Result<(), ChannelError> {
         Ok(self.dev.read_local(self.bulk.lkey, offset, out)?)
+    }
+}
+
+impl Drop for Channel {
+    /// Destroys the queue pair and deregisters the regions, so that a transport that
+    /// reconnects does not leak device objects (errors are moot: the device may be gone).
+    fn drop(&mut self) {
+        let _ = self.dev.destroy_qp(self.qp);
+        for mr in [self.send, self.recv, self.bulk] {
+            let _ = self.dev.dereg_mr(mr.lkey);
+        }
     }
 }

@@ -73,6 +73,16 @@ counters! {
     fault_duplicated,
     /// Outbound frames the fault layer delayed.
     fault_delayed,
+    /// Frames received over RDMA (also counted in `frames_in`).
+    rdma_frames_in,
+    /// Frames sent over RDMA (also counted in `frames_out`).
+    rdma_frames_out,
+    /// Bytes this node pulled from peers' registered memory with RDMA READ.
+    rdma_read_bytes,
+    /// Bytes this node pushed into peers' registered memory with RDMA WRITE.
+    rdma_write_bytes,
+    /// RDMA connections that failed (a work request failed, or the peer broke the protocol).
+    rdma_failures,
 }
 
 impl Counters {

@@ -282,6 +282,58 @@ impl FaultLayer {
     }
 }
 
+/// A transport whose outbound frames pass the fault layer (TCP and RDMA alike).
+pub(crate) trait Faulted: Clone + Send + Sync + 'static {
+    /// Its fault layer.
+    fn layer(&self) -> &FaultLayer;
+    /// Its counters.
+    fn counts(&self) -> &super::counters::Counters;
+    /// 64 random bits (the fault layer's draws).
+    fn random(&self) -> u64;
+    /// Queues a frame past the fault layer.
+    fn enqueue(&self, to: NodeId, frame: super::Frame) -> Result<(), super::SendError>;
+    /// Runs a task until the transport shuts down.
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static);
+}
+
+/// Sends `frame` to `to` as the fault layer decides: as usual, dropped, twice, held or
+/// delayed (each counted). `Ok` means queued or taken by the fault layer, as the wire would.
+pub(crate) fn send_faulted<T: Faulted>(
+    t: &T,
+    to: NodeId,
+    frame: super::Frame,
+) -> Result<(), super::SendError> {
+    use super::counters::Counters;
+    let hb = t3fs_core::msg::is_heartbeat_frame(&frame.head);
+    let c = t.counts();
+    match t.layer().outbound(to, hb, || t.random()) {
+        Fate::Send => t.enqueue(to, frame),
+        Fate::Drop => {
+            Counters::bump(&c.fault_dropped);
+            Ok(())
+        }
+        Fate::Twice => {
+            Counters::bump(&c.fault_duplicated);
+            t.enqueue(to, frame.clone())?;
+            t.enqueue(to, frame)
+        }
+        Fate::Hold => {
+            Counters::bump(&c.fault_delayed);
+            t.layer().hold(to, frame);
+            Ok(())
+        }
+        Fate::Delay(d) => {
+            Counters::bump(&c.fault_delayed);
+            let me = t.clone();
+            t.spawn(async move {
+                tokio::time::sleep(d).await;
+                let _ = me.enqueue(to, frame);
+            });
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

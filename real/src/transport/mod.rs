@@ -35,7 +35,9 @@
 //! Every `select!` here is `biased` (listed in priority order), so that on a simulated network
 //! (turmoil, through [`net::Net`]) a run is a function of its seed.
 //!
-//! Not here: RDMA, encryption or per-frame integrity (see `handshake.rs`), learning a peer's
+//! The RDMA transport (`rdma/`) keeps this contract over queue pairs; [`Transport`] is either.
+//!
+//! Not here: encryption or per-frame integrity (see `handshake.rs`), learning a peer's
 //! listen address from its connection (addresses come from config and routing info), limits on
 //! concurrent unauthenticated connections (each is bounded by the handshake timeout), and
 //! forgetting peers (one small entry per peer ever seen). Call [`Transport::shutdown`]: dropping
@@ -47,6 +49,7 @@ mod frame;
 mod handshake;
 pub mod net;
 mod peer;
+pub mod rdma;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -62,7 +65,8 @@ use t3fs_core::msg::Msg;
 
 pub use counters::TransportCounters;
 pub use faults::{Link, NetFaults};
-pub use tcp::Transport;
+pub use rdma::{RdmaTransport, RdmaWire};
+pub use tcp::TcpTransport;
 
 /// How a transport runs. `Debug` does not show the token.
 #[derive(Clone)]
@@ -88,6 +92,9 @@ pub struct TransportConfig {
     /// Seed of the incarnation number and the backoff jitter (`None`: drawn from the OS). A
     /// simulation sets it so that a run is a function of its seed.
     pub seed: Option<u64>,
+    /// `Some`: frames go over RDMA on this device (TCP stays underneath for connection
+    /// management); `None` (default): TCP.
+    pub rdma: Option<RdmaWire>,
 }
 
 impl TransportConfig {
@@ -104,6 +111,7 @@ impl TransportConfig {
             handshake_timeout: Duration::from_secs(5),
             net: std::sync::Arc::new(net::TokioNet),
             seed: None,
+            rdma: None,
         }
     }
 }
@@ -120,6 +128,7 @@ impl std::fmt::Debug for TransportConfig {
             .field("connect_backoff", &self.connect_backoff)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("seed", &self.seed)
+            .field("rdma", &self.rdma)
             .finish_non_exhaustive()
     }
 }
@@ -202,3 +211,97 @@ impl std::fmt::Display for SendError {
 }
 
 impl std::error::Error for SendError {}
+
+/// A running transport, TCP or RDMA, behind one handle: what nodes, clients and services hold.
+/// Both kinds keep the same contract (module docs): bounded queues, best-effort delivery in
+/// order per connection, no panic on a peer's bytes, and the same errors and counters.
+#[derive(Clone, Debug)]
+pub enum Transport {
+    /// Frames over TCP.
+    Tcp(TcpTransport),
+    /// Frames over RDMA, TCP for connection management.
+    Rdma(RdmaTransport),
+}
+
+macro_rules! each {
+    ($self:ident, $t:ident => $e:expr) => {
+        match $self {
+            Transport::Tcp($t) => $e,
+            Transport::Rdma($t) => $e,
+        }
+    };
+}
+
+impl Transport {
+    /// Starts the transport `cfg` asks for (RDMA when `cfg.rdma` is set) and returns its
+    /// handle and the receiver of inbound frames. Must run inside a tokio runtime.
+    pub async fn start(
+        mut cfg: TransportConfig,
+    ) -> std::io::Result<(Self, tokio::sync::mpsc::Receiver<Inbound>)> {
+        Ok(match cfg.rdma.take() {
+            Some(wire) => {
+                let (t, rx) = RdmaTransport::start(cfg, wire).await?;
+                (Self::Rdma(t), rx)
+            }
+            None => {
+                let (t, rx) = TcpTransport::start(cfg).await?;
+                (Self::Tcp(t), rx)
+            }
+        })
+    }
+
+    /// This node.
+    pub fn me(&self) -> NodeId {
+        each!(self, t => t.me())
+    }
+
+    /// The TCP listener's address (`None` for a client that does not listen).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        each!(self, t => t.local_addr())
+    }
+
+    /// Records (or changes) where `node` listens.
+    pub fn set_addr(&self, node: NodeId, addr: SocketAddr) {
+        each!(self, t => t.set_addr(node, addr));
+    }
+
+    /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`).
+    pub fn try_send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
+        each!(self, t => t.try_send(to, frame))
+    }
+
+    /// Queues `frame` for `to`, waiting for queue space (backpressure).
+    pub async fn send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
+        each!(self, t => t.send(to, frame).await)
+    }
+
+    /// Decodes an inbound frame with the core codec; a failure is counted `malformed`.
+    pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, t3fs_core::msg::codec::DecodeError> {
+        each!(self, t => t.decode(inb))
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> TransportCounters {
+        each!(self, t => t.counters())
+    }
+
+    /// Connections open now (TCP: authenticated sockets; RDMA: queue pairs up).
+    pub fn connections(&self) -> usize {
+        each!(self, t => t.connections())
+    }
+
+    /// Replaces the network faults.
+    pub fn set_faults(&self, f: NetFaults) {
+        each!(self, t => t.set_faults(f));
+    }
+
+    /// The network faults now.
+    pub fn faults(&self) -> NetFaults {
+        each!(self, t => t.faults())
+    }
+
+    /// Stops every task and closes every connection.
+    pub async fn shutdown(&self) {
+        each!(self, t => t.shutdown().await);
+    }
+}

@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 use tokio::time::timeout;
 
 use super::counters::{Counters, TransportCounters};
-use super::faults::{Fate, NetFaults};
+use super::faults::{send_faulted, Fate, Faulted, NetFaults};
 use super::frame::{FrameError, FrameReader};
 use super::handshake::{self, HandshakeError, Me, TokenKey};
 use super::net::{Listener, ReadHalf, Stream};
@@ -33,7 +33,7 @@ use super::{Frame, Inbound, SendError, TransportConfig};
 
 /// A running TCP transport. Clones share it.
 #[derive(Clone, Debug)]
-pub struct Transport {
+pub struct TcpTransport {
     inner: Arc<Inner>,
 }
 
@@ -60,7 +60,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Transport {
+impl TcpTransport {
     /// Binds the listener (if `cfg.listen` is set) and starts the tasks. Returns the handle and
     /// the receiver of inbound frames. Must run inside a tokio runtime.
     pub async fn start(cfg: TransportConfig) -> io::Result<(Self, mpsc::Receiver<Inbound>)> {
@@ -134,37 +134,10 @@ impl Transport {
     /// Queues `frame` for `to` without waiting; a full queue drops it (`Err(Full)`). `Ok` means
     /// queued, not delivered (or taken by the fault layer, as the wire would).
     pub fn try_send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
-        let frame = frame.into();
-        let hb = t3fs_core::msg::is_heartbeat_frame(&frame.head);
-        match self.inner.faults.outbound(to, hb, || self.inner.random()) {
-            Fate::Send => self.enqueue(to, frame),
-            Fate::Drop => {
-                Counters::bump(&self.inner.counters.fault_dropped);
-                Ok(())
-            }
-            Fate::Twice => {
-                Counters::bump(&self.inner.counters.fault_duplicated);
-                self.enqueue(to, frame.clone())?;
-                self.enqueue(to, frame)
-            }
-            Fate::Hold => {
-                Counters::bump(&self.inner.counters.fault_delayed);
-                self.inner.faults.hold(to, frame);
-                Ok(())
-            }
-            Fate::Delay(d) => {
-                Counters::bump(&self.inner.counters.fault_delayed);
-                let me = self.clone();
-                self.inner.spawn(async move {
-                    tokio::time::sleep(d).await;
-                    let _ = me.enqueue(to, frame);
-                });
-                Ok(())
-            }
-        }
+        send_faulted(self, to, frame.into())
     }
 
-    fn enqueue(&self, to: NodeId, frame: Frame) -> Result<(), SendError> {
+    fn enqueue_now(&self, to: NodeId, frame: Frame) -> Result<(), SendError> {
         let slot = self.inner.route(to, frame.len())?;
         slot.tx.try_send(frame).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
@@ -179,7 +152,7 @@ impl Transport {
     /// peers no longer held are sent now, in the order they were held.
     pub fn set_faults(&self, f: NetFaults) {
         for (to, frame) in self.inner.faults.set(f) {
-            let _ = self.enqueue(to, frame);
+            let _ = self.enqueue_now(to, frame);
         }
     }
 
@@ -205,9 +178,20 @@ impl Transport {
     /// Decodes an inbound frame (head and bulk part, which it takes) with the core codec; a
     /// failure is counted `malformed` (the caller drops the frame).
     pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, DecodeError> {
+        if super::rdma::refuse(self, inb) {
+            return Err(DecodeError::BadMagic);
+        }
         let bulk = std::mem::take(&mut inb.bulk);
         Msg::decode_split(&inb.frame, bulk)
             .inspect_err(|_| Counters::bump(&self.inner.counters.malformed))
+    }
+
+    /// Whether frames for `to` have a way to go (an address or a connection).
+    pub(crate) fn routable(&self, to: NodeId) -> bool {
+        lock(&self.inner.peers).get(&to).is_some_and(|s| {
+            let st = s.state();
+            st.addr.is_some() || st.active.is_some()
+        })
     }
 
     /// A snapshot of the counters.
@@ -235,6 +219,24 @@ impl Transport {
             st.active = None;
             st.standby.clear();
         }
+    }
+}
+
+impl Faulted for TcpTransport {
+    fn layer(&self) -> &super::faults::FaultLayer {
+        &self.inner.faults
+    }
+    fn counts(&self) -> &Counters {
+        &self.inner.counters
+    }
+    fn random(&self) -> u64 {
+        self.inner.random()
+    }
+    fn enqueue(&self, to: NodeId, frame: Frame) -> Result<(), SendError> {
+        self.enqueue_now(to, frame)
+    }
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.inner.spawn(task);
     }
 }
 

@@ -30,8 +30,10 @@ use super::verbs::{
 };
 use world::{dev_id, in_region, wc_of_recv, wc_of_send, Cq, Dev, Mr, Qp, World};
 
+pub mod remote;
 #[cfg(test)]
 mod tests;
+mod wire;
 mod world;
 
 /// One fabric of software devices.

@@ -59,6 +59,11 @@ pub enum ClusterCommand {
         /// run --help` for the names).
         #[arg(long)]
         bug: Option<String>,
+        /// How frames travel: `tcp`, `rdma` (a verbs device; fails at once, naming what is
+        /// missing, on a host without one) or `soft-rdma` (the software verbs fabric in a
+        /// process of its own: the RDMA data path without hardware).
+        #[arg(long, default_value = "tcp", value_parser = ["tcp", "rdma", "soft-rdma"])]
+        transport: String,
     },
     /// Run a scenario file (a catalog name or a path) on real processes: a cluster from its
     /// `[cluster]` section, its workload through native clients, its steps as signals and
@@ -145,6 +150,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             hosts,
             storage_lease,
             bug,
+            transport,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -161,6 +167,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 hosts,
                 storage_lease,
                 bug,
+                transport,
             };
             done(cluster::up(&o))
         }

@@ -54,6 +54,11 @@ pub struct PlaceArgs {
     /// isolation are nftables rules in those namespaces, so the kernel's TCP meets them.
     #[arg(long, default_value = "loopback", value_parser = ["loopback", "netns"])]
     pub hosts: String,
+    /// How frames travel: `tcp`, `rdma` (a verbs device; the build needs `--features rdma`),
+    /// or `soft-rdma` (the software verbs fabric, in a process of its own: RDMA without
+    /// hardware, for tests).
+    #[arg(long, default_value = "tcp", value_parser = ["tcp", "rdma", "soft-rdma"])]
+    pub transport: String,
 }
 
 impl PlaceArgs {
@@ -64,6 +69,7 @@ impl PlaceArgs {
             store: self.store.clone(),
             out: self.out.clone(),
             hosts: self.hosts.clone(),
+            transport: self.transport.clone(),
         }
     }
 
@@ -75,6 +81,9 @@ impl PlaceArgs {
         }
         if self.hosts != "loopback" {
             f.push_str(&format!(" --hosts {}", self.hosts));
+        }
+        if self.transport != "tcp" {
+            f.push_str(&format!(" --transport {}", self.transport));
         }
         f
     }
@@ -342,6 +351,8 @@ pub struct Place {
     pub out: PathBuf,
     /// `loopback` or `netns`.
     pub hosts: String,
+    /// `tcp`, `rdma` or `soft-rdma`.
+    pub transport: String,
 }
 
 /// Runs `sc` on real processes with `seed`, judges it, writes its run directory and says how
@@ -360,6 +371,7 @@ pub fn run_real(sc: &Scenario, seed: u64, place: &Place, command: &str) -> ExitC
         bug: sc.bug.clone(),
         store: place.store.clone(),
         hosts: place.hosts.clone(),
+        transport: place.transport.clone(),
     };
     let outcome = match scenario_run::run(&o, &say) {
         Ok(x) => x,

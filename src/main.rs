@@ -100,6 +100,13 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Serve a software RDMA fabric on a Unix socket (what `cluster up --transport soft-rdma`
+    /// starts): every process's device on it reaches the others' registered memory through it.
+    Fabric {
+        /// The socket to serve on (replaced if stale).
+        #[arg(long)]
+        socket: PathBuf,
+    },
     /// Re-render the report of a run directory, or compare two runs side by side.
     #[command(args_conflicts_with_subcommands = true)]
     Report {
@@ -120,6 +127,13 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
+        Command::Fabric { socket } => match t3fs_real::rdma::soft::remote::serve_fabric(&socket) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: fabric on {}: {e}", socket.display());
+                ExitCode::from(2)
+            }
+        },
         Command::Mount {
             mountpoint,
             cluster,

@@ -399,3 +399,40 @@ fn a_cluster_on_etcd_serves_files() {
     c.t3fs(&["cluster", "down"]);
     no_process_left(&c.dir, &pids);
 }
+
+#[test]
+fn cluster_up_on_rdma_without_a_device_fails_at_once_and_names_what_is_missing() {
+    if Path::new("/sys/class/infiniband").exists() {
+        eprintln!("this host has RDMA devices: the no-device failure cannot be shown here");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("t3fs-real-nordma-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = Cluster { dir };
+    let out = Command::new(env!("CARGO_BIN_EXE_t3fs"))
+        .args([
+            "cluster",
+            "up",
+            "--transport",
+            "rdma",
+            "--wait",
+            "600",
+            "--dir",
+        ])
+        .arg(&c.dir)
+        .output()
+        .expect("run t3fs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    // With the rdma feature the provider looks for devices; without it the build says so.
+    assert!(
+        text.contains("/sys/class/infiniband") || text.contains("--features rdma"),
+        "the error names what is missing: {text}"
+    );
+    assert!(text.contains("transport rdma"), "{text}");
+    assert!(
+        cluster::pids(&c.dir).is_empty(),
+        "nothing was started: {:?}",
+        cluster::pids(&c.dir)
+    );
+}

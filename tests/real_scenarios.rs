@@ -467,3 +467,46 @@ fn meta_servers_that_skip_idempotency_records_fail_serializability() {
     );
     assert!(processes_under(&tmp.0).is_empty(), "processes left");
 }
+
+#[test]
+fn the_storage_data_path_on_the_software_rdma_fabric_passes_every_verdict() {
+    // Every node and client on the software verbs fabric (a process of its own): payloads move
+    // one-sided, and a storage process killed with SIGKILL mid-run takes its queue pairs with
+    // it, so its peers must reconnect after the restart for the resync.
+    let (tmp, _runs, code, text) = cluster_run(
+        "run-soft-rdma",
+        "replaced_disk",
+        &["--transport", "soft-rdma"],
+    );
+    assert_eq!(code, Some(0), "replaced_disk on soft-rdma failed:\n{text}");
+    for name in [
+        "no acknowledged write lost",
+        "replicas agree",
+        "linearizable",
+    ] {
+        assert!(verdict_line(&text, name).contains("PASS"), "{text}");
+    }
+    let wire = text
+        .lines()
+        .find(|l| l.contains("wire: storage pulled"))
+        .unwrap_or_else(|| panic!("no wire line:\n{text}"));
+    let num = |after: &str| -> u64 {
+        let rest = &wire[wire.find(after).unwrap() + after.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    // Writes are pulled by storage (the head from the client, each successor from its
+    // predecessor), reads pushed into the client; frames other than connection set-up go
+    // over RDMA (TCP carries the offers and answers only).
+    assert!(
+        num("pulled ") > 0,
+        "writes were pulled with RDMA READ: {wire}"
+    );
+    assert!(
+        num("pushed ") > 0,
+        "reads were pushed with RDMA WRITE: {wire}"
+    );
+    let (rdma, all) = (num("; "), num("of "));
+    assert!(rdma * 100 >= all * 95, "frames over RDMA: {wire}");
+    let left = processes_under(&tmp.0);
+    assert!(left.is_empty(), "processes left after the run: {left:?}");
+}

@@ -54,6 +54,9 @@ pub struct ClientOptions {
     pub user: t3fs_core::meta::perm::User,
     /// What a call does while the cluster cannot serve it.
     pub outage: Outage,
+    /// `Some`: chunk I/O and meta calls travel over RDMA on this device (the cluster's
+    /// servers must speak it, or they refuse and TCP is used).
+    pub rdma: Option<crate::transport::RdmaWire>,
 }
 
 /// What a call does while the cluster cannot serve it (every replica of a chain down, no meta
@@ -81,6 +84,7 @@ impl ClientOptions {
             refresh: None,
             user: t3fs_core::meta::perm::ROOT_USER,
             outage: Outage::Fail,
+            rdma: None,
         }
     }
 }
@@ -188,10 +192,9 @@ impl Client {
         id: ClientId,
     ) -> Result<Self, ClientError> {
         let err = |e: std::io::Error| ClientError::Connect(e.to_string());
-        let (transport, mut inbound) =
-            Transport::start(TransportConfig::new(node, None, opts.token.clone()))
-                .await
-                .map_err(err)?;
+        let mut tc = TransportConfig::new(node, None, opts.token.clone());
+        tc.rdma = opts.rdma.clone();
+        let (transport, mut inbound) = Transport::start(tc).await.map_err(err)?;
         let mgmtds: Vec<NodeId> = (0..=opts.standby.len() as u32).map(NodeId).collect();
         transport.set_addr(NodeId(0), opts.mgmtd);
         for (i, a) in opts.standby.iter().enumerate() {

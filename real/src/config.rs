@@ -10,6 +10,7 @@
 //! metrics = "127.0.0.1:8001"      # HTTP: /metrics (Prometheus), /ready, /status
 //! data = "/tmp/c/storage-0"       # data directory (chunk stores, KV engine, incarnation)
 //! store = "file"                  # chunk store: "file" or "uring" (io_uring, O_DIRECT)
+//! transport = "tcp"               # "tcp", "rdma" or "soft-rdma"; sized in [rdma] (rdma_config)
 //!
 //! [cluster]
 //! token = "…"                     # shared secret of the transport handshake
@@ -55,6 +56,13 @@ pub struct NodeConfig {
     pub cluster: ClusterSection,
     /// Listen addresses of every server, by node id (decimal string keys).
     pub addresses: BTreeMap<String, String>,
+    /// Sizes of RDMA connections and where the device is (`rdma_config`).
+    #[serde(default, skip_serializing_if = "is_default_rdma")]
+    pub rdma: crate::rdma_config::RdmaSection,
+}
+
+fn is_default_rdma(r: &crate::rdma_config::RdmaSection) -> bool {
+    *r == crate::rdma_config::RdmaSection::default()
 }
 
 /// `[node]`.
@@ -75,6 +83,14 @@ pub struct NodeSection {
     /// O_DIRECT; needs the `uring` feature, on by default).
     #[serde(default = "file_store")]
     pub store: String,
+    /// How frames travel: `tcp`, `rdma` (a verbs device) or `soft-rdma` (the software fabric
+    /// of a loopback cluster); see `rdma_config`.
+    #[serde(default = "tcp")]
+    pub transport: String,
+}
+
+fn tcp() -> String {
+    "tcp".into()
 }
 
 fn file_store() -> String {
@@ -262,6 +278,9 @@ impl NodeConfig {
                 format!("`{}`: expected \"file\" or \"uring\"", self.node.store),
             ));
         }
+        self.rdma
+            .check(&self.node.transport, self.cluster.chunk_size)
+            .map_err(|(key, m)| err(key, m))?;
         if self.cluster.token.len() < 16 {
             return Err(err("cluster.token", "shorter than 16 characters".into()));
         }

@@ -78,6 +78,7 @@ fn up_options(dir: &std::path::Path) -> UpOptions {
         hosts: "loopback".into(),
         storage_lease: false,
         bug: None,
+        transport: "tcp".into(),
     }
 }
 

@@ -94,12 +94,9 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     }
     let inc = next_incarnation(&cfg.node.data)?;
     let listen = cfg.node.listen.parse()?;
-    let (transport, inbound) = Transport::start(TransportConfig::new(
-        me,
-        Some(listen),
-        cfg.cluster.token.clone(),
-    ))
-    .await?;
+    let mut tc = TransportConfig::new(me, Some(listen), cfg.cluster.token.clone());
+    tc.rdma = cfg.rdma.wire(&cfg.node.transport, &cfg.node.name)?;
+    let (transport, inbound) = Transport::start(tc).await?;
     for (n, a) in cfg.addrs() {
         if n != me {
             transport.set_addr(n, a);

@@ -56,6 +56,8 @@ pub struct RunOptions {
     pub store: String,
     /// `loopback`, or `netns`: every server in a namespace of its own, network cuts in the kernel.
     pub hosts: String,
+    /// `tcp`, `rdma` or `soft-rdma`: how every node's (and client's) frames travel.
+    pub transport: String,
 }
 
 /// Everything a real run produced, for the checkers and the run directory.
@@ -148,6 +150,7 @@ fn up_options(o: &RunOptions) -> UpOptions {
         hosts: o.hosts.clone(),
         storage_lease: c.storage_lease,
         bug: o.bug.clone(),
+        transport: o.transport.clone(),
     }
 }
 
@@ -217,6 +220,9 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
             _ = crate::serve::shutdown_signal() => Err("interrupted (SIGINT or SIGTERM); the cluster was stopped".into()),
         }
     })?;
+    if o.transport != "tcp" {
+        say(&crate::wire_tally::tally(&entries));
+    }
     say("stopping the cluster");
     drop(guard);
     drop(rt);

@@ -437,7 +437,7 @@ impl Inner {
                 match up.pump(&io) {
                     Ok(busy) => busy,
                     Err(e) => {
-                        tracing::warn!(peer = p.node.0, error = %e, "rdma connection failed");
+                        tracing::info!(peer = p.node.0, error = %e, "rdma connection ended");
                         self.lost(up);
                         *st = idle(Duration::from_millis(50));
                         true

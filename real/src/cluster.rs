@@ -210,68 +210,15 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
                 cluster: section.clone(),
                 addresses: addresses.clone(),
                 rdma: crate::rdma_config::RdmaSection {
-                    fabric: (o.transport == "soft-rdma").then(|| dir.join(FABRIC_SOCKET)),
-                    pool_mib: pool_mib(o.chunk_size),
+                    fabric: (o.transport == "soft-rdma")
+                        .then(|| dir.join(crate::cluster_rdma::FABRIC_SOCKET)),
+                    pool_mib: crate::cluster_rdma::pool_mib(o.chunk_size),
                     ..Default::default()
                 },
             };
             (name, role, cfg)
         })
         .collect())
-}
-
-/// The software fabric's socket in a cluster directory (`--transport soft-rdma`).
-pub const FABRIC_SOCKET: &str = "fabric.sock";
-
-/// A pool that holds two frames of `chunk_size` each way (8 MiB at least).
-fn pool_mib(chunk_size: u32) -> u32 {
-    (4 * (u64::from(chunk_size) + (64 << 10)))
-        .div_ceil(1 << 20)
-        .max(8) as u32
-}
-
-/// Starts the software fabric of a `soft-rdma` cluster and waits for its socket.
-fn start_fabric(exe: &Path, dir: &Path) -> R<i32> {
-    let sock = dir.join(FABRIC_SOCKET);
-    let _ = std::fs::remove_file(&sock);
-    let log = std::fs::File::create(dir.join("fabric.log")).map_err(|e| e.to_string())?;
-    use std::os::unix::process::CommandExt;
-    let child = Command::new(exe)
-        .args(["fabric", "--socket"])
-        .arg(&sock)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(|e| e.to_string())?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("starting the software fabric: {e}"))?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !sock.exists() {
-        if Instant::now() > deadline {
-            return Err(format!(
-                "the software fabric did not open {}",
-                sock.display()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Ok(child.id() as i32)
-}
-
-/// Checks, before anything starts, that the first node can open its transport's device: a
-/// host without RDMA is told what is missing.
-fn probe_transport(entries: &[NodeEntry]) -> R<()> {
-    let Some(n) = entries.first() else {
-        return Ok(());
-    };
-    if n.cfg.node.transport != "rdma" {
-        return Ok(());
-    }
-    n.cfg
-        .rdma
-        .wire("rdma", "probe")
-        .map(drop)
-        .map_err(|e| format!("transport rdma: {e}"))
 }
 
 /// The namespace network of the cluster in `dir`, if it runs with `--hosts netns`.
@@ -354,11 +301,14 @@ pub fn up(o: &UpOptions) -> R<String> {
     if let Some(net) = net_of(&o.dir) {
         net.create()?;
     }
-    probe_transport(&entries)?;
+    crate::cluster_rdma::probe_transport(&entries)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut started = BTreeMap::new();
     if entries.iter().any(|n| n.cfg.node.transport == "soft-rdma") {
-        started.insert("fabric".to_string(), start_fabric(&exe, &o.dir)?);
+        started.insert(
+            "fabric".to_string(),
+            crate::cluster_rdma::start_fabric(&exe, &o.dir)?,
+        );
         write_pids(&o.dir, &started)?;
     }
     for n in &entries {

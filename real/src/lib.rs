@@ -26,6 +26,7 @@ pub mod chunk_store;
 pub mod client;
 pub mod client_ns;
 pub mod cluster;
+pub mod cluster_rdma;
 pub mod config;
 pub mod cpu;
 pub mod demo_real;

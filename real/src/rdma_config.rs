@@ -170,7 +170,7 @@ mod tests {
         // This host has no RDMA device (and the build may lack the provider): the message
         // names what is missing.
         if !std::path::Path::new("/sys/class/infiniband").exists() {
-            let e = ok.wire("rdma", "n").err().expect("no device here");
+            let e = ok.wire("rdma", "n").expect_err("no device here");
             assert!(
                 e.contains("/sys/class/infiniband") || e.contains("--features rdma"),
                 "{e}"
@@ -180,7 +180,7 @@ mod tests {
             fabric: Some("/nonexistent/fabric.sock".into()),
             ..RdmaSection::default()
         };
-        let e = gone.wire("soft-rdma", "n").err().expect("no fabric");
+        let e = gone.wire("soft-rdma", "n").expect_err("no fabric");
         assert!(e.contains("/nonexistent/fabric.sock"), "{e}");
     }
 }

@@ -12,7 +12,8 @@
 //! uses virtual addresses; the software provider gives each region a synthetic base.
 //!
 //! Not here: shared receive queues, scatter lists longer than one entry, atomics, immediate
-//! data on RDMA WRITE, unsignaled requests, and completion channels (the transport polls).
+//! data on RDMA WRITE, unsignaled requests; completion events only as a callback
+//! ([`Verbs::on_completion`]), which the hardware provider does not offer yet (it is polled).
 
 /// Access rights of a memory region (bits, as `ibv_access_flags`).
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Ord, PartialOrd, Hash)]
@@ -316,4 +317,11 @@ pub trait Verbs: Send + Sync {
     fn poll_cq(&self, cq: CqId, max: usize) -> Result<Vec<WorkCompletion>, VerbsError>;
     /// Destroys `qp`; its requests are dropped without completions.
     fn destroy_qp(&self, qp: QpNum) -> Result<(), VerbsError>;
+    /// Asks for `wake` to run whenever a completion lands on any of this device's queues (a
+    /// completion channel's event, coalesced: one call may stand for many completions, and a
+    /// poll must follow). False if the device has no events (the caller polls).
+    fn on_completion(&self, wake: std::sync::Arc<dyn Fn() + Send + Sync>) -> bool {
+        let _ = wake;
+        false
+    }
 }

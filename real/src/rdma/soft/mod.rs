@@ -103,6 +103,7 @@ impl SoftFabric {
         dev.qps.clear();
         dev.mrs.clear();
         dev.rkeys.clear();
+        dev.events.clear();
         w.fail_spanning(|x, y| x == d.gid || y == d.gid);
     }
 }
@@ -115,6 +116,11 @@ pub struct SoftDevice {
 }
 
 impl SoftDevice {
+    /// Its index on the fabric (what its endpoints' gid says).
+    pub fn index(&self) -> u64 {
+        self.gid
+    }
+
     /// The fabric it is on.
     pub fn fabric(&self) -> &Arc<SoftFabric> {
         &self.fabric
@@ -366,5 +372,16 @@ impl Verbs for SoftDevice {
             .remove(&qp.0)
             .map(|_| ())
             .ok_or(VerbsError::NoSuchObject("queue pair"))
+    }
+
+    fn on_completion(&self, wake: Arc<dyn Fn() + Send + Sync>) -> bool {
+        let mut w = self.fabric.lock();
+        match w.dev(self.gid) {
+            Ok(d) => {
+                d.events.push(wake);
+                true
+            }
+            Err(_) => false,
+        }
     }
 }

@@ -27,6 +27,8 @@ use super::wire::{self, R, W};
 use super::{SoftDevice, SoftFabric};
 
 const HELLO: u8 = 0;
+/// The first message of a device's event connection: completions are signalled on it.
+const EVENTS: u8 = 15;
 const NAME: u8 = 1;
 const ALLOC_PD: u8 = 2;
 const REG_MR: u8 = 3;
@@ -63,17 +65,22 @@ pub fn serve_fabric(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Serves one device until its connection ends, then kills it.
+/// Serves one device until its connection ends, then kills it; or, for an event connection,
+/// registers it with its device.
 fn serve_device(fabric: &Arc<SoftFabric>, mut conn: UnixStream) -> io::Result<()> {
     let Some(hello) = wire::recv(&mut conn)? else {
         return Ok(());
     };
     let mut r = R(&hello);
-    if r.u8()? != HELLO {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "no hello"));
+    match r.u8()? {
+        HELLO => {}
+        EVENTS => return events(fabric, r.u64()?, conn),
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "no hello")),
     }
     let dev = fabric.device(&r.string()?);
-    wire::send(&mut conn, &[0])?;
+    let mut ok = W::default();
+    ok.u64(dev.index());
+    wire::send(&mut conn, &ok.0)?;
     let end = loop {
         let req = match wire::recv(&mut conn) {
             Ok(Some(req)) => req,
@@ -95,6 +102,26 @@ fn serve_device(fabric: &Arc<SoftFabric>, mut conn: UnixStream) -> io::Result<()
     };
     fabric.kill(&dev);
     end
+}
+
+/// Signals every completion of device `gid` with one byte on `conn` (coalesced: a byte not
+/// yet read stands for the ones after it).
+fn events(fabric: &Arc<SoftFabric>, gid: u64, conn: UnixStream) -> io::Result<()> {
+    let dev = SoftDevice {
+        fabric: fabric.clone(),
+        gid,
+    };
+    conn.set_nonblocking(true)?;
+    let conn = Mutex::new(conn);
+    let wake = move || {
+        use std::io::Write;
+        // A full socket already holds an unread signal: dropping this one loses nothing.
+        let _ = conn.lock().unwrap_or_else(|e| e.into_inner()).write(&[1]);
+    };
+    if !dev.on_completion(Arc::new(wake)) {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "no such device"));
+    }
+    Ok(())
 }
 
 /// Runs one request on `dev`, writing `0` and the results to `out`. The outer error is a
@@ -178,6 +205,8 @@ fn call(dev: &SoftDevice, r: &mut R<'_>, out: &mut W) -> io::Result<Result<(), V
 /// A device on a fabric served by another process.
 pub struct RemoteDevice {
     name: String,
+    path: std::path::PathBuf,
+    index: u64,
     conn: Mutex<UnixStream>,
 }
 
@@ -194,11 +223,14 @@ impl RemoteDevice {
         let mut hello = W::default();
         hello.u8(HELLO).bytes(name.as_bytes());
         wire::send(&mut conn, &hello.0).map_err(missing)?;
-        wire::recv(&mut conn)
+        let ok = wire::recv(&mut conn)
             .map_err(missing)?
             .ok_or_else(|| missing(io::ErrorKind::UnexpectedEof.into()))?;
+        let index = R(&ok).u64().map_err(missing)?;
         Ok(Self {
             name: name.to_string(),
+            path: path.to_path_buf(),
+            index,
             conn: Mutex::new(conn),
         })
     }
@@ -307,5 +339,26 @@ impl Verbs for RemoteDevice {
     }
     fn destroy_qp(&self, qp: QpNum) -> Result<(), VerbsError> {
         self.rpc(req(DESTROY_QP).u32(qp.0)).map(drop)
+    }
+
+    /// A second connection carries the device's completion events; a thread of this process
+    /// reads them and runs `wake`, until the fabric closes it.
+    fn on_completion(&self, wake: Arc<dyn Fn() + Send + Sync>) -> bool {
+        let Ok(mut conn) = UnixStream::connect(&self.path) else {
+            return false;
+        };
+        let mut hello = W::default();
+        hello.u8(EVENTS).u64(self.index);
+        if wire::send(&mut conn, &hello.0).is_err() {
+            return false;
+        }
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = [0u8; 256];
+            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                wake();
+            }
+        });
+        true
     }
 }

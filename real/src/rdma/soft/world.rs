@@ -33,6 +33,8 @@ pub(super) struct Dev {
     pub(super) qps: BTreeMap<u32, Qp>,
     pub(super) next_qpn: u32,
     pub(super) next_addr: u64,
+    /// Called on every completion of this device (`Verbs::on_completion`).
+    pub(super) events: Vec<std::sync::Arc<dyn Fn() + Send + Sync>>,
 }
 
 pub(super) struct Mr {
@@ -111,6 +113,11 @@ impl World {
             c.overrun = true;
         } else {
             c.entries.push_back(wc);
+        }
+        // Wakers only signal (they never call back into the fabric), so running them under
+        // the fabric's lock cannot deadlock.
+        for wake in &d.events {
+            wake();
         }
     }
 

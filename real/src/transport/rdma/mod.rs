@@ -18,9 +18,10 @@
 //! new connection, which replaces the old.
 //!
 //! Progress: one task polls every connection's completions and moves frames both ways; idle,
-//! it backs off to a 2 ms poll (and wakes at once on a send), since neither provider here
-//! offers completion events. Invariants of TCP hold: bounded queues (`queue_frames` per peer,
-//! `inbound_frames` in), frames in order per connection, no panic on a peer's bytes.
+//! it sleeps until a send or the device's completion event wakes it (the software fabric has
+//! events; the hardware provider does not yet, so there it backs off to a 2 ms poll).
+//! Invariants of TCP hold: bounded queues (`queue_frames` per peer, `inbound_frames` in),
+//! frames in order per connection, no panic on a peer's bytes.
 //!
 //! Not here: shared receive queues, completion channels, more than one queue pair per peer,
 //! and zero-copy hand-off of pool memory to the storage engine.
@@ -29,6 +30,7 @@ mod ctl;
 mod link;
 mod msg;
 mod pool;
+mod setup;
 #[cfg(test)]
 mod tests;
 
@@ -51,8 +53,10 @@ use super::tcp::TcpTransport;
 use super::{Frame, Inbound, SendError, TransportConfig};
 use crate::rdma::channel::{Channel, ChannelConfig};
 use crate::rdma::verbs::Verbs;
-use ctl::{Ctl, Region};
+use ctl::Ctl;
 use link::{Io, Up};
+pub(crate) use setup::refuse;
+use setup::{idle, tcp_loop};
 
 /// How the RDMA transport runs (in [`TransportConfig::rdma`]).
 #[derive(Clone)]
@@ -99,7 +103,7 @@ enum State {
     },
     /// Offered (`conn`), waiting for the answer.
     Dialing {
-        ch: Channel,
+        ch: Box<Channel>,
         conn: u64,
         since: Instant,
     },
@@ -125,7 +129,10 @@ struct Inner {
     inbound: mpsc::Sender<Inbound>,
     counters: Counters,
     faults: FaultLayer,
-    wake: Notify,
+    /// Rung by sends and, where the device has them, by completion events.
+    wake: Arc<Notify>,
+    /// Whether the device rings `wake` on completions (else idle rounds poll).
+    events: bool,
     closed: AtomicBool,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     rng: AtomicU64,
@@ -173,6 +180,11 @@ impl RdmaTransport {
             Some(s) => r = (s ^ 0x5244_4d41).to_le_bytes(),
             None => getrandom::fill(&mut r).map_err(io::Error::other)?,
         }
+        let wake = Arc::new(Notify::new());
+        let ring = wake.clone();
+        let events = wire
+            .device
+            .on_completion(Arc::new(move || ring.notify_one()));
         let inner = Arc::new(Inner {
             me: tcp.me(),
             tcp,
@@ -183,7 +195,8 @@ impl RdmaTransport {
             inbound,
             counters: Counters::default(),
             faults: FaultLayer::default(),
-            wake: Notify::new(),
+            wake,
+            events,
             closed: AtomicBool::new(false),
             tasks: Mutex::default(),
             rng: AtomicU64::new(u64::from_le_bytes(r)),
@@ -466,141 +479,11 @@ impl Inner {
             Err(mpsc::error::TrySendError::Full(inb)) => Err(inb),
         }
     }
-
-    /// Makes a queue pair and offers it to `node`.
-    fn offer(&self, node: NodeId) -> State {
-        let (ch, endpoint) = match Channel::new(self.wire.device.clone(), self.wire.channel) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(peer = node.0, error = %e, "rdma: no queue pair");
-                return idle(Duration::from_secs(1));
-            }
-        };
-        let conn = self.conn_id();
-        let offer = Ctl::Connect {
-            conn,
-            endpoint,
-            region: Region::from(ch.bulk()),
-            slots: self.wire.channel.slots,
-            slot_bytes: self.wire.channel.slot_bytes,
-        };
-        if !self.ctl(node, &offer) {
-            return idle(Duration::from_millis(100));
-        }
-        State::Dialing {
-            ch,
-            conn,
-            since: Instant::now(),
-        }
-    }
-
-    /// Handles a connection-management frame from `from`.
-    fn on_ctl(&self, from: NodeId, c: Ctl) {
-        let p = self.peer(from);
-        let mut st = lock(&p.state);
-        match c {
-            Ctl::Connect {
-                conn,
-                endpoint,
-                region,
-                slots,
-                slot_bytes,
-            } => {
-                if matches!(*st, State::Dialing { .. }) && self.me < from {
-                    return; // both offered: ours wins, the peer answers it
-                }
-                if let State::Up(up) = &*st {
-                    if up.conn == conn {
-                        return; // a repeated offer of the connection we have
-                    }
-                    self.lost(up);
-                }
-                *st = self.accept(from, conn, endpoint, region, slots, slot_bytes);
-            }
-            Ctl::Accept {
-                conn,
-                endpoint,
-                region,
-            } => {
-                let State::Dialing { conn: c, .. } = &*st else {
-                    return;
-                };
-                if *c != conn {
-                    return;
-                }
-                let State::Dialing { mut ch, .. } =
-                    std::mem::replace(&mut *st, idle(Duration::ZERO))
-                else {
-                    unreachable!("matched above")
-                };
-                if ch.connect(endpoint).is_ok() {
-                    Counters::bump(&self.counters.connects);
-                    let up = Up::new(ch, conn, false, region, self.wire.channel.slot_bytes);
-                    *st = State::Up(Box::new(up));
-                }
-            }
-            Ctl::Refuse { conn } => {
-                if matches!(&*st, State::Dialing { conn: c, .. } if *c == conn) {
-                    tracing::info!(peer = from.0, "peer does not speak rdma: using tcp");
-                    *st = State::Tcp;
-                }
-            }
-        }
-        drop(st);
-        self.wake.notify_one();
-    }
-
-    /// Accepts an offer: a queue pair of the offered sizes, connected, and the answer.
-    fn accept(
-        &self,
-        from: NodeId,
-        conn: u64,
-        endpoint: crate::rdma::verbs::QpEndpoint,
-        region: Region,
-        slots: u32,
-        slot_bytes: u32,
-    ) -> State {
-        // The offer sizes our queue pair: bound what a peer may make us allocate.
-        if !(2..=4096).contains(&slots) || !(64..=(1 << 20)).contains(&slot_bytes) {
-            Counters::bump(&self.counters.malformed);
-            return idle(Duration::ZERO);
-        }
-        let cfg = ChannelConfig {
-            slots,
-            slot_bytes,
-            bulk_bytes: self.wire.channel.bulk_bytes,
-        };
-        let made = Channel::new(self.wire.device.clone(), cfg).and_then(|(mut ch, me)| {
-            ch.connect(endpoint)?;
-            Ok((ch, me))
-        });
-        let (ch, me) = match made {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::warn!(peer = from.0, error = %e, "rdma: cannot accept");
-                return idle(Duration::ZERO);
-            }
-        };
-        let answer = Ctl::Accept {
-            conn,
-            endpoint: me,
-            region: Region::from(ch.bulk()),
-        };
-        if !self.ctl(from, &answer) {
-            return idle(Duration::ZERO);
-        }
-        Counters::bump(&self.counters.connects);
-        State::Up(Box::new(Up::new(ch, conn, true, region, slot_bytes)))
-    }
 }
 
-fn idle(wait: Duration) -> State {
-    State::Idle {
-        retry_at: Instant::now() + wait,
-    }
-}
-
-/// Polls every connection; backs off to a 2 ms poll when nothing moves.
+/// Polls every connection while anything moves; idle, it sleeps until a send or a completion
+/// event rings (a 20 ms poll as a safety net), or, on a device without events, backs off to a
+/// 2 ms poll.
 async fn poll_loop(inner: Arc<Inner>) {
     let mut idle_rounds = 0u32;
     while !inner.closed.load(Ordering::SeqCst) {
@@ -619,39 +502,15 @@ async fn poll_loop(inner: Arc<Inner>) {
             tokio::task::yield_now().await;
             continue;
         }
-        let wait =
-            Duration::from_micros(50 << (idle_rounds - 4).min(6)).min(Duration::from_millis(2));
+        let wait = if inner.events {
+            Duration::from_millis(20)
+        } else {
+            Duration::from_micros(50 << (idle_rounds - 4).min(6)).min(Duration::from_millis(2))
+        };
         tokio::select! {
             biased;
             () = inner.wake.notified() => idle_rounds = 0,
             () = tokio::time::sleep(wait) => {}
         }
     }
-}
-
-/// Takes the TCP path's frames: connection management here, the rest to the receiver.
-async fn tcp_loop(inner: Arc<Inner>, mut rx: mpsc::Receiver<Inbound>) {
-    while let Some(inb) = rx.recv().await {
-        if ctl::is_ctl(&inb.frame) {
-            match Ctl::decode(&inb.frame) {
-                Some(c) => inner.on_ctl(inb.from, c),
-                None => Counters::bump(&inner.counters.malformed),
-            }
-            continue;
-        }
-        if inner.inbound.send(inb).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// On a TCP-only transport: answers an RDMA offer with a refusal. Whether `inb` was one.
-pub(crate) fn refuse(tcp: &TcpTransport, inb: &Inbound) -> bool {
-    if !ctl::is_ctl(&inb.frame) {
-        return false;
-    }
-    if let Some(Ctl::Connect { conn, .. }) = Ctl::decode(&inb.frame) {
-        let _ = tcp.try_send(inb.from, Bytes::from(Ctl::Refuse { conn }.encode()));
-    }
-    true
 }

@@ -227,7 +227,7 @@ async fn a_stalled_reader_pushes_back_to_the_sender_and_nothing_is_lost() {
                 Err(SendError::Full) => break,
                 Err(e) => panic!("{e}"),
             }
-            if sent % 16 == 0 {
+            if sent.is_multiple_of(16) {
                 sleep(Duration::from_millis(20)).await;
             }
             assert!(sent < 10_000, "no backpressure");

@@ -212,6 +212,16 @@ impl std::fmt::Display for SendError {
 
 impl std::error::Error for SendError {}
 
+/// The next of a splitmix64 sequence kept in `state` (jitter and fault draws; lock-free).
+pub(crate) fn splitmix(state: &std::sync::atomic::AtomicU64) -> u64 {
+    let mut z = state
+        .fetch_add(0x9E37_79B9_7F4A_7C15, std::sync::atomic::Ordering::Relaxed)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// A running transport, TCP or RDMA, behind one handle: what nodes, clients and services hold.
 /// Both kinds keep the same contract (module docs): bounded queues, best-effort delivery in
 /// order per connection, no panic on a peer's bytes, and the same errors and counters.

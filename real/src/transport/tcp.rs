@@ -247,13 +247,7 @@ impl Inner {
 
     /// A pseudo-random number for backoff jitter (splitmix64 over a random seed).
     pub(crate) fn random(&self) -> u64 {
-        let mut z = self
-            .rng
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        super::splitmix(&self.rng)
     }
 
     fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {

@@ -16,10 +16,10 @@ use tokio::time::{sleep, timeout};
 use super::handshake::{self, Me, TokenKey};
 use super::{Frame, Inbound, SendError, Transport, TransportConfig};
 
-const DEADLINE: Duration = Duration::from_secs(20);
-const TOKEN: &str = "t3fs-test-token-0123456789abcdef";
+pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const TOKEN: &str = "t3fs-test-token-0123456789abcdef";
 
-fn local() -> Option<SocketAddr> {
+pub(crate) fn local() -> Option<SocketAddr> {
     Some("127.0.0.1:0".parse().unwrap())
 }
 
@@ -35,20 +35,20 @@ async fn start(c: TransportConfig) -> (Transport, Receiver<Inbound>) {
 }
 
 /// Runs a test body under the deadline.
-async fn bounded(body: impl Future<Output = ()>) {
+pub(crate) async fn bounded(body: impl Future<Output = ()>) {
     timeout(DEADLINE, body)
         .await
         .expect("test exceeded its deadline");
 }
 
 /// Waits until `cond` holds (the outer deadline bounds it).
-async fn until(mut cond: impl FnMut() -> bool) {
+pub(crate) async fn until(mut cond: impl FnMut() -> bool) {
     while !cond() {
         sleep(Duration::from_millis(5)).await;
     }
 }
 
-async fn recv(rx: &mut Receiver<Inbound>) -> Inbound {
+pub(crate) async fn recv(rx: &mut Receiver<Inbound>) -> Inbound {
     rx.recv().await.expect("inbound channel open")
 }
 

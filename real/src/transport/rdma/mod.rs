@@ -339,14 +339,7 @@ impl Faulted for RdmaTransport {
         &self.inner.counters
     }
     fn random(&self) -> u64 {
-        let mut z = self
-            .inner
-            .rng
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        super::splitmix(&self.inner.rng)
     }
     fn enqueue(&self, to: NodeId, frame: Frame) -> Result<(), SendError> {
         RdmaTransport::enqueue(self, to, frame)

@@ -4,8 +4,6 @@
 //! and the same transport across processes through the fabric's socket. Each test runs under
 //! a deadline, so a bug fails instead of hanging.
 
-use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +15,8 @@ use tokio::time::{sleep, timeout};
 use crate::rdma::channel::ChannelConfig;
 use crate::rdma::soft::{SoftDevice, SoftFabric};
 use crate::rdma::verbs::Verbs;
+use crate::transport::tests::{bounded, local, recv, until, TOKEN};
 use crate::transport::{Frame, Inbound, RdmaWire, SendError, Transport, TransportConfig};
-
-const DEADLINE: Duration = Duration::from_secs(30);
-const TOKEN: &str = "t3fs-test-token-0123456789abcdef";
-
-fn local() -> Option<SocketAddr> {
-    Some("127.0.0.1:0".parse().unwrap())
-}
 
 fn wire(dev: Arc<dyn Verbs>) -> RdmaWire {
     let mut w = RdmaWire::new(dev);
@@ -42,22 +34,6 @@ async fn start(me: u32, dev: Option<&SoftDevice>) -> (Transport, Receiver<Inboun
     c.connect_backoff = Duration::from_millis(10)..Duration::from_millis(100);
     c.rdma = dev.map(|d| wire(Arc::new(d.clone())));
     Transport::start(c).await.expect("start")
-}
-
-async fn bounded(body: impl Future<Output = ()>) {
-    timeout(DEADLINE, body)
-        .await
-        .expect("test exceeded its deadline");
-}
-
-async fn until(mut cond: impl FnMut() -> bool) {
-    while !cond() {
-        sleep(Duration::from_millis(5)).await;
-    }
-}
-
-async fn recv(rx: &mut Receiver<Inbound>) -> Inbound {
-    rx.recv().await.expect("inbound channel open")
 }
 
 /// Frame `i`: a small head, and a bulk part of `bulk` bytes derived from `i`.

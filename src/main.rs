@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_meta;
+mod chains;
 mod check;
 mod cluster;
 mod cluster_agree;
@@ -100,6 +101,9 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Chain tables: generate one and say how it spreads a failed node's recovery reads.
+    #[command(subcommand)]
+    Chains(chains::ChainsCommand),
     /// Serve a software RDMA fabric on a Unix socket (what `cluster up --transport soft-rdma`
     /// starts): every process's device on it reaches the others' registered memory through it.
     Fabric {
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
+        Command::Chains(cmd) => chains::run(cmd),
         Command::Fabric { socket } => match t3fs_real::rdma::soft::remote::serve_fabric(&socket) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

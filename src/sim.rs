@@ -136,6 +136,16 @@ pub fn run(cmd: SimCommand) -> ExitCode {
                     .unwrap_or_else(|e| format!("INVALID: {e}"));
                 println!("  {name:<32} {about}");
             }
+            println!(
+                "performance scenarios, flow model ({}):",
+                t3fs_sim::perf::scenario::perf_dir().display()
+            );
+            for (name, path) in t3fs_sim::perf::scenario::catalog() {
+                let about = t3fs_sim::perf::scenario::PerfScenario::load(&path)
+                    .map(|s| s.about)
+                    .unwrap_or_else(|e| format!("INVALID: {e}"));
+                println!("  {name:<32} {about}");
+            }
             println!("planted bugs (--bug NAME):");
             for (name, about) in t3fs_sim::bugs::list() {
                 println!("  {name:<32} {about}");
@@ -168,7 +178,32 @@ fn print_outcome(o: &Outcome, command: &str) {
     }
 }
 
+/// Runs a performance scenario with the flow model, with a progress bar.
+fn perf_cmd(path: &std::path::Path, out: &std::path::Path) -> ExitCode {
+    let pb = ProgressBar::new(1000);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {percent}% simulated · {elapsed} (eta {eta})")
+            .expect("template"),
+    );
+    let r = t3fs_sim::perf::run::run(path, out, &mut |f| pb.set_position((f * 1000.0) as u64));
+    pb.finish_and_clear();
+    match r {
+        Ok(o) => {
+            print!("{}", o.summary);
+            println!("report: {}", o.dir.join("report.md").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn run_cmd(a: RunArgs) -> ExitCode {
+    if let Some(path) = t3fs_sim::perf::scenario::find(&a.scenario) {
+        return perf_cmd(&path, &a.out);
+    }
     let mut sc = match load(&a.scenario) {
         Ok(s) => s,
         Err(e) => {

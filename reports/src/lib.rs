@@ -11,6 +11,7 @@ pub mod charts;
 mod compare;
 mod compare_charts;
 mod markdown;
+pub mod perf_charts;
 pub mod render;
 mod roofline_chart;
 pub mod rundir;

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod chain_table;
 pub mod duration;
 pub mod history;
 pub mod load;

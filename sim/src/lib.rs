@@ -15,6 +15,7 @@ pub mod bugs;
 pub mod check;
 #[cfg(feature = "model")]
 pub mod model;
+pub mod perf;
 pub mod run;
 pub mod rundir;
 pub mod soak;

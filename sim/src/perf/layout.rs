@@ -1,0 +1,115 @@
+//! The resources of a flow-model cluster and where a chunk's replicas live: resource ids for
+//! every storage node's NIC (each direction), every client's NIC, every SSD and the fabric
+//! core; the chain table built per disk index, as 3FS builds it (one table over the nodes,
+//! replicated over each node's SSDs).
+//!
+//! Not here: what flows over them (the scenarios).
+
+use t3fs_scenario::chain_table::ChainTable;
+
+use super::hardware::Hardware;
+
+/// A cluster laid out as resources.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Storage nodes.
+    pub storage: u32,
+    /// Client nodes.
+    pub clients: u32,
+    /// SSDs per storage node.
+    pub disks: u32,
+    /// The chain table of one disk index (chain -> nodes).
+    pub table: ChainTable,
+    /// Capacities, bytes per second, by resource id.
+    pub caps: Vec<f64>,
+    /// Whether the fabric core is a resource (oversubscribed fabric).
+    core: bool,
+}
+
+impl Layout {
+    /// Lays out `hw` with `storage` nodes, `clients` clients and `table`; `background` is the
+    /// share of each storage NIC (both directions) other traffic takes.
+    pub fn new(
+        hw: &Hardware,
+        storage: u32,
+        clients: u32,
+        table: ChainTable,
+        background: f64,
+    ) -> Self {
+        let disks = hw.storage.ssds;
+        let s_nic = hw.nic_payload(&hw.storage) * (1.0 - background);
+        let c_nic = hw.nic_payload(&hw.client);
+        let mut caps = Vec::new();
+        caps.extend(std::iter::repeat_n(s_nic, storage as usize * 2));
+        caps.extend(std::iter::repeat_n(c_nic, clients as usize * 2));
+        caps.extend(std::iter::repeat_n(
+            hw.storage.ssd_bytes,
+            (storage * disks) as usize,
+        ));
+        let core = hw.oversubscription > 1.0;
+        if core {
+            caps.push(f64::from(storage) * s_nic / hw.oversubscription);
+        }
+        Self {
+            storage,
+            clients,
+            disks,
+            table,
+            caps,
+            core,
+        }
+    }
+
+    /// Storage node `s`'s NIC, sending.
+    pub fn storage_out(&self, s: u32) -> u32 {
+        s
+    }
+    /// Storage node `s`'s NIC, receiving.
+    pub fn storage_in(&self, s: u32) -> u32 {
+        self.storage + s
+    }
+    /// Client `c`'s NIC, receiving.
+    pub fn client_in(&self, c: u32) -> u32 {
+        2 * self.storage + c
+    }
+    /// Client `c`'s NIC, sending.
+    pub fn client_out(&self, c: u32) -> u32 {
+        2 * self.storage + self.clients + c
+    }
+    /// SSD `d` of storage node `s`.
+    pub fn ssd(&self, s: u32, d: u32) -> u32 {
+        2 * self.storage + 2 * self.clients + s * self.disks + d
+    }
+
+    /// The path of bytes read from SSD `d` of node `s` to client `c`.
+    pub fn read_path(&self, s: u32, d: u32, c: u32) -> Vec<u32> {
+        let mut p = vec![self.ssd(s, d), self.storage_out(s)];
+        if self.core {
+            p.push(self.caps.len() as u32 - 1);
+        }
+        p.push(self.client_in(c));
+        p
+    }
+
+    /// The path of bytes copied from SSD `d` of node `from` to the same SSD of node `to`.
+    pub fn copy_path(&self, from: u32, to: u32, d: u32) -> Vec<u32> {
+        let mut p = vec![self.ssd(from, d), self.storage_out(from)];
+        if self.core {
+            p.push(self.caps.len() as u32 - 1);
+        }
+        p.push(self.storage_in(to));
+        p.push(self.ssd(to, d));
+        p
+    }
+
+    /// Chains over all disk indexes.
+    pub fn chains(&self) -> u32 {
+        self.table.chains.len() as u32 * self.disks
+    }
+
+    /// Chain `k`'s nodes and its disk index.
+    pub fn chain(&self, k: u32) -> (&[u32], u32) {
+        let per = self.table.chains.len() as u32;
+        (&self.table.chains[(k % per) as usize], k / per)
+    }
+}

@@ -1,0 +1,323 @@
+//! Runs a performance scenario and writes its report: `report.md` (figures, roofline, what
+//! binds, the model's assumptions), charts as SVG and the throughput series as CSV, in
+//! `OUT/NAME-flow-seedS/`.
+//!
+//! Not here: the model (`engine.rs`, `flow.rs`) or the scenario's traffic (`peak_read.rs`,
+//! `recovery.rs`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use t3fs_scenario::chain_table::ChainTable;
+
+use super::engine::{self, Sample, Stats};
+use super::hardware::Hardware;
+use super::layout::Layout;
+use super::peak_read::Readers;
+use super::recovery::Recovery;
+use super::scenario::PerfScenario;
+
+const TIB: f64 = (1u64 << 40) as f64;
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// What a run printed and where its report is.
+pub struct Outcome {
+    /// The summary lines.
+    pub summary: String,
+    /// The run directory.
+    pub dir: PathBuf,
+}
+
+fn hardware(sc: &PerfScenario) -> Hardware {
+    let mut hw = Hardware::profile(&sc.hardware.profile).expect("checked at load");
+    if let Some(o) = sc.hardware.oversubscription {
+        hw.oversubscription = o;
+    }
+    if let Some(d) = sc.hardware.ssds {
+        hw.storage.ssds = d;
+    }
+    hw
+}
+
+fn table(sc: &PerfScenario, kind: &str) -> Result<ChainTable, String> {
+    let c = &sc.cluster;
+    match kind {
+        "round-robin" => ChainTable::round_robin(c.storage_nodes, c.targets_per_disk, c.replicas),
+        _ => ChainTable::balanced(c.storage_nodes, c.targets_per_disk, c.replicas),
+    }
+}
+
+/// Runs the scenario at `path`, writing its report under `out`; `progress` sees each sample.
+pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Outcome, String> {
+    let sc = PerfScenario::load(path)?;
+    let dir = out.join(format!("{}-flow-seed{}", sc.name, sc.seed));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let summary = match sc.kind.as_str() {
+        "peak_read" => peak_read(&sc, &dir, progress)?,
+        _ => recovery(&sc, &dir, progress)?,
+    };
+    Ok(Outcome { summary, dir })
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<(), String> {
+    std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
+}
+
+fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
+    let mut s = String::from("## Model and assumptions\n\n");
+    let q = sc.quantum_us * 1e-6;
+    let _ = writeln!(
+        s,
+        "- Flow-level, max-min fair sharing recomputed at every flow start and end (events \
+         within {:.0} us handled together: optimism at most {:.2}% here, from a mean flow time \
+         of {:.3} ms); {} recomputations, {} flows, at most {} at once.",
+        sc.quantum_us,
+        100.0 * q / (2.0 * stats.mean_flow_time.max(1e-12)),
+        stats.mean_flow_time * 1e3,
+        stats.allocations,
+        stats.flows,
+        stats.peak_flows
+    );
+    s.push_str(
+        "- A flow gets its fair share at once (no congestion control dynamics); a request \
+         costs a fixed latency before its bytes flow; NICs are full duplex; an SSD's reads and \
+         writes share its bandwidth; no CPU costs.\n",
+    );
+    let _ = writeln!(s, "- Hardware profile `{}`:", hw.name);
+    for src in &hw.sources {
+        let _ = writeln!(s, "  - {src}");
+    }
+    s
+}
+
+fn peak_read(
+    sc: &PerfScenario,
+    dir: &Path,
+    progress: &mut dyn FnMut(f64),
+) -> Result<String, String> {
+    let hw = hardware(sc);
+    let c = &sc.cluster;
+    let layout = Layout::new(
+        &hw,
+        c.storage_nodes,
+        c.clients,
+        table(sc, &c.table)?,
+        sc.hardware.background,
+    );
+    let read = f64::from(sc.workload.read_kib) * 1024.0;
+    let mut src = Readers::new(
+        &layout,
+        sc.seed,
+        read,
+        sc.workload.concurrency,
+        hw.request_latency,
+    );
+    let (mut series, mut per_node) = (Vec::new(), vec![0.0; c.storage_nodes as usize]);
+    let half = sc.duration_s / 2.0;
+    let mut steady = 0.0;
+    let stats = engine::run(
+        &layout.caps,
+        &mut src,
+        sc.duration_s,
+        sc.sample_ms * 1e-3,
+        sc.quantum_us * 1e-6,
+        |s: &Sample| {
+            let bytes: f64 = (0..c.storage_nodes)
+                .map(|n| s.bytes[layout.storage_out(n) as usize])
+                .sum();
+            series.push((s.t, bytes / s.dt / TIB));
+            if s.t > half + 1e-9 {
+                steady += s.dt;
+                for n in 0..c.storage_nodes {
+                    per_node[n as usize] += s.bytes[layout.storage_out(n) as usize];
+                }
+            }
+            progress(s.t / sc.duration_s);
+        },
+    );
+    let node_gib: Vec<f64> = per_node
+        .iter()
+        .map(|b| b / steady.max(1e-12) / GIB)
+        .collect();
+    let mean = node_gib.iter().sum::<f64>() * GIB / TIB;
+    let bounds = [
+        ("storage NICs", f64::from(c.storage_nodes) * layout.caps[0]),
+        (
+            "client NICs",
+            f64::from(c.clients) * hw.nic_payload(&hw.client),
+        ),
+        (
+            "SSDs",
+            f64::from(c.storage_nodes * hw.storage.ssds) * hw.storage.ssd_bytes,
+        ),
+    ];
+    let (bind, bound) = bounds
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("three bounds");
+    let bound_lines: Vec<(String, f64)> = bounds
+        .iter()
+        .map(|(n, v)| (format!("{n} bound"), v / TIB))
+        .collect();
+    let chart = t3fs_reports::perf_charts::series_with_bounds(
+        &format!("{}: aggregate read throughput", sc.name),
+        "TiB/s",
+        &series,
+        &bound_lines,
+    )?;
+    write(dir, "throughput.svg", &chart)?;
+    let scatter = t3fs_reports::perf_charts::scatter_with_mean(
+        "read throughput per storage node (second half)",
+        "GiB/s",
+        &node_gib,
+    )?;
+    write(dir, "per_node.svg", &scatter)?;
+    let mut csv = String::from("t_s,read_tib_s\n");
+    for (t, v) in &series {
+        let _ = writeln!(csv, "{t:.4},{v:.6}");
+    }
+    write(dir, "throughput.csv", &csv)?;
+    let (lo, hi) = node_gib
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), v| (l.min(*v), h.max(*v)));
+    let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.about);
+    let _ = writeln!(
+        md,
+        "Predicted aggregate read throughput (mean of the second half): **{mean:.2} TiB/s**, \
+         {:.1}% of the binding bound ({bind}, {:.2} TiB/s). Published by 3FS: 6.6 TiB/s.\n",
+        100.0 * mean * TIB / bound,
+        bound / TIB
+    );
+    md.push_str("| bound | TiB/s | model's share of it |\n|---|---|---|\n");
+    for (n, v) in bounds {
+        let _ = writeln!(
+            md,
+            "| {n} | {:.2} | {:.1}% |",
+            v / TIB,
+            100.0 * mean * TIB / v
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nPer storage node: {lo:.1} to {hi:.1} GiB/s (mean {:.1}); the spread comes from random \
+         chunk placement at finite concurrency ({} clients x {} reads of {} KiB).\n",
+        mean * TIB / GIB / f64::from(c.storage_nodes),
+        c.clients,
+        sc.workload.concurrency,
+        sc.workload.read_kib
+    );
+    md.push_str("![throughput](throughput.svg)\n\n![per node](per_node.svg)\n\n");
+    md.push_str(&assumptions(sc, &hw, &stats));
+    write(dir, "report.md", &md)?;
+    Ok(format!(
+        "{}: predicted {mean:.2} TiB/s aggregate read ({:.1}% of the {bind} bound, {:.2} TiB/s; \
+         client NICs {:.2}, SSDs {:.2}); published 6.6 TiB/s\n",
+        sc.name,
+        100.0 * mean * TIB / bound,
+        bound / TIB,
+        bounds[1].1 / TIB,
+        bounds[2].1 / TIB
+    ))
+}
+
+/// Recovery of one node under each chain table.
+fn recovery(
+    sc: &PerfScenario,
+    dir: &Path,
+    progress: &mut dyn FnMut(f64),
+) -> Result<String, String> {
+    let hw = hardware(sc);
+    let c = &sc.cluster;
+    let r = sc.recovery.as_ref().expect("checked at load");
+    let read = f64::from(sc.workload.read_kib) * 1024.0;
+    let mut groups = Vec::new();
+    let mut md = format!(
+        "# {}\n\n{}\n\n| table | recovery time (s) | peers serving copies | most one peer served (GiB) | busiest peer's NIC (sending) | foreground read during recovery (GiB/s) |\n|---|---|---|---|---|---|\n",
+        sc.name, sc.about
+    );
+    let (mut floor, mut last_stats) = (0.0, Stats::default());
+    let mut summary = String::new();
+    for (k, kind) in ["round-robin", "balanced"].into_iter().enumerate() {
+        let layout = Layout::new(
+            &hw,
+            c.storage_nodes,
+            c.clients,
+            table(sc, kind)?,
+            sc.hardware.background,
+        );
+        let mut src = Recovery::new(
+            &layout,
+            r.failed_node,
+            r.target_gib * GIB,
+            sc.seed,
+            read,
+            sc.workload.concurrency,
+            hw.request_latency,
+        );
+        // The run ends when the copies do (the source says so): every sample is recovery.
+        let (mut fg, mut elapsed) = (0.0, 0.0);
+        let mut sent = vec![0.0; c.storage_nodes as usize];
+        let stats = engine::run(
+            &layout.caps,
+            &mut src,
+            sc.duration_s,
+            sc.sample_ms * 1e-3,
+            sc.quantum_us * 1e-6,
+            |s: &Sample| {
+                fg += (0..c.clients)
+                    .map(|n| s.bytes[layout.client_in(n) as usize])
+                    .sum::<f64>();
+                for (n, b) in sent.iter_mut().enumerate() {
+                    *b += s.bytes[layout.storage_out(n as u32) as usize];
+                }
+                elapsed = s.t;
+                progress((k as f64 + s.t / sc.duration_s) / 2.0);
+            },
+        );
+        last_stats = stats;
+        let total: f64 = src.served.iter().sum();
+        floor = total / layout.caps[layout.storage_in(r.failed_node) as usize];
+        let busiest = sent
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| *n as u32 != r.failed_node)
+            .map(|(_, b)| b / elapsed.max(1e-12) / layout.caps[0])
+            .fold(0.0, f64::max);
+        let served: Vec<f64> = src.served.iter().map(|b| b / GIB).collect();
+        let peers = served.iter().filter(|&&v| v > 0.0).count();
+        let most = served.iter().copied().fold(0.0, f64::max);
+        let time = src
+            .done_at
+            .map_or(format!("> {:.0}", sc.duration_s), |t| format!("{t:.1}"));
+        let fg_rate = fg / elapsed.max(1e-12) / GIB;
+        let _ = writeln!(
+            md,
+            "| {kind} | {time} | {peers} | {most:.0} | {:.0}% busy | {fg_rate:.1} |",
+            100.0 * busiest
+        );
+        let _ = writeln!(
+            summary,
+            "{}: {kind} table: recovery {time} s, copies served by {peers} peers (at most {most:.0} GiB each; the busiest peer's NIC {:.0}% busy)",
+            sc.name,
+            100.0 * busiest
+        );
+        groups.push((kind.to_string(), served));
+    }
+    let chart = t3fs_reports::perf_charts::grouped_bars(
+        &format!("recovery reads per node when node {} fails", r.failed_node),
+        "GiB served",
+        &groups,
+    )?;
+    write(dir, "recovery.svg", &chart)?;
+    let _ = writeln!(
+        md,
+        "\nThe floor under either table: the returning node's NIC receives every copied byte, so \
+         recovery takes at least {floor:.1} s; a table decides how many peers share the sending \
+         and how hot the busiest runs while clients read from it.\n"
+    );
+    md.push_str("![recovery reads per node](recovery.svg)\n\n");
+    md.push_str(&assumptions(sc, &hw, &last_stats));
+    write(dir, "report.md", &md)?;
+    Ok(summary)
+}

@@ -1,0 +1,200 @@
+//! Performance scenario files (`scenarios/perf/*.toml`): the cluster, its hardware profile
+//! with overrides, the workload and the model's settings. Every key is documented on its field;
+//! an unknown key, a missing one or a bad value is reported with the file, line and key.
+//!
+//! Not here: running them (`run.rs`).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A performance scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerfScenario {
+    /// Its name.
+    pub name: String,
+    /// One line saying what it shows.
+    pub about: String,
+    /// `peak_read` or `recovery`.
+    pub kind: String,
+    /// Seed of the random chain and replica choices.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Simulated seconds (recovery: at most; it ends when the copies do).
+    pub duration_s: f64,
+    /// Sampling interval of the throughput series, milliseconds.
+    #[serde(default = "ten")]
+    pub sample_ms: f64,
+    /// Events closer than this are handled together, microseconds (0: exact; see engine.rs).
+    #[serde(default = "fifty")]
+    pub quantum_us: f64,
+    /// Hardware.
+    pub hardware: HwSection,
+    /// Cluster shape.
+    pub cluster: ClusterSection,
+    /// Client reads.
+    pub workload: WorkloadSection,
+    /// `recovery`: what fails and how much it held.
+    pub recovery: Option<RecoverySection>,
+}
+
+fn one() -> u64 {
+    1
+}
+fn ten() -> f64 {
+    10.0
+}
+fn fifty() -> f64 {
+    50.0
+}
+
+/// `[hardware]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HwSection {
+    /// A named profile (`3fs-2025`).
+    pub profile: String,
+    /// Share of each storage NIC taken by other traffic (0 ..< 1).
+    #[serde(default)]
+    pub background: f64,
+    /// Fabric oversubscription instead of the profile's (1: non-blocking).
+    pub oversubscription: Option<f64>,
+    /// SSDs per storage node instead of the profile's.
+    pub ssds: Option<u32>,
+}
+
+/// `[cluster]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// Storage nodes.
+    pub storage_nodes: u32,
+    /// Client nodes.
+    pub clients: u32,
+    /// Targets per SSD (3FS: 6 in its deploy example).
+    pub targets_per_disk: u32,
+    /// Replicas per chain.
+    pub replicas: u32,
+    /// `balanced` or `round-robin`.
+    pub table: String,
+}
+
+/// `[workload]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// Bytes per read, KiB.
+    pub read_kib: u32,
+    /// Reads each client keeps in flight.
+    pub concurrency: u32,
+}
+
+/// `[recovery]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverySection {
+    /// The node that fails (and comes back empty).
+    pub failed_node: u32,
+    /// Bytes each of its targets held, GiB.
+    pub target_gib: f64,
+}
+
+/// Where performance scenarios live.
+pub fn perf_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("scenarios")
+        .join("perf")
+}
+
+/// The file of scenario `name_or_path`, if it is a performance scenario.
+pub fn find(name_or_path: &str) -> Option<PathBuf> {
+    let p = Path::new(name_or_path);
+    if p.extension().is_some_and(|e| e == "toml") && p.exists() {
+        let text = std::fs::read_to_string(p).ok()?;
+        return text
+            .lines()
+            .any(|l| l.trim_start().starts_with("kind ="))
+            .then(|| p.to_path_buf());
+    }
+    let f = perf_dir().join(format!("{name_or_path}.toml"));
+    f.exists().then_some(f)
+}
+
+/// Performance scenarios by name.
+pub fn catalog() -> Vec<(String, PathBuf)> {
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(perf_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter_map(|p| Some((p.file_stem()?.to_string_lossy().to_string(), p)))
+        .collect();
+    v.sort();
+    v
+}
+
+impl PerfScenario {
+    /// Reads and checks `path`; errors name the file, line and key.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
+        let sc: Self = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(0, |s| {
+                text[..s.start.min(text.len())].matches('\n').count() + 1
+            });
+            format!("{file}:{line}: {}", e.message().trim())
+        })?;
+        sc.check().map_err(|(key, m)| {
+            let short = key.rsplit('.').next().unwrap_or(key);
+            let line = text
+                .lines()
+                .position(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == short))
+                .map_or(0, |i| i + 1);
+            format!("{file}:{line}: {key}: {m}")
+        })?;
+        Ok(sc)
+    }
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        if !matches!(self.kind.as_str(), "peak_read" | "recovery") {
+            return Err((
+                "kind",
+                format!("`{}`: expected peak_read or recovery", self.kind),
+            ));
+        }
+        if super::hardware::Hardware::profile(&self.hardware.profile).is_none() {
+            return Err((
+                "hardware.profile",
+                format!("`{}`: known: 3fs-2025", self.hardware.profile),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.hardware.background) {
+            return Err(("hardware.background", "must be in 0 ..< 1".into()));
+        }
+        if !matches!(self.cluster.table.as_str(), "balanced" | "round-robin") {
+            return Err(("cluster.table", "expected balanced or round-robin".into()));
+        }
+        if !(self.duration_s > 0.0 && self.sample_ms > 0.0 && self.quantum_us >= 0.0) {
+            return Err((
+                "duration_s",
+                "duration, sample and quantum must be positive".into(),
+            ));
+        }
+        if self.workload.read_kib == 0 || self.cluster.clients == 0 {
+            return Err((
+                "workload.read_kib",
+                "reads and clients must be positive".into(),
+            ));
+        }
+        match (&self.recovery, self.kind.as_str()) {
+            (None, "recovery") => Err(("recovery", "a recovery scenario needs [recovery]".into())),
+            (Some(r), _) if r.failed_node >= self.cluster.storage_nodes => {
+                Err(("recovery.failed_node", "not a storage node".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+}

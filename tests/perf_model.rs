@@ -1,0 +1,124 @@
+//! The performance model from the command line: `t3fs chains generate` prints a table and how a
+//! failed node's recovery reads spread (every peer under the balanced table, a few under the
+//! naive one); `t3fs sim run` on a performance scenario writes a report with the predicted
+//! figure, the roofline and the charts; a bad scenario names its line.
+
+mod support;
+
+use support::{t3fs, t3fs_code, Scratch};
+
+fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("t3fs-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}
+
+#[test]
+fn chain_tables_say_how_recovery_spreads() {
+    let tmp = scratch("chains");
+    let args = [
+        "chains",
+        "generate",
+        "--nodes",
+        "25",
+        "--targets-per-node",
+        "12",
+    ];
+    let (ok, text) = t3fs(&args, &tmp.0);
+    assert!(ok, "{text}");
+    assert_eq!(
+        text.lines().filter(|l| !l.starts_with('#')).count(),
+        100,
+        "{text}"
+    );
+    assert!(
+        text.contains("pairs of nodes share 1 to 1 chains"),
+        "{text}"
+    );
+    assert!(text.contains("24 peers serve its recovery reads"), "{text}");
+    let mut naive = args.to_vec();
+    naive.extend(["--table", "round-robin"]);
+    let (ok, text) = t3fs(&naive, &tmp.0);
+    assert!(ok, "{text}");
+    assert!(text.contains("4 peers serve its recovery reads"), "{text}");
+    let (code, text) = t3fs_code(
+        &[
+            "chains",
+            "generate",
+            "--nodes",
+            "5",
+            "--targets-per-node",
+            "1",
+        ],
+        &tmp.0,
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("not a multiple of 3 replicas"), "{text}");
+}
+
+#[test]
+fn a_performance_scenario_writes_its_prediction_roofline_and_charts() {
+    let tmp = scratch("perf-run");
+    let file = tmp.0.join("small_read.toml");
+    std::fs::write(
+        &file,
+        r#"name = "small_read"
+about = "a small cluster reading"
+kind = "peak_read"
+duration_s = 0.05
+sample_ms = 5
+[hardware]
+profile = "3fs-2025"
+[cluster]
+storage_nodes = 6
+clients = 30
+targets_per_disk = 6
+replicas = 3
+table = "balanced"
+[workload]
+read_kib = 4096
+concurrency = 8
+"#,
+    )
+    .unwrap();
+    let out = tmp.0.join("runs");
+    let (ok, text) = t3fs(
+        &[
+            "sim",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &tmp.0,
+    );
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("predicted") && text.contains("storage NICs bound"),
+        "{text}"
+    );
+    let run = out.join("small_read-flow-seed1");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    for want in [
+        "| storage NICs |",
+        "| client NICs |",
+        "| SSDs |",
+        "Model and assumptions",
+        "3fs-2025",
+    ] {
+        assert!(report.contains(want), "{want} missing:\n{report}");
+    }
+    for svg in ["throughput.svg", "per_node.svg"] {
+        assert!(std::fs::read_to_string(run.join(svg))
+            .unwrap()
+            .contains("<svg"));
+    }
+    std::fs::write(
+        &file,
+        "name = \"x\"\nabout = \"y\"\nkind = \"peak_read\"\nduration_s = \"long\"\n",
+    )
+    .unwrap();
+    let (code, text) = t3fs_code(&["sim", "run", file.to_str().unwrap()], &tmp.0);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("small_read.toml:4:"), "{text}");
+}

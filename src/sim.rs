@@ -23,6 +23,22 @@ pub enum SimCommand {
     Replay(ReplayArgs),
     /// List the catalog scenarios and the planted bugs.
     List,
+    /// Run a performance scenario once per value of one parameter and draw the scaling curve
+    /// against the roofline (`--vary clients=100,200,500`).
+    Sweep(SweepArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// A performance scenario (name in scenarios/perf or a file) of kind peak_read.
+    scenario: String,
+    /// KEY=V1,V2,...: storage_nodes, clients, replicas, targets_per_disk, concurrency,
+    /// read_kib, ssds, nic_gbps, background or oversubscription.
+    #[arg(long)]
+    vary: String,
+    /// Where the sweep's directory goes.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
 }
 
 /// `--storage-lease on|off`: overrides the scenario's (or the swarm seed's) lease switch.
@@ -128,6 +144,7 @@ pub fn run(cmd: SimCommand) -> ExitCode {
         SimCommand::Run(a) => run_cmd(a),
         SimCommand::Swarm(a) => swarm_cmd(a),
         SimCommand::Replay(a) => replay_cmd(a),
+        SimCommand::Sweep(a) => sweep_cmd(a),
         SimCommand::List => {
             println!("scenarios ({}):", t3fs_scenario::catalog_dir().display());
             for (name, path) in t3fs_scenario::catalog() {
@@ -175,6 +192,46 @@ fn print_outcome(o: &Outcome, command: &str) {
     } else {
         println!("FAIL (exit {}): {}", o.exit, o.reason);
         println!("reproduce: {command}");
+    }
+}
+
+/// Runs a sweep, with a progress bar per point.
+fn sweep_cmd(a: SweepArgs) -> ExitCode {
+    let Some(path) = t3fs_sim::perf::scenario::find(&a.scenario) else {
+        eprintln!(
+            "error: no performance scenario `{}` (see `t3fs sim list`)",
+            a.scenario
+        );
+        return ExitCode::from(2);
+    };
+    let pb = ProgressBar::new(0);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} points · {elapsed} (eta {eta})")
+            .expect("template"),
+    );
+    let r = t3fs_sim::perf::sweep::sweep(&path, &a.vary, &a.out, &mut |i, n| {
+        pb.set_length(n as u64);
+        pb.set_position(i as u64);
+    });
+    pb.finish_and_clear();
+    match r {
+        Ok((points, dir)) => {
+            for p in &points {
+                let (bind, b) = p.binding();
+                println!(
+                    "  {:>10}  model {:>7.2} TiB/s  {bind} bound {b:.2} ({:.1}%)",
+                    p.x,
+                    p.model,
+                    100.0 * p.model / b
+                );
+            }
+            println!("report: {}", dir.join("report.md").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -113,6 +113,51 @@ concurrency = 8
             .unwrap()
             .contains("<svg"));
     }
+    let (ok, text) = t3fs(
+        &[
+            "sim",
+            "sweep",
+            file.to_str().unwrap(),
+            "--vary",
+            "clients=3,30",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &tmp.0,
+    );
+    assert!(ok, "{text}");
+    let sweep = out.join("small_read-sweep-clients");
+    let csv = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    // Three clients are bound by their NICs; thirty by the storage NICs, and read more.
+    assert!(
+        rows[0][1] <= rows[0][3] * 1.01 && rows[0][1] >= rows[0][3] * 0.8,
+        "{csv}"
+    );
+    assert!(
+        rows[1][1] > rows[0][1] && rows[1][1] <= rows[1][2] * 1.01,
+        "{csv}"
+    );
+    assert!(std::fs::read_to_string(sweep.join("sweep.svg"))
+        .unwrap()
+        .contains("<svg"));
+    let (code, text) = t3fs_code(
+        &[
+            "sim",
+            "sweep",
+            file.to_str().unwrap(),
+            "--vary",
+            "colour=1,2",
+        ],
+        &tmp.0,
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("cannot vary `colour`"), "{text}");
     std::fs::write(
         &file,
         "name = \"x\"\nabout = \"y\"\nkind = \"peak_read\"\nduration_s = \"long\"\n",

@@ -75,6 +75,62 @@ pub fn series_with_bounds(
     Ok(svg)
 }
 
+/// Lines over a parameter: the first series solid (the model), the rest dashed (bounds).
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    unit: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let pts = || series.iter().flat_map(|s| s.1.iter());
+        let x_lo = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let x_hi = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+        let (x_lo, x_hi) = if x_lo < x_hi {
+            (x_lo, x_hi)
+        } else {
+            (0.0, 1.0)
+        };
+        let y_max = pts().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.15;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x_lo..x_hi, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(unit)
+            .draw()
+            .map_err(err)?;
+        for (k, (name, pts)) in series.iter().enumerate() {
+            let c = if k == 0 {
+                LINE
+            } else {
+                BOUNDS[(k - 1) % BOUNDS.len()]
+            };
+            let style = c.stroke_width(if k == 0 { 3 } else { 1 });
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), style))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], c));
+            if k == 0 {
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+                    .map_err(err)?;
+            }
+        }
+        finish(chart, &root)?;
+    }
+    Ok(svg)
+}
+
 /// One point per node (x: node index, y in `unit`) and a line at their mean.
 pub fn scatter_with_mean(title: &str, unit: &str, ys: &[f64]) -> Result<String, String> {
     let mut svg = String::new();
@@ -198,5 +254,13 @@ mod tests {
         )
         .unwrap();
         assert!(b.contains("naive") && b.contains("balanced"));
+        let l = lines(
+            "t",
+            "clients",
+            "TiB/s",
+            &[("model".into(), vec![(1.0, 1.0), (2.0, 2.0)])],
+        )
+        .unwrap();
+        assert!(l.contains("model") && l.contains("clients"));
     }
 }

@@ -6,6 +6,7 @@
 //! Not here: what flows over them (the scenarios).
 
 use t3fs_scenario::chain_table::ChainTable;
+use t3fs_scenario::rng::Rng;
 
 use super::hardware::Hardware;
 
@@ -105,6 +106,22 @@ impl Layout {
     /// Chains over all disk indexes.
     pub fn chains(&self) -> u32 {
         self.table.chains.len() as u32 * self.disks
+    }
+
+    /// A chunk's home drawn from `rng`: a chain at random and one of its replicas other than
+    /// `except` at random (CRAQ reads any serving replica): (node, disk index).
+    pub fn random_replica(&self, rng: &mut Rng, except: Option<u32>) -> (u32, u32) {
+        loop {
+            let (nodes, disk) = self.chain(rng.below(u64::from(self.chains())) as u32);
+            let alive: Vec<u32> = nodes
+                .iter()
+                .copied()
+                .filter(|&n| Some(n) != except)
+                .collect();
+            if !alive.is_empty() {
+                return (alive[rng.below(alive.len() as u64) as usize], disk);
+            }
+        }
     }
 
     /// Chain `k`'s nodes and its disk index.

@@ -17,5 +17,6 @@ pub mod peak_read;
 pub mod recovery;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 #[cfg(test)]
 mod tests;

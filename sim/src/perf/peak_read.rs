@@ -40,12 +40,9 @@ impl<'a> Readers<'a> {
     }
 
     fn read(&mut self, client: u32) -> Request {
-        let l = self.layout;
-        let chain = self.rng.below(u64::from(l.chains())) as u32;
-        let (nodes, disk) = l.chain(chain);
-        let node = nodes[self.rng.below(nodes.len() as u64) as usize];
+        let (node, disk) = self.layout.random_replica(&mut self.rng, None);
         Request {
-            path: l.read_path(node, disk, client),
+            path: self.layout.read_path(node, disk, client),
             bytes: self.read_bytes,
             delay: self.latency,
             tag: u64::from(client),

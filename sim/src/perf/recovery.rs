@@ -62,25 +62,12 @@ impl<'a> Recovery<'a> {
     }
 
     fn read(&mut self, client: u32) -> Request {
-        let l = self.layout;
-        loop {
-            let chain = self.rng.below(u64::from(l.chains())) as u32;
-            let (nodes, disk) = l.chain(chain);
-            let alive: Vec<u32> = nodes
-                .iter()
-                .copied()
-                .filter(|&n| n != self.failed)
-                .collect();
-            if alive.is_empty() {
-                continue;
-            }
-            let node = alive[self.rng.below(alive.len() as u64) as usize];
-            return Request {
-                path: l.read_path(node, disk, client),
-                bytes: self.read_bytes,
-                delay: self.latency,
-                tag: u64::from(client),
-            };
+        let (node, disk) = self.layout.random_replica(&mut self.rng, Some(self.failed));
+        Request {
+            path: self.layout.read_path(node, disk, client),
+            bytes: self.read_bytes,
+            delay: self.latency,
+            tag: u64::from(client),
         }
     }
 }

@@ -36,6 +36,10 @@ fn hardware(sc: &PerfScenario) -> Hardware {
     if let Some(d) = sc.hardware.ssds {
         hw.storage.ssds = d;
     }
+    if let Some(g) = sc.hardware.nic_gbps {
+        hw.storage.nic_bytes = super::hardware::gbps(g);
+        hw.client.nic_bytes = super::hardware::gbps(g);
+    }
     hw
 }
 
@@ -53,7 +57,7 @@ pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Out
     let dir = out.join(format!("{}-flow-seed{}", sc.name, sc.seed));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let summary = match sc.kind.as_str() {
-        "peak_read" => peak_read(&sc, &dir, progress)?,
+        "peak_read" => peak_read(&sc, &dir, progress)?.0,
         _ => recovery(&sc, &dir, progress)?,
     };
     Ok(Outcome { summary, dir })
@@ -90,11 +94,36 @@ fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
     s
 }
 
-fn peak_read(
+/// A peak-read run's figures, TiB/s.
+pub struct Peak {
+    /// Predicted aggregate read.
+    pub mean: f64,
+    /// The roofline: (what, bound).
+    pub bounds: [(&'static str, f64); 3],
+}
+
+impl Peak {
+    /// The binding bound: (what, TiB/s).
+    pub fn binding(&self) -> (&'static str, f64) {
+        binding(&self.bounds)
+    }
+}
+
+/// The lowest of `bounds`.
+fn binding(bounds: &[(&'static str, f64); 3]) -> (&'static str, f64) {
+    bounds
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("three bounds")
+}
+
+/// Runs a peak-read scenario, writing its report in `dir`: the summary line and the figures.
+pub fn peak_read(
     sc: &PerfScenario,
     dir: &Path,
     progress: &mut dyn FnMut(f64),
-) -> Result<String, String> {
+) -> Result<(String, Peak), String> {
     let hw = hardware(sc);
     let c = &sc.cluster;
     let layout = Layout::new(
@@ -151,11 +180,7 @@ fn peak_read(
             f64::from(c.storage_nodes * hw.storage.ssds) * hw.storage.ssd_bytes,
         ),
     ];
-    let (bind, bound) = bounds
-        .iter()
-        .copied()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .expect("three bounds");
+    let (bind, bound) = binding(&bounds);
     let bound_lines: Vec<(String, f64)> = bounds
         .iter()
         .map(|(n, v)| (format!("{n} bound"), v / TIB))
@@ -210,7 +235,7 @@ fn peak_read(
     md.push_str("![throughput](throughput.svg)\n\n![per node](per_node.svg)\n\n");
     md.push_str(&assumptions(sc, &hw, &stats));
     write(dir, "report.md", &md)?;
-    Ok(format!(
+    let line = format!(
         "{}: predicted {mean:.2} TiB/s aggregate read ({:.1}% of the {bind} bound, {:.2} TiB/s; \
          client NICs {:.2}, SSDs {:.2}); published 6.6 TiB/s\n",
         sc.name,
@@ -218,7 +243,9 @@ fn peak_read(
         bound / TIB,
         bounds[1].1 / TIB,
         bounds[2].1 / TIB
-    ))
+    );
+    let bounds = bounds.map(|(n, v)| (n, v / TIB));
+    Ok((line, Peak { mean, bounds }))
 }
 
 /// Recovery of one node under each chain table.

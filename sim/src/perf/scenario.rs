@@ -62,6 +62,8 @@ pub struct HwSection {
     pub oversubscription: Option<f64>,
     /// SSDs per storage node instead of the profile's.
     pub ssds: Option<u32>,
+    /// Line rate of every NIC (storage and client), Gbps, instead of the profile's.
+    pub nic_gbps: Option<f64>,
 }
 
 /// `[cluster]`.
@@ -156,6 +158,34 @@ impl PerfScenario {
             format!("{file}:{line}: {key}: {m}")
         })?;
         Ok(sc)
+    }
+
+    /// Sets `key` (a sweep's parameter) to `value`; the result is checked as a file would be.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let bad = |e: &dyn std::fmt::Display| format!("{key}={value}: {e}");
+        let int = |v: &str| v.parse::<u32>().map_err(|e| bad(&e));
+        let real = |v: &str| v.parse::<f64>().map_err(|e| bad(&e));
+        match key {
+            "storage_nodes" => self.cluster.storage_nodes = int(value)?,
+            "clients" => self.cluster.clients = int(value)?,
+            "replicas" => self.cluster.replicas = int(value)?,
+            "targets_per_disk" => self.cluster.targets_per_disk = int(value)?,
+            "concurrency" => self.workload.concurrency = int(value)?,
+            "read_kib" => self.workload.read_kib = int(value)?,
+            "ssds" => self.hardware.ssds = Some(int(value)?),
+            "nic_gbps" => self.hardware.nic_gbps = Some(real(value)?),
+            "background" => self.hardware.background = real(value)?,
+            "oversubscription" => self.hardware.oversubscription = Some(real(value)?),
+            _ => {
+                return Err(format!(
+                    "cannot vary `{key}`: one of storage_nodes, clients, replicas, \
+                     targets_per_disk, concurrency, read_kib, ssds, nic_gbps, background, \
+                     oversubscription"
+                ))
+            }
+        }
+        self.check()
+            .map_err(|(k, m)| format!("{key}={value}: {k}: {m}"))
     }
 
     fn check(&self) -> Result<(), (&'static str, String)> {

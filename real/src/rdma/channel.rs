@@ -67,6 +67,8 @@ pub enum ChannelError {
     Lost(WcStatus),
     /// A verbs call failed.
     Verbs(VerbsError),
+    /// The peer broke the protocol.
+    Broken(&'static str),
 }
 
 impl From<VerbsError> for ChannelError {
@@ -90,7 +92,11 @@ pub struct Channel {
     owed: u32,
     owe_reserve: bool,
     queued: VecDeque<Vec<u8>>,
-    inbox: VecDeque<Vec<u8>>,
+    /// Received messages not yet taken: (slot, length); their receives are reposted when
+    /// taken, so a reader that stops taking stops its writer.
+    inbox: VecDeque<(u32, u32)>,
+    /// The peer broke the protocol (returned credits it was never given).
+    broken: Option<&'static str>,
     /// Tags of one-sided operations completed and not yet taken.
     one_sided_done: VecDeque<u32>,
     one_sided_busy: u32,
@@ -128,6 +134,7 @@ impl Channel {
             owe_reserve: false,
             queued: VecDeque::new(),
             inbox: VecDeque::new(),
+            broken: None,
             one_sided_done: VecDeque::new(),
             one_sided_busy: 0,
             failed: None,
@@ -179,6 +186,9 @@ impl Channel {
     }
 
     fn check(&self) -> Result<(), ChannelError> {
+        if let Some(why) = self.broken {
+            return Err(ChannelError::Broken(why));
+        }
         self.failed.map_or(Ok(()), |s| Err(ChannelError::Lost(s)))
     }
 
@@ -230,7 +240,7 @@ impl Channel {
         Ok(())
     }
 
-    /// Takes completions: received messages to the inbox (their receives reposted), credits
+    /// Takes completions: received messages to the inbox (reposted as they are taken), credits
     /// returned, send slots freed; then sends what waited for them.
     pub fn poll(&mut self) -> Result<(), ChannelError> {
         self.check()?;
@@ -260,25 +270,41 @@ impl Channel {
     }
 
     fn received(&mut self, slot: u32, len: u32, imm: u32) -> Result<(), ChannelError> {
-        let mut msg = vec![0; len as usize];
-        self.dev
-            .read_local(self.recv.lkey, self.slot_offset(slot), &mut msg)?;
-        self.post_recv(slot)?;
-        self.credits += imm & CREDITS;
+        let returned = imm & CREDITS;
+        // The peer returns at most what it was sent; trusting more would overrun its receives.
+        if returned > self.cfg.slots - 1 - self.credits {
+            self.broken = Some("the peer returned credits it was never given");
+            return self.check();
+        }
+        self.credits += returned;
         self.reserve |= imm & CTRL_BIT != 0;
         if imm & CREDIT_ONLY != 0 {
             // A credit-only message came into the reserved receive: return it.
+            self.post_recv(slot)?;
             self.owe_reserve = true;
         } else {
-            self.owed += 1;
-            self.inbox.push_back(msg);
+            self.inbox.push_back((slot, len));
         }
         Ok(())
     }
 
     /// The next received message, oldest first.
     pub fn recv(&mut self) -> Option<Vec<u8>> {
-        self.inbox.pop_front()
+        let (slot, len) = self.inbox.pop_front()?;
+        let mut msg = vec![0; len as usize];
+        let off = self.slot_offset(slot);
+        if self.dev.read_local(self.recv.lkey, off, &mut msg).is_err() {
+            self.broken
+                .get_or_insert("a received message could not be read");
+            return None;
+        }
+        // Its receive goes back now, and its credit with the next message (or a credit-only
+        // one once half a window is owed).
+        if self.post_recv(slot).is_err() {
+            self.broken.get_or_insert("a receive could not be reposted");
+        }
+        self.owed += 1;
+        Some(msg)
     }
 
     /// Messages queued for want of credits.

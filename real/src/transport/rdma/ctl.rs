@@ -43,6 +43,13 @@ pub(crate) struct Region {
     pub(crate) rkey: u32,
 }
 
+impl Region {
+    /// Whether the region is usable: two halves, its end inside the address space.
+    pub(crate) fn fits(&self) -> bool {
+        self.len >= 2 && self.addr.checked_add(self.len).is_some()
+    }
+}
+
 impl From<MrInfo> for Region {
     fn from(m: MrInfo) -> Self {
         Self {

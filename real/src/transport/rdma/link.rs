@@ -110,24 +110,31 @@ pub(crate) struct Up {
     writes: BTreeMap<u32, u64>,
     pending: VecDeque<Pending>,
     next_tag: u32,
-    /// Delivery stopped on a full inbound queue: stop taking messages until it drains.
+    /// Delivery stopped on a full inbound queue: stop taking messages until it drains (the
+    /// channel then stops returning credits, which stops the peer).
     blocked: bool,
+    /// Acceptor: the dialer said its queue pair is connected; nothing is sent before.
+    ready: bool,
 }
 
 impl Up {
     /// A connection over `ch` (connected), `acceptor` or dialer, to a peer whose region is
     /// `peer`; `slot_bytes` is the channel's message size.
     pub(crate) fn new(
-        ch: Channel,
+        mut ch: Channel,
         conn: u64,
         acceptor: bool,
         peer: Region,
         slot_bytes: u32,
-    ) -> Self {
+    ) -> Result<Self, ChannelError> {
+        if !acceptor {
+            // Our queue pair is connected: the acceptor may send from now on.
+            ch.send(&ChMsg::Ready.encode())?;
+        }
         let mine = ch.bulk();
         let half = mine.len / 2;
         let peer_half = peer.len / 2;
-        Self {
+        Ok(Self {
             ch,
             conn,
             acceptor,
@@ -143,7 +150,8 @@ impl Up {
             pending: VecDeque::new(),
             next_tag: 0,
             blocked: false,
-        }
+            ready: !acceptor,
+        })
     }
 
     /// Largest frame this connection carries (a pool half, the smaller side's).
@@ -151,9 +159,15 @@ impl Up {
         self.half.min(self.peer.len / 2)
     }
 
-    /// Frames staged, in flight or received and not delivered (lost if the connection fails).
+    /// Frames sent whose delivery is not known when the connection fails: waiting in the
+    /// channel, staged for a pull not yet released, or pushed with the WRITE not yet complete.
     pub(crate) fn in_flight(&self) -> usize {
-        self.staged.len() + self.writes.len() + self.pending.len()
+        self.ch.waiting() + self.staged.len() + self.writes.len()
+    }
+
+    /// Whether delivery waits for room in the inbound queue.
+    pub(crate) fn blocked(&self) -> bool {
+        self.blocked
     }
 
     fn tag(&mut self) -> u32 {
@@ -165,9 +179,9 @@ impl Up {
     /// whether anything moved.
     pub(crate) fn pump(&mut self, io: &Io<'_>) -> Result<bool, LinkError> {
         let mut busy = false;
-        if !self.blocked {
-            self.ch.poll()?;
-        }
+        // Always polled: credits and completions of our own sends keep flowing while delivery
+        // waits (the messages wait in the channel, and so do their credits).
+        self.ch.poll()?;
         while let Some(tag) = self.ch.done() {
             busy = true;
             self.one_sided_done(tag)?;
@@ -179,7 +193,9 @@ impl Up {
         }
         busy |= self.post_reads()?;
         busy |= self.deliver(io)?;
-        busy |= self.send(io)?;
+        if self.ready {
+            busy |= self.send(io)?;
+        }
         Ok(busy)
     }
 
@@ -252,6 +268,12 @@ impl Up {
                 if !self.acceptor || !self.peer_landing.free(off) {
                     return Err(LinkError::Protocol("a return of nothing pushed"));
                 }
+            }
+            ChMsg::Ready => {
+                if !self.acceptor || self.ready {
+                    return Err(LinkError::Protocol("a ready out of turn"));
+                }
+                self.ready = true;
             }
         }
         Ok(())

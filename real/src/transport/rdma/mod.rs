@@ -48,7 +48,7 @@ use t3fs_core::msg::Msg;
 use tokio::sync::{mpsc, Notify};
 
 use super::counters::{Counters, TransportCounters};
-use super::faults::{send_faulted, FaultLayer, Faulted, NetFaults};
+use super::faults::{send_faulted, Fate, FaultLayer, Faulted, NetFaults};
 use super::tcp::TcpTransport;
 use super::{Frame, Inbound, SendError, TransportConfig};
 use crate::rdma::channel::{Channel, ChannelConfig};
@@ -170,6 +170,10 @@ impl RdmaTransport {
                 "rdma: at least 2 slots and a pool of 2 slots",
             ));
         }
+        // Frame lengths travel as u32: a pool half must not exceed that.
+        if wire.channel.bulk_bytes / 2 > u64::from(u32::MAX) {
+            return Err(io::Error::other("rdma: a pool half must be under 4 GiB"));
+        }
         let (queue_frames, inbound_frames) = (cfg.queue_frames, cfg.inbound_frames);
         let frame_max = cfg.frame_max.min((wire.channel.bulk_bytes / 2) as usize);
         let seed = cfg.seed;
@@ -232,13 +236,25 @@ impl RdmaTransport {
     /// Queues `frame`, waiting for queue space.
     pub async fn send(&self, to: NodeId, frame: impl Into<Frame>) -> Result<(), SendError> {
         let frame = frame.into();
+        let hb = t3fs_core::msg::is_heartbeat_frame(&frame.head);
+        if self.inner.faults.outbound(to, hb, || self.random()) != Fate::Send {
+            // Faulted frames take try_send's path: dropped, doubled or delayed, never waited on.
+            return self.try_send(to, frame);
+        }
         loop {
             let peer = self.inner.route(to, frame.len())?;
             let room = peer.space.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            if lock(&peer.queue).len() < self.inner.queue_frames {
-                return self.try_send(to, frame);
+            {
+                // Checked and queued under one lock, so a racing sender cannot take the room.
+                let mut q = lock(&peer.queue);
+                if q.len() < self.inner.queue_frames {
+                    q.push_back(frame);
+                    drop(q);
+                    self.inner.wake.notify_one();
+                    return Ok(());
+                }
             }
             room.await;
         }
@@ -495,7 +511,14 @@ async fn poll_loop(inner: Arc<Inner>) {
             tokio::task::yield_now().await;
             continue;
         }
-        let wait = if inner.events {
+        // A link waiting for room in the inbound queue has no event to wake it when the
+        // receiver drains: poll it every millisecond.
+        let blocked = peers
+            .iter()
+            .any(|p| matches!(&*lock(&p.state), State::Up(up) if up.blocked()));
+        let wait = if blocked {
+            Duration::from_millis(1)
+        } else if inner.events {
             Duration::from_millis(20)
         } else {
             Duration::from_micros(50 << (idle_rounds - 4).min(6)).min(Duration::from_millis(2))

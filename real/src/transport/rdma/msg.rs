@@ -7,7 +7,9 @@
 //! - `Pushed` (acceptor → dialer): a frame the acceptor has RDMA WRITTEN into the dialer's
 //!   landing range at `off` just before this SEND (RC order puts the bytes first), as 3FS
 //!   pushes read data into a client's buffer; the dialer answers `Return` once it took them;
-//! - `Release`, `Return`: give the staged or landing extent back to its allocator.
+//! - `Release`, `Return`: give the staged or landing extent back to its allocator;
+//! - `Ready` (dialer → acceptor, first): the dialer's queue pair is connected, so the acceptor
+//!   may send (before it, the acceptor's sends could reach a queue pair not yet ready).
 //!
 //! Fields are big-endian after a one-byte kind. Decoding never panics.
 
@@ -28,6 +30,7 @@ pub(crate) enum ChMsg {
     },
     Release(u32),
     Return(u64),
+    Ready,
 }
 
 impl ChMsg {
@@ -68,6 +71,7 @@ impl ChMsg {
                 out.push(4);
                 out.extend_from_slice(&off.to_be_bytes());
             }
+            Self::Ready => out.push(5),
         }
         out
     }
@@ -100,6 +104,7 @@ impl ChMsg {
             ),
             3 => (Self::Release(u32_at(0)?), 4),
             4 => (Self::Return(u64_at(0)?), 8),
+            5 => (Self::Ready, 0),
             _ => return None,
         };
         (rest.len() == len).then_some(msg)
@@ -128,10 +133,11 @@ mod tests {
             },
             ChMsg::Release(7),
             ChMsg::Return(4096),
+            ChMsg::Ready,
         ] {
             let b = m.encode();
             assert_eq!(ChMsg::decode(&b), Some(m.clone()));
-            if !matches!(m, ChMsg::Inline(_)) {
+            if !matches!(m, ChMsg::Inline(_) | ChMsg::Ready) {
                 assert_eq!(ChMsg::decode(&b[..b.len() - 1]), None);
                 let mut long = b.clone();
                 long.push(0);

@@ -88,9 +88,11 @@ impl Inner {
                 else {
                     unreachable!("matched above")
                 };
-                if ch.connect(endpoint).is_ok() {
+                if !region.fits() || ch.connect(endpoint).is_err() {
+                    return;
+                }
+                if let Ok(up) = Up::new(*ch, conn, false, region, self.wire.channel.slot_bytes) {
                     Counters::bump(&self.counters.connects);
-                    let up = Up::new(*ch, conn, false, region, self.wire.channel.slot_bytes);
                     *st = State::Up(Box::new(up));
                 }
             }
@@ -116,7 +118,13 @@ impl Inner {
         slot_bytes: u32,
     ) -> State {
         // The offer sizes our queue pair: bound what a peer may make us allocate.
-        if !(2..=4096).contains(&slots) || !(64..=(1 << 20)).contains(&slot_bytes) {
+        // At most our own sizes (a cluster's nodes share them), and a region that fits.
+        let own = u64::from(self.wire.channel.slots) * u64::from(self.wire.channel.slot_bytes);
+        if !(2..=4096).contains(&slots)
+            || !(64..=(1 << 20)).contains(&slot_bytes)
+            || u64::from(slots) * u64::from(slot_bytes) > own
+            || !region.fits()
+        {
             Counters::bump(&self.counters.malformed);
             return idle(Duration::ZERO);
         }
@@ -145,7 +153,10 @@ impl Inner {
             return idle(Duration::ZERO);
         }
         Counters::bump(&self.counters.connects);
-        State::Up(Box::new(Up::new(ch, conn, true, region, slot_bytes)))
+        match Up::new(ch, conn, true, region, slot_bytes) {
+            Ok(up) => State::Up(Box::new(up)),
+            Err(_) => idle(Duration::ZERO),
+        }
     }
 }
 

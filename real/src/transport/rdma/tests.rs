@@ -259,3 +259,74 @@ fn the_transport_runs_across_processes_on_the_fabric_socket() {
     }));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simultaneous_offers_converge_on_one_connection_without_loss() {
+    bounded(async {
+        let (_f, _d, [(a, mut arx), (b, mut brx)]) = pair().await;
+        b.set_addr(NodeId(1), a.local_addr().unwrap());
+        // Both have frames queued before either connection exists: both offer, the lower id
+        // wins, and the winner's acceptor (b) must not send before a's queue pair is ready.
+        for i in 0..50 {
+            a.try_send(NodeId(2), frame(i, if i % 5 == 0 { 65536 } else { 0 }))
+                .unwrap();
+            b.try_send(NodeId(1), frame(i, if i % 7 == 0 { 65536 } else { 0 }))
+                .unwrap();
+        }
+        for i in 0..50 {
+            check(
+                &recv(&mut brx).await,
+                1,
+                i,
+                if i % 5 == 0 { 65536 } else { 0 },
+            );
+            check(
+                &recv(&mut arx).await,
+                2,
+                i,
+                if i % 7 == 0 { 65536 } else { 0 },
+            );
+        }
+        let (ca, cb) = (a.counters(), b.counters());
+        assert_eq!(
+            (ca.rdma_failures, cb.rdma_failures),
+            (0, 0),
+            "{ca:?} {cb:?}"
+        );
+        assert_eq!((ca.connects, cb.connects), (1, 1), "one connection");
+        a.shutdown().await;
+        b.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_reading_still_sends() {
+    bounded(async {
+        let f = SoftFabric::new();
+        let (da, db) = (f.device("soft-a"), f.device("soft-b"));
+        let mut ca = TransportConfig::new(NodeId(1), local(), TOKEN);
+        ca.rdma = Some(wire(Arc::new(da)));
+        let mut cb = TransportConfig::new(NodeId(2), local(), TOKEN);
+        cb.rdma = Some(wire(Arc::new(db)));
+        cb.inbound_frames = 2;
+        let (a, mut arx) = Transport::start(ca).await.unwrap();
+        let (b, _brx) = Transport::start(cb).await.unwrap();
+        a.set_addr(NodeId(2), b.local_addr().unwrap());
+        // a floods b, which never reads: b's delivery blocks. b's own frames to a must still
+        // go (credits and completions keep flowing while its delivery waits), as on TCP.
+        for i in 0..200 {
+            let _ = a.try_send(NodeId(2), frame(i, 0));
+        }
+        sleep(Duration::from_millis(100)).await;
+        for i in 0..100 {
+            b.send(NodeId(1), frame(i, 4096)).await.unwrap();
+        }
+        for i in 0..100 {
+            check(&recv(&mut arx).await, 2, i, 4096);
+        }
+        a.shutdown().await;
+        b.shutdown().await;
+    })
+    .await;
+}

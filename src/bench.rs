@@ -66,9 +66,10 @@ pub enum BenchCommand {
         etcd: Option<String>,
     },
     /// Round-trip latency and one-way bandwidth of a transport between two endpoints in this
-    /// process: TCP on loopback, or the RDMA message channel on the software provider
-    /// (`soft-rdma`: in-process copies, not a network) or on the first RDMA device (`rdma`,
-    /// needs a build with `--features rdma` and a device under /sys/class/infiniband).
+    /// process: TCP on loopback, or the RDMA transport on the software provider (`soft-rdma`:
+    /// in-process copies, not a network) or on the first RDMA device (`rdma`, needs a build
+    /// with `--features rdma` and a device under /sys/class/infiniband), each beside its bound
+    /// measured in the same run (a plain socket; the bare RDMA channel).
     Transport {
         /// tcp, soft-rdma or rdma.
         #[arg(long, default_value = "tcp", value_parser = ["tcp", "soft-rdma", "rdma"])]

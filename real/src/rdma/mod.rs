@@ -4,8 +4,9 @@
 //! real devices through rdma-sys (`ibv`, behind the `rdma` feature; compiled, not yet run on
 //! hardware).
 //!
-//! Not here yet: the transport (control messages by SEND/RECV with credits, chunk payloads by
-//! one-sided READ and WRITE as in 3FS).
+//! The transport built on them lives in `transport::rdma` (frames by SEND/RECV with credits,
+//! chunk payloads by one-sided READ and WRITE as in 3FS); the software fabric across processes
+//! in `soft::remote`.
 
 pub mod channel;
 #[cfg(test)]

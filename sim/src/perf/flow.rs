@@ -78,6 +78,18 @@ pub struct Scratch {
 /// Sets every flow's max-min fair rate under `caps` (bytes per second per resource).
 pub fn allocate(caps: &[f64], flows: &mut [Flow], s: &mut Scratch) {
     let r = caps.len();
+    debug_assert!(
+        caps.iter().all(|c| c.is_finite() && *c >= 0.0),
+        "capacities"
+    );
+    for f in flows.iter_mut() {
+        debug_assert!(f.len > 0, "a flow crosses at least one resource");
+        debug_assert!(
+            (1..f.len as usize).all(|i| !f.path[..i].contains(&f.path[i])),
+            "a path lists a resource once"
+        );
+        f.rate = 0.0;
+    }
     s.left.clear();
     s.left.extend_from_slice(caps);
     s.count.clear();

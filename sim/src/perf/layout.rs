@@ -61,6 +61,12 @@ impl Layout {
         }
     }
 
+    /// The fabric core's capacity, if the fabric is oversubscribed.
+    pub fn core_capacity(&self) -> Option<f64> {
+        self.core
+            .then(|| *self.caps.last().expect("the core is the last resource"))
+    }
+
     /// Storage node `s`'s NIC, sending.
     pub fn storage_out(&self, s: u32) -> u32 {
         s

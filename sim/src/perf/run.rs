@@ -63,6 +63,12 @@ pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Out
     Ok(Outcome { summary, dir })
 }
 
+/// The published figure the scenario compares with, if it names one.
+fn published(sc: &PerfScenario) -> String {
+    sc.published_tib_s
+        .map_or(String::new(), |p| format!(" Published: {p} TiB/s."))
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), String> {
     std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
 }
@@ -73,10 +79,10 @@ fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
     let _ = writeln!(
         s,
         "- Flow-level, max-min fair sharing recomputed at every flow start and end (events \
-         within {:.0} us handled together: optimism at most {:.2}% here, from a mean flow time \
-         of {:.3} ms); {} recomputations, {} flows, at most {} at once.",
+         within {:.0} us handled together: about {:.2}% optimism here at worst, one quantum \
+         over a mean flow time of {:.3} ms); {} recomputations, {} flows, at most {} at once.",
         sc.quantum_us,
-        100.0 * q / (2.0 * stats.mean_flow_time.max(1e-12)),
+        100.0 * q / stats.mean_flow_time.max(1e-12),
         stats.mean_flow_time * 1e3,
         stats.allocations,
         stats.flows,
@@ -98,8 +104,8 @@ fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
 pub struct Peak {
     /// Predicted aggregate read.
     pub mean: f64,
-    /// The roofline: (what, bound).
-    pub bounds: [(&'static str, f64); 3],
+    /// The roofline: (what, bound), the fabric core's among them when it is oversubscribed.
+    pub bounds: Vec<(&'static str, f64)>,
 }
 
 impl Peak {
@@ -110,7 +116,7 @@ impl Peak {
 }
 
 /// The lowest of `bounds`.
-fn binding(bounds: &[(&'static str, f64); 3]) -> (&'static str, f64) {
+fn binding(bounds: &[(&'static str, f64)]) -> (&'static str, f64) {
     bounds
         .iter()
         .copied()
@@ -169,7 +175,7 @@ pub fn peak_read(
         .map(|b| b / steady.max(1e-12) / GIB)
         .collect();
     let mean = node_gib.iter().sum::<f64>() * GIB / TIB;
-    let bounds = [
+    let mut bounds = vec![
         ("storage NICs", f64::from(c.storage_nodes) * layout.caps[0]),
         (
             "client NICs",
@@ -180,6 +186,9 @@ pub fn peak_read(
             f64::from(c.storage_nodes * hw.storage.ssds) * hw.storage.ssd_bytes,
         ),
     ];
+    if let Some(core) = layout.core_capacity() {
+        bounds.push(("fabric core", core));
+    }
     let (bind, bound) = binding(&bounds);
     let bound_lines: Vec<(String, f64)> = bounds
         .iter()
@@ -210,12 +219,13 @@ pub fn peak_read(
     let _ = writeln!(
         md,
         "Predicted aggregate read throughput (mean of the second half): **{mean:.2} TiB/s**, \
-         {:.1}% of the binding bound ({bind}, {:.2} TiB/s). Published by 3FS: 6.6 TiB/s.\n",
+         {:.1}% of the binding bound ({bind}, {:.2} TiB/s).{}\n",
         100.0 * mean * TIB / bound,
-        bound / TIB
+        bound / TIB,
+        published(sc)
     );
     md.push_str("| bound | TiB/s | model's share of it |\n|---|---|---|\n");
-    for (n, v) in bounds {
+    for &(n, v) in &bounds {
         let _ = writeln!(
             md,
             "| {n} | {:.2} | {:.1}% |",
@@ -235,16 +245,21 @@ pub fn peak_read(
     md.push_str("![throughput](throughput.svg)\n\n![per node](per_node.svg)\n\n");
     md.push_str(&assumptions(sc, &hw, &stats));
     write(dir, "report.md", &md)?;
+    let others: Vec<String> = bounds
+        .iter()
+        .filter(|b| b.0 != bind)
+        .map(|(n, v)| format!("{n} {:.2}", v / TIB))
+        .collect();
     let line = format!(
         "{}: predicted {mean:.2} TiB/s aggregate read ({:.1}% of the {bind} bound, {:.2} TiB/s; \
-         client NICs {:.2}, SSDs {:.2}); published 6.6 TiB/s\n",
+         {}){}\n",
         sc.name,
         100.0 * mean * TIB / bound,
         bound / TIB,
-        bounds[1].1 / TIB,
-        bounds[2].1 / TIB
+        others.join(", "),
+        published(sc)
     );
-    let bounds = bounds.map(|(n, v)| (n, v / TIB));
+    let bounds = bounds.into_iter().map(|(n, v)| (n, v / TIB)).collect();
     Ok((line, Peak { mean, bounds }))
 }
 
@@ -303,14 +318,26 @@ fn recovery(
             },
         );
         last_stats = stats;
+        // The floor: the returning node's NIC takes every copied byte, and each of its SSDs
+        // the targets of its disk index.
         let total: f64 = src.served.iter().sum();
-        floor = total / layout.caps[layout.storage_in(r.failed_node) as usize];
-        let busiest = sent
+        let per_disk = layout
+            .table
+            .chains
             .iter()
+            .filter(|ch| ch.contains(&r.failed_node))
+            .count();
+        floor = (total / layout.caps[layout.storage_in(r.failed_node) as usize])
+            .max(per_disk as f64 * r.target_gib * GIB / hw.storage.ssd_bytes);
+        // The busiest peer's copy traffic as a share of its NIC, and its NIC's whole load.
+        let (peer, copies) = src
+            .served
+            .iter()
+            .copied()
             .enumerate()
-            .filter(|(n, _)| *n as u32 != r.failed_node)
-            .map(|(_, b)| b / elapsed.max(1e-12) / layout.caps[0])
-            .fold(0.0, f64::max);
+            .fold((0, 0.0), |a, (n, b)| if b > a.1 { (n, b) } else { a });
+        let busiest = copies / elapsed.max(1e-12) / layout.caps[0];
+        let nic = sent[peer] / elapsed.max(1e-12) / layout.caps[0];
         let served: Vec<f64> = src.served.iter().map(|b| b / GIB).collect();
         let peers = served.iter().filter(|&&v| v > 0.0).count();
         let most = served.iter().copied().fold(0.0, f64::max);
@@ -320,12 +347,13 @@ fn recovery(
         let fg_rate = fg / elapsed.max(1e-12) / GIB;
         let _ = writeln!(
             md,
-            "| {kind} | {time} | {peers} | {most:.0} | {:.0}% busy | {fg_rate:.1} |",
-            100.0 * busiest
+            "| {kind} | {time} | {peers} | {most:.0} | copies {:.0}% of its NIC, all traffic {:.0}% | {fg_rate:.1} |",
+            100.0 * busiest,
+            100.0 * nic
         );
         let _ = writeln!(
             summary,
-            "{}: {kind} table: recovery {time} s, copies served by {peers} peers (at most {most:.0} GiB each; the busiest peer's NIC {:.0}% busy)",
+            "{}: {kind} table: recovery {time} s, copies served by {peers} peers (at most {most:.0} GiB each, {:.0}% of that peer's NIC)",
             sc.name,
             100.0 * busiest
         );

@@ -37,6 +37,8 @@ pub struct PerfScenario {
     pub workload: WorkloadSection,
     /// `recovery`: what fails and how much it held.
     pub recovery: Option<RecoverySection>,
+    /// A published figure to compare the prediction with, TiB/s (peak_read).
+    pub published_tib_s: Option<f64>,
 }
 
 fn one() -> u64 {
@@ -201,13 +203,40 @@ impl PerfScenario {
                 format!("`{}`: known: 3fs-2025", self.hardware.profile),
             ));
         }
+        let h = &self.hardware;
+        if h.ssds == Some(0) {
+            return Err(("hardware.ssds", "at least 1".into()));
+        }
+        if h.nic_gbps.is_some_and(|g| !(g.is_finite() && g > 0.0)) {
+            return Err(("hardware.nic_gbps", "must be positive".into()));
+        }
+        if h.oversubscription
+            .is_some_and(|o| !(o.is_finite() && o >= 1.0))
+        {
+            return Err((
+                "hardware.oversubscription",
+                "must be 1 (non-blocking) or more".into(),
+            ));
+        }
+        let c = &self.cluster;
+        if c.replicas == 0 || c.storage_nodes < c.replicas {
+            return Err(("cluster.replicas", "1 ..= storage_nodes".into()));
+        }
         if !(0.0..1.0).contains(&self.hardware.background) {
             return Err(("hardware.background", "must be in 0 ..< 1".into()));
         }
         if !matches!(self.cluster.table.as_str(), "balanced" | "round-robin") {
             return Err(("cluster.table", "expected balanced or round-robin".into()));
         }
-        if !(self.duration_s > 0.0 && self.sample_ms > 0.0 && self.quantum_us >= 0.0) {
+        let finite = [
+            self.duration_s,
+            self.sample_ms,
+            self.quantum_us,
+            h.background,
+        ]
+        .iter()
+        .all(|v| v.is_finite());
+        if !(finite && self.duration_s > 0.0 && self.sample_ms > 0.0 && self.quantum_us >= 0.0) {
             return Err((
                 "duration_s",
                 "duration, sample and quantum must be positive".into(),
@@ -224,6 +253,13 @@ impl PerfScenario {
             (Some(r), _) if r.failed_node >= self.cluster.storage_nodes => {
                 Err(("recovery.failed_node", "not a storage node".into()))
             }
+            (Some(r), _) if !(r.target_gib.is_finite() && r.target_gib > 0.0) => {
+                Err(("recovery.target_gib", "must be positive".into()))
+            }
+            (Some(_), _) if self.cluster.replicas < 2 => Err((
+                "cluster.replicas",
+                "a recovery needs a surviving replica: at least 2".into(),
+            )),
             _ => Ok(()),
         }
     }

@@ -19,7 +19,7 @@ pub struct Point {
     /// Predicted aggregate read, TiB/s.
     pub model: f64,
     /// The bounds at this value: (what, TiB/s).
-    pub bounds: [(&'static str, f64); 3],
+    pub bounds: Vec<(&'static str, f64)>,
 }
 
 impl Point {
@@ -27,7 +27,7 @@ impl Point {
     pub fn binding(&self) -> (&'static str, f64) {
         super::run::Peak {
             mean: self.model,
-            bounds: self.bounds,
+            bounds: self.bounds.clone(),
         }
         .binding()
     }
@@ -81,9 +81,20 @@ fn write_report(sc: &PerfScenario, key: &str, points: &[Point], dir: &Path) -> R
         "model".to_string(),
         points.iter().map(|p| (p.x, p.model)).collect(),
     )];
-    for k in 0..3 {
-        let name = format!("{} bound", points[0].bounds[k].0);
-        series.push((name, points.iter().map(|p| (p.x, p.bounds[k].1)).collect()));
+    // Every bound seen at any value (the fabric core's only where it is oversubscribed).
+    let mut names: Vec<&str> = Vec::new();
+    for b in points.iter().flat_map(|p| p.bounds.iter()) {
+        if !names.contains(&b.0) {
+            names.push(b.0);
+        }
+    }
+    let at = |p: &Point, n: &str| p.bounds.iter().find(|b| b.0 == n).map(|b| b.1);
+    for n in &names {
+        let pts = points
+            .iter()
+            .filter_map(|p| Some((p.x, at(p, n)?)))
+            .collect();
+        series.push((format!("{n} bound"), pts));
     }
     let chart = t3fs_reports::perf_charts::lines(
         &format!("{}: aggregate read as {key} varies", sc.name),
@@ -92,17 +103,18 @@ fn write_report(sc: &PerfScenario, key: &str, points: &[Point], dir: &Path) -> R
         &series,
     )?;
     std::fs::write(dir.join("sweep.svg"), chart).map_err(|e| e.to_string())?;
-    let mut csv = format!("{key},model_tib_s,storage_nics,client_nics,ssds\n");
+    let cols: Vec<String> = names.iter().map(|n| n.replace(' ', "_")).collect();
+    let mut csv = format!("{key},model_tib_s,{}\n", cols.join(","));
     let mut md = format!(
         "# {} as {key} varies\n\n| {key} | model TiB/s | binding bound | share of it |\n|---|---|---|---|\n",
         sc.name
     );
     for p in points {
-        let _ = writeln!(
-            csv,
-            "{},{:.4},{:.4},{:.4},{:.4}",
-            p.x, p.model, p.bounds[0].1, p.bounds[1].1, p.bounds[2].1
-        );
+        let vals: Vec<String> = names
+            .iter()
+            .map(|n| at(p, n).map_or(String::new(), |v| format!("{v:.4}")))
+            .collect();
+        let _ = writeln!(csv, "{},{:.4},{}", p.x, p.model, vals.join(","));
         let (bind, b) = p.binding();
         let _ = writeln!(
             md,
@@ -114,7 +126,8 @@ fn write_report(sc: &PerfScenario, key: &str, points: &[Point], dir: &Path) -> R
     }
     md.push_str(
         "\n![sweep](sweep.svg)\n\nEach point's own report is in its directory here, with the \
-         optimism its time quantum allows: a point may pass a bound by at most that much.\n",
+         optimism its time quantum allows (an estimate): a point may pass a bound by about that \
+         much.\n",
     );
     std::fs::write(dir.join("sweep.csv"), csv).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("report.md"), md).map_err(|e| e.to_string())

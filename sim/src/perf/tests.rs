@@ -123,9 +123,9 @@ fn catalog_scenarios_load_and_a_bad_one_names_its_line_and_key() {
     )
     .unwrap();
     let e = PerfScenario::load(&bad).unwrap_err();
-    assert!(e.contains("cluster.table") && e.contains(":23:"), "{e}");
+    assert!(e.contains("cluster.table") && e.contains(":24:"), "{e}");
     std::fs::write(&bad, good.replace("clients = 500", "clients = \"many\"")).unwrap();
     let e = PerfScenario::load(&bad).unwrap_err();
-    assert!(e.contains(":20:"), "{e}");
+    assert!(e.contains(":21:"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -19,6 +19,8 @@ pub struct Readers<'a> {
     read_bytes: f64,
     concurrency: u32,
     latency: f64,
+    /// A node that serves no reads (failed).
+    except: Option<u32>,
 }
 
 impl<'a> Readers<'a> {
@@ -36,11 +38,20 @@ impl<'a> Readers<'a> {
             read_bytes,
             concurrency,
             latency,
+            except: None,
+        }
+    }
+
+    /// The same readers, reading only from replicas other than `node`'s.
+    pub fn avoiding(self, node: u32) -> Self {
+        Self {
+            except: Some(node),
+            ..self
         }
     }
 
     fn read(&mut self, client: u32) -> Request {
-        let (node, disk) = self.layout.random_replica(&mut self.rng, None);
+        let (node, disk) = self.layout.random_replica(&mut self.rng, self.except);
         Request {
             path: self.layout.read_path(node, disk, client),
             bytes: self.read_bytes,

@@ -10,10 +10,9 @@
 //! Not here: the copy's chunk-by-chunk protocol (a copy is one flow per source), write
 //! traffic, or a rate limit on recovery (the copies compete fairly with the reads).
 
-use t3fs_scenario::rng::Rng;
-
 use super::engine::{Request, Source};
 use super::layout::Layout;
+use super::peak_read::Readers;
 
 /// Tags of recovery flows (readers' tags are client numbers).
 const COPY: u64 = 1 << 40;
@@ -23,10 +22,8 @@ pub struct Recovery<'a> {
     layout: &'a Layout,
     failed: u32,
     target_bytes: f64,
-    rng: Rng,
-    read_bytes: f64,
-    concurrency: u32,
     latency: f64,
+    readers: Readers<'a>,
     /// Copies not yet done.
     pub copies_left: usize,
     /// When the last copy ended, seconds.
@@ -51,23 +48,11 @@ impl<'a> Recovery<'a> {
             layout,
             failed,
             target_bytes,
-            rng: Rng::new(seed),
-            read_bytes,
-            concurrency,
             latency,
+            readers: Readers::new(layout, seed, read_bytes, concurrency, latency).avoiding(failed),
             copies_left: 0,
             done_at: None,
             served: vec![0.0; layout.storage as usize],
-        }
-    }
-
-    fn read(&mut self, client: u32) -> Request {
-        let (node, disk) = self.layout.random_replica(&mut self.rng, Some(self.failed));
-        Request {
-            path: self.layout.read_path(node, disk, client),
-            bytes: self.read_bytes,
-            delay: self.latency,
-            tag: u64::from(client),
         }
     }
 }
@@ -97,12 +82,7 @@ impl Source for Recovery<'_> {
                 });
             }
         }
-        for c in 0..l.clients {
-            for _ in 0..self.concurrency {
-                let r = self.read(c);
-                out.push(r);
-            }
-        }
+        self.readers.start(out);
     }
 
     fn finished(&self) -> bool {
@@ -117,7 +97,6 @@ impl Source for Recovery<'_> {
             }
             return;
         }
-        let r = self.read(tag as u32);
-        out.push(r);
+        self.readers.done(tag, now, out);
     }
 }

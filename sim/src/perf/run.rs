@@ -43,6 +43,30 @@ fn hardware(sc: &PerfScenario) -> Hardware {
     hw
 }
 
+/// The scenario's cluster laid out with chain table `kind`.
+fn layout(sc: &PerfScenario, hw: &Hardware, kind: &str) -> Result<Layout, String> {
+    let c = &sc.cluster;
+    let t = table(sc, kind)?;
+    Ok(Layout::new(
+        hw,
+        c.storage_nodes,
+        c.clients,
+        t,
+        sc.hardware.background,
+    ))
+}
+
+/// Runs `src` on `layout` for the scenario's duration, sampling and quantum.
+fn simulate(
+    sc: &PerfScenario,
+    layout: &Layout,
+    src: &mut dyn engine::Source,
+    on_sample: impl FnMut(&Sample),
+) -> Stats {
+    let (every, quantum) = (sc.sample_ms * 1e-3, sc.quantum_us * 1e-6);
+    engine::run(&layout.caps, src, sc.duration_s, every, quantum, on_sample)
+}
+
 fn table(sc: &PerfScenario, kind: &str) -> Result<ChainTable, String> {
     let c = &sc.cluster;
     match kind {
@@ -132,13 +156,7 @@ pub fn peak_read(
 ) -> Result<(String, Peak), String> {
     let hw = hardware(sc);
     let c = &sc.cluster;
-    let layout = Layout::new(
-        &hw,
-        c.storage_nodes,
-        c.clients,
-        table(sc, &c.table)?,
-        sc.hardware.background,
-    );
+    let layout = layout(sc, &hw, &c.table)?;
     let read = f64::from(sc.workload.read_kib) * 1024.0;
     let mut src = Readers::new(
         &layout,
@@ -150,26 +168,19 @@ pub fn peak_read(
     let (mut series, mut per_node) = (Vec::new(), vec![0.0; c.storage_nodes as usize]);
     let half = sc.duration_s / 2.0;
     let mut steady = 0.0;
-    let stats = engine::run(
-        &layout.caps,
-        &mut src,
-        sc.duration_s,
-        sc.sample_ms * 1e-3,
-        sc.quantum_us * 1e-6,
-        |s: &Sample| {
-            let bytes: f64 = (0..c.storage_nodes)
-                .map(|n| s.bytes[layout.storage_out(n) as usize])
-                .sum();
-            series.push((s.t, bytes / s.dt / TIB));
-            if s.t > half + 1e-9 {
-                steady += s.dt;
-                for n in 0..c.storage_nodes {
-                    per_node[n as usize] += s.bytes[layout.storage_out(n) as usize];
-                }
+    let stats = simulate(sc, &layout, &mut src, |s: &Sample| {
+        let bytes: f64 = (0..c.storage_nodes)
+            .map(|n| s.bytes[layout.storage_out(n) as usize])
+            .sum();
+        series.push((s.t, bytes / s.dt / TIB));
+        if s.t > half + 1e-9 {
+            steady += s.dt;
+            for n in 0..c.storage_nodes {
+                per_node[n as usize] += s.bytes[layout.storage_out(n) as usize];
             }
-            progress(s.t / sc.duration_s);
-        },
-    );
+        }
+        progress(s.t / sc.duration_s);
+    });
     let node_gib: Vec<f64> = per_node
         .iter()
         .map(|b| b / steady.max(1e-12) / GIB)
@@ -281,13 +292,7 @@ fn recovery(
     let (mut floor, mut last_stats) = (0.0, Stats::default());
     let mut summary = String::new();
     for (k, kind) in ["round-robin", "balanced"].into_iter().enumerate() {
-        let layout = Layout::new(
-            &hw,
-            c.storage_nodes,
-            c.clients,
-            table(sc, kind)?,
-            sc.hardware.background,
-        );
+        let layout = layout(sc, &hw, kind)?;
         let mut src = Recovery::new(
             &layout,
             r.failed_node,
@@ -300,23 +305,16 @@ fn recovery(
         // The run ends when the copies do (the source says so): every sample is recovery.
         let (mut fg, mut elapsed) = (0.0, 0.0);
         let mut sent = vec![0.0; c.storage_nodes as usize];
-        let stats = engine::run(
-            &layout.caps,
-            &mut src,
-            sc.duration_s,
-            sc.sample_ms * 1e-3,
-            sc.quantum_us * 1e-6,
-            |s: &Sample| {
-                fg += (0..c.clients)
-                    .map(|n| s.bytes[layout.client_in(n) as usize])
-                    .sum::<f64>();
-                for (n, b) in sent.iter_mut().enumerate() {
-                    *b += s.bytes[layout.storage_out(n as u32) as usize];
-                }
-                elapsed = s.t;
-                progress((k as f64 + s.t / sc.duration_s) / 2.0);
-            },
-        );
+        let stats = simulate(sc, &layout, &mut src, |s: &Sample| {
+            fg += (0..c.clients)
+                .map(|n| s.bytes[layout.client_in(n) as usize])
+                .sum::<f64>();
+            for (n, b) in sent.iter_mut().enumerate() {
+                *b += s.bytes[layout.storage_out(n as u32) as usize];
+            }
+            elapsed = s.t;
+            progress((k as f64 + s.t / sc.duration_s) / 2.0);
+        });
         last_stats = stats;
         // The floor: the returning node's NIC takes every copied byte, and each of its SSDs
         // the targets of its disk index.

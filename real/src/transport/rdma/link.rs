@@ -398,7 +398,7 @@ impl Up {
     fn send_one(&mut self, f: &Frame, io: &Io<'_>) -> Result<Sent, LinkError> {
         let (head, bulk) = (f.head.len() as u32, f.bulk.len() as u32);
         if f.bulk.is_empty() && f.head.len() + ChMsg::INLINE_HEADER <= self.slot_bytes {
-            self.ch.send(&ChMsg::Inline(f.head.to_vec()).encode())?;
+            self.ch.send(&ChMsg::encode_inline(&f.head))?;
             return Ok(Sent::Yes);
         }
         let len = u64::from(head) + u64::from(bulk);

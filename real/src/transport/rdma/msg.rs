@@ -37,14 +37,19 @@ impl ChMsg {
     /// Bytes of an `Inline` message's header.
     pub(crate) const INLINE_HEADER: usize = 1;
 
+    /// An `Inline` message's bytes, straight from the frame's head (one copy).
+    pub(crate) fn encode_inline(head: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::INLINE_HEADER + head.len());
+        out.push(0);
+        out.extend_from_slice(head);
+        out
+    }
+
     /// The message's bytes.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(24);
         match self {
-            Self::Inline(head) => {
-                out.push(0);
-                out.extend_from_slice(head);
-            }
+            Self::Inline(head) => return Self::encode_inline(head),
             Self::Pull {
                 id,
                 addr,

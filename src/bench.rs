@@ -435,19 +435,20 @@ fn sim(seeds: u64, seconds: u64, write_size: u32) -> ExitCode {
     }
     pb.finish_and_clear();
     println!(
-        "{:>5} {:>8} {:>10} {:>9} {:>9} {:>12} {:>13}",
-        "seed", "verdict", "events", "sim s", "wall s", "sim s/wall s", "ops/sim s"
+        "{:>5} {:>8} {:>10} {:>9} {:>9} {:>12} {:>13}  {:<16}",
+        "seed", "verdict", "events", "sim s", "wall s", "sim s/wall s", "ops/sim s", "trace"
     );
     for f in &all {
         println!(
-            "{:>5} {:>8} {:>10} {:>9.1} {:>9.3} {:>12.0} {:>13.0}",
+            "{:>5} {:>8} {:>10} {:>9.1} {:>9.3} {:>12.0} {:>13.0}  {:016x}",
             f.seed,
             if f.passed { "PASS" } else { "FAIL" },
             f.events,
             f.sim_secs,
             f.wall_secs,
             f.speedup(),
-            f.ops_per_sim_sec()
+            f.ops_per_sim_sec(),
+            f.trace
         );
     }
     let sum = |g: fn(&bench::SimFigures) -> f64| all.iter().map(g).sum::<f64>();

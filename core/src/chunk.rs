@@ -66,7 +66,14 @@ impl UpdateKind {
     /// Applies this update to `content` (the committed bytes; `None` if absent). Returns the new
     /// content, `None` meaning "removed". Every store uses this one definition of the effect.
     pub fn apply(&self, content: Option<&[u8]>) -> Option<Payload> {
-        self.clone().apply_owned(content.map(<[u8]>::to_vec))
+        // The committed bytes are copied only when the result is built on them: a whole
+        // overwrite shares its payload and reads nothing of the old content.
+        let len = content.map_or(0, <[u8]>::len);
+        let base = u32::try_from(len)
+            .map_or(true, |len| self.builds_on_base(len))
+            .then(|| content.map(<[u8]>::to_vec))
+            .flatten();
+        self.clone().apply_owned(base)
     }
 
     /// [`apply`](Self::apply) taking the update and the committed content by value, so that

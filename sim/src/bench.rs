@@ -107,6 +107,8 @@ pub struct SimFigures {
     pub wall_secs: f64,
     /// Client operations completed.
     pub ops: usize,
+    /// The run's trace hash (same seed, same hash: a speed-up must not change it unexplained).
+    pub trace: u64,
 }
 
 impl SimFigures {
@@ -137,6 +139,7 @@ pub fn measure_sim(sc: &Scenario, seed: u64) -> Result<SimFigures, String> {
         sim_secs: o.sim_ns as f64 / 1e9,
         wall_secs,
         ops,
+        trace: o.trace,
     })
 }
 

@@ -67,10 +67,17 @@ pub struct Encoder {
     buf: Vec<u8>,
 }
 
+/// Bytes reserved up front: most frames without a payload fit.
+const SMALL_FRAME: usize = 128;
+/// Bytes reserved after a byte string for the fields that follow it.
+const FIELDS_AFTER_BYTES: usize = 64;
+
 impl Encoder {
-    /// An empty encoder.
+    /// An empty encoder, with room for a frame without a payload.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            buf: Vec::with_capacity(SMALL_FRAME),
+        }
     }
     /// Appends one byte.
     pub fn u8(&mut self, v: u8) {
@@ -86,6 +93,9 @@ impl Encoder {
     }
     /// Appends a length-prefixed byte string.
     pub fn bytes(&mut self, v: &[u8]) {
+        // Room for the fields that usually follow a payload too, so a chunk-sized frame grows
+        // once instead of once for the payload and again, doubling, for a trailing checksum.
+        self.buf.reserve(v.len() + 4 + FIELDS_AFTER_BYTES);
         self.len(v.len());
         self.buf.extend_from_slice(v);
     }

@@ -6,53 +6,73 @@
 //! travels from tail to head (reference §3.3) — and nothing weaker: a read of a value older than
 //! one overwritten before it started, or of a value never written, is still a violation.
 //!
-//! Each read is judged on its own (O(reads × writes) with a sweep), so this scales to long
-//! histories. Not here: write ordering (writes are serialized by the head; the agreement and
+//! Each read is judged on its own, in O(log writes) when it passes (`check`), so this scales to
+//! long histories. Not here: write ordering (writes are serialized by the head; the agreement and
 //! durability checks cover replicas), linearizability (linearizability.rs).
+
+use std::collections::BTreeMap;
 
 use super::linearizability::{Interval, RegOp};
 
 /// The first read with an impossible value: its origin and the values it could have returned.
+///
+/// Writes are sorted by completion once; for each read a binary search finds the writes that
+/// completed before it, and a prefix maximum gives their latest invocation (the cut). A read's
+/// value is then judged from the writes of that value alone, so a passing history costs
+/// O((reads + writes) log writes); only a failing read lists everything it could have returned.
 pub fn check(ops: &[Interval]) -> Result<(), (usize, Vec<Option<u64>>)> {
-    let mut writes: Vec<&Interval> = ops
+    let mut writes: Vec<(&Interval, u64)> = ops
         .iter()
-        .filter(|o| matches!(o.op, RegOp::Write(_)))
+        .filter_map(|o| match o.op {
+            RegOp::Write(v) => Some((o, v)),
+            RegOp::Read(_) => None,
+        })
         .collect();
-    writes.sort_by_key(|w| w.ret);
-    for r in ops.iter().filter(|o| matches!(o.op, RegOp::Read(_))) {
-        let RegOp::Read(got) = r.op else {
-            unreachable!()
+    writes.sort_by_key(|(w, _)| w.ret);
+    // cuts[k]: the latest invocation among the first k writes to complete.
+    let cuts: Vec<Option<u64>> = core::iter::once(None)
+        .chain(writes.iter().scan(None, |m: &mut Option<u64>, (w, _)| {
+            *m = Some(m.map_or(w.call, |m| m.max(w.call)));
+            Some(*m)
+        }))
+        .collect();
+    let mut by_value: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (j, (_, v)) in writes.iter().enumerate() {
+        by_value.entry(*v).or_default().push(j);
+    }
+    for r in ops {
+        let RegOp::Read(got) = r.op else { continue };
+        let done = writes.partition_point(|(w, _)| w.ret < r.call);
+        let ok = match got {
+            None => done == 0, // A hole only before any write completed.
+            Some(v) => by_value.get(&v).is_some_and(|js| {
+                js.iter()
+                    .any(|&j| allowed(writes[j].0, j < done, cuts[done], r))
+            }),
         };
-        // Writes completed before the read started, by completion time.
-        let done: Vec<&&Interval> = writes.iter().filter(|w| w.ret < r.call).collect();
-        // The latest invocation among completed writes: any completed write that returned before
-        // it was superseded entirely before the read.
-        let cut = done.iter().map(|w| w.call).max();
-        let mut allowed: Vec<Option<u64>> = Vec::new();
-        match cut {
-            None => allowed.push(None), // Nothing completed before: a hole is allowed.
-            Some(cut) => {
-                for w in &done {
-                    if w.ret >= cut {
-                        if let RegOp::Write(v) = w.op {
-                            allowed.push(Some(v));
-                        }
-                    }
+        if !ok {
+            let mut all: Vec<Option<u64>> = Vec::new();
+            if done == 0 {
+                all.push(None);
+            }
+            for (j, (w, v)) in writes.iter().enumerate() {
+                if allowed(w, j < done, cuts[done], r) {
+                    all.push(Some(*v));
                 }
             }
-        }
-        for w in writes.iter().filter(|w| w.call < r.ret && w.ret > r.call) {
-            if let RegOp::Write(v) = w.op {
-                allowed.push(Some(v));
-            }
-        }
-        if !allowed.contains(&got) {
-            allowed.sort();
-            allowed.dedup();
-            return Err((r.origin, allowed));
+            all.sort();
+            all.dedup();
+            return Err((r.origin, all));
         }
     }
     Ok(())
+}
+
+/// Whether read `r` may return write `w`'s value: `w` completed before the read (`done`) and was
+/// not superseded entirely before it (it returned at or after the cut, the latest invocation
+/// among completed writes), or `w` overlaps the read.
+fn allowed(w: &Interval, done: bool, cut: Option<u64>, r: &Interval) -> bool {
+    (done && cut.is_some_and(|c| w.ret >= c)) || (w.call < r.ret && w.ret > r.call)
 }
 
 #[cfg(test)]
@@ -60,6 +80,78 @@ mod tests {
     use super::*;
     use crate::check::linearizability::tests::iv;
     use RegOp::*;
+
+    /// The definition, read for read: what `check` must agree with.
+    fn by_definition(ops: &[Interval]) -> Result<(), (usize, Vec<Option<u64>>)> {
+        let writes: Vec<&Interval> = ops.iter().filter(|o| matches!(o.op, Write(_))).collect();
+        for r in ops {
+            let Read(got) = r.op else { continue };
+            let done: Vec<&&Interval> = writes.iter().filter(|w| w.ret < r.call).collect();
+            let cut = done.iter().map(|w| w.call).max();
+            let mut allowed: Vec<Option<u64>> = Vec::new();
+            if cut.is_none() {
+                allowed.push(None);
+            }
+            let superseded = |w: &Interval| cut.is_some_and(|c| w.ret < c);
+            let concurrent = |w: &Interval| w.call < r.ret && w.ret > r.call;
+            for w in &writes {
+                if let Write(v) = w.op {
+                    if (w.ret < r.call && !superseded(w)) || concurrent(w) {
+                        allowed.push(Some(v));
+                    }
+                }
+            }
+            if !allowed.contains(&got) {
+                allowed.sort();
+                allowed.dedup();
+                return Err((r.origin, allowed));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn agrees_with_the_definition_on_random_histories() {
+        let mut rng = t3fs_scenario::Rng::new(7);
+        let (mut passed, mut failed) = (0, 0);
+        for _ in 0..3000 {
+            let n = 1 + rng.below(12) as usize;
+            let mut times: Vec<u64> = (1..=2 * n as u64).collect();
+            for i in (1..times.len()).rev() {
+                times.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let ops: Vec<Interval> = (0..n)
+                .map(|i| {
+                    let (a, b) = (times[2 * i], times[2 * i + 1]);
+                    let op = if rng.chance(0.5) {
+                        Write(1 + rng.below(4))
+                    } else if rng.chance(0.1) {
+                        Read(None)
+                    } else {
+                        Read(Some(1 + rng.below(4)))
+                    };
+                    let ret = if rng.chance(0.1) { u64::MAX } else { a.max(b) };
+                    Interval {
+                        op,
+                        call: a.min(b),
+                        ret,
+                        origin: i,
+                    }
+                })
+                .collect();
+            let want = by_definition(&ops);
+            assert_eq!(check(&ops), want, "{ops:?}");
+            if want.is_ok() {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        assert!(
+            passed > 300 && failed > 300,
+            "both verdicts exercised: {passed} / {failed}"
+        );
+    }
 
     #[test]
     fn inversion_allowed_staleness_not() {

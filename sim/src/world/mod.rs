@@ -219,18 +219,41 @@ pub struct Sim {
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01B3;
 
+/// One step of the trace hash: an 8-byte word `w` into `h`.
+fn mix_word(h: u64, w: &[u8]) -> u64 {
+    let x = u64::from_le_bytes(w.try_into().expect("an 8-byte word"));
+    (h ^ x).wrapping_mul(FNV_PRIME).rotate_left(29)
+}
+
 /// Interval of the counter samples, simulated nanoseconds.
 pub const SAMPLE_NS: u64 = 1_000_000_000;
 
 impl Sim {
     /// Mixes bytes into the trace hash: FNV-1a's xor-multiply over 8-byte words (and the tail
     /// bytes, and the length), since every frame's payload is hashed and byte-wise FNV cost a
-    /// quarter of the simulator's time. Only equality of traces matters, not the function.
+    /// quarter of the simulator's time. Inputs of 64 bytes or more run four independent lanes
+    /// over 32-byte blocks, folded into the trace at the end: one chain of dependent multiplies
+    /// was a seventh of the time again. Only equality of traces matters, not the function.
     pub fn hash(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
+        let mut rest = bytes;
+        if bytes.len() >= 64 {
+            let t = self.trace;
+            let mut lanes = [t, t.rotate_left(16), t.rotate_left(32), t.rotate_left(48)];
+            let mut blocks = bytes.chunks_exact(32);
+            for b in &mut blocks {
+                for (lane, w) in lanes.iter_mut().zip(b.chunks_exact(8)) {
+                    *lane = mix_word(*lane, w);
+                }
+            }
+            self.trace = lanes[0];
+            for l in &lanes[1..] {
+                self.trace = mix_word(self.trace, &l.to_le_bytes());
+            }
+            rest = blocks.remainder();
+        }
+        let mut words = rest.chunks_exact(8);
         for w in &mut words {
-            let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-            self.trace = (self.trace ^ x).wrapping_mul(FNV_PRIME).rotate_left(29);
+            self.trace = mix_word(self.trace, w);
         }
         for b in words.remainder() {
             self.trace = (self.trace ^ u64::from(*b)).wrapping_mul(FNV_PRIME);

@@ -10,32 +10,18 @@ use std::collections::BinaryHeap;
 
 use t3fs_core::time::Instant;
 
-struct Entry<E> {
-    at: Instant,
-    seq: u64,
-    ev: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
+/// A heap key: time, then insertion sequence, then the slot holding the event. The key is small
+/// so sifting it is cheap (a world keeps over a thousand events pending, most of them timers);
+/// the slot never decides an order, since sequences are unique.
+type Key = Reverse<(Instant, u64, u32)>;
 
 /// A deterministic timed queue.
 pub struct Queue<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
+    heap: BinaryHeap<Key>,
+    /// Events by slot; `None` once popped.
+    slots: Vec<Option<E>>,
+    /// Slots free for reuse.
+    free: Vec<u32>,
     seq: u64,
     now: Instant,
 }
@@ -44,6 +30,8 @@ impl<E> Default for Queue<E> {
     fn default() -> Self {
         Self {
             heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             now: Instant::ZERO,
         }
@@ -55,23 +43,33 @@ impl<E> Queue<E> {
     pub fn push(&mut self, at: Instant, ev: E) {
         let at = at.max(self.now);
         self.seq += 1;
-        self.heap.push(Reverse(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(ev);
+                s
+            }
+            None => {
+                self.slots.push(Some(ev));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 pending events")
+            }
+        };
+        self.heap.push(Reverse((at, self.seq, slot)));
     }
 
     /// The next event, advancing the clock to its time.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        let Reverse(e) = self.heap.pop()?;
-        self.now = e.at;
-        Some((e.at, e.ev))
+        let Reverse((at, _, slot)) = self.heap.pop()?;
+        self.now = at;
+        self.free.push(slot);
+        let ev = self.slots[slot as usize]
+            .take()
+            .expect("a pending slot holds its event");
+        Some((at, ev))
     }
 
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse(e)| e.at)
+        self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
 
     /// The current simulated time.
@@ -102,10 +100,16 @@ mod tests {
         q.push(Instant(5), "c");
         let order: Vec<&str> = core::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["a", "b", "c"]);
+        // Slots are reused; order still follows time, then insertion.
+        for (t, e) in [(9, "y"), (7, "x"), (9, "z")] {
+            q.push(Instant(t), e);
+        }
+        let order: Vec<&str> = core::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, ["x", "y", "z"]);
         q.push(Instant(0), "late");
         assert_eq!(
             q.pop(),
-            Some((Instant(5), "late")),
+            Some((Instant(9), "late")),
             "the past is clamped to now"
         );
     }

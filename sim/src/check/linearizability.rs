@@ -61,24 +61,42 @@ pub fn intervals(ops: &[OpRec], chunk: u32) -> Vec<Interval> {
     ops.iter()
         .enumerate()
         .filter(|(_, o)| o.chunk == chunk)
-        .filter_map(|(i, o)| {
-            let op = match o.kind {
-                OpKind::Write(v) => RegOp::Write(v),
-                OpKind::Read(Some(Payload::Hole)) => RegOp::Read(None),
-                OpKind::Read(Some(Payload::Value(v))) => RegOp::Read(Some(v)),
-                OpKind::Read(_) => return None, // Failed, or garbage (the corruption check's).
-            };
-            if matches!(op, RegOp::Read(_)) && o.ret.is_none() {
-                return None;
-            }
-            Some(Interval {
-                op,
-                call: o.invoke,
-                ret: o.ret.unwrap_or(u64::MAX),
-                origin: i,
-            })
-        })
+        .filter_map(|(i, o)| interval(i, o))
         .collect()
+}
+
+/// The intervals of every chunk below `chunks`, in one pass over the history; reads before
+/// index `reads_from` are left out (the durability check keeps only the final reads).
+pub fn intervals_by_chunk(ops: &[OpRec], chunks: u32, reads_from: usize) -> Vec<Vec<Interval>> {
+    let mut by_chunk = vec![Vec::new(); chunks as usize];
+    for (i, o) in ops.iter().enumerate() {
+        if i < reads_from && matches!(o.kind, OpKind::Read(_)) {
+            continue;
+        }
+        if let (Some(c), Some(iv)) = (by_chunk.get_mut(o.chunk as usize), interval(i, o)) {
+            c.push(iv);
+        }
+    }
+    by_chunk
+}
+
+/// Operation `i` as an interval, if it has a register meaning.
+fn interval(i: usize, o: &OpRec) -> Option<Interval> {
+    let op = match o.kind {
+        OpKind::Write(v) => RegOp::Write(v),
+        OpKind::Read(Some(Payload::Hole)) => RegOp::Read(None),
+        OpKind::Read(Some(Payload::Value(v))) => RegOp::Read(Some(v)),
+        OpKind::Read(_) => return None, // Failed, or garbage (the corruption check's).
+    };
+    if matches!(op, RegOp::Read(_)) && o.ret.is_none() {
+        return None;
+    }
+    Some(Interval {
+        op,
+        call: o.invoke,
+        ret: o.ret.unwrap_or(u64::MAX),
+        origin: i,
+    })
 }
 
 /// Checks one register history with a memo budget (entries).

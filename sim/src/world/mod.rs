@@ -290,17 +290,17 @@ impl Sim {
                 } else {
                     core::time::Duration::ZERO
                 };
-                for d in delays {
-                    let d = d + extra;
-                    let at = Instant(now.0 + d.as_nanos() as u64);
-                    self.queue.push(
-                        at,
-                        Ev::Deliver {
-                            from,
-                            to,
-                            frame: frame.clone(),
-                        },
-                    );
+                // Duplicates get copies; the last delivery takes the frame itself.
+                let mut frame = Some(frame);
+                let last = delays.len().saturating_sub(1);
+                for (i, d) in delays.into_iter().enumerate() {
+                    let at = Instant(now.0 + (d + extra).as_nanos() as u64);
+                    let frame = if i == last {
+                        frame.take().expect("the frame is taken once")
+                    } else {
+                        frame.clone().expect("the frame is still here")
+                    };
+                    self.queue.push(at, Ev::Deliver { from, to, frame });
                 }
             }
         }

@@ -187,6 +187,14 @@ fn print_outcome(o: &Outcome, command: &str) {
         o.sim_ns as f64 / 1e9,
         o.trace
     );
+    for l in o
+        .world
+        .as_ref()
+        .map(|w| w.hardware_report())
+        .unwrap_or_default()
+    {
+        println!("  {l}");
+    }
     if o.passed() {
         println!("PASS");
     } else {

@@ -9,6 +9,7 @@
 
 pub mod chain_table;
 pub mod duration;
+pub mod hardware;
 pub mod history;
 pub mod load;
 mod load_step;
@@ -21,6 +22,7 @@ pub mod schema;
 pub mod workload;
 pub mod write;
 
+pub use hardware::Hardware;
 pub use load::{load_file, parse, ScenarioError};
 pub use rng::Rng;
 pub use schema::{Action, Cluster, Expect, Faults, NodeRef, Scenario, Step, Timeouts, Workload};

@@ -58,6 +58,8 @@ struct Raw {
     #[serde(default)]
     namespace: Option<Spanned<toml::Table>>,
     #[serde(default)]
+    hardware: Option<Spanned<toml::Table>>,
+    #[serde(default)]
     faults: Option<Spanned<toml::Table>>,
     #[serde(default)]
     step: Vec<Spanned<toml::Table>>,
@@ -211,6 +213,16 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         }
         None => None,
     };
+    let hardware = match &raw.hardware {
+        Some(t) => {
+            let raw: crate::hardware::RawHardware = cx.table(t, "hardware")?;
+            let from = t.span().start;
+            Some(raw.validate().map_err(|(key, m)| {
+                cx.err_line(cx.key_line(from, key), &format!("hardware.{key}"), m)
+            })?)
+        }
+        None => None,
+    };
     let faults = match &raw.faults {
         Some(t) => cx.faults(t)?,
         None => Faults::default(),
@@ -260,6 +272,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         workload,
         namespace,
         faults,
+        hardware,
         steps,
         expect,
         bug: raw.bug.map(Spanned::into_inner),

@@ -31,6 +31,8 @@ pub struct Scenario {
     pub namespace: Option<crate::namespace::NsWorkload>,
     /// Background fault rates during the safety phase.
     pub faults: Faults,
+    /// Resources with service times (NICs, SSDs, CPUs); `None`: size-blind latencies only.
+    pub hardware: Option<crate::hardware::Hardware>,
     /// Timed steps, sorted by `at`.
     pub steps: Vec<Step>,
     /// What the run must show.

@@ -41,6 +41,27 @@ fn quote(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// The `[hardware]` section: every value written out, the profile only as the base.
+fn hardware_toml(h: &crate::Hardware) -> String {
+    let us = |d: Duration| d.as_nanos() as f64 / 1e3;
+    format!(
+        "\n[hardware]\nprofile = {}\nnic_gbps = {:?}\nnic_message_us = {:?}\nssd_mb_s = {:?}\n\
+         ssd_iops = {:?}\nssd_queue_depth = {}\nssd_p50_us = {:?}\nssd_p99_us = {:?}\n\
+         cpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n",
+        quote(&h.profile),
+        h.nic_bytes * 8.0 / 1e9,
+        us(h.nic_message),
+        h.ssd_bytes / 1e6,
+        h.ssd_iops,
+        h.ssd_queue_depth,
+        us(h.ssd_p50),
+        us(h.ssd_p99),
+        h.cpu_cores,
+        us(h.cpu_request),
+        h.cpu_byte_ns
+    )
+}
+
 /// The scenario as TOML.
 pub fn to_toml(s: &Scenario) -> String {
     let mut o = String::new();
@@ -146,6 +167,9 @@ pub fn to_toml(s: &Scenario) -> String {
         f.clock_drift_ppm
     );
     let _ = writeln!(o, "buggify = {}", f.buggify);
+    if let Some(h) = &s.hardware {
+        o.push_str(&hardware_toml(h));
+    }
     for st in &s.steps {
         let _ = writeln!(
             o,

@@ -66,6 +66,7 @@ pub fn ten_host_scenario(duration: Duration) -> Scenario {
             disk_spike: 0.0001,
             ..Faults::default()
         },
+        hardware: None,
         steps: vec![
             step(at(0.2), Action::Crash(NodeRef::Storage(1))),
             step(at(0.35), Action::Restart(NodeRef::Storage(1))),

@@ -90,6 +90,7 @@ pub fn scenario(seed: u64, duration: Duration, keep: &dyn Fn(&Action) -> bool) -
         },
         namespace: None,
         faults: Faults::default(),
+        hardware: None,
         steps,
         expect: Expect::default(),
         bug: None,

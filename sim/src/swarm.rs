@@ -373,6 +373,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         workload,
         namespace,
         faults,
+        hardware: None,
         steps,
         expect: Expect::default(),
         bug: bug.map(str::to_string),

@@ -17,7 +17,7 @@
 //! atlas consults), never what detects damage; a disk that answered `Failed` or `Corrupt` is
 //! `damaged` and is replaced (emptied) when its node restarts if another intact copy exists,
 //! since a version-based resync cannot repair bytes that rotted under an unchanged version.
-//! Not here: the atlas itself (atlas.rs) and queueing or bandwidth (a later performance model).
+//! Not here: the atlas itself (atlas.rs) and the SSD's queueing and bandwidth (resources.rs).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -25,10 +25,12 @@ use core::ops::Range;
 use core::time::Duration;
 
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
-use t3fs_core::ids::{ChunkId, IoId};
+use t3fs_core::ids::{ChunkId, IoId, TargetId};
 use t3fs_core::testing::{MemChunk, MemChunkStore};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng};
+
+use super::resources::Resources;
 
 /// Completed mutations whose prior state a disk keeps for lost-write faults (since its last
 /// crash): the device's volatile write cache, in effect.
@@ -99,6 +101,15 @@ fn chunk_of(op: &ChunkOp) -> Option<ChunkId> {
     }
 }
 
+/// Bytes an operation moves through the SSD: a read's length (at most; it may be trimmed), an
+/// update's or install's data; a commit or a list moves metadata only.
+fn op_bytes(op: &ChunkOp) -> usize {
+    match op {
+        ChunkOp::Read { len, .. } => *len as usize,
+        _ => op_span(op).1,
+    }
+}
+
 fn is_mutation(op: &ChunkOp) -> bool {
     !matches!(op, ChunkOp::Read { .. } | ChunkOp::List)
 }
@@ -124,23 +135,30 @@ impl Disk {
     }
 
     /// When an operation submitted now completes: drawn latency (or a spike), but never before
-    /// an earlier operation on the same chunk.
+    /// an earlier operation on the same chunk. With `[hardware]` (`ssd`: the resources and this
+    /// disk's target), the latency is the SSD's access latency, and the operation also queues
+    /// for the SSD's slots, IOPS and bandwidth.
     pub fn completion_time(
         &mut self,
         now: Instant,
         op: &ChunkOp,
         rng: &mut Rng,
         f: &Faults,
+        ssd: Option<(&mut Resources, TargetId)>,
     ) -> Instant {
-        let latency = match &self.slow {
-            Some(r) => rng.duration(r.clone()),
-            None if rng.chance(f.disk_spike) => {
+        let latency = match (&self.slow, &ssd) {
+            (Some(r), _) => rng.duration(r.clone()),
+            (None, _) if rng.chance(f.disk_spike) => {
                 self.counters.spikes += 1;
                 rng.duration(Duration::from_millis(50)..Duration::from_secs(2))
             }
-            None => rng.duration(f.disk_latency.clone()),
+            (None, Some((r, _))) => r.ssd_latency(rng),
+            (None, None) => rng.duration(f.disk_latency.clone()),
         };
-        let mut at = Instant(now.0 + latency.as_nanos() as u64);
+        let mut at = match ssd {
+            Some((r, target)) => r.ssd(target, now, op_bytes(op), latency),
+            None => Instant(now.0 + latency.as_nanos() as u64),
+        };
         match chunk_of(op) {
             Some(c) if is_mutation(op) => {
                 let last = self.last_done.entry(c).or_insert(Instant::ZERO);

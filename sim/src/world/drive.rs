@@ -86,7 +86,8 @@ impl Host for SimHost<'_> {
             .disks
             .get_mut(&target)
             .unwrap_or_else(|| panic!("{} submitted I/O to foreign target {target}", ctx.name));
-        let at = disk.completion_time(self.now, &op, &mut sim.rng, &sim.faults);
+        let ssd = sim.resources.as_mut().map(|r| (r, target));
+        let at = disk.completion_time(self.now, &op, &mut sim.rng, &sim.faults, ssd);
         ctx.ops.insert(id, Pending::Chunk(target, op));
         self.complete_at(at, id);
     }

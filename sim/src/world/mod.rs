@@ -27,7 +27,9 @@ pub mod node;
 pub mod ns_client;
 pub use t3fs_scenario::ns_files;
 pub mod queue;
+pub mod resources;
 mod steps;
+pub mod throughput;
 pub use steps::REFUSED;
 
 use std::collections::BTreeMap;
@@ -176,6 +178,8 @@ pub struct Sim {
     pub queue: queue::Queue<Ev>,
     /// The seeded generator.
     pub rng: Rng,
+    /// Resources with service times (`[hardware]` scenarios only).
+    pub resources: Option<resources::Resources>,
     /// Network model.
     pub net: net::Net,
     /// The KV.
@@ -291,10 +295,14 @@ impl Sim {
                     core::time::Duration::ZERO
                 };
                 // Duplicates get copies; the last delivery takes the frame itself.
+                let bytes = frame.len();
                 let mut frame = Some(frame);
                 let last = delays.len().saturating_sub(1);
                 for (i, d) in delays.into_iter().enumerate() {
-                    let at = Instant(now.0 + (d + extra).as_nanos() as u64);
+                    let at = match &mut self.resources {
+                        Some(r) => r.message(now, from, to, bytes, d + extra),
+                        None => Instant(now.0 + (d + extra).as_nanos() as u64),
+                    };
                     let frame = if i == last {
                         frame.take().expect("the frame is taken once")
                     } else {
@@ -391,8 +399,13 @@ impl World {
                 }
             }
         }
+        let resources = scenario
+            .hardware
+            .clone()
+            .map(|h| resources::Resources::new(h, nodes.len()));
         let sim = Sim {
             queue: queue::Queue::default(),
+            resources,
             net: net::Net::new(&faults),
             kv: kv::SimKv::new(&layout.initial, &faults),
             rng,

@@ -7,7 +7,7 @@
 //! Invariant: every draw comes from the world's seeded generator in event order; a cut link
 //! drops at send time (a message already in flight still arrives, as on a real network whose
 //! packets left before the cable was pulled). Not here: encoding (every frame is produced by the
-//! real codec in mod.rs) and bandwidth (a later performance model).
+//! real codec in mod.rs) and bandwidth (resources.rs, for scenarios with `[hardware]`).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,0 +1,214 @@
+//! `[hardware]` of a correctness scenario: the resources the message-level world models when a
+//! scenario names them (sim/src/world/resources.rs): each node's NIC (a bandwidth per direction
+//! and a cost per message), each target's SSD (bandwidth, IOPS, queue depth and a latency
+//! distribution) and, optionally, each node's CPU (cores, a cost per request and per byte).
+//!
+//! A scenario without `[hardware]` keeps the fault model's size-blind latencies, so its runs and
+//! trace hashes do not change. A profile gives every value; keys after it override one each.
+//! Invariant: a loaded `Hardware` has positive bandwidths and rates, at least one queue slot and
+//! `ssd_p99 >= ssd_p50 > 0`. Not here: how the world queues on these resources.
+
+use core::time::Duration;
+
+use serde::Deserialize;
+
+/// Gbps in bytes per second.
+pub const fn gbps(g: f64) -> f64 {
+    g * 1e9 / 8.0
+}
+
+/// The resources of every node of a scenario's cluster (all nodes alike; one SSD per target).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hardware {
+    /// The profile it started from.
+    pub profile: String,
+    /// NIC bandwidth per node, bytes per second, each direction.
+    pub nic_bytes: f64,
+    /// NIC and stack time per message, paid on the sender's NIC.
+    pub nic_message: Duration,
+    /// SSD bandwidth per target, bytes per second (reads and writes share it).
+    pub ssd_bytes: f64,
+    /// SSD operations per second per target.
+    pub ssd_iops: f64,
+    /// Operations one SSD serves at once.
+    pub ssd_queue_depth: u32,
+    /// Median SSD access latency (before the bytes move).
+    pub ssd_p50: Duration,
+    /// 99th percentile SSD access latency: with the median, a log-normal distribution.
+    pub ssd_p99: Duration,
+    /// CPU cores per node that handle received messages (0: CPU not modelled).
+    pub cpu_cores: u32,
+    /// CPU time per received message.
+    pub cpu_request: Duration,
+    /// CPU time per received byte, nanoseconds.
+    pub cpu_byte_ns: f64,
+}
+
+impl Hardware {
+    /// Named profiles: `nvme-rdma` (3FS-class: a 200 Gbps RDMA NIC and a PCIe 4.0 NVMe SSD per
+    /// target) and `gbe-sata` (a 10 GbE node with SATA SSDs, for saturation at small scale).
+    pub fn profile(name: &str) -> Option<Self> {
+        let us = Duration::from_micros;
+        match name {
+            // 3FS's storage NICs are 2 x 200 Gbps per node (README); one NIC per simulated node
+            // here. SSD: a PCIe 4.0 x4 NVMe datasheet class (7 GB/s, 1 M IOPS, 80 us median
+            // access, 300 us at the 99th percentile under load). CPU off: 3FS's RDMA path keeps
+            // the CPU out of the byte path.
+            "nvme-rdma" => Some(Self {
+                profile: name.into(),
+                nic_bytes: gbps(200.0),
+                nic_message: us(1),
+                ssd_bytes: 7.0e9,
+                ssd_iops: 1.0e6,
+                ssd_queue_depth: 128,
+                ssd_p50: us(80),
+                ssd_p99: us(300),
+                cpu_cores: 0,
+                cpu_request: Duration::ZERO,
+                cpu_byte_ns: 0.0,
+            }),
+            // A 10 GbE TCP node: a kernel stack costs CPU per message and per byte copied.
+            "gbe-sata" => Some(Self {
+                profile: name.into(),
+                nic_bytes: gbps(10.0),
+                nic_message: us(5),
+                ssd_bytes: 500e6,
+                ssd_iops: 80e3,
+                ssd_queue_depth: 32,
+                ssd_p50: us(150),
+                ssd_p99: us(1500),
+                cpu_cores: 4,
+                cpu_request: us(10),
+                cpu_byte_ns: 0.25,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Names of the profiles.
+    pub const PROFILES: &'static [&'static str] = &["nvme-rdma", "gbe-sata"];
+}
+
+/// The `[hardware]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHardware {
+    profile: String,
+    nic_gbps: Option<f64>,
+    nic_message_us: Option<f64>,
+    ssd_mb_s: Option<f64>,
+    ssd_iops: Option<f64>,
+    ssd_queue_depth: Option<u32>,
+    ssd_p50_us: Option<f64>,
+    ssd_p99_us: Option<f64>,
+    cpu_cores: Option<u32>,
+    cpu_request_us: Option<f64>,
+    cpu_byte_ns: Option<f64>,
+}
+
+impl RawHardware {
+    /// The hardware, or the offending key and why.
+    pub(crate) fn validate(self) -> Result<Hardware, (&'static str, String)> {
+        let mut h = Hardware::profile(&self.profile).ok_or_else(|| {
+            let known = Hardware::PROFILES.join(", ");
+            (
+                "profile",
+                format!("no profile `{}` (known: {known})", self.profile),
+            )
+        })?;
+        let positive = |key: &'static str, v: Option<f64>| match v {
+            Some(v) if !(v.is_finite() && v > 0.0) => Err((key, format!("{v}: must be positive"))),
+            v => Ok(v),
+        };
+        let at_least_zero = |key: &'static str, v: Option<f64>| match v {
+            Some(v) if !(v.is_finite() && v >= 0.0) => Err((key, format!("{v}: must be >= 0"))),
+            v => Ok(v),
+        };
+        let us = |v: f64| Duration::from_nanos((v * 1e3).round() as u64);
+        if let Some(v) = positive("nic_gbps", self.nic_gbps)? {
+            h.nic_bytes = gbps(v);
+        }
+        if let Some(v) = at_least_zero("nic_message_us", self.nic_message_us)? {
+            h.nic_message = us(v);
+        }
+        if let Some(v) = positive("ssd_mb_s", self.ssd_mb_s)? {
+            h.ssd_bytes = v * 1e6;
+        }
+        if let Some(v) = positive("ssd_iops", self.ssd_iops)? {
+            h.ssd_iops = v;
+        }
+        match self.ssd_queue_depth {
+            Some(0) => return Err(("ssd_queue_depth", "at least 1".into())),
+            Some(q) => h.ssd_queue_depth = q,
+            None => {}
+        }
+        if let Some(v) = positive("ssd_p50_us", self.ssd_p50_us)? {
+            h.ssd_p50 = us(v);
+        }
+        if let Some(v) = positive("ssd_p99_us", self.ssd_p99_us)? {
+            h.ssd_p99 = us(v);
+        }
+        if h.ssd_p99 < h.ssd_p50 {
+            return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));
+        }
+        if let Some(c) = self.cpu_cores {
+            h.cpu_cores = c;
+        }
+        if let Some(v) = at_least_zero("cpu_request_us", self.cpu_request_us)? {
+            h.cpu_request = us(v);
+        }
+        if let Some(v) = at_least_zero("cpu_byte_ns", self.cpu_byte_ns)? {
+            h.cpu_byte_ns = v;
+        }
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::load::parse;
+
+    fn with(hw: &str) -> String {
+        format!("name = \"h\"\nabout = \"a\"\n\n[hardware]\n{hw}\n")
+    }
+
+    #[test]
+    fn profiles_load_and_keys_override_them() {
+        let s = parse("h.toml", &with("profile = \"nvme-rdma\"\nnic_gbps = 100")).unwrap();
+        let h = s.hardware.expect("hardware");
+        assert_eq!(h.profile, "nvme-rdma");
+        assert_eq!(h.nic_bytes, 12.5e9);
+        assert_eq!(h.ssd_bytes, 7.0e9, "the rest from the profile");
+        assert!(parse("h.toml", "name = \"h\"\nabout = \"a\"\n")
+            .unwrap()
+            .hardware
+            .is_none());
+    }
+
+    #[test]
+    fn hardware_is_written_back_as_loaded() {
+        let text = with("profile = \"gbe-sata\"\nnic_gbps = 25\nssd_p50_us = 12.5\ncpu_cores = 2");
+        let s = parse("h.toml", &text).unwrap();
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
+    }
+
+    #[test]
+    fn bad_values_name_their_line_and_key() {
+        let e = parse("h.toml", &with("profile = \"nope\"")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (5, "hardware.profile"));
+        assert!(e.message.contains("nvme-rdma"), "{e}");
+        let e = parse("h.toml", &with("profile = \"gbe-sata\"\nssd_mb_s = -3")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (6, "hardware.ssd_mb_s"));
+        let e = parse(
+            "h.toml",
+            &with("profile = \"gbe-sata\"\nssd_queue_depth = 0"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "hardware.ssd_queue_depth");
+        let e = parse("h.toml", &with("profile = \"gbe-sata\"\nssd_p99_us = 10")).unwrap_err();
+        assert_eq!(e.field, "hardware.ssd_p99_us");
+        let e = parse("h.toml", &with("profile = \"gbe-sata\"\nnic_mbps = 3")).unwrap_err();
+        assert_eq!(e.field, "hardware.nic_mbps");
+    }
+}

@@ -1,0 +1,310 @@
+//! Resources with service times, for scenarios with `[hardware]`: every node's NIC (one queue per
+//! direction), every target's SSD (queue depth, IOPS, bandwidth, a log-normal access latency)
+//! and, when set, every node's CPU cores. A message or an I/O waits for its resource, holds it
+//! for its service time and frees it, so latency grows with size and load, and throughput stops
+//! at the binding resource.
+//!
+//! The model, per message of `b` bytes from `a` to `z` sent at `t` with propagation `p` (the
+//! fault model's drawn latency): `a`'s transmit queue serves it in `message + b / nic` from when
+//! it is free; it arrives `p` later; `z`'s receive side is a second queue of the same rate (so
+//! many senders to one node share its line rate; one sender alone pays the bytes once); then the
+//! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. Per SSD
+//! operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops` after the
+//! previous start, its bytes take `b / bandwidth` on the SSD's one transfer queue, and it
+//! completes at the later of its start plus the drawn access latency and the end of its
+//! transfer. Everything is a function of the seed (draws come from the world's generator in
+//! event order) and of simulated time, nothing of the wall clock.
+//!
+//! Not here: the fault model's spikes, slow disks and loss (they apply on top, unchanged), the
+//! KV's latency (not a modelled resource), congestion control (a queue is FIFO and work
+//! conserving) and the flow-level model for large clusters (perf/).
+
+use std::collections::BTreeMap;
+
+use core::time::Duration;
+
+use t3fs_core::ids::{NodeId, TargetId};
+use t3fs_core::time::Instant;
+use t3fs_scenario::{Hardware, Rng};
+
+/// The standard normal's 99th percentile: with the median, it fixes the log-normal's spread.
+const Z99: f64 = 2.326_347_874;
+
+/// One FIFO server: free from `free` on; `busy` sums its service times.
+#[derive(Clone, Copy, Debug, Default)]
+struct Server {
+    free: Instant,
+    busy_ns: u64,
+}
+
+impl Server {
+    /// Serves work arriving at `at` for `ns`; returns when it ends.
+    fn serve(&mut self, at: Instant, ns: u64) -> Instant {
+        let start = at.max(self.free);
+        self.free = Instant(start.0 + ns);
+        self.busy_ns += ns;
+        self.free
+    }
+}
+
+/// One SSD: queue slots, the IOPS pacing and the transfer queue.
+#[derive(Clone, Debug)]
+struct Ssd {
+    slots: Vec<Instant>,
+    next_start: Instant,
+    transfer: Server,
+    ops: u64,
+}
+
+/// The resources of every node and target.
+pub struct Resources {
+    hw: Hardware,
+    tx: Vec<Server>,
+    rx: Vec<Server>,
+    cpu: Vec<Vec<Server>>,
+    ssds: BTreeMap<TargetId, Ssd>,
+}
+
+fn ns(d: Duration) -> u64 {
+    d.as_nanos() as u64
+}
+
+/// Nanoseconds to move `bytes` at `rate` bytes per second (at least 1 for any bytes).
+fn bytes_ns(bytes: usize, rate: f64) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    ((bytes as f64 / rate) * 1e9).ceil().max(1.0) as u64
+}
+
+impl Resources {
+    /// Idle resources for `nodes` nodes.
+    pub fn new(hw: Hardware, nodes: usize) -> Self {
+        let cores = hw.cpu_cores as usize;
+        Self {
+            tx: vec![Server::default(); nodes],
+            rx: vec![Server::default(); nodes],
+            cpu: vec![vec![Server::default(); cores]; nodes],
+            ssds: BTreeMap::new(),
+            hw,
+        }
+    }
+
+    /// The hardware modelled.
+    pub fn hardware(&self) -> &Hardware {
+        &self.hw
+    }
+
+    /// When a message of `bytes` sent from `from` at `now`, `propagation` on the wire, reaches
+    /// the machine of `to`.
+    pub fn message(
+        &mut self,
+        now: Instant,
+        from: NodeId,
+        to: NodeId,
+        bytes: usize,
+        propagation: Duration,
+    ) -> Instant {
+        let (a, z) = (from.0 as usize, to.0 as usize);
+        let wire = bytes_ns(bytes, self.hw.nic_bytes);
+        let sent = self.tx[a].serve(now, ns(self.hw.nic_message) + wire);
+        let arrived = Instant(sent.0 + ns(propagation));
+        // The receive queue ends the message no sooner than its arrival: alone, it adds nothing
+        // (the bytes were paid at the sender); behind others, it waits for the line.
+        let received = self.rx[z].serve(Instant(arrived.0.saturating_sub(wire)), wire);
+        let received = received.max(arrived);
+        let work = ns(self.hw.cpu_request) + (bytes as f64 * self.hw.cpu_byte_ns).ceil() as u64;
+        match self.cpu[z].iter_mut().min_by_key(|c| c.free) {
+            Some(core) => core.serve(received, work),
+            None => received,
+        }
+    }
+
+    /// When an SSD operation of `bytes` on `target`, submitted at `now` with access latency
+    /// `latency`, completes.
+    pub fn ssd(
+        &mut self,
+        target: TargetId,
+        now: Instant,
+        bytes: usize,
+        latency: Duration,
+    ) -> Instant {
+        let hw = &self.hw;
+        let ssd = self.ssds.entry(target).or_insert_with(|| Ssd {
+            slots: vec![Instant::ZERO; hw.ssd_queue_depth as usize],
+            next_start: Instant::ZERO,
+            transfer: Server::default(),
+            ops: 0,
+        });
+        let (slot, free) = ssd
+            .slots
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, t)| t)
+            .expect("at least one slot");
+        let start = now.max(free).max(ssd.next_start);
+        ssd.next_start = Instant(start.0 + (1e9 / hw.ssd_iops).ceil() as u64);
+        let moved = ssd.transfer.serve(start, bytes_ns(bytes, hw.ssd_bytes));
+        let done = Instant(start.0 + ns(latency)).max(moved);
+        ssd.slots[slot] = done;
+        ssd.ops += 1;
+        done
+    }
+
+    /// An SSD access latency drawn from the profile's log-normal distribution.
+    pub fn ssd_latency(&self, rng: &mut Rng) -> Duration {
+        let p50 = self.hw.ssd_p50.as_secs_f64();
+        let sigma = (self.hw.ssd_p99.as_secs_f64() / p50).ln() / Z99;
+        // Box-Muller from two uniform draws; 1 - u keeps the logarithm finite.
+        let (u1, u2) = (1.0 - rng.unit(), rng.unit());
+        let z = (-2.0 * u1.ln()).sqrt() * (core::f64::consts::TAU * u2).cos();
+        Duration::from_secs_f64(p50 * (sigma * z).exp())
+    }
+
+    /// How busy the busiest resource of each kind was over `elapsed`: one line per kind.
+    pub fn summary(&self, elapsed: Duration, name: &dyn Fn(usize) -> String) -> Vec<String> {
+        let total = ns(elapsed).max(1) as f64;
+        let busiest = |servers: &[Server]| {
+            servers
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, s)| s.busy_ns)
+                .map(|(i, s)| (i, s.busy_ns as f64 / total))
+        };
+        let mut out = Vec::new();
+        for (what, servers) in [("NIC transmit", &self.tx), ("NIC receive", &self.rx)] {
+            if let Some((i, u)) = busiest(servers) {
+                out.push(format!("busiest {what}: {} {:.1}%", name(i), u * 100.0));
+            }
+        }
+        let cpu: Vec<Server> = self
+            .cpu
+            .iter()
+            .map(|cores| Server {
+                free: Instant::ZERO,
+                busy_ns: cores.iter().map(|c| c.busy_ns).sum::<u64>() / cores.len().max(1) as u64,
+            })
+            .collect();
+        if self.hw.cpu_cores > 0 {
+            if let Some((i, u)) = busiest(&cpu) {
+                out.push(format!(
+                    "busiest CPU: {} {:.1}% of its cores",
+                    name(i),
+                    u * 100.0
+                ));
+            }
+        }
+        if let Some((t, s)) = self.ssds.iter().max_by_key(|(_, s)| s.transfer.busy_ns) {
+            out.push(format!(
+                "busiest SSD transfer: {t} {:.1}% ({} operations)",
+                s.transfer.busy_ns as f64 / total * 100.0,
+                s.ops
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hw() -> Hardware {
+        let mut h = Hardware::profile("gbe-sata").expect("profile");
+        h.cpu_cores = 0;
+        h
+    }
+
+    #[test]
+    fn a_message_costs_its_bytes_once_and_grows_with_size() {
+        let mut r = Resources::new(hw(), 2);
+        let p = Duration::from_micros(10);
+        let small = r.message(Instant::ZERO, NodeId(0), NodeId(1), 4096, p);
+        let mut r = Resources::new(hw(), 2);
+        let big = r.message(Instant::ZERO, NodeId(0), NodeId(1), 1 << 20, p);
+        let wire = |b: usize| bytes_ns(b, hw().nic_bytes);
+        assert_eq!(small.0, 5_000 + wire(4096) + 10_000);
+        assert_eq!(big.0, 5_000 + wire(1 << 20) + 10_000);
+        assert!(
+            big.0 > 100 * (small.0 - 15_000),
+            "1 MiB takes ~256x the wire time of 4 KiB"
+        );
+    }
+
+    #[test]
+    fn many_senders_share_one_receivers_line_rate() {
+        let mut r = Resources::new(hw(), 9);
+        let mut last = Instant::ZERO;
+        for s in 1..9 {
+            last =
+                last.max(r.message(Instant::ZERO, NodeId(s), NodeId(0), 1 << 20, Duration::ZERO));
+        }
+        let one = bytes_ns(1 << 20, hw().nic_bytes);
+        // Eight senders in parallel, one receive line: eight wire times, not one.
+        assert!(last.0 >= 8 * one, "{} < {}", last.0, 8 * one);
+        assert!(last.0 <= 8 * one + 5_000 + 8, "work conserving");
+    }
+
+    #[test]
+    fn cpu_cores_serve_in_parallel_up_to_their_count() {
+        let mut h = hw();
+        h.cpu_cores = 2;
+        h.cpu_request = Duration::from_micros(100);
+        h.cpu_byte_ns = 0.0;
+        let mut r = Resources::new(h, 4);
+        let at: Vec<u64> = (1..4)
+            .map(|s| {
+                r.message(Instant::ZERO, NodeId(s), NodeId(0), 0, Duration::ZERO)
+                    .0
+            })
+            .collect();
+        assert_eq!(
+            at,
+            [105_000, 105_000, 205_000],
+            "two at once, the third waits"
+        );
+    }
+
+    #[test]
+    fn ssds_bind_on_iops_for_small_and_bandwidth_for_large_operations() {
+        let t = TargetId(1);
+        let lat = Duration::from_micros(100);
+        let mut r = Resources::new(hw(), 1);
+        let small: Vec<Instant> = (0..1000)
+            .map(|_| r.ssd(t, Instant::ZERO, 4096, lat))
+            .collect();
+        // 80k IOPS: 1000 operations start 12.5 us apart.
+        let last = small.iter().max().expect("some").0;
+        assert!((12_400_000..12_700_000).contains(&last), "{last}");
+        let mut r = Resources::new(hw(), 1);
+        let big = (0..10)
+            .map(|_| r.ssd(t, Instant::ZERO, 1 << 20, lat))
+            .max()
+            .expect("some");
+        // 500 MB/s: ten MiB in ~21 ms.
+        let want = 10 * bytes_ns(1 << 20, 500e6);
+        assert!(
+            big.0 >= want && big.0 < want + 200_000,
+            "{} vs {want}",
+            big.0
+        );
+        // Queue depth 1: operations run one after another.
+        let mut h = hw();
+        h.ssd_queue_depth = 1;
+        let mut r = Resources::new(h, 1);
+        let done: Vec<u64> = (0..3).map(|_| r.ssd(t, Instant::ZERO, 0, lat).0).collect();
+        assert_eq!(done, [100_000, 200_000, 300_000]);
+    }
+
+    #[test]
+    fn ssd_latencies_follow_the_profiles_median_and_tail() {
+        let r = Resources::new(hw(), 1);
+        let mut rng = Rng::new(3);
+        let mut v: Vec<Duration> = (0..20_000).map(|_| r.ssd_latency(&mut rng)).collect();
+        v.sort();
+        let (p50, p99) = (v[10_000].as_secs_f64(), v[19_800].as_secs_f64());
+        assert!((p50 / 150e-6 - 1.0).abs() < 0.05, "p50 {p50}");
+        assert!((p99 / 1500e-6 - 1.0).abs() < 0.15, "p99 {p99}");
+    }
+}

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_meta;
+mod calibrate;
 mod chains;
 mod check;
 mod cluster;
@@ -111,6 +112,21 @@ enum Command {
         #[arg(long)]
         socket: PathBuf,
     },
+    /// The simulator's resources against a real loopback cluster on this host: measure this
+    /// host into a `this-host` hardware profile, run 1 MiB sequential write and read and 4 KiB
+    /// random read on `cluster up` and in the simulator, and compare throughput (±10%) and p99
+    /// (±25%); exit 1 when a figure is outside its tolerance.
+    Calibrate {
+        /// Seconds of each real job.
+        #[arg(long, default_value_t = 6)]
+        seconds: u64,
+        /// Simulated seconds of each simulated job.
+        #[arg(long, default_value_t = 3)]
+        sim_seconds: u64,
+        /// Where the profile, both runs of each job and their comparisons go.
+        #[arg(long, default_value = "runs/calibrate")]
+        out: PathBuf,
+    },
     /// Re-render the report of a run directory, or compare two runs side by side.
     #[command(args_conflicts_with_subcommands = true)]
     Report {
@@ -132,6 +148,15 @@ fn main() -> ExitCode {
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
         Command::Chains(cmd) => chains::run(cmd),
+        Command::Calibrate {
+            seconds,
+            sim_seconds,
+            out,
+        } => calibrate::run(calibrate::Args {
+            seconds,
+            sim_seconds,
+            out,
+        }),
         Command::Fabric { socket } => match t3fs_real::rdma::soft::remote::serve_fabric(&socket) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

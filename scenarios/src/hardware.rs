@@ -26,8 +26,10 @@ pub struct Hardware {
     pub nic_bytes: f64,
     /// NIC and stack time per message, paid on the sender's NIC.
     pub nic_message: Duration,
-    /// SSD bandwidth per target, bytes per second (reads and writes share it).
+    /// SSD read bandwidth per target, bytes per second (reads and writes share one queue).
     pub ssd_bytes: f64,
+    /// SSD write bandwidth per target, bytes per second (durable writes).
+    pub ssd_write_bytes: f64,
     /// SSD operations per second per target.
     pub ssd_iops: f64,
     /// Operations one SSD serves at once.
@@ -42,6 +44,9 @@ pub struct Hardware {
     pub cpu_request: Duration,
     /// CPU time per received byte, nanoseconds.
     pub cpu_byte_ns: f64,
+    /// Every node on one host (a loopback cluster): one NIC pair, one set of CPU cores and one
+    /// SSD shared by all nodes and targets, instead of one of each per node and per target.
+    pub shared_host: bool,
 }
 
 impl Hardware {
@@ -59,6 +64,7 @@ impl Hardware {
                 nic_bytes: gbps(200.0),
                 nic_message: us(1),
                 ssd_bytes: 7.0e9,
+                ssd_write_bytes: 5.0e9,
                 ssd_iops: 1.0e6,
                 ssd_queue_depth: 128,
                 ssd_p50: us(80),
@@ -66,6 +72,7 @@ impl Hardware {
                 cpu_cores: 0,
                 cpu_request: Duration::ZERO,
                 cpu_byte_ns: 0.0,
+                shared_host: false,
             }),
             // A 10 GbE TCP node: a kernel stack costs CPU per message and per byte copied.
             "gbe-sata" => Some(Self {
@@ -73,6 +80,7 @@ impl Hardware {
                 nic_bytes: gbps(10.0),
                 nic_message: us(5),
                 ssd_bytes: 500e6,
+                ssd_write_bytes: 450e6,
                 ssd_iops: 80e3,
                 ssd_queue_depth: 32,
                 ssd_p50: us(150),
@@ -80,14 +88,19 @@ impl Hardware {
                 cpu_cores: 4,
                 cpu_request: us(10),
                 cpu_byte_ns: 0.25,
+                shared_host: false,
             }),
             _ => None,
         }
     }
 
-    /// Names of the profiles.
-    pub const PROFILES: &'static [&'static str] = &["nvme-rdma", "gbe-sata"];
+    /// Names of the profiles. `this-host` has no values of its own: `t3fs calibrate` measures
+    /// this host and writes every key (a file naming it must give them all).
+    pub const PROFILES: &'static [&'static str] = &["nvme-rdma", "gbe-sata", THIS_HOST];
 }
+
+/// The profile whose values are measured on this host (`t3fs calibrate`), never built in.
+pub const THIS_HOST: &str = "this-host";
 
 /// The `[hardware]` table as written.
 #[derive(Deserialize)]
@@ -97,6 +110,7 @@ pub(crate) struct RawHardware {
     nic_gbps: Option<f64>,
     nic_message_us: Option<f64>,
     ssd_mb_s: Option<f64>,
+    ssd_write_mb_s: Option<f64>,
     ssd_iops: Option<f64>,
     ssd_queue_depth: Option<u32>,
     ssd_p50_us: Option<f64>,
@@ -104,12 +118,45 @@ pub(crate) struct RawHardware {
     cpu_cores: Option<u32>,
     cpu_request_us: Option<f64>,
     cpu_byte_ns: Option<f64>,
+    shared_host: Option<bool>,
 }
 
 impl RawHardware {
+    /// The key a `this-host` section leaves out, if any: it has no profile to fall back on.
+    fn missing(&self) -> Option<&'static str> {
+        let given = [
+            ("nic_gbps", self.nic_gbps.is_some()),
+            ("nic_message_us", self.nic_message_us.is_some()),
+            ("ssd_mb_s", self.ssd_mb_s.is_some()),
+            ("ssd_write_mb_s", self.ssd_write_mb_s.is_some()),
+            ("ssd_iops", self.ssd_iops.is_some()),
+            ("ssd_queue_depth", self.ssd_queue_depth.is_some()),
+            ("ssd_p50_us", self.ssd_p50_us.is_some()),
+            ("ssd_p99_us", self.ssd_p99_us.is_some()),
+            ("cpu_cores", self.cpu_cores.is_some()),
+            ("cpu_request_us", self.cpu_request_us.is_some()),
+            ("cpu_byte_ns", self.cpu_byte_ns.is_some()),
+            ("shared_host", self.shared_host.is_some()),
+        ];
+        given.iter().find(|(_, g)| !g).map(|(k, _)| *k)
+    }
+
     /// The hardware, or the offending key and why.
     pub(crate) fn validate(self) -> Result<Hardware, (&'static str, String)> {
-        let mut h = Hardware::profile(&self.profile).ok_or_else(|| {
+        if self.profile == THIS_HOST {
+            if let Some(key) = self.missing() {
+                return Err((
+                    key,
+                    "a `this-host` section gives every key (`t3fs calibrate` writes one)".into(),
+                ));
+            }
+        }
+        let base = if self.profile == THIS_HOST {
+            "gbe-sata"
+        } else {
+            &self.profile
+        };
+        let mut h = Hardware::profile(base).ok_or_else(|| {
             let known = Hardware::PROFILES.join(", ");
             (
                 "profile",
@@ -133,6 +180,9 @@ impl RawHardware {
         }
         if let Some(v) = positive("ssd_mb_s", self.ssd_mb_s)? {
             h.ssd_bytes = v * 1e6;
+        }
+        if let Some(v) = positive("ssd_write_mb_s", self.ssd_write_mb_s)? {
+            h.ssd_write_bytes = v * 1e6;
         }
         if let Some(v) = positive("ssd_iops", self.ssd_iops)? {
             h.ssd_iops = v;
@@ -160,6 +210,10 @@ impl RawHardware {
         if let Some(v) = at_least_zero("cpu_byte_ns", self.cpu_byte_ns)? {
             h.cpu_byte_ns = v;
         }
+        if let Some(v) = self.shared_host {
+            h.shared_host = v;
+        }
+        h.profile = self.profile;
         Ok(h)
     }
 }
@@ -210,5 +264,10 @@ mod tests {
         assert_eq!(e.field, "hardware.ssd_p99_us");
         let e = parse("h.toml", &with("profile = \"gbe-sata\"\nnic_mbps = 3")).unwrap_err();
         assert_eq!(e.field, "hardware.nic_mbps");
+        let e = parse("h.toml", &with("profile = \"this-host\"\nnic_gbps = 3")).unwrap_err();
+        assert_eq!(
+            e.field, "hardware.nic_message_us",
+            "this-host needs every key"
+        );
     }
 }

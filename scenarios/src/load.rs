@@ -105,6 +105,8 @@ struct RawWorkload {
     #[serde(default = "think")]
     think: String,
     ops_per_client: Option<u64>,
+    #[serde(default)]
+    prefill: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -468,6 +470,7 @@ impl Cx<'_> {
             read_fraction: w.read_fraction,
             think,
             ops_per_client: w.ops_per_client,
+            prefill: w.prefill,
         })
     }
 

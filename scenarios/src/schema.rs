@@ -93,6 +93,9 @@ pub struct Workload {
     pub think: Range<Duration>,
     /// Operations per client (`None`: until the safety phase ends).
     pub ops_per_client: Option<u64>,
+    /// Each client first writes every chunk once, in order, then runs the mix (so a read-only
+    /// mix reads data, not holes).
+    pub prefill: bool,
 }
 
 /// Background fault rates (per message, per I/O, per commit) and latencies.

@@ -55,6 +55,12 @@ impl Generator {
             return None;
         }
         self.issued += 1;
+        if self.w.prefill && self.issued <= u64::from(self.w.chunks) {
+            return Some(Op::Write {
+                chunk: (self.issued - 1) as u32,
+                value: (u64::from(self.client) + 1) << 40 | self.issued,
+            });
+        }
         let chunk = self.rng.below(u64::from(self.w.chunks)) as u32;
         if self.rng.chance(self.w.read_fraction) {
             Some(Op::Read { chunk })
@@ -209,6 +215,7 @@ mod tests {
             read_fraction: 0.3,
             think: Duration::ZERO..Duration::from_millis(1),
             ops_per_client: Some(50),
+            prefill: false,
         };
         let mut g = Generator::new(&w, 2, Rng::new(9));
         let ops: Vec<Op> = core::iter::from_fn(|| g.next_op()).collect();

@@ -42,23 +42,26 @@ fn quote(s: &str) -> String {
 }
 
 /// The `[hardware]` section: every value written out, the profile only as the base.
-fn hardware_toml(h: &crate::Hardware) -> String {
+pub fn hardware_toml(h: &crate::Hardware) -> String {
     let us = |d: Duration| d.as_nanos() as f64 / 1e3;
     format!(
         "\n[hardware]\nprofile = {}\nnic_gbps = {:?}\nnic_message_us = {:?}\nssd_mb_s = {:?}\n\
-         ssd_iops = {:?}\nssd_queue_depth = {}\nssd_p50_us = {:?}\nssd_p99_us = {:?}\n\
-         cpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n",
+         ssd_write_mb_s = {:?}\nssd_iops = {:?}\nssd_queue_depth = {}\nssd_p50_us = {:?}\n\
+         ssd_p99_us = {:?}\ncpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
+         shared_host = {}\n",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,
         us(h.nic_message),
         h.ssd_bytes / 1e6,
+        h.ssd_write_bytes / 1e6,
         h.ssd_iops,
         h.ssd_queue_depth,
         us(h.ssd_p50),
         us(h.ssd_p99),
         h.cpu_cores,
         us(h.cpu_request),
-        h.cpu_byte_ns
+        h.cpu_byte_ns,
+        h.shared_host
     )
 }
 
@@ -118,6 +121,9 @@ pub fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(o, "think = \"{}\"", range(&w.think));
     if let Some(n) = w.ops_per_client {
         let _ = writeln!(o, "ops_per_client = {n}");
+    }
+    if w.prefill {
+        let _ = writeln!(o, "prefill = true");
     }
     if let Some(ns) = &s.namespace {
         o.push_str(&crate::namespace::ns_toml(ns));

@@ -56,6 +56,7 @@ pub fn ten_host_scenario(duration: Duration) -> Scenario {
             read_fraction: 0.5,
             think: Duration::ZERO..Duration::from_micros(200),
             ops_per_client: None,
+            prefill: false,
         },
         // RDMA-class network and NVMe-class disks, as 3FS is deployed.
         faults: Faults {

@@ -87,6 +87,7 @@ pub fn scenario(seed: u64, duration: Duration, keep: &dyn Fn(&Action) -> bool) -
             read_fraction: 0.4,
             think: ms(1)..ms(5),
             ops_per_client: None,
+            prefill: false,
         },
         namespace: None,
         faults: Faults::default(),

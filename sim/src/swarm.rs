@@ -220,6 +220,7 @@ pub fn scenario(seed: u64, bug: Option<&str>) -> Scenario {
         read_fraction: 0.2 + r.unit() * 0.6,
         think: ms(0)..ms(1 + r.below(10)),
         ops_per_client: None,
+        prefill: false,
     };
     // Each class is on for about half the seeds, at a random strength.
     let on = |p: f64, max: f64, r: &mut Rng| if r.chance(p) { r.unit() * max } else { 0.0 };

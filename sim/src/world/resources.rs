@@ -8,9 +8,11 @@
 //! fault model's drawn latency): `a`'s transmit queue serves it in `message + b / nic` from when
 //! it is free; it arrives `p` later; `z`'s receive side is a second queue of the same rate (so
 //! many senders to one node share its line rate; one sender alone pays the bytes once); then the
-//! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. Per SSD
+//! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. With
+//! `shared_host` (a loopback cluster) all nodes share one NIC pair and one set of cores, and all
+//! targets one SSD. Per SSD
 //! operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops` after the
-//! previous start, its bytes take `b / bandwidth` on the SSD's one transfer queue, and it
+//! previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations) on the SSD's one transfer queue, and it
 //! completes at the later of its start plus the drawn access latency and the end of its
 //! transfer. Everything is a function of the seed (draws come from the world's generator in
 //! event order) and of simulated time, nothing of the wall clock.
@@ -105,7 +107,7 @@ impl Resources {
         bytes: usize,
         propagation: Duration,
     ) -> Instant {
-        let (a, z) = (from.0 as usize, to.0 as usize);
+        let (a, z) = (self.node(from), self.node(to));
         let wire = bytes_ns(bytes, self.hw.nic_bytes);
         let sent = self.tx[a].serve(now, ns(self.hw.nic_message) + wire);
         let arrived = Instant(sent.0 + ns(propagation));
@@ -120,16 +122,33 @@ impl Resources {
         }
     }
 
-    /// When an SSD operation of `bytes` on `target`, submitted at `now` with access latency
-    /// `latency`, completes.
+    /// The index of `n`'s NIC and CPU: its own, or the one host's.
+    fn node(&self, n: NodeId) -> usize {
+        if self.hw.shared_host {
+            0
+        } else {
+            n.0 as usize
+        }
+    }
+
+    /// When an SSD operation of `bytes` on `target` (a write when `write`), submitted at `now`
+    /// with access latency `latency`, completes.
     pub fn ssd(
         &mut self,
         target: TargetId,
         now: Instant,
         bytes: usize,
+        write: bool,
         latency: Duration,
     ) -> Instant {
         let hw = &self.hw;
+        // On one host every target is a directory of the same disk.
+        let target = if hw.shared_host { TargetId(0) } else { target };
+        let rate = if write {
+            hw.ssd_write_bytes
+        } else {
+            hw.ssd_bytes
+        };
         let ssd = self.ssds.entry(target).or_insert_with(|| Ssd {
             slots: vec![Instant::ZERO; hw.ssd_queue_depth as usize],
             next_start: Instant::ZERO,
@@ -145,7 +164,7 @@ impl Resources {
             .expect("at least one slot");
         let start = now.max(free).max(ssd.next_start);
         ssd.next_start = Instant(start.0 + (1e9 / hw.ssd_iops).ceil() as u64);
-        let moved = ssd.transfer.serve(start, bytes_ns(bytes, hw.ssd_bytes));
+        let moved = ssd.transfer.serve(start, bytes_ns(bytes, rate));
         let done = Instant(start.0 + ns(latency)).max(moved);
         ssd.slots[slot] = done;
         ssd.ops += 1;
@@ -247,6 +266,27 @@ mod tests {
     }
 
     #[test]
+    fn one_host_shares_its_nic_and_disk_between_all_nodes_and_targets() {
+        let mut h = hw();
+        h.shared_host = true;
+        let mut r = Resources::new(h, 4);
+        let one = bytes_ns(1 << 20, hw().nic_bytes) + 5_000;
+        // Two independent pairs of nodes, one loopback: the second message waits for the first.
+        let a = r.message(Instant::ZERO, NodeId(0), NodeId(1), 1 << 20, Duration::ZERO);
+        let b = r.message(Instant::ZERO, NodeId(2), NodeId(3), 1 << 20, Duration::ZERO);
+        assert_eq!((a.0, b.0), (one, 2 * one));
+        let lat = Duration::ZERO;
+        let x = r.ssd(TargetId(1), Instant::ZERO, 1 << 20, true, lat);
+        let y = r.ssd(TargetId(2), Instant::ZERO, 1 << 20, true, lat);
+        let w = bytes_ns(1 << 20, hw().ssd_write_bytes);
+        assert_eq!(
+            (x.0, y.0),
+            (w, 2 * w),
+            "two targets, one disk, its write bandwidth"
+        );
+    }
+
+    #[test]
     fn cpu_cores_serve_in_parallel_up_to_their_count() {
         let mut h = hw();
         h.cpu_cores = 2;
@@ -272,14 +312,14 @@ mod tests {
         let lat = Duration::from_micros(100);
         let mut r = Resources::new(hw(), 1);
         let small: Vec<Instant> = (0..1000)
-            .map(|_| r.ssd(t, Instant::ZERO, 4096, lat))
+            .map(|_| r.ssd(t, Instant::ZERO, 4096, false, lat))
             .collect();
         // 80k IOPS: 1000 operations start 12.5 us apart.
         let last = small.iter().max().expect("some").0;
         assert!((12_400_000..12_700_000).contains(&last), "{last}");
         let mut r = Resources::new(hw(), 1);
         let big = (0..10)
-            .map(|_| r.ssd(t, Instant::ZERO, 1 << 20, lat))
+            .map(|_| r.ssd(t, Instant::ZERO, 1 << 20, false, lat))
             .max()
             .expect("some");
         // 500 MB/s: ten MiB in ~21 ms.
@@ -293,7 +333,9 @@ mod tests {
         let mut h = hw();
         h.ssd_queue_depth = 1;
         let mut r = Resources::new(h, 1);
-        let done: Vec<u64> = (0..3).map(|_| r.ssd(t, Instant::ZERO, 0, lat).0).collect();
+        let done: Vec<u64> = (0..3)
+            .map(|_| r.ssd(t, Instant::ZERO, 0, false, lat).0)
+            .collect();
         assert_eq!(done, [100_000, 200_000, 300_000]);
     }
 

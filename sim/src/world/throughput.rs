@@ -43,7 +43,11 @@ fn quantile(v: &[u64], q: f64) -> f64 {
     v[i] as f64 / 1e9
 }
 
-fn kind_load(ops: &[&OpRec], size: u32, secs: f64) -> KindLoad {
+/// `ops`' figures; rates over the time from the first one's invocation to `end_ns` (a
+/// prefill or a late start does not dilute them).
+fn kind_load(ops: &[&OpRec], size: u32, end_ns: u64) -> KindLoad {
+    let first = ops.iter().map(|o| o.invoke_ns).min().unwrap_or(0);
+    let secs = (end_ns.saturating_sub(first) as f64 / 1e9).max(1e-9);
     let mut lat: Vec<u64> = ops
         .iter()
         .filter_map(|o| o.ret_ns.map(|r| r.saturating_sub(o.invoke_ns)))
@@ -60,10 +64,16 @@ fn kind_load(ops: &[&OpRec], size: u32, secs: f64) -> KindLoad {
 }
 
 impl World {
-    /// The workload's figures over the safety phase (operations invoked before it ended).
+    /// The workload's figures over the safety phase (operations invoked before it ended); a
+    /// prefill's writes are left out.
     pub fn load(&self) -> Load {
         let end = self.scenario.duration.as_nanos() as u64;
-        let secs = self.scenario.duration.as_secs_f64().max(1e-9);
+        let prefill = if self.scenario.workload.prefill {
+            self.scenario.workload.chunks as usize
+        } else {
+            0
+        };
+        let mut seen: std::collections::BTreeMap<u32, usize> = Default::default();
         let size = self.scenario.workload.write_size;
         let ops: Vec<&OpRec> = self
             .sim
@@ -71,13 +81,18 @@ impl World {
             .ops
             .iter()
             .filter(|o| o.invoke_ns < end)
+            .filter(|o| {
+                let n = seen.entry(o.client).or_default();
+                *n += 1;
+                *n > prefill
+            })
             .collect();
         let (reads, writes): (Vec<&OpRec>, Vec<&OpRec>) = ops
             .into_iter()
             .partition(|o| matches!(o.kind, OpKind::Read(_)));
         Load {
-            reads: kind_load(&reads, size, secs),
-            writes: kind_load(&writes, size, secs),
+            reads: kind_load(&reads, size, end),
+            writes: kind_load(&writes, size, end),
         }
     }
 

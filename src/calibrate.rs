@@ -69,6 +69,7 @@ struct Figures {
 struct Measured {
     probe: t3fs_real::probe::Probe,
     rtt_p50: Duration,
+    sync_p50: Duration,
     copy_ns_per_byte: f64,
     cores: u32,
 }
@@ -93,6 +94,7 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
         ssd_queue_depth: 32,
         ssd_p50: p50,
         ssd_p99: p50 * 2,
+        ssd_sync: m.sync_p50,
         cpu_cores: m.cores,
         cpu_request: Duration::ZERO,
         cpu_byte_ns: m.copy_ns_per_byte * PASSES_PER_HOP,
@@ -112,7 +114,8 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
             p.disk_read_mibs, p.qd
         ),
         format!(
-            "ssd_write_mb_s: buffered durable 1 MiB writes {:.0} MiB/s over {} streams, per stream",
+            "ssd_write_mb_s: buffered durable 1 MiB writes {:.0} MiB/s, {} stream (a chain's \
+             replicas write one after another)",
             p.disk_write_buffered_mibs, p.write_qd
         ),
         format!(
@@ -121,6 +124,11 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
         ),
         "ssd_p99_us: 2 x p50, ASSUMED (the probe measures no latency distribution)".into(),
         "ssd_queue_depth: 32, ASSUMED".into(),
+        format!(
+            "ssd_sync_us: a 64-byte append made durable (fdatasync), p50 {:.0} us: the file \
+             store's metadata sync after each update and commit",
+            m.sync_p50.as_secs_f64() * 1e6
+        ),
         format!("cpu_cores: {} (this host)", m.cores),
         format!(
             "cpu_byte_ns: {PASSES_PER_HOP} passes per byte per hop (encode, decode, checksum, \
@@ -131,6 +139,24 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
         "shared_host: every node and target of a loopback cluster on one host".into(),
     ];
     (hw, why)
+}
+
+/// The median time of a small append made durable (fdatasync) in `dir`: a file store's
+/// metadata durability point. 200 appends of 64 bytes.
+fn sync_latency(dir: &Path) -> Result<Duration, String> {
+    use std::io::Write;
+    let path = dir.join("sync-probe");
+    let mut f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut v = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let t = Instant::now();
+        f.write_all(&[1u8; 64]).map_err(|e| e.to_string())?;
+        f.sync_data().map_err(|e| e.to_string())?;
+        v.push(t.elapsed());
+    }
+    let _ = std::fs::remove_file(&path);
+    v.sort();
+    Ok(v[v.len() / 2])
 }
 
 /// Nanoseconds per byte to copy a buffer and checksum it, best of three passes over 64 MiB.
@@ -289,7 +315,7 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         &a.out.join("probe.json"),
         &a.out,
         1,
-        3,
+        1,
         Duration::from_secs(3600),
     )
     .map_err(|e| format!("host probe: {e}"))?;
@@ -298,6 +324,7 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     let m = Measured {
         probe,
         rtt_p50: Duration::from_nanos(rtt.rtt.value_at_quantile(0.5)),
+        sync_p50: sync_latency(&a.out)?,
         copy_ns_per_byte: copy_speed(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
     };
@@ -367,13 +394,14 @@ mod tests {
     fn the_profile_is_the_measurements_mapped_as_documented() {
         let probe = t3fs_real::probe::Probe::parse(
             r#"{"at": 1, "disk_write_mibs": 900, "disk_write_buffered_mibs": 600,
-                "disk_read_mibs": 2000, "rand_read_iops": 10000, "qd": 1, "write_qd": 3,
+                "disk_read_mibs": 2000, "rand_read_iops": 10000, "qd": 1, "write_qd": 1,
                 "loopback_mibs": 4000, "loopback_streams": 2}"#,
         )
         .expect("probe json");
         let m = Measured {
             probe,
             rtt_p50: Duration::from_micros(100),
+            sync_p50: Duration::from_micros(300),
             copy_ns_per_byte: 0.1,
             cores: 2,
         };
@@ -381,7 +409,8 @@ mod tests {
         let mib = (1u64 << 20) as f64;
         assert_eq!(hw.nic_bytes, 4000.0 * mib);
         assert_eq!(hw.nic_message, Duration::from_micros(50));
-        assert_eq!(hw.ssd_write_bytes, 200.0 * mib, "per stream of three");
+        assert_eq!(hw.ssd_write_bytes, 600.0 * mib, "one stream");
+        assert_eq!(hw.ssd_sync, Duration::from_micros(300));
         assert_eq!(hw.ssd_p50, Duration::from_micros(100));
         assert!((hw.cpu_byte_ns - 0.4).abs() < 1e-12);
         assert!(hw.shared_host);

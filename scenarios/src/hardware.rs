@@ -38,6 +38,9 @@ pub struct Hardware {
     pub ssd_p50: Duration,
     /// 99th percentile SSD access latency: with the median, a log-normal distribution.
     pub ssd_p99: Duration,
+    /// Time a mutation's durability point adds (a metadata fdatasync; 0 for a drive with
+    /// power-loss protection, whose flush returns at once).
+    pub ssd_sync: Duration,
     /// CPU cores per node that handle received messages (0: CPU not modelled).
     pub cpu_cores: u32,
     /// CPU time per received message.
@@ -69,6 +72,7 @@ impl Hardware {
                 ssd_queue_depth: 128,
                 ssd_p50: us(80),
                 ssd_p99: us(300),
+                ssd_sync: Duration::ZERO,
                 cpu_cores: 0,
                 cpu_request: Duration::ZERO,
                 cpu_byte_ns: 0.0,
@@ -85,6 +89,7 @@ impl Hardware {
                 ssd_queue_depth: 32,
                 ssd_p50: us(150),
                 ssd_p99: us(1500),
+                ssd_sync: us(200),
                 cpu_cores: 4,
                 cpu_request: us(10),
                 cpu_byte_ns: 0.25,
@@ -115,6 +120,7 @@ pub(crate) struct RawHardware {
     ssd_queue_depth: Option<u32>,
     ssd_p50_us: Option<f64>,
     ssd_p99_us: Option<f64>,
+    ssd_sync_us: Option<f64>,
     cpu_cores: Option<u32>,
     cpu_request_us: Option<f64>,
     cpu_byte_ns: Option<f64>,
@@ -133,6 +139,7 @@ impl RawHardware {
             ("ssd_queue_depth", self.ssd_queue_depth.is_some()),
             ("ssd_p50_us", self.ssd_p50_us.is_some()),
             ("ssd_p99_us", self.ssd_p99_us.is_some()),
+            ("ssd_sync_us", self.ssd_sync_us.is_some()),
             ("cpu_cores", self.cpu_cores.is_some()),
             ("cpu_request_us", self.cpu_request_us.is_some()),
             ("cpu_byte_ns", self.cpu_byte_ns.is_some()),
@@ -197,6 +204,9 @@ impl RawHardware {
         }
         if let Some(v) = positive("ssd_p99_us", self.ssd_p99_us)? {
             h.ssd_p99 = us(v);
+        }
+        if let Some(v) = at_least_zero("ssd_sync_us", self.ssd_sync_us)? {
+            h.ssd_sync = us(v);
         }
         if h.ssd_p99 < h.ssd_p50 {
             return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));

@@ -47,7 +47,7 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
     format!(
         "\n[hardware]\nprofile = {}\nnic_gbps = {:?}\nnic_message_us = {:?}\nssd_mb_s = {:?}\n\
          ssd_write_mb_s = {:?}\nssd_iops = {:?}\nssd_queue_depth = {}\nssd_p50_us = {:?}\n\
-         ssd_p99_us = {:?}\ncpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
+         ssd_p99_us = {:?}\nssd_sync_us = {:?}\ncpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
          shared_host = {}\n",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,
@@ -58,6 +58,7 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
         h.ssd_queue_depth,
         us(h.ssd_p50),
         us(h.ssd_p99),
+        us(h.ssd_sync),
         h.cpu_cores,
         us(h.cpu_request),
         h.cpu_byte_ns,

@@ -14,7 +14,7 @@
 //! operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops` after the
 //! previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations) on the SSD's one transfer queue, and it
 //! completes at the later of its start plus the drawn access latency and the end of its
-//! transfer. Everything is a function of the seed (draws come from the world's generator in
+//! transfer, plus the profile's sync time for a mutation. Everything is a function of the seed (draws come from the world's generator in
 //! event order) and of simulated time, nothing of the wall clock.
 //!
 //! Not here: the fault model's spikes, slow disks and loss (they apply on top, unchanged), the
@@ -165,7 +165,9 @@ impl Resources {
         let start = now.max(free).max(ssd.next_start);
         ssd.next_start = Instant(start.0 + (1e9 / hw.ssd_iops).ceil() as u64);
         let moved = ssd.transfer.serve(start, bytes_ns(bytes, rate));
-        let done = Instant(start.0 + ns(latency)).max(moved);
+        // A mutation is done at its durability point, a sync after its bytes.
+        let sync = if write { ns(hw.ssd_sync) } else { 0 };
+        let done = Instant(Instant(start.0 + ns(latency)).max(moved).0 + sync);
         ssd.slots[slot] = done;
         ssd.ops += 1;
         done
@@ -279,9 +281,10 @@ mod tests {
         let x = r.ssd(TargetId(1), Instant::ZERO, 1 << 20, true, lat);
         let y = r.ssd(TargetId(2), Instant::ZERO, 1 << 20, true, lat);
         let w = bytes_ns(1 << 20, hw().ssd_write_bytes);
+        let s = ns(hw().ssd_sync);
         assert_eq!(
             (x.0, y.0),
-            (w, 2 * w),
+            (w + s, 2 * w + s),
             "two targets, one disk, its write bandwidth"
         );
     }

@@ -128,6 +128,9 @@ pub trait Host {
     /// Arms `timer` to fire after a delay the host picks in `after`, carrying `gen` (the fire is
     /// live only if [`Timers::fire`] accepts it).
     fn set_timer(&mut self, timer: AnyTimer, gen: u64, after: Range<Duration>);
+    /// The armed `timer` was cancelled: its pending fire is stale, and a host that queues fires
+    /// may drop it (the tables already refuse it; this only saves the host the work).
+    fn cancel_timer(&mut self, _timer: AnyTimer) {}
     /// Submits chunk I/O `id` to `target`'s store; its completion comes back as
     /// [`Input::IoDone`] after [`Inflight::complete`].
     fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp);
@@ -264,7 +267,11 @@ fn run<M: Machine<Msg = Msg>>(
                 let gen = tables.timers.arm(key);
                 host.set_timer(key, gen, after);
             }
-            ActionOf::CancelTimer(timer) => tables.timers.cancel((k.wrap)(timer)),
+            ActionOf::CancelTimer(timer) => {
+                let key = (k.wrap)(timer);
+                tables.timers.cancel(key);
+                host.cancel_timer(key);
+            }
             ActionOf::Io { id, op } => match op {
                 IoOp::Chunk { target, op } => {
                     tables.inflight.insert(id, IoDest::Chunk(target));

@@ -70,7 +70,7 @@ impl Host for SimHost<'_> {
         let d = self.ctx.clock.to_true(sim.rng.duration(after));
         let at = Instant(self.now.0 + d.as_nanos() as u64);
         let node = self.ctx.id.0 as usize;
-        sim.queue.push(
+        let h = sim.queue.push(
             at,
             Ev::Timer {
                 node,
@@ -78,6 +78,16 @@ impl Host for SimHost<'_> {
                 gen,
             },
         );
+        // A re-armed timer's earlier fire is stale: drop it from the queue.
+        if let Some(old) = self.ctx.timer_events.insert(key, h) {
+            sim.queue.cancel(old);
+        }
+    }
+
+    fn cancel_timer(&mut self, key: AnyTimer) {
+        if let Some(h) = self.ctx.timer_events.remove(&key) {
+            self.sim.queue.cancel(h);
+        }
     }
 
     fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp) {

@@ -2,8 +2,9 @@
 //! the same instant run in the order they were scheduled and a run is a pure function of its
 //! seed.
 //!
-//! Invariant: `pop` never returns an event earlier than one already popped. Not here: what
-//! events mean (mod.rs).
+//! Invariant: `pop` never returns an event earlier than one already popped, nor a cancelled
+//! one (cancelling drops a timer whose fire became stale, which would otherwise sit in the heap
+//! and make every operation on it slower). Not here: what events mean (mod.rs).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,13 +36,26 @@ fn unkey(k: Key) -> (Instant, u32) {
     )
 }
 
+/// A pushed event, to cancel it by: its slot and sequence (a slot is reused once its event is
+/// popped, so the sequence tells whether the slot still holds this event).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct Handle {
+    slot: u32,
+    seq: u64,
+}
+
+/// Cancelled events kept in the heap before it is compacted (and at least half of it).
+const COMPACT_AFTER: usize = 256;
+
 /// A deterministic timed queue.
 pub struct Queue<E> {
     heap: BinaryHeap<Key>,
-    /// Events by slot; `None` once popped.
-    slots: Vec<Option<E>>,
+    /// Events by slot, with their sequence; `None` once popped or cancelled.
+    slots: Vec<Option<(u64, E)>>,
     /// Slots free for reuse.
     free: Vec<u32>,
+    /// Keys in the heap whose event was cancelled.
+    cancelled: usize,
     seq: u64,
     now: Instant,
 }
@@ -52,6 +66,7 @@ impl<E> Default for Queue<E> {
             heap: BinaryHeap::new(),
             slots: Vec::new(),
             free: Vec::new(),
+            cancelled: 0,
             seq: 0,
             now: Instant::ZERO,
         }
@@ -60,35 +75,81 @@ impl<E> Default for Queue<E> {
 
 impl<E> Queue<E> {
     /// Schedules `ev` at `at` (clamped to now: the past is not reachable).
-    pub fn push(&mut self, at: Instant, ev: E) {
+    pub fn push(&mut self, at: Instant, ev: E) -> Handle {
         let at = at.max(self.now);
         self.seq += 1;
+        let entry = Some((self.seq, ev));
         let slot = match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize] = Some(ev);
+                self.slots[s as usize] = entry;
                 s
             }
             None => {
-                self.slots.push(Some(ev));
+                self.slots.push(entry);
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^24 pending events")
             }
         };
         self.heap.push(key(at, self.seq, slot));
+        Handle {
+            slot,
+            seq: self.seq,
+        }
+    }
+
+    /// Drops the event of `h` if it is still pending (a no-op once it was popped).
+    pub fn cancel(&mut self, h: Handle) {
+        let s = &mut self.slots[h.slot as usize];
+        if s.as_ref().is_some_and(|(seq, _)| *seq == h.seq) {
+            *s = None;
+            self.cancelled += 1;
+            if self.cancelled > COMPACT_AFTER && 2 * self.cancelled > self.heap.len() {
+                self.compact();
+            }
+        }
+    }
+
+    /// Removes the keys of cancelled events and frees their slots.
+    fn compact(&mut self) {
+        let (slots, free) = (&self.slots, &mut self.free);
+        self.heap.retain(|&k| {
+            let (_, slot) = unkey(k);
+            let live = slots[slot as usize].is_some();
+            if !live {
+                free.push(slot);
+            }
+            live
+        });
+        self.cancelled = 0;
+    }
+
+    /// Pops keys of cancelled events off the top.
+    fn skip_cancelled(&mut self) {
+        while let Some(&k) = self.heap.peek() {
+            let (_, slot) = unkey(k);
+            if self.slots[slot as usize].is_some() {
+                return;
+            }
+            self.heap.pop();
+            self.free.push(slot);
+            self.cancelled -= 1;
+        }
     }
 
     /// The next event, advancing the clock to its time.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
+        self.skip_cancelled();
         let (at, slot) = unkey(self.heap.pop()?);
         self.now = at;
         self.free.push(slot);
-        let ev = self.slots[slot as usize]
+        let (_, ev) = self.slots[slot as usize]
             .take()
             .expect("a pending slot holds its event");
         Some((at, ev))
     }
 
     /// Time of the next event.
-    pub fn peek_time(&self) -> Option<Instant> {
+    pub fn peek_time(&mut self) -> Option<Instant> {
+        self.skip_cancelled();
         self.heap.peek().map(|&k| unkey(k).0)
     }
 
@@ -99,12 +160,12 @@ impl<E> Queue<E> {
 
     /// Events waiting.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.cancelled
     }
 
     /// No events waiting.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -137,5 +198,30 @@ mod tests {
         q.push(Instant(u64::MAX - 1), "before end");
         assert_eq!(q.pop(), Some((Instant(u64::MAX - 1), "before end")));
         assert_eq!(q.peek_time(), Some(Instant(u64::MAX)));
+    }
+
+    #[test]
+    fn cancelled_events_never_pop_and_their_slots_are_reused() {
+        let mut q = Queue::default();
+        let handles: Vec<Handle> = (0..1000).map(|i| q.push(Instant(10 + i), i)).collect();
+        // Cancel every event but each tenth: the heap compacts along the way.
+        for (i, h) in handles.iter().enumerate() {
+            if i % 10 != 0 {
+                q.cancel(*h);
+            }
+        }
+        assert_eq!(q.len(), 100);
+        assert!(q.heap.len() < 1000, "compacted");
+        q.cancel(handles[3]); // Twice: nothing more happens.
+        assert_eq!(q.len(), 100);
+        let popped: Vec<u64> = core::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(popped, (0..1000).step_by(10).collect::<Vec<_>>());
+        // A handle of a popped event whose slot was reused cancels nothing.
+        let a = q.push(Instant(5000), 1);
+        assert_eq!(q.pop(), Some((Instant(5000), 1)));
+        let _b = q.push(Instant(6000), 2);
+        q.cancel(a);
+        assert_eq!(q.pop(), Some((Instant(6000), 2)));
+        assert!(q.is_empty() && q.peek_time().is_none());
     }
 }

@@ -328,11 +328,13 @@ struct Tally {
     unknown: u64,
     expected: std::collections::BTreeMap<String, u64>,
     leased: u64,
+    hardware: u64,
 }
 
 impl Tally {
-    fn add(&mut self, o: &Outcome, leased: bool) {
-        self.leased += u64::from(leased);
+    fn add(&mut self, o: &Outcome, sc: &t3fs_scenario::Scenario) {
+        self.leased += u64::from(sc.cluster.storage_lease);
+        self.hardware += u64::from(sc.hardware.is_some());
         match o.exit {
             0 => self.pass += 1,
             run::EXIT_UNDECIDED => self.unknown += 1,
@@ -356,8 +358,8 @@ impl Tally {
                 .join(", ")
         };
         format!(
-            "{} PASS · {} FAIL · {} UNKNOWN · EXPECTED verdicts: {expected} · {} seeds with the storage lease",
-            self.pass, self.fail, self.unknown, self.leased
+            "{} PASS · {} FAIL · {} UNKNOWN · EXPECTED verdicts: {expected} · {} seeds with the storage lease · {} on modelled hardware",
+            self.pass, self.fail, self.unknown, self.leased, self.hardware
         )
     }
 }
@@ -404,7 +406,7 @@ fn swarm_cmd(a: SwarmArgs) -> ExitCode {
         };
         events += o.events;
         sim_ns += o.sim_ns;
-        tally.add(&o, sc.cluster.storage_lease);
+        tally.add(&o, &sc);
         pb.inc(1);
         pb.set_message(format!("{} failed, {} unknown", tally.fail, tally.unknown));
         // Every excused stale read is shown with its target, versions and window.

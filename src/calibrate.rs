@@ -70,6 +70,9 @@ struct Measured {
     probe: t3fs_real::probe::Probe,
     rtt_p50: Duration,
     sync_p50: Duration,
+    /// 4 KiB O_DIRECT random read latency, median and 99th percentile, at queue depth 1.
+    read_p50: Duration,
+    read_p99: Duration,
     copy_ns_per_byte: f64,
     cores: u32,
 }
@@ -83,7 +86,6 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
     let p = &m.probe;
     let mib = (1u64 << 20) as f64;
     let per_stream_write = p.disk_write_buffered_mibs / p.write_qd.max(1) as f64;
-    let p50 = Duration::from_secs_f64(1.0 / p.rand_read_iops.max(1.0));
     let hw = Hardware {
         profile: THIS_HOST.into(),
         nic_bytes: p.loopback_mibs * mib,
@@ -92,8 +94,8 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
         ssd_write_bytes: per_stream_write * mib,
         ssd_iops: p.rand_read_iops,
         ssd_queue_depth: 32,
-        ssd_p50: p50,
-        ssd_p99: p50 * 2,
+        ssd_p50: m.read_p50,
+        ssd_p99: m.read_p99.max(m.read_p50),
         ssd_sync: m.sync_p50,
         cpu_cores: m.cores,
         cpu_request: Duration::ZERO,
@@ -119,10 +121,15 @@ fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
             p.disk_write_buffered_mibs, p.write_qd
         ),
         format!(
-            "ssd_iops, ssd_p50_us: 4 KiB O_DIRECT random reads {:.0} IOPS at qd {} (p50 = 1/IOPS)",
+            "ssd_iops: 4 KiB O_DIRECT random reads {:.0} IOPS at qd {} (probe)",
             p.rand_read_iops, p.qd
         ),
-        "ssd_p99_us: 2 x p50, ASSUMED (the probe measures no latency distribution)".into(),
+        format!(
+            "ssd_p50_us, ssd_p99_us: 4 KiB O_DIRECT random reads one at a time for 1 s, p50 {:.0} \
+             us, p99 {:.0} us",
+            m.read_p50.as_secs_f64() * 1e6,
+            m.read_p99.as_secs_f64() * 1e6
+        ),
         "ssd_queue_depth: 32, ASSUMED".into(),
         format!(
             "ssd_sync_us: a 64-byte append made durable (fdatasync), p50 {:.0} us: the file \
@@ -319,12 +326,19 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         Duration::from_secs(3600),
     )
     .map_err(|e| format!("host probe: {e}"))?;
+    let lat = t3fs_real::probe::rand_read_latencies(&a.out, 64, Duration::from_secs(1))
+        .map_err(|e| format!("read latency probe: {e}"))?;
+    if lat.is_empty() {
+        return Err("read latency probe: no read completed".into());
+    }
     let rtt =
         t3fs_real::bench_transport::run(t3fs_real::bench_transport::Kind::Tcp, 4096, 2000, 16)?;
     let m = Measured {
         probe,
         rtt_p50: Duration::from_nanos(rtt.rtt.value_at_quantile(0.5)),
         sync_p50: sync_latency(&a.out)?,
+        read_p50: lat[lat.len() / 2],
+        read_p99: lat[lat.len() * 99 / 100],
         copy_ns_per_byte: copy_speed(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
     };
@@ -402,6 +416,8 @@ mod tests {
             probe,
             rtt_p50: Duration::from_micros(100),
             sync_p50: Duration::from_micros(300),
+            read_p50: Duration::from_micros(80),
+            read_p99: Duration::from_micros(400),
             copy_ns_per_byte: 0.1,
             cores: 2,
         };
@@ -411,7 +427,10 @@ mod tests {
         assert_eq!(hw.nic_message, Duration::from_micros(50));
         assert_eq!(hw.ssd_write_bytes, 600.0 * mib, "one stream");
         assert_eq!(hw.ssd_sync, Duration::from_micros(300));
-        assert_eq!(hw.ssd_p50, Duration::from_micros(100));
+        assert_eq!(
+            (hw.ssd_p50, hw.ssd_p99),
+            (Duration::from_micros(80), Duration::from_micros(400))
+        );
         assert!((hw.cpu_byte_ns - 0.4).abs() < 1e-12);
         assert!(hw.shared_host);
         assert!(

@@ -238,6 +238,48 @@ fn disk(
     })
 }
 
+/// The latency of each 4 KiB O_DIRECT random read, one at a time for `for_`, over a file of
+/// `size_mib` MiB written in `dir` first (sorted): the access latency distribution a simulated
+/// SSD draws from. Not part of [`Probe`]: `t3fs calibrate` takes it.
+pub fn rand_read_latencies(
+    dir: &Path,
+    size_mib: usize,
+    for_: Duration,
+) -> std::io::Result<Vec<Duration>> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!(".t3fs-latency-{}", std::process::id()));
+    let data: Vec<u8> = (0..MIB).map(|i| (i * 13) as u8).collect();
+    let f = std::fs::File::create(&path)?;
+    for k in 0..size_mib {
+        f.write_all_at(&data, (k * MIB) as u64)?;
+    }
+    f.sync_all()?;
+    drop(f);
+    let r = (|| {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)?;
+        let (mut buf, off) = aligned(4096);
+        let blocks = (size_mib * MIB / 4096) as u64;
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut lat = Vec::new();
+        let stop = Instant::now() + for_;
+        while Instant::now() < stop {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = Instant::now();
+            f.read_exact_at(&mut buf[off..off + 4096], (x % blocks) * 4096)?;
+            lat.push(t.elapsed());
+        }
+        lat.sort();
+        Ok::<_, std::io::Error>(lat)
+    })();
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
 /// What [`disk`] measured.
 struct DiskBounds {
     write: f64,

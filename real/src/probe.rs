@@ -184,21 +184,9 @@ fn disk(
             direct = direct.max(w);
         }
     }
-    let path = dir.join(format!(".t3fs-probe-{}", std::process::id()));
-    let data: Vec<u8> = (0..MIB).map(|i| (i * 7) as u8).collect();
-    let f = std::fs::File::create(&path)?;
-    for k in 0..size_mib {
-        f.write_all_at(&data, (k * MIB) as u64)?;
-    }
-    f.sync_all()?;
-    drop(f);
+    let path = read_file(dir, "probe", size_mib)?;
     let r = (|| {
-        let f = std::sync::Arc::new(
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&path)?,
-        );
+        let f = std::sync::Arc::new(open_direct(&path)?);
         // Sequential 1 MiB reads by `qd` readers, each over its own stretch of the file.
         let per = (size_mib / qd).max(1);
         let t = Instant::now();
@@ -218,10 +206,7 @@ fn disk(
             let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (q as u64 + 1);
             let mut n = 0;
             while Instant::now() < stop {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                f.read_exact_at(&mut buf[off..off + 4096], (x % blocks) * 4096)?;
+                f.read_exact_at(&mut buf[off..off + 4096], next_block(&mut x, blocks) * 4096)?;
                 n += 1;
             }
             Ok(n)
@@ -247,30 +232,17 @@ pub fn rand_read_latencies(
     for_: Duration,
 ) -> std::io::Result<Vec<Duration>> {
     std::fs::create_dir_all(dir)?;
-    let path = dir.join(format!(".t3fs-latency-{}", std::process::id()));
-    let data: Vec<u8> = (0..MIB).map(|i| (i * 13) as u8).collect();
-    let f = std::fs::File::create(&path)?;
-    for k in 0..size_mib {
-        f.write_all_at(&data, (k * MIB) as u64)?;
-    }
-    f.sync_all()?;
-    drop(f);
+    let path = read_file(dir, "latency", size_mib)?;
     let r = (|| {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&path)?;
+        let f = open_direct(&path)?;
         let (mut buf, off) = aligned(4096);
         let blocks = (size_mib * MIB / 4096) as u64;
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut lat = Vec::new();
         let stop = Instant::now() + for_;
         while Instant::now() < stop {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
             let t = Instant::now();
-            f.read_exact_at(&mut buf[off..off + 4096], (x % blocks) * 4096)?;
+            f.read_exact_at(&mut buf[off..off + 4096], next_block(&mut x, blocks) * 4096)?;
             lat.push(t.elapsed());
         }
         lat.sort();
@@ -278,6 +250,34 @@ pub fn rand_read_latencies(
     })();
     let _ = std::fs::remove_file(&path);
     r
+}
+
+/// Writes `size_mib` MiB to a file `.t3fs-TAG-PID` in `dir` and makes it durable: what the
+/// read probes read (the caller removes it).
+fn read_file(dir: &Path, tag: &str, size_mib: usize) -> std::io::Result<std::path::PathBuf> {
+    let path = dir.join(format!(".t3fs-{tag}-{}", std::process::id()));
+    let data: Vec<u8> = (0..MIB).map(|i| (i * 7) as u8).collect();
+    let f = std::fs::File::create(&path)?;
+    for k in 0..size_mib {
+        f.write_all_at(&data, (k * MIB) as u64)?;
+    }
+    f.sync_all()?;
+    Ok(path)
+}
+
+fn open_direct(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+}
+
+/// The next random 4 KiB block below `blocks` (xorshift64 on `x`).
+fn next_block(x: &mut u64, blocks: u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x % blocks
 }
 
 /// What [`disk`] measured.

@@ -186,6 +186,14 @@ impl Resources {
     /// How busy the busiest resource of each kind was over `elapsed`: one line per kind.
     pub fn summary(&self, elapsed: Duration, name: &dyn Fn(usize) -> String) -> Vec<String> {
         let total = ns(elapsed).max(1) as f64;
+        // One host's NIC and cores sit at index 0, whatever node that names.
+        let name = |i: usize| {
+            if self.hw.shared_host {
+                "the host".to_string()
+            } else {
+                name(i)
+            }
+        };
         let busiest = |servers: &[Server]| {
             servers
                 .iter()
@@ -199,15 +207,16 @@ impl Resources {
                 out.push(format!("busiest {what}: {} {:.1}%", name(i), u * 100.0));
             }
         }
-        let cpu: Vec<Server> = self
-            .cpu
-            .iter()
-            .map(|cores| Server {
-                free: Instant::ZERO,
-                busy_ns: cores.iter().map(|c| c.busy_ns).sum::<u64>() / cores.len().max(1) as u64,
-            })
-            .collect();
         if self.hw.cpu_cores > 0 {
+            // A node's CPU as one server: the mean of its cores.
+            let cpu: Vec<Server> = self
+                .cpu
+                .iter()
+                .map(|cores| Server {
+                    free: Instant::ZERO,
+                    busy_ns: cores.iter().map(|c| c.busy_ns).sum::<u64>() / cores.len() as u64,
+                })
+                .collect();
             if let Some((i, u)) = busiest(&cpu) {
                 out.push(format!(
                     "busiest CPU: {} {:.1}% of its cores",

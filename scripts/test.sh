@@ -56,8 +56,13 @@ bash scripts/check-deps.sh
 # test (which, on a host without an RDMA device, checks that the absence is named).
 FEATURES=(--features t3fs-real/etcd,t3fs-real/rdma)
 
+# A clean run gains nothing from incremental state, which for this workspace is gigabytes.
+export CARGO_INCREMENTAL=0
+
 echo "== build"
-cargo build --workspace --all-targets --locked "${FEATURES[@]}"
+# The test profile, which nextest builds with too: built under the dev profile, every test
+# binary existed twice (unoptimised, then optimised) and a clean CI machine ran out of disk.
+cargo build --workspace --all-targets --locked --profile test "${FEATURES[@]}"
 
 echo "== tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
 T3FS_ETCD_ENDPOINTS=$(bash scripts/etcd.sh start)

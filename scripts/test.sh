@@ -83,7 +83,7 @@ echo "== model check (release binary, the command users run)"
 check_pinned() { # check_pinned MODEL COUNT...
   local model=$1 out got
   shift
-  out=$(cargo run --release --locked -- check "$model" --threads 1 | tee /dev/stderr)
+  out=$(cargo run --release --locked -- check "$model" --threads 1 | tee -a /dev/stderr)
   got=$(sed -n 's/^unique states: *//p' <<<"$out" | tr '\n' ' ')
   if [ "$got" != "$* " ]; then
     echo "error: check $model state counts changed: got ${got}pinned $*" >&2

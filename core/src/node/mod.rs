@@ -11,7 +11,8 @@
 //!
 //! Invariants: a timer fires only with the generation it was last armed with ([`Timers::fire`]);
 //! an I/O completion reaches the machine only if its id is in flight ([`Inflight::complete`]);
-//! `check_invariants` runs after every step the host asks for it (every step in simulation).
+//! `check_invariants` runs after every step the host asks for it (in simulation every step, or a
+//! seeded sample of a storage node's, whose check walks all its chunks).
 //! Not here: scheduling (when timers fire, when I/O completes), transports, stores, and the
 //! cluster plan (t3fs-scenario's `plan`).
 
@@ -142,8 +143,9 @@ pub trait Host {
     fn halted(&mut self, reason: HaltReason);
     /// Whether to run the machine's `check_invariants` after this step. Some checks scan the
     /// whole state (every chunk of every target), so a host that steps millions of times over
-    /// a large state may check only where it can afford to: the simulator checks every step,
-    /// a real node in debug builds (its tests) and not in release builds.
+    /// a large state may check only where it can afford to: the simulator checks every step
+    /// (a seeded sample of storage nodes' steps), a real node in debug builds (its tests) and
+    /// not in release builds.
     fn check_invariants(&self) -> bool {
         true
     }

@@ -3,7 +3,8 @@
 //! disks or the shared KV with drawn latencies, returns go to the workload driver, and a halt
 //! crashes the node.
 //!
-//! Invariant: `check_invariants` runs after every step of every machine; a panic there is an
+//! Invariant: `check_invariants` runs after every step of every machine but storage nodes, and
+//! after a seeded sample of theirs (`STORAGE_CHECK_ONE_IN`); a panic there is an
 //! assertion failure of the run (the runner reports it with its reproduce command). Not here:
 //! event scheduling policy (mod.rs) and fault decisions of steps (steps.rs).
 
@@ -35,6 +36,8 @@ struct SimHost<'a> {
     forwarded: bool,
     /// A KV commit writing chain rows was submitted (the pause-mid-commit trigger).
     committed: bool,
+    /// Run the machine's `check_invariants` after this step.
+    check: bool,
 }
 
 impl Host for SimHost<'_> {
@@ -122,6 +125,10 @@ impl Host for SimHost<'_> {
     fn halted(&mut self, reason: HaltReason) {
         self.halted = Some(format!("{reason:?}"));
     }
+
+    fn check_invariants(&self) -> bool {
+        self.check
+    }
 }
 
 impl SimHost<'_> {
@@ -151,6 +158,8 @@ impl World {
             _ => None,
         };
         let local = node.ctx.clock.local(now);
+        let check = !matches!(node.proc, Process::Storage(_))
+            || sim.check_rng.below(super::STORAGE_CHECK_ONE_IN) == 0;
         let mut host = SimHost {
             sim,
             ctx: &mut node.ctx,
@@ -159,6 +168,7 @@ impl World {
             halted: None,
             forwarded: false,
             committed: false,
+            check,
         };
         if !node::step(&mut node.proc, &mut node.tables, &mut host, local, input) {
             return;

@@ -219,7 +219,16 @@ pub struct Sim {
     pub samples: Vec<(u64, BTreeMap<String, u64>)>,
     /// BUGGIFY sites enabled for this run.
     pub buggify: buggify::Buggify,
+    /// Which storage steps walk the whole node in `check_invariants` (see [`STORAGE_CHECK_ONE_IN`]):
+    /// a stream of its own, so sampling changes no other draw of the run.
+    pub check_rng: Rng,
 }
+
+/// A storage node's `check_invariants` walks every chunk of every target, and running it after
+/// every step was a twentieth of the simulator's time; one storage step in this many, drawn
+/// from the seed, runs it (a broken state persists until a later step changes the chunk, so a
+/// sampled walk still finds it, a few steps later). Every other machine is checked every step.
+pub const STORAGE_CHECK_ONE_IN: u64 = 4;
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01B3;
 
@@ -338,6 +347,7 @@ impl World {
             .drift_ppm_max
             .max(scenario.faults.clock_drift_ppm);
         let mut rng = Rng::new(seed);
+        let check_rng = Rng::new(seed ^ 0x5EED_C4EC_1A55_0001);
         let faults = scenario.faults.clone();
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);
         let mut nodes = Vec::new();
@@ -427,6 +437,7 @@ impl World {
             retired: BTreeMap::new(),
             samples: Vec::new(),
             buggify,
+            check_rng,
         };
         let mut w = Self {
             scenario,

@@ -89,7 +89,7 @@ fn read(chain_version: u32) -> Msg {
 
 fn read_data(sends: &[(NodeId, Msg)]) -> (Status, Vec<u8>) {
     match sends {
-        [(_, Msg::ReadReply(r))] => (r.status, r.data.clone()),
+        [(_, Msg::ReadReply(r))] => (r.status, r.data.to_vec()),
         other => panic!("expected one read reply, got {other:?}"),
     }
 }

@@ -284,8 +284,8 @@ pub enum ChunkDone {
 /// The bytes and versions returned by a read.
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct ChunkRead {
-    /// The bytes read.
-    pub data: Vec<u8>,
+    /// The bytes read (a whole-chunk read shares the stored content).
+    pub data: Payload,
     /// The version the bytes belong to.
     pub version: ChunkVersion,
     /// CRC32C of the returned bytes.

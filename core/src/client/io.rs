@@ -3,7 +3,6 @@
 
 use crate::chunk::UpdateKind;
 use crate::client::{Client, ClientCall, ClientTimer, Served};
-use crate::crc32c;
 use crate::ids::{ChainId, ChainVersion, ChannelId, ChunkId, NodeId, RequestId, SeqNum, TargetId};
 use crate::machine::{ActionOf, Outbox, Unobserved};
 use crate::msg::{
@@ -341,7 +340,7 @@ impl Client {
         }
         let id = io.id;
         match rep.status {
-            Status::Ok if crc32c::checksum(&rep.data) != rep.checksum => {
+            Status::Ok if rep.data.checksum() != rep.checksum => {
                 // Damaged in flight or on the replica: never hand corrupt bytes to the caller.
                 self.retry_after_status(id, Status::ChecksumMismatch, out)
             }
@@ -366,7 +365,7 @@ impl Client {
                         chain_version: a.2,
                     });
                 let state = self.calls.get_mut(&call).expect("I/O of a live call");
-                let mut data = rep.data;
+                let mut data = rep.data.into_vec();
                 data.truncate(len as usize);
                 state.fill(buf_offset as usize, data);
                 state.versions.push((chunk, rep.version));

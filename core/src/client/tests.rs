@@ -190,7 +190,7 @@ fn read_reply(read: &ReadReq, status: Status, data: &[u8], checksum: u32) -> Msg
         read_id: read.read_id,
         chunk: read.chunk,
         status,
-        data: data.to_vec(),
+        data: data.to_vec().into(),
         version,
         checksum,
     })

@@ -25,7 +25,7 @@ impl Msg {
                 }
                 _ => None,
             },
-            Self::ReadReply(r) => Some(std::mem::take(&mut r.data).into()),
+            Self::ReadReply(r) => Some(std::mem::take(&mut r.data)),
             _ => None,
         };
         (self.encode(), bulk)
@@ -46,7 +46,7 @@ impl Msg {
                 }
                 _ => return Err(DecodeError::Invalid),
             },
-            Self::ReadReply(r) if r.data.is_empty() => r.data = bulk,
+            Self::ReadReply(r) if r.data.is_empty() => r.data = bulk.into(),
             _ => return Err(DecodeError::Invalid),
         }
         Ok(msg)
@@ -64,7 +64,7 @@ mod tests {
             read_id: RequestId(4),
             chunk: ChunkId::new(1, 2),
             status: Status::Ok,
-            data,
+            data: data.into(),
             version: ChunkVersion(3),
             checksum: 9,
         })

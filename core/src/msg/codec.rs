@@ -17,6 +17,7 @@
 use core::fmt;
 
 use crate::limits::{FRAME_BYTES_MAX, LIST_LEN_MAX, PAYLOAD_BYTES_MAX};
+use crate::payload::Payload;
 
 /// First two bytes of every frame.
 pub const MAGIC: [u8; 2] = [0x33, 0xF5];
@@ -113,12 +114,22 @@ impl Encoder {
 #[derive(Debug)]
 pub struct Decoder<'a> {
     buf: &'a [u8],
+    /// The frame `buf` is the unread rest of, when its payloads may be views of it
+    /// ([`Decoder::shared`]) instead of copies.
+    frame: Option<&'a Payload>,
 }
 
 impl<'a> Decoder<'a> {
     /// A decoder over `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Self { buf }
+        Self { buf, frame: None }
+    }
+    /// A decoder over `frame` whose payload fields ([`Decoder::payload`]) are views of it.
+    pub fn shared(frame: &'a Payload) -> Self {
+        Self {
+            buf: frame,
+            frame: Some(frame),
+        }
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.buf.len() < n {
@@ -169,6 +180,17 @@ impl<'a> Decoder<'a> {
     pub fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
         let n = self.len(PAYLOAD_BYTES_MAX, 1)?;
         Ok(self.take(n)?.to_vec())
+    }
+    /// Reads a byte string as [`Decoder::bytes`] does, as a view of the frame when the decoder
+    /// is [`shared`](Decoder::shared) (no copy), else as a copy.
+    pub fn payload(&mut self) -> Result<Payload, DecodeError> {
+        let n = self.len(PAYLOAD_BYTES_MAX, 1)?;
+        let start = self.frame.map(|f| f.len() - self.buf.len());
+        let bytes = self.take(n)?;
+        Ok(match (self.frame, start) {
+            (Some(f), Some(start)) => f.view(start, start + n),
+            _ => bytes.into(),
+        })
     }
     /// Bytes not yet read.
     pub fn remaining(&self) -> usize {
@@ -222,6 +244,15 @@ impl Wire for Vec<u8> {
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         dec.bytes()
+    }
+}
+/// Encoded exactly as the `Vec<u8>` it stands for.
+impl Wire for Payload {
+    fn encode(&self, enc: &mut Encoder) {
+        enc.bytes(self);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        dec.payload()
     }
 }
 impl<T: Wire> Wire for Option<T> {
@@ -322,10 +353,19 @@ pub fn encode_frame(kind: u8, body: impl FnOnce(&mut Encoder)) -> Vec<u8> {
 
 /// Checks a frame's header and returns its kind and a decoder over the body.
 pub fn decode_frame(frame: &[u8]) -> Result<(u8, Decoder<'_>), DecodeError> {
+    frame_header(Decoder::new(frame))
+}
+
+/// [`decode_frame`] with a decoder whose payloads are views of `frame` ([`Decoder::shared`]).
+pub fn decode_frame_shared(frame: &Payload) -> Result<(u8, Decoder<'_>), DecodeError> {
+    frame_header(Decoder::shared(frame))
+}
+
+fn frame_header(mut dec: Decoder<'_>) -> Result<(u8, Decoder<'_>), DecodeError> {
+    let frame = dec.buf;
     if frame.len() > FRAME_BYTES_MAX as usize {
         return Err(DecodeError::FrameTooLarge(frame.len()));
     }
-    let mut dec = Decoder::new(frame);
     let magic = [dec.u8()?, dec.u8()?];
     if magic != MAGIC {
         return Err(DecodeError::BadMagic);

@@ -310,7 +310,7 @@ fn message(r: &mut Rng) -> Msg {
             read_id: RequestId(r.next()),
             chunk: ChunkId::new(r.next(), r.next() as u32),
             status: status(r),
-            data: r.bytes(64),
+            data: r.bytes(64).into(),
             version: ChunkVersion(r.next() as u32),
             checksum: r.next() as u32,
         }),
@@ -460,7 +460,14 @@ fn chunk_meta(r: &mut Rng) -> crate::chunk::ChunkMeta {
 }
 
 /// Decoding must never panic; whatever decodes must re-encode to a frame that decodes equal.
+/// A shared decode gives the same answer as a copying one.
 fn check_decode(frame: &[u8], seed: u64) {
+    let shared = crate::payload::Payload::from(frame);
+    assert_eq!(
+        Msg::decode_shared(&shared),
+        Msg::decode(frame),
+        "seed {seed}: shared and copying decodes differ"
+    );
     if let Ok(msg) = Msg::decode(frame) {
         let again = Msg::decode(&msg.encode())
             .unwrap_or_else(|e| panic!("seed {seed}: re-encoded frame rejected: {e}"));
@@ -474,7 +481,16 @@ fn random_messages_round_trip() {
         let mut r = Rng(seed);
         let msg = message(&mut r);
         let frame = msg.encode();
-        assert_eq!(Msg::decode(&frame), Ok(msg), "seed {seed}");
+        assert_eq!(Msg::decode(&frame), Ok(msg.clone()), "seed {seed}");
+        // Shared: the payload is a view of the frame, exactly where its bytes are.
+        let shared = crate::payload::Payload::from(frame);
+        let decoded = Msg::decode_shared(&shared);
+        assert_eq!(decoded, Ok(msg), "seed {seed}");
+        if let Some(p) = decoded.as_ref().ok().and_then(Msg::payload) {
+            let (of, start, end) = p.viewed().expect("a view, not a copy");
+            assert_eq!(of.as_ptr(), shared.as_ptr(), "seed {seed}");
+            assert_eq!(&shared[start..end], &p[..], "seed {seed}");
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use crate::ids::{
     VersionedChain,
 };
 use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
+use crate::payload::Payload;
 use crate::wire_struct;
 
 /// The exactly-once identity of a client update (3FS `MessageTag`), carried down the chain so
@@ -161,7 +162,7 @@ pub struct ReadReply {
     /// Outcome. `Ok` with `version == 0` means the chunk does not exist (a hole).
     pub status: Status,
     /// The bytes (trimmed at the chunk's length).
-    pub data: Vec<u8>,
+    pub data: Payload,
     /// The committed version the bytes belong to.
     pub version: ChunkVersion,
     /// CRC32C of `data`.
@@ -472,13 +473,13 @@ impl Wire for UpdateKind {
         Ok(match dec.u8()? {
             0 => Self::Write {
                 offset: dec.u32()?,
-                data: dec.bytes()?.into(),
+                data: dec.payload()?,
             },
             1 => Self::Remove,
             2 => Self::Truncate { len: dec.u32()? },
             3 => Self::Extend { len: dec.u32()? },
             4 => Self::Replace {
-                data: dec.bytes()?.into(),
+                data: dec.payload()?,
             },
             t => return Err(DecodeError::UnknownTag(t)),
         })

@@ -10,6 +10,7 @@ use crate::chunk::{ChunkError, ChunkOp, ChunkRead};
 use crate::ids::{ChunkVersion, NodeId, TargetId};
 use crate::machine::Outbox;
 use crate::msg::{Msg, ReadReply, ReadReq, Status};
+use crate::payload::Payload;
 use crate::routing::PublicState;
 use crate::storage::{IoPurpose, ReadMode, StorageNode};
 
@@ -22,7 +23,7 @@ fn reply(
 ) {
     let (data, version, checksum) = match read {
         Some(r) => (r.data, r.version, r.checksum),
-        None => (Vec::new(), ChunkVersion(0), 0),
+        None => (Payload::default(), ChunkVersion(0), 0),
     };
     let msg = ReadReply {
         read_id: req.read_id,

@@ -18,13 +18,13 @@ use std::collections::VecDeque;
 
 use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkRead, UpdateKind};
-use crate::crc32c;
 use crate::ids::{
     ChannelId, ChunkId, ChunkVersion, ClientId, NodeId, RequestId, SeqNum, TargetId, VersionedChain,
 };
 use crate::limits::CHUNK_SIZE_MAX;
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{MessageTag, Msg, Status, SyncDoneReply, SyncReq, SyncStartReply, UpdateReq};
+use crate::payload::Payload;
 use crate::routing::{LocalState, PublicState};
 use crate::storage::chunk_lock::Enqueue;
 pub use crate::storage::resync_decide::{decide, decide_3fs, Decision};
@@ -377,7 +377,7 @@ impl StorageNode {
         &mut self,
         target: TargetId,
         chunk: ChunkId,
-        data: Option<Vec<u8>>,
+        data: Option<Payload>,
         out: &mut Outbox<Self>,
     ) {
         let chain = self
@@ -401,12 +401,12 @@ impl StorageNode {
                 self.forward(target, chunk, out)
             };
         };
-        let checksum = data.as_deref().map_or(0, crc32c::checksum);
+        let checksum = data.as_ref().map_or(0, Payload::checksum);
         if running.sync_item {
             running.pending_checksum = checksum;
         }
         let kind = match data {
-            Some(data) => UpdateKind::Replace { data: data.into() },
+            Some(data) => UpdateKind::Replace { data },
             None => UpdateKind::Remove,
         };
         let req = &running.waiter.req;

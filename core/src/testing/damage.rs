@@ -25,7 +25,9 @@ impl MemChunkStore {
             return false;
         }
         let bit = bit % (c.data.len() as u64 * 8);
-        c.data[(bit / 8) as usize] ^= 1 << (bit % 8);
+        let mut bytes = c.data.to_vec();
+        bytes[(bit / 8) as usize] ^= 1 << (bit % 8);
+        c.data = bytes.into(); // Stored bytes are immutable: damage replaces them.
         true
     }
 
@@ -44,7 +46,9 @@ impl MemChunkStore {
         if c.data[start..end] == *new {
             return false;
         }
-        c.data[start..end].copy_from_slice(new);
+        let mut bytes = c.data.to_vec();
+        bytes[start..end].copy_from_slice(new);
+        c.data = bytes.into();
         true
     }
 
@@ -59,7 +63,7 @@ impl MemChunkStore {
         before: Option<&MemChunk>,
         range: core::ops::Range<usize>,
     ) -> bool {
-        let old: &[u8] = before.map_or(&[], |b| b.data.as_slice());
+        let old: &[u8] = before.map_or(&[], |b| &b.data[..]);
         let (chunk, pending) = match op {
             ChunkOp::Update { chunk, .. } => (chunk, true),
             ChunkOp::Install {
@@ -81,11 +85,15 @@ impl MemChunkStore {
             &mut c.data
         };
         let mut torn = false;
-        let end = range.end.min(target.len());
-        for (i, b) in target.iter_mut().enumerate().take(end).skip(range.start) {
+        let mut bytes = target.to_vec();
+        let end = range.end.min(bytes.len());
+        for (i, b) in bytes.iter_mut().enumerate().take(end).skip(range.start) {
             let was = old.get(i).copied().unwrap_or(0);
             torn |= *b != was;
             *b = was;
+        }
+        if torn {
+            *target = bytes.into();
         }
         torn
     }
@@ -198,12 +206,12 @@ mod tests {
         };
         s.apply(&op).unwrap();
         assert!(s.revert(&op, before.as_ref(), 3..usize::MAX));
-        assert_eq!(s.chunks()[&c].data, b"bbbaaaaa");
+        assert_eq!(&s.chunks()[&c].data[..], b"bbbaaaaa");
         assert!(!s.intact(c));
         // Misdirected bytes on another chunk.
         let (mut s, c) = store_with(b"aaaaaaaa");
         assert!(s.scribble(c, 6, b"xyz"));
-        assert_eq!(s.chunks()[&c].data, b"aaaaaaxy");
+        assert_eq!(&s.chunks()[&c].data[..], b"aaaaaaxy");
         assert_eq!(read(&mut s, c, false), Err(ChunkError::Corrupt));
         // A lost write: a whole earlier state, which verifies.
         let (mut s, c) = store_with(b"aaaaaaaa");

@@ -13,7 +13,6 @@ use crate::chunk::{
     Applied, ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkRead, ChunkStore, PendingMeta,
     UpdateKind, UpdateTag,
 };
-use crate::crc32c;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 use crate::payload::Payload;
 
@@ -24,10 +23,12 @@ pub struct MemChunk {
     pub committed: ChunkVersion,
     /// Chain version recorded at the last commit.
     pub chain_version: ChainVersion,
-    /// Committed bytes.
-    pub data: Vec<u8>,
+    /// Committed bytes. Shared with the update that wrote them (never copied into the store),
+    /// and immutable: damage replaces them, so the checksum a read verifies against is
+    /// computed once per content ([`Payload::checksum`]), as a pure function of the bytes.
+    pub data: Payload,
     /// Pending version: its number and content (`None` content: a pending remove).
-    pub pending: Option<(ChunkVersion, Option<Vec<u8>>)>,
+    pub pending: Option<(ChunkVersion, Option<Payload>)>,
     /// CRC32C of `data`, kept with it (every completion reports it; recomputing it per
     /// operation was most of the simulator's time).
     pub data_crc: u32,
@@ -96,8 +97,8 @@ impl MemChunkStore {
                     let c = self.chunks.entry(*chunk).or_default();
                     c.committed = *version;
                     c.chain_version = *chain_version;
-                    c.data = data.to_vec();
-                    c.data_crc = crc32c::checksum(data);
+                    c.data = data.clone();
+                    c.data_crc = data.checksum();
                     c.pending = None;
                     c.pending_crc = 0;
                     c.pending_tag = None;
@@ -123,24 +124,26 @@ impl MemChunkStore {
                     return Ok(ChunkDone::Read(None));
                 };
                 let (version, bytes, crc) = match (&c.pending, uncommitted) {
-                    (Some((v, Some(content))), true) => (*v, content.as_slice(), c.pending_crc),
+                    (Some((v, Some(content))), true) => (*v, content, c.pending_crc),
                     (Some((_, None)), true) => return Ok(ChunkDone::Read(None)),
                     _ if c.committed == ChunkVersion(0) => return Ok(ChunkDone::Read(None)),
-                    _ => (c.committed, c.data.as_slice(), c.data_crc),
+                    _ => (c.committed, &c.data, c.data_crc),
                 };
                 // The whole chunk against its stored checksum, not just the range: the checksum
                 // covers the chunk, and a range of rotten bytes must not slip through.
-                if !unverified && crc32c::checksum(bytes) != crc {
+                if !unverified && bytes.checksum() != crc {
                     return Err(ChunkError::Corrupt);
                 }
                 let start = (*offset as usize).min(bytes.len());
                 let end = start.saturating_add(*len as usize).min(bytes.len());
-                let data = bytes[start..end].to_vec();
-                // A whole-chunk read has the checksum just verified; a range gets its own.
-                let checksum = if !unverified && data.len() == bytes.len() {
-                    crc
+                // A whole-chunk read shares the content and its checksum; a range is copied
+                // and gets its own.
+                let (data, checksum) = if start == 0 && end == bytes.len() {
+                    (bytes.clone(), bytes.checksum())
                 } else {
-                    crc32c::checksum(&data)
+                    let part = Payload::from(&bytes[start..end]);
+                    let sum = part.checksum();
+                    (part, sum)
                 };
                 Ok(ChunkDone::Read(Some(ChunkRead {
                     data,
@@ -158,20 +161,20 @@ impl MemChunkStore {
                 if *version <= c.committed {
                     return Err(ChunkError::VersionConflict);
                 }
-                let base = (c.committed > ChunkVersion(0)).then_some(c.data.as_slice());
+                let base = (c.committed > ChunkVersion(0)).then_some(&c.data);
                 // Building on rotten bytes would give them a fresh, matching checksum.
-                let rotten = |b: &[u8]| crc32c::checksum(b) != c.data_crc;
+                let rotten = |b: &Payload| b.checksum() != c.data_crc;
                 if base.is_some_and(|b| kind.builds_on_base(b.len() as u32) && rotten(b)) {
                     return Err(ChunkError::Corrupt);
                 }
                 let content = match kind {
                     UpdateKind::Remove => None,
-                    k => Some(k.apply(base).expect("only Remove removes")),
+                    k => Some(k.apply(base.map(|b| &b[..])).expect("only Remove removes")),
                 };
                 // The payload's own checksum: computed once per buffer, so a write whose bytes the
                 // replica already verified is not read again here.
                 c.pending_crc = content.as_ref().map_or(0, Payload::checksum);
-                c.pending = Some((*version, content.map(Payload::into_vec)));
+                c.pending = Some((*version, content));
                 c.pending_tag = *tag;
                 Ok(ChunkDone::Updated(c.meta(*chunk)))
             }

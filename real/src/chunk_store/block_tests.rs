@@ -125,7 +125,7 @@ fn read_ok(r: &Result<ChunkDone, ChunkError>) -> Vec<u8> {
     match r {
         Ok(ChunkDone::Read(Some(r))) => {
             assert_eq!(r.checksum, crc32c::checksum(&r.data), "the read's checksum");
-            r.data.clone()
+            r.data.to_vec()
         }
         other => panic!("a read, not {other:?}"),
     }

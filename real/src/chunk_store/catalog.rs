@@ -221,7 +221,7 @@ impl Catalog {
         bytes.drain(..(start - span.start) as usize);
         let checksum = folded.unwrap_or_else(|| crc32c::checksum(&bytes));
         Ok(ChunkDone::Read(Some(ChunkRead {
-            data: bytes,
+            data: bytes.into(),
             version: src.version,
             checksum,
         })))

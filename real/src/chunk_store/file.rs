@@ -357,7 +357,9 @@ mod tests {
         s.poll_completions(&mut done);
         assert_eq!(done[0].1, Err(ChunkError::Corrupt));
         assert_eq!(done[1].1, Err(ChunkError::Corrupt), "no laundering by RMW");
-        assert!(matches!(&done[2].1, Ok(ChunkDone::Read(Some(r))) if r.data != b"precious"));
+        assert!(
+            matches!(&done[2].1, Ok(ChunkDone::Read(Some(r))) if r.data[..] != b"precious"[..])
+        );
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

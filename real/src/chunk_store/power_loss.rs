@@ -107,12 +107,12 @@ fn run(seed: u64, lie: &[&str]) -> usize {
             match &want {
                 Ok(ChunkDone::Committed(m)) => {
                     let data = mc.map(|mc| mc.data.clone()).unwrap_or_default();
-                    committed.insert((c, m.committed.0), data);
+                    committed.insert((c, m.committed.0), data.to_vec());
                 }
                 Ok(ChunkDone::Updated(m)) => {
                     let p = m.pending.as_ref().expect("pending").version.0;
                     let data = mc.and_then(|mc| mc.pending.clone()?.1).unwrap_or_default();
-                    pending.insert((c, p), data);
+                    pending.insert((c, p), data.to_vec());
                 }
                 other => panic!("reference answered {other:?}"),
             }

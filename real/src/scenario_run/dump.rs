@@ -95,7 +95,7 @@ pub fn content(kind: &str, dir: &std::path::Path) -> Result<Content, String> {
         };
         match run_op(s.as_mut(), op)? {
             ChunkDone::Read(Some(r)) => {
-                out.insert(m.chunk, (r.version.0, r.data));
+                out.insert(m.chunk, (r.version.0, r.data.into_vec()));
             }
             other => return Err(format!("reading {:?}: {other:?}", m.chunk)),
         }

@@ -334,7 +334,7 @@ async fn malformed_msg_payload_is_counted_by_decode() {
             read_id: RequestId(1),
             chunk: ChunkId::new(3, 4),
             status: Status::Ok,
-            data: (0..300_000u32).map(|i| i as u8).collect(),
+            data: (0..300_000u32).map(|i| i as u8).collect::<Vec<u8>>().into(),
             version: ChunkVersion(2),
             checksum: 5,
         });

@@ -38,7 +38,7 @@ pub fn agreement(w: &World) -> Verdict {
                         .chunks()
                         .iter()
                         .filter(|(_, m)| m.committed.0 > 0)
-                        .map(|(id, m)| (*id, (m.committed.0, m.data.clone())))
+                        .map(|(id, m)| (*id, (m.committed.0, m.data.to_vec())))
                         .collect();
                     Some((t.target, content))
                 })

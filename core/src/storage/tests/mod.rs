@@ -508,7 +508,7 @@ fn reads_return_committed_data_or_not_committed_when_dirty_in_legacy_mode() {
                         read_id: RequestId(4),
                         chunk: chunk(),
                         status: Status::NotCommitted,
-                        data: vec![],
+                        data: crate::payload::Payload::default(),
                         version: ChunkVersion(0),
                         checksum: 0
                     })
@@ -542,7 +542,7 @@ fn reads_return_committed_data_or_not_committed_when_dirty_in_legacy_mode() {
                             read_id: RequestId(4),
                             chunk: chunk(),
                             status: Status::Ok,
-                            data: vec![],
+                            data: crate::payload::Payload::default(),
                             version: ChunkVersion(0),
                             checksum: 0
                         })

@@ -144,10 +144,9 @@ fn uring_store_reads_what_the_file_store_wrote_and_keeps_many_in_flight() {
     for (id, r) in &done {
         let i = id.0 as u8;
         match r {
-            Ok(ChunkDone::Read(Some(r))) => assert_eq!(
-                (r.data.as_slice(), r.version),
-                (&[i, 7, i][..], ChunkVersion(2))
-            ),
+            Ok(ChunkDone::Read(Some(r))) => {
+                assert_eq!((&r.data[..], r.version), (&[i, 7, i][..], ChunkVersion(2)))
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -75,6 +75,7 @@ impl Default for Bytes {
 }
 
 impl Bytes {
+    #[inline]
     fn as_slice(&self) -> &[u8] {
         match self {
             Self::Own(v) => v,
@@ -140,12 +141,14 @@ impl Payload {
 
 impl Deref for Payload {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.0.bytes.as_slice()
     }
 }
 
 impl AsRef<[u8]> for Payload {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.0.bytes.as_slice()
     }

@@ -94,4 +94,8 @@ impl Counters {
     pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
     }
+    /// Takes back `n` added to a counter (what was counted did not happen after all).
+    pub(crate) fn sub(c: &AtomicU64, n: u64) {
+        c.fetch_sub(n, Ordering::Relaxed);
+    }
 }

@@ -353,15 +353,20 @@ impl Up {
                 }
             };
             let n = (inb.frame.len() + inb.bulk.len()) as u64;
+            // Counted before the receiver can see the frame (as the TCP transport does), so a
+            // snapshot taken after receiving it includes it; taken back if the receiver is full.
+            let counted = [&io.counters.frames_in, &io.counters.rdma_frames_in];
+            for c in counted {
+                Counters::bump(c);
+            }
+            Counters::add(&io.counters.bytes_in, n);
             match (io.deliver)(inb) {
-                Ok(()) => {
-                    for c in [&io.counters.frames_in, &io.counters.rdma_frames_in] {
-                        Counters::bump(c);
-                    }
-                    Counters::add(&io.counters.bytes_in, n);
-                    busy = true;
-                }
+                Ok(()) => busy = true,
                 Err(inb) => {
+                    for c in counted {
+                        Counters::sub(c, 1);
+                    }
+                    Counters::sub(&io.counters.bytes_in, n);
                     self.pending.push_front(Pending::Ready(inb));
                     self.blocked = true;
                     break;
@@ -378,7 +383,21 @@ impl Up {
             let Some(frame) = (io.next)() else { break };
             let n = frame.len() as u64;
             busy = true;
-            match self.send_one(&frame, io)? {
+            // Counted before the peer can see the frame, so a snapshot taken after the peer
+            // received it includes it; taken back if it did not go.
+            let counted = [&io.counters.frames_out, &io.counters.rdma_frames_out];
+            for c in counted {
+                Counters::bump(c);
+            }
+            Counters::add(&io.counters.bytes_out, n);
+            let sent = self.send_one(&frame, io);
+            if !matches!(sent, Ok(Sent::Yes)) {
+                for c in counted {
+                    Counters::sub(c, 1);
+                }
+                Counters::sub(&io.counters.bytes_out, n);
+            }
+            match sent? {
                 Sent::Yes => {}
                 Sent::Dropped => continue,
                 Sent::Wait => {
@@ -386,10 +405,6 @@ impl Up {
                     break;
                 }
             }
-            for c in [&io.counters.frames_out, &io.counters.rdma_frames_out] {
-                Counters::bump(c);
-            }
-            Counters::add(&io.counters.bytes_out, n);
         }
         Ok(busy)
     }

@@ -14,20 +14,35 @@ use super::codec::DecodeError;
 use super::Msg;
 
 impl Msg {
+    /// The message's payload slot (write data, replacement content, read data), if it has one.
+    pub fn payload(&self) -> Option<&Payload> {
+        match self {
+            Self::Write(u) | Self::Update(u) => match &u.kind {
+                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => Some(data),
+                _ => None,
+            },
+            Self::ReadReply(r) => Some(&r.data),
+            _ => None,
+        }
+    }
+
+    /// [`Msg::payload`], to take or fill the slot.
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        match self {
+            Self::Write(u) | Self::Update(u) => match &mut u.kind {
+                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => Some(data),
+                _ => None,
+            },
+            Self::ReadReply(r) => Some(&mut r.data),
+            _ => None,
+        }
+    }
+
     /// Encodes the message as a head and its bulk payload (`None` when it has no payload slot,
     /// so that the many small messages allocate nothing for one). A write's payload is shared
     /// with the message it came from, not copied.
     pub fn encode_split(mut self) -> (Vec<u8>, Option<Payload>) {
-        let bulk = match &mut self {
-            Self::Write(u) | Self::Update(u) => match &mut u.kind {
-                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => {
-                    Some(std::mem::take(data))
-                }
-                _ => None,
-            },
-            Self::ReadReply(r) => Some(std::mem::take(&mut r.data)),
-            _ => None,
-        };
+        let bulk = self.payload_mut().map(std::mem::take);
         (self.encode(), bulk)
     }
 
@@ -37,16 +52,8 @@ impl Msg {
         if bulk.is_empty() {
             return Ok(msg);
         }
-        match &mut msg {
-            Self::Write(u) | Self::Update(u) => match &mut u.kind {
-                UpdateKind::Write { data, .. } | UpdateKind::Replace { data }
-                    if data.is_empty() =>
-                {
-                    *data = bulk.into();
-                }
-                _ => return Err(DecodeError::Invalid),
-            },
-            Self::ReadReply(r) if r.data.is_empty() => r.data = bulk.into(),
+        match msg.payload_mut() {
+            Some(slot) if slot.is_empty() => *slot = bulk.into(),
             _ => return Err(DecodeError::Invalid),
         }
         Ok(msg)

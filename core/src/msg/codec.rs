@@ -185,11 +185,11 @@ impl<'a> Decoder<'a> {
     /// is [`shared`](Decoder::shared) (no copy), else as a copy.
     pub fn payload(&mut self) -> Result<Payload, DecodeError> {
         let n = self.len(PAYLOAD_BYTES_MAX, 1)?;
-        let start = self.frame.map(|f| f.len() - self.buf.len());
+        let unread = self.buf.len();
         let bytes = self.take(n)?;
-        Ok(match (self.frame, start) {
-            (Some(f), Some(start)) => f.view(start, start + n),
-            _ => bytes.into(),
+        Ok(match self.frame {
+            Some(f) => f.view(f.len() - unread, f.len() - unread + n),
+            None => bytes.into(),
         })
     }
     /// Bytes not yet read.

@@ -183,19 +183,6 @@ impl Msg {
         Self::decode_body(kind, dec)
     }
 
-    /// The message's payload, if it carries one.
-    pub fn payload(&self) -> Option<&Payload> {
-        match self {
-            Self::Write(u) | Self::Update(u) => match &u.kind {
-                crate::chunk::UpdateKind::Write { data, .. }
-                | crate::chunk::UpdateKind::Replace { data } => Some(data),
-                _ => None,
-            },
-            Self::ReadReply(r) => Some(&r.data),
-            _ => None,
-        }
-    }
-
     fn decode_body(kind: u8, mut dec: Decoder<'_>) -> Result<Self, DecodeError> {
         let d = &mut dec;
         let msg = match kind {

@@ -11,8 +11,18 @@
 use crate::chunk::ChunkOp;
 use crate::crc32c;
 use crate::ids::ChunkId;
+use crate::payload::Payload;
 
 use super::{MemChunk, MemChunkStore};
+
+/// Applies `f` to a copy of `stored` and stores the copy: stored bytes are immutable (a read's
+/// checksum is computed once per content), so damage replaces them.
+fn edit<R>(stored: &mut Payload, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let mut bytes = stored.to_vec();
+    let r = f(&mut bytes);
+    *stored = bytes.into();
+    r
+}
 
 impl MemChunkStore {
     /// Flips bit `bit` (modulo the content's size) of `chunk`'s committed bytes. False if it
@@ -25,9 +35,7 @@ impl MemChunkStore {
             return false;
         }
         let bit = bit % (c.data.len() as u64 * 8);
-        let mut bytes = c.data.to_vec();
-        bytes[(bit / 8) as usize] ^= 1 << (bit % 8);
-        c.data = bytes.into(); // Stored bytes are immutable: damage replaces them.
+        edit(&mut c.data, |b| b[(bit / 8) as usize] ^= 1 << (bit % 8));
         true
     }
 
@@ -46,9 +54,7 @@ impl MemChunkStore {
         if c.data[start..end] == *new {
             return false;
         }
-        let mut bytes = c.data.to_vec();
-        bytes[start..end].copy_from_slice(new);
-        c.data = bytes.into();
+        edit(&mut c.data, |b| b[start..end].copy_from_slice(new));
         true
     }
 
@@ -84,18 +90,16 @@ impl MemChunkStore {
         } else {
             &mut c.data
         };
-        let mut torn = false;
-        let mut bytes = target.to_vec();
-        let end = range.end.min(bytes.len());
-        for (i, b) in bytes.iter_mut().enumerate().take(end).skip(range.start) {
-            let was = old.get(i).copied().unwrap_or(0);
-            torn |= *b != was;
-            *b = was;
-        }
-        if torn {
-            *target = bytes.into();
-        }
-        torn
+        edit(target, |bytes| {
+            let mut torn = false;
+            let end = range.end.min(bytes.len());
+            for (i, b) in bytes.iter_mut().enumerate().take(end).skip(range.start) {
+                let was = old.get(i).copied().unwrap_or(0);
+                torn |= *b != was;
+                *b = was;
+            }
+            torn
+        })
     }
 
     /// A lost write: `chunk` goes back to `before` (`None`: it did not exist), a whole earlier

@@ -280,15 +280,17 @@ impl Sim {
     /// applying, a client before returning), and a payload computes it once, so the payload's
     /// bytes are read once per hop instead of twice.
     pub fn hash_frame(&mut self, frame: &[u8], payload: Option<&Payload>) {
-        let viewed = payload.and_then(|p| p.viewed().map(|(of, start, end)| (p, of, start, end)));
-        match viewed {
-            Some((p, of, start, end)) if core::ptr::eq(of.as_ptr(), frame.as_ptr()) => {
-                self.hash(&frame[..start]);
-                self.hash(&p.checksum().to_le_bytes());
-                self.hash(&frame[end..]);
+        if let Some(p) = payload {
+            if let Some((of, start, end)) = p.viewed() {
+                if core::ptr::eq(of.as_ptr(), frame.as_ptr()) {
+                    self.hash(&frame[..start]);
+                    self.hash(&p.checksum().to_le_bytes());
+                    self.hash(&frame[end..]);
+                    return;
+                }
             }
-            _ => self.hash(frame),
         }
+        self.hash(frame);
     }
 
     /// Simulated time now.

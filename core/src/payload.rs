@@ -7,10 +7,6 @@
 //! 4 KiB block and whole, [`Sums`]) are computed once per buffer: the replica verifying the
 //! client's checksum and its chunk store keeping block checksums share one pass over the bytes.
 //!
-//! A payload can also be a view of part of another one ([`Payload::view`]): a frame decoded
-//! with [`crate::msg::Msg::decode_shared`] hands out its write or read bytes as a view of the
-//! frame instead of a copy of them.
-//!
 //! Invariant: a payload is immutable once made. Equality, ordering, hashing and `Debug` are the
 //! bytes' own, exactly as for the `Vec<u8>` it replaced, so model-checker states and simulator
 //! trace hashes do not depend on whether bytes are shared. Not here: any I/O.
@@ -60,33 +56,9 @@ impl Sums {
     }
 }
 
-/// Where a payload's bytes live.
-enum Bytes {
-    /// A buffer of its own.
-    Own(Vec<u8>),
-    /// `start..end` of another payload's bytes, kept alive by this reference.
-    View(Payload, usize, usize),
-}
-
-impl Default for Bytes {
-    fn default() -> Self {
-        Self::Own(Vec::new())
-    }
-}
-
-impl Bytes {
-    #[inline]
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Self::Own(v) => v,
-            Self::View(p, start, end) => &p[*start..*end],
-        }
-    }
-}
-
 #[derive(Default)]
 struct Inner {
-    bytes: Bytes,
+    bytes: Vec<u8>,
     /// Computed on first use and shared by every holder: the replica verifying a write's
     /// checksum and its chunk store computing block checksums read the bytes once between
     /// them, not twice. A pure function of `bytes`, so no observable state.
@@ -101,30 +73,8 @@ impl Payload {
     /// The bytes as a vector: moved out when this is the only holder, else copied.
     pub fn into_vec(self) -> Vec<u8> {
         match Arc::try_unwrap(self.0) {
-            Ok(Inner {
-                bytes: Bytes::Own(v),
-                ..
-            }) => v,
-            Ok(inner) => inner.bytes.as_slice().to_vec(),
-            Err(shared) => shared.bytes.as_slice().to_vec(),
-        }
-    }
-
-    /// Bytes `start..end` of this payload, sharing its buffer instead of copying them (the view
-    /// has checksums of its own). Panics if the range is out of bounds, as slicing does.
-    pub fn view(&self, start: usize, end: usize) -> Self {
-        let _ = &self[start..end]; // The bounds check, here rather than at first use.
-        Self(Arc::new(Inner {
-            bytes: Bytes::View(self.clone(), start, end),
-            sums: OnceLock::new(),
-        }))
-    }
-
-    /// For a [`view`](Self::view): the payload it views and the range.
-    pub fn viewed(&self) -> Option<(&Self, usize, usize)> {
-        match &self.0.bytes {
-            Bytes::Own(_) => None,
-            Bytes::View(p, start, end) => Some((p, *start, *end)),
+            Ok(inner) => inner.bytes,
+            Err(shared) => shared.bytes.clone(),
         }
     }
 
@@ -143,21 +93,21 @@ impl Deref for Payload {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        self.0.bytes.as_slice()
+        &self.0.bytes
     }
 }
 
 impl AsRef<[u8]> for Payload {
     #[inline]
     fn as_ref(&self) -> &[u8] {
-        self.0.bytes.as_slice()
+        &self.0.bytes
     }
 }
 
 impl From<Vec<u8>> for Payload {
     fn from(bytes: Vec<u8>) -> Self {
         Self(Arc::new(Inner {
-            bytes: Bytes::Own(bytes),
+            bytes,
             sums: OnceLock::new(),
         }))
     }
@@ -239,33 +189,6 @@ mod tests {
         let ptr = p.as_ptr();
         let alone = p.into_vec();
         assert_eq!(alone.as_ptr(), ptr, "the last holder: moved");
-    }
-
-    #[test]
-    fn a_view_shares_its_bytes_and_has_sums_of_its_own() {
-        let whole = Payload::from((0..10_000u32).map(|i| i as u8).collect::<Vec<u8>>());
-        let v = whole.view(100, 5000);
-        assert_eq!(&v[..], &whole[100..5000]);
-        assert_eq!(v.as_ptr(), whole[100..].as_ptr(), "shared, not copied");
-        assert_eq!(v.checksum(), crc32c::checksum(&whole[100..5000]));
-        assert_eq!(v, Payload::from(&whole[100..5000]), "compares as its bytes");
-        assert_eq!(hash(&v), hash(&whole[100..5000].to_vec()));
-        let (of, start, end) = v.viewed().expect("a view");
-        assert_eq!((of.as_ptr(), start, end), (whole.as_ptr(), 100, 5000));
-        assert!(whole.viewed().is_none());
-        let owned = v.into_vec();
-        assert_eq!(
-            owned,
-            whole[100..5000].to_vec(),
-            "a view's bytes are copied out"
-        );
-        assert_eq!(whole.view(7, 7).len(), 0);
-    }
-
-    #[test]
-    #[should_panic]
-    fn a_view_out_of_bounds_panics_when_made() {
-        let _ = Payload::from(vec![1u8; 8]).view(4, 9);
     }
 
     #[test]

@@ -48,12 +48,18 @@ impl Msg {
 
     /// Decodes a message from the two parts [`Msg::encode_split`] made.
     pub fn decode_split(head: &[u8], bulk: Vec<u8>) -> Result<Self, DecodeError> {
+        Self::decode_with(head, (!bulk.is_empty()).then(|| bulk.into()))
+    }
+
+    /// [`Msg::decode_split`] with the bulk part as a payload (shared, not copied); an empty or
+    /// absent bulk part leaves the decoded slot as the head has it.
+    pub fn decode_with(head: &[u8], bulk: Option<Payload>) -> Result<Self, DecodeError> {
         let mut msg = Self::decode(head)?;
-        if bulk.is_empty() {
+        let Some(bulk) = bulk.filter(|b| !b.is_empty()) else {
             return Ok(msg);
-        }
+        };
         match msg.payload_mut() {
-            Some(slot) if slot.is_empty() => *slot = bulk.into(),
+            Some(slot) if slot.is_empty() => *slot = bulk,
             _ => return Err(DecodeError::Invalid),
         }
         Ok(msg)

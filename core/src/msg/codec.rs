@@ -114,22 +114,12 @@ impl Encoder {
 #[derive(Debug)]
 pub struct Decoder<'a> {
     buf: &'a [u8],
-    /// The frame `buf` is the unread rest of, when its payloads may be views of it
-    /// ([`Decoder::shared`]) instead of copies.
-    frame: Option<&'a Payload>,
 }
 
 impl<'a> Decoder<'a> {
     /// A decoder over `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Self { buf, frame: None }
-    }
-    /// A decoder over `frame` whose payload fields ([`Decoder::payload`]) are views of it.
-    pub fn shared(frame: &'a Payload) -> Self {
-        Self {
-            buf: frame,
-            frame: Some(frame),
-        }
+        Self { buf }
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.buf.len() < n {
@@ -180,17 +170,6 @@ impl<'a> Decoder<'a> {
     pub fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
         let n = self.len(PAYLOAD_BYTES_MAX, 1)?;
         Ok(self.take(n)?.to_vec())
-    }
-    /// Reads a byte string as [`Decoder::bytes`] does, as a view of the frame when the decoder
-    /// is [`shared`](Decoder::shared) (no copy), else as a copy.
-    pub fn payload(&mut self) -> Result<Payload, DecodeError> {
-        let n = self.len(PAYLOAD_BYTES_MAX, 1)?;
-        let unread = self.buf.len();
-        let bytes = self.take(n)?;
-        Ok(match self.frame {
-            Some(f) => f.view(f.len() - unread, f.len() - unread + n),
-            None => bytes.into(),
-        })
     }
     /// Bytes not yet read.
     pub fn remaining(&self) -> usize {
@@ -252,7 +231,7 @@ impl Wire for Payload {
         enc.bytes(self);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
-        dec.payload()
+        dec.bytes().map(Payload::from)
     }
 }
 impl<T: Wire> Wire for Option<T> {
@@ -354,11 +333,6 @@ pub fn encode_frame(kind: u8, body: impl FnOnce(&mut Encoder)) -> Vec<u8> {
 /// Checks a frame's header and returns its kind and a decoder over the body.
 pub fn decode_frame(frame: &[u8]) -> Result<(u8, Decoder<'_>), DecodeError> {
     frame_header(Decoder::new(frame))
-}
-
-/// [`decode_frame`] with a decoder whose payloads are views of `frame` ([`Decoder::shared`]).
-pub fn decode_frame_shared(frame: &Payload) -> Result<(u8, Decoder<'_>), DecodeError> {
-    frame_header(Decoder::shared(frame))
 }
 
 fn frame_header(mut dec: Decoder<'_>) -> Result<(u8, Decoder<'_>), DecodeError> {

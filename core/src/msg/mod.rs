@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 
 use crate::ids::RoutingVersion;
 use crate::limits::{CHAIN_TARGETS_MAX, LIST_LEN_MAX};
-use crate::payload::Payload;
 use crate::routing::{ChainInfo, ChainTarget, PublicState, RoutingInfo};
 use crate::wire_struct;
 use codec::{decode_frame, decode_list, encode_frame, encode_list, DecodeError, Decoder};
@@ -173,13 +172,6 @@ impl Msg {
     /// Decodes one frame. Malformed, truncated or over-long input is an error, never a panic.
     pub fn decode(frame: &[u8]) -> Result<Self, DecodeError> {
         let (kind, dec) = decode_frame(frame)?;
-        Self::decode_body(kind, dec)
-    }
-
-    /// [`Msg::decode`], with the message's payload (write data, replacement content, read data)
-    /// a view of `frame` instead of a copy ([`Payload::view`]).
-    pub fn decode_shared(frame: &Payload) -> Result<Self, DecodeError> {
-        let (kind, dec) = codec::decode_frame_shared(frame)?;
         Self::decode_body(kind, dec)
     }
 

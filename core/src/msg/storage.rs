@@ -473,13 +473,13 @@ impl Wire for UpdateKind {
         Ok(match dec.u8()? {
             0 => Self::Write {
                 offset: dec.u32()?,
-                data: dec.payload()?,
+                data: Wire::decode(dec)?,
             },
             1 => Self::Remove,
             2 => Self::Truncate { len: dec.u32()? },
             3 => Self::Extend { len: dec.u32()? },
             4 => Self::Replace {
-                data: dec.payload()?,
+                data: Wire::decode(dec)?,
             },
             t => return Err(DecodeError::UnknownTag(t)),
         })

@@ -52,7 +52,7 @@ impl Host for SimHost<'_> {
         if let Msg::Update(_) = msg {
             self.forwarded = true;
         }
-        sim.transmit(ctx.id, to, msg.encode());
+        sim.transmit(ctx.id, to, super::Frame::encode(msg));
     }
 
     fn set_timer(&mut self, key: AnyTimer, gen: u64, after: Range<Duration>) {

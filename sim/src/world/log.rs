@@ -11,7 +11,7 @@ impl World {
         let name = |i: usize| self.nodes[i].ctx.name.as_str();
         let (node, what) = match ev {
             Ev::Deliver { from, to, frame } => {
-                let msg = match t3fs_core::msg::Msg::decode(frame) {
+                let msg = match frame.decode() {
                     Ok(m) => format!("{m:?}"),
                     Err(e) => format!("malformed frame ({e})"),
                 };

@@ -19,6 +19,7 @@ pub mod clock;
 mod counters;
 pub mod disk;
 mod drive;
+pub mod frame;
 pub mod kv;
 mod lifecycle;
 mod log;
@@ -38,12 +39,12 @@ use core::time::Duration;
 
 use t3fs_core::ids::{ChainId, IoId, NodeId, TargetId};
 use t3fs_core::mgmtd::chain_update::Row;
-use t3fs_core::payload::Payload;
 use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng, Scenario};
 
 use crate::check::history::History;
+pub use frame::Frame;
 use node::{AnyTimer, Ctx, Layout, Life, Node, Process, Role};
 
 /// A scheduled event.
@@ -55,7 +56,7 @@ pub enum Ev {
         /// Receiver.
         to: NodeId,
         /// Encoded message.
-        frame: Vec<u8>,
+        frame: Frame,
     },
     /// A timer fires (if still armed with this generation).
     Timer {
@@ -275,22 +276,15 @@ impl Sim {
         self.trace = (self.trace ^ bytes.len() as u64).wrapping_mul(FNV_PRIME);
     }
 
-    /// Mixes a delivered frame into the trace hash: every byte but its payload's, and the
-    /// payload's CRC32C in their place. The receiver verifies that CRC anyway (a replica before
-    /// applying, a client before returning), and a payload computes it once, so the payload's
-    /// bytes are read once per hop instead of twice.
-    pub fn hash_frame(&mut self, frame: &[u8], payload: Option<&Payload>) {
-        if let Some(p) = payload {
-            if let Some((of, start, end)) = p.viewed() {
-                if core::ptr::eq(of.as_ptr(), frame.as_ptr()) {
-                    self.hash(&frame[..start]);
-                    self.hash(&p.checksum().to_le_bytes());
-                    self.hash(&frame[end..]);
-                    return;
-                }
-            }
+    /// Mixes a delivered frame into the trace hash: its head's bytes, then its payload's
+    /// CRC32C in place of the payload's bytes. The receiver verifies that CRC anyway (a replica
+    /// before applying, a client before returning) and a payload computes it once, so the
+    /// payload's bytes are not read again for the trace.
+    pub fn hash_frame(&mut self, frame: &Frame) {
+        self.hash(&frame.head);
+        if let Some(p) = &frame.bulk {
+            self.hash(&p.checksum().to_le_bytes());
         }
-        self.hash(frame);
     }
 
     /// Simulated time now.
@@ -310,7 +304,7 @@ impl Sim {
     }
 
     /// Sends a frame through the network model (also used to re-inject released holds).
-    pub fn transmit(&mut self, from: NodeId, to: NodeId, frame: Vec<u8>) {
+    pub fn transmit(&mut self, from: NodeId, to: NodeId, frame: Frame) {
         match self.net.route(&mut self.rng, from, to, frame.len()) {
             net::Fate::Dropped => {}
             net::Fate::Held => self.net.parked.push((from, to, frame)),
@@ -662,7 +656,7 @@ impl World {
         false
     }
 
-    fn deliver(&mut self, from: NodeId, to: NodeId, frame: Vec<u8>) {
+    fn deliver(&mut self, from: NodeId, to: NodeId, frame: Frame) {
         let i = to.0 as usize;
         self.sim.net.dequeued(to);
         match self.nodes[i].ctx.life {
@@ -680,18 +674,13 @@ impl World {
             Life::Up => {}
         }
         self.sim.hash(&[4, from.0 as u8, to.0 as u8]);
-        // The payload is a view of the frame, not a copy of it.
-        let frame = Payload::from(frame);
-        match t3fs_core::msg::Msg::decode_shared(&frame) {
+        self.sim.hash_frame(&frame);
+        match frame.decode() {
             Ok(msg) => {
-                self.sim.hash_frame(&frame, msg.payload());
                 self.sim.net.counters.delivered += 1;
                 self.drive(i, t3fs_core::node::Input::Recv(from, msg));
             }
-            Err(_) => {
-                self.sim.hash(&frame);
-                self.sim.net.counters.malformed += 1;
-            }
+            Err(_) => self.sim.net.counters.malformed += 1,
         }
     }
 }

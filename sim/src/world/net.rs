@@ -17,6 +17,8 @@ use core::time::Duration;
 use t3fs_core::ids::NodeId;
 use t3fs_scenario::{Faults, Rng};
 
+use super::Frame;
+
 /// Messages queued towards one node before new ones are dropped (queue overflow).
 pub const QUEUE_MAX: u32 = 100_000;
 
@@ -84,7 +86,7 @@ pub struct Net {
     held: BTreeSet<(NodeId, NodeId)>,
     links: BTreeMap<(NodeId, NodeId), LinkProfile>,
     /// Frames parked by holds, in send order.
-    pub parked: Vec<(NodeId, NodeId, Vec<u8>)>,
+    pub parked: Vec<(NodeId, NodeId, Frame)>,
     queued: BTreeMap<NodeId, u32>,
     /// Counters.
     pub counters: NetCounters,
@@ -212,7 +214,7 @@ impl Net {
     }
 
     /// Stops holding `from → to` and returns its parked frames in send order.
-    pub fn release(&mut self, from: NodeId, to: NodeId) -> Vec<(NodeId, NodeId, Vec<u8>)> {
+    pub fn release(&mut self, from: NodeId, to: NodeId) -> Vec<(NodeId, NodeId, Frame)> {
         self.held.remove(&(from, to));
         let (out, keep) = std::mem::take(&mut self.parked)
             .into_iter()
@@ -222,7 +224,7 @@ impl Net {
     }
 
     /// Releases every hold.
-    pub fn release_all(&mut self) -> Vec<(NodeId, NodeId, Vec<u8>)> {
+    pub fn release_all(&mut self) -> Vec<(NodeId, NodeId, Frame)> {
         self.held.clear();
         std::mem::take(&mut self.parked)
     }

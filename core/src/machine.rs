@@ -201,6 +201,12 @@ impl<M: Machine + ?Sized> Outbox<M> {
         core::mem::take(&mut self.actions)
     }
 
+    /// Takes the collected actions one by one, leaving the outbox empty with its buffer kept for
+    /// the next step.
+    pub fn drain_kept(&mut self) -> std::vec::Drain<'_, Action<M>> {
+        self.actions.drain(..)
+    }
+
     /// Whether nothing was emitted.
     pub fn is_empty(&self) -> bool {
         self.actions.is_empty()

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use crate::crc32c::{self, Shift};
 
@@ -66,8 +66,19 @@ struct Inner {
 }
 
 /// Immutable, cheaply cloned bytes.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Payload(Arc<Inner>);
+
+/// Every empty payload shares one buffer: a message's payload slot is emptied each time it is
+/// split from its head (`Msg::encode_split`) and filled with an empty one each time a head is
+/// decoded, and those were a heap allocation apiece.
+static EMPTY: LazyLock<Payload> = LazyLock::new(|| Payload(Arc::default()));
+
+impl Default for Payload {
+    fn default() -> Self {
+        EMPTY.clone()
+    }
+}
 
 impl Payload {
     /// The bytes as a vector: moved out when this is the only holder, else copied.
@@ -106,6 +117,9 @@ impl AsRef<[u8]> for Payload {
 
 impl From<Vec<u8>> for Payload {
     fn from(bytes: Vec<u8>) -> Self {
+        if bytes.is_empty() {
+            return Self::default();
+        }
         Self(Arc::new(Inner {
             bytes,
             sums: OnceLock::new(),

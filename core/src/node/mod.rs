@@ -23,7 +23,7 @@ use core::ops::Range;
 use core::time::Duration;
 
 pub use counters::{counters_of, ProcessCounters};
-pub use tables::{Inflight, IoDest, Tables, Timers};
+pub use tables::{Inflight, IoDest, Outboxes, Tables, Timers};
 
 use crate::chunk::ChunkOp;
 use crate::client::{Client, ClientCall, ClientRet, ClientTimer};
@@ -165,6 +165,7 @@ pub fn step(
         Process::None => false,
         Process::Mgmtd(m) => {
             let kinds = Kinds {
+                out: |o| &mut o.mgmtd,
                 wrap: AnyTimer::Mgmtd,
                 timer: |t| match t {
                     AnyTimer::Mgmtd(t) => Some(t),
@@ -180,6 +181,7 @@ pub fn step(
         }
         Process::Storage(m) => {
             let kinds = Kinds {
+                out: |o| &mut o.storage,
                 wrap: AnyTimer::Storage,
                 timer: |t| match t {
                     AnyTimer::Storage(t) => Some(t),
@@ -192,6 +194,7 @@ pub fn step(
         }
         Process::Client(m) => {
             let kinds = Kinds {
+                out: |o| &mut o.client,
                 wrap: AnyTimer::Client,
                 timer: |t| match t {
                     AnyTimer::Client(t) => Some(t),
@@ -207,6 +210,7 @@ pub fn step(
         }
         Process::Meta(m) => {
             let kinds = Kinds {
+                out: |o| &mut o.meta,
                 wrap: AnyTimer::Meta,
                 timer: |t| match t {
                     AnyTimer::Meta(t) => Some(t),
@@ -222,6 +226,7 @@ pub fn step(
 
 /// How one machine kind's timers, calls and returns map to the node-level enums.
 struct Kinds<M: Machine> {
+    out: fn(&mut Outboxes) -> &mut Outbox<M>,
     wrap: fn(M::Timer) -> AnyTimer,
     timer: fn(AnyTimer) -> Option<M::Timer>,
     call: fn(AnyCall) -> Option<M::Call>,
@@ -253,7 +258,7 @@ fn run<M: Machine<Msg = Msg>>(
     let Some(ev) = event::<M>(input, k) else {
         return false;
     };
-    let mut out = Outbox::new();
+    let mut out = core::mem::take((k.out)(&mut tables.outboxes));
     match ev {
         None => m.start(now, &mut out),
         Some(e) => m.handle(now, e, &mut out),
@@ -261,7 +266,7 @@ fn run<M: Machine<Msg = Msg>>(
     if host.check_invariants() {
         m.check_invariants();
     }
-    for a in out.drain() {
+    for a in out.drain_kept() {
         match a {
             ActionOf::Send { to, msg } => host.send(to, msg),
             ActionOf::SetTimer { timer, after } => {
@@ -288,6 +293,7 @@ fn run<M: Machine<Msg = Msg>>(
             ActionOf::Halt(reason) => host.halted(reason),
         }
     }
+    *(k.out)(&mut tables.outboxes) = out;
     true
 }
 

@@ -1,5 +1,5 @@
 //! The two volatile tables of a running node: armed timers with their generation, and the I/O
-//! it has in flight.
+//! it has in flight (and the reused buffer its steps collect their actions in).
 //!
 //! Invariants: setting a timer replaces the armed one of the same name and gives it a fresh
 //! generation, so a fire whose generation is not the armed one (cancelled, replaced, or set by
@@ -10,7 +10,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::client::Client;
 use crate::ids::{IoId, TargetId};
+use crate::machine::Outbox;
+use crate::meta::server::MetaServer;
+use crate::mgmtd::Mgmtd;
+use crate::storage::StorageNode;
 
 use super::AnyTimer;
 
@@ -105,6 +110,17 @@ impl Inflight {
     }
 }
 
+/// One outbox per machine kind, kept between steps: a step's actions are collected and carried
+/// out within the step, so the buffer is empty again when it ends, and reusing it saves the
+/// heap allocation a fresh outbox made on almost every step.
+#[derive(Debug, Default)]
+pub struct Outboxes {
+    pub(super) mgmtd: Outbox<Mgmtd>,
+    pub(super) storage: Outbox<StorageNode>,
+    pub(super) client: Outbox<Client>,
+    pub(super) meta: Outbox<MetaServer>,
+}
+
 /// A node's volatile tables.
 #[derive(Debug, Default)]
 pub struct Tables {
@@ -112,6 +128,8 @@ pub struct Tables {
     pub timers: Timers,
     /// I/O in flight.
     pub inflight: Inflight,
+    /// The step's outbox (empty between steps).
+    pub outboxes: Outboxes,
 }
 
 impl Tables {

@@ -87,6 +87,9 @@ pub struct Disk {
     /// Prior states of the latest completed mutations (only kept when lost writes are on).
     recent: VecDeque<(ChunkId, Option<MemChunk>)>,
     next_io: u64,
+    /// The store's completions of the operation running (kept: one allocation per disk, not
+    /// per operation).
+    done: Vec<(IoId, Result<ChunkDone, ChunkError>)>,
     /// Counters.
     pub counters: DiskCounters,
 }
@@ -119,9 +122,8 @@ impl Disk {
     fn run(&mut self, op: &ChunkOp) -> Result<ChunkDone, ChunkError> {
         self.next_io += 1;
         self.store.submit(IoId(self.next_io), op.clone());
-        let mut done = Vec::with_capacity(1);
-        self.store.poll_completions(&mut done);
-        let (id, result) = done.pop().expect("one submitted, one completed");
+        self.store.poll_completions(&mut self.done);
+        let (id, result) = self.done.pop().expect("one submitted, one completed");
         debug_assert_eq!(id, IoId(self.next_io));
         result
     }

@@ -308,7 +308,7 @@ impl Sim {
         match self.net.route(&mut self.rng, from, to, frame.len()) {
             net::Fate::Dropped => {}
             net::Fate::Held => self.net.parked.push((from, to, frame)),
-            net::Fate::Deliver(delays) => {
+            net::Fate::Deliver(first, replay) => {
                 let now = self.now();
                 let extra = if self.buggify.fire("buggify: net delay", &mut self.rng) {
                     self.reached("buggify: net delay");
@@ -316,20 +316,16 @@ impl Sim {
                 } else {
                     core::time::Duration::ZERO
                 };
-                // Duplicates get copies; the last delivery takes the frame itself.
                 let bytes = frame.len();
-                let mut frame = Some(frame);
-                let last = delays.len().saturating_sub(1);
-                for (i, d) in delays.into_iter().enumerate() {
-                    let at = match &mut self.resources {
-                        Some(r) => r.message(now, from, to, bytes, d + extra),
-                        None => Instant(now.0 + (d + extra).as_nanos() as u64),
-                    };
-                    let frame = if i == last {
-                        frame.take().expect("the frame is taken once")
-                    } else {
-                        frame.clone().expect("the frame is still here")
-                    };
+                let mut arrive = |d: core::time::Duration| match &mut self.resources {
+                    Some(r) => r.message(now, from, to, bytes, d + extra),
+                    None => Instant(now.0 + (d + extra).as_nanos() as u64),
+                };
+                let first = arrive(first);
+                // A duplicate gets a copy (the original is scheduled first, as before).
+                let replay = replay.map(|d| (arrive(d), frame.clone()));
+                self.queue.push(first, Ev::Deliver { from, to, frame });
+                if let Some((at, frame)) = replay {
                     self.queue.push(at, Ev::Deliver { from, to, frame });
                 }
             }

@@ -66,8 +66,9 @@ pub enum Fate {
     Dropped,
     /// Parked until the link is released.
     Held,
-    /// Delivered after each of these delays (more than one: duplicates).
-    Deliver(Vec<Duration>),
+    /// Delivered after this delay, and again after the second one if the frame is duplicated
+    /// (a replay, later than the original).
+    Deliver(Duration, Option<Duration>),
 }
 
 /// Network state.
@@ -133,38 +134,37 @@ impl Net {
             self.counters.held += 1;
             return Fate::Held;
         }
-        let link = self.links.get(&(from, to)).cloned();
-        let loss = link.as_ref().map_or(self.loss, |l| l.loss);
+        let (loss, spike, latency) = match self.links.get(&(from, to)) {
+            Some(l) => (l.loss, l.spike, l.latency.clone()),
+            None => (self.loss, self.spike, self.latency.clone()),
+        };
         if rng.chance(loss) {
             self.counters.lost += 1;
             return Fate::Dropped;
         }
-        let q = self.queued.entry(to).or_default();
-        if *q >= QUEUE_MAX {
+        if self.queued.get(&to).is_some_and(|&q| q >= QUEUE_MAX) {
             self.counters.overflow += 1;
             return Fate::Dropped;
         }
-        let mut delays = vec![self.delay(rng, link.as_ref())];
-        if rng.chance(self.duplicate) {
+        let first = self.delay(rng, spike, &latency);
+        let replay = if rng.chance(self.duplicate) {
             self.counters.duplicated += 1;
             // A replay arrives after the original, possibly much later.
-            let again = self.delay(rng, link.as_ref());
-            delays.push(delays[0] + again + rng.duration(self.spike_latency.clone()));
-        }
-        *self.queued.entry(to).or_default() += delays.len() as u32;
-        Fate::Deliver(delays)
+            let again = self.delay(rng, spike, &latency);
+            Some(first + again + rng.duration(self.spike_latency.clone()))
+        } else {
+            None
+        };
+        *self.queued.entry(to).or_default() += 1 + u32::from(replay.is_some());
+        Fate::Deliver(first, replay)
     }
 
-    fn delay(&mut self, rng: &mut Rng, link: Option<&LinkProfile>) -> Duration {
-        let (spike, latency) = match link {
-            Some(l) => (l.spike, l.latency.clone()),
-            None => (self.spike, self.latency.clone()),
-        };
+    fn delay(&mut self, rng: &mut Rng, spike: f64, latency: &Range<Duration>) -> Duration {
         if rng.chance(spike) {
             self.counters.spiked += 1;
             return rng.duration(self.spike_latency.clone());
         }
-        rng.duration(latency)
+        rng.duration(latency.clone())
     }
 
     /// Gives `a → b` its own latency distribution and loss.

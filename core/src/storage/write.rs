@@ -239,10 +239,12 @@ impl StorageNode {
             reply(out, w.from, &w.req, status, None);
             return false;
         }
-        let meta = t.chunks.get(&w.req.chunk).cloned().unwrap_or(ChunkMeta {
-            chunk: w.req.chunk,
-            ..ChunkMeta::default()
-        });
+        // The chunk as committed here, by value: only these four fields decide (and its whole
+        // meta, with its exactly-once records, is not worth a copy per update).
+        let current = t
+            .chunks
+            .get(&w.req.chunk)
+            .map_or_else(|| result_of(&ChunkMeta::default()), result_of);
         if w.req.is_syncing {
             // SYNCING successor: install the predecessor's full chunk at its version, committed.
             let (chunk, version) = (w.req.chunk, w.req.update_version);
@@ -255,11 +257,11 @@ impl StorageNode {
             // (version 0) and installs from an older chain version keep the §3.6 semantics: the
             // predecessor is authoritative.
             let stale = w.req.kind != UpdateKind::Remove
-                && version < meta.committed
-                && meta.chain_version == w.req.chain.version;
+                && version < current.commit_version
+                && current.commit_chain_version == w.req.chain.version;
             if stale {
                 self.counters.stale_installs += 1;
-                let result = result_of(&meta);
+                let result = current;
                 t.channels.finish(&w.req.tag, None);
                 reply(out, w.from, &w.req, Status::Ok, Some(result));
                 return false;
@@ -290,20 +292,20 @@ impl StorageNode {
             return true;
         }
         let version = if w.from_client {
-            meta.committed.next()
+            current.commit_version.next()
         } else {
             let u = w.req.update_version;
-            if u <= meta.committed {
+            if u <= current.commit_version {
                 // Already committed here (a replay through another path, §3.5 #4): success. The
                 // result describes the chunk, not this update, so it is not cached: a later update
                 // with the same tag at another version must be judged afresh, never answered with
                 // a version it did not write.
-                let result = result_of(&meta);
+                let result = current;
                 t.channels.finish(&w.req.tag, None);
                 reply(out, w.from, &w.req, Status::Ok, Some(result));
                 return false;
             }
-            if u > meta.committed.next() {
+            if u > current.commit_version.next() {
                 t.channels.finish(&w.req.tag, None);
                 reply(out, w.from, &w.req, Status::MissingUpdate, None);
                 return false;

@@ -69,19 +69,7 @@ impl Msg {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ChunkId, ChunkVersion, RequestId};
-    use crate::msg::{ReadReply, Status};
-
-    fn reply(data: Vec<u8>) -> Msg {
-        Msg::ReadReply(ReadReply {
-            read_id: RequestId(4),
-            chunk: ChunkId::new(1, 2),
-            status: Status::Ok,
-            data: data.into(),
-            version: ChunkVersion(3),
-            checksum: 9,
-        })
-    }
+    use crate::testing::read_reply as reply;
 
     #[test]
     fn split_round_trips_and_moves_the_payload_out_of_the_head() {

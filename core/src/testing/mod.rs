@@ -14,8 +14,23 @@ pub use chunk_store_suite::chunk_store_suite;
 pub use kv_suite::kv_suite;
 pub use mem_chunk_store::{MemChunk, MemChunkStore};
 
-use crate::ids::{ChainId, ChainVersion, NodeId, RoutingVersion, TargetId};
+use crate::ids::{ChainId, ChainVersion, ChunkId, ChunkVersion, NodeId, RequestId};
+use crate::ids::{RoutingVersion, TargetId};
+use crate::msg::{Msg, ReadReply, Status};
 use crate::routing::{ChainInfo, ChainTarget, PublicState, RoutingInfo};
+
+/// A read reply carrying `data`: the fixture of tests that split a message's payload from its
+/// head.
+pub fn read_reply(data: Vec<u8>) -> Msg {
+    Msg::ReadReply(ReadReply {
+        read_id: RequestId(4),
+        chunk: ChunkId::new(1, 2),
+        status: Status::Ok,
+        data: data.into(),
+        version: ChunkVersion(3),
+        checksum: 9,
+    })
+}
 
 /// Routing info with one chain `c1` at `chain_version` over `targets` (target id, public state),
 /// where target `tN` lives on node `nN`: the fixture of handler tests.

@@ -52,19 +52,7 @@ impl Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use t3fs_core::ids::{ChunkId, ChunkVersion, RequestId};
-    use t3fs_core::msg::{ReadReply, Status};
-
-    fn reply(data: Vec<u8>) -> Msg {
-        Msg::ReadReply(ReadReply {
-            read_id: RequestId(4),
-            chunk: ChunkId::new(1, 2),
-            status: Status::Ok,
-            data: data.into(),
-            version: ChunkVersion(3),
-            checksum: 9,
-        })
-    }
+    use t3fs_core::testing::read_reply as reply;
 
     #[test]
     fn a_frame_is_as_long_as_the_single_buffer_encoding_and_decodes_to_the_message() {

@@ -127,11 +127,13 @@ pub trait Host {
     /// Sends `msg` to `to` (best effort).
     fn send(&mut self, to: NodeId, msg: Msg);
     /// Arms `timer` to fire after a delay the host picks in `after`, carrying `gen` (the fire is
-    /// live only if [`Timers::fire`] accepts it).
-    fn set_timer(&mut self, timer: AnyTimer, gen: u64, after: Range<Duration>);
-    /// The armed `timer` was cancelled: its pending fire is stale, and a host that queues fires
-    /// may drop it (the tables already refuse it; this only saves the host the work).
-    fn cancel_timer(&mut self, _timer: AnyTimer) {}
+    /// live only if [`Timers::fire`] accepts it). Returns the host's handle of that fire, which
+    /// [`Timers`] keeps for [`Host::cancel_timer`] (0 for a host that cancels nothing).
+    fn set_timer(&mut self, timer: AnyTimer, gen: u64, after: Range<Duration>) -> u64;
+    /// The fire `handle` of `timer` became stale (the timer was cancelled or re-armed): a host
+    /// that queues fires may drop it (the tables already refuse it; this only saves the host
+    /// the work).
+    fn cancel_timer(&mut self, _timer: AnyTimer, _handle: u64) {}
     /// Submits chunk I/O `id` to `target`'s store; its completion comes back as
     /// [`Input::IoDone`] after [`Inflight::complete`].
     fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp);
@@ -271,13 +273,17 @@ fn run<M: Machine<Msg = Msg>>(
             ActionOf::Send { to, msg } => host.send(to, msg),
             ActionOf::SetTimer { timer, after } => {
                 let key = (k.wrap)(timer);
-                let gen = tables.timers.arm(key);
-                host.set_timer(key, gen, after);
+                let gen = tables.timers.next_gen();
+                let handle = host.set_timer(key, gen, after);
+                if let Some(old) = tables.timers.arm(key, gen, handle) {
+                    host.cancel_timer(key, old);
+                }
             }
             ActionOf::CancelTimer(timer) => {
                 let key = (k.wrap)(timer);
-                tables.timers.cancel(key);
-                host.cancel_timer(key);
+                if let Some(handle) = tables.timers.cancel(key) {
+                    host.cancel_timer(key, handle);
+                }
             }
             ActionOf::Io { id, op } => match op {
                 IoOp::Chunk { target, op } => {

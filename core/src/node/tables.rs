@@ -28,33 +28,44 @@ pub enum IoDest {
     Kv,
 }
 
-/// Armed timers of a node, by name, with the generation that may fire.
+/// Armed timers of a node, by name, with the generation that may fire and the host's handle
+/// of that fire (so a host that queues fires can drop a stale one without a table of its own).
 #[derive(Debug, Default)]
 pub struct Timers {
-    armed: BTreeMap<AnyTimer, u64>,
+    armed: BTreeMap<AnyTimer, (u64, u64)>,
     next: u64,
 }
 
 impl Timers {
-    /// Arms `t`, replacing an armed one; returns the generation its fire must carry.
-    pub fn arm(&mut self, t: AnyTimer) -> u64 {
+    /// The generation for the next [`Timers::arm`].
+    pub fn next_gen(&mut self) -> u64 {
         self.next += 1;
-        self.armed.insert(t, self.next);
         self.next
     }
 
-    /// Disarms `t` (no-op when not armed).
-    pub fn cancel(&mut self, t: AnyTimer) {
-        self.armed.remove(&t);
+    /// Arms `t` with generation `gen` and the host's `handle` of its fire, replacing an armed
+    /// one; returns the replaced fire's handle.
+    pub fn arm(&mut self, t: AnyTimer, gen: u64, handle: u64) -> Option<u64> {
+        self.armed.insert(t, (gen, handle)).map(|(_, h)| h)
+    }
+
+    /// Disarms `t`; returns its fire's handle (`None` when not armed).
+    pub fn cancel(&mut self, t: AnyTimer) -> Option<u64> {
+        self.armed.remove(&t).map(|(_, h)| h)
     }
 
     /// Whether a fire of `t` with generation `gen` is live; a live fire disarms it.
     pub fn fire(&mut self, t: AnyTimer, gen: u64) -> bool {
-        if self.armed.get(&t) != Some(&gen) {
+        if self.armed.get(&t).map(|&(g, _)| g) != Some(gen) {
             return false;
         }
         self.armed.remove(&t);
         true
+    }
+
+    /// The host handles of the armed timers' fires, in timer order.
+    pub fn handles(&self) -> impl Iterator<Item = u64> + '_ {
+        self.armed.values().map(|&(_, h)| h)
     }
 
     /// Armed timers (for status and tests).
@@ -149,15 +160,33 @@ mod tests {
     fn replaced_and_stale_fires_are_dropped() {
         let mut t = Tables::default();
         let k = AnyTimer::Client(ClientTimer::Refresh);
-        let g1 = t.timers.arm(k);
-        let g2 = t.timers.arm(k);
+        let arm = |t: &mut Tables| {
+            let g = t.timers.next_gen();
+            t.timers.arm(k, g, g * 10);
+            g
+        };
+        let g1 = arm(&mut t);
+        let g2 = arm(&mut t);
         assert!(!t.timers.fire(k, g1), "a replaced timer does not fire");
         t.clear();
         assert!(!t.timers.fire(k, g2), "a crash disarms");
-        let g3 = t.timers.arm(k);
+        let g3 = arm(&mut t);
         assert!(g3 > g2, "generations outlive crashes");
         assert!(t.timers.fire(k, g3));
         assert!(!t.timers.fire(k, g3), "a timer fires once");
+    }
+
+    #[test]
+    fn replacing_or_cancelling_a_timer_gives_back_the_hosts_handle() {
+        let mut t = Timers::default();
+        let k = AnyTimer::Client(ClientTimer::Refresh);
+        let g = t.next_gen();
+        assert_eq!(t.arm(k, g, 7), None);
+        let g = t.next_gen();
+        assert_eq!(t.arm(k, g, 8), Some(7), "the replaced fire's handle");
+        assert_eq!(t.handles().collect::<Vec<_>>(), [8]);
+        assert_eq!(t.cancel(k), Some(8));
+        assert_eq!(t.cancel(k), None, "nothing armed");
     }
 
     #[test]

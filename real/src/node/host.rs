@@ -111,13 +111,14 @@ impl Host for RealHost<'_> {
         let _ = self.transport.try_send(to, msg);
     }
 
-    fn set_timer(&mut self, timer: AnyTimer, gen: u64, after: Range<Duration>) {
+    fn set_timer(&mut self, timer: AnyTimer, gen: u64, after: Range<Duration>) -> u64 {
         let d = self.jitter.pick(after);
         let tx = self.timers.clone();
         tokio::spawn(async move {
             tokio::time::sleep(d).await;
             let _ = tx.send((timer, gen));
         });
+        0 // A stale fire is refused by the generation; nothing to cancel.
     }
 
     fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp) {

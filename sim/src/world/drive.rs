@@ -55,7 +55,7 @@ impl Host for SimHost<'_> {
         sim.transmit(ctx.id, to, super::Frame::encode(msg));
     }
 
-    fn set_timer(&mut self, key: AnyTimer, gen: u64, after: Range<Duration>) {
+    fn set_timer(&mut self, key: AnyTimer, gen: u64, after: Range<Duration>) -> u64 {
         let sim = &mut *self.sim;
         // mgmtd's heartbeat deadline is exempt: 3FS's reads are safe only while the failure
         // detector is slower than a live replica's routing refresh (no storage-side lease), so
@@ -81,16 +81,14 @@ impl Host for SimHost<'_> {
                 gen,
             },
         );
-        // A re-armed timer's earlier fire is stale: drop it from the queue.
-        if let Some(old) = self.ctx.timer_events.insert(key, h) {
-            sim.queue.cancel(old);
-        }
+        h.to_bits()
     }
 
-    fn cancel_timer(&mut self, key: AnyTimer) {
-        if let Some(h) = self.ctx.timer_events.remove(&key) {
-            self.sim.queue.cancel(h);
-        }
+    // A cancelled or re-armed timer's fire is stale: drop it from the queue.
+    fn cancel_timer(&mut self, _key: AnyTimer, handle: u64) {
+        self.sim
+            .queue
+            .cancel(super::queue::Handle::from_bits(handle));
     }
 
     fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp) {

@@ -48,11 +48,11 @@ impl World {
         }
         n.ctx.life = Life::Down;
         n.ctx.incarnation += 1;
-        n.tables.clear();
         // The dead incarnation's timers never fire (their generations are refused anyway).
-        for (_, h) in std::mem::take(&mut n.ctx.timer_events) {
-            self.sim.queue.cancel(h);
+        for h in n.tables.timers.handles() {
+            self.sim.queue.cancel(super::queue::Handle::from_bits(h));
         }
+        n.tables.clear();
         n.ctx.deferred.clear();
         n.ctx.crash_after_forward = false;
         let (counters, rows) = node::counters_of(&n.proc);

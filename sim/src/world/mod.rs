@@ -392,7 +392,6 @@ impl World {
                     pause_on_commit: false,
                     drop_heartbeats_until: Instant::ZERO,
                     deferred: Vec::new(),
-                    timer_events: BTreeMap::new(),
                     driver: None,
                     ns: None,
                 },
@@ -586,7 +585,6 @@ impl World {
                 if !self.nodes[node].tables.timers.fire(timer, gen) {
                     return; // Cancelled, replaced, or from a crashed incarnation.
                 }
-                self.nodes[node].ctx.timer_events.remove(&timer);
                 self.sim.hash(&[1, node as u8]);
                 self.drive(node, t3fs_core::node::Input::Timer(timer));
             }

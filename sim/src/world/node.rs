@@ -81,9 +81,6 @@ pub struct Ctx {
     pub drop_heartbeats_until: Instant,
     /// Events that arrived while paused, in arrival order.
     pub deferred: Vec<super::Ev>,
-    /// The queued fire of each armed timer, to cancel it when the timer is cancelled, re-armed
-    /// or dies with its incarnation.
-    pub timer_events: BTreeMap<t3fs_core::node::AnyTimer, super::queue::Handle>,
     /// Client: the workload driver.
     pub driver: Option<Driver>,
     /// Client: the namespace workload driver.

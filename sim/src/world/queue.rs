@@ -49,6 +49,21 @@ pub struct Handle {
 /// 256 the heap was mostly stale keys and each pop sifted through them (32 ran 3% faster).
 const COMPACT_AFTER: usize = 32;
 
+impl Handle {
+    /// The handle as one integer (the node runtime keeps it beside the timer it fires).
+    pub fn to_bits(self) -> u64 {
+        self.seq << SLOT_BITS | u64::from(self.slot)
+    }
+
+    /// The handle [`Handle::to_bits`] made.
+    pub fn from_bits(bits: u64) -> Self {
+        Self {
+            slot: (bits & ((1 << SLOT_BITS) - 1)) as u32,
+            seq: bits >> SLOT_BITS,
+        }
+    }
+}
+
 /// A deterministic timed queue.
 pub struct Queue<E> {
     heap: BinaryHeap<Key>,

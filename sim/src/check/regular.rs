@@ -10,8 +10,6 @@
 //! long histories. Not here: write ordering (writes are serialized by the head; the agreement and
 //! durability checks cover replicas), linearizability (linearizability.rs).
 
-use std::collections::BTreeMap;
-
 use super::linearizability::{Interval, RegOp};
 
 /// The first read with an impossible value: its origin and the values it could have returned.
@@ -36,19 +34,22 @@ pub fn check(ops: &[Interval]) -> Result<(), (usize, Vec<Option<u64>>)> {
             Some(*m)
         }))
         .collect();
-    let mut by_value: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-    for (j, (_, v)) in writes.iter().enumerate() {
-        by_value.entry(*v).or_default().push(j);
-    }
+    // (value, write) sorted: one buffer, where a map of vectors allocated once per value.
+    let mut by_value: Vec<(u64, usize)> = writes
+        .iter()
+        .enumerate()
+        .map(|(j, (_, v))| (*v, j))
+        .collect();
+    by_value.sort_unstable();
     for r in ops {
         let RegOp::Read(got) = r.op else { continue };
         let done = writes.partition_point(|(w, _)| w.ret < r.call);
         let ok = match got {
             None => done == 0, // A hole only before any write completed.
-            Some(v) => by_value.get(&v).is_some_and(|js| {
-                js.iter()
-                    .any(|&j| allowed(writes[j].0, j < done, cuts[done], r))
-            }),
+            Some(v) => by_value[by_value.partition_point(|&(x, _)| x < v)..]
+                .iter()
+                .take_while(|&&(x, _)| x == v)
+                .any(|&(_, j)| allowed(writes[j].0, j < done, cuts[done], r)),
         };
         if !ok {
             let mut all: Vec<Option<u64>> = Vec::new();

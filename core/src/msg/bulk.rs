@@ -48,7 +48,7 @@ impl Msg {
 
     /// Decodes a message from the two parts [`Msg::encode_split`] made.
     pub fn decode_split(head: &[u8], bulk: Vec<u8>) -> Result<Self, DecodeError> {
-        Self::decode_with(head, (!bulk.is_empty()).then(|| bulk.into()))
+        Self::decode_with(head, Some(bulk.into()))
     }
 
     /// [`Msg::decode_split`] with the bulk part as a payload (shared, not copied); an empty or

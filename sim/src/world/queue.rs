@@ -19,21 +19,18 @@ type Key = Reverse<u128>;
 
 const SLOT_BITS: u32 = 24;
 
-fn key(at: Instant, seq: u64, slot: u32) -> Key {
+fn key(at: Instant, h: Handle) -> Key {
     assert!(
-        seq < 1 << (64 - SLOT_BITS),
+        h.seq < 1 << (64 - SLOT_BITS),
         "fewer than 2^40 events per run"
     );
-    assert!(slot < 1 << SLOT_BITS, "fewer than 2^24 pending events");
-    Reverse(u128::from(at.0) << 64 | u128::from(seq << SLOT_BITS | u64::from(slot)))
+    assert!(h.slot < 1 << SLOT_BITS, "fewer than 2^24 pending events");
+    Reverse(u128::from(at.0) << 64 | u128::from(h.to_bits()))
 }
 
 fn unkey(k: Key) -> (Instant, u32) {
     let Reverse(k) = k;
-    (
-        Instant((k >> 64) as u64),
-        (k as u64 & ((1 << SLOT_BITS) - 1)) as u32,
-    )
+    (Instant((k >> 64) as u64), Handle::from_bits(k as u64).slot)
 }
 
 /// A pushed event, to cancel it by: its slot and sequence (a slot is reused once its event is
@@ -50,7 +47,8 @@ pub struct Handle {
 const COMPACT_AFTER: usize = 32;
 
 impl Handle {
-    /// The handle as one integer (the node runtime keeps it beside the timer it fires).
+    /// The handle as one integer, as the heap key holds it (the node runtime keeps it beside
+    /// the timer it fires).
     pub fn to_bits(self) -> u64 {
         self.seq << SLOT_BITS | u64::from(self.slot)
     }
@@ -106,11 +104,12 @@ impl<E> Queue<E> {
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^24 pending events")
             }
         };
-        self.heap.push(key(at, self.seq, slot));
-        Handle {
+        let h = Handle {
             slot,
             seq: self.seq,
-        }
+        };
+        self.heap.push(key(at, h));
+        h
     }
 
     /// Drops the event of `h` if it is still pending (a no-op once it was popped).

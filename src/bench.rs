@@ -175,13 +175,9 @@ fn io(a: IoArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match t3fs_real::client::bench_runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(e.to_string()),
+        Err(e) => return fail(e),
     };
     let nodes = match t3fs_real::cluster::nodes(&a.cluster) {
         Ok(n) if !n.is_empty() => n,
@@ -317,11 +313,7 @@ fn write_io_run(
 fn mdtest(dir: &std::path::Path, job: t3fs_real::bench_mdtest::MdJob) -> ExitCode {
     let run = || -> Result<Vec<t3fs_real::bench_mdtest::Phase>, String> {
         let opts = t3fs_real::cluster::client_options(dir)?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+        let rt = t3fs_real::client::bench_runtime()?;
         rt.block_on(t3fs_real::bench_mdtest::run(opts, job.clone()))
     };
     match run() {

@@ -1,11 +1,13 @@
 //! `t3fs calibrate`: the simulator's resources against a real loopback cluster on this host.
 //!
-//! It measures this host (the probe's disk and loopback bounds, a TCP round trip of the real
-//! transport, and this CPU's copy-and-checksum speed), writes those as a `this-host` hardware
-//! profile, runs three jobs on a real `cluster up` (1 MiB sequential write, 1 MiB sequential
-//! read, 4 KiB random read; one job, depth 1, through `t3fs bench io`) and the same three in the
-//! simulator with that profile, and reports each pair: throughput and p99 side by side with
-//! their error, held to ±10% and ±25%, plus `t3fs report compare` of each pair's run directories.
+//! It starts a real `cluster up` whose targets use the io_uring chunk store (O_DIRECT: the disk
+//! the model's SSD stands for, not the page cache), measures each modelled resource through the
+//! real component the cluster uses for it (`calibrate_profile.rs`), writes those as a
+//! `this-host` hardware profile, runs three jobs on the cluster (1 MiB sequential write, 1 MiB
+//! sequential read, 4 KiB random read; one job, depth 1, through `t3fs bench io`) and the same
+//! three in the simulator with that profile, and reports each pair: throughput and p99 side by
+//! side with their error, held to ±10% and ±25%, plus `t3fs report compare` of each pair's run
+//! directories.
 //!
 //! Invariant: nothing in the profile is fitted to the jobs it predicts; every value comes from a
 //! measurement named in `this-host.toml`, or is an assumption named there. The cluster it starts
@@ -13,10 +15,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use t3fs_scenario::hardware::THIS_HOST;
 use t3fs_scenario::{Hardware, Scenario};
+
+use crate::calibrate_profile::{self as profile, Measured};
 use t3fs_sim::world::throughput::KindLoad;
 
 /// One job, run both ways.
@@ -65,122 +68,6 @@ struct Figures {
     p99: f64,
 }
 
-/// This host's measured inputs to the profile.
-struct Measured {
-    probe: t3fs_real::probe::Probe,
-    rtt_p50: Duration,
-    sync_p50: Duration,
-    /// 4 KiB O_DIRECT random read latency, median and 99th percentile, at queue depth 1.
-    read_p50: Duration,
-    read_p99: Duration,
-    copy_ns_per_byte: f64,
-    cores: u32,
-}
-
-/// Copies per byte a chunk payload takes through one service hop (encode, decode, checksum,
-/// store): the code path's count, not a measurement.
-const PASSES_PER_HOP: f64 = 4.0;
-
-/// The `this-host` profile from `m`, with where each value comes from.
-fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
-    let p = &m.probe;
-    let mib = (1u64 << 20) as f64;
-    let per_stream_write = p.disk_write_buffered_mibs / p.write_qd.max(1) as f64;
-    let hw = Hardware {
-        profile: THIS_HOST.into(),
-        nic_bytes: p.loopback_mibs * mib,
-        nic_message: m.rtt_p50 / 2,
-        ssd_bytes: p.disk_read_mibs * mib,
-        ssd_write_bytes: per_stream_write * mib,
-        ssd_iops: p.rand_read_iops,
-        ssd_queue_depth: 32,
-        ssd_p50: m.read_p50,
-        ssd_p99: m.read_p99.max(m.read_p50),
-        ssd_sync: m.sync_p50,
-        cpu_cores: m.cores,
-        cpu_request: Duration::ZERO,
-        cpu_byte_ns: m.copy_ns_per_byte * PASSES_PER_HOP,
-        shared_host: true,
-    };
-    let why = vec![
-        format!(
-            "nic_gbps: loopback TCP {:.0} MiB/s (probe, {} streams)",
-            p.loopback_mibs, p.loopback_streams
-        ),
-        format!(
-            "nic_message_us: half the transport's 4 KiB TCP round trip, p50 {:.1} us",
-            m.rtt_p50.as_secs_f64() * 1e6
-        ),
-        format!(
-            "ssd_mb_s: O_DIRECT 1 MiB reads {:.0} MiB/s (probe, qd {})",
-            p.disk_read_mibs, p.qd
-        ),
-        format!(
-            "ssd_write_mb_s: buffered durable 1 MiB writes {:.0} MiB/s, {} stream (a chain's \
-             replicas write one after another)",
-            p.disk_write_buffered_mibs, p.write_qd
-        ),
-        format!(
-            "ssd_iops: 4 KiB O_DIRECT random reads {:.0} IOPS at qd {} (probe)",
-            p.rand_read_iops, p.qd
-        ),
-        format!(
-            "ssd_p50_us, ssd_p99_us: 4 KiB O_DIRECT random reads one at a time for 1 s, p50 {:.0} \
-             us, p99 {:.0} us",
-            m.read_p50.as_secs_f64() * 1e6,
-            m.read_p99.as_secs_f64() * 1e6
-        ),
-        "ssd_queue_depth: 32, ASSUMED".into(),
-        format!(
-            "ssd_sync_us: a 64-byte append made durable (fdatasync), p50 {:.0} us: the file \
-             store's metadata sync after each update and commit",
-            m.sync_p50.as_secs_f64() * 1e6
-        ),
-        format!("cpu_cores: {} (this host)", m.cores),
-        format!(
-            "cpu_byte_ns: {PASSES_PER_HOP} passes per byte per hop (encode, decode, checksum, \
-             store) at this CPU's copy+CRC32C speed, {:.3} ns/byte",
-            m.copy_ns_per_byte
-        ),
-        "cpu_request_us: 0 (a request's fixed cost is in nic_message_us)".into(),
-        "shared_host: every node and target of a loopback cluster on one host".into(),
-    ];
-    (hw, why)
-}
-
-/// The median time of a small append made durable (fdatasync) in `dir`: a file store's
-/// metadata durability point. 200 appends of 64 bytes.
-fn sync_latency(dir: &Path) -> Result<Duration, String> {
-    use std::io::Write;
-    let path = dir.join("sync-probe");
-    let mut f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut v = Vec::with_capacity(200);
-    for _ in 0..200 {
-        let t = Instant::now();
-        f.write_all(&[1u8; 64]).map_err(|e| e.to_string())?;
-        f.sync_data().map_err(|e| e.to_string())?;
-        v.push(t.elapsed());
-    }
-    let _ = std::fs::remove_file(&path);
-    v.sort();
-    Ok(v[v.len() / 2])
-}
-
-/// Nanoseconds per byte to copy a buffer and checksum it, best of three passes over 64 MiB.
-fn copy_speed() -> f64 {
-    let src = vec![7u8; 64 << 20];
-    let mut dst = vec![0u8; src.len()];
-    let mut best = f64::MAX;
-    for _ in 0..3 {
-        let t = Instant::now();
-        dst.copy_from_slice(&src);
-        let sum = t3fs_core::crc32c::checksum(&dst);
-        std::hint::black_box(sum);
-        best = best.min(t.elapsed().as_secs_f64() * 1e9 / src.len() as f64);
-    }
-    best / 2.0 // Two passes (copy, checksum) measured: the cost of one.
-}
-
 /// Runs `t3fs ARGS` (this binary); its output goes to `log`.
 fn t3fs(args: &[&str], log: &Path) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("this binary: {e}"))?;
@@ -215,16 +102,23 @@ impl Drop for ClusterGuard {
     }
 }
 
-/// The real jobs: figures and run directory of each.
-fn real_jobs(a: &Args) -> Result<Vec<(Figures, PathBuf)>, String> {
+/// What the running cluster gave: the reads of absent chunks (sorted), and each job's figures
+/// and run directory.
+type RealRuns = (Vec<Duration>, Vec<(Figures, PathBuf)>);
+
+/// The real side on a loopback cluster whose targets use the io_uring store (O_DIRECT: the
+/// disk the model's SSD stands for, not the page cache): the null requests, then the jobs.
+fn real_jobs(a: &Args) -> Result<RealRuns, String> {
     let cluster = a.out.join("cluster");
     let _ = std::fs::remove_dir_all(&cluster);
     let c = cluster.display().to_string();
     t3fs(
-        &["cluster", "up", "--dir", &c],
+        &["cluster", "up", "--dir", &c, "--store", "uring"],
         &a.out.join("cluster-up.log"),
     )?;
     let _guard = ClusterGuard(cluster.clone());
+    eprintln!("real: reads of absent chunks (1 s) ...");
+    let null = profile::null_requests(&cluster, Duration::from_secs(1))?;
     let mut out = Vec::new();
     for j in &JOBS {
         let dir = a.out.join(format!("real-{}", j.name));
@@ -254,7 +148,7 @@ fn real_jobs(a: &Args) -> Result<Vec<(Figures, PathBuf)>, String> {
         t3fs(&args, &a.out.join(format!("real-{}.log", j.name)))?;
         out.push((read_summary(&dir.join("summary.json"), j.rw)?, dir));
     }
-    Ok(out)
+    Ok((null, out))
 }
 
 /// IOPS and p99 of `summary.json`'s read or write side.
@@ -303,6 +197,18 @@ fn error(sim: f64, real: f64) -> f64 {
     sim / real.max(1e-12) - 1.0
 }
 
+/// The io_uring chunk store alone in `dir` (removed after), as each target of the cluster
+/// runs it: its operation latencies, one at a time.
+fn store_probe(dir: &Path) -> Result<t3fs_real::probe_store::StoreLatencies, String> {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut store = t3fs_real::chunk_store::UringChunkStore::open(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let r = t3fs_real::probe_store::measure(&mut store, Duration::from_secs(1));
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    r.map_err(|e| format!("chunk store probe: {e}"))
+}
+
 /// Runs the calibration; exit 0 when every figure is within its tolerance, 1 when not.
 pub fn run(a: Args) -> ExitCode {
     match calibrate(&a) {
@@ -317,7 +223,7 @@ pub fn run(a: Args) -> ExitCode {
 
 fn calibrate(a: &Args) -> Result<bool, String> {
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    eprintln!("measuring this host (probe, transport round trip, copy speed) ...");
+    eprintln!("measuring this host (probe, the io_uring chunk store alone, CRC32C speed) ...");
     let probe = t3fs_real::probe::load_or_measure(
         &a.out.join("probe.json"),
         &a.out,
@@ -326,23 +232,22 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         Duration::from_secs(3600),
     )
     .map_err(|e| format!("host probe: {e}"))?;
-    let lat = t3fs_real::probe::rand_read_latencies(&a.out, 64, Duration::from_secs(1))
-        .map_err(|e| format!("read latency probe: {e}"))?;
-    if lat.is_empty() {
-        return Err("read latency probe: no read completed".into());
-    }
-    let rtt =
-        t3fs_real::bench_transport::run(t3fs_real::bench_transport::Kind::Tcp, 4096, 2000, 16)?;
+    let store = store_probe(&a.out.join("store-probe"))?;
+    let crc_ns_per_byte = profile::crc_speed();
+    let message = (
+        t3fs_real::probe_message::round_trips(0, 2000)?,
+        t3fs_real::probe_message::round_trips(1 << 20, 300)?,
+    );
+    let (null, real) = real_jobs(a)?;
     let m = Measured {
         probe,
-        rtt_p50: Duration::from_nanos(rtt.rtt.value_at_quantile(0.5)),
-        sync_p50: sync_latency(&a.out)?,
-        read_p50: lat[lat.len() / 2],
-        read_p99: lat[lat.len() * 99 / 100],
-        copy_ns_per_byte: copy_speed(),
+        store,
+        null,
+        message,
+        crc_ns_per_byte,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
     };
-    let (hw, why) = this_host(&m);
+    let (hw, why) = profile::this_host(&m);
     let profile = format!(
         "# Written by `t3fs calibrate`: this host, measured.\n{}{}",
         why.iter().map(|w| format!("# {w}\n")).collect::<String>(),
@@ -354,7 +259,6 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     for w in &why {
         println!("  {w}");
     }
-    let real = real_jobs(a)?;
     println!(
         "\n{:<14} {:>11} {:>11} {:>8}  {:>10} {:>10} {:>8}",
         "job", "real IOPS", "sim IOPS", "error", "real p99", "sim p99", "error"
@@ -403,41 +307,6 @@ fn calibrate(a: &Args) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_profile_is_the_measurements_mapped_as_documented() {
-        let probe = t3fs_real::probe::Probe::parse(
-            r#"{"at": 1, "disk_write_mibs": 900, "disk_write_buffered_mibs": 600,
-                "disk_read_mibs": 2000, "rand_read_iops": 10000, "qd": 1, "write_qd": 1,
-                "loopback_mibs": 4000, "loopback_streams": 2}"#,
-        )
-        .expect("probe json");
-        let m = Measured {
-            probe,
-            rtt_p50: Duration::from_micros(100),
-            sync_p50: Duration::from_micros(300),
-            read_p50: Duration::from_micros(80),
-            read_p99: Duration::from_micros(400),
-            copy_ns_per_byte: 0.1,
-            cores: 2,
-        };
-        let (hw, why) = this_host(&m);
-        let mib = (1u64 << 20) as f64;
-        assert_eq!(hw.nic_bytes, 4000.0 * mib);
-        assert_eq!(hw.nic_message, Duration::from_micros(50));
-        assert_eq!(hw.ssd_write_bytes, 600.0 * mib, "one stream");
-        assert_eq!(hw.ssd_sync, Duration::from_micros(300));
-        assert_eq!(
-            (hw.ssd_p50, hw.ssd_p99),
-            (Duration::from_micros(80), Duration::from_micros(400))
-        );
-        assert!((hw.cpu_byte_ns - 0.4).abs() < 1e-12);
-        assert!(hw.shared_host);
-        assert!(
-            why.iter().any(|w| w.contains("ASSUMED")),
-            "assumptions are named"
-        );
-    }
 
     #[test]
     fn summaries_give_their_sides_iops_and_p99() {

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_meta;
 mod calibrate;
+mod calibrate_profile;
 mod chains;
 mod check;
 mod cluster;

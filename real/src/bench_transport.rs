@@ -255,11 +255,7 @@ fn transport(
     round_trips: u32,
     mib: u32,
 ) -> Result<Figures, String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = crate::client::bench_runtime()?;
     rt.block_on(async {
         let run = transport_async(wires, size, round_trips, mib);
         tokio::time::timeout(Duration::from_secs(120), run)

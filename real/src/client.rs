@@ -89,6 +89,16 @@ impl ClientOptions {
     }
 }
 
+/// The runtime a benchmark or probe client runs on: two workers, as every `t3fs bench` client
+/// has, so figures taken by different commands share their scheduling.
+pub fn bench_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))
+}
+
 /// What can go wrong.
 #[derive(Clone, Debug, Eq, PartialEq)]
 pub enum ClientError {

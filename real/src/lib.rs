@@ -42,6 +42,8 @@ pub mod netns_rules;
 pub mod node;
 pub mod ports;
 pub mod probe;
+pub mod probe_message;
+pub mod probe_store;
 pub mod rdma;
 pub mod rdma_config;
 pub mod roofline;

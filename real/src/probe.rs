@@ -223,35 +223,6 @@ fn disk(
     })
 }
 
-/// The latency of each 4 KiB O_DIRECT random read, one at a time for `for_`, over a file of
-/// `size_mib` MiB written in `dir` first (sorted): the access latency distribution a simulated
-/// SSD draws from. Not part of [`Probe`]: `t3fs calibrate` takes it.
-pub fn rand_read_latencies(
-    dir: &Path,
-    size_mib: usize,
-    for_: Duration,
-) -> std::io::Result<Vec<Duration>> {
-    std::fs::create_dir_all(dir)?;
-    let path = read_file(dir, "latency", size_mib)?;
-    let r = (|| {
-        let f = open_direct(&path)?;
-        let (mut buf, off) = aligned(4096);
-        let blocks = (size_mib * MIB / 4096) as u64;
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut lat = Vec::new();
-        let stop = Instant::now() + for_;
-        while Instant::now() < stop {
-            let t = Instant::now();
-            f.read_exact_at(&mut buf[off..off + 4096], next_block(&mut x, blocks) * 4096)?;
-            lat.push(t.elapsed());
-        }
-        lat.sort();
-        Ok::<_, std::io::Error>(lat)
-    })();
-    let _ = std::fs::remove_file(&path);
-    r
-}
-
 /// Writes `size_mib` MiB to a file `.t3fs-TAG-PID` in `dir` and makes it durable: what the
 /// read probes read (the caller removes it).
 fn read_file(dir: &Path, tag: &str, size_mib: usize) -> std::io::Result<std::path::PathBuf> {

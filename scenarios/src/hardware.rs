@@ -6,7 +6,8 @@
 //! A scenario without `[hardware]` keeps the fault model's size-blind latencies, so its runs and
 //! trace hashes do not change. A profile gives every value; keys after it override one each.
 //! Invariant: a loaded `Hardware` has positive bandwidths and rates, at least one queue slot and
-//! `ssd_p99 >= ssd_p50 > 0`. Not here: how the world queues on these resources.
+//! `ssd_p99 >= ssd_p50 > 0`, each other p99 at least its median, and a transfer spread of at
+//! least 1. Not here: how the world queues on these resources.
 
 use core::time::Duration;
 
@@ -24,8 +25,11 @@ pub struct Hardware {
     pub profile: String,
     /// NIC bandwidth per node, bytes per second, each direction.
     pub nic_bytes: f64,
-    /// NIC and stack time per message, paid on the sender's NIC.
+    /// NIC and stack time per message, paid on the sender's NIC (its median).
     pub nic_message: Duration,
+    /// 99th percentile of the time per message: with the median, a log-normal distribution
+    /// (equal to the median: every message pays the median, and nothing is drawn).
+    pub nic_message_p99: Duration,
     /// SSD read bandwidth per target, bytes per second (reads and writes share one queue).
     pub ssd_bytes: f64,
     /// SSD write bandwidth per target, bytes per second (durable writes).
@@ -41,6 +45,13 @@ pub struct Hardware {
     /// Time a mutation's durability point adds (a metadata fdatasync; 0 for a drive with
     /// power-loss protection, whose flush returns at once).
     pub ssd_sync: Duration,
+    /// 99th percentile of the durability point: with `ssd_sync`, a log-normal distribution
+    /// (equal to it: every mutation pays `ssd_sync`, and nothing is drawn).
+    pub ssd_sync_p99: Duration,
+    /// How much slower than its median a transfer (an operation's bytes over the SSD's
+    /// bandwidth) is at the 99th percentile: a log-normal factor on each operation's transfer
+    /// time (1: no spread, and nothing is drawn).
+    pub ssd_transfer_spread: f64,
     /// CPU cores per node that handle received messages (0: CPU not modelled).
     pub cpu_cores: u32,
     /// CPU time per received message.
@@ -66,6 +77,7 @@ impl Hardware {
                 profile: name.into(),
                 nic_bytes: gbps(200.0),
                 nic_message: us(1),
+                nic_message_p99: us(1),
                 ssd_bytes: 7.0e9,
                 ssd_write_bytes: 5.0e9,
                 ssd_iops: 1.0e6,
@@ -73,6 +85,8 @@ impl Hardware {
                 ssd_p50: us(80),
                 ssd_p99: us(300),
                 ssd_sync: Duration::ZERO,
+                ssd_sync_p99: Duration::ZERO,
+                ssd_transfer_spread: 1.0,
                 cpu_cores: 0,
                 cpu_request: Duration::ZERO,
                 cpu_byte_ns: 0.0,
@@ -83,6 +97,7 @@ impl Hardware {
                 profile: name.into(),
                 nic_bytes: gbps(10.0),
                 nic_message: us(5),
+                nic_message_p99: us(5),
                 ssd_bytes: 500e6,
                 ssd_write_bytes: 450e6,
                 ssd_iops: 80e3,
@@ -90,6 +105,8 @@ impl Hardware {
                 ssd_p50: us(150),
                 ssd_p99: us(1500),
                 ssd_sync: us(200),
+                ssd_sync_p99: us(200),
+                ssd_transfer_spread: 1.0,
                 cpu_cores: 4,
                 cpu_request: us(10),
                 cpu_byte_ns: 0.25,
@@ -114,6 +131,7 @@ pub(crate) struct RawHardware {
     profile: String,
     nic_gbps: Option<f64>,
     nic_message_us: Option<f64>,
+    nic_message_p99_us: Option<f64>,
     ssd_mb_s: Option<f64>,
     ssd_write_mb_s: Option<f64>,
     ssd_iops: Option<f64>,
@@ -121,6 +139,8 @@ pub(crate) struct RawHardware {
     ssd_p50_us: Option<f64>,
     ssd_p99_us: Option<f64>,
     ssd_sync_us: Option<f64>,
+    ssd_sync_p99_us: Option<f64>,
+    ssd_transfer_spread: Option<f64>,
     cpu_cores: Option<u32>,
     cpu_request_us: Option<f64>,
     cpu_byte_ns: Option<f64>,
@@ -185,6 +205,17 @@ impl RawHardware {
         if let Some(v) = at_least_zero("nic_message_us", self.nic_message_us)? {
             h.nic_message = us(v);
         }
+        // A spread left out is none: the p99 follows the median given.
+        h.nic_message_p99 = match at_least_zero("nic_message_p99_us", self.nic_message_p99_us)? {
+            Some(v) => us(v),
+            None => h.nic_message,
+        };
+        if h.nic_message_p99 < h.nic_message {
+            return Err((
+                "nic_message_p99_us",
+                "below the median `nic_message_us`".into(),
+            ));
+        }
         if let Some(v) = positive("ssd_mb_s", self.ssd_mb_s)? {
             h.ssd_bytes = v * 1e6;
         }
@@ -207,6 +238,20 @@ impl RawHardware {
         }
         if let Some(v) = at_least_zero("ssd_sync_us", self.ssd_sync_us)? {
             h.ssd_sync = us(v);
+        }
+        h.ssd_sync_p99 = match at_least_zero("ssd_sync_p99_us", self.ssd_sync_p99_us)? {
+            Some(v) => us(v),
+            None => h.ssd_sync,
+        };
+        if h.ssd_sync_p99 < h.ssd_sync {
+            return Err(("ssd_sync_p99_us", "below the median `ssd_sync_us`".into()));
+        }
+        match self.ssd_transfer_spread {
+            Some(v) if !(v.is_finite() && v >= 1.0) => {
+                return Err(("ssd_transfer_spread", format!("{v}: must be at least 1")))
+            }
+            Some(v) => h.ssd_transfer_spread = v,
+            None => {}
         }
         if h.ssd_p99 < h.ssd_p50 {
             return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));
@@ -251,7 +296,10 @@ mod tests {
 
     #[test]
     fn hardware_is_written_back_as_loaded() {
-        let text = with("profile = \"gbe-sata\"\nnic_gbps = 25\nssd_p50_us = 12.5\ncpu_cores = 2");
+        let text = with(
+            "profile = \"gbe-sata\"\nnic_gbps = 25\nssd_p50_us = 12.5\ncpu_cores = 2\n\
+             nic_message_p99_us = 9\nssd_sync_p99_us = 450\nssd_transfer_spread = 1.25",
+        );
         let s = parse("h.toml", &text).unwrap();
         let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
         assert_eq!(again.hardware, s.hardware);
@@ -272,6 +320,14 @@ mod tests {
         assert_eq!(e.field, "hardware.ssd_queue_depth");
         let e = parse("h.toml", &with("profile = \"gbe-sata\"\nssd_p99_us = 10")).unwrap_err();
         assert_eq!(e.field, "hardware.ssd_p99_us");
+        for (bad, key) in [
+            ("nic_message_p99_us = 1", "nic_message_p99_us"),
+            ("ssd_sync_p99_us = 10", "ssd_sync_p99_us"),
+            ("ssd_transfer_spread = 0.5", "ssd_transfer_spread"),
+        ] {
+            let e = parse("h.toml", &with(&format!("profile = \"gbe-sata\"\n{bad}"))).unwrap_err();
+            assert_eq!(e.field, format!("hardware.{key}"), "{bad}");
+        }
         let e = parse("h.toml", &with("profile = \"gbe-sata\"\nnic_mbps = 3")).unwrap_err();
         assert_eq!(e.field, "hardware.nic_mbps");
         let e = parse("h.toml", &with("profile = \"this-host\"\nnic_gbps = 3")).unwrap_err();

@@ -45,13 +45,16 @@ fn quote(s: &str) -> String {
 pub fn hardware_toml(h: &crate::Hardware) -> String {
     let us = |d: Duration| d.as_nanos() as f64 / 1e3;
     format!(
-        "\n[hardware]\nprofile = {}\nnic_gbps = {:?}\nnic_message_us = {:?}\nssd_mb_s = {:?}\n\
+        "\n[hardware]\nprofile = {}\nnic_gbps = {:?}\nnic_message_us = {:?}\n\
+         nic_message_p99_us = {:?}\nssd_mb_s = {:?}\n\
          ssd_write_mb_s = {:?}\nssd_iops = {:?}\nssd_queue_depth = {}\nssd_p50_us = {:?}\n\
-         ssd_p99_us = {:?}\nssd_sync_us = {:?}\ncpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
+         ssd_p99_us = {:?}\nssd_sync_us = {:?}\nssd_sync_p99_us = {:?}\n\
+         ssd_transfer_spread = {:?}\ncpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
          shared_host = {}\n",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,
         us(h.nic_message),
+        us(h.nic_message_p99),
         h.ssd_bytes / 1e6,
         h.ssd_write_bytes / 1e6,
         h.ssd_iops,
@@ -59,6 +62,8 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
         us(h.ssd_p50),
         us(h.ssd_p99),
         us(h.ssd_sync),
+        us(h.ssd_sync_p99),
+        h.ssd_transfer_spread,
         h.cpu_cores,
         us(h.cpu_request),
         h.cpu_byte_ns,

@@ -158,7 +158,7 @@ impl Disk {
             (None, None) => rng.duration(f.disk_latency.clone()),
         };
         let mut at = match ssd {
-            Some((r, target)) => r.ssd(target, now, op_bytes(op), is_mutation(op), latency),
+            Some((r, target)) => r.ssd((target, now), op_bytes(op), is_mutation(op), latency, rng),
             None => Instant(now.0 + latency.as_nanos() as u64),
         };
         match chunk_of(op) {

@@ -317,8 +317,9 @@ impl Sim {
                     core::time::Duration::ZERO
                 };
                 let bytes = frame.len();
+                let rng = &mut self.rng;
                 let mut arrive = |d: core::time::Duration| match &mut self.resources {
-                    Some(r) => r.message(now, from, to, bytes, d + extra),
+                    Some(r) => r.message(now, (from, to), bytes, d + extra, rng),
                     None => Instant(now.0 + (d + extra).as_nanos() as u64),
                 };
                 let first = arrive(first);

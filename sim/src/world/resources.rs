@@ -6,15 +6,20 @@
 //!
 //! The model, per message of `b` bytes from `a` to `z` sent at `t` with propagation `p` (the
 //! fault model's drawn latency): `a`'s transmit queue serves it in `message + b / nic` from when
-//! it is free; it arrives `p` later; `z`'s receive side is a second queue of the same rate (so
+//! it is free (`message` drawn log-normal between the profile's median and p99 where it gives
+//! a spread); it arrives `p` later; `z`'s receive side is a second queue of the same rate (so
 //! many senders to one node share its line rate; one sender alone pays the bytes once); then the
 //! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. With
 //! `shared_host` (a loopback cluster) all nodes share one NIC pair and one set of cores, and all
 //! targets one SSD. Per SSD
 //! operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops` after the
-//! previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations) on the SSD's one transfer queue, and it
-//! completes at the later of its start plus the drawn access latency and the end of its
-//! transfer, plus the profile's sync time for a mutation. Everything is a function of the seed (draws come from the world's generator in
+//! previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations) on the
+//! SSD's one transfer queue, and it completes at the latest of its start plus the drawn access
+//! latency, the end of its queued transfer and its start plus its own transfer time times a
+//! drawn factor (the profile's transfer spread; the queue keeps the median, so the spread
+//! lengthens a lone operation without lowering the bandwidth bound), plus the sync time for a
+//! mutation (drawn between its median and p99). A spread the profile does not give draws
+//! nothing, so profiles without spreads run exactly as before they existed. Everything is a function of the seed (draws come from the world's generator in
 //! event order) and of simulated time, nothing of the wall clock.
 //!
 //! Not here: the fault model's spikes, slow disks and loss (they apply on top, unchanged), the
@@ -71,6 +76,34 @@ fn ns(d: Duration) -> u64 {
     d.as_nanos() as u64
 }
 
+/// A log-normal factor of median 1 whose 99th percentile is `p99_ratio` (two uniform draws).
+fn factor(rng: &mut Rng, p99_ratio: f64) -> f64 {
+    let sigma = p99_ratio.ln() / Z99;
+    // Box-Muller from two uniform draws; 1 - u keeps the logarithm finite.
+    let (u1, u2) = (1.0 - rng.unit(), rng.unit());
+    let z = (-2.0 * u1.ln()).sqrt() * (core::f64::consts::TAU * u2).cos();
+    (sigma * z).exp()
+}
+
+/// [`factor`] where the profile gives a spread; 1 without drawing where it gives none, so a
+/// profile without spreads draws exactly what it drew before they existed.
+fn spread(rng: &mut Rng, p99_ratio: f64) -> f64 {
+    if p99_ratio > 1.0 {
+        factor(rng, p99_ratio)
+    } else {
+        1.0
+    }
+}
+
+/// A time of median `p50` and 99th percentile `p99`, log-normal (`p50` itself when they are
+/// equal, drawing nothing).
+fn lognormal(rng: &mut Rng, p50: Duration, p99: Duration) -> Duration {
+    if p99 <= p50 || p50.is_zero() {
+        return p50;
+    }
+    p50.mul_f64(factor(rng, p99.as_secs_f64() / p50.as_secs_f64()))
+}
+
 /// Nanoseconds to move `bytes` at `rate` bytes per second (at least 1 for any bytes).
 fn bytes_ns(bytes: usize, rate: f64) -> u64 {
     if bytes == 0 {
@@ -102,14 +135,15 @@ impl Resources {
     pub fn message(
         &mut self,
         now: Instant,
-        from: NodeId,
-        to: NodeId,
+        (from, to): (NodeId, NodeId),
         bytes: usize,
         propagation: Duration,
+        rng: &mut Rng,
     ) -> Instant {
         let (a, z) = (self.node(from), self.node(to));
         let wire = bytes_ns(bytes, self.hw.nic_bytes);
-        let sent = self.tx[a].serve(now, ns(self.hw.nic_message) + wire);
+        let fixed = lognormal(rng, self.hw.nic_message, self.hw.nic_message_p99);
+        let sent = self.tx[a].serve(now, ns(fixed) + wire);
         let arrived = Instant(sent.0 + ns(propagation));
         // The receive queue ends the message no sooner than its arrival: alone, it adds nothing
         // (the bytes were paid at the sender); behind others, it waits for the line.
@@ -132,14 +166,15 @@ impl Resources {
     }
 
     /// When an SSD operation of `bytes` on `target` (a write when `write`), submitted at `now`
-    /// with access latency `latency`, completes.
+    /// with access latency `latency`, completes. `rng` draws the spreads of its transfer and
+    /// its durability point, where the profile gives them.
     pub fn ssd(
         &mut self,
-        target: TargetId,
-        now: Instant,
+        (target, now): (TargetId, Instant),
         bytes: usize,
         write: bool,
         latency: Duration,
+        rng: &mut Rng,
     ) -> Instant {
         let hw = &self.hw;
         // On one host every target is a directory of the same disk.
@@ -164,10 +199,19 @@ impl Resources {
             .expect("at least one slot");
         let start = now.max(free).max(ssd.next_start);
         ssd.next_start = Instant(start.0 + (1e9 / hw.ssd_iops).ceil() as u64);
-        let moved = ssd.transfer.serve(start, bytes_ns(bytes, rate));
+        let transfer = bytes_ns(bytes, rate);
+        // The transfer queue holds the median time (the bandwidth bound under load); alone, an
+        // operation's own transfer may take longer by its drawn factor.
+        let moved = ssd.transfer.serve(start, transfer);
+        let slow =
+            Instant(start.0 + (transfer as f64 * spread(rng, hw.ssd_transfer_spread)) as u64);
         // A mutation is done at its durability point, a sync after its bytes.
-        let sync = if write { ns(hw.ssd_sync) } else { 0 };
-        let done = Instant(Instant(start.0 + ns(latency)).max(moved).0 + sync);
+        let sync = if write {
+            ns(lognormal(rng, hw.ssd_sync, hw.ssd_sync_p99))
+        } else {
+            0
+        };
+        let done = Instant(Instant(start.0 + ns(latency)).max(moved).max(slow).0 + sync);
         ssd.slots[slot] = done;
         ssd.ops += 1;
         done
@@ -176,11 +220,7 @@ impl Resources {
     /// An SSD access latency drawn from the profile's log-normal distribution.
     pub fn ssd_latency(&self, rng: &mut Rng) -> Duration {
         let p50 = self.hw.ssd_p50.as_secs_f64();
-        let sigma = (self.hw.ssd_p99.as_secs_f64() / p50).ln() / Z99;
-        // Box-Muller from two uniform draws; 1 - u keeps the logarithm finite.
-        let (u1, u2) = (1.0 - rng.unit(), rng.unit());
-        let z = (-2.0 * u1.ln()).sqrt() * (core::f64::consts::TAU * u2).cos();
-        Duration::from_secs_f64(p50 * (sigma * z).exp())
+        Duration::from_secs_f64(p50 * factor(rng, self.hw.ssd_p99.as_secs_f64() / p50))
     }
 
     /// How busy the busiest resource of each kind was over `elapsed`: one line per kind.
@@ -250,9 +290,21 @@ mod tests {
     fn a_message_costs_its_bytes_once_and_grows_with_size() {
         let mut r = Resources::new(hw(), 2);
         let p = Duration::from_micros(10);
-        let small = r.message(Instant::ZERO, NodeId(0), NodeId(1), 4096, p);
+        let small = r.message(
+            Instant::ZERO,
+            (NodeId(0), NodeId(1)),
+            4096,
+            p,
+            &mut Rng::new(1),
+        );
         let mut r = Resources::new(hw(), 2);
-        let big = r.message(Instant::ZERO, NodeId(0), NodeId(1), 1 << 20, p);
+        let big = r.message(
+            Instant::ZERO,
+            (NodeId(0), NodeId(1)),
+            1 << 20,
+            p,
+            &mut Rng::new(1),
+        );
         let wire = |b: usize| bytes_ns(b, hw().nic_bytes);
         assert_eq!(small.0, 5_000 + wire(4096) + 10_000);
         assert_eq!(big.0, 5_000 + wire(1 << 20) + 10_000);
@@ -267,8 +319,13 @@ mod tests {
         let mut r = Resources::new(hw(), 9);
         let mut last = Instant::ZERO;
         for s in 1..9 {
-            last =
-                last.max(r.message(Instant::ZERO, NodeId(s), NodeId(0), 1 << 20, Duration::ZERO));
+            last = last.max(r.message(
+                Instant::ZERO,
+                (NodeId(s), NodeId(0)),
+                1 << 20,
+                Duration::ZERO,
+                &mut Rng::new(1),
+            ));
         }
         let one = bytes_ns(1 << 20, hw().nic_bytes);
         // Eight senders in parallel, one receive line: eight wire times, not one.
@@ -283,12 +340,36 @@ mod tests {
         let mut r = Resources::new(h, 4);
         let one = bytes_ns(1 << 20, hw().nic_bytes) + 5_000;
         // Two independent pairs of nodes, one loopback: the second message waits for the first.
-        let a = r.message(Instant::ZERO, NodeId(0), NodeId(1), 1 << 20, Duration::ZERO);
-        let b = r.message(Instant::ZERO, NodeId(2), NodeId(3), 1 << 20, Duration::ZERO);
+        let a = r.message(
+            Instant::ZERO,
+            (NodeId(0), NodeId(1)),
+            1 << 20,
+            Duration::ZERO,
+            &mut Rng::new(1),
+        );
+        let b = r.message(
+            Instant::ZERO,
+            (NodeId(2), NodeId(3)),
+            1 << 20,
+            Duration::ZERO,
+            &mut Rng::new(1),
+        );
         assert_eq!((a.0, b.0), (one, 2 * one));
         let lat = Duration::ZERO;
-        let x = r.ssd(TargetId(1), Instant::ZERO, 1 << 20, true, lat);
-        let y = r.ssd(TargetId(2), Instant::ZERO, 1 << 20, true, lat);
+        let x = r.ssd(
+            (TargetId(1), Instant::ZERO),
+            1 << 20,
+            true,
+            lat,
+            &mut Rng::new(1),
+        );
+        let y = r.ssd(
+            (TargetId(2), Instant::ZERO),
+            1 << 20,
+            true,
+            lat,
+            &mut Rng::new(1),
+        );
         let w = bytes_ns(1 << 20, hw().ssd_write_bytes);
         let s = ns(hw().ssd_sync);
         assert_eq!(
@@ -307,8 +388,14 @@ mod tests {
         let mut r = Resources::new(h, 4);
         let at: Vec<u64> = (1..4)
             .map(|s| {
-                r.message(Instant::ZERO, NodeId(s), NodeId(0), 0, Duration::ZERO)
-                    .0
+                r.message(
+                    Instant::ZERO,
+                    (NodeId(s), NodeId(0)),
+                    0,
+                    Duration::ZERO,
+                    &mut Rng::new(1),
+                )
+                .0
             })
             .collect();
         assert_eq!(
@@ -324,14 +411,14 @@ mod tests {
         let lat = Duration::from_micros(100);
         let mut r = Resources::new(hw(), 1);
         let small: Vec<Instant> = (0..1000)
-            .map(|_| r.ssd(t, Instant::ZERO, 4096, false, lat))
+            .map(|_| r.ssd((t, Instant::ZERO), 4096, false, lat, &mut Rng::new(1)))
             .collect();
         // 80k IOPS: 1000 operations start 12.5 us apart.
         let last = small.iter().max().expect("some").0;
         assert!((12_400_000..12_700_000).contains(&last), "{last}");
         let mut r = Resources::new(hw(), 1);
         let big = (0..10)
-            .map(|_| r.ssd(t, Instant::ZERO, 1 << 20, false, lat))
+            .map(|_| r.ssd((t, Instant::ZERO), 1 << 20, false, lat, &mut Rng::new(1)))
             .max()
             .expect("some");
         // 500 MB/s: ten MiB in ~21 ms.
@@ -346,9 +433,64 @@ mod tests {
         h.ssd_queue_depth = 1;
         let mut r = Resources::new(h, 1);
         let done: Vec<u64> = (0..3)
-            .map(|_| r.ssd(t, Instant::ZERO, 0, false, lat).0)
+            .map(|_| r.ssd((t, Instant::ZERO), 0, false, lat, &mut Rng::new(1)).0)
             .collect();
         assert_eq!(done, [100_000, 200_000, 300_000]);
+    }
+
+    #[test]
+    fn spreads_follow_their_median_and_tail_and_draw_nothing_when_absent() {
+        let quantiles = |mut v: Vec<u64>| {
+            v.sort();
+            (v[v.len() / 2] as f64, v[v.len() * 99 / 100] as f64)
+        };
+        let mut h = hw();
+        h.nic_message_p99 = h.nic_message * 3;
+        h.ssd_sync_p99 = h.ssd_sync * 2;
+        h.ssd_transfer_spread = 1.5;
+        let mut rng = Rng::new(5);
+        let (mut msg, mut write) = (Vec::new(), Vec::new());
+        for _ in 0..20_000 {
+            let mut r = Resources::new(h.clone(), 2);
+            let z = Duration::ZERO;
+            msg.push(
+                r.message(Instant::ZERO, (NodeId(0), NodeId(1)), 0, z, &mut rng)
+                    .0,
+            );
+            write.push(
+                r.ssd((TargetId(1), Instant::ZERO), 1 << 20, true, z, &mut rng)
+                    .0,
+            );
+        }
+        let (p50, p99) = quantiles(msg);
+        assert!((p50 / 5_000.0 - 1.0).abs() < 0.05, "message p50 {p50}");
+        assert!((p99 / 15_000.0 - 1.0).abs() < 0.15, "message p99 {p99}");
+        // A write: its transfer (spread 1.5) then its sync (200 us, 400 us at the p99).
+        let transfer = bytes_ns(1 << 20, h.ssd_write_bytes) as f64;
+        let (p50, p99) = quantiles(write);
+        assert!(
+            (p50 / (transfer + 200_000.0) - 1.0).abs() < 0.05,
+            "write p50 {p50}"
+        );
+        assert!(p99 > transfer * 1.3 + 300_000.0, "write p99 {p99}");
+        // No spread given: nothing drawn, the generator untouched.
+        let (mut a, b) = (Rng::new(9), Rng::new(9));
+        let mut r = Resources::new(hw(), 2);
+        r.message(
+            Instant::ZERO,
+            (NodeId(0), NodeId(1)),
+            9,
+            Duration::ZERO,
+            &mut a,
+        );
+        r.ssd(
+            (TargetId(1), Instant::ZERO),
+            9,
+            true,
+            Duration::ZERO,
+            &mut a,
+        );
+        assert_eq!(a.clone().unit(), b.clone().unit());
     }
 
     #[test]

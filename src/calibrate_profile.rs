@@ -1,0 +1,260 @@
+//! The `this-host` hardware profile of `t3fs calibrate`: what is measured on this host, and how
+//! each measurement becomes a value of the simulator's resource model
+//! (sim/src/world/resources.rs).
+//!
+//! Each resource is measured through the real component the loopback cluster uses for it: the
+//! SSD through the io_uring chunk store driven alone (`t3fs_real::probe_store`), the per-message
+//! cost through requests to the running cluster that touch no disk, the line rate through
+//! loopback TCP (`t3fs_real::probe`), the CPU's per-byte cost through this CPU's CRC32C speed.
+//!
+//! Invariant: nothing here is fitted to the jobs the profile predicts; every value is one
+//! measurement (or a difference of two) named in the profile's comments, or an assumption named
+//! there as ASSUMED. Not here: running the jobs (`calibrate.rs`).
+
+use std::time::{Duration, Instant};
+
+use t3fs_real::probe_store::StoreLatencies;
+use t3fs_scenario::hardware::THIS_HOST;
+use t3fs_scenario::Hardware;
+
+/// This host's measured inputs to the profile. Every latency vector is sorted.
+pub struct Measured {
+    /// The disk and loopback bounds.
+    pub probe: t3fs_real::probe::Probe,
+    /// The io_uring chunk store's operations, one at a time.
+    pub store: StoreLatencies,
+    /// Reads of absent chunks through the running cluster, one at a time.
+    pub null: Vec<Duration>,
+    /// Round trips through the TCP transport of a frame with an empty and with a 1 MiB bulk
+    /// part, each answered by a small frame.
+    pub message: (Vec<Duration>, Vec<Duration>),
+    /// Nanoseconds per byte of CRC32C on this CPU.
+    pub crc_ns_per_byte: f64,
+    /// This host's cores.
+    pub cores: u32,
+}
+
+/// Passes over a message's bytes the receiving service makes in user space: building the
+/// payload's block checksums. The kernel's copies are in the loopback line rate, the payload
+/// is shared (not copied) between decoding and the store.
+const PASSES_PER_HOP: f64 = 1.0;
+
+/// The median and 99th percentile of sorted `v` (zero when empty).
+pub fn p50_p99(v: &[Duration]) -> (Duration, Duration) {
+    match v.len() {
+        0 => (Duration::ZERO, Duration::ZERO),
+        n => (v[n / 2], v[(n * 99 / 100).min(n - 1)]),
+    }
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The `this-host` profile from `m`, with where each value comes from.
+pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
+    let p = &m.probe;
+    let s = &m.store;
+    let mib = (1u64 << 20) as f64;
+    let (null50, null99) = p50_p99(&m.null);
+    let (r4k50, r4k99) = p50_p99(&s.read_4k);
+    let (r1m50, r1m99) = p50_p99(&s.read_1m);
+    let (u50, u99) = p50_p99(&s.update_1m);
+    let (c50, c99) = p50_p99(&s.commit);
+    let ((m0, _), (m1, m1_99)) = (p50_p99(&m.message.0), p50_p99(&m.message.1));
+    let lone = m1.saturating_sub(m0).max(Duration::from_micros(1));
+    // The model's commit is an access latency plus the durability point; an update is its
+    // transfer plus the durability point.
+    let sync50 = c50.saturating_sub(r4k50);
+    let sync99 = c99.saturating_sub(r4k50).max(sync50);
+    let transfer_w = u50.saturating_sub(sync50).max(Duration::from_micros(1));
+    let hw = Hardware {
+        profile: THIS_HOST.into(),
+        nic_bytes: mib / lone.as_secs_f64(),
+        nic_message: null50 / 2,
+        nic_message_p99: null99 / 2,
+        ssd_bytes: mib / r1m50.as_secs_f64().max(1e-9),
+        ssd_write_bytes: mib / transfer_w.as_secs_f64(),
+        ssd_iops: p.rand_read_iops,
+        ssd_queue_depth: 32,
+        ssd_p50: r4k50.max(Duration::from_nanos(1)),
+        ssd_p99: r4k99.max(r4k50).max(Duration::from_nanos(1)),
+        ssd_sync: sync50,
+        ssd_sync_p99: sync99,
+        ssd_transfer_spread: (r1m99.as_secs_f64() / r1m50.as_secs_f64().max(1e-9)).max(1.0),
+        cpu_cores: m.cores,
+        cpu_request: Duration::ZERO,
+        cpu_byte_ns: m.crc_ns_per_byte * PASSES_PER_HOP,
+        shared_host: true,
+    };
+    let why = vec![
+        format!(
+            "nic_gbps: what 1 MiB adds to a lone message through the TCP transport, {:.0} us \
+             (round trip p50 {:.0} us with a 1 MiB bulk part, p99 {:.0} us; {:.0} us without; \
+             the jobs run one I/O at a time; streams reach {:.0} MiB/s, probe)",
+            us(lone),
+            us(m1),
+            us(m1_99),
+            us(m0),
+            p.loopback_mibs
+        ),
+        format!(
+            "nic_message_us, nic_message_p99_us: half a read of an absent chunk through the \
+             running cluster (client, transport both ways, storage service and its store \
+             thread; no disk), {} reads one at a time: p50 {:.0} us, p99 {:.0} us",
+            m.null.len(),
+            us(null50),
+            us(null99)
+        ),
+        format!(
+            "ssd_p50_us, ssd_p99_us: the io_uring chunk store's 4 KiB reads, one at a time, p50 \
+             {:.0} us, p99 {:.0} us ({} reads)",
+            us(r4k50),
+            us(r4k99),
+            s.read_4k.len()
+        ),
+        format!(
+            "ssd_mb_s, ssd_transfer_spread: its 1 MiB chunk reads, p50 {:.0} us, p99 {:.0} us \
+             ({} reads)",
+            us(r1m50),
+            us(r1m99),
+            s.read_1m.len()
+        ),
+        format!(
+            "ssd_sync_us, ssd_sync_p99_us: its commits (a metadata record made durable), p50 \
+             {:.0} us, p99 {:.0} us, less the 4 KiB read median (the model's access latency)",
+            us(c50),
+            us(c99)
+        ),
+        format!(
+            "ssd_write_mb_s: its 1 MiB updates (fresh extent, data fdatasync, record, \
+             fdatasync), p50 {:.0} us (p99 {:.0} us, {} updates), less the sync median",
+            us(u50),
+            us(u99),
+            s.update_1m.len()
+        ),
+        format!(
+            "ssd_iops: 4 KiB O_DIRECT random reads {:.0} IOPS at qd {} (probe)",
+            p.rand_read_iops, p.qd
+        ),
+        "ssd_queue_depth: 32, ASSUMED (jobs at depth 1 never reach it)".into(),
+        format!("cpu_cores: {} (this host)", m.cores),
+        format!(
+            "cpu_byte_ns: {PASSES_PER_HOP} pass per received byte (the payload's block \
+             checksums) at this CPU's CRC32C speed, {:.3} ns/byte",
+            m.crc_ns_per_byte
+        ),
+        "cpu_request_us: 0 (a request's fixed cost is in nic_message_us)".into(),
+        "shared_host: every node and target of a loopback cluster on one host".into(),
+    ];
+    (hw, why)
+}
+
+/// Nanoseconds per byte of CRC32C, best of three passes over 64 MiB.
+pub fn crc_speed() -> f64 {
+    let data = vec![7u8; 64 << 20];
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::hint::black_box(t3fs_core::crc32c::checksum(&data));
+        best = best.min(t.elapsed().as_secs_f64() * 1e9 / data.len() as f64);
+    }
+    best
+}
+
+/// Reads of absent chunks through the cluster in `cluster`, one at a time for `for_`: a
+/// request's round trip through the whole stack with no disk under it (sorted).
+pub fn null_requests(cluster: &std::path::Path, for_: Duration) -> Result<Vec<Duration>, String> {
+    use t3fs_core::ids::{ChainId, ChunkId};
+    let opts = t3fs_real::cluster::client_options(cluster)?;
+    // As `t3fs bench io` runs its client.
+    let rt = t3fs_real::client::bench_runtime()?;
+    rt.block_on(async {
+        let c = t3fs_real::client::Client::connect(opts)
+            .await
+            .map_err(|e| format!("null requests: {e}"))?;
+        let (mut v, stop) = (Vec::new(), Instant::now() + for_);
+        // Inodes no file has: the meta service numbers from 1 up.
+        let mut k = 1u64 << 41;
+        while Instant::now() < stop {
+            k += 1;
+            let t = Instant::now();
+            let read = c.read_chunk(ChainId(1), ChunkId::new(k, 0), 1 << 20, 0, 4096);
+            read.await.map_err(|e| format!("null request: {e}"))?;
+            v.push(t.elapsed());
+        }
+        c.close().await;
+        v.sort();
+        Ok(v)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profile_is_the_measurements_mapped_as_documented() {
+        let probe = t3fs_real::probe::Probe::parse(
+            r#"{"at": 1, "disk_write_mibs": 900, "disk_write_buffered_mibs": 600,
+                "disk_read_mibs": 2000, "rand_read_iops": 10000, "qd": 1, "write_qd": 1,
+                "loopback_mibs": 4000, "loopback_streams": 2}"#,
+        )
+        .expect("probe json");
+        let d = Duration::from_micros;
+        // 100 sorted latencies whose median is `p50` and 99th percentile `p99`.
+        let lat = |p50: u64, p99: u64| {
+            let mut v = vec![d(1); 50];
+            v.extend(std::iter::repeat_n(d(p50), 49));
+            v.push(d(p99));
+            v
+        };
+        let store = StoreLatencies {
+            read_4k: lat(80, 400),
+            read_1m: lat(1000, 1500),
+            update_1m: lat(1300, 3000),
+            commit: lat(380, 880),
+        };
+        let m = Measured {
+            probe,
+            store,
+            null: lat(100, 300),
+            message: (lat(60, 90), lat(1060, 2000)),
+            crc_ns_per_byte: 0.1,
+            cores: 2,
+        };
+        let (hw, why) = this_host(&m);
+        let mib = (1u64 << 20) as f64;
+        assert_eq!(
+            hw.nic_bytes,
+            mib / 1000e-6,
+            "1 MiB's share of a lone message"
+        );
+        assert_eq!((hw.nic_message, hw.nic_message_p99), (d(50), d(150)));
+        assert_eq!((hw.ssd_p50, hw.ssd_p99), (d(80), d(400)));
+        assert_eq!(hw.ssd_bytes, mib / 1000e-6);
+        assert!((hw.ssd_transfer_spread - 1.5).abs() < 1e-12);
+        assert_eq!(
+            (hw.ssd_sync, hw.ssd_sync_p99),
+            (d(300), d(800)),
+            "commits less the access latency"
+        );
+        assert_eq!(hw.ssd_write_bytes, mib / 1000e-6, "updates less the sync");
+        assert!((hw.cpu_byte_ns - 0.1).abs() < 1e-12);
+        assert!(hw.shared_host);
+        assert!(
+            why.iter().any(|w| w.contains("ASSUMED")),
+            "assumptions are named"
+        );
+    }
+
+    #[test]
+    fn the_median_and_tail_of_sorted_latencies() {
+        let v: Vec<Duration> = (1..=200).map(Duration::from_micros).collect();
+        assert_eq!(
+            p50_p99(&v),
+            (Duration::from_micros(101), Duration::from_micros(199))
+        );
+        assert_eq!(p50_p99(&[]), (Duration::ZERO, Duration::ZERO));
+    }
+}

@@ -4,22 +4,24 @@
 //! the model's SSD stands for, not the page cache), measures each modelled resource through the
 //! real component the cluster uses for it (`calibrate_profile.rs`), writes those as a
 //! `this-host` hardware profile, runs three jobs on the cluster (1 MiB sequential write, 1 MiB
-//! sequential read, 4 KiB random read; one job, depth 1, through `t3fs bench io`) and the same
-//! three in the simulator with that profile, and reports each pair: throughput and p99 side by
-//! side with their error, held to ±10% and ±25%, plus `t3fs report compare` of each pair's run
-//! directories.
+//! sequential read, 4 KiB random read; one job, depth 1, through `t3fs bench io`; each run
+//! `--repeats` times, round by round) and the same three in the simulator with that profile, and
+//! reports each pair: the real runs' median throughput and p99 beside the simulator's, with
+//! their error, held to ±10% and ±25%, the real runs' range (this host's noise), and `t3fs
+//! report compare` of the simulated run against the real run nearest the median.
 //!
 //! Invariant: nothing in the profile is fitted to the jobs it predicts; every value comes from a
 //! measurement named in `this-host.toml`, or is an assumption named there. The cluster it starts
 //! is stopped whatever happens. Not here: the resource model (sim/src/world/resources.rs).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use t3fs_scenario::{Hardware, Scenario};
 
 use crate::calibrate_profile::{self as profile, Measured};
+use crate::supervised::{t3fs, ClusterGuard};
 use t3fs_sim::world::throughput::KindLoad;
 
 /// One job, run both ways.
@@ -57,6 +59,8 @@ pub struct Args {
     pub seconds: u64,
     /// Simulated seconds of each simulated job.
     pub sim_seconds: u64,
+    /// Runs of each real job (their median is judged; the range shows this host's noise).
+    pub repeats: u32,
     /// Output directory.
     pub out: PathBuf,
 }
@@ -68,43 +72,49 @@ struct Figures {
     p99: f64,
 }
 
-/// Runs `t3fs ARGS` (this binary); its output goes to `log`.
-fn t3fs(args: &[&str], log: &Path) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("this binary: {e}"))?;
-    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let status = Command::new(exe)
-        .args(args)
-        .stdout(file.try_clone().map_err(|e| e.to_string())?)
-        .stderr(file)
-        .status()
-        .map_err(|e| format!("t3fs {}: {e}", args.join(" ")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "t3fs {} failed ({status}); see {}",
-            args.join(" "),
-            log.display()
-        ))
+/// The repeated runs of one real job: figures and run directory of each.
+struct RealJob(Vec<(Figures, PathBuf)>);
+
+/// The median of `v` (the mean of the middle two when even; 0 when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
-/// Stops the cluster in `dir` when dropped, however the run ends.
-struct ClusterGuard(PathBuf);
+impl RealJob {
+    /// The median IOPS and the median p99 of the runs.
+    fn median(&self) -> Figures {
+        Figures {
+            iops: median(self.0.iter().map(|(f, _)| f.iops).collect()),
+            p99: median(self.0.iter().map(|(f, _)| f.p99).collect()),
+        }
+    }
 
-impl Drop for ClusterGuard {
-    fn drop(&mut self) {
-        let dir = self.0.display().to_string();
-        let _ = t3fs(
-            &["cluster", "down", "--dir", &dir],
-            &self.0.with_extension("down.log"),
-        );
+    /// The lowest and highest of `f` over the runs.
+    fn range(&self, f: impl Fn(&Figures) -> f64) -> (f64, f64) {
+        let v = self.0.iter().map(|(x, _)| f(x));
+        let lo = v.clone().fold(f64::INFINITY, f64::min);
+        (lo, v.fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    /// The run directory of the run whose IOPS is nearest the median: the one compared.
+    fn typical(&self) -> &Path {
+        let m = self.median().iops;
+        let (_, dir) = self
+            .0
+            .iter()
+            .min_by(|a, b| (a.0.iops - m).abs().total_cmp(&(b.0.iops - m).abs()))
+            .expect("at least one run");
+        dir
     }
 }
 
-/// What the running cluster gave: the reads of absent chunks (sorted), and each job's figures
-/// and run directory.
-type RealRuns = (Vec<Duration>, Vec<(Figures, PathBuf)>);
+/// What the running cluster gave: the reads of absent chunks (sorted), and each job's runs.
+type RealRuns = (Vec<Duration>, Vec<RealJob>);
 
 /// The real side on a loopback cluster whose targets use the io_uring store (O_DIRECT: the
 /// disk the model's SSD stands for, not the page cache): the null requests, then the jobs.
@@ -116,39 +126,48 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
         &["cluster", "up", "--dir", &c, "--store", "uring"],
         &a.out.join("cluster-up.log"),
     )?;
-    let _guard = ClusterGuard(cluster.clone());
+    let _guard = ClusterGuard::new(cluster.clone());
     eprintln!("real: reads of absent chunks (1 s) ...");
     let null = profile::null_requests(&cluster, Duration::from_secs(1))?;
-    let mut out = Vec::new();
-    for j in &JOBS {
-        let dir = a.out.join(format!("real-{}", j.name));
-        let (d, secs, bs) = (
-            dir.display().to_string(),
-            a.seconds.to_string(),
-            j.bs.to_string(),
-        );
-        let args = [
-            "bench",
-            "io",
-            "--cluster",
-            &c,
-            "--rw",
-            j.rw,
-            "--bs",
-            &bs,
-            "--size",
-            "64m",
-            "--runtime",
-            &secs,
-            "--time-based",
-            "--out",
-            &d,
-        ];
-        eprintln!("real: {} ({} s) ...", j.name, a.seconds);
-        t3fs(&args, &a.out.join(format!("real-{}.log", j.name)))?;
-        out.push((read_summary(&dir.join("summary.json"), j.rw)?, dir));
+    let mut out: Vec<RealJob> = JOBS.iter().map(|_| RealJob(Vec::new())).collect();
+    // Round by round, so a slow spell of this host falls on every job, not one.
+    for round in 1..=a.repeats.max(1) {
+        for (j, runs) in JOBS.iter().zip(&mut out) {
+            let fig = real_job(a, &c, j, round)?;
+            runs.0.push(fig);
+        }
     }
     Ok((null, out))
+}
+
+/// Run `round` of job `j` on the cluster at `c`: its figures and run directory.
+fn real_job(a: &Args, c: &str, j: &Job, round: u32) -> Result<(Figures, PathBuf), String> {
+    let dir = a.out.join(format!("real-{}-{round}", j.name));
+    let (d, secs, bs) = (
+        dir.display().to_string(),
+        a.seconds.to_string(),
+        j.bs.to_string(),
+    );
+    let args = [
+        "bench",
+        "io",
+        "--cluster",
+        c,
+        "--rw",
+        j.rw,
+        "--bs",
+        &bs,
+        "--size",
+        "64m",
+        "--runtime",
+        &secs,
+        "--time-based",
+        "--out",
+        &d,
+    ];
+    eprintln!("real: {} run {round} ({} s) ...", j.name, a.seconds);
+    t3fs(&args, &a.out.join(format!("real-{}-{round}.log", j.name)))?;
+    Ok((read_summary(&dir.join("summary.json"), j.rw)?, dir))
 }
 
 /// IOPS and p99 of `summary.json`'s read or write side.
@@ -264,7 +283,9 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         "job", "real IOPS", "sim IOPS", "error", "real p99", "sim p99", "error"
     );
     let mut ok = true;
-    for (j, (r, real_dir)) in JOBS.iter().zip(&real) {
+    let mut ranges = Vec::new();
+    for (j, runs) in JOBS.iter().zip(&real) {
+        let (r, real_dir) = (runs.median(), runs.typical());
         let sc = sim_scenario(j, &hw, a.sim_seconds);
         let o = t3fs_sim::run::run(&sc, 1, false)?;
         let w = o.world.as_ref().ok_or("the simulation kept no world")?;
@@ -294,6 +315,18 @@ fn calibrate(a: &Args) -> Result<bool, String> {
             ep * 100.0,
             if within { "within" } else { "OUTSIDE" }
         );
+        let (i, p) = (runs.range(|f| f.iops), runs.range(|f| f.p99 * 1e6));
+        ranges.push(format!(
+            "  {:<14} IOPS {:.0} to {:.0}, p99 {:.0} to {:.0} us",
+            j.name, i.0, i.1, p.0, p.1
+        ));
+    }
+    println!(
+        "\nreal: the median of {} runs of each job; their range (this host's noise):",
+        a.repeats.max(1)
+    );
+    for r in &ranges {
+        println!("{r}");
     }
     println!(
         "\ntolerance: throughput ±{:.0}%, p99 ±{:.0}%; side by side: {}/compare-*/compare.html",
@@ -307,6 +340,22 @@ fn calibrate(a: &Args) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_runs_are_judged_by_their_median_and_compared_by_their_typical_run() {
+        let run = |iops: f64, p99: f64, dir: &str| (Figures { iops, p99 }, PathBuf::from(dir));
+        let job = RealJob(vec![
+            run(500.0, 0.007, "a"),
+            run(700.0, 0.002, "b"),
+            run(650.0, 0.003, "c"),
+        ]);
+        let m = job.median();
+        assert_eq!((m.iops, m.p99), (650.0, 0.003));
+        assert_eq!(job.range(|f| f.iops), (500.0, 700.0));
+        assert_eq!(job.typical(), Path::new("c"));
+        assert_eq!(median(vec![4.0, 1.0]), 2.5);
+        assert_eq!(median(Vec::new()), 0.0);
+    }
 
     #[test]
     fn summaries_give_their_sides_iops_and_p99() {

@@ -15,6 +15,7 @@ mod cluster_soak;
 mod real_run;
 mod report;
 mod sim;
+mod supervised;
 
 // Model checking clones and frees millions of small states; glibc malloc took over a third of
 // the checker's time in profiles, mimalloc much less.
@@ -124,6 +125,9 @@ enum Command {
         /// Simulated seconds of each simulated job.
         #[arg(long, default_value_t = 3)]
         sim_seconds: u64,
+        /// Runs of each real job: the median is judged, the range printed.
+        #[arg(long, default_value_t = 3)]
+        repeats: u32,
         /// Where the profile, both runs of each job and their comparisons go.
         #[arg(long, default_value = "runs/calibrate")]
         out: PathBuf,
@@ -152,10 +156,12 @@ fn main() -> ExitCode {
         Command::Calibrate {
             seconds,
             sim_seconds,
+            repeats,
             out,
         } => calibrate::run(calibrate::Args {
             seconds,
             sim_seconds,
+            repeats,
             out,
         }),
         Command::Fabric { socket } => match t3fs_real::rdma::soft::remote::serve_fabric(&socket) {

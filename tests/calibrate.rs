@@ -1,7 +1,8 @@
 //! `t3fs calibrate` end to end on loopback: it measures this host into a `this-host` profile that
 //! loads as a scenario's `[hardware]`, runs the three jobs on a real cluster and in the
-//! simulator, writes a comparison of each pair, judges each figure against its tolerance (exit 0
-//! or 1, never an error) and leaves no process behind. The figures themselves are not asserted:
+//! simulator (each real job twice: the median judged, the range printed), writes a comparison
+//! of each pair, judges each figure against its tolerance (exit 0 or 1, never an error) and
+//! leaves no process behind. The figures themselves are not asserted:
 //! they are measurements of a shared machine (the closing notes report them).
 
 use std::process::Command;
@@ -11,7 +12,16 @@ fn calibrate_runs_both_sides_and_compares_them() {
     let out = std::env::temp_dir().join(format!("t3fs-calibrate-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let run = Command::new(env!("CARGO_BIN_EXE_t3fs"))
-        .args(["calibrate", "--seconds", "2", "--sim-seconds", "1", "--out"])
+        .args([
+            "calibrate",
+            "--seconds",
+            "2",
+            "--sim-seconds",
+            "1",
+            "--repeats",
+            "2",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .expect("run t3fs calibrate");
@@ -39,6 +49,17 @@ fn calibrate_runs_both_sides_and_compares_them() {
         assert!(row.ends_with("within") || row.ends_with("OUTSIDE"), "{row}");
         let compare = out.join(format!("compare-{job}/compare.html"));
         assert!(compare.is_file(), "{} missing", compare.display());
+        let range = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(job) && l.contains(" to "));
+        assert!(
+            range.is_some(),
+            "no range of the real runs of {job}:\n{text}"
+        );
+        for round in [1, 2] {
+            let summary = out.join(format!("real-{job}-{round}/summary.json"));
+            assert!(summary.is_file(), "{} missing", summary.display());
+        }
     }
     let profile = std::fs::read_to_string(out.join("this-host.toml")).expect("profile");
     let sc = t3fs_scenario::parse(
@@ -50,4 +71,46 @@ fn calibrate_runs_both_sides_and_compares_them() {
     assert_eq!(hw.profile, "this-host");
     assert!(hw.shared_host && hw.nic_bytes > 0.0 && hw.cpu_cores >= 1);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_interrupted_calibration_stops_its_cluster() {
+    use std::io::BufRead;
+    let out = std::env::temp_dir().join(format!("t3fs-calibrate-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_t3fs"))
+        .args(["calibrate", "--seconds", "30", "--repeats", "1", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start t3fs calibrate");
+    // Interrupt once the cluster is up and the real side has begun (its first job then runs
+    // for 30 s); the progress lines say when.
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("a line");
+        let started = line.starts_with("real:");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    // Keep reading, so that its later lines do not meet a closed pipe.
+    let drain = std::thread::spawn(move || lines.count());
+    let up = t3fs_real::cluster::pids(&out.join("cluster"));
+    assert!(up.len() >= 6, "the cluster never came up: {up:?}\n{seen:?}");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().expect("calibrate ends");
+    drain.join().expect("stderr drained");
+    // A stopped process may stay a zombie until init reaps it: running is what counts.
+    let alive: Vec<_> = up
+        .values()
+        .filter(|&&pid| t3fs_real::cluster::alive(pid))
+        .collect();
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(alive.is_empty(), "processes left behind: {alive:?}");
+    assert_eq!(status.code(), Some(130), "{status}");
 }

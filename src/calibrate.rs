@@ -216,16 +216,45 @@ fn error(sim: f64, real: f64) -> f64 {
     sim / real.max(1e-12) - 1.0
 }
 
-/// The io_uring chunk store alone in `dir` (removed after), as each target of the cluster
-/// runs it: its operation latencies, one at a time.
-fn store_probe(dir: &Path) -> Result<t3fs_real::probe_store::StoreLatencies, String> {
-    let _ = std::fs::remove_dir_all(dir);
-    let mut store = t3fs_real::chunk_store::UringChunkStore::open(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let r = t3fs_real::probe_store::measure(&mut store, Duration::from_secs(1));
-    drop(store);
-    let _ = std::fs::remove_dir_all(dir);
-    r.map_err(|e| format!("chunk store probe: {e}"))
+/// Runs job `j` in the simulator, compares it with its real `runs` (report compare of the
+/// typical run) and prints its row; whether it is within both tolerances, and the line of the
+/// real runs' range.
+fn judge(a: &Args, hw: &Hardware, j: &Job, runs: &RealJob) -> Result<(bool, String), String> {
+    let (r, real_dir) = (runs.median(), runs.typical());
+    let sc = sim_scenario(j, hw, a.sim_seconds);
+    let o = t3fs_sim::run::run(&sc, 1, false)?;
+    let w = o.world.as_ref().ok_or("the simulation kept no world")?;
+    let load = w.load();
+    let s = sim_figures(if j.rw == "write" {
+        &load.writes
+    } else {
+        &load.reads
+    });
+    let command = format!("t3fs calibrate (job {})", j.name);
+    let sim_dir = crate::report::write(&o, &sc, "calibrate", &command, &a.out)
+        .map_err(|e| format!("sim run directory: {e}"))?;
+    let compare = a.out.join(format!("compare-{}", j.name));
+    t3fs_reports::compare(real_dir, &sim_dir, &compare)
+        .map_err(|e| format!("report compare: {e}"))?;
+    let (et, ep) = (error(s.iops, r.iops), error(s.p99, r.p99));
+    let within = et.abs() <= THROUGHPUT_TOL && ep.abs() <= P99_TOL;
+    println!(
+        "{:<14} {:>11.0} {:>11.0} {:>+7.1}%  {:>8.0}us {:>8.0}us {:>+7.1}%  {}",
+        j.name,
+        r.iops,
+        s.iops,
+        et * 100.0,
+        r.p99 * 1e6,
+        s.p99 * 1e6,
+        ep * 100.0,
+        if within { "within" } else { "OUTSIDE" }
+    );
+    let (i, p) = (runs.range(|f| f.iops), runs.range(|f| f.p99 * 1e6));
+    let range = format!(
+        "  {:<14} IOPS {:.0} to {:.0}, p99 {:.0} to {:.0} us",
+        j.name, i.0, i.1, p.0, p.1
+    );
+    Ok((within, range))
 }
 
 /// Runs the calibration; exit 0 when every figure is within its tolerance, 1 when not.
@@ -251,7 +280,7 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         Duration::from_secs(3600),
     )
     .map_err(|e| format!("host probe: {e}"))?;
-    let store = store_probe(&a.out.join("store-probe"))?;
+    let store = profile::store_probe(&a.out.join("store-probe"))?;
     let crc_ns_per_byte = profile::crc_speed();
     let message = (
         t3fs_real::probe_message::round_trips(0, 2000)?,
@@ -285,41 +314,9 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     let mut ok = true;
     let mut ranges = Vec::new();
     for (j, runs) in JOBS.iter().zip(&real) {
-        let (r, real_dir) = (runs.median(), runs.typical());
-        let sc = sim_scenario(j, &hw, a.sim_seconds);
-        let o = t3fs_sim::run::run(&sc, 1, false)?;
-        let w = o.world.as_ref().ok_or("the simulation kept no world")?;
-        let load = w.load();
-        let s = sim_figures(if j.rw == "write" {
-            &load.writes
-        } else {
-            &load.reads
-        });
-        let command = format!("t3fs calibrate (job {})", j.name);
-        let sim_dir = crate::report::write(&o, &sc, "calibrate", &command, &a.out)
-            .map_err(|e| format!("sim run directory: {e}"))?;
-        let compare = a.out.join(format!("compare-{}", j.name));
-        t3fs_reports::compare(real_dir, &sim_dir, &compare)
-            .map_err(|e| format!("report compare: {e}"))?;
-        let (et, ep) = (error(s.iops, r.iops), error(s.p99, r.p99));
-        let within = et.abs() <= THROUGHPUT_TOL && ep.abs() <= P99_TOL;
+        let (within, range) = judge(a, &hw, j, runs)?;
         ok &= within;
-        println!(
-            "{:<14} {:>11.0} {:>11.0} {:>+7.1}%  {:>8.0}us {:>8.0}us {:>+7.1}%  {}",
-            j.name,
-            r.iops,
-            s.iops,
-            et * 100.0,
-            r.p99 * 1e6,
-            s.p99 * 1e6,
-            ep * 100.0,
-            if within { "within" } else { "OUTSIDE" }
-        );
-        let (i, p) = (runs.range(|f| f.iops), runs.range(|f| f.p99 * 1e6));
-        ranges.push(format!(
-            "  {:<14} IOPS {:.0} to {:.0}, p99 {:.0} to {:.0} us",
-            j.name, i.0, i.1, p.0, p.1
-        ));
+        ranges.push(range);
     }
     println!(
         "\nreal: the median of {} runs of each job; their range (this host's noise):",

@@ -11,6 +11,7 @@
 //! measurement (or a difference of two) named in the profile's comments, or an assumption named
 //! there as ASSUMED. Not here: running the jobs (`calibrate.rs`).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use t3fs_real::probe_store::StoreLatencies;
@@ -150,6 +151,18 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
     (hw, why)
 }
 
+/// The io_uring chunk store alone in `dir` (removed after), as each target of the cluster
+/// runs it: its operation latencies, one at a time.
+pub fn store_probe(dir: &Path) -> Result<StoreLatencies, String> {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut store = t3fs_real::chunk_store::UringChunkStore::open(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let r = t3fs_real::probe_store::measure(&mut store, Duration::from_secs(1));
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    r.map_err(|e| format!("chunk store probe: {e}"))
+}
+
 /// Nanoseconds per byte of CRC32C, best of three passes over 64 MiB.
 pub fn crc_speed() -> f64 {
     let data = vec![7u8; 64 << 20];
@@ -164,7 +177,7 @@ pub fn crc_speed() -> f64 {
 
 /// Reads of absent chunks through the cluster in `cluster`, one at a time for `for_`: a
 /// request's round trip through the whole stack with no disk under it (sorted).
-pub fn null_requests(cluster: &std::path::Path, for_: Duration) -> Result<Vec<Duration>, String> {
+pub fn null_requests(cluster: &Path, for_: Duration) -> Result<Vec<Duration>, String> {
     use t3fs_core::ids::{ChainId, ChunkId};
     let opts = t3fs_real::cluster::client_options(cluster)?;
     // As `t3fs bench io` runs its client.

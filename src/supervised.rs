@@ -30,12 +30,7 @@ fn stopping() -> ! {
 /// Runs `t3fs ARGS` (this binary) to its end; its output goes to `log`.
 pub fn t3fs(args: &[&str], log: &Path) -> Result<(), String> {
     let what = || format!("t3fs {}", args.join(" "));
-    let exe = std::env::current_exe().map_err(|e| format!("this binary: {e}"))?;
-    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .stdout(file.try_clone().map_err(|e| e.to_string())?)
-        .stderr(file);
+    let mut cmd = command(args, log)?;
     let pid = {
         // Started under the lock: an interruption either sees this child or stops its start.
         let mut r = running();
@@ -74,21 +69,26 @@ pub fn t3fs(args: &[&str], log: &Path) -> Result<(), String> {
     }
 }
 
+/// `t3fs ARGS` (this binary) with its output going to `log`.
+fn command(args: &[&str], log: &Path) -> Result<Command, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this binary: {e}"))?;
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .stdout(file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(file);
+    Ok(cmd)
+}
+
 /// `t3fs cluster down` of the cluster in `dir`, untracked (it runs while stopping).
 fn cluster_down(dir: &Path) {
-    let log = dir.with_extension("down.log");
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let out = std::fs::File::create(&log).ok();
-    let mut cmd = Command::new(exe);
-    cmd.args(["cluster", "down", "--dir"]).arg(dir);
-    if let Some(f) = out {
-        if let Ok(g) = f.try_clone() {
-            cmd.stdout(g).stderr(f);
-        }
+    let d = dir.display().to_string();
+    if let Ok(mut cmd) = command(
+        &["cluster", "down", "--dir", &d],
+        &dir.with_extension("down.log"),
+    ) {
+        let _ = cmd.status();
     }
-    let _ = cmd.status();
 }
 
 /// Owns a running cluster: stops it when dropped, and on SIGINT or SIGTERM stops the running

@@ -206,16 +206,19 @@ impl RawHardware {
             h.nic_message = us(v);
         }
         // A spread left out is none: the p99 follows the median given.
-        h.nic_message_p99 = match at_least_zero("nic_message_p99_us", self.nic_message_p99_us)? {
-            Some(v) => us(v),
-            None => h.nic_message,
+        let p99 = |key: &'static str, v: Option<f64>, p50: Duration, of: &str| {
+            let p99 = at_least_zero(key, v)?.map_or(p50, us);
+            if p99 < p50 {
+                return Err((key, format!("below the median `{of}`")));
+            }
+            Ok(p99)
         };
-        if h.nic_message_p99 < h.nic_message {
-            return Err((
-                "nic_message_p99_us",
-                "below the median `nic_message_us`".into(),
-            ));
-        }
+        h.nic_message_p99 = p99(
+            "nic_message_p99_us",
+            self.nic_message_p99_us,
+            h.nic_message,
+            "nic_message_us",
+        )?;
         if let Some(v) = positive("ssd_mb_s", self.ssd_mb_s)? {
             h.ssd_bytes = v * 1e6;
         }
@@ -239,13 +242,12 @@ impl RawHardware {
         if let Some(v) = at_least_zero("ssd_sync_us", self.ssd_sync_us)? {
             h.ssd_sync = us(v);
         }
-        h.ssd_sync_p99 = match at_least_zero("ssd_sync_p99_us", self.ssd_sync_p99_us)? {
-            Some(v) => us(v),
-            None => h.ssd_sync,
-        };
-        if h.ssd_sync_p99 < h.ssd_sync {
-            return Err(("ssd_sync_p99_us", "below the median `ssd_sync_us`".into()));
-        }
+        h.ssd_sync_p99 = p99(
+            "ssd_sync_p99_us",
+            self.ssd_sync_p99_us,
+            h.ssd_sync,
+            "ssd_sync_us",
+        )?;
         match self.ssd_transfer_spread {
             Some(v) if !(v.is_finite() && v >= 1.0) => {
                 return Err(("ssd_transfer_spread", format!("{v}: must be at least 1")))

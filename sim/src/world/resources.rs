@@ -11,16 +11,19 @@
 //! many senders to one node share its line rate; one sender alone pays the bytes once); then the
 //! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. With
 //! `shared_host` (a loopback cluster) all nodes share one NIC pair and one set of cores, and all
-//! targets one SSD. Per SSD
-//! operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops` after the
-//! previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations) on the
-//! SSD's one transfer queue, and it completes at the latest of its start plus the drawn access
-//! latency, the end of its queued transfer and its start plus its own transfer time times a
-//! drawn factor (the profile's transfer spread; the queue keeps the median, so the spread
-//! lengthens a lone operation without lowering the bandwidth bound), plus the sync time for a
-//! mutation (drawn between its median and p99). A spread the profile does not give draws
-//! nothing, so profiles without spreads run exactly as before they existed. Everything is a function of the seed (draws come from the world's generator in
-//! event order) and of simulated time, nothing of the wall clock.
+//! targets one SSD.
+//!
+//! Per SSD operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops`
+//! after the previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations)
+//! on the SSD's one transfer queue, and it completes at the latest of its start plus the drawn
+//! access latency, the end of its queued transfer and its start plus its own transfer time
+//! times a drawn factor (the profile's transfer spread; the queue keeps the median, so the
+//! spread lengthens a lone operation without lowering the bandwidth bound), plus the sync time
+//! for a mutation (drawn between its median and p99).
+//!
+//! A spread the profile does not give draws nothing, so profiles without spreads run exactly as
+//! before spreads existed. Everything is a function of the seed (draws come from the world's
+//! generator in event order) and of simulated time, nothing of the wall clock.
 //!
 //! Not here: the fault model's spikes, slow disks and loss (they apply on top, unchanged), the
 //! KV's latency (not a modelled resource), congestion control (a queue is FIFO and work
@@ -98,10 +101,10 @@ fn spread(rng: &mut Rng, p99_ratio: f64) -> f64 {
 /// A time of median `p50` and 99th percentile `p99`, log-normal (`p50` itself when they are
 /// equal, drawing nothing).
 fn lognormal(rng: &mut Rng, p50: Duration, p99: Duration) -> Duration {
-    if p99 <= p50 || p50.is_zero() {
+    if p50.is_zero() {
         return p50;
     }
-    p50.mul_f64(factor(rng, p99.as_secs_f64() / p50.as_secs_f64()))
+    p50.mul_f64(spread(rng, p99.as_secs_f64() / p50.as_secs_f64()))
 }
 
 /// Nanoseconds to move `bytes` at `rate` bytes per second (at least 1 for any bytes).

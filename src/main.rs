@@ -1,6 +1,7 @@
 //! The t3fs command line: argument parsing and dispatch only. Every behaviour lives in the
 //! workspace crates (t3fs-core machines, t3fs-sim models and simulator, …).
 
+mod allocator;
 mod bench;
 mod bench_meta;
 mod calibrate;
@@ -16,11 +17,6 @@ mod real_run;
 mod report;
 mod sim;
 mod supervised;
-
-// Model checking clones and frees millions of small states; glibc malloc took over a third of
-// the checker's time in profiles, mimalloc much less.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -143,6 +139,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = Cli::parse();
     match cli.command {
         Command::Check(cmd) => check::run(cmd),

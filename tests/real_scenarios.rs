@@ -456,8 +456,11 @@ fn meta_servers_that_skip_idempotency_records_fail_serializability() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/scenarios/meta_unknown_commits.toml"
     );
-    let (tmp, _runs, code, text) =
-        cluster_run("run-meta-bug", scenario, &["--bug", "meta-skip-idempotency"]);
+    let (tmp, _runs, code, text) = cluster_run(
+        "run-meta-bug",
+        scenario,
+        &["--bug", "meta-skip-idempotency"],
+    );
     assert_eq!(
         code,
         Some(129),

@@ -15,7 +15,7 @@ use t3fs_core::chunk::{
 };
 use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion};
-use t3fs_core::payload::Payload;
+use t3fs_core::payload::{Home, Payload};
 
 use super::meta::Record;
 use super::sums::{self, Sums};
@@ -197,7 +197,8 @@ impl Catalog {
     }
 
     /// Answers a read of `len` bytes at `offset` from `bytes`, the content of `src` over `span`
-    /// ([`Catalog::read_span`]), checked against its block checksums unless `unverified`.
+    /// ([`Catalog::read_span`]), checked against its block checksums unless `unverified`; the
+    /// answer's payload returns `bytes` to `home` when dropped, if given.
     pub fn finish_read(
         src: &Src,
         span: Range<u64>,
@@ -205,6 +206,7 @@ impl Catalog {
         offset: u32,
         len: u32,
         unverified: bool,
+        home: Option<&Home>,
     ) -> Result<ChunkDone, ChunkError> {
         let verified = !unverified;
         if bytes.len() as u64 != span.end - span.start
@@ -221,7 +223,10 @@ impl Catalog {
         bytes.drain(..(start - span.start) as usize);
         let checksum = folded.unwrap_or_else(|| crc32c::checksum(&bytes));
         Ok(ChunkDone::Read(Some(ChunkRead {
-            data: bytes.into(),
+            data: match home {
+                Some(home) => Payload::recycled(bytes, home),
+                None => bytes.into(),
+            },
             version: src.version,
             checksum,
         })))

@@ -128,7 +128,7 @@ impl FileChunkStore {
                 };
                 let span = Catalog::read_span(&src, offset, len);
                 let bytes = self.load(&src, span.clone())?;
-                Catalog::finish_read(&src, span, bytes, offset, len, unverified)
+                Catalog::finish_read(&src, span, bytes, offset, len, unverified, None)
             }
             ChunkOp::Update {
                 chunk,

@@ -13,8 +13,9 @@
 //!
 //! Buffers: every SQE points into a 4 KiB-aligned heap buffer owned by its operation's slot,
 //! which lives until the completion is reaped (dropping the store waits for every SQE in
-//! flight). Not registered buffers: each operation allocates its own (registration would need
-//! a fixed pool and copying in and out of it; left for a benchmark to justify).
+//! flight), then goes back to the store's pool; a read's result is copied into a vector from a
+//! second pool, which it returns to when the payload's last holder drops it (buf.rs says why).
+//! Not registered buffers (registration would pin the pool; left for a benchmark to justify).
 //!
 //! O_DIRECT: when the file system refuses it (tmpfs answers EINVAL at open), the data file is
 //! opened buffered instead and the reason is printed to stderr once; durability is the same
@@ -39,7 +40,7 @@ use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind, U
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 use t3fs_core::payload::Payload;
 
-use self::buf::Buf;
+use self::buf::{Buf, BufPool, VecPool};
 use super::catalog::{Catalog, Src, Written};
 use super::fs::StdFs;
 use super::meta::{MetaLog, Record};
@@ -109,7 +110,13 @@ pub struct UringChunkStore {
     syncing: Option<Vec<usize>>,
     ready: Vec<(Done, Option<ChunkId>)>,
     failed: bool,
+    bufs: BufPool,
+    results: VecPool,
 }
+
+/// The capacity of the pooled read-result vectors: the clusters' chunk size. Larger reads get
+/// a vector of their own.
+const POOLED_RESULT: usize = 1 << 20;
 
 impl UringChunkStore {
     /// Opens the store in `dir` (creating it when absent).
@@ -149,6 +156,8 @@ impl UringChunkStore {
             syncing: None,
             ready: Vec::new(),
             failed: false,
+            bufs: BufPool::default(),
+            results: VecPool::new(POOLED_RESULT),
         })
     }
 
@@ -217,7 +226,9 @@ impl UringChunkStore {
         span: Range<u64>,
         stage: impl FnOnce(Buf) -> Stage,
     ) {
-        let buf = Buf::new((span.end.div_ceil(BLOCK) * BLOCK - span.start) as usize);
+        let buf = self
+            .bufs
+            .take((span.end.div_ceil(BLOCK) * BLOCK - span.start) as usize);
         // The heap buffer does not move when `Buf` moves into the slot.
         let (ptr, len) = (buf.ptr.as_ptr(), buf.len as u32);
         let slot = self.place(Active {
@@ -240,9 +251,11 @@ impl UringChunkStore {
         let Some(ext) = written.as_ref().and_then(|w| w.data) else {
             return self.publish(id, chunk, written, then);
         };
-        let mut buf = Buf::new(ext.len as usize);
+        let mut buf = self.bufs.take(ext.len as usize);
         let content = content.expect("content");
-        buf.as_mut_slice()[..content.len()].copy_from_slice(&content);
+        let (data, pad) = buf.as_mut_slice().split_at_mut(content.len());
+        data.copy_from_slice(&content);
+        pad.fill(0); // A pooled buffer holds its last user's bytes.
         let e = opcode::Write::new(self.fd(), buf.as_slice().as_ptr(), buf.len as u32)
             .offset(ext.offset)
             .build();
@@ -301,8 +314,15 @@ impl UringChunkStore {
                 Some(src) => {
                     let span = Catalog::read_span(&src, offset, len);
                     let Some(ext) = src.data.filter(|_| !span.is_empty()) else {
-                        let r =
-                            Catalog::finish_read(&src, span, Vec::new(), offset, len, unverified);
+                        let r = Catalog::finish_read(
+                            &src,
+                            span,
+                            Vec::new(),
+                            offset,
+                            len,
+                            unverified,
+                            None,
+                        );
                         return self.finish(id, Some(chunk), r);
                     };
                     self.read(id, chunk, ext, span.clone(), |buf| Stage::Read {
@@ -374,37 +394,51 @@ impl UringChunkStore {
                 offset,
                 len,
                 unverified,
-            } => match loaded(res, &buf, &span) {
-                Ok(bytes) => {
-                    let bytes = bytes.to_vec();
-                    let r = Catalog::finish_read(&src, span, bytes, offset, len, unverified);
-                    self.finish(id, Some(chunk), r);
+            } => {
+                let r = loaded(res, &buf, &span).map(|bytes| {
+                    let mut v = self.results.take(bytes.len());
+                    v.extend_from_slice(bytes);
+                    v
+                });
+                self.bufs.put(buf);
+                match r {
+                    Ok(bytes) => {
+                        let home = Some(self.results.home());
+                        let r =
+                            Catalog::finish_read(&src, span, bytes, offset, len, unverified, home);
+                        self.finish(id, Some(chunk), r);
+                    }
+                    Err(ChunkError::Failed) => self.fail(id, chunk, errno("a read", res)),
+                    Err(e) => self.finish(id, Some(chunk), Err(e)),
                 }
-                Err(ChunkError::Failed) => self.fail(id, chunk, errno("a read", res)),
-                Err(e) => self.finish(id, Some(chunk), Err(e)),
-            },
+            }
             Stage::Base {
                 src,
                 buf,
                 version,
                 kind,
                 tag,
-            } => match loaded(res, &buf, &(0..u64::from(src.len)))
-                .and_then(|c| Catalog::verify(&src, c).map(|()| c))
-            {
-                Ok(base) => {
-                    let content = kind.apply_owned(Some(base.to_vec()));
-                    self.write(id, chunk, content, Then::Pending(version, tag));
+            } => {
+                let base = loaded(res, &buf, &(0..u64::from(src.len)))
+                    .and_then(|c| Catalog::verify(&src, c).map(|()| c.to_vec()));
+                self.bufs.put(buf);
+                match base {
+                    Ok(base) => {
+                        let content = kind.apply_owned(Some(base));
+                        self.write(id, chunk, content, Then::Pending(version, tag));
+                    }
+                    Err(ChunkError::Failed) => self.fail(id, chunk, errno("a base read", res)),
+                    Err(e) => self.finish(id, Some(chunk), Err(e)),
                 }
-                Err(ChunkError::Failed) => self.fail(id, chunk, errno("a base read", res)),
-                Err(e) => self.finish(id, Some(chunk), Err(e)),
-            },
+            }
             Stage::Write { buf, written, then } => {
+                let len = buf.len;
+                self.bufs.put(buf);
                 if res == -libc::ENOSPC {
                     self.cat.release_unused(written.data);
                     self.finish(id, Some(chunk), Err(ChunkError::NoSpace));
-                } else if res < 0 || res as usize != buf.len {
-                    let why = format!("{} of {} bytes", errno("a write", res), buf.len);
+                } else if res < 0 || res as usize != len {
+                    let why = format!("{} of {} bytes", errno("a write", res), len);
                     self.fail(id, chunk, why);
                 } else {
                     let stage = Stage::Unsynced { written, then };

@@ -51,5 +51,6 @@ pub mod routing_watch;
 pub mod scenario_run;
 pub mod serve;
 pub mod transport;
+pub mod vec_pool;
 pub mod wal_kv;
 pub mod wire_tally;

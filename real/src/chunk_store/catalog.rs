@@ -15,11 +15,12 @@ use t3fs_core::chunk::{
 };
 use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion};
-use t3fs_core::payload::{Home, Payload};
+use t3fs_core::payload::Payload;
 
 use super::meta::Record;
 use super::sums::{self, Sums};
 use super::{Extent, Rec, BLOCK};
+use crate::vec_pool::VecPool;
 
 /// Where to find the bytes of one version of a chunk.
 #[derive(Clone, Debug)]
@@ -198,7 +199,7 @@ impl Catalog {
 
     /// Answers a read of `len` bytes at `offset` from `bytes`, the content of `src` over `span`
     /// ([`Catalog::read_span`]), checked against its block checksums unless `unverified`; the
-    /// answer's payload returns `bytes` to `home` when dropped, if given.
+    /// answer's payload returns `bytes` to `pool` when dropped, if given (and pooled).
     pub fn finish_read(
         src: &Src,
         span: Range<u64>,
@@ -206,7 +207,7 @@ impl Catalog {
         offset: u32,
         len: u32,
         unverified: bool,
-        home: Option<&Home>,
+        pool: Option<&VecPool>,
     ) -> Result<ChunkDone, ChunkError> {
         let verified = !unverified;
         if bytes.len() as u64 != span.end - span.start
@@ -223,9 +224,9 @@ impl Catalog {
         bytes.drain(..(start - span.start) as usize);
         let checksum = folded.unwrap_or_else(|| crc32c::checksum(&bytes));
         Ok(ChunkDone::Read(Some(ChunkRead {
-            data: match home {
-                Some(home) => Payload::recycled(bytes, home),
-                None => bytes.into(),
+            data: match pool {
+                Some(pool) => pool.payload(bytes),
+                None => Payload::from(bytes),
             },
             version: src.version,
             checksum,

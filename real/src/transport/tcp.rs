@@ -9,6 +9,7 @@
 //! Not here: placement of duplicate connections and the writer (`peer.rs`), the wire formats
 //! (`frame.rs`, `handshake.rs`).
 
+use crate::vec_pool::{VecPool, CHUNK};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     open_conns: AtomicUsize,
     rng: AtomicU64,
     pub(crate) faults: super::faults::FaultLayer,
+    /// Inbound bulk parts (payloads) are read into its vectors and go back when dropped.
+    bulk_pool: Arc<VecPool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -98,6 +101,7 @@ impl TcpTransport {
             closed: AtomicBool::new(false),
             next_conn: AtomicU64::new(1),
             open_conns: AtomicUsize::new(0),
+            bulk_pool: Arc::new(VecPool::new(CHUNK)),
             rng: AtomicU64::new(rng),
             faults: Default::default(),
         });
@@ -181,8 +185,8 @@ impl TcpTransport {
         if super::rdma::refuse(self, inb) {
             return Err(DecodeError::BadMagic);
         }
-        let bulk = std::mem::take(&mut inb.bulk);
-        Msg::decode_split(&inb.frame, bulk)
+        let bulk = self.inner.bulk_pool.payload(std::mem::take(&mut inb.bulk));
+        Msg::decode_with(&inb.frame, Some(bulk))
             .inspect_err(|_| Counters::bump(&self.inner.counters.malformed))
     }
 
@@ -376,7 +380,7 @@ async fn accept_loop(inner: Arc<Inner>, listener: Box<dyn Listener>) {
 /// Reads frames from one connection until it ends, then closes it (see the module docs).
 async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: ReadHalf) {
     let c = &inner.counters;
-    let mut frames = FrameReader::new(r, inner.cfg.frame_max);
+    let mut frames = FrameReader::new(r, inner.cfg.frame_max, inner.bulk_pool.clone());
     loop {
         let next = tokio::select! {
             biased;

@@ -40,11 +40,12 @@ use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind, U
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 use t3fs_core::payload::Payload;
 
-use self::buf::{Buf, BufPool, VecPool};
+use self::buf::{Buf, BufPool};
 use super::catalog::{Catalog, Src, Written};
 use super::fs::StdFs;
 use super::meta::{MetaLog, Record};
 use super::{Extent, Options, BLOCK, DATA};
+use crate::vec_pool::{VecPool, CHUNK};
 
 mod buf;
 
@@ -114,10 +115,6 @@ pub struct UringChunkStore {
     results: VecPool,
 }
 
-/// The capacity of the pooled read-result vectors: the clusters' chunk size. Larger reads get
-/// a vector of their own.
-const POOLED_RESULT: usize = 1 << 20;
-
 impl UringChunkStore {
     /// Opens the store in `dir` (creating it when absent).
     pub fn open(dir: &Path) -> io::Result<Self> {
@@ -157,7 +154,7 @@ impl UringChunkStore {
             ready: Vec::new(),
             failed: false,
             bufs: BufPool::default(),
-            results: VecPool::new(POOLED_RESULT),
+            results: VecPool::new(CHUNK),
         })
     }
 
@@ -403,9 +400,9 @@ impl UringChunkStore {
                 self.bufs.put(buf);
                 match r {
                     Ok(bytes) => {
-                        let home = Some(self.results.home());
+                        let pool = Some(&self.results);
                         let r =
-                            Catalog::finish_read(&src, span, bytes, offset, len, unverified, home);
+                            Catalog::finish_read(&src, span, bytes, offset, len, unverified, pool);
                         self.finish(id, Some(chunk), r);
                     }
                     Err(ChunkError::Failed) => self.fail(id, chunk, errno("a read", res)),

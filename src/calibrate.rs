@@ -50,6 +50,9 @@ const JOBS: [Job; 3] = [
 ];
 
 /// Tolerances of issue 19 item 6.
+/// The replicas of each chain of `cluster up`'s loopback cluster (three storage nodes).
+const REPLICAS: u32 = 3;
+
 const THROUGHPUT_TOL: f64 = 0.10;
 const P99_TOL: f64 = 0.25;
 
@@ -192,7 +195,7 @@ fn read_summary(path: &Path, rw: &str) -> Result<Figures, String> {
 fn sim_scenario(j: &Job, hw: &Hardware, seconds: u64) -> Scenario {
     let text = format!(
         "name = \"calibrate-{name}\"\nabout = \"t3fs calibrate: {name} on the this-host profile\"\n\
-         duration = \"{seconds}s\"\n\n[cluster]\nmgmtd = 1\nstorage_nodes = 3\nreplicas = 3\n\
+         duration = \"{seconds}s\"\n\n[cluster]\nmgmtd = 1\nstorage_nodes = 3\nreplicas = {REPLICAS}\n\
          clients = 1\n\n[workload]\nchunks = 64\nwrite_size = {bs}\nread_fraction = {rf}\n\
          think = \"0us..1us\"\nprefill = {prefill}\n\n[faults]\nnet_latency = \"0us..1us\"\n{hw}",
         name = j.name,
@@ -271,7 +274,9 @@ pub fn run(a: Args) -> ExitCode {
 
 fn calibrate(a: &Args) -> Result<bool, String> {
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    eprintln!("measuring this host (probe, the io_uring chunk store alone, CRC32C speed) ...");
+    eprintln!(
+        "measuring this host (probe, the io_uring chunk stores of one chain, CRC32C speed) ..."
+    );
     let probe = t3fs_real::probe::load_or_measure(
         &a.out.join("probe.json"),
         &a.out,
@@ -280,7 +285,7 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         Duration::from_secs(3600),
     )
     .map_err(|e| format!("host probe: {e}"))?;
-    let store = profile::store_probe(&a.out.join("store-probe"))?;
+    let store = profile::store_probe(&a.out.join("store-probe"), REPLICAS)?;
     let crc_ns_per_byte = profile::crc_speed();
     let message = (
         t3fs_real::probe_message::round_trips(0, 2000)?,

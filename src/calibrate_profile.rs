@@ -3,7 +3,8 @@
 //! (sim/src/world/resources.rs).
 //!
 //! Each resource is measured through the real component the loopback cluster uses for it: the
-//! SSD through the io_uring chunk store driven alone (`t3fs_real::probe_store`), the per-message
+//! SSD through the io_uring chunk stores of one chain driven in a write's order, on the file
+//! system the cluster's targets share (`t3fs_real::probe_store`), the per-message
 //! cost through requests to the running cluster that touch no disk, the line rate through
 //! loopback TCP (`t3fs_real::probe`), the CPU's per-byte cost through this CPU's CRC32C speed.
 //!
@@ -151,14 +152,25 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
     (hw, why)
 }
 
-/// The io_uring chunk store alone in `dir` (removed after), as each target of the cluster
-/// runs it: its operation latencies, one at a time.
-pub fn store_probe(dir: &Path) -> Result<StoreLatencies, String> {
+/// The io_uring chunk stores of one chain of `replicas` targets under `dir` (removed after),
+/// as the cluster's targets run them on this file system: their operation latencies, one at a
+/// time in the order a write reaches them.
+pub fn store_probe(dir: &Path, replicas: u32) -> Result<StoreLatencies, String> {
     let _ = std::fs::remove_dir_all(dir);
-    let mut store = t3fs_real::chunk_store::UringChunkStore::open(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let r = t3fs_real::probe_store::measure(&mut store, Duration::from_secs(1));
-    drop(store);
+    let mut stores = (0..replicas.max(1))
+        .map(|i| {
+            let d = dir.join(format!("target-{i}"));
+            t3fs_real::chunk_store::UringChunkStore::open(&d)
+                .map_err(|e| format!("{}: {e}", d.display()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut chain: Vec<&mut dyn t3fs_core::chunk::ChunkStore> = stores
+        .iter_mut()
+        .map(|s| s as &mut dyn t3fs_core::chunk::ChunkStore)
+        .collect();
+    let r = t3fs_real::probe_store::measure(&mut chain, Duration::from_secs(1));
+    drop(chain);
+    drop(stores);
     let _ = std::fs::remove_dir_all(dir);
     r.map_err(|e| format!("chunk store probe: {e}"))
 }

@@ -1,10 +1,13 @@
 //! The chunk store's own operation latencies on this disk: what one simulated SSD is calibrated
 //! from (`t3fs calibrate`).
 //!
-//! A store is driven alone, one operation at a time, as one replica of a depth-1 job sees it:
-//! 1 MiB whole-chunk updates each followed by its commit, over a set of chunks (so extents are
-//! freed and reused as in a running target), then 1 MiB reads of whole chunks and 4 KiB reads
-//! at random block offsets. Each operation is timed from submission to its completion, so the
+//! The stores of one chain (one per replica, each in its own directory on the same file system,
+//! as a loopback cluster's targets are) are driven one operation at a time, in the order a
+//! depth-1 job's write reaches them: a 1 MiB whole-chunk update on each from head to tail, then
+//! the commits from tail to head, over a set of chunks (so extents are freed and reused as in a
+//! running target); then 1 MiB reads of whole chunks and 4 KiB reads at random block offsets
+//! from the head's store. Measured alone, one store's commits were half as long as a running
+//! cluster's (which shares its disk and file system journal with the other replicas' stores). Each operation is timed from submission to its completion, so the
 //! store's own work (copy-on-write into a fresh extent, data fdatasync, metadata record and its
 //! fdatasync, checksum verification on reads) is in the figures, which a raw-disk probe
 //! (`probe.rs`) leaves out.
@@ -37,10 +40,13 @@ pub struct StoreLatencies {
 const CHUNKS: u32 = 64;
 const MIB: u32 = 1 << 20;
 
-/// Drives `store` for about `each` per kind of operation (the writes at least once over every
-/// chunk, so the reads find data).
-pub fn measure(store: &mut dyn ChunkStore, each: Duration) -> Result<StoreLatencies, String> {
-    let mut p = Probe { store, next: 0 };
+/// Drives the chain `stores` (head first) for about `each` per kind of operation (the writes at
+/// least once over every chunk, so the reads find data).
+pub fn measure(
+    stores: &mut [&mut dyn ChunkStore],
+    each: Duration,
+) -> Result<StoreLatencies, String> {
+    let mut ids = 0;
     let mut out = StoreLatencies::default();
     let data: Payload = (0..MIB)
         .map(|i| (i * 7 % 251) as u8)
@@ -53,20 +59,24 @@ pub fn measure(store: &mut dyn ChunkStore, each: Duration) -> Result<StoreLatenc
         round += 1;
         for k in 0..CHUNKS {
             let version = ChunkVersion(round);
-            let kind = UpdateKind::Replace { data: data.clone() };
-            let update = ChunkOp::Update {
-                chunk: chunk(k),
-                version,
-                kind,
-                tag: None,
-            };
-            out.update_1m.push(p.run(update)?);
-            let commit = ChunkOp::Commit {
-                chunk: chunk(k),
-                version,
-                chain_version: ChainVersion(1),
-            };
-            out.commit.push(p.run(commit)?);
+            for store in stores.iter_mut() {
+                let kind = UpdateKind::Replace { data: data.clone() };
+                let update = ChunkOp::Update {
+                    chunk: chunk(k),
+                    version,
+                    kind,
+                    tag: None,
+                };
+                out.update_1m.push(run(&mut **store, &mut ids, update)?);
+            }
+            for store in stores.iter_mut().rev() {
+                let commit = ChunkOp::Commit {
+                    chunk: chunk(k),
+                    version,
+                    chain_version: ChainVersion(1),
+                };
+                out.commit.push(run(&mut **store, &mut ids, commit)?);
+            }
         }
     }
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -86,7 +96,8 @@ pub fn measure(store: &mut dyn ChunkStore, each: Duration) -> Result<StoreLatenc
                 uncommitted: false,
                 unverified: false,
             };
-            into.push(p.run(read)?);
+            let head = stores.first_mut().ok_or("no store to probe")?;
+            into.push(run(&mut **head, &mut ids, read)?);
         }
     }
     for v in [
@@ -108,41 +119,34 @@ fn next(x: &mut u64) -> u64 {
     *x
 }
 
-struct Probe<'a> {
-    store: &'a mut dyn ChunkStore,
-    next: u64,
-}
-
-impl Probe<'_> {
-    /// Submits `op` and waits for it: its latency, or why it failed.
-    fn run(&mut self, op: ChunkOp) -> Result<Duration, String> {
-        self.next += 1;
-        let id = IoId(self.next);
-        // Named before it moves; not by its Debug form, which prints a payload's every byte.
-        let what = match &op {
-            ChunkOp::Update { chunk, .. } => format!("update of {chunk:?}"),
-            ChunkOp::Commit { chunk, .. } => format!("commit of {chunk:?}"),
-            ChunkOp::Read { chunk, len, .. } => format!("{len}-byte read of {chunk:?}"),
-            _ => "operation".to_string(),
-        };
-        let t = Instant::now();
-        self.store.submit(id, op);
-        let mut done = Vec::new();
-        loop {
-            self.store.poll_completions(&mut done);
-            if let Some((_, r)) = done.iter().find(|(i, _)| *i == id) {
-                let lat = t.elapsed();
-                return match r {
-                    Ok(
-                        ChunkDone::Read(Some(_)) | ChunkDone::Updated(_) | ChunkDone::Committed(_),
-                    ) => Ok(lat),
-                    Ok(other) => Err(format!("{what}: unexpected {other:?}")),
-                    Err(e) => Err(format!("{what}: {e:?}")),
-                };
-            }
-            if self.store.in_flight() > 0 {
-                self.store.wait(Duration::from_millis(10));
-            }
+/// Submits `op` to `store` and waits for it: its latency, or why it failed.
+fn run(store: &mut dyn ChunkStore, next: &mut u64, op: ChunkOp) -> Result<Duration, String> {
+    *next += 1;
+    let id = IoId(*next);
+    // Named before it moves; not by its Debug form, which prints a payload's every byte.
+    let what = match &op {
+        ChunkOp::Update { chunk, .. } => format!("update of {chunk:?}"),
+        ChunkOp::Commit { chunk, .. } => format!("commit of {chunk:?}"),
+        ChunkOp::Read { chunk, len, .. } => format!("{len}-byte read of {chunk:?}"),
+        _ => "operation".to_string(),
+    };
+    let t = Instant::now();
+    store.submit(id, op);
+    let mut done = Vec::new();
+    loop {
+        store.poll_completions(&mut done);
+        if let Some((_, r)) = done.iter().find(|(i, _)| *i == id) {
+            let lat = t.elapsed();
+            return match r {
+                Ok(ChunkDone::Read(Some(_)) | ChunkDone::Updated(_) | ChunkDone::Committed(_)) => {
+                    Ok(lat)
+                }
+                Ok(other) => Err(format!("{what}: unexpected {other:?}")),
+                Err(e) => Err(format!("{what}: {e:?}")),
+            };
+        }
+        if store.in_flight() > 0 {
+            store.wait(Duration::from_millis(10));
         }
     }
 }
@@ -155,10 +159,12 @@ mod tests {
     fn the_store_probe_times_every_kind_of_operation_and_sorts_them() {
         let dir = std::env::temp_dir().join(format!("t3fs-probe-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let mut store = crate::chunk_store::FileChunkStore::open(&dir).expect("open");
-        let l = measure(&mut store, Duration::from_millis(20)).expect("probe");
+        let open = |i: u32| crate::chunk_store::FileChunkStore::open(&dir.join(i.to_string()));
+        let (mut a, mut b) = (open(0).expect("open"), open(1).expect("open"));
+        let l = measure(&mut [&mut a, &mut b], Duration::from_millis(20)).expect("probe");
         std::fs::remove_dir_all(&dir).expect("cleanup");
-        assert!(l.update_1m.len() >= CHUNKS as usize && l.commit.len() == l.update_1m.len());
+        let writes = 2 * CHUNKS as usize;
+        assert!(l.update_1m.len() >= writes && l.commit.len() == l.update_1m.len());
         for v in [&l.read_4k, &l.read_1m, &l.update_1m, &l.commit] {
             assert!(!v.is_empty() && v.windows(2).all(|w| w[0] <= w[1]));
         }

@@ -52,6 +52,9 @@ pub struct Hardware {
     /// bandwidth) is at the 99th percentile: a log-normal factor on each operation's transfer
     /// time (1: no spread, and nothing is drawn).
     pub ssd_transfer_spread: f64,
+    /// The same for a write's transfer (its bytes into a fresh extent and their fdatasync);
+    /// `ssd_transfer_spread` unless given.
+    pub ssd_write_spread: f64,
     /// CPU cores per node that handle received messages (0: CPU not modelled).
     pub cpu_cores: u32,
     /// CPU time per received message.
@@ -87,6 +90,7 @@ impl Hardware {
                 ssd_sync: Duration::ZERO,
                 ssd_sync_p99: Duration::ZERO,
                 ssd_transfer_spread: 1.0,
+                ssd_write_spread: 1.0,
                 cpu_cores: 0,
                 cpu_request: Duration::ZERO,
                 cpu_byte_ns: 0.0,
@@ -107,6 +111,7 @@ impl Hardware {
                 ssd_sync: us(200),
                 ssd_sync_p99: us(200),
                 ssd_transfer_spread: 1.0,
+                ssd_write_spread: 1.0,
                 cpu_cores: 4,
                 cpu_request: us(10),
                 cpu_byte_ns: 0.25,
@@ -141,6 +146,7 @@ pub(crate) struct RawHardware {
     ssd_sync_us: Option<f64>,
     ssd_sync_p99_us: Option<f64>,
     ssd_transfer_spread: Option<f64>,
+    ssd_write_spread: Option<f64>,
     cpu_cores: Option<u32>,
     cpu_request_us: Option<f64>,
     cpu_byte_ns: Option<f64>,
@@ -255,6 +261,13 @@ impl RawHardware {
             Some(v) => h.ssd_transfer_spread = v,
             None => {}
         }
+        h.ssd_write_spread = match self.ssd_write_spread {
+            Some(v) if !(v.is_finite() && v >= 1.0) => {
+                return Err(("ssd_write_spread", format!("{v}: must be at least 1")))
+            }
+            Some(v) => v,
+            None => h.ssd_transfer_spread,
+        };
         if h.ssd_p99 < h.ssd_p50 {
             return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));
         }
@@ -300,11 +313,18 @@ mod tests {
     fn hardware_is_written_back_as_loaded() {
         let text = with(
             "profile = \"gbe-sata\"\nnic_gbps = 25\nssd_p50_us = 12.5\ncpu_cores = 2\n\
-             nic_message_p99_us = 9\nssd_sync_p99_us = 450\nssd_transfer_spread = 1.25",
+             nic_message_p99_us = 9\nssd_sync_p99_us = 450\nssd_transfer_spread = 1.25\n\
+             ssd_write_spread = 1.75",
         );
         let s = parse("h.toml", &text).unwrap();
         let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
         assert_eq!(again.hardware, s.hardware);
+        let h = s.hardware.expect("hardware");
+        assert_eq!((h.ssd_transfer_spread, h.ssd_write_spread), (1.25, 1.75));
+        // Absent, a write's spread is the transfer spread: files from before it load as before.
+        let text = with("profile = \"gbe-sata\"\nssd_transfer_spread = 1.25");
+        let h = parse("h.toml", &text).unwrap().hardware.expect("hardware");
+        assert_eq!(h.ssd_write_spread, 1.25);
     }
 
     #[test]
@@ -326,6 +346,7 @@ mod tests {
             ("nic_message_p99_us = 1", "nic_message_p99_us"),
             ("ssd_sync_p99_us = 10", "ssd_sync_p99_us"),
             ("ssd_transfer_spread = 0.5", "ssd_transfer_spread"),
+            ("ssd_write_spread = 0.9", "ssd_write_spread"),
         ] {
             let e = parse("h.toml", &with(&format!("profile = \"gbe-sata\"\n{bad}"))).unwrap_err();
             assert_eq!(e.field, format!("hardware.{key}"), "{bad}");

@@ -206,8 +206,12 @@ impl Resources {
         // The transfer queue holds the median time (the bandwidth bound under load); alone, an
         // operation's own transfer may take longer by its drawn factor.
         let moved = ssd.transfer.serve(start, transfer);
-        let slow =
-            Instant(start.0 + (transfer as f64 * spread(rng, hw.ssd_transfer_spread)) as u64);
+        let spread_of = if write {
+            hw.ssd_write_spread
+        } else {
+            hw.ssd_transfer_spread
+        };
+        let slow = Instant(start.0 + (transfer as f64 * spread(rng, spread_of)) as u64);
         // A mutation is done at its durability point, a sync after its bytes.
         let sync = if write {
             ns(lognormal(rng, hw.ssd_sync, hw.ssd_sync_p99))
@@ -450,7 +454,8 @@ mod tests {
         let mut h = hw();
         h.nic_message_p99 = h.nic_message * 3;
         h.ssd_sync_p99 = h.ssd_sync * 2;
-        h.ssd_transfer_spread = 1.5;
+        h.ssd_transfer_spread = 1.1; // Reads only: the write below draws its own.
+        h.ssd_write_spread = 1.5;
         let mut rng = Rng::new(5);
         let (mut msg, mut write) = (Vec::new(), Vec::new());
         for _ in 0..20_000 {

@@ -49,10 +49,10 @@ const JOBS: [Job; 3] = [
     },
 ];
 
-/// Tolerances of issue 19 item 6.
 /// The replicas of each chain of `cluster up`'s loopback cluster (three storage nodes).
 const REPLICAS: u32 = 3;
 
+/// Tolerances of issue 19 item 6.
 const THROUGHPUT_TOL: f64 = 0.10;
 const P99_TOL: f64 = 0.25;
 

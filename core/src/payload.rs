@@ -10,7 +10,7 @@
 //! Invariant: a payload is immutable once made. Equality, ordering, hashing and `Debug` are the
 //! bytes' own, exactly as for the `Vec<u8>` it replaced, so model-checker states and simulator
 //! trace hashes do not depend on whether bytes are shared, or recycled ([`Payload::recycled`]:
-//! a real chunk store's read buffers go back to its pool when the last holder drops them).
+//! a real node's chunk buffers go back to its pool when the last holder drops them).
 //! Not here: any I/O, or the pools themselves.
 
 use std::cmp::Ordering;
@@ -58,8 +58,8 @@ impl Sums {
     }
 }
 
-/// Where a recycled payload's buffer goes when its last holder drops it: a real chunk store's
-/// pool, so that a stream of 1 MiB reads reuses warm memory instead of faulting fresh pages in
+/// Where a recycled payload's buffer goes when its last holder drops it: a real node's pool (a
+/// chunk store's read results, the transport's inbound payloads), so that a stream of 1 MiB reads reuses warm memory instead of faulting fresh pages in
 /// (on the hosts measured, a fresh huge page cost about 5 ms). Nothing in the machines makes one.
 pub type Home = Arc<dyn Fn(Vec<u8>) + Send + Sync>;
 

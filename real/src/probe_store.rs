@@ -6,9 +6,9 @@
 //! depth-1 job's write reaches them: a 1 MiB whole-chunk update on each from head to tail, then
 //! the commits from tail to head, over a set of chunks (so extents are freed and reused as in a
 //! running target); then 1 MiB reads of whole chunks and 4 KiB reads at random block offsets
-//! from the head's store. Measured alone, one store's commits were half as long as a running
-//! cluster's (which shares its disk and file system journal with the other replicas' stores). Each operation is timed from submission to its completion, so the
-//! store's own work (copy-on-write into a fresh extent, data fdatasync, metadata record and its
+//! from the head's store. Measured alone, one store's commits were about half as long as a
+//! running cluster's (which shares its disk and file system journal with the other replicas'
+//! stores). Each operation is timed from submission to its completion, so the store's own work (copy-on-write into a fresh extent, data fdatasync, metadata record and its
 //! fdatasync, checksum verification on reads) is in the figures, which a raw-disk probe
 //! (`probe.rs`) leaves out.
 //!

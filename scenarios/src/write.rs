@@ -49,7 +49,8 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
          nic_message_p99_us = {:?}\nssd_mb_s = {:?}\n\
          ssd_write_mb_s = {:?}\nssd_iops = {:?}\nssd_queue_depth = {}\nssd_p50_us = {:?}\n\
          ssd_p99_us = {:?}\nssd_sync_us = {:?}\nssd_sync_p99_us = {:?}\n\
-         ssd_transfer_spread = {:?}\nssd_write_spread = {:?}\ncpu_cores = {}\ncpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
+         ssd_transfer_spread = {:?}\nssd_write_spread = {:?}\ncpu_cores = {}\n\
+         cpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
          shared_host = {}\n",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,

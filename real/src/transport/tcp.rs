@@ -9,7 +9,6 @@
 //! Not here: placement of duplicate connections and the writer (`peer.rs`), the wire formats
 //! (`frame.rs`, `handshake.rs`).
 
-use crate::vec_pool::{VecPool, CHUNK};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -31,6 +30,7 @@ use super::handshake::{self, HandshakeError, Me, TokenKey};
 use super::net::{Listener, ReadHalf, Stream};
 use super::peer::{drive, Conn, PeerSlot};
 use super::{Frame, Inbound, SendError, TransportConfig};
+use crate::vec_pool::{VecPool, CHUNK};
 
 /// A running TCP transport. Clones share it.
 #[derive(Clone, Debug)]

@@ -17,9 +17,9 @@
 //! after the previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations)
 //! on the SSD's one transfer queue, and it completes at the latest of its start plus the drawn
 //! access latency, the end of its queued transfer and its start plus its own transfer time
-//! times a drawn factor (the profile's transfer spread; the queue keeps the median, so the
-//! spread lengthens a lone operation without lowering the bandwidth bound), plus the sync time
-//! for a mutation (drawn between its median and p99).
+//! times a drawn factor (the profile's transfer spread, or its write spread for a mutation; the
+//! queue keeps the median, so the spread lengthens a lone operation without lowering the
+//! bandwidth bound), plus the sync time for a mutation (drawn between its median and p99).
 //!
 //! A spread the profile does not give draws nothing, so profiles without spreads run exactly as
 //! before spreads existed. Everything is a function of the seed (draws come from the world's

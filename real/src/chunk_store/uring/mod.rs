@@ -14,7 +14,7 @@
 //! Buffers: every SQE points into a 4 KiB-aligned heap buffer owned by its operation's slot,
 //! which lives until the completion is reaped (dropping the store waits for every SQE in
 //! flight), then goes back to the store's pool; a read's result is copied into a vector from a
-//! second pool, which it returns to when the payload's last holder drops it (buf.rs says why).
+//! second pool, which it returns to when the payload's last holder drops it (vec_pool.rs says why).
 //! Not registered buffers (registration would pin the pool; left for a benchmark to justify).
 //!
 //! O_DIRECT: when the file system refuses it (tmpfs answers EINVAL at open), the data file is

@@ -1,18 +1,22 @@
 //! `t3fs calibrate`: the simulator's resources against a real loopback cluster on this host.
 //!
 //! It starts a real `cluster up` whose targets use the io_uring chunk store (O_DIRECT: the disk
-//! the model's SSD stands for, not the page cache), measures each modelled resource through the
-//! real component the cluster uses for it (`calibrate_profile.rs`), writes those as a
-//! `this-host` hardware profile, runs three jobs on the cluster (1 MiB sequential write, 1 MiB
-//! sequential read, 4 KiB random read; one job, depth 1, through `t3fs bench io`; each run
-//! `--repeats` times, round by round) and the same three in the simulator with that profile, and
-//! reports each pair: the real runs' median throughput and p99 beside the simulator's, with
-//! their error, held to ±10% and ±25%, the real runs' range (this host's noise), and `t3fs
-//! report compare` of the simulated run against the real run nearest the median.
+//! the model's SSD stands for, not the page cache) and runs `--repeats` rounds. Each round first
+//! measures each modelled resource through the real component the cluster uses for it
+//! (`calibrate_profile.rs`), then runs three jobs on the cluster (1 MiB sequential write, 1 MiB
+//! sequential read, 4 KiB random read; one job, depth 1, through `t3fs bench io`). Each round's
+//! measurements make a `this-host` hardware profile on which the simulator runs the same three
+//! jobs, so every real run is paired with a prediction from this host as it was minutes before
+//! (its disk's figures drift by more than the tolerances within an hour). Each job is judged
+//! by the median over rounds of the paired errors, held to ±10% (throughput) and ±25% (p99);
+//! the report shows the real runs' range (this host's noise) and `t3fs report compare` of the
+//! round whose real run is nearest the median. `this-host.toml` is the profile of every
+//! round's measurements pooled.
 //!
-//! Invariant: nothing in the profile is fitted to the jobs it predicts; every value comes from a
-//! measurement named in `this-host.toml`, or is an assumption named there. The cluster it starts
-//! is stopped whatever happens. Not here: the resource model (sim/src/world/resources.rs).
+//! Invariant: nothing in a profile is fitted to the jobs it predicts; every value comes from a
+//! measurement named in `this-host.toml`, or is an assumption named there, and each round's is
+//! measured before its jobs run. The cluster it starts is stopped whatever happens. Not here:
+//! the resource model (sim/src/world/resources.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,7 +24,7 @@ use std::time::Duration;
 
 use t3fs_scenario::{Hardware, Scenario};
 
-use crate::calibrate_profile::{self as profile, Measured};
+use crate::calibrate_profile::{self as profile, Measured, Sample};
 use crate::supervised::{t3fs, ClusterGuard};
 use t3fs_sim::world::throughput::KindLoad;
 
@@ -62,7 +66,8 @@ pub struct Args {
     pub seconds: u64,
     /// Simulated seconds of each simulated job.
     pub sim_seconds: u64,
-    /// Runs of each real job (their median is judged; the range shows this host's noise).
+    /// Rounds: each measures this host, then runs every real job once (the median of the
+    /// rounds' paired errors is judged; the range shows this host's noise).
     pub repeats: u32,
     /// Output directory.
     pub out: PathBuf,
@@ -75,8 +80,8 @@ struct Figures {
     p99: f64,
 }
 
-/// The repeated runs of one real job: figures and run directory of each.
-struct RealJob(Vec<(Figures, PathBuf)>);
+/// One job's runs on one side, a run per round: figures, and the run directory (real side).
+struct Runs(Vec<(Figures, PathBuf)>);
 
 /// The median of `v` (the mean of the middle two when even; 0 when empty).
 fn median(mut v: Vec<f64>) -> f64 {
@@ -88,13 +93,30 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-impl RealJob {
+impl Runs {
+    /// Runs without directories (the simulated side's).
+    fn of(figs: &[Figures]) -> Runs {
+        Runs(figs.iter().map(|f| (*f, PathBuf::new())).collect())
+    }
+
     /// The median IOPS and the median p99 of the runs.
     fn median(&self) -> Figures {
         Figures {
             iops: median(self.0.iter().map(|(f, _)| f.iops).collect()),
             p99: median(self.0.iter().map(|(f, _)| f.p99).collect()),
         }
+    }
+
+    /// Each round's error of these runs against `real`'s of the same round, in `f`.
+    fn errors_to(&self, real: &Runs, f: fn(&Figures) -> f64) -> Vec<f64> {
+        let pairs = self.0.iter().zip(&real.0);
+        pairs.map(|((s, _), (r, _))| error(f(s), f(r))).collect()
+    }
+
+    /// The median of the rounds' paired errors against `real`, in `f`: each round's
+    /// prediction judged against the run made under the same conditions.
+    fn error_to(&self, real: &Runs, f: fn(&Figures) -> f64) -> f64 {
+        median(self.errors_to(real, f))
     }
 
     /// The lowest and highest of `f` over the runs.
@@ -104,23 +126,26 @@ impl RealJob {
         (lo, v.fold(f64::NEG_INFINITY, f64::max))
     }
 
-    /// The run directory of the run whose IOPS is nearest the median: the one compared.
-    fn typical(&self) -> &Path {
+    /// The round whose IOPS is nearest the median: the one compared.
+    fn typical(&self) -> usize {
         let m = self.median().iops;
-        let (_, dir) = self
+        let dist = |(_, (f, _)): &(usize, &(Figures, PathBuf))| (f.iops - m).abs();
+        let (i, _) = self
             .0
             .iter()
-            .min_by(|a, b| (a.0.iops - m).abs().total_cmp(&(b.0.iops - m).abs()))
+            .enumerate()
+            .min_by(|a, b| dist(a).total_cmp(&dist(b)))
             .expect("at least one run");
-        dir
+        i
     }
 }
 
-/// What the running cluster gave: the reads of absent chunks (sorted), and each job's runs.
-type RealRuns = (Vec<Duration>, Vec<RealJob>);
+/// What the rounds gave: each round's measurements, and each job's runs (one per round).
+type RealRuns = (Vec<Sample>, Vec<Runs>);
 
 /// The real side on a loopback cluster whose targets use the io_uring store (O_DIRECT: the
-/// disk the model's SSD stands for, not the page cache): the null requests, then the jobs.
+/// disk the model's SSD stands for, not the page cache): round by round, this host's
+/// measurements, then one run of each job.
 fn real_jobs(a: &Args) -> Result<RealRuns, String> {
     let cluster = a.out.join("cluster");
     let _ = std::fs::remove_dir_all(&cluster);
@@ -130,17 +155,23 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
         &a.out.join("cluster-up.log"),
     )?;
     let _guard = ClusterGuard::new(cluster.clone());
-    eprintln!("real: reads of absent chunks (1 s) ...");
-    let null = profile::null_requests(&cluster, Duration::from_secs(1))?;
-    let mut out: Vec<RealJob> = JOBS.iter().map(|_| RealJob(Vec::new())).collect();
-    // Round by round, so a slow spell of this host falls on every job, not one.
+    let mut samples = Vec::new();
+    let mut out: Vec<Runs> = JOBS.iter().map(|_| Runs(Vec::new())).collect();
+    // Round by round, so a slow spell of this host falls on every job and on the measurements
+    // of its round, not on one job alone.
     for round in 1..=a.repeats.max(1) {
+        eprintln!(
+            "round {round}: measuring (the stores of one chain, the transport, reads of absent \
+             chunks through the cluster) ..."
+        );
+        let store_dir = a.out.join("store-probe");
+        samples.push(Sample::measure(&store_dir, &cluster, REPLICAS)?);
         for (j, runs) in JOBS.iter().zip(&mut out) {
             let fig = real_job(a, &c, j, round)?;
             runs.0.push(fig);
         }
     }
-    Ok((null, out))
+    Ok((samples, out))
 }
 
 /// Run `round` of job `j` on the cluster at `c`: its figures and run directory.
@@ -168,7 +199,7 @@ fn real_job(a: &Args, c: &str, j: &Job, round: u32) -> Result<(Figures, PathBuf)
         "--out",
         &d,
     ];
-    eprintln!("real: {} run {round} ({} s) ...", j.name, a.seconds);
+    eprintln!("round {round}: {} ({} s) ...", j.name, a.seconds);
     t3fs(&args, &a.out.join(format!("real-{}-{round}.log", j.name)))?;
     Ok((read_summary(&dir.join("summary.json"), j.rw)?, dir))
 }
@@ -219,28 +250,44 @@ fn error(sim: f64, real: f64) -> f64 {
     sim / real.max(1e-12) - 1.0
 }
 
-/// Runs job `j` in the simulator, compares it with its real `runs` (report compare of the
-/// typical run) and prints its row; whether it is within both tolerances, and the line of the
-/// real runs' range.
-fn judge(a: &Args, hw: &Hardware, j: &Job, runs: &RealJob) -> Result<(bool, String), String> {
-    let (r, real_dir) = (runs.median(), runs.typical());
-    let sc = sim_scenario(j, hw, a.sim_seconds);
-    let o = t3fs_sim::run::run(&sc, 1, false)?;
-    let w = o.world.as_ref().ok_or("the simulation kept no world")?;
-    let load = w.load();
-    let s = sim_figures(if j.rw == "write" {
-        &load.writes
-    } else {
-        &load.reads
-    });
+/// Runs job `j` in the simulator on each round's profile (`hws`, in round order) and judges it
+/// against the real `runs` of the same rounds by the median of the paired errors; writes `t3fs
+/// report compare` of the typical round and prints the job's row. Whether it is within both
+/// tolerances, and the lines of the two sides' ranges.
+fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, String), String> {
+    let typical = runs.typical();
+    let (mut sims, mut kept) = (Vec::new(), None);
+    for (round, hw) in hws.iter().enumerate() {
+        let sc = sim_scenario(j, hw, a.sim_seconds);
+        let o = t3fs_sim::run::run(&sc, 1, false)?;
+        let load = o
+            .world
+            .as_ref()
+            .ok_or("the simulation kept no world")?
+            .load();
+        sims.push(sim_figures(if j.rw == "write" {
+            &load.writes
+        } else {
+            &load.reads
+        }));
+        if round == typical {
+            kept = Some((o, sc));
+        }
+    }
+    let (o, sc) = kept.ok_or("no simulated round to compare")?;
     let command = format!("t3fs calibrate (job {})", j.name);
     let sim_dir = crate::report::write(&o, &sc, "calibrate", &command, &a.out)
         .map_err(|e| format!("sim run directory: {e}"))?;
     let compare = a.out.join(format!("compare-{}", j.name));
-    t3fs_reports::compare(real_dir, &sim_dir, &compare)
+    t3fs_reports::compare(&runs.0[typical].1, &sim_dir, &compare)
         .map_err(|e| format!("report compare: {e}"))?;
-    let (et, ep) = (error(s.iops, r.iops), error(s.p99, r.p99));
+    let sims = Runs::of(&sims);
+    let (et, ep) = (
+        sims.error_to(runs, |f| f.iops),
+        sims.error_to(runs, |f| f.p99),
+    );
     let within = et.abs() <= THROUGHPUT_TOL && ep.abs() <= P99_TOL;
+    let (r, s) = (runs.median(), sims.median());
     println!(
         "{:<14} {:>11.0} {:>11.0} {:>+7.1}%  {:>8.0}us {:>8.0}us {:>+7.1}%  {}",
         j.name,
@@ -252,12 +299,27 @@ fn judge(a: &Args, hw: &Hardware, j: &Job, runs: &RealJob) -> Result<(bool, Stri
         ep * 100.0,
         if within { "within" } else { "OUTSIDE" }
     );
-    let (i, p) = (runs.range(|f| f.iops), runs.range(|f| f.p99 * 1e6));
-    let range = format!(
-        "  {:<14} IOPS {:.0} to {:.0}, p99 {:.0} to {:.0} us",
-        j.name, i.0, i.1, p.0, p.1
+    let line = |side: &str, runs: &Runs| {
+        let (i, p) = (runs.range(|f| f.iops), runs.range(|f| f.p99 * 1e6));
+        format!(
+            "  {:<14} {side} IOPS {:.0} to {:.0}, p99 {:.0} to {:.0} us",
+            j.name, i.0, i.1, p.0, p.1
+        )
+    };
+    let by_round = |f: fn(&Figures) -> f64| {
+        let e: Vec<String> = (sims.errors_to(runs, f).iter())
+            .map(|e| format!("{:+.1}", e * 100.0))
+            .collect();
+        e.join(" ")
+    };
+    let errors = format!(
+        "  {:<14} errors by round: IOPS {} %, p99 {} %",
+        j.name,
+        by_round(|f| f.iops),
+        by_round(|f| f.p99)
     );
-    Ok((within, range))
+    let lines = [line("real", runs), line("sim ", &sims), errors];
+    Ok((within, lines.join("\n")))
 }
 
 /// Runs the calibration; exit 0 when every figure is within its tolerance, 1 when not.
@@ -274,9 +336,7 @@ pub fn run(a: Args) -> ExitCode {
 
 fn calibrate(a: &Args) -> Result<bool, String> {
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    eprintln!(
-        "measuring this host (probe, the io_uring chunk stores of one chain, CRC32C speed) ..."
-    );
+    eprintln!("measuring this host's bounds (disk and loopback probe, CRC32C speed) ...");
     let probe = t3fs_real::probe::load_or_measure(
         &a.out.join("probe.json"),
         &a.out,
@@ -285,32 +345,27 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         Duration::from_secs(3600),
     )
     .map_err(|e| format!("host probe: {e}"))?;
-    let store = profile::store_probe(&a.out.join("store-probe"), REPLICAS)?;
     let crc_ns_per_byte = profile::crc_speed();
-    let message = (
-        t3fs_real::probe_message::round_trips(0, 2000)?,
-        t3fs_real::probe_message::round_trips(1 << 20, 300)?,
-    );
-    let (null, real) = real_jobs(a)?;
-    let m = Measured {
-        probe,
-        store,
-        null,
-        message,
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let (samples, real) = real_jobs(a)?;
+    let measured = |sample: Sample| Measured {
+        probe: probe.clone(),
+        sample,
         crc_ns_per_byte,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        cores,
     };
-    let (hw, why) = profile::this_host(&m);
-    let profile = format!(
-        "# Written by `t3fs calibrate`: this host, measured.\n{}{}",
-        why.iter().map(|w| format!("# {w}\n")).collect::<String>(),
-        t3fs_scenario::write::hardware_toml(&hw)
-    );
+    let pooled = profile::this_host(&measured(Sample::pooled(&samples)));
     let path = a.out.join("this-host.toml");
-    std::fs::write(&path, &profile).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("this-host profile: {}", path.display());
-    for w in &why {
+    write_profile(&path, &pooled)?;
+    println!("this-host profile (every round pooled): {}", path.display());
+    for w in &pooled.1 {
         println!("  {w}");
+    }
+    let mut hws = Vec::new();
+    for (i, s) in samples.into_iter().enumerate() {
+        let p = profile::this_host(&measured(s));
+        write_profile(&a.out.join(format!("this-host-round-{}.toml", i + 1)), &p)?;
+        hws.push(p.0);
     }
     println!(
         "\n{:<14} {:>11} {:>11} {:>8}  {:>10} {:>10} {:>8}",
@@ -319,13 +374,16 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     let mut ok = true;
     let mut ranges = Vec::new();
     for (j, runs) in JOBS.iter().zip(&real) {
-        let (within, range) = judge(a, &hw, j, runs)?;
+        let (within, range) = judge(a, &hws, j, runs)?;
         ok &= within;
         ranges.push(range);
     }
     println!(
-        "\nreal: the median of {} runs of each job; their range (this host's noise):",
-        a.repeats.max(1)
+        "\n{} rounds, each this host measured, then one real run of each job; each round's \
+         simulation runs on that round's profile (this-host-round-N.toml). IOPS and p99: the \
+         medians over rounds; error: the median of the rounds' paired errors. Ranges (this \
+         host's noise):",
+        hws.len()
     );
     for r in &ranges {
         println!("{r}");
@@ -339,14 +397,24 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     Ok(ok)
 }
 
+/// Writes profile `p` (the hardware and where each value comes from) to `path`.
+fn write_profile(path: &Path, p: &(Hardware, Vec<String>)) -> Result<(), String> {
+    let text = format!(
+        "# Written by `t3fs calibrate`: this host, measured.\n{}{}",
+        p.1.iter().map(|w| format!("# {w}\n")).collect::<String>(),
+        t3fs_scenario::write::hardware_toml(&p.0)
+    );
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn repeated_runs_are_judged_by_their_median_and_compared_by_their_typical_run() {
+    fn rounds_are_judged_by_their_paired_errors_and_compared_by_their_typical_run() {
         let run = |iops: f64, p99: f64, dir: &str| (Figures { iops, p99 }, PathBuf::from(dir));
-        let job = RealJob(vec![
+        let job = Runs(vec![
             run(500.0, 0.007, "a"),
             run(700.0, 0.002, "b"),
             run(650.0, 0.003, "c"),
@@ -354,8 +422,14 @@ mod tests {
         let m = job.median();
         assert_eq!((m.iops, m.p99), (650.0, 0.003));
         assert_eq!(job.range(|f| f.iops), (500.0, 700.0));
-        assert_eq!(job.typical(), Path::new("c"));
+        assert_eq!(job.typical(), 2);
         assert_eq!(median(vec![4.0, 1.0]), 2.5);
+        let fig = |iops: f64| Figures { iops, p99: 0.001 };
+        // Each round's prediction is 10% over its own round's run.
+        let sim = Runs::of(&[fig(550.0), fig(770.0), fig(715.0)]);
+        let e = sim.errors_to(&job, |f| f.iops);
+        assert!(e.iter().all(|e| (e - 0.1).abs() < 1e-9), "{e:?}");
+        assert!((sim.error_to(&job, |f| f.iops) - 0.1).abs() < 1e-9);
         assert_eq!(median(Vec::new()), 0.0);
     }
 

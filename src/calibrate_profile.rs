@@ -23,6 +23,19 @@ use t3fs_scenario::Hardware;
 pub struct Measured {
     /// The disk and loopback bounds.
     pub probe: t3fs_real::probe::Probe,
+    /// The latencies of one round, or of every round pooled.
+    pub sample: Sample,
+    /// Nanoseconds per byte of CRC32C on this CPU.
+    pub crc_ns_per_byte: f64,
+    /// This host's cores.
+    pub cores: u32,
+}
+
+/// What one round of `t3fs calibrate` measures just before its jobs run, so that the jobs are
+/// judged against this host as it was then (its disk's figures drift within minutes). Every
+/// latency vector is sorted.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
     /// The io_uring chunk store's operations, one at a time.
     pub store: StoreLatencies,
     /// Reads of absent chunks through the running cluster, one at a time.
@@ -30,10 +43,40 @@ pub struct Measured {
     /// Round trips through the TCP transport of a frame with an empty and with a 1 MiB bulk
     /// part, each answered by a small frame.
     pub message: (Vec<Duration>, Vec<Duration>),
-    /// Nanoseconds per byte of CRC32C on this CPU.
-    pub crc_ns_per_byte: f64,
-    /// This host's cores.
-    pub cores: u32,
+}
+
+impl Sample {
+    /// One round's measurements: the stores of a chain of `replicas` targets under `dir`, the
+    /// TCP transport, and null requests through the running cluster at `cluster`.
+    pub fn measure(dir: &Path, cluster: &Path, replicas: u32) -> Result<Sample, String> {
+        Ok(Sample {
+            store: store_probe(dir, replicas)?,
+            message: (
+                t3fs_real::probe_message::round_trips(0, 2000)?,
+                t3fs_real::probe_message::round_trips(1 << 20, 300)?,
+            ),
+            null: null_requests(cluster, Duration::from_secs(1))?,
+        })
+    }
+
+    /// Every sample's latencies together, sorted: the host over all rounds.
+    pub fn pooled(all: &[Sample]) -> Sample {
+        let join = |f: fn(&Sample) -> &Vec<Duration>| {
+            let mut v: Vec<Duration> = all.iter().flat_map(|s| f(s).iter().copied()).collect();
+            v.sort();
+            v
+        };
+        Sample {
+            store: StoreLatencies {
+                read_4k: join(|s| &s.store.read_4k),
+                read_1m: join(|s| &s.store.read_1m),
+                update_1m: join(|s| &s.store.update_1m),
+                commit: join(|s| &s.store.commit),
+            },
+            null: join(|s| &s.null),
+            message: (join(|s| &s.message.0), join(|s| &s.message.1)),
+        }
+    }
 }
 
 /// Passes over a message's bytes the receiving service makes in user space: building the
@@ -55,15 +98,15 @@ fn us(d: Duration) -> f64 {
 
 /// The `this-host` profile from `m`, with where each value comes from.
 pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
-    let p = &m.probe;
-    let s = &m.store;
+    let (p, s) = (&m.probe, &m.sample.store);
     let mib = (1u64 << 20) as f64;
-    let (null50, null99) = p50_p99(&m.null);
+    let (null50, null99) = p50_p99(&m.sample.null);
     let (r4k50, r4k99) = p50_p99(&s.read_4k);
     let (r1m50, r1m99) = p50_p99(&s.read_1m);
     let (u50, u99) = p50_p99(&s.update_1m);
     let (c50, c99) = p50_p99(&s.commit);
-    let ((m0, _), (m1, m1_99)) = (p50_p99(&m.message.0), p50_p99(&m.message.1));
+    let message = &m.sample.message;
+    let ((m0, _), (m1, m1_99)) = (p50_p99(&message.0), p50_p99(&message.1));
     let lone = m1.saturating_sub(m0).max(Duration::from_micros(1));
     // The model's commit is an access latency plus the durability point; an update is its
     // transfer plus the durability point.
@@ -108,7 +151,7 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
             "nic_message_us, nic_message_p99_us: half a read of an absent chunk through the \
              running cluster (client, transport both ways, storage service and its store \
              thread; no disk), {} reads one at a time: p50 {:.0} us, p99 {:.0} us",
-            m.null.len(),
+            m.sample.null.len(),
             us(null50),
             us(null99)
         ),
@@ -245,11 +288,14 @@ mod tests {
             update_1m: lat(1300, 3000),
             commit: lat(380, 880),
         };
-        let m = Measured {
-            probe,
+        let sample = Sample {
             store,
             null: lat(100, 300),
             message: (lat(60, 90), lat(1060, 2000)),
+        };
+        let m = Measured {
+            probe,
+            sample,
             crc_ns_per_byte: 0.1,
             cores: 2,
         };
@@ -280,6 +326,23 @@ mod tests {
             why.iter().any(|w| w.contains("ASSUMED")),
             "assumptions are named"
         );
+    }
+
+    #[test]
+    fn pooled_samples_hold_every_rounds_latencies_sorted() {
+        let d = Duration::from_micros;
+        let round = |a: u64, b: u64| Sample {
+            store: StoreLatencies {
+                read_4k: vec![d(a), d(b)],
+                ..StoreLatencies::default()
+            },
+            null: vec![d(a)],
+            message: (vec![d(b)], Vec::new()),
+        };
+        let p = Sample::pooled(&[round(5, 9), round(1, 7)]);
+        assert_eq!(p.store.read_4k, vec![d(1), d(5), d(7), d(9)]);
+        assert_eq!((p.null, p.message.0), (vec![d(1), d(5)], vec![d(7), d(9)]));
+        assert!(p.store.commit.is_empty() && p.message.1.is_empty());
     }
 
     #[test]

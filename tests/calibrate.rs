@@ -1,6 +1,7 @@
 //! `t3fs calibrate` end to end on loopback: it measures this host into a `this-host` profile that
 //! loads as a scenario's `[hardware]`, runs the three jobs on a real cluster and in the
-//! simulator (each real job twice: the median judged, the range printed), writes a comparison
+//! simulator (two rounds, each measuring the host, then running every job on both sides on that
+//! round's profile: the paired errors judged, both sides' ranges printed), writes a comparison
 //! of each pair, judges each figure against its tolerance (exit 0 or 1, never an error) and
 //! leaves no process behind. The figures themselves are not asserted:
 //! they are measurements of a shared machine (the closing notes report them).
@@ -56,10 +57,22 @@ fn calibrate_runs_both_sides_and_compares_them() {
             range.is_some(),
             "no range of the real runs of {job}:\n{text}"
         );
+        let errors = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(job) && l.contains("errors by round"))
+            .unwrap_or_else(|| panic!("no paired errors of {job}:\n{text}"));
+        let values = errors
+            .split_whitespace()
+            .filter(|w| w.starts_with(['+', '-']));
+        assert_eq!(values.count(), 4, "two rounds of IOPS and p99: {errors}");
         for round in [1, 2] {
             let summary = out.join(format!("real-{job}-{round}/summary.json"));
             assert!(summary.is_file(), "{} missing", summary.display());
         }
+    }
+    for round in [1, 2] {
+        let p = out.join(format!("this-host-round-{round}.toml"));
+        assert!(p.is_file(), "{} missing", p.display());
     }
     let profile = std::fs::read_to_string(out.join("this-host.toml")).expect("profile");
     let sc = t3fs_scenario::parse(
@@ -91,7 +104,7 @@ fn an_interrupted_calibration_stops_its_cluster() {
     let mut seen = Vec::new();
     for line in lines.by_ref() {
         let line = line.expect("a line");
-        let started = line.starts_with("real:");
+        let started = line.starts_with("round 1: seq-write-1m");
         seen.push(line);
         if started {
             break;

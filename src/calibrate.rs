@@ -250,12 +250,14 @@ fn error(sim: f64, real: f64) -> f64 {
     sim / real.max(1e-12) - 1.0
 }
 
-/// Runs job `j` in the simulator on each round's profile (`hws`, in round order) and judges it
-/// against the real `runs` of the same rounds by the median of the paired errors; writes `t3fs
-/// report compare` of the typical round and prints the job's row. Whether it is within both
-/// tolerances, and the lines of the two sides' ranges.
-fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, String), String> {
-    let typical = runs.typical();
+/// Job `j` in the simulator on each round's profile (`hws`, in round order): each round's
+/// figures, and the outcome and scenario of round `keep` (the one compared).
+fn simulate(
+    a: &Args,
+    hws: &[Hardware],
+    j: &Job,
+    keep: usize,
+) -> Result<(Runs, t3fs_sim::run::Outcome, Scenario), String> {
     let (mut sims, mut kept) = (Vec::new(), None);
     for (round, hw) in hws.iter().enumerate() {
         let sc = sim_scenario(j, hw, a.sim_seconds);
@@ -270,18 +272,27 @@ fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, Stri
         } else {
             &load.reads
         }));
-        if round == typical {
+        if round == keep {
             kept = Some((o, sc));
         }
     }
     let (o, sc) = kept.ok_or("no simulated round to compare")?;
+    Ok((Runs::of(&sims), o, sc))
+}
+
+/// Runs job `j` in the simulator on each round's profile (`hws`, in round order) and judges it
+/// against the real `runs` of the same rounds by the median of the paired errors; writes `t3fs
+/// report compare` of the typical round and prints the job's row. Whether it is within both
+/// tolerances, and the lines of the two sides' ranges.
+fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, String), String> {
+    let typical = runs.typical();
+    let (sims, o, sc) = simulate(a, hws, j, typical)?;
     let command = format!("t3fs calibrate (job {})", j.name);
     let sim_dir = crate::report::write(&o, &sc, "calibrate", &command, &a.out)
         .map_err(|e| format!("sim run directory: {e}"))?;
     let compare = a.out.join(format!("compare-{}", j.name));
     t3fs_reports::compare(&runs.0[typical].1, &sim_dir, &compare)
         .map_err(|e| format!("report compare: {e}"))?;
-    let sims = Runs::of(&sims);
     let (et, ep) = (
         sims.error_to(runs, |f| f.iops),
         sims.error_to(runs, |f| f.p99),

@@ -15,8 +15,9 @@
 //!
 //! Invariant: nothing in a profile is fitted to the jobs it predicts; every value comes from a
 //! measurement named in `this-host.toml`, or is an assumption named there, and each round's is
-//! measured before its jobs run. The cluster it starts is stopped whatever happens. Not here:
-//! the resource model (sim/src/world/resources.rs).
+//! measured before its jobs run. The cluster it starts is stopped whatever happens (its chunk
+//! data is removed after a run; its configuration and logs stay). Not here: the resource model
+//! (sim/src/world/resources.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -154,7 +155,7 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
         &["cluster", "up", "--dir", &c, "--store", "uring"],
         &a.out.join("cluster-up.log"),
     )?;
-    let _guard = ClusterGuard::new(cluster.clone());
+    let guard = ClusterGuard::new(cluster.clone());
     let mut samples = Vec::new();
     let mut out: Vec<Runs> = JOBS.iter().map(|_| Runs(Vec::new())).collect();
     // Round by round, so a slow spell of this host falls on every job and on the measurements
@@ -171,7 +172,22 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
             runs.0.push(fig);
         }
     }
+    drop(guard);
+    remove_chunk_data(&cluster);
     Ok((samples, out))
+}
+
+/// Removes the stopped cluster's storage data (some 100 MiB a node of chunks and metadata
+/// logs), keeping its configuration and logs for a look at what the services said.
+fn remove_chunk_data(cluster: &Path) {
+    let Ok(entries) = std::fs::read_dir(cluster) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with("storage-") {
+            let _ = std::fs::remove_dir_all(e.path().join("data"));
+        }
+    }
 }
 
 /// Run `round` of job `j` on the cluster at `c`: its figures and run directory.

@@ -33,6 +33,14 @@ fn calibrate_runs_both_sides_and_compares_them() {
         .filter(|&&pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
         .collect();
     assert!(alive.is_empty(), "processes left behind: {alive:?}");
+    for node in ["storage-0", "storage-1", "storage-2"] {
+        let data = cluster.join(node).join("data");
+        assert!(!data.exists(), "{} left behind", data.display());
+        assert!(
+            cluster.join(node).join("log").exists(),
+            "{node}'s logs are kept"
+        );
+    }
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&run.stdout),

@@ -9,15 +9,16 @@
 //! jobs, so every real run is paired with a prediction from this host as it was minutes before
 //! (its disk's figures drift by more than the tolerances within an hour). Each job is judged
 //! by the median over rounds of the paired errors, held to ±10% (throughput) and ±25% (p99);
-//! the report shows the real runs' range (this host's noise) and `t3fs report compare` of the
-//! round whose real run is nearest the median. `this-host.toml` is the profile of every
-//! round's measurements pooled.
+//! the report shows both sides' ranges (this host's noise), each round's errors, and `t3fs
+//! report compare` of the round whose real run is nearest the median (it says which).
+//! `this-host.toml` is the profile of every round's measurements pooled. The disk and loopback
+//! bounds, the CRC32C speed and the core count are measured once, before the rounds.
 //!
 //! Invariant: nothing in a profile is fitted to the jobs it predicts; every value comes from a
-//! measurement named in `this-host.toml`, or is an assumption named there, and each round's is
-//! measured before its jobs run. The cluster it starts is stopped whatever happens (its chunk
-//! data is removed after a run; its configuration and logs stay). Not here: the resource model
-//! (sim/src/world/resources.rs).
+//! measurement named in the profile's file, or is an assumption named there, and each round's
+//! is measured before its jobs run. The cluster it starts is stopped whatever happens; its
+//! chunk data is removed once it stopped, unless the run was interrupted (its configuration and
+//! logs stay). Not here: the resource model (sim/src/world/resources.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,6 +111,7 @@ impl Runs {
 
     /// Each round's error of these runs against `real`'s of the same round, in `f`.
     fn errors_to(&self, real: &Runs, f: fn(&Figures) -> f64) -> Vec<f64> {
+        debug_assert_eq!(self.0.len(), real.0.len(), "a run per round on each side");
         let pairs = self.0.iter().zip(&real.0);
         pairs.map(|((s, _), (r, _))| error(f(s), f(r))).collect()
     }
@@ -155,7 +157,9 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
         &["cluster", "up", "--dir", &c, "--store", "uring"],
         &a.out.join("cluster-up.log"),
     )?;
-    let guard = ClusterGuard::new(cluster.clone());
+    // Dropped after the cluster guard: the data goes once the cluster stopped.
+    let _data = ChunkData(cluster.clone());
+    let _guard = ClusterGuard::new(cluster.clone());
     let mut samples = Vec::new();
     let mut out: Vec<Runs> = JOBS.iter().map(|_| Runs(Vec::new())).collect();
     // Round by round, so a slow spell of this host falls on every job and on the measurements
@@ -172,20 +176,26 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
             runs.0.push(fig);
         }
     }
-    drop(guard);
-    remove_chunk_data(&cluster);
     Ok((samples, out))
 }
 
-/// Removes the stopped cluster's storage data (some 100 MiB a node of chunks and metadata
-/// logs), keeping its configuration and logs for a look at what the services said.
-fn remove_chunk_data(cluster: &Path) {
-    let Ok(entries) = std::fs::read_dir(cluster) else {
-        return;
-    };
-    for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with("storage-") {
-            let _ = std::fs::remove_dir_all(e.path().join("data"));
+/// Removes, when dropped, the storage data of the cluster in its directory (some 100 MiB a
+/// node of chunks and metadata logs), keeping its configuration and logs for a look at what
+/// the services said.
+struct ChunkData(PathBuf);
+
+impl Drop for ChunkData {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let data = e.path().join("data");
+            if e.file_name().to_string_lossy().starts_with("storage-") && data.exists() {
+                if let Err(err) = std::fs::remove_dir_all(&data) {
+                    eprintln!("warning: {} stays: {err}", data.display());
+                }
+            }
         }
     }
 }
@@ -326,7 +336,13 @@ fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, Stri
         ep * 100.0,
         if within { "within" } else { "OUTSIDE" }
     );
-    let line = |side: &str, runs: &Runs| {
+    Ok((within, detail(j, runs, &sims, typical)))
+}
+
+/// The lines under the table for job `j`: both sides' ranges, each round's errors, and which
+/// round `compare-<job>` shows.
+fn detail(j: &Job, real: &Runs, sims: &Runs, typical: usize) -> String {
+    let range = |side: &str, runs: &Runs| {
         let (i, p) = (runs.range(|f| f.iops), runs.range(|f| f.p99 * 1e6));
         format!(
             "  {:<14} {side} IOPS {:.0} to {:.0}, p99 {:.0} to {:.0} us",
@@ -334,19 +350,22 @@ fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, Stri
         )
     };
     let by_round = |f: fn(&Figures) -> f64| {
-        let e: Vec<String> = (sims.errors_to(runs, f).iter())
+        let e: Vec<String> = (sims.errors_to(real, f).iter())
             .map(|e| format!("{:+.1}", e * 100.0))
             .collect();
         e.join(" ")
     };
     let errors = format!(
-        "  {:<14} errors by round: IOPS {} %, p99 {} %",
+        "  {:<14} errors by round: IOPS {} %, p99 {} %; compare-{} shows round {} \
+         (this-host-round-{}.toml)",
         j.name,
         by_round(|f| f.iops),
-        by_round(|f| f.p99)
+        by_round(|f| f.p99),
+        j.name,
+        typical + 1,
+        typical + 1
     );
-    let lines = [line("real", runs), line("sim ", &sims), errors];
-    Ok((within, lines.join("\n")))
+    [range("real", real), range("sim ", sims), errors].join("\n")
 }
 
 /// Runs the calibration; exit 0 when every figure is within its tolerance, 1 when not.
@@ -364,39 +383,23 @@ pub fn run(a: Args) -> ExitCode {
 fn calibrate(a: &Args) -> Result<bool, String> {
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     eprintln!("measuring this host's bounds (disk and loopback probe, CRC32C speed) ...");
-    let probe = t3fs_real::probe::load_or_measure(
-        &a.out.join("probe.json"),
-        &a.out,
-        1,
-        1,
-        Duration::from_secs(3600),
-    )
-    .map_err(|e| format!("host probe: {e}"))?;
+    // Never an earlier run's probe: this host's disk drifts within the hour.
+    let probe =
+        t3fs_real::probe::load_or_measure(&a.out.join("probe.json"), &a.out, 1, 1, Duration::ZERO)
+            .map_err(|e| format!("host probe: {e}"))?;
     let crc_ns_per_byte = profile::crc_speed();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let (samples, real) = real_jobs(a)?;
-    let measured = |sample: Sample| Measured {
+    let measured = |sample| Measured {
         probe: probe.clone(),
         sample,
         crc_ns_per_byte,
         cores,
     };
-    let pooled = profile::this_host(&measured(Sample::pooled(&samples)));
-    let path = a.out.join("this-host.toml");
-    write_profile(&path, &pooled)?;
-    println!("this-host profile (every round pooled): {}", path.display());
-    for w in &pooled.1 {
-        println!("  {w}");
-    }
-    let mut hws = Vec::new();
-    for (i, s) in samples.into_iter().enumerate() {
-        let p = profile::this_host(&measured(s));
-        write_profile(&a.out.join(format!("this-host-round-{}.toml", i + 1)), &p)?;
-        hws.push(p.0);
-    }
+    let hws = profiles(a, samples.into_iter().map(measured).collect())?;
     println!(
         "\n{:<14} {:>11} {:>11} {:>8}  {:>10} {:>10} {:>8}",
-        "job", "real IOPS", "sim IOPS", "error", "real p99", "sim p99", "error"
+        "job", "real IOPS", "sim IOPS", "pair err", "real p99", "sim p99", "pair err"
     );
     let mut ok = true;
     let mut ranges = Vec::new();
@@ -406,10 +409,10 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         ranges.push(range);
     }
     println!(
-        "\n{} rounds, each this host measured, then one real run of each job; each round's \
+        "\n{} round(s), each measuring this host, then running each job once; each round's \
          simulation runs on that round's profile (this-host-round-N.toml). IOPS and p99: the \
-         medians over rounds; error: the median of the rounds' paired errors. Ranges (this \
-         host's noise):",
+         medians over rounds; pair err: the median of the rounds' paired errors (sim / real - \
+         1 of the same round), which is what is judged. Ranges (this host's noise):",
         hws.len()
     );
     for r in &ranges {
@@ -422,6 +425,43 @@ fn calibrate(a: &Args) -> Result<bool, String> {
         a.out.display()
     );
     Ok(ok)
+}
+
+/// Writes the profile of every round's measurements pooled (`this-host.toml`, printed with
+/// where each value comes from) and each round's (`this-host-round-N.toml`, replacing those of
+/// an earlier run); each round's hardware, in round order.
+fn profiles(a: &Args, rounds: Vec<Measured>) -> Result<Vec<Hardware>, String> {
+    let first = rounds.first().ok_or("no round measured")?;
+    let samples: Vec<Sample> = rounds.iter().map(|m| m.sample.clone()).collect();
+    let pooled = Measured {
+        sample: Sample::pooled(&samples),
+        probe: first.probe.clone(),
+        crc_ns_per_byte: first.crc_ns_per_byte,
+        cores: first.cores,
+    };
+    let pooled = profile::this_host(&pooled);
+    let path = a.out.join("this-host.toml");
+    write_profile(&path, &pooled)?;
+    println!("this-host profile (every round pooled): {}", path.display());
+    for w in &pooled.1 {
+        println!("  {w}");
+    }
+    let stale = std::fs::read_dir(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    for e in stale.flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with("this-host-round-")
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let mut hws = Vec::new();
+    for (i, m) in rounds.iter().enumerate() {
+        let p = profile::this_host(m);
+        write_profile(&a.out.join(format!("this-host-round-{}.toml", i + 1)), &p)?;
+        hws.push(p.0);
+    }
+    Ok(hws)
 }
 
 /// Writes profile `p` (the hardware and where each value comes from) to `path`.
@@ -452,10 +492,15 @@ mod tests {
         assert_eq!(job.typical(), 2);
         assert_eq!(median(vec![4.0, 1.0]), 2.5);
         let fig = |iops: f64| Figures { iops, p99: 0.001 };
-        // Each round's prediction is 10% over its own round's run.
-        let sim = Runs::of(&[fig(550.0), fig(770.0), fig(715.0)]);
+        // Paired, the rounds are +10%, -10% and +20% (median +10%); the medians' error would
+        // be 630 / 650 - 1, about -3%.
+        let sim = Runs::of(&[fig(550.0), fig(630.0), fig(780.0)]);
         let e = sim.errors_to(&job, |f| f.iops);
-        assert!(e.iter().all(|e| (e - 0.1).abs() < 1e-9), "{e:?}");
+        let want = [0.1, -0.1, 0.2];
+        assert!(
+            e.iter().zip(want).all(|(e, w)| (e - w).abs() < 1e-9),
+            "{e:?}"
+        );
         assert!((sim.error_to(&job, |f| f.iops) - 0.1).abs() < 1e-9);
         assert_eq!(median(Vec::new()), 0.0);
     }

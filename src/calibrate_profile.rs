@@ -19,7 +19,7 @@ use t3fs_real::probe_store::StoreLatencies;
 use t3fs_scenario::hardware::THIS_HOST;
 use t3fs_scenario::Hardware;
 
-/// This host's measured inputs to the profile. Every latency vector is sorted.
+/// This host's measured inputs to the profile.
 pub struct Measured {
     /// The disk and loopback bounds.
     pub probe: t3fs_real::probe::Probe,
@@ -59,7 +59,9 @@ impl Sample {
         })
     }
 
-    /// Every sample's latencies together, sorted: the host over all rounds.
+    /// Every sample's latencies together, sorted: the host over all rounds. Each round weighs
+    /// as many operations as it timed, so a faster round (more operations in its time) weighs
+    /// more.
     pub fn pooled(all: &[Sample]) -> Sample {
         let join = |f: fn(&Sample) -> &Vec<Duration>| {
             let mut v: Vec<Duration> = all.iter().flat_map(|s| f(s).iter().copied()).collect();

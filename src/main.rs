@@ -121,10 +121,11 @@ enum Command {
         /// Simulated seconds of each simulated job.
         #[arg(long, default_value_t = 3)]
         sim_seconds: u64,
-        /// Runs of each real job: the median is judged, the range printed.
+        /// Rounds: each measures this host, then runs each job once, real and simulated; the
+        /// median of the rounds' paired errors is judged, the ranges printed.
         #[arg(long, default_value_t = 3)]
         repeats: u32,
-        /// Where the profile, both runs of each job and their comparisons go.
+        /// Where the profiles, every run of each job and their comparisons go.
         #[arg(long, default_value = "runs/calibrate")]
         out: PathBuf,
     },

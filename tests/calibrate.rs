@@ -1,7 +1,8 @@
 //! `t3fs calibrate` end to end on loopback: it measures this host into a `this-host` profile that
 //! loads as a scenario's `[hardware]`, runs the three jobs on a real cluster and in the
-//! simulator (two rounds, each measuring the host, then running every job on both sides on that
-//! round's profile: the paired errors judged, both sides' ranges printed), writes a comparison
+//! simulator (two rounds, each measuring the host, then running every job on the cluster and in
+//! the simulator on that round's profile: the paired errors judged, both sides' ranges
+//! printed), writes a comparison
 //! of each pair, judges each figure against its tolerance (exit 0 or 1, never an error) and
 //! leaves no process behind. The figures themselves are not asserted:
 //! they are measurements of a shared machine (the closing notes report them).
@@ -33,14 +34,6 @@ fn calibrate_runs_both_sides_and_compares_them() {
         .filter(|&&pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
         .collect();
     assert!(alive.is_empty(), "processes left behind: {alive:?}");
-    for node in ["storage-0", "storage-1", "storage-2"] {
-        let data = cluster.join(node).join("data");
-        assert!(!data.exists(), "{} left behind", data.display());
-        assert!(
-            cluster.join(node).join("log").exists(),
-            "{node}'s logs are kept"
-        );
-    }
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&run.stdout),
@@ -50,6 +43,14 @@ fn calibrate_runs_both_sides_and_compares_them() {
         matches!(run.status.code(), Some(0 | 1)),
         "calibrate judged nothing:\n{text}"
     );
+    for node in ["storage-0", "storage-1", "storage-2"] {
+        let data = cluster.join(node).join("data");
+        assert!(!data.exists(), "{} left behind", data.display());
+        assert!(
+            cluster.join(node).join("log").exists(),
+            "{node}'s logs are kept"
+        );
+    }
     for job in ["seq-write-1m", "seq-read-1m", "randread-4k"] {
         let row = text
             .lines()
@@ -58,13 +59,12 @@ fn calibrate_runs_both_sides_and_compares_them() {
         assert!(row.ends_with("within") || row.ends_with("OUTSIDE"), "{row}");
         let compare = out.join(format!("compare-{job}/compare.html"));
         assert!(compare.is_file(), "{} missing", compare.display());
-        let range = text
-            .lines()
-            .find(|l| l.trim_start().starts_with(job) && l.contains(" to "));
-        assert!(
-            range.is_some(),
-            "no range of the real runs of {job}:\n{text}"
-        );
+        for side in ["real IOPS", "sim  IOPS"] {
+            let range = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(job) && l.contains(side));
+            assert!(range.is_some(), "no {side} range of {job}:\n{text}");
+        }
         let errors = text
             .lines()
             .find(|l| l.trim_start().starts_with(job) && l.contains("errors by round"))
@@ -73,6 +73,10 @@ fn calibrate_runs_both_sides_and_compares_them() {
             .split_whitespace()
             .filter(|w| w.starts_with(['+', '-']));
         assert_eq!(values.count(), 4, "two rounds of IOPS and p99: {errors}");
+        assert!(
+            errors.contains(&format!("compare-{job} shows round ")),
+            "{errors}"
+        );
         for round in [1, 2] {
             let summary = out.join(format!("real-{job}-{round}/summary.json"));
             assert!(summary.is_file(), "{} missing", summary.display());

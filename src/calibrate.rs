@@ -251,9 +251,11 @@ fn read_summary(path: &Path, rw: &str) -> Result<Figures, String> {
 /// The simulated job: the loopback cluster's shape, one client, the job's block size.
 fn sim_scenario(j: &Job, hw: &Hardware, seconds: u64) -> Scenario {
     let text = format!(
-        "name = \"calibrate-{name}\"\nabout = \"t3fs calibrate: {name} on the this-host profile\"\n\
-         duration = \"{seconds}s\"\n\n[cluster]\nmgmtd = 1\nstorage_nodes = 3\nreplicas = {REPLICAS}\n\
-         clients = 1\n\n[workload]\nchunks = 64\nwrite_size = {bs}\nread_fraction = {rf}\n\
+        "name = \"calibrate-{name}\"\n\
+         about = \"t3fs calibrate: {name} on the this-host profile\"\n\
+         duration = \"{seconds}s\"\n\n[cluster]\nmgmtd = 1\nstorage_nodes = 3\n\
+         replicas = {REPLICAS}\nclients = 1\n\n[workload]\nchunks = 64\nwrite_size = {bs}\n\
+         read_fraction = {rf}\n\
          think = \"0us..1us\"\nprefill = {prefill}\n\n[faults]\nnet_latency = \"0us..1us\"\n{hw}",
         name = j.name,
         bs = j.bs,
@@ -432,7 +434,7 @@ fn calibrate(a: &Args) -> Result<bool, String> {
 /// an earlier run); each round's hardware, in round order.
 fn profiles(a: &Args, rounds: Vec<Measured>) -> Result<Vec<Hardware>, String> {
     let first = rounds.first().ok_or("no round measured")?;
-    let samples: Vec<Sample> = rounds.iter().map(|m| m.sample.clone()).collect();
+    let samples: Vec<&Sample> = rounds.iter().map(|m| &m.sample).collect();
     let pooled = Measured {
         sample: Sample::pooled(&samples),
         probe: first.probe.clone(),

@@ -62,7 +62,7 @@ impl Sample {
     /// Every sample's latencies together, sorted: the host over all rounds. Each round weighs
     /// as many operations as it timed, so a faster round (more operations in its time) weighs
     /// more.
-    pub fn pooled(all: &[Sample]) -> Sample {
+    pub fn pooled(all: &[&Sample]) -> Sample {
         let join = |f: fn(&Sample) -> &Vec<Duration>| {
             let mut v: Vec<Duration> = all.iter().flat_map(|s| f(s).iter().copied()).collect();
             v.sort();
@@ -341,7 +341,7 @@ mod tests {
             null: vec![d(a)],
             message: (vec![d(b)], Vec::new()),
         };
-        let p = Sample::pooled(&[round(5, 9), round(1, 7)]);
+        let p = Sample::pooled(&[&round(5, 9), &round(1, 7)]);
         assert_eq!(p.store.read_4k, vec![d(1), d(5), d(7), d(9)]);
         assert_eq!((p.null, p.message.0), (vec![d(1), d(5)], vec![d(7), d(9)]));
         assert!(p.store.commit.is_empty() && p.message.1.is_empty());

@@ -59,8 +59,9 @@ impl Sums {
 }
 
 /// Where a recycled payload's buffer goes when its last holder drops it: a real node's pool (a
-/// chunk store's read results, the transport's inbound payloads), so that a stream of 1 MiB reads reuses warm memory instead of faulting fresh pages in
-/// (on the hosts measured, a fresh huge page cost about 5 ms). Nothing in the machines makes one.
+/// chunk store's read results, the transport's inbound payloads), so that a stream of 1 MiB
+/// reads reuses warm memory instead of faulting fresh pages in (on the hosts measured, a fresh
+/// huge page cost about 5 ms). Nothing in the machines makes one.
 pub type Home = Arc<dyn Fn(Vec<u8>) + Send + Sync>;
 
 #[derive(Default)]

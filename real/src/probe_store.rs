@@ -8,9 +8,10 @@
 //! running target); then 1 MiB reads of whole chunks and 4 KiB reads at random block offsets
 //! from the head's store. Measured alone, one store's commits were about half as long as a
 //! running cluster's (which shares its disk and file system journal with the other replicas'
-//! stores). Each operation is timed from submission to its completion, so the store's own work (copy-on-write into a fresh extent, data fdatasync, metadata record and its
-//! fdatasync, checksum verification on reads) is in the figures, which a raw-disk probe
-//! (`probe.rs`) leaves out.
+//! stores). Each operation is timed from submission to its completion, so the store's own work
+//! (copy-on-write into a fresh extent, data fdatasync, metadata record and its fdatasync,
+//! checksum verification on reads) is in the figures, which a raw-disk probe (`probe.rs`)
+//! leaves out.
 //!
 //! Invariant: every operation must succeed; a failure ends the probe with its error, never a
 //! figure. Not here: the store's thread hand-off and the network (the calibration measures

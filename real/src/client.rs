@@ -412,7 +412,7 @@ impl Client {
         let mut out = Vec::new();
         for r in self.batch(calls).await {
             match r? {
-                ClientRet::Read { data, .. } => out.push(data),
+                ClientRet::Read { data, .. } => out.push(data.into_vec()),
                 other => return Err(ClientError::Failed(format!("{other:?}"))),
             }
         }
@@ -544,7 +544,7 @@ impl Client {
             })
             .await?
         {
-            ClientRet::Read { data, .. } => Ok(data),
+            ClientRet::Read { data, .. } => Ok(data.into_vec()),
             other => Err(ClientError::Failed(format!("{other:?}"))),
         }
     }
@@ -649,7 +649,7 @@ impl Client {
             })
             .await?
         {
-            ClientRet::Read { data, .. } => Ok(data),
+            ClientRet::Read { data, .. } => Ok(data.into_vec()),
             other => Err(ClientError::Failed(format!("{other:?}"))),
         }
     }

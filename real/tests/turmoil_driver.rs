@@ -401,7 +401,7 @@ async fn client(setup: Setup, out: Arc<Mutex<Outcome>>) -> turmoil::Result {
             len: u64::from(CHUNK),
         };
         match h.call(AnyCall::Client(call)).await {
-            Ok(AnyRet::Client(ClientRet::Read { data, .. })) => reads.insert(c, data),
+            Ok(AnyRet::Client(ClientRet::Read { data, .. })) => reads.insert(c, data.into_vec()),
             other => return Err(format!("read of chunk {c}: {other:?}").into()),
         };
     }

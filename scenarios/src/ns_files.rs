@@ -255,7 +255,7 @@ impl Session {
     pub fn data_returned(&mut self, ret: &ClientRet) -> Option<(u64, Vec<u8>)> {
         if let Some(offset) = self.reading.take() {
             return match ret {
-                ClientRet::Read { data, .. } => Some((offset, data.clone())),
+                ClientRet::Read { data, .. } => Some((offset, data.to_vec())),
                 _ => None,
             };
         }

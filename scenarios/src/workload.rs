@@ -137,7 +137,10 @@ pub fn payload(value: u64, size: u32) -> Vec<u8> {
 
 /// Decodes read bytes.
 pub fn decode_payload(data: &[u8]) -> Payload {
-    if data.iter().all(|b| *b == 0) {
+    // Bytes whose first word is not zero are no hole: the scan for one is skipped then (every
+    // intact read).
+    let zero_word = data.len() >= 8 && data[..8] == [0; 8];
+    if (zero_word || data.len() < 8) && data.iter().all(|b| *b == 0) {
         return Payload::Hole;
     }
     if data.len() < 8 {
@@ -212,6 +215,11 @@ mod tests {
         assert_eq!(decode_payload(&bad), Payload::Garbage);
         assert_eq!(decode_payload(&[0; 16]), Payload::Hole);
         assert_eq!(decode_payload(&[]), Payload::Hole);
+        // A zero first word is a hole only if every byte after it is zero too.
+        let mut late = [0u8; 24];
+        late[20] = 1;
+        assert_eq!(decode_payload(&late), Payload::Garbage);
+        assert_eq!(decode_payload(&[0, 3]), Payload::Garbage);
     }
 
     #[test]

@@ -365,9 +365,7 @@ impl Client {
                         chain_version: a.2,
                     });
                 let state = self.calls.get_mut(&call).expect("I/O of a live call");
-                let mut data = rep.data.into_vec();
-                data.truncate(len as usize);
-                state.fill(buf_offset as usize, data);
+                state.fill(buf_offset as usize, rep.data, len as usize);
                 state.versions.push((chunk, rep.version));
                 state.served.extend(served);
                 self.finish_io(id, Ok(None), out)

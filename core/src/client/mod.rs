@@ -168,8 +168,8 @@ pub enum ClientRet {
     /// A read finished: the bytes and the committed version of each chunk read
     /// (version 0 for holes).
     Read {
-        /// The bytes.
-        data: Vec<u8>,
+        /// The bytes: a single-chunk read's are the replica's reply buffer itself, not a copy.
+        data: crate::payload::Payload,
         /// Versions per chunk.
         versions: Vec<(ChunkId, ChunkVersion)>,
         /// Which replica answered each chunk read, under which chain version.
@@ -221,9 +221,8 @@ struct CallState {
     is_read: bool,
     is_query: bool,
     lasts: Vec<(ChainId, Option<crate::msg::LastChunk>)>,
-    /// A read's bytes so far: empty until the first reply, which is moved in when it covers the
-    /// whole read (no zeroing, no copy: the common single-chunk read).
-    buf: Vec<u8>,
+    /// A read's bytes so far.
+    buf: ReadBuf,
     buf_len: usize,
     versions: Vec<(ChunkId, ChunkVersion)>,
     /// Observability for checkers, read by no decision: not part of the machine's identity.
@@ -231,17 +230,48 @@ struct CallState {
     results: Vec<(ChunkId, UpdateResult)>,
 }
 
+/// A read's bytes so far: nothing until the first reply; that reply's buffer itself when it
+/// covers the whole read (no zeroing, no copy, and no allocation: the common single-chunk read,
+/// whose reply shares the replica's buffer); else an assembled buffer.
+#[derive(Clone, Debug, Default, Eq, Hash, PartialEq)]
+enum ReadBuf {
+    #[default]
+    Empty,
+    Whole(crate::payload::Payload),
+    Parts(Vec<u8>),
+}
+
 impl CallState {
-    /// Puts `data`, read at `start` of the read's range, into the buffer.
-    fn fill(&mut self, start: usize, data: Vec<u8>) {
-        if self.buf.is_empty() && start == 0 && data.len() == self.buf_len {
-            self.buf = data;
+    /// Puts the first `len` bytes of `data`, read at `start` of the read's range, into the
+    /// buffer.
+    fn fill(&mut self, start: usize, data: crate::payload::Payload, len: usize) {
+        let len = len.min(data.len());
+        if self.buf == ReadBuf::Empty && start == 0 && len == self.buf_len && data.len() == len {
+            self.buf = ReadBuf::Whole(data);
             return;
         }
-        if self.buf.len() < self.buf_len {
-            self.buf.resize(self.buf_len, 0);
+        let mut buf = match std::mem::take(&mut self.buf) {
+            ReadBuf::Empty => Vec::new(),
+            ReadBuf::Whole(w) => w.into_vec(),
+            ReadBuf::Parts(b) => b,
+        };
+        if buf.len() < self.buf_len {
+            buf.resize(self.buf_len, 0);
         }
-        self.buf[start..start + data.len()].copy_from_slice(&data);
+        buf[start..start + len].copy_from_slice(&data[..len]);
+        self.buf = ReadBuf::Parts(buf);
+    }
+
+    /// The read's bytes, holes as zeros.
+    fn into_data(self) -> crate::payload::Payload {
+        match self.buf {
+            ReadBuf::Whole(w) => w,
+            ReadBuf::Parts(mut b) => {
+                b.resize(self.buf_len, 0);
+                b.into()
+            }
+            ReadBuf::Empty => vec![0; self.buf_len].into(),
+        }
     }
 }
 
@@ -263,8 +293,8 @@ pub struct Client {
     cfg: Arc<ClientConfig>,
     /// Replaced wholesale on a newer version, so copies of the machine share it.
     routing: Arc<RoutingInfo>,
-    calls: BTreeMap<RequestId, CallState>,
-    ios: BTreeMap<RequestId, ChunkIo>,
+    calls: crate::vec_map::VecMap<RequestId, CallState>,
+    ios: crate::vec_map::VecMap<RequestId, ChunkIo>,
     meta_calls: BTreeMap<RequestId, meta::MetaCall>,
     /// Chunk writes waiting for a free channel, in arrival order.
     waiting: Vec<RequestId>,
@@ -287,8 +317,8 @@ impl Client {
         Self {
             cfg: Arc::new(cfg),
             routing: Arc::new(routing),
-            calls: BTreeMap::new(),
-            ios: BTreeMap::new(),
+            calls: crate::vec_map::VecMap::new(),
+            ios: crate::vec_map::VecMap::new(),
             meta_calls: BTreeMap::new(),
             waiting: Vec::new(),
             free_channels,
@@ -355,7 +385,7 @@ impl Client {
             is_read,
             is_query,
             lasts: Vec::new(),
-            buf: Vec::new(),
+            buf: ReadBuf::Empty,
             buf_len,
             versions: Vec::new(),
             served: Default::default(),
@@ -386,19 +416,19 @@ impl Client {
     }
 
     fn finish_call(&mut self, req: RequestId, out: &mut Outbox<Self>) {
-        let state = self.calls.remove(&req).expect("finishing a known call");
+        let mut state = self.calls.remove(&req).expect("finishing a known call");
         let ret = match state.failed {
             Some((chunk, status)) => ClientRet::Failed { chunk, status },
             None if state.is_query => ClientRet::LastChunks(state.lasts),
-            None if state.is_read => ClientRet::Read {
-                data: {
-                    let mut buf = state.buf;
-                    buf.resize(state.buf_len, 0); // Holes read as zeros.
-                    buf
-                },
-                versions: state.versions,
-                served: state.served.0,
-            },
+            None if state.is_read => {
+                let versions = std::mem::take(&mut state.versions);
+                let served = std::mem::take(&mut state.served.0);
+                ClientRet::Read {
+                    data: state.into_data(),
+                    versions,
+                    served,
+                }
+            }
             None => ClientRet::Updated {
                 results: state.results,
             },

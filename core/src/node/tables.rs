@@ -82,7 +82,7 @@ impl Timers {
 /// I/O a node has in flight, by id.
 #[derive(Debug, Default)]
 pub struct Inflight {
-    ios: BTreeMap<IoId, IoDest>,
+    ios: crate::vec_map::VecMap<IoId, IoDest>,
 }
 
 impl Inflight {

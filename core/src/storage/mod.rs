@@ -242,7 +242,7 @@ pub struct StorageNode {
     targets: BTreeMap<TargetId, Target>,
     /// Chain of each hosted target under the current routing.
     chain_of: BTreeMap<TargetId, ChainId>,
-    ios: BTreeMap<IoId, IoPurpose>,
+    ios: crate::vec_map::VecMap<IoId, IoPurpose>,
     /// Next I/O id. Not state identity: ids only need to be unique among pending I/Os (which
     /// are compared), so paths that differ only in how many I/Os they ran are one state.
     next_io: crate::machine::Unobserved<u64>,
@@ -327,7 +327,7 @@ impl StorageNode {
             routing: Arc::default(),
             targets,
             chain_of: BTreeMap::new(),
-            ios: BTreeMap::new(),
+            ios: crate::vec_map::VecMap::new(),
             next_io: Default::default(),
             booting: with_mgmtd,
             hb_version: 0,

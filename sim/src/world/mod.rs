@@ -387,7 +387,7 @@ impl World {
                     incarnation: 0,
                     clock,
                     base_clock: clock,
-                    ops: BTreeMap::new(),
+                    ops: t3fs_core::vec_map::VecMap::new(),
                     disks: BTreeMap::new(),
                     crash_after_forward: false,
                     pause_on_commit: false,

@@ -88,7 +88,8 @@ pub struct Net {
     links: BTreeMap<(NodeId, NodeId), LinkProfile>,
     /// Frames parked by holds, in send order.
     pub parked: Vec<(NodeId, NodeId, Frame)>,
-    queued: BTreeMap<NodeId, u32>,
+    /// Frames in flight towards each node, by node id (ids are dense: a node's index).
+    queued: Vec<u32>,
     /// Counters.
     pub counters: NetCounters,
 }
@@ -106,7 +107,7 @@ impl Net {
             held: BTreeSet::new(),
             links: BTreeMap::new(),
             parked: Vec::new(),
-            queued: BTreeMap::new(),
+            queued: Vec::new(),
             counters: NetCounters::default(),
         };
         n.set_rates(f);
@@ -142,7 +143,11 @@ impl Net {
             self.counters.lost += 1;
             return Fate::Dropped;
         }
-        if self.queued.get(&to).is_some_and(|&q| q >= QUEUE_MAX) {
+        if self
+            .queued
+            .get(to.0 as usize)
+            .is_some_and(|&q| q >= QUEUE_MAX)
+        {
             self.counters.overflow += 1;
             return Fate::Dropped;
         }
@@ -155,7 +160,11 @@ impl Net {
         } else {
             None
         };
-        *self.queued.entry(to).or_default() += 1 + u32::from(replay.is_some());
+        let i = to.0 as usize;
+        if self.queued.len() <= i {
+            self.queued.resize(i + 1, 0);
+        }
+        self.queued[i] += 1 + u32::from(replay.is_some());
         Fate::Deliver(first, replay)
     }
 
@@ -181,7 +190,7 @@ impl Net {
 
     /// A frame towards `to` left the queue (delivered or discarded).
     pub fn dequeued(&mut self, to: NodeId) {
-        if let Some(q) = self.queued.get_mut(&to) {
+        if let Some(q) = self.queued.get_mut(to.0 as usize) {
             *q = q.saturating_sub(1);
         }
     }

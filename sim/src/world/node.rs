@@ -70,7 +70,7 @@ pub struct Ctx {
     /// after a step or a scripted skew.
     pub base_clock: Clock,
     /// I/O in flight with its operation (the runtime's table knows only where it went).
-    pub ops: BTreeMap<IoId, Pending>,
+    pub ops: t3fs_core::vec_map::VecMap<IoId, Pending>,
     /// Storage: disks by target (durable).
     pub disks: BTreeMap<TargetId, Disk>,
     /// Storage: crash right after the next forwarded update.

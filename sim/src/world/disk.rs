@@ -1,6 +1,5 @@
-//! The simulated disk of one target: the reference chunk store, driven through the
-//! `ChunkStore` contract (submit, then poll the completion) like every real store, plus storage
-//! faults — latency with spikes, EIO (the medium fails and stays failed), ENOSPC, and damage
+//! The simulated disk of one target: the reference chunk store (each operation applied at its
+//! completion, as its `ChunkStore` completions apply it), plus storage faults — latency with spikes, EIO (the medium fails and stays failed), ENOSPC, and damage
 //! to the stored bytes: bits rotting at rest, misdirected writes (the bytes land on another
 //! chunk, the intended one keeps its old bytes), writes torn by a crash (a prefix persists),
 //! and lost writes (the device acknowledged, then the bytes were gone after a crash).
@@ -24,8 +23,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use core::ops::Range;
 use core::time::Duration;
 
-use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
-use t3fs_core::ids::{ChunkId, IoId, TargetId};
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, UpdateKind};
+use t3fs_core::ids::{ChunkId, TargetId};
 use t3fs_core::testing::{MemChunk, MemChunkStore};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng};
@@ -86,10 +85,6 @@ pub struct Disk {
     last_done: BTreeMap<ChunkId, Instant>,
     /// Prior states of the latest completed mutations (only kept when lost writes are on).
     recent: VecDeque<(ChunkId, Option<MemChunk>)>,
-    next_io: u64,
-    /// The store's completions of the operation running (kept: one allocation per disk, not
-    /// per operation).
-    done: Vec<(IoId, Result<ChunkDone, ChunkError>)>,
     /// Counters.
     pub counters: DiskCounters,
 }
@@ -118,14 +113,11 @@ fn is_mutation(op: &ChunkOp) -> bool {
 }
 
 impl Disk {
-    /// Runs `op` on the store through the `ChunkStore` contract.
+    /// Runs `op` on the store: `MemChunkStore::apply`, which its `ChunkStore` completions run for
+    /// each submitted operation. Called directly, since a submit and a poll per operation only
+    /// moved it and its result through two queues (a twentieth of the disk model's time).
     fn run(&mut self, op: &ChunkOp) -> Result<ChunkDone, ChunkError> {
-        self.next_io += 1;
-        self.store.submit(IoId(self.next_io), op.clone());
-        self.store.poll_completions(&mut self.done);
-        let (id, result) = self.done.pop().expect("one submitted, one completed");
-        debug_assert_eq!(id, IoId(self.next_io));
-        result
+        self.store.apply(op)
     }
 
     /// Every chunk's metadata, as a booting node lists it.

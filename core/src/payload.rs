@@ -206,13 +206,8 @@ impl fmt::Debug for Payload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::{DefaultHasher, Hash, Hasher};
 
-    fn hash(x: &impl Hash) -> u64 {
-        let mut h = DefaultHasher::new();
-        x.hash(&mut h);
-        h.finish()
-    }
+    use crate::testing::std_hash as hash;
 
     #[test]
     fn a_payload_hashes_prints_and_compares_as_its_bytes() {

@@ -161,13 +161,8 @@ impl<'a, K, V> IntoIterator for &'a VecMap<K, V> {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-    use std::hash::{DefaultHasher, Hash, Hasher};
 
-    fn hash(x: &impl Hash) -> u64 {
-        let mut h = DefaultHasher::new();
-        x.hash(&mut h);
-        h.finish()
-    }
+    use crate::testing::std_hash as hash;
 
     /// A seeded mix of mostly increasing inserts, removals anywhere, replacements and retains
     /// leaves the map equal to a B-tree fed the same, in contents, order, hash and Debug.

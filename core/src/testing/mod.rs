@@ -64,3 +64,12 @@ pub fn one_chain_routing(
     }
     r
 }
+
+/// `x`'s hash under the standard library's hasher: tests that hold two types' hashes equal
+/// (a payload and its bytes, a `VecMap` and a `BTreeMap`) compare these.
+pub fn std_hash(x: &impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    x.hash(&mut h);
+    h.finish()
+}

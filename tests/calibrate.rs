@@ -2,10 +2,9 @@
 //! loads as a scenario's `[hardware]`, runs the three jobs on a real cluster and in the
 //! simulator (two rounds, each measuring the host, then running every job on the cluster and in
 //! the simulator on that round's profile: the paired errors judged, both sides' ranges
-//! printed), writes a comparison
-//! of each pair, judges each figure against its tolerance (exit 0 or 1, never an error) and
-//! leaves no process behind. The figures themselves are not asserted:
-//! they are measurements of a shared machine (the closing notes report them).
+//! printed), writes a comparison of each pair, judges each figure against its tolerance (exit
+//! 0 or 1, never an error) and leaves no process behind. The figures themselves are not
+//! asserted: they are measurements of a shared machine (the closing notes report them).
 
 use std::process::Command;
 

@@ -13,9 +13,9 @@
 //! Invariant: keys are unique and strictly increasing in the queue. Iteration is in key order,
 //! and equality, ordering, hashing and `Debug` are exactly those of a `BTreeMap` holding the
 //! same entries (the queue's hash writes the length, then each `(key, value)` in order, as the
-//! B-tree's does), so model-checker fingerprints and simulator traces do not depend on
-//! which of the two a machine uses. Not for large maps with removals in the middle: those move every entry
-//! between the removed one and the nearer end.
+//! B-tree's does), so model-checker fingerprints and simulator traces do not depend on which of
+//! the two a machine uses. Not for large maps with removals in the middle: those move every
+//! entry between the removed one and the nearer end.
 
 use core::fmt;
 use std::collections::VecDeque;
@@ -39,9 +39,7 @@ impl<K, V> Default for VecMap<K, V> {
 
 impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for VecMap<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.entries.iter().map(|(k, v)| (k, v)))
-            .finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -133,19 +131,9 @@ impl<K, V> VecMap<K, V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
-    /// Keys in order.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + ExactSizeIterator {
-        self.entries.iter().map(|(k, _)| k)
-    }
-
     /// Values in key order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + ExactSizeIterator {
         self.entries.iter().map(|(_, v)| v)
-    }
-
-    /// Values in key order, mutably.
-    pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + ExactSizeIterator {
-        self.entries.iter_mut().map(|(_, v)| v)
     }
 
     /// Removes every entry.
@@ -244,6 +232,6 @@ mod tests {
         assert!(v.iter().eq(b.iter()));
         assert_eq!(hash(&v), hash(&b));
         assert_eq!(format!("{v:?}"), format!("{b:?}"));
-        assert!(v.keys().eq(b.keys()) && v.values().eq(b.values()));
+        assert!(v.values().eq(b.values()));
     }
 }

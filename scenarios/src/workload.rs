@@ -137,10 +137,10 @@ pub fn payload(value: u64, size: u32) -> Vec<u8> {
 
 /// Decodes read bytes.
 pub fn decode_payload(data: &[u8]) -> Payload {
-    // Bytes whose first word is not zero are no hole: the scan for one is skipped then (every
+    // Bytes whose first word is not zero are no hole: the whole scan is skipped then (every
     // intact read).
-    let zero_word = data.len() >= 8 && data[..8] == [0; 8];
-    if (zero_word || data.len() < 8) && data.iter().all(|b| *b == 0) {
+    let zero = |b: &[u8]| b.iter().all(|b| *b == 0);
+    if zero(&data[..data.len().min(8)]) && zero(data) {
         return Payload::Hole;
     }
     if data.len() < 8 {

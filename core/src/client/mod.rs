@@ -241,6 +241,20 @@ enum ReadBuf {
     Parts(Vec<u8>),
 }
 
+impl ReadBuf {
+    /// The read's `len` bytes, holes as zeros.
+    fn into_data(self, len: usize) -> crate::payload::Payload {
+        match self {
+            Self::Whole(w) => w,
+            Self::Parts(mut b) => {
+                b.resize(len, 0);
+                b.into()
+            }
+            Self::Empty => vec![0; len].into(),
+        }
+    }
+}
+
 impl CallState {
     /// Puts the first `len` bytes of `data`, read at `start` of the read's range, into the
     /// buffer.
@@ -260,18 +274,6 @@ impl CallState {
         }
         buf[start..start + len].copy_from_slice(&data[..len]);
         self.buf = ReadBuf::Parts(buf);
-    }
-
-    /// The read's bytes, holes as zeros.
-    fn into_data(self) -> crate::payload::Payload {
-        match self.buf {
-            ReadBuf::Whole(w) => w,
-            ReadBuf::Parts(mut b) => {
-                b.resize(self.buf_len, 0);
-                b.into()
-            }
-            ReadBuf::Empty => vec![0; self.buf_len].into(),
-        }
     }
 }
 
@@ -416,19 +418,15 @@ impl Client {
     }
 
     fn finish_call(&mut self, req: RequestId, out: &mut Outbox<Self>) {
-        let mut state = self.calls.remove(&req).expect("finishing a known call");
+        let state = self.calls.remove(&req).expect("finishing a known call");
         let ret = match state.failed {
             Some((chunk, status)) => ClientRet::Failed { chunk, status },
             None if state.is_query => ClientRet::LastChunks(state.lasts),
-            None if state.is_read => {
-                let versions = std::mem::take(&mut state.versions);
-                let served = std::mem::take(&mut state.served.0);
-                ClientRet::Read {
-                    data: state.into_data(),
-                    versions,
-                    served,
-                }
-            }
+            None if state.is_read => ClientRet::Read {
+                data: state.buf.into_data(state.buf_len),
+                versions: state.versions,
+                served: state.served.0,
+            },
             None => ClientRet::Updated {
                 results: state.results,
             },

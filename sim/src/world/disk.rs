@@ -1,8 +1,9 @@
 //! The simulated disk of one target: the reference chunk store (each operation applied at its
-//! completion, as its `ChunkStore` completions apply it), plus storage faults — latency with spikes, EIO (the medium fails and stays failed), ENOSPC, and damage
-//! to the stored bytes: bits rotting at rest, misdirected writes (the bytes land on another
-//! chunk, the intended one keeps its old bytes), writes torn by a crash (a prefix persists),
-//! and lost writes (the device acknowledged, then the bytes were gone after a crash).
+//! completion, as its `ChunkStore` completions apply it), plus storage faults — latency with
+//! spikes, EIO (the medium fails and stays failed), ENOSPC, and damage to the stored bytes:
+//! bits rotting at rest, misdirected writes (the bytes land on another chunk, the intended one
+//! keeps its old bytes), writes torn by a crash (a prefix persists), and lost writes (the
+//! device acknowledged, then the bytes were gone after a crash).
 //!
 //! Damage is real: rot, misdirection and tears change bytes and never the checksums kept with
 //! them, so it is the store's own verification that answers `Corrupt` (and a planted bug that

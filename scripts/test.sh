@@ -4,39 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages: etcd (Debian etcd-server) for the etcd KV engine's conformance run, protoc
-# (protobuf-compiler) and the well-known .proto files (libprotobuf-dev) for etcd-client's
-# build, curl for scripts/etcd.sh's health check, nft (nftables) for the `--hosts netns` run
-# whose partitions are kernel rules, fusermount3 (fuse3) and fio for the `t3fs mount` tests.
-# Installed with apt when missing (as root, or through sudo). The main job needs none of them.
-need=()
-command -v etcd >/dev/null || need+=(etcd-server)
-command -v protoc >/dev/null || need+=(protobuf-compiler)
-# etcd-client's .proto files import google/protobuf/{descriptor,struct}.proto (libprotobuf-dev).
-[ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
-command -v curl >/dev/null || need+=(curl)
-command -v nft >/dev/null || need+=(nftables)
-command -v fusermount3 >/dev/null || need+=(fuse3)
-command -v fio >/dev/null || need+=(fio)
-# The `rdma` feature's rdma-sys generates its bindings with bindgen (libclang) from the verbs
-# and rdma_cm headers, found through pkg-config; the tests link libibverbs.
-[ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
-[ -f /usr/include/rdma/rdma_cma.h ] || need+=(librdmacm-dev)
-compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null || need+=(libclang-dev)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "== installing ${need[*]} (apt)"
-  if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-  elif command -v sudo >/dev/null; then
-    SUDO=(sudo)
-  else
-    echo "error: ${need[*]} missing and neither root nor sudo is available to install them" >&2
-    exit 2
-  fi
-  "${SUDO[@]}" apt-get update -qq
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+# Debian packages, checked by name and installed when missing (scripts/prereqs.sh lists each
+# with the reason the tests need it).
+source scripts/prereqs.sh
+t3fs_install_packages
 
 if ! command -v cargo >/dev/null; then
   echo "error: cargo not found; install a Rust toolchain (rustup) first" >&2
@@ -47,7 +18,7 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 
-echo "== dependency rules (ARCHITECTURE.md)"
+echo "== dependency rules (scripts/check-deps.sh)"
 bash scripts/check-deps.sh
 
 # The etcd engine and the RDMA hardware provider are cargo features (off by default, so the
@@ -68,9 +39,16 @@ echo "== tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
 T3FS_ETCD_ENDPOINTS=$(bash scripts/etcd.sh start)
 export T3FS_ETCD_ENDPOINTS
 trap 'bash scripts/etcd.sh stop >/dev/null' EXIT
-cargo nextest run --workspace --locked --no-fail-fast "${FEATURES[@]}"
+# Every test that skips a part of itself appends a line here (tests/support's skip()).
+T3FS_SKIP_REPORT=$PWD/target/skip-report.tsv
+export T3FS_SKIP_REPORT
+rm -f "$T3FS_SKIP_REPORT"
+status=0
+cargo nextest run --workspace --locked --no-fail-fast "${FEATURES[@]}" || status=$?
 bash scripts/etcd.sh stop >/dev/null
 trap - EXIT
+bash scripts/skip-report.sh "$T3FS_SKIP_REPORT" || status=$((status ? status : 1))
+[ "$status" -eq 0 ] || exit "$status"
 
 echo "== criterion benchmarks compile (run them with: cargo bench -p t3fs-core --features testing)"
 cargo bench -p t3fs-core --features testing --locked --no-run

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{mount, mounted, processes_under, t3fs};
+use support::{have_or_skip, mount, mounted, processes_under, t3fs};
 
 /// A mount process; dropping it unmounts (lazily if busy) and kills the process.
 /// Runs `script` with `sh -e` in `dir`; its output, or a panic with it.
@@ -33,13 +33,6 @@ fn sh(dir: &Path, script: &str) -> String {
         "script failed:\n{script}\n---\n{text}"
     );
     text
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// A local tree to copy in: text files, empty files, a nested directory, and random files
@@ -112,7 +105,7 @@ fn real_tools_work_on_a_mounted_cluster() {
 
     // Requests act for their caller: what another user creates is theirs, and mode bits keep
     // them out of what is not (meta checks the same user the kernel did).
-    if have("setpriv") {
+    if have_or_skip("setpriv", "util-linux") {
         sh(
             &at,
             "mkdir -m 1777 shared && echo root > shared/rootfile && chmod 644 shared/rootfile",
@@ -137,7 +130,7 @@ fn real_tools_work_on_a_mounted_cluster() {
             "root's file unchanged"
         );
     }
-    if have("python3") {
+    if have_or_skip("python3", "python3") {
         let py = "import os\n\
                   d = os.urandom(300000)\n\
                   open('p.bin', 'wb').write(d)\n\
@@ -149,7 +142,7 @@ fn real_tools_work_on_a_mounted_cluster() {
         let out = sh(&at, &format!("python3 '{}'", local.join("t.py").display()));
         assert!(out.contains("python ok"), "{out}");
     }
-    if have("git") {
+    if have_or_skip("git", "git") {
         let out = sh(
             &at,
             "mkdir repo && cd repo && git init -q . && echo hi > f && git add f \
@@ -158,7 +151,7 @@ fn real_tools_work_on_a_mounted_cluster() {
         );
         assert!(out.contains("first") && out.contains("git ok"), "{out}");
     }
-    if have("fio") {
+    if have_or_skip("fio", "fio") {
         // Writes verified by fio as it reads them back, through both engines.
         for engine in ["psync", "io_uring"] {
             let out = sh(
@@ -172,7 +165,7 @@ fn real_tools_work_on_a_mounted_cluster() {
             assert!(out.contains("fio ok"), "fio {engine}:\n{out}");
         }
     }
-    if have("sqlite3") {
+    if have_or_skip("sqlite3", "sqlite3") {
         let out = sh(
             &at,
             "sqlite3 db 'create table t(x); insert into t values (1), (2), (39);' \

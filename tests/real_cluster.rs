@@ -6,6 +6,8 @@
 //! Every process the test starts is stopped by a guard, pass or fail (`cluster down`, then
 //! SIGKILL of anything still recorded). Traffic stays on 127.0.0.1.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -313,11 +315,11 @@ fn a_client_must_not_reuse_its_identity_across_incarnations() {
 #[test]
 fn netns_hosts_cut_a_storage_link_and_heal() {
     if !t3fs_real::netns::Net::permitted() {
-        eprintln!("skipped: --hosts netns needs root");
+        support::skip("root (network namespaces)", "host:root");
         return;
     }
     if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("skipped: --hosts netns needs iproute2's `ip`");
+        support::skip("ip", "pkg:iproute2");
         return;
     }
     let dir = std::env::temp_dir().join(format!("t3fs-real-netns-{}", std::process::id()));
@@ -360,7 +362,7 @@ fn netns_hosts_cut_a_storage_link_and_heal() {
 #[test]
 fn a_cluster_on_etcd_serves_files() {
     let Ok(eps) = std::env::var("T3FS_ETCD_ENDPOINTS") else {
-        eprintln!("skipped: T3FS_ETCD_ENDPOINTS is not set (scripts/test.sh starts an etcd)");
+        support::skip("T3FS_ETCD_ENDPOINTS (a running etcd)", "pkg:etcd-server");
         return;
     };
     let ep = eps

@@ -217,8 +217,12 @@ fn a_replica_partitioned_from_mgmtd_goes_offline_and_resyncs_after_the_repair() 
 fn a_replica_cut_from_mgmtd_by_kernel_rules_goes_offline_and_resyncs_after_the_repair() {
     // `--hosts netns`: every server in a namespace of its own, the partition an nftables table
     // in the storage node's and the mgmtds' namespaces, so the services' TCP meets a real cut.
-    if !t3fs_real::netns::Net::permitted() || !t3fs_real::netns_rules::nft_available() {
-        eprintln!("skipped: --hosts netns needs root and nft (scripts/test.sh installs nftables)");
+    if !t3fs_real::netns::Net::permitted() {
+        support::skip("root (network namespaces)", "host:root");
+        return;
+    }
+    if !t3fs_real::netns_rules::nft_available() {
+        support::skip("nft", "pkg:nftables");
         return;
     }
     let scenario = "partition_replica_from_mgmtd";

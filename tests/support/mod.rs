@@ -85,13 +85,57 @@ pub fn mounted(at: &Path) -> bool {
     std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(&want))
 }
 
-/// Whether FUSE mounts can be made here (/dev/fuse and fusermount3).
-pub fn fuse_available() -> bool {
-    Path::new("/dev/fuse").exists()
-        && Command::new("sh")
-            .args(["-c", "command -v fusermount3"])
-            .output()
-            .is_ok_and(|o| o.status.success())
+/// Records that the running test skipped a part (or all) of itself for want of `needs`, and
+/// says so on stderr. `provider` names where the prerequisite comes from: `pkg:NAME` for a
+/// Debian package that scripts/test.sh installs (so its absence fails the run), `host:WHAT`
+/// for what the machine must offer (root, /dev/fuse). scripts/test.sh prints the records as
+/// its skip report; CI fails on any.
+pub fn skip(needs: &str, provider: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed test)")
+        .to_string();
+    eprintln!("skipped: {test} needs {needs} ({provider}; scripts/test.sh provides pkg: ones)");
+    let Ok(path) = std::env::var("T3FS_SKIP_REPORT") else {
+        return;
+    };
+    use std::io::Write;
+    // One short append per record: O_APPEND keeps the lines of parallel test processes whole.
+    let line = format!("{test}\t{needs}\t{provider}\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        panic!("cannot record the skip in {path}: {e}");
+    }
+}
+
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether `tool` is on the PATH; records a skip naming Debian package `pkg` where it is not.
+pub fn have_or_skip(tool: &str, pkg: &str) -> bool {
+    let ok = have(tool);
+    if !ok {
+        skip(tool, &format!("pkg:{pkg}"));
+    }
+    ok
+}
+
+/// Whether FUSE mounts can be made here; records which part is missing where not.
+pub fn fuse_or_skip() -> bool {
+    if !Path::new("/dev/fuse").exists() {
+        skip("/dev/fuse", "host:fuse device");
+        return false;
+    }
+    have_or_skip("fusermount3", "fuse3")
 }
 
 /// Mounts the cluster in `cluster` at `at` with `flags`, its stderr to `log`; waits until the
@@ -125,8 +169,7 @@ pub fn mount(cluster: &Path, at: &Path, flags: &[&str], log: &Path) -> Mounted {
 /// the scratch and the cluster directory, or None (and a line saying so) where FUSE mounts
 /// cannot be made here.
 pub fn fuse_cluster(name: &str) -> Option<(Scratch, PathBuf)> {
-    if !fuse_available() {
-        eprintln!("skipped: needs /dev/fuse and fusermount3 (Debian fuse3; scripts/test.sh)");
+    if !fuse_or_skip() {
         return None;
     }
     let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-{name}-{}", std::process::id())));

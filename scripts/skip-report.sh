@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Prints the skip report of a test run: each test that skipped a part of itself, what it
+# needed, and where that comes from (tests/support's skip() writes the lines as
+# TEST<TAB>NEEDS<TAB>PROVIDER). Fails when a skipped prerequisite is a Debian package that
+# scripts/prereqs.sh installs (`pkg:NAME`: the set-up is broken), and under CI on any skip at
+# all, so no FUSE, netns or etcd test can silently stop running there.
+#   bash scripts/skip-report.sh REPORT
+set -euo pipefail
+report=${1:?usage: skip-report.sh REPORT}
+echo "== skip report"
+if [ ! -s "$report" ]; then
+  echo "no test skipped anything"
+  exit 0
+fi
+sort "$report" | uniq -c | while read -r n line; do
+  IFS=$'\t' read -r test needs provider <<<"$line"
+  printf '  %-70s needs %s (%s)%s\n' "$test" "$needs" "$provider" "$([ "$n" -gt 1 ] && echo " x$n")"
+done
+fail=0
+if grep -q $'\tpkg:' "$report"; then
+  echo "error: tests skipped for want of packages that scripts/prereqs.sh installs" >&2
+  fail=1
+fi
+if [ "${CI:-}" = "true" ]; then
+  echo "error: under CI no test may skip (the report above says what was missing)" >&2
+  fail=1
+fi
+exit $fail

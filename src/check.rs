@@ -157,6 +157,16 @@ fn mgmtd_catching(bug: MgmtdBug) -> (u32, u32, u32, u32, u32) {
         MgmtdBug::UnfencedWrites => (2, 1, 1, 1, 1),
         // A crashed replica left SERVING: the restarted one serves without a resync.
         MgmtdBug::KeepFailedTarget => (2, 1, 1, 1, 1),
+        // Needs timed leases and an asynchronous KV commit: the simulator's catalog scenario.
+        MgmtdBug::LeaseDuringDemotion => (2, 1, 1, 1, 1),
+    }
+}
+
+/// The catalog scenario that catches an mgmtd bug the exhaustive model cannot reach.
+fn mgmtd_catalog(bug: MgmtdBug) -> Option<&'static str> {
+    match bug {
+        MgmtdBug::LeaseDuringDemotion => Some("lease_race_pending_demotion"),
+        _ => None,
     }
 }
 
@@ -167,6 +177,12 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
             if bug == MgmtdBug::UnfencedWrites {
                 println!(
                     "{:<28} needs two mgmtds and a deposed primary's commit: `t3fs check mgmtd --bug {}` runs the simulator's swarm",
+                    "",
+                    bug.name()
+                );
+            } else if let Some(scenario) = mgmtd_catalog(bug) {
+                println!(
+                    "{:<28} needs timed leases and a commit in flight: `t3fs check mgmtd --bug {}` runs the simulator's {scenario}",
                     "",
                     bug.name()
                 );
@@ -211,6 +227,9 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
     let shapes = match (explicit, bug) {
         ((None, None, None, None), Some(MgmtdBug::UnfencedWrites)) => {
             return via_simulator(MgmtdBug::UnfencedWrites.name());
+        }
+        ((None, None, None, None), Some(bug)) if mgmtd_catalog(bug).is_some() => {
+            return via_catalog(bug.name(), mgmtd_catalog(bug).unwrap_or_default());
         }
         ((None, None, None, None), Some(bug)) => vec![mgmtd_catching(bug)],
         ((None, None, None, None), None) => MGMTD_STANDARD.to_vec(),
@@ -312,6 +331,51 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
 /// A planted bug the small model cannot reach (it needs stale routing racing a forward, or
 /// histories longer than exhaustive search affords): the simulator's swarm hunts it instead and
 /// the check fails with the simulator's counterexample and its reproduce command.
+/// Runs catalog `scenario` with `bug` planted on each of its seeds; FAIL (exit 1) where one
+/// seed fails with the bug and passes without it, as the other checks report a caught bug.
+fn via_catalog(bug: &str, scenario: &str) -> ExitCode {
+    println!(
+        "{bug}: not reachable by the exhaustive model (no clocks, synchronous KV commits); \
+         running the simulator's catalog scenario {scenario} with the bug planted"
+    );
+    let clean = match t3fs_scenario::find(scenario)
+        .and_then(|p| t3fs_scenario::load_file(&p).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut planted = clean.clone();
+    planted.bug = Some(bug.to_string());
+    for &seed in &clean.seeds {
+        let (o, c) = match (
+            t3fs_sim::run::run(&planted, seed, false),
+            t3fs_sim::run::run(&clean, seed, false),
+        ) {
+            (Ok(o), Ok(c)) => (o, c),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        if o.passed() || !c.passed() {
+            continue;
+        }
+        println!("caught by {scenario} seed {seed} ({} events):", o.events);
+        for (name, v) in o.verdicts.iter().filter(|(_, v)| v.failed()) {
+            println!("  {name}: {}", v.label());
+        }
+        println!("FAIL");
+        println!("reproduce: cargo run --release -- sim run {scenario} --seed {seed} --bug {bug}");
+        return ExitCode::FAILURE;
+    }
+    println!("not caught by {scenario}'s seeds");
+    println!("PASS");
+    ExitCode::SUCCESS
+}
+
 fn via_simulator(bug: &str) -> ExitCode {
     println!(
         "{bug}: not reachable by the exhaustive model's small configurations; running the \

@@ -117,15 +117,20 @@ pub enum MgmtdBug {
     /// A SERVING target whose local state is OFFLINE stays SERVING: the chain never moves a
     /// failed replica out, writes stall on it, and a restarted replica serves without a resync.
     KeepFailedTarget,
+    /// With the storage-side lease on, mgmtd renews a node's lease while a chain update that
+    /// takes one of its SERVING targets out is being committed (swarm seed 4000194): the
+    /// exclusion is published while the node holds a fresh lease and serves old values.
+    LeaseDuringDemotion,
 }
 
 impl MgmtdBug {
     /// Every mgmtd bug.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::PromoteBeforeSyncDone,
         Self::TwoSyncing,
         Self::UnfencedWrites,
         Self::KeepFailedTarget,
+        Self::LeaseDuringDemotion,
     ];
 
     /// The command-line name.
@@ -135,6 +140,7 @@ impl MgmtdBug {
             Self::TwoSyncing => "two-syncing",
             Self::UnfencedWrites => "unfenced-writes",
             Self::KeepFailedTarget => "keep-failed-target",
+            Self::LeaseDuringDemotion => "lease-during-demotion",
         }
     }
 
@@ -145,6 +151,9 @@ impl MgmtdBug {
             Self::TwoSyncing => "two targets of one chain sync at the same time",
             Self::UnfencedWrites => "chain writes skip the lease check: a deposed primary commits",
             Self::KeepFailedTarget => "a failed SERVING target is never moved out of its chain",
+            Self::LeaseDuringDemotion => {
+                "a storage lease is renewed while the node's demotion is being committed"
+            }
         }
     }
 

@@ -12,10 +12,11 @@ use std::collections::BTreeSet;
 
 use super::chain_update::generate_new_chain_avoiding;
 use super::{AdminCall, AdminError, AdminRet, Mgmtd, MgmtdTimer, WriterOp};
+use crate::bugs::MgmtdBug;
 use crate::ids::{ChainId, ChainVersion, ClientId, NodeId, RequestId, RoutingVersion, TargetId};
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Heartbeat, HeartbeatReply, MgmtdStatus, Msg};
-use crate::routing::{ChainInfo, LocalState};
+use crate::routing::{ChainInfo, LocalState, PublicState};
 use crate::time::Instant;
 
 fn nanos(d: Duration) -> u64 {
@@ -145,6 +146,14 @@ impl Mgmtd {
         // after the deadline above was re-armed (the order the lease argument needs).
         if self.cfg.storage_lease {
             let routing = p.routing.version;
+            if self.demotion_pending(hb.node) {
+                // The exclusion may be published any moment now, long before `fail_after`
+                // has passed: a lease granted now would outlive it (seed 4000194). No answer
+                // grants nothing; the node's next heartbeat, after the commit, gets a lease
+                // bound to the routing version that excludes it (`storage/lease.rs`).
+                self.counters.leases_withheld += 1;
+                return;
+            }
             let status = MgmtdStatus::Accepted {
                 hb_version: hb.hb_version,
                 timestamp: hb.timestamp,
@@ -152,6 +161,33 @@ impl Mgmtd {
             };
             Self::reply_hb(out, from, status);
         }
+    }
+
+    /// Whether a chain update being committed (queued or running in the writer) takes one of
+    /// `node`'s SERVING targets out of SERVING. The lease argument (`storage/lease.rs`) needs
+    /// every exclusion of a node to be published no earlier than one fail interval after the
+    /// node's last lease grant; an exclusion decided before a grant and committed after it
+    /// breaks that, so no grant is made while one is pending.
+    fn demotion_pending(&self, node: NodeId) -> bool {
+        let Some(p) = self.primary.as_ref() else {
+            return false;
+        };
+        if self.cfg.bug == Some(MgmtdBug::LeaseDuringDemotion) {
+            return false;
+        }
+        let demotes = |next: &ChainInfo| {
+            p.routing.chain(next.chain).is_some_and(|cur| {
+                cur.targets.iter().any(|t| {
+                    t.state == PublicState::Serving
+                        && p.routing.node_of(t.target) == Some(node)
+                        && next.state_of(t.target) != Some(PublicState::Serving)
+                })
+            })
+        };
+        self.writer.has(|op| match op {
+            WriterOp::Chains(next) => next.iter().any(demotes),
+            _ => false,
+        })
     }
 
     /// No heartbeat from `node` for the fail interval: it is failed and its targets OFFLINE.

@@ -272,6 +272,9 @@ pub struct MgmtdCounters {
     pub chain_updates: u64,
     /// Heartbeats refused (stale, bad timestamp, disabled, invalid).
     pub heartbeats_refused: u64,
+    /// Accepted heartbeats that renewed no storage lease because a chain update taking one of
+    /// the node's SERVING targets out was being committed (`heartbeat.rs`).
+    pub leases_withheld: u64,
     /// KV rows that failed to decode (skipped).
     pub corrupt_rows: u64,
     /// Tenures begun.

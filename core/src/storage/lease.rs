@@ -29,6 +29,19 @@
 //!   old primary's heartbeats were all accepted before its tenure ended), so the argument holds
 //!   as long as `bootstrap_length ≥ F`, true of 3FS's defaults (2 min ≥ 60 s) and of the
 //!   simulator's scaled ones.
+//! - An exclusion decided *before* a grant breaks the second step: mgmtd's deadline fired,
+//!   the chain update that takes the node's targets out is being committed, a heartbeat
+//!   arrives and is accepted, and the commit lands right after, long before `r + F` (swarm
+//!   seed 4000194: storage-1 cut from every mgmtd for 4.6 s, its heartbeat accepted 1.3 ms
+//!   before the chain that excludes it was published, and a stale read 160 ms later). Two
+//!   rules close it. mgmtd grants no lease to a node while a chain update that takes one of
+//!   its SERVING targets out is queued or running in its writer (`mgmtd/heartbeat.rs`,
+//!   `demotion_pending`), so every exclusion committed after a grant was decided after it, by
+//!   a deadline at least `F` after `r`. And a grant is bound to the routing version the reply
+//!   carries: the lease holds only once the node has applied routing at least that new
+//!   (`holds`), so an exclusion committed before the grant is known to the node before it
+//!   serves under the lease. Planted bug `lease-during-demotion` drops the first rule; the
+//!   catalog scenario `lease_race_pending_demotion` catches it.
 //! - Replayed or duplicated replies carry old timestamps and never extend a lease past the
 //!   newest `s + L`; a delayed heartbeat is accepted (and re-arms the deadline) no earlier than
 //!   it arrives, which only moves `r` later.
@@ -41,12 +54,15 @@
 
 use core::time::Duration;
 
+use crate::ids::RoutingVersion;
 use crate::time::Instant;
 
-/// The lease a node holds: valid while the local clock is below `until`.
+/// The lease a node holds: valid while the local clock is below `until` and the node has
+/// applied routing at least as new as `routing`, the newest version a grant carried.
 #[derive(Clone, Copy, Debug, Default, Eq, Hash, PartialEq)]
 pub struct Lease {
     until: Option<Instant>,
+    routing: RoutingVersion,
 }
 
 impl Lease {
@@ -58,18 +74,21 @@ impl Lease {
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
-    /// An accepted heartbeat sent at local time `sent` renews the lease to `sent + length`;
-    /// never shortens it (an old reply may arrive after a newer one).
-    pub fn renew(&mut self, sent: Instant, length: Duration) {
+    /// An accepted heartbeat sent at local time `sent`, answered by a primary whose routing
+    /// was at version `routing`, renews the lease to `sent + length`; never shortens it (an
+    /// old reply may arrive after a newer one) and never lowers the routing it is bound to.
+    pub fn renew(&mut self, sent: Instant, length: Duration, routing: RoutingVersion) {
         let until = Instant(sent.0.saturating_add(length.as_nanos() as u64));
         if self.until.is_none_or(|u| u < until) {
             self.until = Some(until);
         }
+        self.routing = self.routing.max(routing);
     }
 
-    /// Whether the lease holds at local time `now`.
-    pub fn holds(&self, now: Instant) -> bool {
-        self.until.is_some_and(|u| now < u)
+    /// Whether the lease holds at local time `now` for a node whose applied routing is at
+    /// version `applied`.
+    pub fn holds(&self, now: Instant, applied: RoutingVersion) -> bool {
+        self.until.is_some_and(|u| now < u) && applied >= self.routing
     }
 
     /// The local time the lease ends, if one was ever granted.
@@ -97,16 +116,33 @@ mod tests {
     #[test]
     fn renewals_only_extend_and_a_lapsed_lease_does_not_hold() {
         let mut l = Lease::default();
+        let r = RoutingVersion(3);
         assert!(
-            !l.holds(Instant(0)),
+            !l.holds(Instant(0), r),
             "no lease before the first accepted heartbeat"
         );
         let len = Duration::from_secs(5);
-        l.renew(Instant(10_000_000_000), len);
-        assert!(l.holds(Instant(14_999_999_999)));
-        assert!(!l.holds(Instant(15_000_000_000)));
+        l.renew(Instant(10_000_000_000), len, r);
+        assert!(l.holds(Instant(14_999_999_999), r));
+        assert!(!l.holds(Instant(15_000_000_000), r));
         // A late reply to an older heartbeat does not shorten it.
-        l.renew(Instant(9_000_000_000), len);
+        l.renew(Instant(9_000_000_000), len, RoutingVersion(2));
         assert_eq!(l.until(), Some(Instant(15_000_000_000)));
+        assert!(
+            l.holds(Instant(14_000_000_000), r),
+            "nor lowers its routing"
+        );
+    }
+
+    #[test]
+    fn a_grant_holds_only_once_the_routing_it_carried_is_applied() {
+        // Seed 4000194's shape: the reply comes from a primary that has already published a
+        // chain excluding this node; until the node applies that routing it must not serve.
+        let mut l = Lease::default();
+        let len = Duration::from_secs(5);
+        l.renew(Instant(1_000_000_000), len, RoutingVersion(7));
+        assert!(!l.holds(Instant(2_000_000_000), RoutingVersion(6)));
+        assert!(l.holds(Instant(2_000_000_000), RoutingVersion(7)));
+        assert!(l.holds(Instant(2_000_000_000), RoutingVersion(8)));
     }
 }

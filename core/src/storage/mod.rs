@@ -428,7 +428,7 @@ impl StorageNode {
     /// switch; with it, only while the lease holds. A refusal also asks mgmtd for routing, since
     /// a lapsed lease usually means this node has fallen out of the chain.
     fn leased(&mut self, out: &mut Outbox<Self>) -> bool {
-        if self.cfg.lease.is_none() || self.lease.holds(*self.now) {
+        if self.cfg.lease.is_none() || self.lease.holds(*self.now, self.routing.version) {
             return true;
         }
         self.counters.lease_refusals += 1;

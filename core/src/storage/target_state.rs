@@ -147,7 +147,7 @@ impl StorageNode {
                 timestamp, routing, ..
             } => {
                 if let Some(length) = self.cfg.lease {
-                    self.lease.renew(Instant(timestamp), length);
+                    self.lease.renew(Instant(timestamp), length, routing);
                 }
                 if routing > self.routing.version {
                     self.poll_routing(out);

@@ -71,10 +71,12 @@ pub struct NodeEntry {
 
 type R<T> = Result<T, String>;
 
-fn token() -> String {
+/// A fresh cluster token; an error where the OS gives no randomness (zeros would make every
+/// cluster's token the same).
+fn token() -> R<String> {
     let mut b = [0u8; 24];
-    let _ = getrandom::fill(&mut b);
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    getrandom::fill(&mut b).map_err(|e| format!("no randomness for the cluster token: {e}"))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 /// The nodes of the cluster in `dir`, from its configs (empty if none was written).
@@ -138,7 +140,7 @@ pub fn signal(pid: i32, sig: i32) -> bool {
 fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
     let chains = t3fs_scenario::plan::Shape::max_chains(o.storage, o.targets_per_node, o.replicas);
     let section = ClusterSection {
-        token: token(),
+        token: token()?,
         kv: o.kv.clone(),
         mgmtd: o.mgmtd,
         storage_nodes: o.storage,

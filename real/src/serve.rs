@@ -64,11 +64,28 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub fn next_incarnation(data: &Path) -> std::io::Result<u64> {
     std::fs::create_dir_all(data)?;
     let p = data.join("incarnation");
-    let cur: u64 = std::fs::read_to_string(&p)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    let next = cur + 1;
+    // Only an absent file starts from zero. An unreadable or garbled one is an error: resetting
+    // it would repeat an earlier incarnation's I/O ids and meta's storage client id.
+    let cur: u64 = match std::fs::read_to_string(&p) {
+        Ok(s) => s.trim().parse().map_err(|e| {
+            std::io::Error::other(format!(
+                "{}: `{}` is no incarnation number ({e}); restore it or write a number above \
+                 every earlier one",
+                p.display(),
+                s.trim()
+            ))
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", p.display()),
+            ))
+        }
+    };
+    let next = cur
+        .checked_add(1)
+        .ok_or_else(|| std::io::Error::other(format!("{}: incarnations exhausted", p.display())))?;
     let tmp = data.join("incarnation.tmp");
     let mut f = std::fs::File::create(&tmp)?;
     writeln!(f, "{next}")?;
@@ -208,19 +225,39 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         handle.snapshot.clone(),
         Some(control),
     ));
-    let halted = tokio::select! {
+    let ended = tokio::select! {
         _ = shutdown_signal() => {
             tracing::info!(node = %cfg.node.name, "shutting down");
             handle.shutdown().await;
-            None
+            Ok(None)
         }
-        r = &mut join => r.ok().flatten(),
+        r = &mut join => r,
     };
     http.abort();
     transport.shutdown().await;
-    match halted {
-        Some(h) => Err(format!("{} halted: {h}", cfg.node.name).into()),
-        None => Ok(()),
+    driver_outcome(&cfg.node.name, ended)
+}
+
+/// How a node's driver task ended, as the process's result: a halt or a panic is an error
+/// (the process exits non-zero with the cause logged), a shutdown is not. A panicking driver
+/// once exited 0, so a supervisor saw a clean stop.
+fn driver_outcome(
+    name: &str,
+    ended: Result<Option<String>, tokio::task::JoinError>,
+) -> Result<(), BoxError> {
+    match ended {
+        Ok(None) => Ok(()),
+        Ok(Some(h)) => Err(format!("{name} halted: {h}").into()),
+        Err(e) if e.is_panic() => {
+            let p = e.into_panic();
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-text panic payload".into());
+            Err(format!("{name}: the node driver panicked: {why}").into())
+        }
+        Err(e) => Err(format!("{name}: the node driver task ended: {e}").into()),
     }
 }
 
@@ -235,9 +272,19 @@ fn kv_backend(cfg: &NodeConfig) -> Result<KvBackend, BoxError> {
 /// prefix of its own (derived from its token), so clusters can share one etcd.
 #[cfg(feature = "etcd")]
 fn etcd_engine(ep: &str, token: &str) -> Result<KvBackend, BoxError> {
-    let prefix = format!("t3fs/{}/", &token[..token.len().min(8)]);
+    let prefix = etcd_prefix(token);
     let e = crate::etcd_kv::EtcdKv::connect(&[format!("http://{ep}")], prefix.as_bytes())?;
     Ok(KvBackend::Engine(Arc::new(Mutex::new(Box::new(e)))))
+}
+
+/// The etcd key prefix of the cluster with `token`: a 64-bit FNV-1a hash of the whole token.
+/// It was the token's first 8 bytes, which panicked on a token with a multi-byte character
+/// there and gave clusters whose tokens share a prefix the same keys.
+pub fn etcd_prefix(token: &str) -> String {
+    let h = token.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("t3fs/{h:016x}/")
 }
 
 #[cfg(not(feature = "etcd"))]
@@ -325,13 +372,24 @@ async fn serve_kv(
         counters,
         kv_faults,
     ));
-    shutdown_signal().await;
-    tracing::info!(node = %cfg.node.name, "shutting down");
-    serving.abort();
+    let mut serving = serving;
+    let ended = tokio::select! {
+        _ = shutdown_signal() => {
+            tracing::info!(node = %cfg.node.name, "shutting down");
+            serving.abort();
+            Ok(())
+        }
+        // The serving task never ends by itself: if it does, the KV is gone for every other
+        // node, and the process says so and exits non-zero rather than idle on.
+        r = &mut serving => Err(match r {
+            Ok(()) => format!("{}: the KV serving task ended", cfg.node.name),
+            Err(e) => format!("{}: the KV serving task failed: {e}", cfg.node.name),
+        }),
+    };
     refresh.abort();
     http.abort();
     transport.shutdown().await;
-    Ok(())
+    ended.map_err(Into::into)
 }
 
 /// Seeds an empty KV with the plan's mgmtd rows, chain tables and namespace root.
@@ -356,5 +414,69 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::{driver_outcome, etcd_prefix, next_incarnation};
+
+    #[test]
+    fn etcd_prefixes_take_the_whole_token_and_any_characters() {
+        let a = etcd_prefix("0123456789abcdef-cluster-a");
+        let b = etcd_prefix("0123456789abcdef-cluster-b");
+        assert_ne!(a, b, "tokens sharing a prefix get their own keys");
+        assert_eq!(a, etcd_prefix("0123456789abcdef-cluster-a"));
+        // Multi-byte characters across the old 8-byte cut no longer panic.
+        assert!(etcd_prefix("ab\u{e9}\u{e9}\u{e9}\u{e9}").starts_with("t3fs/"));
+    }
+
+    #[test]
+    fn a_garbled_incarnation_file_is_an_error_not_a_reset() {
+        let dir = std::env::temp_dir().join(format!("t3fs-inc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(next_incarnation(&dir).unwrap(), 1);
+        assert_eq!(next_incarnation(&dir).unwrap(), 2);
+        std::fs::write(dir.join("incarnation"), "7\u{0}garbage").unwrap();
+        let e = next_incarnation(&dir).expect_err("garbled");
+        assert!(e.to_string().contains("no incarnation number"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("incarnation")).unwrap(),
+            "7\u{0}garbage",
+            "the file is left for the operator"
+        );
+        std::fs::write(dir.join("incarnation"), format!("{}\n", u64::MAX)).unwrap();
+        assert!(next_incarnation(&dir).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_driver_is_an_error_that_names_the_panic() {
+        let panicked = tokio::spawn(async {
+            if std::hint::black_box(true) {
+                panic!("store thread gone");
+            }
+            None::<String>
+        })
+        .await;
+        let e = driver_outcome("storage-1", panicked).expect_err("a panic is no clean stop");
+        let text = e.to_string();
+        assert!(
+            text.contains("panicked") && text.contains("store thread gone"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_halt_is_an_error_and_a_shutdown_is_not() {
+        assert!(driver_outcome("m", Ok(None)).is_ok());
+        let e = driver_outcome("m", Ok(Some("lease lost".into()))).unwrap_err();
+        assert!(e.to_string().contains("m halted: lease lost"));
+        let cancelled = {
+            let t = tokio::spawn(std::future::pending::<Option<String>>());
+            t.abort();
+            t.await
+        };
+        assert!(driver_outcome("m", cancelled).is_err());
     }
 }

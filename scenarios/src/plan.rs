@@ -53,10 +53,19 @@ impl From<&crate::Cluster> for Shape {
 }
 
 impl Shape {
-    /// Checks that the shape can be placed; the error names the field.
+    /// Checks that the shape can be placed; the error names the field. Every product is taken
+    /// in 64 bits (a u32 product of large fields once wrapped past the check), and every field
+    /// stays within what the machines accept, so no later constructor asserts.
     pub fn validate(&self) -> Result<(), String> {
         if self.mgmtd == 0 {
             return Err("mgmtd: at least one mgmtd is needed".into());
+        }
+        let tpn_max = t3fs_core::limits::TARGETS_PER_NODE_MAX;
+        if self.targets_per_node == 0 || self.targets_per_node as usize > tpn_max {
+            return Err(format!(
+                "targets_per_node: {} targets per node (use 1 to {tpn_max})",
+                self.targets_per_node
+            ));
         }
         if self.replicas == 0 || self.replicas > self.storage_nodes {
             return Err(format!(
@@ -64,13 +73,28 @@ impl Shape {
                 self.replicas, self.storage_nodes
             ));
         }
-        let slots = self.storage_nodes * self.targets_per_node;
-        if self.chains * self.replicas > slots {
+        if self.replicas as usize > t3fs_core::limits::CHAIN_TARGETS_MAX {
             return Err(format!(
-                "chains: {} chains of {} replicas need {} targets, the nodes have {slots}",
-                self.chains,
+                "replicas: {} replicas per chain (at most {})",
                 self.replicas,
-                self.chains * self.replicas
+                t3fs_core::limits::CHAIN_TARGETS_MAX
+            ));
+        }
+        let nodes = [self.mgmtd, self.storage_nodes, self.clients, self.meta, 1]
+            .iter()
+            .map(|&n| u64::from(n))
+            .sum::<u64>();
+        if nodes >= SERVER_NODE_IDS {
+            return Err(format!(
+                "storage_nodes: {nodes} nodes in all; server node ids end at {SERVER_NODE_IDS}"
+            ));
+        }
+        let slots = u64::from(self.storage_nodes) * u64::from(self.targets_per_node);
+        let needed = u64::from(self.chains) * u64::from(self.replicas);
+        if needed > slots {
+            return Err(format!(
+                "chains: {} chains of {} replicas need {needed} targets, the nodes have {slots}",
+                self.chains, self.replicas
             ));
         }
         Ok(())
@@ -78,9 +102,14 @@ impl Shape {
 
     /// The most chains the targets hold at `replicas` each.
     pub fn max_chains(storage_nodes: u32, targets_per_node: u32, replicas: u32) -> u32 {
-        storage_nodes * targets_per_node / replicas.max(1)
+        let all = u64::from(storage_nodes) * u64::from(targets_per_node);
+        u32::try_from(all / u64::from(replicas.max(1))).unwrap_or(u32::MAX)
     }
 }
+
+/// Server node ids (mgmtd, storage, meta, the kv service) lie below this; real clients take
+/// ids from here up (`t3fs_real::client`), so a plan of more nodes would collide with them.
+pub const SERVER_NODE_IDS: u64 = 1 << 24;
 
 /// Chunk size and stripe of the files meta creates (the layout policy of chain table 1).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -279,6 +308,27 @@ mod tests {
         let mut s = shape();
         s.chains = 3;
         assert!(s.validate().unwrap_err().starts_with("chains"));
+        // Fields whose u32 product wraps are refused, not wrapped past the check.
+        let huge = Shape {
+            storage_nodes: 70_000,
+            targets_per_node: 256,
+            replicas: 3,
+            chains: 1_431_655_766, // x 3 wraps a u32 to 2
+            ..s
+        };
+        assert!(huge.validate().unwrap_err().starts_with("chains"));
+        let wide = Shape {
+            targets_per_node: 300,
+            ..s
+        };
+        assert!(wide.validate().unwrap_err().starts_with("targets_per_node"));
+        let many = Shape {
+            storage_nodes: 1 << 24,
+            chains: 1,
+            ..s
+        };
+        assert!(many.validate().unwrap_err().starts_with("storage_nodes"));
+        assert_eq!(Shape::max_chains(u32::MAX, 256, 1), u32::MAX);
     }
 
     #[test]

@@ -8,6 +8,11 @@
 set -euo pipefail
 report=${1:?usage: skip-report.sh REPORT}
 echo "== skip report"
+# nextest counts #[ignore]d tests as skipped: here those are the subprocess helpers only, which
+# their parent tests run as child processes. Say which, so the summary's count is explained.
+helpers=$(grep -rl --include='*.rs' 'ignore = "subprocess helper' core sim real scenarios reports src tests 2>/dev/null \
+  | xargs -r grep -h -A1 'ignore = "subprocess helper' | sed -n 's/^fn \([a-z_0-9]*\).*/\1/p' | sort | tr '\n' ' ')
+[ -n "$helpers" ] && echo "subprocess helpers, not tests (nextest lists them as skipped): $helpers"
 if [ ! -s "$report" ]; then
   echo "no test skipped anything"
   exit 0

@@ -93,8 +93,16 @@ impl Net {
         unsafe { libc::geteuid() == 0 }
     }
 
-    /// Creates the bridge, the namespaces and their links (keeping what exists).
+    /// Creates the bridge, the namespaces and their links (keeping what exists). A step that
+    /// fails removes everything this network has, so a failed start leaves no namespace or
+    /// bridge behind (one did, when `ip -n` could not enter a new namespace).
     pub fn create(&self) -> Result<(), String> {
+        self.create_all().inspect_err(|_| {
+            let _ = self.destroy();
+        })
+    }
+
+    fn create_all(&self) -> Result<(), String> {
         if !Self::permitted() {
             return Err("--hosts netns needs root (network namespaces)".into());
         }
@@ -141,7 +149,7 @@ impl Net {
         let mut errors = Vec::new();
         for i in 0..self.hosts {
             let ns = self.ns(i);
-            if exists(&["netns", "exec", &ns, "true"]) {
+            if self.ns_exists(&ns) {
                 if let Err(e) = ip(&["netns", "del", &ns]) {
                     errors.push(e);
                 }
@@ -162,6 +170,12 @@ impl Net {
     /// Whether any piece of this network exists.
     pub fn present(&self) -> bool {
         exists(&["link", "show", &self.bridge()])
-            || (0..self.hosts).any(|i| exists(&["netns", "exec", &self.ns(i), "true"]))
+            || (0..self.hosts).any(|i| self.ns_exists(&self.ns(i)))
+    }
+
+    /// Whether namespace `ns` exists: named in `ip netns list`, even where it cannot be entered.
+    fn ns_exists(&self, ns: &str) -> bool {
+        std::path::Path::new("/run/netns").join(ns).exists()
+            || exists(&["netns", "exec", ns, "true"])
     }
 }

@@ -17,8 +17,14 @@ pub const LIST_LEN_MAX: u32 = 1 << 16;
 /// Updates waiting for one chunk's lock on one target (FIFO); beyond this the update is
 /// answered `Busy` and the sender retries.
 pub const CHUNK_LOCK_WAITERS_MAX: usize = 64;
-/// Exactly-once channel records kept per target; the oldest idle record is evicted first.
-pub const CHANNEL_RECORDS_PER_TARGET_MAX: usize = 4096;
+/// Exactly-once channel records kept per target: 1,024 clients of 64 channels. A record is
+/// evicted only after the retry horizon; a new channel beyond this answers `Busy`
+/// (`storage/exactly_once.rs`).
+pub const CHANNEL_RECORDS_PER_TARGET_MAX: usize = 65_536;
+/// How long after an update finished its client may still retry it: every attempt of the
+/// client's budget (`CLIENT_RETRIES_MAX` + 1) waiting its longest reply timeout and backoff
+/// (17 x (10 s + 5 s) = 255 s), rounded up to 5 minutes for a frame still in flight.
+pub const RETRY_HORIZON: Duration = Duration::from_secs(300);
 /// Concurrent chunk I/Os (reads + writes) one client keeps in flight.
 pub const CLIENT_CHUNK_IOS_MAX: usize = 1024;
 /// Concurrent calls one client machine accepts; beyond this a call returns `Busy`.

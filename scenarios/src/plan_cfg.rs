@@ -101,6 +101,7 @@ impl Plan {
         }
         s.forward_retry_wait =
             Self::scale(t, s.forward_retry_wait.start)..Self::scale(t, s.forward_retry_wait.end);
+        s.retry_horizon = Self::scale(t, s.retry_horizon);
         if t.storage_lease {
             let fail = self.mgmtd_cfg(NodeId(0), t).heartbeat_fail_interval;
             s.lease = Some(t3fs_core::storage::lease::Lease::length(

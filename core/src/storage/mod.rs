@@ -93,6 +93,9 @@ pub struct StorageConfig {
     pub capacity: u64,
     /// The storage-side lease's length (`lease.rs`); `None`: no lease (3FS's behaviour).
     pub lease: Option<Duration>,
+    /// How long after an update finished its client or predecessor may still retry it: an
+    /// exactly-once record is never evicted younger (`exactly_once.rs`).
+    pub retry_horizon: Duration,
 }
 
 impl StorageConfig {
@@ -114,6 +117,7 @@ impl StorageConfig {
             ),
             capacity: TARGET_CAPACITY,
             lease: None,
+            retry_horizon: crate::limits::RETRY_HORIZON,
         }
     }
 }
@@ -229,6 +233,9 @@ pub struct StorageCounters {
     pub force_commits: u64,
     /// Reads and updates refused because the storage-side lease had lapsed.
     pub lease_refusals: u64,
+    /// Updates on a new channel answered `Busy`: every exactly-once record was younger than
+    /// the retry horizon (`exactly_once.rs`).
+    pub channels_full: u64,
 }
 
 /// The storage node machine.
@@ -300,7 +307,7 @@ impl StorageNode {
                 let mut channels = ExactlyOnce::default();
                 for m in chunks.values() {
                     for a in &m.applied {
-                        channels.adopt(&a.tag, applied_result(a));
+                        channels.adopt(&a.tag, applied_result(a), None);
                     }
                 }
                 let t = Target {

@@ -296,6 +296,7 @@ impl StorageNode {
         meta: Result<ChunkMeta, ChunkError>,
         out: &mut Outbox<Self>,
     ) {
+        let now = *self.now;
         // Resync rounds wait for the last force commit (see `maybe_start_resyncs`).
         self.maybe_start_resyncs(out);
         let Ok(meta) = meta else { return };
@@ -304,7 +305,8 @@ impl StorageNode {
         // it, not applied a second time (swarm seed 2001).
         let pending_tag = t.chunks.get(&chunk).and_then(|m| m.pending.as_ref()?.tag);
         if let Some(a) = meta.applied.iter().find(|a| Some(a.tag) == pending_tag) {
-            t.channels.adopt(&a.tag, super::applied_result(a));
+            t.channels
+                .adopt(&a.tag, super::applied_result(a), Some(now));
         }
         if meta.committed == crate::ids::ChunkVersion(0) {
             t.chunks.remove(&chunk);

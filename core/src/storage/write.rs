@@ -141,6 +141,7 @@ impl StorageNode {
         from_client: bool,
         out: &mut Outbox<Self>,
     ) {
+        let (now, horizon) = (*self.now, self.cfg.retry_horizon);
         if !validate(&req, from_client) {
             return reply(out, from, &req, Status::InvalidRequest, None);
         }
@@ -176,13 +177,17 @@ impl StorageNode {
             .get_mut(&target)
             .expect("local_view returns hosted targets");
         if !skip_filter {
-            match t.channels.admit(&req.tag) {
+            match t.channels.admit(&req.tag, now, horizon) {
                 Admission::Execute => {}
                 Admission::Cached(result) => {
                     self.counters.cached_replies += 1;
                     return reply(out, from, &req, Status::Ok, Some(result));
                 }
                 Admission::Locked => return reply(out, from, &req, Status::ChannelLocked, None),
+                Admission::Full => {
+                    self.counters.channels_full += 1;
+                    return reply(out, from, &req, Status::Busy, None);
+                }
                 // A forwarded update carries its explicit version, and the version checks make
                 // its replay safe; the channel may have moved on because the client gave up and
                 // reused it while this update was still being re-forwarded (a predecessor retries
@@ -209,7 +214,7 @@ impl StorageNode {
                 self.start_update(target, w, out);
             }
             Enqueue::Full(w) => {
-                t.channels.finish(&w.req.tag, None);
+                t.channels.finish(&w.req.tag, None, now);
                 reply(out, w.from, &w.req, Status::Busy, None);
             }
         }
@@ -218,6 +223,7 @@ impl StorageNode {
     /// Takes the chunk lock for `w` and starts its local update. Returns false if `w` was
     /// answered without taking the lock (so the caller may start the next waiter).
     fn start_update(&mut self, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
+        let now = *self.now;
         if w.from == self.cfg.node && w.req.tag.channel == SYNC_CHANNEL {
             // This node's own resync item reached the front of the chunk's queue.
             if self.start_sync_item(target, w, out) {
@@ -231,7 +237,7 @@ impl StorageNode {
         let t = self.targets.get_mut(&target).expect("hosted target");
         // Re-check the chain version under the lock: routing may have moved while queued.
         if current != Some(w.req.chain.version) && !skip_version {
-            t.channels.finish(&w.req.tag, None);
+            t.channels.finish(&w.req.tag, None, now);
             let status = match current {
                 Some(current) => Status::StaleChainVersion { current },
                 None => Status::NoTarget,
@@ -262,7 +268,7 @@ impl StorageNode {
             if stale {
                 self.counters.stale_installs += 1;
                 let result = current;
-                t.channels.finish(&w.req.tag, None);
+                t.channels.finish(&w.req.tag, None, now);
                 reply(out, w.from, &w.req, Status::Ok, Some(result));
                 return false;
             }
@@ -301,12 +307,12 @@ impl StorageNode {
                 // with the same tag at another version must be judged afresh, never answered with
                 // a version it did not write.
                 let result = current;
-                t.channels.finish(&w.req.tag, None);
+                t.channels.finish(&w.req.tag, None, now);
                 reply(out, w.from, &w.req, Status::Ok, Some(result));
                 return false;
             }
             if u > current.commit_version.next() {
-                t.channels.finish(&w.req.tag, None);
+                t.channels.finish(&w.req.tag, None, now);
                 reply(out, w.from, &w.req, Status::MissingUpdate, None);
                 return false;
             }
@@ -611,6 +617,7 @@ impl StorageNode {
         result: Result<ChunkMeta, ChunkError>,
         out: &mut Outbox<Self>,
     ) {
+        let now = *self.now;
         let meta = match result {
             Err(_) => return self.fail_running(target, chunk, Status::DiskError, out),
             Ok(meta) => meta,
@@ -632,7 +639,8 @@ impl StorageNode {
         } else {
             t.chunks.insert(chunk, meta);
         }
-        t.channels.finish(&running.waiter.req.tag, Some(result));
+        t.channels
+            .finish(&running.waiter.req.tag, Some(result), now);
         if !running.acked {
             let w = &running.waiter;
             reply(out, w.from, &w.req, Status::Ok, Some(result));
@@ -652,11 +660,12 @@ impl StorageNode {
         status: Status,
         out: &mut Outbox<Self>,
     ) {
+        let now = *self.now;
         let t = self.targets.get_mut(&target).expect("hosted target");
         let Some((running, waiters)) = t.locks.unlock(chunk) else {
             return;
         };
-        t.channels.finish(&running.waiter.req.tag, None);
+        t.channels.finish(&running.waiter.req.tag, None, now);
         out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
             target,
             chunk,

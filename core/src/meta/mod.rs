@@ -32,6 +32,8 @@ mod ops;
 pub mod perm;
 pub mod placement;
 pub mod purge;
+#[cfg(test)]
+mod purge_tests;
 mod replay;
 pub mod request;
 #[cfg(test)]

@@ -5,12 +5,19 @@
 //! Purging a GC'd file (§4.5): first the last committed chunk on every chain the file may use
 //! (its dynamic stripe), then a replicated remove of every chunk from 0 up to the furthest
 //! one found (or up to the length's last chunk, if that is further), each on the chain its
-//! layout names, so data past a length nobody reported is removed too. A length query (§4.4)
-//! answers `max(last index · chunk size + last length)` over the same chains.
-//! Invariant: a file is reported purged only after every one of its removes committed; any
-//! failed query or remove drops the whole file from this round (GC tries it again next round,
-//! and removes are idempotent). Not here: the GC decisions (`gc.rs`), the inode deletion,
-//! the length rules (`length.rs`).
+//! layout names, so data past a length nobody reported is removed too. When no chain holds a
+//! chunk of the file any more, there is nothing to remove and the file is purged at once: its
+//! chunks went with removes that committed after their client call had given up (an earlier
+//! round's), or with the other meta server's purge of the same file. (Swarm seed 4002183: two
+//! meta servers purged one file over a slow chain, and their removes of each chunk queued
+//! behind each other; every round, some remove ran out of client retries, and every next
+//! round removed every chunk again, up to the length, long after they were gone, failing the
+//! same way, so the file stayed under GC for good.) A length query (§4.4) answers
+//! `max(last index · chunk size + last length)` over the same chains.
+//! Invariant: a file is reported purged only after every one of its removes committed, or
+//! once a query found none of its chunks on any chain; any failed query or remove drops the
+//! whole file from this round (GC tries it again next round, and removes are idempotent).
+//! Not here: the GC decisions (`gc.rs`), the inode deletion, the length rules (`length.rs`).
 
 use std::collections::BTreeMap;
 
@@ -197,9 +204,11 @@ impl Purger {
         self.call(query, purpose, now, out)
     }
 
-    /// The removes of a purge whose last chunks are known: every chunk up to the furthest.
+    /// The removes of a purge whose last chunks are known: every chunk up to the furthest
+    /// (and up to the length's last chunk); none when no chain holds a chunk of the file
+    /// (`last` is `None`): every chunk it had is gone already.
     fn removes(&mut self, inode: InodeId, last: Option<u64>) -> Vec<ClientCall> {
-        let Some(f) = self.files.get_mut(&inode) else {
+        let (Some(f), Some(last)) = (self.files.get_mut(&inode), last) else {
             return Vec::new();
         };
         let InodeKind::File {
@@ -214,10 +223,7 @@ impl Purger {
             return Vec::new();
         };
         let chunk = u64::from(layout.chunk_size.max(1));
-        let n = last
-            .map_or(0, |l| l + 1)
-            .max(length.div_ceil(chunk))
-            .min(PURGE_CHUNKS_MAX);
+        let n = (last + 1).max(length.div_ceil(chunk)).min(PURGE_CHUNKS_MAX);
         let calls: Vec<ClientCall> = (0..n)
             .map(|k| ClientCall::UpdateChunk {
                 chunk: ChunkId {

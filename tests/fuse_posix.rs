@@ -7,6 +7,10 @@
 //! file with writes, truncates and reads at random offsets and lengths, checked against an
 //! in-memory model, on the default mount, through the writeback cache, and with `direct_io`.
 //!
+//! Then sizes at the edge of the largest file a layout holds: truncates past it answer EFBIG
+//! and leave the file alone, writes reaching it are cut short there, and a sparse far chunk is
+//! emptied by `truncate -s 0` (shell tools: truncate, dd, tail).
+//!
 //! One known difference is not drawn: hard-linking a symlink (Linux links the symlink; the
 //! meta service hard-links regular files only and answers EPERM).
 //!
@@ -20,6 +24,8 @@ use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use support::{mount, processes_under, t3fs};
 
@@ -239,10 +245,12 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
         }
     }
     fsx(&m.at.join("fsx"), 4);
+    far_offsets(&m.at.join("far"));
     // The same file checks through the kernel's writeback cache, and with the page cache
     // bypassed.
     let wb = mount(&cluster, &tmp.0.join("wb"), &["--writeback-cache"], &log);
     fsx(&wb.at.join("fsx-wb"), 5);
+    far_writeback(&wb.at.join("far-wb"), &m.at.join("far-wb"));
     let direct = mount(&cluster, &tmp.0.join("direct"), &["--direct-io"], &log);
     fsx(&direct.at.join("fsx-direct"), 6);
     drop((m, wb, direct));
@@ -340,4 +348,150 @@ fn fsx(path: &Path, seed: u64) {
         model.len() as u64,
         "fsx: final size"
     );
+}
+
+/// Runs `script` with `sh -c` in `dir`: whether it succeeded, and its stdout and stderr.
+fn shell(dir: &Path, script: &str) -> (bool, String) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The edge of the largest file: the cluster's 1 MiB chunks and their 2^32 - 1 chunk indexes
+/// make it 2^52 - 2^20 bytes (`t3fs_core::layout::file_size_max`). A truncate past it answers
+/// EFBIG and leaves the file as it was (2^52 + 5 once wrapped to chunk 0 and cut it to 5
+/// bytes); one to it reads back as zeros; a write reaching it is cut short there and the rest
+/// answers EFBIG; a file with a chunk at the far end empties with `truncate -s 0` at once (the
+/// chunks past the tail are walked as the heads name them, never listed).
+fn far_offsets(dir: &Path) {
+    const MAX: u64 = (1 << 52) - (1 << 20);
+    const PAST: u64 = (1 << 52) + 5;
+    fs::create_dir(dir).unwrap();
+    let sh = |script: &str| shell(dir, script);
+    let too_large = |(ok, text): (bool, String), what: &str| {
+        assert!(
+            !ok && text.contains("File too large"),
+            "{what}: want EFBIG, got ok={ok}: {text}"
+        );
+    };
+
+    // truncate(1) past the maximum, on an existing file and on a new one.
+    let (ok, text) = sh("printf 'hello world' > kept");
+    assert!(ok, "{text}");
+    too_large(
+        sh(&format!("truncate -s {PAST} kept")),
+        "truncate -s 2^52+5",
+    );
+    too_large(
+        sh(&format!("truncate -s {} kept", MAX + 1)),
+        "truncate -s max+1",
+    );
+    assert_eq!(fs::read(dir.join("kept")).unwrap(), b"hello world");
+    too_large(
+        sh(&format!("truncate -s {PAST} new")),
+        "truncate -s 2^52+5 new",
+    );
+    assert_eq!(fs::metadata(dir.join("new")).unwrap().len(), 0);
+    // ftruncate(2) itself, through a handle open for write.
+    let f = OpenOptions::new()
+        .write(true)
+        .open(dir.join("kept"))
+        .unwrap();
+    assert_eq!(f.set_len(PAST).map_err(code), Err(libc::EFBIG));
+    assert_eq!(f.set_len(u64::MAX >> 1).map_err(code), Err(libc::EFBIG));
+    drop(f);
+    assert_eq!(fs::read(dir.join("kept")).unwrap(), b"hello world");
+
+    // To the maximum itself: the last chunk, zero-filled.
+    let (ok, text) = sh(&format!(
+        "truncate -s {MAX} edge && stat -c %s edge && tail -c 3 edge | od -An -tx1 | tr -d ' \\n'"
+    ));
+    assert!(ok, "{text}");
+    assert_eq!(text, format!("{MAX}\n000000"));
+
+    // dd across the maximum: the bytes below it land (a short write), the rest is EFBIG.
+    too_large(
+        sh(&format!(
+            "printf 0123456789 | dd of=edge bs=10 oflag=seek_bytes seek={} conv=notrunc",
+            MAX - 4
+        )),
+        "dd across the maximum",
+    );
+    let (ok, text) = sh("stat -c %s edge && tail -c 4 edge");
+    assert!(ok, "{text}");
+    assert_eq!(text, format!("{MAX}\n0123"));
+    // Whole blocks: the one ending at the maximum lands, the next is EFBIG.
+    too_large(
+        sh(&format!(
+            "dd if=/dev/zero of=blocks bs=4096 seek={} count=2",
+            MAX / 4096 - 1
+        )),
+        "dd of blocks past the maximum",
+    );
+    assert_eq!(fs::metadata(dir.join("blocks")).unwrap().len(), MAX);
+
+    // A sparse far chunk, then truncate -s 0: quick, and the far chunk is gone for good.
+    let (ok, text) = sh(&format!(
+        "printf head > sparse && printf far | dd of=sparse bs=1 seek={} conv=notrunc 2>/dev/null \
+         && stat -c %s sparse && tail -c 3 sparse",
+        MAX - 3
+    ));
+    assert!(ok, "{text}");
+    assert_eq!(text, format!("{MAX}\nfar"));
+    let started = Instant::now();
+    let (ok, text) = sh("truncate -s 0 sparse && stat -c %s sparse");
+    assert!(ok, "{text}");
+    assert_eq!(text, "0\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "truncate -s 0 of a sparse far chunk took {:?}",
+        started.elapsed()
+    );
+    let (ok, text) = sh(&format!(
+        "truncate -s {MAX} sparse && head -c 4 sparse | od -An -tx1 | tr -d ' \\n' \
+         && tail -c 3 sparse | od -An -tx1 | tr -d ' \\n'"
+    ));
+    assert!(ok, "{text}");
+    assert_eq!(text, "00000000000000");
+    let (ok, text) = sh("printf again > sparse && cat sparse && stat -c %s sparse");
+    assert!(ok, "{text}");
+    assert_eq!(text, "again5\n");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+/// Through the writeback cache the kernel takes a write across the largest file into its cache
+/// whole (it does not know the layout's maximum); its writeback is answered EFBIG once the
+/// bytes below the maximum are written, so fsync reports it and nothing past the maximum is
+/// kept. `dir` on the writeback-cache mount, `plain` the same directory on the default one.
+fn far_writeback(dir: &Path, plain: &Path) {
+    use std::os::unix::fs::FileExt;
+    const MAX: u64 = (1 << 52) - (1 << 20);
+    fs::create_dir(dir).unwrap();
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open(dir.join("edge"))
+        .unwrap();
+    assert_eq!(f.write_at(b"0123456789", MAX - 4).unwrap(), 10);
+    assert_eq!(f.sync_all().map_err(code), Err(libc::EFBIG));
+    drop(f);
+    // What the cluster holds, through the other mount (no cached pages there).
+    assert_eq!(fs::metadata(plain.join("edge")).unwrap().len(), MAX);
+    let mut buf = [0u8; 10];
+    let n = fs::File::open(plain.join("edge"))
+        .unwrap()
+        .read_at(&mut buf, MAX - 4)
+        .unwrap();
+    assert_eq!(&buf[..n], b"0123");
+    fs::remove_dir_all(dir).unwrap();
 }

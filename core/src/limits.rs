@@ -8,6 +8,12 @@ use core::time::Duration;
 
 /// Largest chunk size a target accepts (3FS allows up to 64 MiB).
 pub const CHUNK_SIZE_MAX: u32 = 64 << 20;
+/// Chunk indexes a file may use: `0..CHUNK_INDEX_END`. A chunk index is a `u32` on the wire,
+/// and `queryLastChunk` bounds the indexes it looks at by an exclusive `u32` end, which meta's
+/// length query and the client's truncate pass as `u32::MAX`: a chunk at index `u32::MAX` could
+/// be written but never found, so a file's chunks stop one short of it. The largest file is
+/// `CHUNK_INDEX_END` whole chunks (`layout::file_size_max`: 2^52 - 2^20 bytes at 1 MiB chunks).
+pub const CHUNK_INDEX_END: u32 = u32::MAX;
 /// Largest inline payload of one message; larger I/O is split by the client into chunk I/Os.
 pub const PAYLOAD_BYTES_MAX: u32 = CHUNK_SIZE_MAX;
 /// Largest encoded frame the codec accepts (payload plus headers).

@@ -112,6 +112,29 @@ pub enum ClientError {
     Failed(String),
     /// A namespace error.
     Meta(MetaError),
+    /// A write or truncate would make the file larger than its layout allows
+    /// ([`t3fs_core::layout::file_size_max`]); the FUSE mount answers EFBIG.
+    TooLarge {
+        /// The size asked for (a write's end, a truncate's length).
+        size: u64,
+        /// The layout's largest file.
+        max: u64,
+    },
+}
+
+impl ClientError {
+    /// [`ClientError::TooLarge`] unless a file of `layout` may reach `end` bytes (`None`: past
+    /// `u64::MAX`).
+    pub fn check_size(layout: &FileLayout, end: Option<u64>) -> Result<(), Self> {
+        let max = layout.size_max();
+        match end {
+            Some(size) if size <= max => Ok(()),
+            size => Err(Self::TooLarge {
+                size: size.unwrap_or(u64::MAX),
+                max,
+            }),
+        }
+    }
 }
 
 impl std::fmt::Display for ClientError {
@@ -122,6 +145,12 @@ impl std::fmt::Display for ClientError {
             Self::Invalid(m) => write!(f, "invalid: {m}"),
             Self::Failed(m) => write!(f, "failed: {m}"),
             Self::Meta(e) => write!(f, "meta: {e:?}"),
+            Self::TooLarge { size, max } => {
+                write!(
+                    f,
+                    "file too large: {size} bytes, the layout's largest is {max}"
+                )
+            }
         }
     }
 }
@@ -180,16 +209,18 @@ pub struct Client {
     next_session: std::sync::atomic::AtomicU64,
 }
 
-fn rand_u64() -> u64 {
+/// 64 bits from the OS. A failure is an error: zeros would give every client one identity.
+fn rand_u64() -> Result<u64, ClientError> {
     let mut b = [0u8; 8];
-    let _ = getrandom::fill(&mut b);
-    u64::from_le_bytes(b)
+    getrandom::fill(&mut b)
+        .map_err(|e| ClientError::Connect(format!("no randomness for a client id: {e}")))?;
+    Ok(u64::from_le_bytes(b))
 }
 
 impl Client {
     /// Connects with a fresh identity.
     pub async fn connect(opts: ClientOptions) -> Result<Self, ClientError> {
-        let r = rand_u64();
+        let r = rand_u64()?;
         let node = NodeId((1 << 24) + (r as u32 & 0x3fff_ffff));
         let id = client_id(node, 1 + ((r >> 32) & 0x7fff_ffff));
         Self::connect_as(opts, node, id).await
@@ -376,6 +407,9 @@ impl Client {
         if f.session == 0 {
             return Err(ClientError::Invalid("file not open for writing".into()));
         }
+        for (offset, data) in &pieces {
+            ClientError::check_size(&f.layout, offset.checked_add(data.len() as u64))?;
+        }
         let calls = pieces
             .into_iter()
             .map(|(offset, data)| ClientCall::Write {
@@ -515,10 +549,12 @@ impl Client {
     }
 
     /// Writes `data` at `offset`; returns once every chunk committed on its whole chain.
+    /// [`ClientError::TooLarge`] if it would end past the layout's largest file.
     pub async fn write(&self, f: &File, offset: u64, data: Vec<u8>) -> Result<(), ClientError> {
         if f.session == 0 {
             return Err(ClientError::Invalid("file not open for writing".into()));
         }
+        ClientError::check_size(&f.layout, offset.checked_add(data.len() as u64))?;
         match self
             .call(ClientCall::Write {
                 inode: f.inode,

@@ -160,11 +160,13 @@ impl Client {
     /// Cuts (or zero-extends) the file open for write as `f`, whose open answered `inode`, to
     /// `len` bytes: ask the heads for the last chunk, empty the chunks past the new tail, cut
     /// the tail chunk, then `sync(truncated)`. `f`'s truncate version moves to the sync's, so
-    /// its close hint counts writes from there.
+    /// its close hint counts writes from there. A length past the layout's largest file is
+    /// [`ClientError::TooLarge`], before anything is asked of storage.
     pub async fn truncate(&self, f: &mut File, inode: &Inode, len: u64) -> Result<(), ClientError> {
         if f.session == 0 {
             return Err(ClientError::Invalid("file not open for writing".into()));
         }
+        ClientError::check_size(&f.layout, Some(len))?;
         let mut s = Session::opened(inode, f.session, vec![FileAction::Truncate(len)])
             .ok_or_else(|| ClientError::Invalid("not a regular file".into()))?;
         let table = match &inode.kind {

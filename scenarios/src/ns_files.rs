@@ -13,6 +13,14 @@
 //! (swarm seeds 11 and 194: replicas diverged, a forward retried forever). An empty chunk keeps
 //! its version history; lengths and queries ignore empty chunks; GC removes them with the file.
 //!
+//! The chunks past the new tail are walked as a range, never listed: every index from the new
+//! tail to the last chunk holding data, from the last one down, while that range is at most
+//! [`TRUNCATE_EMPTY_EVERY_MAX`] chunks; a longer one (a sparse file with a far chunk: chunk
+//! indexes reach 2^32 - 2) is walked by asking the heads again for the last chunks holding data
+//! below the ones just emptied, so only chunks that exist are touched. A truncate to more than
+//! the layout's largest file ([`t3fs_core::layout::file_size_max`]) is not run (the native
+//! client answers it "file too large" before it gets here).
+//!
 //! The length hint a writer closes with is the end of its acknowledged writes since the
 //! truncate version it last saw; a write or sync whose outcome is unknown makes it close
 //! without a hint, so meta asks storage.
@@ -32,6 +40,7 @@ use t3fs_core::meta::length::LengthHint;
 use t3fs_core::meta::placement::Layout;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_core::meta::InodeKind;
+use t3fs_core::msg::LastChunk;
 
 /// Mode of the initial directories of a run: world-writable and sticky, like /tmp, so every
 /// user can create in them and only owners remove.
@@ -83,17 +92,71 @@ pub fn next_request(
 /// Bytes of one write of a plan.
 pub const FILE_WRITE_BYTES: u32 = 64;
 
-/// Where a truncate is.
+/// Longest range of chunks past a truncate's new tail that is emptied index by index (holes
+/// included); a longer one is walked chunk by chunk as the heads name them.
+pub const TRUNCATE_EMPTY_EVERY_MAX: u64 = 1024;
+
+/// Where a truncate is. The chunks past the new tail are those from `len.div_ceil(chunk_size)`
+/// on (`first` below).
 #[derive(Clone, Debug)]
 pub enum TruncStage {
     /// Asking the heads for the last chunks.
     Query,
-    /// Emptying these chunk indexes, then cutting the tail.
-    Empty(Vec<u32>),
+    /// Emptying every chunk index in `first..end`, from the last one down, then cutting the
+    /// tail (at most [`TRUNCATE_EMPTY_EVERY_MAX`] of them).
+    Empty {
+        /// One past the next index to empty.
+        end: u64,
+    },
+    /// Emptying the chunks the heads named (ascending, each `>= first`, at most one per chain),
+    /// from the last one down, then asking the heads again below `below`.
+    EmptyFound {
+        /// The chunks left to empty.
+        found: Vec<u32>,
+        /// The exclusive bound of the next query: the last of the chunks found.
+        below: u32,
+    },
+    /// Asking the heads for the last chunks holding data below `below`.
+    Find {
+        /// The exclusive bound of the query.
+        below: u32,
+    },
     /// Cutting the tail chunk.
     Tail,
     /// Telling meta.
     Sync,
+}
+
+impl TruncStage {
+    /// What to do with the chunks the heads named (`lasts`), for a truncate whose first chunk
+    /// past the tail is `first`: empty every index up to the last, empty just those named, or,
+    /// with none at or past `first`, cut the tail (`len > 0`) or sync.
+    fn after_query(first: u64, lasts: &[(ChainId, Option<LastChunk>)], len: u64) -> Self {
+        let mut found: Vec<u32> = lasts
+            .iter()
+            .filter_map(|(_, l)| l.map(|l| l.index))
+            .filter(|&k| u64::from(k) >= first)
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        match found.last() {
+            None => Self::after_emptying(len),
+            Some(&last) if u64::from(last) - first < TRUNCATE_EMPTY_EVERY_MAX => Self::Empty {
+                end: u64::from(last) + 1,
+            },
+            Some(&last) => Self::EmptyFound { found, below: last },
+        }
+    }
+
+    /// The stage once no chunk past the tail is left: cut the tail, or for a truncate to 0,
+    /// sync.
+    fn after_emptying(len: u64) -> Self {
+        if len > 0 {
+            Self::Tail
+        } else {
+            Self::Sync
+        }
+    }
 }
 
 /// A write session the client holds.
@@ -186,7 +249,6 @@ impl Session {
             self.trunc = None;
             return None;
         };
-        let cs = u64::from(l.chunk_size);
         let update = |index: u32, kind| {
             let chunk = ChunkId {
                 inode: self.inode,
@@ -199,53 +261,74 @@ impl Session {
                 kind,
             }
         };
-        let query = ClientCall::QueryLastChunk {
+        let query = |end: u32| ClientCall::QueryLastChunk {
             inode: self.inode,
             chains: l.used_chains(&fl),
-            end: u32::MAX,
+            end,
             empty: false,
         };
+        let sync = Step::Sync(MetaOp::Sync {
+            inode: self.inode,
+            length: None,
+            truncated: true,
+        });
+        let size_max = t3fs_core::layout::file_size_max(l.chunk_size);
         let stage = self.trunc.as_mut().map(|(len, s)| (*len, s));
         let step = match stage {
-            None => match self.plan.pop_front()? {
-                FileAction::Write(offset) => {
-                    self.writing = offset + u64::from(FILE_WRITE_BYTES);
-                    Step::Data(ClientCall::Write {
-                        inode: self.inode,
-                        layout: fl,
-                        offset,
-                        data: payload(req.0, FILE_WRITE_BYTES),
-                    })
-                }
-                FileAction::Truncate(len) => {
-                    self.trunc = Some((len, TruncStage::Query));
-                    Step::Data(query)
-                }
-                FileAction::Read(offset) => {
-                    self.reading = Some(offset);
-                    Step::Data(ClientCall::Read {
-                        inode: self.inode,
-                        layout: fl,
-                        offset,
-                        len: FILE_READ_BYTES,
-                    })
-                }
+            None => loop {
+                break match self.plan.pop_front()? {
+                    FileAction::Write(offset) => {
+                        // Past the layout's maximum the client refuses the write (the session
+                        // then closes without a hint).
+                        self.writing = offset.saturating_add(u64::from(FILE_WRITE_BYTES));
+                        Step::Data(ClientCall::Write {
+                            inode: self.inode,
+                            layout: fl,
+                            offset,
+                            data: payload(req.0, FILE_WRITE_BYTES),
+                        })
+                    }
+                    // Too large for the layout (EFBIG): nothing to cut or extend.
+                    FileAction::Truncate(len) if len > size_max => continue,
+                    FileAction::Truncate(len) => {
+                        self.trunc = Some((len, TruncStage::Query));
+                        Step::Data(query(u32::MAX))
+                    }
+                    FileAction::Read(offset) => {
+                        self.reading = Some(offset);
+                        Step::Data(ClientCall::Read {
+                            inode: self.inode,
+                            layout: fl,
+                            offset,
+                            len: FILE_READ_BYTES,
+                        })
+                    }
+                };
             },
-            Some((_, TruncStage::Query)) => Step::Data(query),
-            Some((_, TruncStage::Empty(left))) => {
-                let k = left.pop().expect("empty lists move on");
+            Some((_, TruncStage::Query)) => Step::Data(query(u32::MAX)),
+            Some((_, TruncStage::Find { below })) => Step::Data(query(*below)),
+            Some((_, TruncStage::Empty { end })) => {
+                // `end - 1` is at most the last chunk a head named, a u32.
+                *end -= 1;
+                let k = u32::try_from(*end).expect("chunk indexes named by heads are u32");
                 Step::Data(update(k, UpdateKind::Truncate { len: 0 }))
             }
-            Some((len, TruncStage::Tail)) => {
-                let k = (len - 1) / cs;
-                let tail = (len - k * cs) as u32;
-                Step::Data(update(k as u32, UpdateKind::Truncate { len: tail }))
+            Some((_, TruncStage::EmptyFound { found, .. })) => {
+                let k = found.pop().expect("emptied lists move on");
+                Step::Data(update(k, UpdateKind::Truncate { len: 0 }))
             }
-            Some((_, TruncStage::Sync)) => Step::Sync(MetaOp::Sync {
-                inode: self.inode,
-                length: None,
-                truncated: true,
-            }),
+            Some((len, stage @ TruncStage::Tail)) => {
+                match t3fs_core::layout::tail_chunk(l.chunk_size, len) {
+                    Some((k, tail)) => Step::Data(update(k, UpdateKind::Truncate { len: tail })),
+                    // Not reached: a truncate past the maximum never starts. Meta learns what
+                    // storage holds.
+                    None => {
+                        *stage = TruncStage::Sync;
+                        sync
+                    }
+                }
+            }
+            Some((_, TruncStage::Sync)) => sync,
         };
         Some(step)
     }
@@ -269,26 +352,21 @@ impl Session {
             return None;
         };
         let len = *len;
-        // The chunks past the new tail, emptied from the last one down.
+        // The chunks past the new tail (from `first` on), emptied from the last one down.
         let first = len.div_ceil(cs);
-        let next = match (std::mem::replace(stage, TruncStage::Sync), ret) {
-            (TruncStage::Query, ClientRet::LastChunks(lasts)) => {
-                let last = lasts.iter().filter_map(|(_, l)| *l).map(|l| l.index).max();
-                let emptied: Vec<u32> = match last {
-                    Some(last) if u64::from(last) >= first => (first as u32..=last).collect(),
-                    _ => Vec::new(),
-                };
-                TruncStage::Empty(emptied)
+        *stage = match (std::mem::replace(stage, TruncStage::Sync), ret) {
+            (TruncStage::Query | TruncStage::Find { .. }, ClientRet::LastChunks(lasts)) => {
+                TruncStage::after_query(first, lasts, len)
             }
             // Chunks unknown: cut the tail only; the sync reports what storage holds.
-            (TruncStage::Query, _) => TruncStage::Empty(Vec::new()),
-            (TruncStage::Empty(left), _) => TruncStage::Empty(left),
+            (TruncStage::Query | TruncStage::Find { .. }, _) => TruncStage::after_emptying(len),
+            (TruncStage::Empty { end }, _) if end > first => TruncStage::Empty { end },
+            (TruncStage::Empty { .. }, _) => TruncStage::after_emptying(len),
+            (TruncStage::EmptyFound { found, below }, _) if found.is_empty() => {
+                TruncStage::Find { below }
+            }
+            (s @ TruncStage::EmptyFound { .. }, _) => s,
             (TruncStage::Tail | TruncStage::Sync, _) => TruncStage::Sync,
-        };
-        *stage = match next {
-            TruncStage::Empty(left) if left.is_empty() && len > 0 => TruncStage::Tail,
-            TruncStage::Empty(left) if left.is_empty() => TruncStage::Sync,
-            other => other,
         };
         None
     }
@@ -306,5 +384,271 @@ impl Session {
             },
             _ => self.uncertain = true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use t3fs_core::meta::placement::ChainRange;
+    use t3fs_core::msg::Status;
+
+    const TABLE: [ChainId; 3] = [ChainId(1), ChainId(2), ChainId(3)];
+
+    /// A write session of a file of `chunk_size` chunks striped over `stripe` chains of
+    /// [`TABLE`], with `plan`.
+    fn session(chunk_size: u32, stripe: u32, plan: Vec<FileAction>) -> Session {
+        let range = ChainRange {
+            table: 1,
+            table_version: 1,
+            base: 1,
+            stripe,
+            seed: 0,
+        };
+        Session {
+            inode: InodeId(42),
+            session: 1,
+            layout: Some(Layout::new(chunk_size, range)),
+            truncate_ver: 0,
+            plan: plan.into(),
+            trunc: None,
+            written: 0,
+            writing: 0,
+            uncertain: false,
+            reading: None,
+        }
+    }
+
+    /// What one storage call did, as the tests compare it.
+    #[derive(Debug, PartialEq)]
+    enum Did {
+        Query(u32),
+        Cut(u32, u32),
+        Sync,
+        Other,
+    }
+
+    /// Runs the session's steps against `chunks` (index → committed length; chunk updates
+    /// listed in `refuse` fail) until it has none left; what it did, in order. Stops after
+    /// `limit` steps, so that a walk that never ends fails instead of hanging.
+    fn run(
+        s: &mut Session,
+        chunks: &mut BTreeMap<u32, u32>,
+        refuse: &[u32],
+        limit: usize,
+    ) -> Vec<Did> {
+        let fl = s.layout.unwrap().file_layout(&TABLE).unwrap();
+        let mut did = Vec::new();
+        while s.busy(false) {
+            assert!(
+                did.len() < limit,
+                "no end in sight: {:?}",
+                &did[..20.min(limit)]
+            );
+            let Some(step) = s.step(&TABLE, RequestId(did.len() as u64)) else {
+                break;
+            };
+            let ret = match step {
+                Step::Sync(_) => {
+                    did.push(Did::Sync);
+                    s.synced(&Err(t3fs_core::meta::MetaError::Corrupt));
+                    continue;
+                }
+                Step::Data(ClientCall::QueryLastChunk { chains, end, .. }) => {
+                    did.push(Did::Query(end));
+                    let mut chains = chains;
+                    chains.sort();
+                    chains.dedup();
+                    let last = |c: ChainId| {
+                        let held = chunks.range(..end).rev();
+                        let mut held = held.filter(|(k, l)| **l > 0 && fl.chain_of(**k) == c);
+                        held.next().map(|(&index, &len)| LastChunk { index, len })
+                    };
+                    ClientRet::LastChunks(chains.into_iter().map(|c| (c, last(c))).collect())
+                }
+                Step::Data(ClientCall::UpdateChunk {
+                    chunk,
+                    chain,
+                    kind: UpdateKind::Truncate { len },
+                    ..
+                }) => {
+                    assert_eq!(chain, fl.chain_of(chunk.index));
+                    did.push(Did::Cut(chunk.index, len));
+                    if refuse.contains(&chunk.index) {
+                        ClientRet::Failed {
+                            chunk,
+                            status: Status::ForwardFailed,
+                        }
+                    } else {
+                        chunks.insert(chunk.index, len);
+                        ClientRet::Updated {
+                            results: Vec::new(),
+                        }
+                    }
+                }
+                Step::Data(_) => {
+                    did.push(Did::Other);
+                    ClientRet::Updated {
+                        results: Vec::new(),
+                    }
+                }
+            };
+            s.data_returned(&ret);
+        }
+        did
+    }
+
+    #[test]
+    fn a_dense_range_is_emptied_index_by_index_from_the_last_down_then_the_tail_is_cut() {
+        // What the simulator's files always take: the same calls as before ranges.
+        let mut s = session(4096, 3, vec![FileAction::Truncate(5000)]);
+        let mut chunks: BTreeMap<u32, u32> = (0..5).map(|k| (k, 4096)).collect();
+        let did = run(&mut s, &mut chunks, &[], 100);
+        use Did::*;
+        assert_eq!(
+            did,
+            [
+                Query(u32::MAX),
+                Cut(4, 0),
+                Cut(3, 0),
+                Cut(2, 0),
+                Cut(1, 904),
+                Sync
+            ]
+        );
+        // A truncate to 0 of a file with a hole empties the hole's index too, and ends at
+        // chunk 0 (no tail to cut).
+        let mut s = session(4096, 1, vec![FileAction::Truncate(0)]);
+        let mut chunks = BTreeMap::from([(0, 10), (2, 10)]);
+        let did = run(&mut s, &mut chunks, &[], 100);
+        assert_eq!(
+            did,
+            [Query(u32::MAX), Cut(2, 0), Cut(1, 0), Cut(0, 0), Sync]
+        );
+    }
+
+    #[test]
+    fn a_truncate_past_the_largest_file_is_not_run_and_never_cuts_chunk_zero() {
+        // 2^52 + 5 at 1 MiB chunks needs chunk index 2^32: once it wrapped to chunk 0, cut to
+        // 5 bytes.
+        let far = (1u64 << 52) + 5;
+        let mut s = session(1 << 20, 3, vec![FileAction::Truncate(far)]);
+        let mut chunks = BTreeMap::from([(0, 1 << 20)]);
+        assert!(run(&mut s, &mut chunks, &[], 10).is_empty());
+        assert_eq!(chunks, BTreeMap::from([(0, 1 << 20)]));
+        assert!(s.trunc.is_none() && !s.uncertain);
+        // The plan goes on past it.
+        let mut s = session(
+            1 << 20,
+            3,
+            vec![FileAction::Truncate(far), FileAction::Write(0)],
+        );
+        assert_eq!(run(&mut s, &mut chunks, &[], 10), [Did::Other]);
+        // One past the maximum is refused, the maximum itself cuts (extends) the last chunk.
+        let max = t3fs_core::layout::file_size_max(1 << 20);
+        let mut s = session(1 << 20, 3, vec![FileAction::Truncate(max + 1)]);
+        assert!(run(&mut s, &mut chunks, &[], 10).is_empty());
+        let mut s = session(1 << 20, 3, vec![FileAction::Truncate(max)]);
+        let did = run(&mut s, &mut chunks, &[], 10);
+        use Did::*;
+        assert_eq!(did, [Query(u32::MAX), Cut(u32::MAX - 1, 1 << 20), Sync]);
+        // With 64 MiB chunks 2^52 + 5 is in range: chunk 2^26 is cut to 5 bytes.
+        let mut s = session(64 << 20, 3, vec![FileAction::Truncate(far)]);
+        let did = run(&mut s, &mut BTreeMap::new(), &[], 10);
+        assert_eq!(did, [Query(u32::MAX), Cut(1 << 26, 5), Sync]);
+    }
+
+    #[test]
+    fn a_sparse_far_chunk_then_truncate_to_zero_touches_only_the_chunks_that_exist() {
+        // A far chunk (the last index a file may use) and chunk 0: the range between them is
+        // 2^32 - 1 indexes; the walk asks the heads instead of listing it.
+        let mut s = session(1 << 20, 3, vec![FileAction::Truncate(0)]);
+        let far = u32::MAX - 1;
+        let mut chunks = BTreeMap::from([(0, 100), (far, 7)]);
+        let did = run(&mut s, &mut chunks, &[], 20);
+        use Did::*;
+        assert_eq!(
+            did,
+            [Query(u32::MAX), Cut(far, 0), Cut(0, 0), Query(far), Sync]
+        );
+        assert!(chunks.values().all(|&l| l == 0));
+        // Truncating to a length inside the file keeps what is below and cuts the tail.
+        let mut s = session(1 << 20, 1, vec![FileAction::Truncate(3 << 20)]);
+        let mut chunks = BTreeMap::from([(0, 1 << 20), (1, 1 << 20), (2, 1 << 20), (far, 7)]);
+        let did = run(&mut s, &mut chunks, &[], 20);
+        assert_eq!(
+            did,
+            [
+                Query(u32::MAX),
+                Cut(far, 0),
+                Query(far),
+                Cut(2, 1 << 20),
+                Sync
+            ]
+        );
+        assert_eq!(chunks[&far], 0);
+        assert_eq!(chunks[&1], 1 << 20);
+    }
+
+    #[test]
+    fn a_long_range_is_walked_by_queries_then_emptied_index_by_index() {
+        let n = 3000u32;
+        let mut s = session(4096, 3, vec![FileAction::Truncate(4096)]);
+        let mut chunks: BTreeMap<u32, u32> = (0..n).map(|k| (k, 4096)).collect();
+        let did = run(&mut s, &mut chunks, &[], 10_000);
+        assert!(chunks.iter().all(|(&k, &l)| (k == 0) == (l == 4096)));
+        // Every chunk past the tail emptied exactly once, the last ones by queries (one per
+        // round of one chunk per chain), the last 1024 index by index.
+        let cuts: Vec<u32> = did
+            .iter()
+            .filter_map(|d| match d {
+                Did::Cut(k, 0) => Some(*k),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(cuts, (1..n).rev().collect::<Vec<_>>());
+        let queries = did.iter().filter(|d| matches!(d, Did::Query(_))).count();
+        let walked = u64::from(n - 1) - TRUNCATE_EMPTY_EVERY_MAX;
+        assert_eq!(queries as u64, 1 + walked.div_ceil(3));
+        assert_eq!(did.last(), Some(&Did::Sync));
+        assert_eq!(did[did.len() - 2], Did::Cut(0, 4096));
+    }
+
+    #[test]
+    fn a_walk_ends_even_when_chunks_refuse_to_be_emptied() {
+        // A failed step does not stop the truncate, and the next query looks below it.
+        let mut s = session(4096, 1, vec![FileAction::Truncate(0)]);
+        let mut chunks = BTreeMap::from([(0, 1), (5000, 1), (10_000, 1)]);
+        let did = run(&mut s, &mut chunks, &[5000], 20);
+        use Did::*;
+        assert_eq!(
+            did,
+            [
+                Query(u32::MAX),
+                Cut(10_000, 0),
+                Query(10_000),
+                Cut(5000, 0),
+                Query(5000),
+                Cut(0, 0),
+                Sync
+            ]
+        );
+        assert_eq!(chunks[&5000], 1);
+    }
+
+    #[test]
+    fn a_write_near_the_maximum_offset_does_not_overflow_the_session() {
+        let mut s = session(1 << 20, 3, vec![FileAction::Write(u64::MAX - 10)]);
+        let Some(Step::Data(ClientCall::Write { layout, offset, .. })) =
+            s.step(&TABLE, RequestId(1))
+        else {
+            panic!("a write");
+        };
+        assert_eq!(s.writing, u64::MAX);
+        // The client refuses it: the range has no chunk index.
+        assert!(layout.split(InodeId(42), offset, 64).is_none());
+        s.data_returned(&ClientRet::Rejected(Status::InvalidRequest));
+        assert!(s.uncertain);
     }
 }

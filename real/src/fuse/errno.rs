@@ -12,6 +12,8 @@ pub fn errno(e: &ClientError) -> Errno {
     match e {
         ClientError::Meta(m) => meta_errno(m),
         ClientError::Invalid(_) => Errno::EINVAL,
+        // Past the layout's largest file, as a local file system answers past its maximum.
+        ClientError::TooLarge { .. } => Errno::EFBIG,
         ClientError::Connect(_) | ClientError::Stopped | ClientError::Failed(_) => Errno::EIO,
     }
 }
@@ -71,5 +73,10 @@ mod tests {
             errno(&ClientError::Invalid("x".into())).code(),
             libc::EINVAL
         );
+        let too_large = ClientError::TooLarge {
+            size: (1 << 52) + 5,
+            max: (1 << 52) - (1 << 20),
+        };
+        assert_eq!(errno(&too_large).code(), libc::EFBIG);
     }
 }

@@ -35,7 +35,7 @@ use super::attr::BLKSIZE;
 use super::errno::errno;
 use super::inner::{lock, Inner};
 use super::names::ino_of;
-use super::write_behind::WriteBehind;
+use super::write_behind::{fitting, WriteBehind};
 use crate::client::{Client, File};
 
 /// The mounted file system.
@@ -362,22 +362,33 @@ impl Filesystem for T3fs {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: fuser::WriteFlags,
+        write_flags: fuser::WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
         let held = self.inner.handle(fh.0);
-        let data = data.to_vec();
+        let mut data = data.to_vec();
+        let writeback = write_flags.contains(fuser::WriteFlags::FUSE_WRITE_CACHE);
         self.spawn(req, |s| async move {
-            let len = data.len() as u64;
             let r = async {
                 let (file, wb) = held.ok_or(Errno::EBADF)?;
+                // Past the layout's largest file: short, or EFBIG with nothing written.
+                let n = fitting(offset, data.len(), file.layout.size_max())?;
+                let short = n < data.len();
+                data.truncate(n);
                 s.forget_reads(file.inode.0);
-                wb.write(&s, offset, data).await
+                wb.write(&s, offset, data).await?;
+                // The kernel's writeback (the writeback cache) drops the rest of a short write
+                // silently: it gets EFBIG, which fsync and close report, once the bytes that
+                // fit are written.
+                if short && writeback {
+                    return Err(Errno::EFBIG);
+                }
+                Ok(n)
             };
             match r.await {
-                Ok(()) => reply.written(len as u32),
+                Ok(n) => reply.written(n as u32),
                 Err(e) => reply.error(e),
             }
         });

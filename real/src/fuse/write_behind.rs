@@ -24,6 +24,21 @@ use super::errno::errno;
 use super::inner::{lock, Inner};
 use crate::client::File;
 
+/// How many of `len` bytes written at `offset` a file of at most `max` bytes takes: all, or
+/// those below `max` (a short write, as Linux's `generic_write_checks` makes of a write that
+/// reaches the largest file size), or EFBIG when not one fits. A write of nothing takes nothing
+/// anywhere.
+pub(super) fn fitting(offset: u64, len: usize, max: u64) -> Result<usize, Errno> {
+    if len == 0 {
+        return Ok(0);
+    }
+    let room = max
+        .checked_sub(offset)
+        .filter(|&r| r > 0)
+        .ok_or(Errno::EFBIG)?;
+    Ok(usize::try_from(room).map_or(len, |r| r.min(len)))
+}
+
 /// Bytes at one offset, on their way to the chain.
 struct Piece {
     seq: u64,
@@ -306,6 +321,37 @@ mod tests {
         // Sequence numbers order the pieces as written; overlapping ones wait for earlier ones.
         let seqs: Vec<_> = st.flying.iter().map(|f| f.0).collect();
         assert_eq!(seqs, [1, 2]);
+    }
+
+    #[test]
+    fn a_write_reaching_the_largest_file_is_cut_short_and_one_past_it_is_efbig() {
+        let max = (1u64 << 52) - (1 << 20);
+        // Errno has no PartialEq: compare codes.
+        let fit = |offset: u64, len: usize| fitting(offset, len, max).map_err(|e| e.code());
+        let efbig = Err(libc::EFBIG);
+        assert_eq!(fit(0, 4096), Ok(4096));
+        assert_eq!(fit(max - 8192, 4096), Ok(4096));
+        assert_eq!(fit(max - 4096, 4096), Ok(4096));
+        assert_eq!(fit(max - 100, 4096), Ok(100));
+        assert_eq!(fit(max, 4096), efbig);
+        assert_eq!(fit((1 << 52) + 5, 1), efbig);
+        assert_eq!(fit(u64::MAX, 1), efbig);
+        assert_eq!(fit(u64::MAX, 0), Ok(0));
+        // What it lets through the layout splits: never a wrapped chunk index.
+        let wb = handle(0);
+        let max16 = wb.file.layout.size_max();
+        assert_eq!(max16, 16 * u64::from(u32::MAX));
+        let n = fitting(max16 - 3, 10, max16).map_err(|e| e.code()).unwrap();
+        let spans = wb
+            .file
+            .layout
+            .split(wb.file.inode, max16 - 3, n as u64)
+            .unwrap();
+        assert_eq!(spans.len(), 1);
+        assert_eq!(
+            (spans[0].chunk.index, spans[0].offset, spans[0].len),
+            (u32::MAX - 1, 13, 3)
+        );
     }
 
     #[test]

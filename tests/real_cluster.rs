@@ -438,3 +438,65 @@ fn cluster_up_on_rdma_without_a_device_fails_at_once_and_names_what_is_missing()
         cluster::pids(&c.dir)
     );
 }
+
+/// A storage node whose whole data directory is wiped (a replaced disk: its target directories,
+/// its incarnation, every marker) and that returns before mgmtd has noticed it was gone must not
+/// serve as a full replica. It boots through the restart rule: its targets leave SERVING and
+/// resync, and no read meanwhile returns a hole for an acknowledged write. (With the old
+/// `in-service` marker, which the wipe removed, it booted as a deployed replica, and reads
+/// spread over the chain found its empty store.)
+#[test]
+fn a_wiped_storage_node_back_before_mgmtd_noticed_resyncs_and_serves_no_holes() {
+    let c = Cluster::up("wiped");
+    let rt = rt();
+    let opts = c.options();
+    const N: u64 = 6;
+    rt.block_on(async {
+        let cl = Client::connect(opts.clone()).await.unwrap();
+        let f = cl.create("/data", 0o644).await.unwrap();
+        for i in 0..N {
+            cl.write(&f, i * MIB, block(i)).await.unwrap();
+        }
+        cl.close_file(&f, N * MIB).await.unwrap();
+        cl.close().await;
+    });
+    let nodes = cluster::nodes(&c.dir).unwrap();
+    let data = nodes
+        .iter()
+        .find(|n| n.name == "storage-0")
+        .unwrap()
+        .cfg
+        .node
+        .data
+        .clone();
+    c.t3fs(&["cluster", "kill", "storage-0", "--signal", "KILL"]);
+    std::fs::remove_dir_all(&data).unwrap();
+    c.t3fs(&["cluster", "restart", "storage-0"]);
+    let read_all = |rounds: u32| {
+        rt.block_on(async {
+            let cl = Client::connect(opts.clone()).await.unwrap();
+            let f = cl.open("/data", false).await.unwrap();
+            // Reads are spread over the serving replicas: many rounds reach each of them.
+            for round in 0..rounds {
+                for i in 0..N {
+                    let got = cl.read(&f, i * MIB, MIB).await.unwrap();
+                    assert!(
+                        got == block(i),
+                        "round {round}, MiB {i}: not the acknowledged bytes (a hole: {})",
+                        got.iter().all(|b| *b == 0)
+                    );
+                }
+            }
+            cl.close().await;
+        })
+    };
+    read_all(20);
+    c.wait_for("storage-0's targets resynced", |s| {
+        cluster::all_serving(s, 1) && !s.contains("c1@v1:")
+    });
+    assert!(data.join("incarnation").exists(), "the node started afresh");
+    read_all(5);
+    let pids = cluster::pids(&c.dir);
+    c.t3fs(&["cluster", "down"]);
+    no_process_left(&c.dir, &pids);
+}

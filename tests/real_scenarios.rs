@@ -75,7 +75,7 @@ fn a_replaced_disk_on_real_processes_passes_every_verdict() {
     let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
     for want in [
         "kill -9 storage-0",
-        "restart storage-0 with 1 empty target directories",
+        "restart storage-0 with its data directory wiped (1 target directories)",
         "Serving→Offline",
         "Offline→Syncing",
         "Syncing→Serving",

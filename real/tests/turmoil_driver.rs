@@ -39,7 +39,6 @@ use t3fs_core::node::{AnyCall, AnyRet, Process};
 use t3fs_core::routing::{PublicState, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageNode};
 use t3fs_core::time::Instant;
-use t3fs_real::chunk_store::fs::StoreFs;
 use t3fs_real::chunk_store::{FileChunkStore, Options};
 use t3fs_real::node::clock::{ClockLayer, TimeSource};
 use t3fs_real::node::{self, KvBackend, NodeEnv, NodeHandle, NodeParts};
@@ -162,13 +161,12 @@ async fn start(id: NodeId, setup: Setup, inc: u64) -> turmoil::Result<Started> {
         }
         let mut cfg = plan.storage_cfg(id, &tuning);
         cfg.bug = setup.bug;
-        let marker = Path::new("/data/in-service");
-        let node = if SimFs.exists(marker)? {
-            StorageNode::new(cfg, metas, RoutingInfo::default())
-        } else {
-            SimFs.create(marker)?.sync_data()?;
-            SimFs.sync_dir(Path::new("/data"))?;
+        // The deployment's first start joins in service (serve.rs's first-boot token, which
+        // `cluster up` writes and that start removes); every restart goes through the rule.
+        let node = if inc == 1 {
             StorageNode::new_in_service(cfg, metas, plan.initial.clone())
+        } else {
+            StorageNode::new(cfg, metas, RoutingInfo::default())
         };
         Process::Storage(Box::new(node.with_io_base(inc << 40)))
     } else {
@@ -315,16 +313,26 @@ async fn dump(
     t: &Transport,
     rx: &mut tokio::sync::mpsc::Receiver<t3fs_real::transport::Inbound>,
 ) -> Option<BTreeMap<u32, Vec<ChunkSum>>> {
-    for n in plan().storage {
-        let _ = t.send(n, Msg::DumpChunkMeta).await;
+    let mut waiting: std::collections::BTreeSet<_> = plan().storage.into_iter().collect();
+    for n in &waiting {
+        let _ = t.send(*n, Msg::DumpChunkMeta { cursor: None }).await;
     }
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<u32, Vec<ChunkSum>> = BTreeMap::new();
     let collect = async {
-        while out.len() < 3 {
+        while !waiting.is_empty() {
             let mut inb = rx.recv().await?;
             if let Ok(Msg::ChunkMetaDump(d)) = t.decode(&mut inb) {
                 for td in d.targets {
-                    out.insert(td.target.0, td.chunks);
+                    out.entry(td.target.0).or_default().extend(td.chunks);
+                }
+                // A dump goes a page at a time: follow the cursor to the end.
+                match d.next {
+                    Some(c) => {
+                        let _ = t.send(d.node, Msg::DumpChunkMeta { cursor: Some(c) }).await;
+                    }
+                    None => {
+                        waiting.remove(&d.node);
+                    }
                 }
             }
         }

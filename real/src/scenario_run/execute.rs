@@ -12,7 +12,9 @@ use std::path::Path;
 
 use t3fs_scenario::{Action, NodeRef};
 
-use super::live::{last_copies, last_intact, refs, resume_all, running, target_dirs, Live};
+use super::live::{
+    data_dir, last_copies, last_intact, refs, resume_all, running, target_dirs, Live,
+};
 use super::net::Net;
 use super::pushed::PerNode;
 use crate::chunk_store::DiskFaults;
@@ -72,8 +74,8 @@ fn rejoin(live: &Live, f: &mut Injected, name: &str) {
     let _ = f.clock.apply(live.dir);
 }
 
-/// Kills `name` if it runs, wipes its target directories (a replaced disk, identity kept) and
-/// restarts it; says what was done. Where a chain of the node has no SERVING copy elsewhere the
+/// Kills `name` if it runs, wipes its whole data directory (a replaced disk: target
+/// directories, incarnation, markers; the identity in its config is kept) and restarts it; says what was done. Where a chain of the node has no SERVING copy elsewhere the
 /// disks are kept and the node only restarts, as the simulator's fault atlas does: replacing
 /// them would destroy the last copy, a double fault no protocol survives.
 pub fn replace_disks(live: &Live, f: &mut Injected, name: &str) -> Result<String, String> {
@@ -97,13 +99,14 @@ pub fn replace_disks_wiped(
         last_copies(live, name)
     };
     let what = if last.is_empty() {
+        // The whole data directory goes, as with a replaced disk: the target directories, the
+        // incarnation file and any marker. Only the config (outside it) keeps the identity.
         let dirs = target_dirs(dir, name)?;
-        for d in &dirs {
-            std::fs::remove_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        }
+        let data = data_dir(dir, name)?;
+        std::fs::remove_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
         f.damaged.remove(name);
         format!(
-            "restart {name} with {} empty target directories",
+            "restart {name} with its data directory wiped ({} target directories)",
             dirs.len()
         )
     } else {

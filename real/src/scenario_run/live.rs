@@ -94,8 +94,8 @@ fn primary_of(entries: &[cluster::NodeEntry]) -> Option<String> {
     })
 }
 
-/// A storage node's target directories (its replaced disks), not its identity files.
-pub(super) fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
+/// The data directory of storage node `name` (an error for any other role).
+pub(super) fn data_dir(dir: &Path, name: &str) -> Result<PathBuf, String> {
     let entries = cluster::nodes(dir)?;
     let n = entries
         .iter()
@@ -106,7 +106,12 @@ pub(super) fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String
             "{name} is not a storage node; restart_empty replaces storage disks"
         ));
     }
-    let read = std::fs::read_dir(&n.cfg.node.data).map_err(|e| e.to_string())?;
+    Ok(n.cfg.node.data.clone())
+}
+
+/// The target directories in storage node `name`'s data directory.
+pub(super) fn target_dirs(dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
+    let read = std::fs::read_dir(data_dir(dir, name)?).map_err(|e| e.to_string())?;
     Ok(read
         .filter_map(Result::ok)
         .map(|e| e.path())

@@ -64,6 +64,10 @@ pub enum ClusterCommand {
         /// process of its own: the RDMA data path without hardware).
         #[arg(long, default_value = "tcp", value_parser = ["tcp", "rdma", "soft-rdma"])]
         transport: String,
+        /// Chunk I/O deadline of every storage node in milliseconds (0: none): a store
+        /// operation unanswered this long fails its target, which leaves its chains.
+        #[arg(long, default_value_t = 30_000)]
+        chunk_io_deadline_ms: u64,
     },
     /// Run a scenario file (a catalog name or a path) on real processes: a cluster from its
     /// `[cluster]` section, its workload through native clients, its steps as signals and
@@ -151,6 +155,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             storage_lease,
             bug,
             transport,
+            chunk_io_deadline_ms,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -168,6 +173,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 storage_lease,
                 bug,
                 transport,
+                chunk_io_deadline_ms,
             };
             done(cluster::up(&o))
         }

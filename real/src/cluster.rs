@@ -54,6 +54,8 @@ pub struct UpOptions {
     pub bug: Option<String>,
     /// `tcp`, `rdma` or `soft-rdma` (every node; `soft-rdma` starts the software fabric).
     pub transport: String,
+    /// Chunk I/O deadline of every node in milliseconds (0: none; `NodeSection`).
+    pub chunk_io_deadline_ms: u64,
 }
 
 /// One node of a cluster directory.
@@ -208,6 +210,7 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
                     data: dir.join(&name).join("data"),
                     store: o.store.clone(),
                     transport: o.transport.clone(),
+                    chunk_io_deadline_ms: o.chunk_io_deadline_ms,
                 },
                 cluster: section.clone(),
                 addresses: addresses.clone(),

@@ -87,10 +87,21 @@ pub struct NodeSection {
     /// of a loopback cluster); see `rdma_config`.
     #[serde(default = "tcp")]
     pub transport: String,
+    /// Chunk I/O deadline in milliseconds (0: none). A chunk store operation unanswered this
+    /// long is answered as failed: the machine takes its target OFFLINE, the chain fails over,
+    /// and the late answer, if one ever comes, is dropped (`node::Driver::expire_chunk_io`).
+    /// A hung disk or a dead store thread would otherwise hold chunk locks forever while
+    /// heartbeats kept the target SERVING.
+    #[serde(default = "chunk_io_deadline_ms")]
+    pub chunk_io_deadline_ms: u64,
 }
 
 fn tcp() -> String {
     "tcp".into()
+}
+
+fn chunk_io_deadline_ms() -> u64 {
+    30_000
 }
 
 fn file_store() -> String {

@@ -79,6 +79,7 @@ fn up_options(dir: &std::path::Path) -> UpOptions {
         storage_lease: false,
         bug: None,
         transport: "tcp".into(),
+        chunk_io_deadline_ms: 30_000,
     }
 }
 

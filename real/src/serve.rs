@@ -226,7 +226,11 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         transport: transport.clone(),
         inbound,
         clock: clock.clone(),
-        env: Default::default(),
+        env: node::NodeEnv {
+            chunk_io_deadline: (cfg.node.chunk_io_deadline_ms > 0)
+                .then(|| std::time::Duration::from_millis(cfg.node.chunk_io_deadline_ms)),
+            ..Default::default()
+        },
     };
     let (handle, mut join) = node::spawn(parts)?;
     let mut resources: crate::fault_query::Resources =

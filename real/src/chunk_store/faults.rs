@@ -42,6 +42,9 @@ pub struct DiskFaults {
     /// Rots asked of this process so far (`corrupt_chunk`): each flips one bit of one committed
     /// chunk's stored bytes, at the next operation of a target that holds one.
     pub rot: u32,
+    /// Every operation is held, unanswered, until the fault is cleared: a hung disk or a dead
+    /// controller. The node's chunk I/O deadline (`node::io_deadline`) must notice it.
+    pub hang: bool,
 }
 
 impl DiskFaults {
@@ -53,17 +56,18 @@ impl DiskFaults {
     /// The control endpoint's query string (`eio=0&full=1&latency_us=50000-200000&rot=0`).
     pub fn to_query(&self) -> String {
         format!(
-            "eio={}&full={}&latency_us={}&rot={}",
+            "eio={}&full={}&latency_us={}&rot={}&hang={}",
             u8::from(self.eio),
             u8::from(self.full),
             span_text(self.latency.unwrap_or_default()),
-            self.rot
+            self.rot,
+            u8::from(self.hang)
         )
     }
 
     /// Whether every mode that acts on each operation is off (rots are one-shot).
     fn modes_clear(&self) -> bool {
-        !self.eio && !self.full && self.latency.is_none()
+        !self.eio && !self.full && self.latency.is_none() && !self.hang
     }
 
     /// Parses [`to_query`](Self::to_query)'s text; every key must be known and every value valid.
@@ -78,6 +82,7 @@ impl DiskFaults {
                     let (a, b) = span(k, v)?;
                     f.latency = (b > Duration::ZERO).then_some((a, b));
                 }
+                "hang" => f.hang = flag(k, v)?,
                 "rot" => {
                     f.rot = v
                         .parse()
@@ -99,6 +104,8 @@ pub struct DiskFaultCounters {
     pub nospace: AtomicU64,
     /// Operations held back.
     pub delayed: AtomicU64,
+    /// Operations held by a hang.
+    pub hung: AtomicU64,
 }
 
 /// Rots asked and carried out.
@@ -164,11 +171,12 @@ impl DiskFaultLayer {
     pub fn describe(&self) -> String {
         let c = &self.counters;
         format!(
-            "{}\neio_answered={} nospace_answered={} delayed={} rots_taken={}",
+            "{}\neio_answered={} nospace_answered={} delayed={} hung={} rots_taken={}",
             self.get().to_query(),
             c.eio.load(Ordering::Relaxed),
             c.nospace.load(Ordering::Relaxed),
             c.delayed.load(Ordering::Relaxed),
+            c.hung.load(Ordering::Relaxed),
             self.rots.taken.load(Ordering::Relaxed)
         )
     }
@@ -201,6 +209,8 @@ pub struct FaultyStore {
     mutations: VecDeque<Queued>,
     /// Reads held back, each with its own due time.
     reads: Vec<Queued>,
+    /// Operations held by a hang, in submission order, until it is cleared.
+    hung: VecDeque<(IoId, ChunkOp)>,
     jitter: Jitter,
 }
 
@@ -213,6 +223,7 @@ impl FaultyStore {
             refused: Vec::new(),
             mutations: VecDeque::new(),
             reads: Vec::new(),
+            hung: VecDeque::new(),
             jitter: Jitter::new(),
         }
     }
@@ -231,7 +242,7 @@ impl FaultyStore {
     }
 
     fn held(&self) -> usize {
-        self.mutations.len() + self.reads.len()
+        self.mutations.len() + self.reads.len() + self.hung.len()
     }
 
     /// The earliest time a held operation is due.
@@ -243,6 +254,12 @@ impl FaultyStore {
 
     /// Hands every operation that is due to the store: reads whenever due, mutations in order.
     fn release(&mut self) {
+        if self.layer.get().hang {
+            return;
+        }
+        while let Some((id, op)) = self.hung.pop_front() {
+            self.inner.submit(id, op);
+        }
         let now = Instant::now();
         let mut i = 0;
         while i < self.reads.len() {
@@ -266,6 +283,10 @@ impl ChunkStore for FaultyStore {
         self.rot_if_asked();
         if let Some(e) = self.layer.refuse(&op) {
             return self.refused.push((id, Err(e)));
+        }
+        if self.layer.get().hang || !self.hung.is_empty() {
+            self.layer.counters.hung.fetch_add(1, Ordering::Relaxed);
+            return self.hung.push_back((id, op));
         }
         let read = matches!(op, ChunkOp::Read { .. });
         let latency = self.layer.get().latency;
@@ -300,6 +321,9 @@ impl ChunkStore for FaultyStore {
             return;
         }
         match self.next_due() {
+            _ if !self.hung.is_empty() && self.inner.in_flight() == 0 => {
+                std::thread::sleep(timeout.min(Duration::from_millis(50)));
+            }
             Some(due) if self.inner.in_flight() == 0 => {
                 std::thread::sleep(due.saturating_duration_since(Instant::now()).min(timeout));
             }
@@ -346,6 +370,7 @@ mod tests {
             full: true,
             latency: Some((Duration::from_millis(50), Duration::from_millis(200))),
             rot: 3,
+            hang: true,
         };
         assert_eq!(DiskFaults::parse(&f.to_query()), Ok(f));
         assert!(DiskFaults::parse("rot=-1").is_err());
@@ -384,6 +409,33 @@ mod tests {
         assert!(layer
             .describe()
             .contains("eio_answered=1 nospace_answered=1"));
+    }
+
+    #[test]
+    fn a_hang_holds_every_operation_unanswered_until_it_is_cleared() {
+        let layer = Arc::new(DiskFaultLayer::default());
+        let mut s = FaultyStore::new(Box::new(MemChunkStore::new()), layer.clone());
+        layer.set(DiskFaults {
+            hang: true,
+            ..DiskFaults::default()
+        });
+        s.submit(IoId(1), update(1));
+        s.submit(IoId(2), ChunkOp::List);
+        let mut out = Vec::new();
+        for _ in 0..5 {
+            s.poll_completions(&mut out);
+            s.wait(Duration::from_millis(5));
+        }
+        assert!(out.is_empty(), "a hung disk answers nothing: {out:?}");
+        assert_eq!(s.in_flight(), 2);
+        assert!(layer.describe().contains("hung=2"));
+        // Cleared: the held operations run, in their order.
+        layer.set(DiskFaults::default());
+        let out = drain(&mut s);
+        assert!(
+            matches!(out[..], [(IoId(1), Ok(_)), (IoId(2), Ok(_))]),
+            "{out:?}"
+        );
     }
 
     #[test]

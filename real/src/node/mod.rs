@@ -32,7 +32,7 @@ use t3fs_core::chunk::{ChunkError, ChunkStore};
 use t3fs_core::ids::{IoId, NodeId, RequestId, TargetId};
 use t3fs_core::machine::IoResult;
 use t3fs_core::msg::Msg;
-use t3fs_core::node::{self, AnyCall, AnyRet, AnyTimer, Input, Process, Tables};
+use t3fs_core::node::{self, AnyCall, AnyRet, AnyTimer, Input, IoDest, Process, Tables};
 use t3fs_core::time::Instant;
 
 use crate::chunk_store::{StoreHandle, StoreThread};
@@ -84,6 +84,8 @@ pub struct NodeEnv {
     pub jitter_seed: Option<u64>,
     /// Run chunk and KV operations on the node's task.
     pub inline_io: bool,
+    /// A chunk I/O unanswered this long is answered as failed (`None`: never).
+    pub chunk_io_deadline: Option<Duration>,
 }
 
 /// A snapshot of a running node, refreshed every status tick, for metrics and status.
@@ -188,6 +190,7 @@ pub fn spawn(
             .jitter_seed
             .map_or_else(Jitter::new, Jitter::seeded),
         inline_io: parts.env.inline_io,
+        chunk_io_deadline: parts.env.chunk_io_deadline,
         stats: IoStats::new(),
         io_tx,
         timer_tx,
@@ -219,6 +222,7 @@ struct Driver {
     transport: Transport,
     jitter: Jitter,
     inline_io: bool,
+    chunk_io_deadline: Option<Duration>,
     stats: IoStats,
     io_tx: mpsc::UnboundedSender<(IoId, IoResult)>,
     timer_tx: mpsc::UnboundedSender<(AnyTimer, u64)>,
@@ -265,6 +269,13 @@ impl Driver {
                 Event::Cmd(None) => break None,
                 Event::Tick => {
                     self.publish();
+                    for late in self.expire_chunk_io() {
+                        if let Some(h) = self.step(late) {
+                            tracing::error!(node = %self.name, "halted: {h}");
+                            self.close(&mut src.io).await;
+                            return Some(h);
+                        }
+                    }
                     continue;
                 }
             };
@@ -281,6 +292,29 @@ impl Driver {
             let _ = tx.send(());
         }
         None
+    }
+
+    /// Chunk I/Os past the deadline, each answered `Failed` now: the machine takes the target
+    /// OFFLINE (so heartbeats stop claiming it and the chain fails over) and releases what the
+    /// I/O held. The store's answer, if it ever comes, finds no in-flight record and is dropped.
+    fn expire_chunk_io(&mut self) -> Vec<Input> {
+        let Some(deadline) = self.chunk_io_deadline else {
+            return Vec::new();
+        };
+        let mut late = Vec::new();
+        for (id, kind) in self.stats.older_than(deadline) {
+            let Some(IoDest::Chunk(target)) = self.tables.inflight.get(id) else {
+                continue;
+            };
+            self.tables.inflight.complete(id);
+            self.stats.forget(id);
+            tracing::error!(
+                node = %self.name, %target, io = id.0,
+                "{kind} unanswered for {deadline:?}: the target's store is failed"
+            );
+            late.push(Input::IoDone(id, IoResult::Chunk(Err(ChunkError::Failed))));
+        }
+        late
     }
 
     /// An I/O completion, unless it was answered already (a KV timeout raced its reply).

@@ -58,6 +58,19 @@ impl IoStats {
         }
     }
 
+    /// Chunk I/Os submitted longer than `age` ago and not completed, oldest first, with their
+    /// kind.
+    pub fn older_than(&self, age: std::time::Duration) -> Vec<(IoId, &'static str)> {
+        let mut v: Vec<(Instant, IoId, &'static str)> = self
+            .started
+            .iter()
+            .filter(|(_, (kind, t))| kind.starts_with("chunk_") && t.elapsed() >= age)
+            .map(|(id, (kind, t))| (*t, *id, *kind))
+            .collect();
+        v.sort();
+        v.into_iter().map(|(_, id, kind)| (id, kind)).collect()
+    }
+
     /// Forgets an I/O that will never complete (its answer was dropped).
     pub fn forget(&mut self, id: IoId) {
         self.started.remove(&id);

@@ -68,6 +68,10 @@ pub enum ClusterCommand {
         /// operation unanswered this long fails its target, which leaves its chains.
         #[arg(long, default_value_t = 30_000)]
         chunk_io_deadline_ms: u64,
+        /// Serve the fault-injection endpoint on every node (`PUT /fault`, `/disk`, `/clock`,
+        /// `/kv` with the token): for tests; off by default.
+        #[arg(long)]
+        fault_injection: bool,
     },
     /// Run a scenario file (a catalog name or a path) on real processes: a cluster from its
     /// `[cluster]` section, its workload through native clients, its steps as signals and
@@ -156,6 +160,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             bug,
             transport,
             chunk_io_deadline_ms,
+            fault_injection,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -174,6 +179,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 bug,
                 transport,
                 chunk_io_deadline_ms,
+                fault_injection,
             };
             done(cluster::up(&o))
         }

@@ -56,6 +56,7 @@ fn a_hung_store_fails_its_target_past_the_deadline_and_writes_continue() {
             "262144",
             "--chunk-io-deadline-ms",
             "1500",
+            "--fault-injection",
         ],
         &tmp.0,
     );

@@ -56,6 +56,8 @@ pub struct UpOptions {
     pub transport: String,
     /// Chunk I/O deadline of every node in milliseconds (0: none; `NodeSection`).
     pub chunk_io_deadline_ms: u64,
+    /// Every node serves the fault-injection endpoint (tests only; `NodeSection`).
+    pub fault_injection: bool,
 }
 
 /// One node of a cluster directory.
@@ -211,6 +213,7 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
                     store: o.store.clone(),
                     transport: o.transport.clone(),
                     chunk_io_deadline_ms: o.chunk_io_deadline_ms,
+                    fault_injection: o.fault_injection,
                 },
                 cluster: section.clone(),
                 addresses: addresses.clone(),

@@ -94,6 +94,12 @@ pub struct NodeSection {
     /// heartbeats kept the target SERVING.
     #[serde(default = "chunk_io_deadline_ms")]
     pub chunk_io_deadline_ms: u64,
+    /// Serve the fault-injection endpoint (`PUT /fault`, `/disk`, `/clock`, `/kv`: drop
+    /// frames, flip bits, fail or hang disks, step the clock). Off by default: a node started
+    /// for testing turns it on (`cluster up --fault-injection`, and `cluster run` and `soak`,
+    /// which inject faults). Off, those paths answer 404.
+    #[serde(default)]
+    pub fault_injection: bool,
 }
 
 fn tcp() -> String {

@@ -80,6 +80,7 @@ fn up_options(dir: &std::path::Path) -> UpOptions {
         bug: None,
         transport: "tcp".into(),
         chunk_io_deadline_ms: 30_000,
+        fault_injection: false,
     }
 }
 

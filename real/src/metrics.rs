@@ -45,7 +45,12 @@ fn is_control(path: &str) -> bool {
 /// The fault RPC's answer to `method` `path` with the request's header `lines`.
 fn fault_rpc(c: Option<&Control>, method: &str, path: &str, req: &str) -> (&'static str, String) {
     let Some(c) = c else {
-        return ("404 Not Found", "no fault control on this node\n".into());
+        return (
+            "404 Not Found",
+            "fault injection is off on this node (a node started for testing turns it on: \
+             [node] fault_injection = true)\n"
+                .into(),
+        );
     };
     let token = req.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
@@ -220,4 +225,26 @@ fn request(
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     Ok((code, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fault_rpc;
+
+    /// A node not started for testing has no fault-injection endpoint, whatever the request
+    /// carries (before, every node served it behind the token alone).
+    #[test]
+    fn without_fault_injection_the_fault_paths_are_absent() {
+        let req = "PUT /disk?hang=1 HTTP/1.0\r\nx-t3fs-token: secret\r\n\r\n";
+        for path in [
+            "/disk?hang=1",
+            "/fault?loss=1",
+            "/clock?offset_ns=5",
+            "/kv?unknown=1",
+        ] {
+            let (code, body) = fault_rpc(None, "PUT", path, req);
+            assert_eq!(code, "404 Not Found", "{path}");
+            assert!(body.contains("fault injection is off"), "{body}");
+        }
+    }
 }

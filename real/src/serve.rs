@@ -245,7 +245,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     let http = tokio::spawn(crate::metrics::serve(
         metrics,
         handle.snapshot.clone(),
-        Some(control),
+        cfg.node.fault_injection.then_some(control),
     ));
     let ended = tokio::select! {
         _ = shutdown_signal() => {
@@ -369,7 +369,7 @@ async fn serve_kv(
     let http = tokio::spawn(crate::metrics::serve(
         metrics,
         snapshot.clone(),
-        Some(control),
+        cfg.node.fault_injection.then_some(control),
     ));
     let (t2, c2, s2) = (transport.clone(), counters.clone(), snapshot.clone());
     let refresh = tokio::spawn(async move {

@@ -152,6 +152,8 @@ fn up_options(o: &RunOptions) -> UpOptions {
         bug: o.bug.clone(),
         transport: o.transport.clone(),
         chunk_io_deadline_ms: 30_000,
+        // A scenario run and a soak inject their faults through the endpoint.
+        fault_injection: true,
     }
 }
 

@@ -2,14 +2,15 @@
 //! tar, mv, ln, ln -s, dd, truncate, find, rm -r, python, git, sqlite3, fio with verify on the
 //! psync and io_uring engines), every result checked
 //! against a local copy; POSIX errors as a local file system gives them; then `fusermount3 -u`
-//! ends the mount process cleanly. Needs /dev/fuse and fusermount3 (scripts/test.sh installs
-//! Debian's fuse3); without them it says it skipped. The mount and every process end, pass or
-//! fail.
+//! ends the mount process cleanly. Two mounts of one cluster: a file one holds open and the
+//! other renames and replaces stays the file the holder reads, writes and truncates. Needs
+//! /dev/fuse and fusermount3 (scripts/test.sh installs Debian's fuse3); without them it says it
+//! skipped. The mounts and every process end, pass or fail.
 
 mod support;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{have_or_skip, mount, mounted, processes_under, t3fs};
@@ -200,4 +201,123 @@ fn real_tools_work_on_a_mounted_cluster() {
     let (ok, text) = t3fs(&["cluster", "down", "--dir", &cluster_s], &tmp.0);
     assert!(ok, "{text}");
     assert!(processes_under(&tmp.0).is_empty(), "processes left");
+}
+
+/// What mount A's holder does (python3, in A's mount, the marker directory its argument): makes
+/// `f`, holds it open, and once the other mount renamed it to `g` and made a new `f`, checks
+/// that its descriptor still is the file it opened (size, bytes, writes, truncate) and that the
+/// path `f` is the new file.
+const HOLDER: &str = r#"
+import os, sys, time
+marks = sys.argv[1]
+d = bytes((i * 7 + 3) % 251 for i in range(100000))
+with open('f', 'wb') as w:
+    w.write(d)
+fd = os.open('f', os.O_RDWR)
+assert os.pread(fd, len(d) + 10, 0) == d, 'first read'
+open(os.path.join(marks, 'opened'), 'w').close()
+deadline = time.time() + 60
+while not os.path.exists(os.path.join(marks, 'swapped')):
+    assert time.time() < deadline, 'never swapped'
+    time.sleep(0.05)
+# At once (the kernel may still hold f's old entry): the path f names the new file.
+with open('f', 'rb') as r:
+    got = r.read()
+assert got == b'new\n', ('f by path', got[:16])
+# Past the attribute cache, the kernel asks the mount about the held inode again.
+time.sleep(1.3)
+st = os.fstat(fd)
+assert st.st_size == len(d), ('fstat size', st.st_size)
+got = os.pread(fd, len(d) + 10, 0)
+assert got == d, ('held read', len(got))
+assert os.pwrite(fd, b'XYZ', 5000) == 3
+os.fsync(fd)
+os.ftruncate(fd, len(d) + 4096)
+assert os.fstat(fd).st_size == len(d) + 4096, 'fstat after ftruncate'
+os.fsync(fd)
+os.close(fd)
+assert os.stat('f').st_size == 4, ('stat f', os.stat('f').st_size)
+assert os.stat('g').st_size == len(d) + 4096, ('stat g', os.stat('g').st_size)
+print('holder ok')
+"#;
+
+#[test]
+fn a_held_file_stays_itself_when_another_mount_renames_and_replaces_it() {
+    if !have_or_skip("python3", "python3") {
+        return;
+    }
+    let Some((tmp, cluster)) = support::fuse_cluster("fuse-ids") else {
+        return;
+    };
+    let cs = cluster.to_string_lossy().to_string();
+    let a = mount(&cluster, &tmp.0.join("a"), &[], &tmp.0.join("a.log"));
+    let b = mount(&cluster, &tmp.0.join("b"), &[], &tmp.0.join("b.log"));
+    let marks = tmp.0.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let script = tmp.0.join("holder.py");
+    std::fs::write(&script, HOLDER).unwrap();
+    // Its command line names the scratch directory: the scratch's drop kills it, pass or fail.
+    let mut holder = Command::new("python3")
+        .arg(&script)
+        .arg(&marks)
+        .current_dir(&a.at)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marks.join("opened").exists() {
+        if let Some(st) = holder.try_wait().unwrap() {
+            let out = holder.wait_with_output().unwrap();
+            panic!("the holder ended {st} before opening:\n{}", output(&out));
+        }
+        assert!(Instant::now() < deadline, "the holder never opened f");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Through B: f becomes g, and a new f is made.
+    std::fs::rename(b.at.join("f"), b.at.join("g")).unwrap();
+    std::fs::write(b.at.join("f"), b"new\n").unwrap();
+    std::fs::write(marks.join("swapped"), b"").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while holder.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the holder did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = holder.wait_with_output().unwrap();
+    let log = std::fs::read_to_string(tmp.0.join("a.log")).unwrap_or_default();
+    assert!(
+        out.status.success() && output(&out).contains("holder ok"),
+        "holder:\n{}\nmount A's log:\n{log}",
+        output(&out)
+    );
+    // Through B, past its attribute cache: g has A's write and truncate, the new f is untouched.
+    std::thread::sleep(Duration::from_millis(1300));
+    let want: Vec<u8> = (0..100_000u32)
+        .map(|i| ((i * 7 + 3) % 251) as u8)
+        .enumerate()
+        .map(|(k, x)| match k {
+            5000 => b'X',
+            5001 => b'Y',
+            5002 => b'Z',
+            _ => x,
+        })
+        .chain(std::iter::repeat_n(0, 4096))
+        .collect();
+    let g = std::fs::read(b.at.join("g")).unwrap();
+    assert!(g == want, "g through B: {} bytes, not A's writes", g.len());
+    assert_eq!(std::fs::read(b.at.join("f")).unwrap(), b"new\n");
+    assert_eq!(std::fs::read(a.at.join("g")).unwrap(), want, "g through A");
+    drop((a, b));
+    let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);
+    assert!(ok, "{text}");
+    assert!(processes_under(&tmp.0).is_empty(), "processes left");
+}
+
+/// A process's stdout and stderr.
+fn output(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fuser::{FileAttr, FileType};
+use fuser::{FileAttr, FileType, INodeNo};
 use t3fs_core::meta::{EntryKind, Inode, InodeKind};
 
 use super::names::ino_of;
@@ -43,6 +43,28 @@ pub fn attr_of(i: &Inode, size: Option<u64>) -> FileAttr {
         nlink: i.nlink.max(1),
         uid: i.uid,
         gid: i.gid,
+        rdev: 0,
+        blksize: BLKSIZE,
+        flags: 0,
+    }
+}
+
+/// The attributes a readdirplus page gives its dots (`.` and `..` of directory `ino`): the
+/// kernel reads only their inode number and kind.
+pub fn dot_attr(ino: INodeNo) -> FileAttr {
+    FileAttr {
+        ino,
+        size: 4096,
+        blocks: 8,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::Directory,
+        perm: 0o755,
+        nlink: 1,
+        uid: 0,
+        gid: 0,
         rdev: 0,
         blksize: BLKSIZE,
         flags: 0,

@@ -1,22 +1,25 @@
 //! readdirplus: a directory page with each entry's attributes, so that `ls -l` and `find`
 //! over a directory cost one meta call per [`BATCH_STAT_MAX`] entries instead of a lookup each.
 //! The entries come from the listing `opendir` took; their attributes from one batch stat at
-//! reply time (the kernel caches them as lookups, so each returned entry is remembered under
-//! its inode number as a lookup would).
+//! reply time (the kernel takes each returned entry as a lookup, so the caller counts one for
+//! each entry it puts in the reply, the dots excepted: the kernel links no dentry for them and
+//! reads only their inode number and kind).
 //!
-//! Invariants: an entry is returned with the attributes of the inode the listing named: a
-//! batch stat follows final symlinks, so symlinks, and any entry whose answer names another
-//! inode (renamed or replaced since the listing), are looked up alone without following; an
-//! entry gone since the listing is left out, as a readdir racing a removal may. Not here: the
-//! listing (inner.rs), plain readdir (fs.rs).
+//! Invariants: an entry is returned with the attributes of the inode the listing named, found
+//! at its name: a batch stat follows final symlinks, so symlinks, and any entry whose answer
+//! names another inode, are looked up alone without following, and an entry whose name no
+//! longer names that inode (removed, renamed or replaced since the listing, or its directory
+//! moved by another client) is left out, as a readdir racing a removal may. Not here: the
+//! listing (inner.rs), plain readdir and the counting (fs.rs).
 
 use std::ffi::OsStr;
 
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 use t3fs_core::meta::BATCH_STAT_MAX;
 
-use super::inner::{lock, Inner, Listing};
-use super::names::ino_of;
+use super::attr::dot_attr;
+use super::inner::{Inner, Listing};
+use super::names::{ino_of, join};
 
 /// One entry of a readdirplus page: its offset (of the entry after it), name and attributes.
 pub(super) type PlusEntry = (u64, String, FileAttr);
@@ -33,12 +36,9 @@ impl Inner {
         offset: u64,
     ) -> Result<Vec<PlusEntry>, Errno> {
         let mut out = Vec::new();
-        if offset < 2 {
-            // The kernel makes no dentries of the dots; they carry the directory's own.
-            let me = self.look(dir.to_string()).await?;
-            for (k, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
-                out.push((k as u64 + 1, name.to_string(), me));
-            }
+        // The kernel makes no dentries of the dots and reads only their number and kind.
+        for (k, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
+            out.push((k as u64 + 1, name.to_string(), dot_attr(ino)));
         }
         let skip = (offset as usize).saturating_sub(2);
         let page: Vec<_> = listing
@@ -50,7 +50,7 @@ impl Inner {
             .collect();
         let mut paths = Vec::with_capacity(page.len());
         for (_, (name, ..)) in &page {
-            paths.push(self.child(ino, OsStr::new(name))?);
+            paths.push(join(dir, OsStr::new(name))?);
         }
         let batched: Vec<_> = paths
             .iter()
@@ -73,18 +73,16 @@ impl Inner {
             } else {
                 stats.next().and_then(Result::ok)
             };
-            let attr = match got.filter(|i| ino_of(i.id) == *want) {
-                Some(i) => {
-                    lock(&self.names).remember(*want, path);
-                    self.attr(&i)
-                }
-                None => match self.look(path).await {
-                    Ok(a) => a,
-                    Err(e) if e.code() == libc::ENOENT => continue,
-                    Err(e) => return Err(e),
+            let found = match got.filter(|i| ino_of(i.id) == *want) {
+                Some(i) => i,
+                None => match self.client.lstat(&path).await {
+                    Ok(i) if ino_of(i.id) == *want => i,
+                    Ok(_) => continue,
+                    Err(e) if super::inner::stale(&e).code() == libc::ESTALE => continue,
+                    Err(e) => return Err(super::errno::errno(&e)),
                 },
             };
-            out.push((off, name.clone(), attr));
+            out.push((off, name.clone(), self.attr(&found)));
         }
         Ok(out)
     }

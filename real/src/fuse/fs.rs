@@ -13,6 +13,11 @@
 //! Directories: `opendir` takes the whole listing (paged from meta), `readdir` serves it by
 //! offset, `releasedir` drops it: a listing is the directory as it was at `opendir`.
 //!
+//! Inodes: every request about an inode or a directory's entry checks that meta finds that
+//! inode (or directory) where this mount last saw it, else answers ESTALE (inner.rs); every
+//! reply that hands the kernel an entry counts a lookup, and `forget` (to which fuser's
+//! `batch_forget` splits) takes them back (names.rs, which also states the table's bound).
+//!
 //! Not here: mounting (mod.rs), the mount's state and shared steps (inner.rs), the errno table
 //! (errno.rs), inode numbers (names.rs).
 
@@ -33,8 +38,8 @@ use tokio::runtime::Handle;
 
 use super::attr::BLKSIZE;
 use super::errno::errno;
-use super::inner::{lock, Inner};
-use super::names::ino_of;
+use super::inner::{lock, stale, Inner};
+use super::names::{id_of, ino_of};
 use super::write_behind::{fitting, WriteBehind};
 use crate::client::{Client, File};
 
@@ -112,16 +117,21 @@ impl Filesystem for T3fs {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let child = self.inner.child(parent, name);
+        let name = name.to_os_string();
         self.spawn(req, |s| async move {
-            entry(reply, &s.ttl, async { s.look(child?).await }.await);
+            entry(reply, &s.ttl, s.lookup(parent, &name).await);
         });
     }
 
+    /// The kernel dropped `nlookup` lookups of `ino` (fuser's `batch_forget` comes here once
+    /// per inode: its `ForgetOne` is not exported to implement it).
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        lock(&self.inner.names).forget(ino, nlookup);
+    }
+
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let path = self.inner.path(ino);
         self.spawn(req, |s| async move {
-            match async { s.look(path?).await }.await {
+            match s.stat(ino).await {
                 Ok(a) => reply.attr(&s.ttl, &a),
                 Err(e) => reply.error(e),
             }
@@ -146,7 +156,6 @@ impl Filesystem for T3fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let path = self.inner.path(ino);
         let attr = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
@@ -156,17 +165,30 @@ impl Filesystem for T3fs {
         };
         self.spawn(req, |s| async move {
             let r = async {
-                let path = path?;
                 if let Some(len) = size {
-                    s.truncate(&path, ino, fh.map(|h| h.0), len).await?;
+                    s.truncate(ino, fh.map(|h| h.0), len).await?;
                 }
-                if attr != SetAttr::default() {
-                    s.client
-                        .set_attr(&path, attr)
-                        .await
-                        .map_err(|e| errno(&e))?;
+                if attr == SetAttr::default() {
+                    return s.stat(ino).await;
                 }
-                s.look(path).await
+                // Meta's setattr is by path: the inode is checked there first, and its answer
+                // after (a rename between the two is answered ESTALE, the change made).
+                let (path, before) = s.verified(ino).await?;
+                let after = s
+                    .client
+                    .set_attr(&path, attr)
+                    .await
+                    .map_err(|e| stale(&e))?;
+                if after.id == before.id {
+                    Ok(s.attr(&after))
+                } else if matches!(before.kind, InodeKind::Symlink { .. }) {
+                    // Meta's setattr follows a final symlink (lchown and utimes of a link
+                    // change its target); the link's own attributes are as they were.
+                    Ok(s.attr(&before))
+                } else {
+                    tracing::warn!("setattr of {path}: inode {ino:?} was replaced meanwhile");
+                    Err(Errno::ESTALE)
+                }
             };
             match r.await {
                 Ok(a) => reply.attr(&s.ttl, &a),
@@ -176,10 +198,9 @@ impl Filesystem for T3fs {
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        let path = self.inner.path(ino);
         self.spawn(req, |s| async move {
             let r = async {
-                let i = s.client.lstat(&path?).await.map_err(|e| errno(&e))?;
+                let (_, i) = s.verified(ino).await?;
                 match i.kind {
                     InodeKind::Symlink { target } => Ok(target),
                     _ => Err(Errno::EINVAL),
@@ -201,16 +222,17 @@ impl Filesystem for T3fs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let path = self.inner.child(parent, name);
+        let name = name.to_os_string();
         self.spawn(req, |s| async move {
             let r = async {
-                let path = path?;
+                let path = s.child_path(parent, &name).await?;
                 let perm = mode & !umask & 0o7777;
-                s.client
+                let i = s
+                    .client
                     .mkdir_mode(&path, perm)
                     .await
                     .map_err(|e| errno(&e))?;
-                s.look(path).await
+                Ok(s.entered(&i, parent, &name))
             };
             entry(reply, &s.ttl, r.await);
         });
@@ -232,16 +254,18 @@ impl Filesystem for T3fs {
         target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        let path = self.inner.child(parent, link_name);
+        let name = link_name.to_os_string();
         let target = target.to_str().map(str::to_string);
         self.spawn(req, |s| async move {
             let r = async {
-                let (path, target) = (path?, target.ok_or(Errno::EINVAL)?);
-                s.client
+                let target = target.ok_or(Errno::EINVAL)?;
+                let path = s.child_path(parent, &name).await?;
+                let i = s
+                    .client
                     .symlink(&path, &target)
                     .await
                     .map_err(|e| errno(&e))?;
-                s.look(path).await
+                Ok(s.entered(&i, parent, &name))
             };
             entry(reply, &s.ttl, r.await);
         });
@@ -257,16 +281,17 @@ impl Filesystem for T3fs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let (from, to) = (
-            self.inner.child(parent, name),
-            self.inner.child(newparent, newname),
-        );
+        let (name, newname) = (name.to_os_string(), newname.to_os_string());
         self.spawn(req, |s| async move {
             let r = async {
-                let (from, to) = (from?, to?);
                 if flags.contains(RenameFlags::RENAME_EXCHANGE) {
                     return Err(Errno::ENOTSUP);
                 }
+                let (from, to) = tokio::join!(
+                    s.child_path(parent, &name),
+                    s.child_path(newparent, &newname)
+                );
+                let (from, to) = (from?, to?);
                 // RENAME_NOREPLACE checks first: another client can still create the name in
                 // between (meta's rename replaces; a compare-and-rename is not in its API).
                 if flags.contains(RenameFlags::RENAME_NOREPLACE)
@@ -275,7 +300,7 @@ impl Filesystem for T3fs {
                     return Err(Errno::EEXIST);
                 }
                 s.client.rename(&from, &to).await.map_err(|e| errno(&e))?;
-                lock(&s.names).renamed(&from, &to);
+                lock(&s.names).renamed(parent, &name, newparent, &newname);
                 Ok(())
             };
             match r.await {
@@ -293,27 +318,34 @@ impl Filesystem for T3fs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let (existing, path) = (self.inner.path(ino), self.inner.child(newparent, newname));
+        let name = newname.to_os_string();
         self.spawn(req, |s| async move {
             let r = async {
-                let (existing, path) = (existing?, path?);
-                s.client
+                let (existing, path) =
+                    tokio::join!(s.verified(ino), s.child_path(newparent, &name));
+                let ((existing, _), path) = (existing?, path?);
+                let i = s
+                    .client
                     .link(&existing, &path)
                     .await
-                    .map_err(|e| errno(&e))?;
-                s.look(path).await
+                    .map_err(|e| stale(&e))?;
+                if ino_of(i.id) != ino {
+                    tracing::warn!("link {existing} {path}: inode {ino:?} was replaced meanwhile");
+                    return Err(Errno::ESTALE);
+                }
+                Ok(s.entered(&i, newparent, &name))
             };
             entry(reply, &s.ttl, r.await);
         });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let path = self.inner.path(ino);
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         let trunc = flags.0 & libc::O_TRUNC != 0;
         let fopen = self.fopen();
         self.spawn(req, |s| async move {
-            match async { s.open(&path?, write, trunc).await }.await {
+            let opened = async { s.open(&s.path(ino)?, id_of(ino), write, trunc).await };
+            match opened.await {
                 Ok((fh, _)) => reply.opened(FileHandle(fh), fopen),
                 Err(e) => reply.error(e),
             }
@@ -459,11 +491,9 @@ impl Filesystem for T3fs {
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let path = self.inner.path(ino);
         self.spawn(req, |s| async move {
             let r = async {
-                let path = path?;
-                let l = s.listing(&path).await.map_err(|e| errno(&e))?;
+                let l = s.open_dir(ino).await?;
                 let fh = s.fh();
                 lock(&s.dirs).insert(fh, Arc::new(l));
                 Ok(fh)
@@ -512,16 +542,22 @@ impl Filesystem for T3fs {
         let Some(listing) = lock(&self.inner.dirs).get(&fh.0).cloned() else {
             return reply.error(Errno::EBADF);
         };
-        let dir = self.inner.path(ino);
         self.spawn(req, |s| async move {
-            let page = async { s.plus_page(ino, &dir?, &listing, offset).await };
+            let page = async { s.plus_page(ino, &s.path(ino)?, &listing, offset).await };
             match page.await {
                 Ok(page) => {
+                    // Each entry in the reply is a lookup to the kernel (the dots are not),
+                    // counted before the reply goes.
+                    let mut names = lock(&s.names);
                     for (off, name, attr) in page {
                         if reply.add(attr.ino, off, &name, &s.ttl, &attr, Generation(0)) {
                             break;
                         }
+                        if name != "." && name != ".." {
+                            names.looked_up(attr.ino, ino, OsStr::new(&name));
+                        }
                     }
+                    drop(names);
                     reply.ok();
                 }
                 Err(e) => reply.error(e),
@@ -588,21 +624,22 @@ impl Filesystem for T3fs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let path = self.inner.child(parent, name);
+        let name = name.to_os_string();
         let exclusive = flags & libc::O_EXCL != 0;
         let trunc = flags & libc::O_TRUNC != 0;
         let fopen = self.fopen();
         self.spawn(req, |s| async move {
             let r = async {
-                let path = path?;
+                let path = s.child_path(parent, &name).await?;
                 let perm = mode & !umask & 0o7777;
-                s.client
+                let made = s
+                    .client
                     .create_file(&path, perm, exclusive)
                     .await
                     .map_err(|e| errno(&e))?;
-                let (fh, inode) = s.open(&path, true, trunc).await?;
-                lock(&s.names).remember(ino_of(inode.id), path);
-                Ok((fh, s.attr(&inode)))
+                // What was made (or found) is what is opened, else ESTALE (a rename between).
+                let (fh, inode) = s.open(&path, made.id, true, trunc).await?;
+                Ok((fh, s.entered(&inode, parent, &name)))
             };
             match r.await {
                 Ok((fh, a)) => reply.created(&s.ttl, &a, Generation(0), FileHandle(fh), fopen),
@@ -614,12 +651,12 @@ impl Filesystem for T3fs {
 
 impl T3fs {
     fn remove(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let path = self.inner.child(parent, name);
+        let name = name.to_os_string();
         self.spawn(req, |s| async move {
             let r = async {
-                let path = path?;
+                let path = s.child_path(parent, &name).await?;
                 s.client.remove(&path, false).await.map_err(|e| errno(&e))?;
-                lock(&s.names).removed(&path);
+                lock(&s.names).removed(parent, &name);
                 Ok(())
             };
             match r.await {

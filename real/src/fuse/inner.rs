@@ -1,7 +1,20 @@
 //! The mount's state and the requests' shared steps: open handles (with the end of their
 //! acknowledged writes, which the size this mount reports includes until meta has it), open
-//! directory listings, the inode-number table, and the steps several requests take (look up a
-//! path, open a file, list a directory, truncate).
+//! directory listings, the inode table, and the steps several requests take (find an inode,
+//! look up a name, open a file, list a directory, truncate).
+//!
+//! Inodes by id: meta takes paths, the kernel names inodes, and another client may rename or
+//! replace anything at any time. So a request about inode `ino` builds the path `ino` was last
+//! looked up at (names.rs) and checks that what meta finds there is inode `ino` (`verified`;
+//! for a request naming an entry of a directory, the directory is checked: `dir_path`), and
+//! answers ESTALE when it is not: the kernel then looks the path its caller gave up again
+//! (`LOOKUP_REVAL`) and retries once, so the caller gets the file its path names now. What
+//! meta opens, truncates or answers is checked the same way (the ids in its answer), so no
+//! request reads, writes, truncates or reports another file than the one the kernel asked
+//! about. An open handle holds its inode's id and layout: its reads, writes, syncs, closes
+//! and truncates go to that inode whatever its names are now; the attributes of an inode that
+//! has no checked path but is open here are the handle's (its size the largest of what meta
+//! said at open and this mount's writes).
 //!
 //! Invariants: every write handle of a file counts its length hint from the latest truncate
 //! version this mount made, and knows the length that truncate left (reads end there, or at
@@ -15,12 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fuser::{Errno, FileAttr, FileType, INodeNo};
-use t3fs_core::meta::{Inode, InodeKind};
+use t3fs_core::ids::InodeId;
+use t3fs_core::meta::{Inode, InodeKind, MetaError};
 use tokio::runtime::Handle;
 
 use super::attr::{attr_of, kind_of};
 use super::errno::errno;
-use super::names::{ino_of, Names};
+use super::names::{id_of, ino_of, join, Names, ROOT_INO};
 use super::read_ahead::ReadAhead;
 use super::write_behind::WriteBehind;
 use crate::client::{Client, ClientError, File};
@@ -57,6 +71,15 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The errno of a failure to find what a remembered path named: that it is gone from there
+/// (not found, or a directory on the way is no longer one) is ESTALE, the rest as usual.
+pub(super) fn stale(e: &ClientError) -> Errno {
+    match e {
+        ClientError::Meta(MetaError::NotFound | MetaError::NotDir) => Errno::ESTALE,
+        e => errno(e),
+    }
+}
+
 impl Inner {
     /// Nothing open yet.
     pub fn new(client: Client, rt: Handle, o: &super::MountOptions) -> Self {
@@ -87,19 +110,81 @@ impl Inner {
         attr_of(i, self.size_of(i))
     }
 
-    /// lstat of `path`, remembered under its inode number.
-    pub async fn look(&self, path: String) -> Result<FileAttr, Errno> {
-        let i = self.client.lstat(&path).await.map_err(|e| errno(&e))?;
-        lock(&self.names).remember(ino_of(i.id), path);
-        Ok(self.attr(&i))
-    }
-
+    /// The path inode `ino` was last looked up at (unchecked).
     pub fn path(&self, ino: INodeNo) -> Result<String, Errno> {
         lock(&self.names).path(ino)
     }
 
-    pub fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
-        lock(&self.names).child(parent, name)
+    /// Inode `ino` and the path it is at: its remembered path, where meta's lstat answers
+    /// inode `ino`; else ESTALE.
+    pub async fn verified(&self, ino: INodeNo) -> Result<(String, Inode), Errno> {
+        let path = self.path(ino)?;
+        let i = self.client.lstat(&path).await.map_err(|e| stale(&e))?;
+        if ino_of(i.id) != ino {
+            return Err(Errno::ESTALE);
+        }
+        Ok((path, i))
+    }
+
+    /// Checks that meta finds directory `ino` at `path` (the root always is at "/").
+    async fn check_dir(&self, ino: INodeNo, path: &str) -> Result<(), Errno> {
+        if ino.0 == ROOT_INO {
+            return Ok(());
+        }
+        let i = self.client.lstat(path).await.map_err(|e| stale(&e))?;
+        if ino_of(i.id) != ino {
+            return Err(Errno::ESTALE);
+        }
+        Ok(())
+    }
+
+    /// The path of directory `ino`, checked (a request then names an entry in it).
+    pub async fn dir_path(&self, ino: INodeNo) -> Result<String, Errno> {
+        let path = self.path(ino)?;
+        self.check_dir(ino, &path).await?;
+        Ok(path)
+    }
+
+    /// The path of `name` in directory `parent`, the directory checked.
+    pub async fn child_path(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        join(&self.dir_path(parent).await?, name)
+    }
+
+    /// The inode an open handle of this mount holds as `id`, if one does.
+    fn held(&self, id: InodeId) -> Option<Inode> {
+        let files = lock(&self.files);
+        let mut of = files.values().filter(|o| o.inode.id == id);
+        of.next().map(|o| o.inode.clone())
+    }
+
+    /// getattr of `ino`: at its checked path, else (renamed or removed by another client, or
+    /// removed while open) as an open handle of this mount holds it, else ESTALE.
+    pub async fn stat(&self, ino: INodeNo) -> Result<FileAttr, Errno> {
+        match self.verified(ino).await {
+            Ok((_, i)) => Ok(self.attr(&i)),
+            Err(e) if e.code() == libc::ESTALE => {
+                let held = self.held(id_of(ino)).ok_or(e)?;
+                Ok(self.attr(&held))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The kernel gets `i` as `name` in `parent`: one lookup of it counted (before the reply
+    /// goes, so its forget never comes first), and its attributes.
+    pub fn entered(&self, i: &Inode, parent: INodeNo, name: &OsStr) -> FileAttr {
+        lock(&self.names).looked_up(ino_of(i.id), parent, name);
+        self.attr(i)
+    }
+
+    /// lookup of `name` in directory `parent`, the directory checked alongside.
+    pub async fn lookup(&self, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
+        let dir = self.path(parent)?;
+        let path = join(&dir, name)?;
+        let (checked, found) = tokio::join!(self.check_dir(parent, &dir), self.client.lstat(&path));
+        checked?;
+        let i = found.map_err(|e| errno(&e))?;
+        Ok(self.entered(&i, parent, name))
     }
 
     /// Handle `fh`'s file and write-behind.
@@ -135,14 +220,26 @@ impl Inner {
         self.next_fh.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Opens `path` and keeps the handle; truncates first when asked.
-    pub async fn open(&self, path: &str, write: bool, trunc: bool) -> Result<(u64, Inode), Errno> {
+    /// Opens `path`, which must be inode `want` (else ESTALE, its session closed), and keeps
+    /// the handle; truncates first when asked.
+    pub async fn open(
+        &self,
+        path: &str,
+        want: InodeId,
+        write: bool,
+        trunc: bool,
+    ) -> Result<(u64, Inode), Errno> {
         let c = &self.client;
-        let (mut file, inode) = c
+        let (mut file, mut inode) = c
             .open_with_inode(path, write)
             .await
-            .map_err(|e| errno(&e))?;
-        let mut inode = inode;
+            .map_err(|e| stale(&e))?;
+        if inode.id != want {
+            if write {
+                let _ = c.close_file(&file, 0).await;
+            }
+            return Err(Errno::ESTALE);
+        }
         if trunc && write && file.length > 0 {
             c.truncate(&mut file, &inode, 0)
                 .await
@@ -158,6 +255,14 @@ impl Inner {
         };
         lock(&self.files).insert(fh, open);
         Ok((fh, inode))
+    }
+
+    /// opendir's listing of directory `ino`, which meta must find at its path.
+    pub async fn open_dir(&self, ino: INodeNo) -> Result<Listing, Errno> {
+        let path = self.path(ino)?;
+        let (checked, listed) = tokio::join!(self.check_dir(ino, &path), self.listing(&path));
+        checked?;
+        listed.map_err(|e| stale(&e))
     }
 
     /// The whole listing of `path`, page by page.
@@ -181,34 +286,44 @@ impl Inner {
         }
     }
 
-    /// `truncate(2)` of `path` (FUSE inode `ino`) to `len`: through `fh`, or any handle of
-    /// this mount holding the file open for write (the kernel truncates an `O_TRUNC` open with
-    /// a setattr after the open, without its handle), else through a session of its own. Every
-    /// write handle of the file then counts its length hint from the new truncate version.
+    /// `truncate(2)` of FUSE inode `ino` to `len`: through `fh`, or any handle of this mount
+    /// holding the file open for write (the kernel truncates an `O_TRUNC` open with a setattr
+    /// after the open, without its handle), else through a session of its own on the inode
+    /// meta finds at its path (ESTALE if another). Every write handle of the file then counts
+    /// its length hint from the new truncate version.
     pub async fn truncate(
         self: &Arc<Self>,
-        path: &str,
         ino: INodeNo,
         fh: Option<u64>,
         len: u64,
     ) -> Result<(), Errno> {
-        let id = ino.0.wrapping_sub(1);
-        self.settle_writes(id).await;
+        let id = id_of(ino);
+        self.settle_writes(id.0).await;
         let held = {
             let files = lock(&self.files);
-            let writable = |o: &&Open| o.file.session != 0;
+            let writable = |o: &&Open| o.file.session != 0 && o.inode.id == id;
             let by_fh = fh.and_then(|h| files.get(&h)).filter(writable);
-            let any = || files.values().filter(writable).find(|o| o.inode.id.0 == id);
+            let any = || files.values().find(writable);
             by_fh
                 .or_else(any)
                 .map(|o| (o.file.clone(), o.inode.clone()))
         };
         let c = &self.client;
         let Some((mut file, inode)) = held else {
-            let (mut file, inode) = c.open_with_inode(path, true).await.map_err(|e| errno(&e))?;
-            let r = c.truncate(&mut file, &inode, len).await;
-            let closed = c.close_file(&file, 0).await;
-            return r.and(closed).map_err(|e| errno(&e));
+            let path = self.path(ino)?;
+            let (mut file, inode) = c
+                .open_with_inode(&path, true)
+                .await
+                .map_err(|e| stale(&e))?;
+            let r = if inode.id == id {
+                c.truncate(&mut file, &inode, len)
+                    .await
+                    .map_err(|e| errno(&e))
+            } else {
+                Err(Errno::ESTALE)
+            };
+            let closed = c.close_file(&file, 0).await.map_err(|e| errno(&e));
+            return r.and(closed);
         };
         c.truncate(&mut file, &inode, len)
             .await

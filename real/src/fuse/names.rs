@@ -1,77 +1,235 @@
-//! The mount's inode numbers and the paths they stand for. The meta service takes paths; the
-//! kernel names files by inode number. A FUSE inode number is the meta inode id plus one (the
-//! root, meta inode 0, is FUSE's 1), so it is stable across mounts; the path of each number
-//! the kernel has looked up is kept here, moved by renames and dropped by removals.
+//! The mount's inode table: for each FUSE inode number the kernel holds, the directory and name
+//! it was last looked up under (its path is that of the directory plus the name) and the
+//! kernel's lookup count. A FUSE inode number is the meta inode id plus one (the root, meta
+//! inode 0, is FUSE's 1), so it is stable across mounts. The meta service takes paths: a path
+//! built here is only where the inode was, and every request checks the inode meta finds there
+//! against the number it was asked about (inner.rs); another client may have renamed or
+//! replaced anything since.
 //!
-//! Invariants: the root is always known; a rename moves the renamed path and every path under
-//! it. A hard-linked file is known by the last name it was looked up under (any of its names
-//! reaches the same inode). Not here: asking meta (fs.rs).
+//! Lookup counts follow the kernel's: every reply that hands the kernel an entry (lookup,
+//! create, mkdir, symlink, link, each readdirplus entry but the dots) counts one, before it is
+//! sent, and `forget` takes the kernel's count back; at zero the inode's row goes.
+//!
+//! Bound: one row for each inode the kernel holds (its inode cache, which memory reclaim
+//! shrinks, each eviction sending a forget), plus the root. Rows are made only by counted
+//! replies, so nothing else grows the table; open handles and listings are tables of their own
+//! (inner.rs), each bounded by the kernel's open files and directories (release and releasedir
+//! drop them).
+//!
+//! Invariants: the root is always known and never forgotten; one (directory, name) names at
+//! most one inode here: an inode found at a name takes it from the one that had it, which
+//! keeps its row (and count) but has no path until it is looked up again (its requests answer
+//! ESTALE, which makes the kernel look its path up again). A rename made through this mount
+//! moves one row, and so everything under it. A hard-linked file is known by the last name it
+//! was looked up under. Not here: asking meta (inner.rs, fs.rs).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 
 use fuser::{Errno, INodeNo};
 use t3fs_core::ids::InodeId;
+use t3fs_core::meta::DEPTH_MAX;
 
 /// The FUSE inode number of meta inode `id`.
 pub fn ino_of(id: InodeId) -> INodeNo {
     INodeNo(id.0 + 1)
 }
 
-/// Paths by FUSE inode number.
+/// The meta inode id of FUSE inode number `ino`.
+pub fn id_of(ino: INodeNo) -> InodeId {
+    InodeId(ino.0.wrapping_sub(1))
+}
+
+/// The root's FUSE inode number.
+pub const ROOT_INO: u64 = 1;
+
+/// Where an inode was looked up: its directory's number and its name there.
+type At = (u64, String);
+
+/// One inode the kernel holds.
+#[derive(Debug)]
+struct Row {
+    /// Its directory and name, if it still has one here.
+    at: Option<At>,
+    /// The kernel's lookup count.
+    lookups: u64,
+}
+
+/// The inode table.
 #[derive(Debug)]
 pub struct Names {
-    paths: BTreeMap<u64, String>,
+    rows: BTreeMap<u64, Row>,
+    /// (directory, name) → inode number: the reverse of every row's `at`.
+    by_name: BTreeMap<At, u64>,
 }
 
 impl Default for Names {
     fn default() -> Self {
+        let root = Row {
+            at: None,
+            lookups: 1,
+        };
         Self {
-            paths: [(1, "/".to_string())].into(),
+            rows: [(ROOT_INO, root)].into(),
+            by_name: BTreeMap::new(),
         }
     }
 }
 
+/// The path of `name` in the directory at `dir`.
+pub fn join(dir: &str, name: &OsStr) -> Result<String, Errno> {
+    let name = component(name)?;
+    Ok(if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    })
+}
+
+/// A name as one path component, or EINVAL.
+fn component(name: &OsStr) -> Result<&str, Errno> {
+    let name = name.to_str().ok_or(Errno::EINVAL)?;
+    if name.is_empty() || name.contains('/') || name.contains('\0') {
+        return Err(Errno::EINVAL);
+    }
+    Ok(name)
+}
+
 impl Names {
-    /// The path of `ino`, if the kernel looked it up.
+    /// The path `ino` was last looked up at: ESTALE if the kernel never handed it out, its
+    /// row has no name any more, or a directory above it is not known.
     pub fn path(&self, ino: INodeNo) -> Result<String, Errno> {
-        self.paths.get(&ino.0).cloned().ok_or(Errno::ENOENT)
+        let mut parts = Vec::new();
+        let mut at = ino.0;
+        while at != ROOT_INO {
+            // The depth a path may have, and a loop (never made, but never followed either).
+            if parts.len() > DEPTH_MAX {
+                return Err(Errno::ESTALE);
+            }
+            let row = self.rows.get(&at).ok_or(Errno::ESTALE)?;
+            let (dir, name) = row.at.as_ref().ok_or(Errno::ESTALE)?;
+            parts.push(name.as_str());
+            at = *dir;
+        }
+        if parts.is_empty() {
+            return Ok("/".into());
+        }
+        let mut p = String::new();
+        for name in parts.iter().rev() {
+            p.push('/');
+            p.push_str(name);
+        }
+        Ok(p)
     }
 
     /// The path of `name` in directory `parent`.
+    #[cfg(test)]
     pub fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
-        let dir = self.path(parent)?;
-        let name = name.to_str().ok_or(Errno::EINVAL)?;
-        if name.is_empty() || name.contains('/') || name.contains('\0') {
-            return Err(Errno::EINVAL);
+        component(name)?;
+        join(&self.path(parent)?, name)
+    }
+
+    /// The kernel got `ino` as `name` in `parent` (one lookup more): it is there now.
+    pub fn looked_up(&mut self, ino: INodeNo, parent: INodeNo, name: &OsStr) {
+        let row = self.rows.entry(ino.0).or_insert(Row {
+            at: None,
+            lookups: 0,
+        });
+        row.lookups += 1;
+        if ino.0 == ROOT_INO {
+            return;
         }
-        Ok(if dir == "/" {
-            format!("/{name}")
-        } else {
-            format!("{dir}/{name}")
-        })
+        let Ok(name) = component(name) else {
+            return;
+        };
+        self.place(ino.0, Some((parent.0, name.to_string())));
     }
 
-    /// `ino` is at `path`.
-    pub fn remember(&mut self, ino: INodeNo, path: String) {
-        self.paths.insert(ino.0, path);
-    }
-
-    /// `from` was renamed to `to`: it and everything under it move.
-    pub fn renamed(&mut self, from: &str, to: &str) {
-        let under = format!("{from}/");
-        for p in self.paths.values_mut() {
-            if p == from {
-                *p = to.to_string();
-            } else if let Some(rest) = p.strip_prefix(&under) {
-                *p = format!("{to}/{rest}");
+    /// Row `ino` is at `at` (or nowhere); whoever was at `at` has no name any more.
+    fn place(&mut self, ino: u64, at: Option<At>) {
+        let Some(row) = self.rows.get_mut(&ino) else {
+            return;
+        };
+        if row.at == at {
+            return;
+        }
+        if let Some(old) = std::mem::replace(&mut row.at, at.clone()) {
+            self.unname(&old, ino);
+        }
+        if let Some(at) = at {
+            if let Some(other) = self.by_name.insert(at, ino).filter(|&o| o != ino) {
+                if let Some(r) = self.rows.get_mut(&other) {
+                    r.at = None;
+                }
             }
         }
     }
 
-    /// `path` no longer names anything.
-    pub fn removed(&mut self, path: &str) {
-        self.paths.retain(|ino, p| *ino == 1 || p != path);
+    /// `at` no longer names `ino` (if it did).
+    fn unname(&mut self, at: &At, ino: u64) {
+        if self.by_name.get(at) == Some(&ino) {
+            self.by_name.remove(at);
+        }
+    }
+
+    /// The kernel forgot `n` lookups of `ino`; at none left its row goes (never the root's).
+    pub fn forget(&mut self, ino: INodeNo, n: u64) {
+        if ino.0 == ROOT_INO {
+            return;
+        }
+        let Some(row) = self.rows.get_mut(&ino.0) else {
+            return;
+        };
+        row.lookups = row.lookups.saturating_sub(n);
+        if row.lookups == 0 {
+            if let Some(at) = self.rows.remove(&ino.0).and_then(|r| r.at) {
+                self.unname(&at, ino.0);
+            }
+        }
+    }
+
+    /// `name` in `parent` was renamed (through this mount) to `newname` in `newparent`: what
+    /// was there moves (and everything under it with it), what it replaced has no name.
+    pub fn renamed(&mut self, parent: INodeNo, name: &OsStr, newparent: INodeNo, newname: &OsStr) {
+        let (Ok(name), Ok(newname)) = (component(name), component(newname)) else {
+            return;
+        };
+        let to = (newparent.0, newname.to_string());
+        let moved = self.by_name.remove(&(parent.0, name.to_string()));
+        if let Some(ino) = moved {
+            if let Some(r) = self.rows.get_mut(&ino) {
+                r.at = None;
+            }
+            self.place(ino, Some(to));
+        } else if let Some(replaced) = self.by_name.remove(&to) {
+            if let Some(r) = self.rows.get_mut(&replaced) {
+                r.at = None;
+            }
+        }
+    }
+
+    /// `name` in `parent` was removed (through this mount): what it named has no name here.
+    pub fn removed(&mut self, parent: INodeNo, name: &OsStr) {
+        let Ok(name) = component(name) else {
+            return;
+        };
+        if let Some(ino) = self.by_name.remove(&(parent.0, name.to_string())) {
+            if let Some(r) = self.rows.get_mut(&ino) {
+                r.at = None;
+            }
+        }
+    }
+
+    /// Rows (the root's included).
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The kernel's lookup count of `ino` (0: not held).
+    #[cfg(test)]
+    pub fn lookups(&self, ino: INodeNo) -> u64 {
+        self.rows.get(&ino.0).map_or(0, |r| r.lookups)
     }
 }
 
@@ -79,34 +237,98 @@ impl Names {
 mod tests {
     use super::*;
 
+    fn code(r: Result<String, Errno>) -> Result<String, i32> {
+        r.map_err(|e| e.code())
+    }
+
+    fn n(s: &str) -> &OsStr {
+        OsStr::new(s)
+    }
+
     #[test]
-    fn renames_move_a_subtree_and_removals_forget_a_name() {
-        let mut n = Names::default();
-        let code = |r: Result<String, Errno>| r.map_err(|e| e.code());
-        assert_eq!(
-            code(n.child(INodeNo(1), OsStr::new("a"))),
-            Ok("/a".to_string())
-        );
-        n.remember(INodeNo(5), "/a".into());
-        n.remember(INodeNo(6), "/a/b".into());
-        n.remember(INodeNo(7), "/ab".into());
-        let c = code(n.child(INodeNo(6), OsStr::new("c")));
-        assert_eq!(c, Ok("/a/b/c".to_string()));
-        assert_eq!(
-            code(n.child(INodeNo(6), OsStr::new("x/y"))),
-            Err(libc::EINVAL)
-        );
-        assert_eq!(
-            code(n.child(INodeNo(9), OsStr::new("c"))),
-            Err(libc::ENOENT)
-        );
-        n.renamed("/a", "/z");
-        assert_eq!(code(n.path(INodeNo(5))), Ok("/z".to_string()));
-        assert_eq!(code(n.path(INodeNo(6))), Ok("/z/b".to_string()));
-        let sibling = code(n.path(INodeNo(7)));
-        assert_eq!(sibling, Ok("/ab".to_string()), "a sibling prefix stays");
-        n.removed("/z/b");
-        assert_eq!(code(n.path(INodeNo(6))), Err(libc::ENOENT));
+    fn paths_follow_the_directories_and_renames_move_a_subtree() {
+        let mut t = Names::default();
+        assert_eq!(code(t.child(INodeNo(1), n("a"))), Ok("/a".to_string()));
+        t.looked_up(INodeNo(5), INodeNo(1), n("a"));
+        t.looked_up(INodeNo(6), INodeNo(5), n("b"));
+        t.looked_up(INodeNo(7), INodeNo(1), n("ab"));
+        assert_eq!(code(t.child(INodeNo(6), n("c"))), Ok("/a/b/c".to_string()));
+        assert_eq!(code(t.child(INodeNo(6), n("x/y"))), Err(libc::EINVAL));
+        assert_eq!(code(t.child(INodeNo(9), n("c"))), Err(libc::ESTALE));
+        t.renamed(INodeNo(1), n("a"), INodeNo(1), n("z"));
+        assert_eq!(code(t.path(INodeNo(5))), Ok("/z".to_string()));
+        assert_eq!(code(t.path(INodeNo(6))), Ok("/z/b".to_string()));
+        assert_eq!(code(t.path(INodeNo(7))), Ok("/ab".to_string()));
+        // Into another directory, over an existing name: the replaced inode has no path.
+        t.renamed(INodeNo(5), n("b"), INodeNo(1), n("ab"));
+        assert_eq!(code(t.path(INodeNo(6))), Ok("/ab".to_string()));
+        assert_eq!(code(t.path(INodeNo(7))), Err(libc::ESTALE));
+        t.removed(INodeNo(1), n("ab"));
+        assert_eq!(code(t.path(INodeNo(6))), Err(libc::ESTALE));
+        assert_eq!(code(t.path(INodeNo(1))), Ok("/".to_string()));
         assert_eq!(ino_of(t3fs_core::meta::ROOT), INodeNo(1));
+        assert_eq!(id_of(INodeNo(1)), t3fs_core::meta::ROOT);
+    }
+
+    #[test]
+    fn an_inode_found_at_a_name_takes_it_from_the_one_that_had_it() {
+        let mut t = Names::default();
+        t.looked_up(INodeNo(5), INodeNo(1), n("f"));
+        // Another client renamed f to g and made a new f: this mount finds 8 at f.
+        t.looked_up(INodeNo(8), INodeNo(1), n("f"));
+        assert_eq!(code(t.path(INodeNo(8))), Ok("/f".to_string()));
+        assert_eq!(code(t.path(INodeNo(5))), Err(libc::ESTALE), "5 is not at f");
+        // Looked up at g, 5 has a path again (and its count grew).
+        t.looked_up(INodeNo(5), INodeNo(1), n("g"));
+        assert_eq!(code(t.path(INodeNo(5))), Ok("/g".to_string()));
+        assert_eq!(t.lookups(INodeNo(5)), 2);
+        // A hard link: the last name counts, the earlier one is free.
+        t.looked_up(INodeNo(5), INodeNo(1), n("h"));
+        assert_eq!(code(t.path(INodeNo(5))), Ok("/h".to_string()));
+        t.removed(INodeNo(1), n("g"));
+        assert_eq!(code(t.path(INodeNo(5))), Ok("/h".to_string()));
+    }
+
+    #[test]
+    fn forgets_drop_rows_and_many_lookups_keep_the_table_at_what_the_kernel_holds() {
+        let mut t = Names::default();
+        for round in 0..3u64 {
+            for k in 0..10_000u64 {
+                let name = format!("f{k}");
+                t.looked_up(INodeNo(100 + k), INodeNo(1), n(&name));
+                if k % 2 == 0 {
+                    t.looked_up(INodeNo(100 + k), INodeNo(1), n(&name));
+                }
+            }
+            assert_eq!(t.len(), 10_001, "round {round}");
+            // The kernel forgets what it got, in one go or in parts.
+            for k in 0..10_000u64 {
+                if k % 2 == 0 {
+                    t.forget(INodeNo(100 + k), 1);
+                    assert_eq!(t.lookups(INodeNo(100 + k)), 1);
+                    t.forget(INodeNo(100 + k), 1);
+                } else {
+                    t.forget(INodeNo(100 + k), 1);
+                }
+            }
+            assert_eq!(t.len(), 1, "only the root is left");
+            assert!(t.by_name.is_empty());
+        }
+        // The root is never forgotten; unknown numbers are ignored.
+        t.forget(INodeNo(1), 5);
+        t.forget(INodeNo(77), 1);
+        assert_eq!(code(t.path(INodeNo(1))), Ok("/".to_string()));
+        // A directory forgotten before what is under it: the child has no path (ESTALE, and
+        // the kernel looks it up again), and a dropped row frees its name.
+        t.looked_up(INodeNo(5), INodeNo(1), n("d"));
+        t.looked_up(INodeNo(6), INodeNo(5), n("x"));
+        t.forget(INodeNo(5), 1);
+        assert_eq!(code(t.path(INodeNo(6))), Err(libc::ESTALE));
+        t.looked_up(INodeNo(9), INodeNo(1), n("d"));
+        assert_eq!(code(t.path(INodeNo(9))), Ok("/d".to_string()));
+        t.forget(INodeNo(6), 1);
+        t.forget(INodeNo(9), 1);
+        assert_eq!(t.len(), 1);
+        assert!(t.by_name.is_empty());
     }
 }

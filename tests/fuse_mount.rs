@@ -18,21 +18,8 @@ use support::{have_or_skip, mount, mounted, processes_under, t3fs};
 /// A mount process; dropping it unmounts (lazily if busy) and kills the process.
 /// Runs `script` with `sh -e` in `dir`; its output, or a panic with it.
 fn sh(dir: &Path, script: &str) -> String {
-    let out = Command::new("sh")
-        .arg("-ec")
-        .arg(script)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "script failed:\n{script}\n---\n{text}"
-    );
+    let (ok, text) = support::shell_with("-ec", dir, script);
+    assert!(ok, "script failed:\n{script}\n---\n{text}");
     text
 }
 

@@ -24,7 +24,6 @@ use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{mount, processes_under, t3fs};
@@ -352,18 +351,7 @@ fn fsx(path: &Path, seed: u64) {
 
 /// Runs `script` with `sh -c` in `dir`: whether it succeeded, and its stdout and stderr.
 fn shell(dir: &Path, script: &str) -> (bool, String) {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    support::shell_with("-c", dir, script)
 }
 
 /// The edge of the largest file: the cluster's 1 MiB chunks and their 2^32 - 1 chunk indexes

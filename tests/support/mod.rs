@@ -47,6 +47,23 @@ pub fn processes_under(dir: &Path) -> Vec<String> {
     found
 }
 
+/// Runs `script` with `sh FLAG` (`-c`, or `-ec` to stop at the first failing command) in
+/// `dir`: whether it succeeded, and its stdout then stderr.
+pub fn shell_with(flag: &str, dir: &Path, script: &str) -> (bool, String) {
+    let out = Command::new("sh")
+        .arg(flag)
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .expect("sh runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 /// A test's directory: on drop, every process under it is killed and it is removed.
 pub struct Scratch(pub PathBuf);
 

@@ -79,3 +79,19 @@ pub const MGMTD_NODES_MAX: usize = 4096;
 pub const CLIENT_SESSIONS_MAX: usize = 65536;
 /// Queued writer operations of mgmtd (admin calls beyond it are refused as busy).
 pub const MGMTD_WRITER_QUEUE_MAX: usize = 64;
+
+/// Chunk metadata entries in one reply page: a resync's `SyncStart` reply (the successor's
+/// chunks after the predecessor's cursor) and a `DumpChunkMeta` reply (committed chunks of a
+/// node's targets after the tool's cursor). A target holds any number of chunks; its metadata
+/// crosses the wire a page at a time, each asker following the cursor to the end. Well below
+/// [`LIST_LEN_MAX`]; at the largest chunk metadata (a pending version and
+/// `APPLIED_PER_CHUNK_MAX` exactly-once records, 643 bytes) a page is about 5 MiB, well below
+/// [`FRAME_BYTES_MAX`].
+pub const CHUNK_META_PAGE_MAX: usize = 8192;
+/// Names in one meta `List` answer: a request asking for more gets this many, and its caller
+/// asks again after the last name it got (`after`).
+pub const DIR_LIST_PAGE_MAX: u32 = 8192;
+
+const _: () = assert!(CHUNK_META_PAGE_MAX < LIST_LEN_MAX as usize);
+const _: () = assert!(DIR_LIST_PAGE_MAX < LIST_LEN_MAX);
+const _: () = assert!(CHUNK_META_PAGE_MAX as u64 * 643 < FRAME_BYTES_MAX as u64);

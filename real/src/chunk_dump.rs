@@ -1,7 +1,9 @@
 //! The chunk metadata dump of a running cluster (3FS `admin_cli dump-chunkmeta`): ask every
 //! storage node for the committed version, length and checksum of every chunk on each of its
 //! targets (`Msg::DumpChunkMeta`, answered from the storage machine's cached metadata, no I/O),
-//! over the cluster's own transport and so authenticated by the cluster token.
+//! over the cluster's own transport and so authenticated by the cluster token. A node answers
+//! a page of at most `CHUNK_META_PAGE_MAX` chunks at a time; the dump asks each node again
+//! with the cursor of its last page until the node says it is done.
 //!
 //! Invariant: a node that does not answer within the timeout makes the whole dump an error
 //! naming it, never a partial dump passed off as complete. Blocking: it runs its own small
@@ -51,18 +53,38 @@ pub fn dump(nodes: &[NodeEntry], timeout: Duration) -> Result<Dump, String> {
             waiting.insert(id, n.name.clone());
         }
         for id in waiting.keys() {
-            let _ = t.send(*id, Msg::DumpChunkMeta).await;
+            let _ = t.send(*id, Msg::DumpChunkMeta { cursor: None }).await;
         }
         let mut out = Dump::new();
         let collect = async {
             while let Some(mut inb) = inbound.recv().await {
-                if let Ok(Msg::ChunkMetaDump(d)) = t.decode(&mut inb) {
-                    if waiting.remove(&d.node).is_some() {
-                        out.extend(d.targets.into_iter().map(|x| (x.target, x.chunks)));
+                let Ok(Msg::ChunkMetaDump(d)) = t.decode(&mut inb) else {
+                    continue;
+                };
+                if !waiting.contains_key(&d.node) {
+                    continue;
+                }
+                // A target cut short by a page comes again with the rest in the next one.
+                for x in d.targets {
+                    out.entry(x.target).or_default().extend(x.chunks);
+                }
+                match d.next {
+                    Some(cursor) => {
+                        let _ = t
+                            .send(
+                                d.node,
+                                Msg::DumpChunkMeta {
+                                    cursor: Some(cursor),
+                                },
+                            )
+                            .await;
                     }
-                    if waiting.is_empty() {
-                        break;
+                    None => {
+                        waiting.remove(&d.node);
                     }
+                }
+                if waiting.is_empty() {
+                    break;
                 }
             }
         };

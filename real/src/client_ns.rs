@@ -7,6 +7,7 @@
 //! Not here: file I/O and the verbs of `client.rs` (create, open, mkdir, stat, list, remove).
 
 use t3fs_core::ids::RequestId;
+use t3fs_core::limits::DIR_LIST_PAGE_MAX;
 use t3fs_core::meta::request::{FsStat, MetaAnswer, MetaOp};
 use t3fs_core::meta::SetAttr;
 use t3fs_core::meta::{DirEntry, Inode, InodeKind, MetaError};
@@ -60,22 +61,34 @@ impl Client {
         inode(self.meta(op).await?, "stat")
     }
 
-    /// One page of a listing: at most `limit` names after `after` (exclusive), in name order.
+    /// At most `limit` names after `after` (exclusive), in name order. Meta answers at most
+    /// `DIR_LIST_PAGE_MAX` names a request, so a larger `limit` takes several requests, each
+    /// after the last name of the one before; a short page ends the listing.
     pub async fn list_after(
         &self,
         path: &str,
-        after: Vec<u8>,
+        mut after: Vec<u8>,
         limit: u32,
     ) -> Result<Vec<(Vec<u8>, DirEntry)>, ClientError> {
         Self::check_path(path)?;
-        let op = MetaOp::List {
-            path: path.into(),
-            after,
-            limit,
-        };
-        match self.meta(op).await? {
-            MetaAnswer::Entries(e) => Ok(e),
-            a => Err(ClientError::Failed(format!("list answered {a:?}"))),
+        let mut out = Vec::new();
+        loop {
+            let want = (limit - out.len() as u32).min(DIR_LIST_PAGE_MAX);
+            let op = MetaOp::List {
+                path: path.into(),
+                after,
+                limit: want,
+            };
+            let page = match self.meta(op).await? {
+                MetaAnswer::Entries(e) => e,
+                a => return Err(ClientError::Failed(format!("list answered {a:?}"))),
+            };
+            let full = page.len() as u32 >= want;
+            out.extend(page);
+            match out.last() {
+                Some((name, _)) if full && (out.len() as u32) < limit => after = name.clone(),
+                _ => return Ok(out),
+            }
         }
     }
 

@@ -186,6 +186,8 @@ async fn start(id: NodeId, setup: Setup, inc: u64) -> turmoil::Result<Started> {
         env: NodeEnv {
             jitter_seed: Some(seed.wrapping_mul(0x9e37_79b9) ^ u64::from(id.0) ^ inc << 32),
             inline_io: true,
+            // Simulated time stands still between steps here: no wall-clock deadline.
+            chunk_io_deadline: None,
         },
     };
     Ok(node::spawn(parts)?)

@@ -20,8 +20,9 @@
 use super::keys::idem_key;
 use super::{DirEntry, Inode, MetaError, Namespace, PathOp};
 use crate::kv::{KvEngine, KvError};
+use crate::limits::DIR_LIST_PAGE_MAX;
 use crate::mgmtd::store::{decode, encode};
-use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
+use crate::msg::codec::{encode_list, DecodeError, Decoder, Encoder, Wire};
 
 /// One namespace request (paths are absolute).
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -33,7 +34,8 @@ pub enum MetaOp {
         /// Follow a final symlink.
         follow: bool,
     },
-    /// One page of a directory listing: names after `after`, at most `limit`.
+    /// One page of a directory listing: names after `after`, at most `limit` and at most
+    /// `limits::DIR_LIST_PAGE_MAX`.
     List {
         /// The directory.
         path: String,
@@ -265,7 +267,12 @@ fn apply<E: KvEngine + ?Sized>(
     use MetaAnswer::{Done, Entries, Inode as I};
     Ok(match op {
         MetaOp::Stat { path, follow } => I(ns.stat(path, *follow)?),
-        MetaOp::List { path, after, limit } => Entries(ns.list(path, after, *limit as usize)?),
+        // A page at most `DIR_LIST_PAGE_MAX` long, whatever the limit asked: the caller asks
+        // again after the last name.
+        MetaOp::List { path, after, limit } => {
+            let limit = (*limit).min(DIR_LIST_PAGE_MAX) as usize;
+            Entries(ns.list(path, after, limit)?)
+        }
         MetaOp::Create {
             path,
             perm,
@@ -564,12 +571,16 @@ impl Wire for MetaAnswer {
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         Ok(match dec.u8()? {
             0 => Self::Inode(Wire::decode(dec)?),
-            1 => Self::Entries(
-                decode_list::<Row>(dec)?
-                    .into_iter()
-                    .map(|r| (r.0, r.1))
-                    .collect(),
-            ),
+            1 => {
+                // A page: the server answers at most `DIR_LIST_PAGE_MAX` names.
+                let n = dec.len(DIR_LIST_PAGE_MAX, 1)?;
+                let mut rows = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let Row(name, e) = Wire::decode(dec)?;
+                    rows.push((name, e));
+                }
+                Self::Entries(rows)
+            }
             2 => Self::Done,
             4 => Self::StatFs(Wire::decode(dec)?),
             3 => {

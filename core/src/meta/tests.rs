@@ -383,3 +383,40 @@ fn setattr_changes_only_what_it_is_given_and_batch_stat_answers_each_path() {
     let many = vec!["/f".to_string(); BATCH_STAT_MAX + 1];
     assert!(tx(&mut kv, |ns| ns.batch_stat(&many)).is_err());
 }
+
+/// A listing answers at most `DIR_LIST_PAGE_MAX` names whatever limit it is asked for (so its
+/// reply stays below the codec's list limit); the caller pages on after the last name.
+#[test]
+fn a_listing_page_is_capped() {
+    use crate::limits::DIR_LIST_PAGE_MAX;
+    let mut kv = fresh();
+    let n = DIR_LIST_PAGE_MAX + 3;
+    tx(&mut kv, |ns| {
+        (0..n).try_for_each(|i| {
+            ns.create(&format!("/f{i:05}"), 0o644, false, op(1))
+                .map(|_| ())
+        })
+    })
+    .unwrap();
+    let list = |kv: &mut MemKv, after: Vec<u8>| {
+        let op = MetaOp::List {
+            path: "/".into(),
+            after,
+            limit: u32::MAX,
+        };
+        match req(kv, 7, 2, op) {
+            Ok(MetaAnswer::Entries(rows)) => rows,
+            r => panic!("a listing: {r:?}"),
+        }
+    };
+    let first = list(&mut kv, Vec::new());
+    assert_eq!(first.len(), DIR_LIST_PAGE_MAX as usize);
+    let reply = crate::msg::Msg::MetaReply(crate::msg::meta::MetaReply {
+        request: RequestId(2),
+        result: Ok(MetaAnswer::Entries(first.clone())),
+    });
+    assert_eq!(crate::msg::Msg::decode(&reply.encode()), Ok(reply));
+    let rest = list(&mut kv, first.last().unwrap().0.clone());
+    assert_eq!(rest.len(), 3);
+    assert_eq!(rest[2].0, format!("f{:05}", n - 1).into_bytes());
+}

@@ -5,7 +5,10 @@
 //! Protocol outcomes are statuses inside replies ([`MgmtdStatus`]), never Rust errors.
 
 use crate::chunk::{Applied, ChunkMeta, PendingMeta, UpdateTag};
-use crate::ids::{ChainVersion, ClientId, NodeId, RoutingVersion, TargetId, VersionedChain};
+use crate::ids::{
+    ChainVersion, ChunkId, ClientId, NodeId, RoutingVersion, TargetId, VersionedChain,
+};
+use crate::limits::CHUNK_META_PAGE_MAX;
 use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
 use crate::msg::Status;
 use crate::routing::LocalState;
@@ -162,7 +165,8 @@ pub struct ExtendSession {
 }
 wire_struct!(ExtendSession { client });
 
-/// Predecessor → SYNCING successor: start a resync round (3FS `syncStart`).
+/// A resync round, as its messages name it: `SyncDone` (predecessor → SYNCING successor) and
+/// the echo in the replies; a `SyncStart` page ([`SyncStartReq`]) carries it with a cursor.
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct SyncReq {
     /// The chain at the predecessor's chain version.
@@ -172,29 +176,100 @@ pub struct SyncReq {
 }
 wire_struct!(SyncReq { chain, target });
 
-/// Successor → predecessor: its chunk metadata, or why it refuses.
+/// Predecessor → SYNCING successor: one page of the successor's chunk metadata (3FS
+/// `syncStart`): its first chunks, or those after the predecessor's cursor `after`.
+///
+/// The first page's request is encoded as the bare [`SyncReq`] (kind `SyncStart`, as before
+/// replies were paged), a later page's as the request and its cursor (kind `SyncStartAfter`).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SyncStartReq {
+    /// The round: the chain at the predecessor's chain version and the successor.
+    pub req: SyncReq,
+    /// The last chunk of the page before; `None` asks for the first page.
+    pub after: Option<ChunkId>,
+}
+wire_struct!(SyncStartReq { req, after });
+
+/// Successor → predecessor: one page of its chunk metadata, or why it refuses.
+///
+/// A whole answer (the first page with nothing after it) is encoded as before replies were
+/// paged (kind `SyncStartReply`: request, status, metas), any other page with its cursor and
+/// `more` too (kind `SyncStartPage`); so rounds over at most [`CHUNK_META_PAGE_MAX`] chunks
+/// send the same bytes as before.
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct SyncStartReply {
     /// Echo of the request.
     pub req: SyncReq,
+    /// Echo of the request's cursor: the predecessor takes only the page it asked for last.
+    pub after: Option<ChunkId>,
     /// `Ok`, `StaleChainVersion`, or `TargetNotServing` (not SYNCING + ONLINE).
     pub status: Status,
-    /// Metadata of every chunk the successor holds (committed and pending).
+    /// Metadata of the successor's chunks (committed and pending) after `after`, in chunk
+    /// order, at most [`CHUNK_META_PAGE_MAX`].
     pub metas: Vec<ChunkMeta>,
+    /// More chunks follow the last of `metas`: the predecessor asks again after it.
+    pub more: bool,
 }
 
-impl Wire for SyncStartReply {
-    fn encode(&self, enc: &mut Encoder) {
+impl SyncStartReply {
+    /// Whether this is a whole answer, encoded without cursor and `more`.
+    pub fn is_whole(&self) -> bool {
+        self.after.is_none() && !self.more
+    }
+
+    /// The encoding of a whole answer (kind `SyncStartReply`).
+    pub(super) fn encode_whole(&self, enc: &mut Encoder) {
+        debug_assert!(self.is_whole());
         self.req.encode(enc);
         self.status.encode(enc);
         encode_list(enc, &self.metas);
     }
-    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+
+    /// Decodes a whole answer (kind `SyncStartReply`).
+    pub(super) fn decode_whole(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
             req: Wire::decode(dec)?,
+            after: None,
             status: Wire::decode(dec)?,
-            metas: decode_list(dec)?,
+            metas: decode_page(dec)?,
+            more: false,
         })
+    }
+}
+
+/// A page of chunk metadata: at most [`CHUNK_META_PAGE_MAX`] entries, checked before
+/// anything is allocated.
+fn decode_page(dec: &mut Decoder<'_>) -> Result<Vec<ChunkMeta>, DecodeError> {
+    let n = dec.len(CHUNK_META_PAGE_MAX as u32, 1)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(Wire::decode(dec)?);
+    }
+    Ok(out)
+}
+
+/// The encoding of a page other than a whole answer (kind `SyncStartPage`); decoding one
+/// that is a whole answer is invalid (each reply has one encoding).
+impl Wire for SyncStartReply {
+    fn encode(&self, enc: &mut Encoder) {
+        self.req.encode(enc);
+        self.after.encode(enc);
+        self.status.encode(enc);
+        encode_list(enc, &self.metas);
+        self.more.encode(enc);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let rep = Self {
+            req: Wire::decode(dec)?,
+            after: Wire::decode(dec)?,
+            status: Wire::decode(dec)?,
+            metas: decode_page(dec)?,
+            more: Wire::decode(dec)?,
+        };
+        if rep.is_whole() {
+            return Err(DecodeError::Invalid);
+        }
+        Ok(rep)
     }
 }
 

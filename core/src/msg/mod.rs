@@ -21,12 +21,12 @@ use codec::{decode_frame, decode_list, encode_frame, encode_list, DecodeError, D
 use codec::{Encoder, Wire};
 pub use mgmtd::{
     ExtendSession, Heartbeat, HeartbeatReply, LocalTargetInfo, MgmtdStatus, SyncDoneReply, SyncReq,
-    SyncStartReply,
+    SyncStartReply, SyncStartReq,
 };
 pub use storage::{
-    ChunkMetaDump, ChunkSum, LastChunk, MessageTag, QueryLastChunkReply, QueryLastChunkReq,
-    ReadReply, ReadReq, SpaceInfoReply, Status, TargetDump, TargetSpace, UpdateReply, UpdateReq,
-    UpdateResult,
+    ChunkMetaDump, ChunkSum, DumpCursor, LastChunk, MessageTag, QueryLastChunkReply,
+    QueryLastChunkReq, ReadReply, ReadReq, SpaceInfoReply, Status, TargetDump, TargetSpace,
+    UpdateReply, UpdateReq, UpdateResult,
 };
 
 /// Every message of the protocol.
@@ -60,9 +60,9 @@ pub enum Msg {
     },
     /// Client → primary mgmtd: keep the session alive.
     ExtendSession(ExtendSession),
-    /// Predecessor → SYNCING successor: start a resync round.
-    SyncStart(SyncReq),
-    /// SYNCING successor → predecessor: its chunk metadata.
+    /// Predecessor → SYNCING successor: start a resync round, or ask for its next page.
+    SyncStart(SyncStartReq),
+    /// SYNCING successor → predecessor: a page of its chunk metadata.
     SyncStartReply(SyncStartReply),
     /// Predecessor → SYNCING successor: every chunk is copied; become UPTODATE.
     SyncDone(SyncReq),
@@ -91,9 +91,12 @@ pub enum Msg {
     /// mgmtd → anyone: server addresses (sent with routing when mgmtd knows them).
     NodeAddrs(kv::NodeAddrs),
     /// Tool → storage node: the committed chunk metadata of your targets (3FS
-    /// `getAllChunkMetadata`, behind `admin_cli dump-chunkmeta`).
-    DumpChunkMeta,
-    /// Storage node → tool.
+    /// `getAllChunkMetadata`, behind `admin_cli dump-chunkmeta`), a page at a time.
+    DumpChunkMeta {
+        /// Where the page starts: `None` for the first, else the last reply's `next`.
+        cursor: Option<DumpCursor>,
+    },
+    /// Storage node → tool: one page.
     ChunkMetaDump(ChunkMetaDump),
 }
 
@@ -125,6 +128,8 @@ const KIND_KV_REPLY: u8 = 25;
 const KIND_NODE_ADDRS: u8 = 26;
 const KIND_DUMP_CHUNK_META: u8 = 27;
 const KIND_CHUNK_META_DUMP: u8 = 28;
+const KIND_SYNC_START_AFTER: u8 = 29;
+const KIND_SYNC_START_PAGE: u8 = 30;
 
 /// Whether an encoded frame is a storage heartbeat to mgmtd, read from its header alone (a
 /// transport's fault layer drops heartbeats without decoding whole frames).
@@ -147,8 +152,15 @@ impl Msg {
             Self::HeartbeatReply(m) => encode_frame(KIND_HEARTBEAT_REPLY, |e| m.encode(e)),
             Self::NotPrimary { primary } => encode_frame(KIND_NOT_PRIMARY, |e| primary.encode(e)),
             Self::ExtendSession(m) => encode_frame(KIND_EXTEND_SESSION, |e| m.encode(e)),
-            Self::SyncStart(m) => encode_frame(KIND_SYNC_START, |e| m.encode(e)),
-            Self::SyncStartReply(m) => encode_frame(KIND_SYNC_START_REPLY, |e| m.encode(e)),
+            // A round's first page and a whole answer keep their unpaged encodings.
+            Self::SyncStart(m) if m.after.is_none() => {
+                encode_frame(KIND_SYNC_START, |e| m.req.encode(e))
+            }
+            Self::SyncStart(m) => encode_frame(KIND_SYNC_START_AFTER, |e| m.encode(e)),
+            Self::SyncStartReply(m) if m.is_whole() => {
+                encode_frame(KIND_SYNC_START_REPLY, |e| m.encode_whole(e))
+            }
+            Self::SyncStartReply(m) => encode_frame(KIND_SYNC_START_PAGE, |e| m.encode(e)),
             Self::SyncDone(m) => encode_frame(KIND_SYNC_DONE, |e| m.encode(e)),
             Self::SyncDoneReply(m) => encode_frame(KIND_SYNC_DONE_REPLY, |e| m.encode(e)),
             Self::MetaReq(m) => encode_frame(KIND_META_REQ, |e| m.encode(e)),
@@ -164,7 +176,9 @@ impl Msg {
             Self::KvReq(m) => encode_frame(KIND_KV_REQ, |e| m.encode(e)),
             Self::KvReply(m) => encode_frame(KIND_KV_REPLY, |e| m.encode(e)),
             Self::NodeAddrs(m) => encode_frame(KIND_NODE_ADDRS, |e| m.encode(e)),
-            Self::DumpChunkMeta => encode_frame(KIND_DUMP_CHUNK_META, |_| {}),
+            Self::DumpChunkMeta { cursor } => {
+                encode_frame(KIND_DUMP_CHUNK_META, |e| cursor.encode(e))
+            }
             Self::ChunkMetaDump(m) => encode_frame(KIND_CHUNK_META_DUMP, |e| m.encode(e)),
         }
     }
@@ -193,8 +207,16 @@ impl Msg {
                 primary: Wire::decode(d)?,
             },
             KIND_EXTEND_SESSION => Self::ExtendSession(Wire::decode(d)?),
-            KIND_SYNC_START => Self::SyncStart(Wire::decode(d)?),
-            KIND_SYNC_START_REPLY => Self::SyncStartReply(Wire::decode(d)?),
+            KIND_SYNC_START => Self::SyncStart(SyncStartReq {
+                req: Wire::decode(d)?,
+                after: None,
+            }),
+            KIND_SYNC_START_AFTER => match SyncStartReq::decode(d)? {
+                m if m.after.is_some() => Self::SyncStart(m),
+                _ => return Err(DecodeError::Invalid),
+            },
+            KIND_SYNC_START_REPLY => Self::SyncStartReply(SyncStartReply::decode_whole(d)?),
+            KIND_SYNC_START_PAGE => Self::SyncStartReply(Wire::decode(d)?),
             KIND_SYNC_DONE => Self::SyncDone(Wire::decode(d)?),
             KIND_SYNC_DONE_REPLY => Self::SyncDoneReply(Wire::decode(d)?),
             KIND_META_REQ => Self::MetaReq(Wire::decode(d)?),
@@ -208,7 +230,9 @@ impl Msg {
             KIND_KV_REQ => Self::KvReq(Wire::decode(d)?),
             KIND_KV_REPLY => Self::KvReply(Wire::decode(d)?),
             KIND_NODE_ADDRS => Self::NodeAddrs(Wire::decode(d)?),
-            KIND_DUMP_CHUNK_META => Self::DumpChunkMeta,
+            KIND_DUMP_CHUNK_META => Self::DumpChunkMeta {
+                cursor: Wire::decode(d)?,
+            },
             KIND_CHUNK_META_DUMP => Self::ChunkMetaDump(Wire::decode(d)?),
             t => return Err(DecodeError::UnknownTag(t)),
         };

@@ -9,6 +9,7 @@ use crate::ids::{
     ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, InodeId, RequestId, SeqNum,
     VersionedChain,
 };
+use crate::limits::CHUNK_META_PAGE_MAX;
 use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
 use crate::payload::Payload;
 use crate::wire_struct;
@@ -291,7 +292,7 @@ wire_struct!(ChunkSum {
     checksum
 });
 
-/// One target's committed chunks, in chunk order.
+/// One target's committed chunks, in chunk order (in a dump page: those of the page).
 #[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct TargetDump {
     /// The target.
@@ -306,31 +307,57 @@ impl Wire for TargetDump {
         crate::msg::codec::encode_list(enc, &self.chunks);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
-        Ok(Self {
-            target: Wire::decode(dec)?,
-            chunks: crate::msg::codec::decode_list(dec)?,
-        })
+        let target = Wire::decode(dec)?;
+        let n = dec.len(CHUNK_META_PAGE_MAX as u32, 1)?;
+        let mut chunks = Vec::with_capacity(n);
+        for _ in 0..n {
+            chunks.push(Wire::decode(dec)?);
+        }
+        Ok(Self { target, chunks })
     }
 }
 
-/// Storage node → asker: the committed chunk metadata of each of its targets.
+/// Where a chunk metadata dump goes on: `target`'s committed chunks after `after` (from its
+/// first when `None`), then the node's targets after it.
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct DumpCursor {
+    /// The target the next page starts in.
+    pub target: crate::ids::TargetId,
+    /// The last chunk of that target already dumped.
+    pub after: Option<crate::ids::ChunkId>,
+}
+wire_struct!(DumpCursor { target, after });
+
+/// Storage node → asker: one page of the committed chunk metadata of its targets, at most
+/// [`CHUNK_META_PAGE_MAX`] chunks in all. A target whose chunks a page cuts short comes again,
+/// with the rest, in the next page.
 #[derive(Clone, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct ChunkMetaDump {
     /// The answering node.
     pub node: crate::ids::NodeId,
-    /// Its targets.
+    /// Its targets in this page, in target order.
     pub targets: Vec<TargetDump>,
+    /// `None`: the dump is complete. Otherwise ask again with this cursor.
+    pub next: Option<DumpCursor>,
 }
 
 impl Wire for ChunkMetaDump {
     fn encode(&self, enc: &mut Encoder) {
         self.node.encode(enc);
         crate::msg::codec::encode_list(enc, &self.targets);
+        self.next.encode(enc);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let node = Wire::decode(dec)?;
+        let targets: Vec<TargetDump> = crate::msg::codec::decode_list(dec)?;
+        let chunks: usize = targets.iter().map(|t| t.chunks.len()).sum();
+        if chunks > CHUNK_META_PAGE_MAX {
+            return Err(DecodeError::TooLong(chunks as u32));
+        }
         Ok(Self {
-            node: Wire::decode(dec)?,
-            targets: crate::msg::codec::decode_list(dec)?,
+            node,
+            targets,
+            next: Wire::decode(dec)?,
         })
     }
 }

@@ -600,7 +600,7 @@ impl Machine for StorageNode {
                 Msg::Read(req) => self.on_read(from, req, out),
                 Msg::QueryLastChunk(req) => self.on_query_last_chunk(from, req, out),
                 Msg::SpaceInfo => self.on_space_info(from, out),
-                Msg::DumpChunkMeta => self.on_dump_chunk_meta(from, out),
+                Msg::DumpChunkMeta { cursor } => self.on_dump_chunk_meta(from, cursor, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
                 Msg::HeartbeatReply(rep) => self.on_heartbeat_reply(rep.status, out),
                 Msg::NotPrimary { primary } => self.on_not_primary(primary, out),

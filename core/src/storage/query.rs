@@ -9,14 +9,18 @@
 //!
 //! `spaceInfo` answers from the same metadata: the committed bytes per target; and so does the
 //! dump of every committed chunk's version, length and checksum per target (3FS
-//! `getAllChunkMetadata`), which tools compare across a chain's replicas while it runs.
+//! `getAllChunkMetadata`), which tools compare across a chain's replicas while it runs; the
+//! dump goes a page at a time, the tool following each page's cursor.
 //! Not here: precise lengths over several chains (the asker takes the maximum), removing
 //! chunks by range (callers remove each chunk the answer reaches).
 
-use crate::ids::{ChunkId, NodeId};
+use std::ops::Bound;
+
+use crate::ids::{ChunkId, NodeId, TargetId};
+use crate::limits::CHUNK_META_PAGE_MAX;
 use crate::machine::Outbox;
 use crate::msg::{
-    ChunkMetaDump, ChunkSum, LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq,
+    ChunkMetaDump, ChunkSum, DumpCursor, LastChunk, Msg, QueryLastChunkReply, QueryLastChunkReq,
     SpaceInfoReply, Status, TargetDump, TargetSpace,
 };
 use crate::routing::PublicState;
@@ -39,29 +43,67 @@ impl StorageNode {
         out.send(from, Msg::SpaceInfoReply(SpaceInfoReply { node, targets }));
     }
 
-    /// The committed chunks of every target, from the cached metadata (no I/O): what a
-    /// replica holds as its chain's members must agree on it.
-    pub(super) fn on_dump_chunk_meta(&mut self, from: NodeId, out: &mut Outbox<Self>) {
-        let targets = self
-            .targets
-            .values()
-            .map(|t| TargetDump {
+    /// A page of the committed chunks of every target, from the cached metadata (no I/O):
+    /// what a replica holds as its chain's members must agree on it. A page holds at most
+    /// `CHUNK_META_PAGE_MAX` chunks, from `cursor` on, and names where the next one starts.
+    pub(super) fn on_dump_chunk_meta(
+        &mut self,
+        from: NodeId,
+        cursor: Option<DumpCursor>,
+        out: &mut Outbox<Self>,
+    ) {
+        let first = cursor.map_or(TargetId(0), |c| c.target);
+        let mut budget = CHUNK_META_PAGE_MAX;
+        let mut targets = Vec::new();
+        let mut next = None;
+        for t in self.targets.range(first..).map(|(_, t)| t) {
+            if budget == 0 {
+                next = Some(DumpCursor {
+                    target: t.id,
+                    after: None,
+                });
+                break;
+            }
+            let after = cursor
+                .filter(|c| c.target == t.id)
+                .and_then(|c| c.after)
+                .map_or(Bound::Unbounded, Bound::Excluded);
+            let mut committed = t
+                .chunks
+                .range((after, Bound::Unbounded))
+                .map(|(_, m)| m)
+                .filter(|m| m.committed.0 > 0);
+            let chunks: Vec<ChunkSum> = committed
+                .by_ref()
+                .take(budget)
+                .map(|m| ChunkSum {
+                    chunk: m.chunk,
+                    version: m.committed,
+                    len: m.len,
+                    checksum: m.checksum,
+                })
+                .collect();
+            budget -= chunks.len();
+            let last = chunks.last().map(|c| c.chunk);
+            targets.push(TargetDump {
                 target: t.id,
-                chunks: t
-                    .chunks
-                    .values()
-                    .filter(|m| m.committed.0 > 0)
-                    .map(|m| ChunkSum {
-                        chunk: m.chunk,
-                        version: m.committed,
-                        len: m.len,
-                        checksum: m.checksum,
-                    })
-                    .collect(),
-            })
-            .collect();
+                chunks,
+            });
+            if budget == 0 && committed.next().is_some() {
+                next = Some(DumpCursor {
+                    target: t.id,
+                    after: last,
+                });
+                break;
+            }
+        }
         let node = self.cfg.node;
-        out.send(from, Msg::ChunkMetaDump(ChunkMetaDump { node, targets }));
+        let dump = ChunkMetaDump {
+            node,
+            targets,
+            next,
+        };
+        out.send(from, Msg::ChunkMetaDump(dump));
     }
 
     pub(super) fn on_query_last_chunk(

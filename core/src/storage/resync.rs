@@ -1,8 +1,11 @@
 //! Resync of a SYNCING successor by its predecessor (3FS §3.6), both sides.
 //!
 //! Predecessor (the current tail of the serving prefix): when routing shows its successor
-//! SYNCING, it sends `SyncStart`; the successor answers with the metadata of every chunk it
-//! holds; [`decide`] classifies each chunk (the full §3.6 decision table); removes go first,
+//! SYNCING, it sends `SyncStart`; the successor answers with the metadata of the chunks it
+//! holds, a page of at most `CHUNK_META_PAGE_MAX` at a time in chunk order, and the predecessor
+//! asks for the next page after the last chunk of each until none is left (a target may hold
+//! any number of chunks; one reply for all of them would outgrow the codec's list limit);
+//! [`decide`] then classifies each chunk (the full §3.6 decision table); removes go first,
 //! then full-chunk writes, one chunk at a time under the chunk lock, each shipping the
 //! predecessor's committed content as an `is_syncing` update that the successor applies with
 //! `ChunkOp::Install`; then `SyncDone` makes the successor locally UPTODATE, which mgmtd turns
@@ -10,20 +13,27 @@
 //! replaces (`write.rs`); the chunk lock serialises them with sync items.
 //!
 //! Invariants: a round runs at one chain version and is abandoned when routing moves (the new
-//! routing starts a new round if the successor is still SYNCING); a sync item holds the chunk
-//! lock from its local read until the successor's answer. Not here: forcing a fatally
+//! routing starts a new round if the successor is still SYNCING); a round takes only the page
+//! it asked for last (a duplicate or late page is dropped) and every page moves its cursor
+//! forward; a sync item holds the chunk lock from its local read until the successor's answer.
+//! Pages are snapshots taken at different times: the successor's chunks change meanwhile only
+//! through this predecessor's forwarding, as they may between a single snapshot and the
+//! decision, and the decision table allows for it. Not here: forcing a fatally
 //! diverged successor offline (the round is abandoned and counted; 3FS calls `offlineTarget`).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
 
 use crate::bugs::PlantedBug;
-use crate::chunk::{ChunkRead, UpdateKind};
+use crate::chunk::{ChunkMeta, ChunkRead, UpdateKind};
 use crate::ids::{
     ChannelId, ChunkId, ChunkVersion, ClientId, NodeId, RequestId, SeqNum, TargetId, VersionedChain,
 };
-use crate::limits::CHUNK_SIZE_MAX;
+use crate::limits::{CHUNK_META_PAGE_MAX, CHUNK_SIZE_MAX};
 use crate::machine::{ActionOf, Outbox};
-use crate::msg::{MessageTag, Msg, Status, SyncDoneReply, SyncReq, SyncStartReply, UpdateReq};
+use crate::msg::{
+    MessageTag, Msg, Status, SyncDoneReply, SyncReq, SyncStartReply, SyncStartReq, UpdateReq,
+};
 use crate::payload::Payload;
 use crate::routing::{LocalState, PublicState};
 use crate::storage::chunk_lock::Enqueue;
@@ -38,8 +48,13 @@ pub const SYNC_CHANNEL: ChannelId = ChannelId(0);
 /// Progress of a round.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub enum ResyncPhase {
-    /// `SyncStart` sent.
-    Starting,
+    /// `SyncStart` sent for the page after `after` (the first page when `None`).
+    Starting {
+        /// The cursor of the page asked for.
+        after: Option<ChunkId>,
+        /// The successor's chunks of the pages answered before it.
+        metas: BTreeMap<ChunkId, ChunkMeta>,
+    },
     /// Copying: items left, and the chunk being copied.
     Copying {
         /// Chunks still to do.
@@ -123,16 +138,17 @@ impl StorageNode {
                     chain,
                     successor,
                     node,
-                    phase: ResyncPhase::Starting,
+                    phase: ResyncPhase::Starting {
+                        after: None,
+                        metas: BTreeMap::new(),
+                    },
                 },
             );
-            out.send(
-                node,
-                Msg::SyncStart(SyncReq {
-                    chain,
-                    target: successor,
-                }),
-            );
+            let req = SyncReq {
+                chain,
+                target: successor,
+            };
+            out.send(node, Msg::SyncStart(SyncStartReq { req, after: None }));
             self.arm_round_timeout(tid, out);
         }
     }
@@ -168,7 +184,7 @@ impl StorageNode {
         if self.resyncs.get(&target).is_some_and(|r| {
             matches!(
                 r.phase,
-                ResyncPhase::Failed | ResyncPhase::Starting | ResyncPhase::Finishing
+                ResyncPhase::Failed | ResyncPhase::Starting { .. } | ResyncPhase::Finishing
             )
         }) {
             self.resyncs.remove(&target);
@@ -176,19 +192,35 @@ impl StorageNode {
         }
     }
 
-    /// Successor side: answer with every chunk's metadata if this target is SYNCING + ONLINE.
-    pub(super) fn on_sync_start(&mut self, from: NodeId, req: SyncReq, out: &mut Outbox<Self>) {
-        let (status, metas) = match self.admit_sync(&req) {
-            Ok(target) => (
-                Status::Ok,
-                self.targets[&target].chunks.values().cloned().collect(),
-            ),
-            Err(status) => (status, Vec::new()),
+    /// Successor side: answer with the metadata of a page of chunks after the request's
+    /// cursor if this target is SYNCING + ONLINE.
+    pub(super) fn on_sync_start(
+        &mut self,
+        from: NodeId,
+        req: SyncStartReq,
+        out: &mut Outbox<Self>,
+    ) {
+        let (status, metas, more) = match self.admit_sync(&req.req) {
+            Ok(target) => {
+                let from = req.after.map_or(Bound::Unbounded, Bound::Excluded);
+                let mut chunks = self.targets[&target]
+                    .chunks
+                    .range((from, Bound::Unbounded))
+                    .map(|(_, m)| m);
+                let metas: Vec<ChunkMeta> =
+                    chunks.by_ref().take(CHUNK_META_PAGE_MAX).cloned().collect();
+                (Status::Ok, metas, chunks.next().is_some())
+            }
+            Err(status) => (status, Vec::new(), false),
         };
-        out.send(
-            from,
-            Msg::SyncStartReply(SyncStartReply { req, status, metas }),
-        );
+        let rep = SyncStartReply {
+            req: req.req,
+            after: req.after,
+            status,
+            metas,
+            more,
+        };
+        out.send(from, Msg::SyncStartReply(rep));
     }
 
     /// The successor-side check of sync messages: exact chain version, the named target is
@@ -209,24 +241,42 @@ impl StorageNode {
         let Some(target) = self.resync_of(&rep.req) else {
             return;
         };
-        if self.resyncs[&target].phase != ResyncPhase::Starting {
+        let r = self.resyncs.get_mut(&target).expect("found above");
+        let ResyncPhase::Starting { after, metas } = &mut r.phase else {
             return;
+        };
+        if *after != rep.after {
+            return; // A page asked for before (a duplicate, or one from a restarted round).
         }
         if rep.status != Status::Ok {
             return self.fail_round(target, out);
         }
+        let last = rep.metas.last().map(|m| m.chunk);
+        // A page too long, or a next page that would not move forward, is the successor's bug.
+        if rep.metas.len() > CHUNK_META_PAGE_MAX
+            || (rep.more && last.is_none_or(|c| Some(c) <= *after))
+        {
+            return self.fail_round(target, out);
+        }
+        metas.extend(rep.metas.into_iter().map(|m| (m.chunk, m)));
+        if rep.more {
+            *after = last;
+            let req = SyncStartReq {
+                req: rep.req,
+                after: last,
+            };
+            out.send(r.node, Msg::SyncStart(req));
+            return self.arm_round_timeout(target, out);
+        }
+        let remote = std::mem::take(metas);
         let current = rep.req.chain.version;
         let strict = self.bug(PlantedBug::Resync3fsTable);
         let t = &self.targets[&target];
         let mut removes = Vec::new();
         let mut writes = Vec::new();
-        let mut ids: Vec<ChunkId> = t.chunks.keys().copied().collect();
-        ids.extend(rep.metas.iter().map(|m| m.chunk));
-        ids.sort();
-        ids.dedup();
+        let ids: BTreeSet<ChunkId> = t.chunks.keys().chain(remote.keys()).copied().collect();
         for chunk in ids {
-            let remote = rep.metas.iter().find(|m| m.chunk == chunk);
-            match decide(t.chunks.get(&chunk), remote, current, strict) {
+            match decide(t.chunks.get(&chunk), remote.get(&chunk), current, strict) {
                 Decision::Remove => removes.push((chunk, Decision::Remove)),
                 Decision::Write => writes.push((chunk, Decision::Write)),
                 Decision::Skip => {}

@@ -335,7 +335,8 @@ impl Tree {
                 let names = entries
                     .iter()
                     .filter(|(n, _)| n.as_slice() > after.as_slice())
-                    .take(*limit as usize)
+                    // The server answers a page at most `DIR_LIST_PAGE_MAX` long.
+                    .take((*limit).min(t3fs_core::limits::DIR_LIST_PAGE_MAX) as usize)
                     .map(|(n, id)| (n.clone(), self.kind(*id)))
                     .collect();
                 Ok(Abstract::Names(names))

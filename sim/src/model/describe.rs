@@ -98,13 +98,18 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::HeartbeatReply(r) => format!("HeartbeatReply {:?}", r.status),
         Msg::NotPrimary { primary } => format!("NotPrimary primary={primary:?}"),
         Msg::ExtendSession(s) => format!("ExtendSession {}", s.client),
-        Msg::SyncStart(r) => format!("SyncStart {} {}", r.chain, r.target),
+        Msg::SyncStart(r) => match r.after {
+            None => format!("SyncStart {} {}", r.req.chain, r.req.target),
+            Some(c) => format!("SyncStart {} {} after {c}", r.req.chain, r.req.target),
+        },
         Msg::SyncStartReply(r) => format!(
-            "SyncStartReply {} {} {:?} {} chunks",
+            "SyncStartReply {} {} {:?} {} chunks{}{}",
             r.req.chain,
             r.req.target,
             r.status,
-            r.metas.len()
+            r.metas.len(),
+            r.after.map_or(String::new(), |c| format!(" after {c}")),
+            if r.more { " (more)" } else { "" }
         ),
         Msg::SyncDone(r) => format!("SyncDone {} {}", r.chain, r.target),
         Msg::SyncDoneReply(r) => format!("SyncDoneReply {} {:?}", r.req.chain, r.status),
@@ -116,8 +121,13 @@ pub fn describe_msg(msg: &Msg) -> String {
         Msg::KvReq(r) => format!("KvReq {} {:?}", r.id, r.op),
         Msg::KvReply(r) => format!("KvReply {} {:?}", r.id, r.result),
         Msg::NodeAddrs(a) => format!("NodeAddrs {:?}", a.addrs),
-        Msg::DumpChunkMeta => "DumpChunkMeta".into(),
-        Msg::ChunkMetaDump(d) => format!("ChunkMetaDump {} {} targets", d.node, d.targets.len()),
+        Msg::DumpChunkMeta { cursor } => format!("DumpChunkMeta {cursor:?}"),
+        Msg::ChunkMetaDump(d) => format!(
+            "ChunkMetaDump {} {} targets next {:?}",
+            d.node,
+            d.targets.len(),
+            d.next
+        ),
         Msg::QueryLastChunk(q) => format!(
             "QueryLastChunk {} inode {} [{}, {})",
             q.chain, q.inode.0, q.begin, q.end

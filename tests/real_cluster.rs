@@ -30,11 +30,7 @@ impl Cluster {
             .arg(&self.dir)
             .output()
             .expect("run t3fs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = support::text_of(&out);
         assert!(out.status.success(), "t3fs {args:?} failed:\n{text}");
         text
     }

@@ -22,12 +22,16 @@ pub fn t3fs_code(args: &[&str], tmp: &Path) -> (Option<i32>, String) {
         .env("TMPDIR", tmp)
         .output()
         .expect("t3fs runs");
-    let text = format!(
+    (out.status.code(), text_of(&out))
+}
+
+/// A finished command's stdout then stderr, as text.
+pub fn text_of(out: &std::process::Output) -> String {
+    format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    )
 }
 
 /// Processes whose command line mentions `dir` (services run with configs under their cluster's
@@ -56,12 +60,7 @@ pub fn shell_with(flag: &str, dir: &Path, script: &str) -> (bool, String) {
         .current_dir(dir)
         .output()
         .expect("sh runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    (out.status.success(), text_of(&out))
 }
 
 /// A test's directory: on drop, every process under it is killed and it is removed.

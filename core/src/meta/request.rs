@@ -22,7 +22,7 @@ use super::{DirEntry, Inode, MetaError, Namespace, PathOp};
 use crate::kv::{KvEngine, KvError};
 use crate::limits::DIR_LIST_PAGE_MAX;
 use crate::mgmtd::store::{decode, encode};
-use crate::msg::codec::{encode_list, DecodeError, Decoder, Encoder, Wire};
+use crate::msg::codec::{decode_list_max, encode_list, DecodeError, Decoder, Encoder, Wire};
 
 /// One namespace request (paths are absolute).
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -571,16 +571,13 @@ impl Wire for MetaAnswer {
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         Ok(match dec.u8()? {
             0 => Self::Inode(Wire::decode(dec)?),
-            1 => {
-                // A page: the server answers at most `DIR_LIST_PAGE_MAX` names.
-                let n = dec.len(DIR_LIST_PAGE_MAX, 1)?;
-                let mut rows = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let Row(name, e) = Wire::decode(dec)?;
-                    rows.push((name, e));
-                }
-                Self::Entries(rows)
-            }
+            // A page: the server answers at most `DIR_LIST_PAGE_MAX` names.
+            1 => Self::Entries(
+                decode_list_max::<Row>(dec, DIR_LIST_PAGE_MAX)?
+                    .into_iter()
+                    .map(|r| (r.0, r.1))
+                    .collect(),
+            ),
             2 => Self::Done,
             4 => Self::StatFs(Wire::decode(dec)?),
             3 => {

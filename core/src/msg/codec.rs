@@ -263,7 +263,13 @@ pub fn encode_list<T: Wire>(enc: &mut Encoder, items: &[T]) {
 
 /// Reads a list of at most [`LIST_LEN_MAX`] values, each at least one byte long.
 pub fn decode_list<T: Wire>(dec: &mut Decoder<'_>) -> Result<Vec<T>, DecodeError> {
-    let n = dec.len(LIST_LEN_MAX, 1)?;
+    decode_list_max(dec, LIST_LEN_MAX)
+}
+
+/// Reads a list of at most `max` values (a page), each at least one byte long; a longer one is
+/// `TooLong` before anything is allocated.
+pub fn decode_list_max<T: Wire>(dec: &mut Decoder<'_>, max: u32) -> Result<Vec<T>, DecodeError> {
+    let n = dec.len(max, 1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         out.push(T::decode(dec)?);

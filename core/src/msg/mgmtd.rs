@@ -9,7 +9,9 @@ use crate::ids::{
     ChainVersion, ChunkId, ClientId, NodeId, RoutingVersion, TargetId, VersionedChain,
 };
 use crate::limits::CHUNK_META_PAGE_MAX;
-use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
+use crate::msg::codec::{
+    decode_list, decode_list_max, encode_list, DecodeError, Decoder, Encoder, Wire,
+};
 use crate::msg::Status;
 use crate::routing::LocalState;
 use crate::wire_struct;
@@ -240,12 +242,7 @@ impl SyncStartReply {
 /// A page of chunk metadata: at most [`CHUNK_META_PAGE_MAX`] entries, checked before
 /// anything is allocated.
 fn decode_page(dec: &mut Decoder<'_>) -> Result<Vec<ChunkMeta>, DecodeError> {
-    let n = dec.len(CHUNK_META_PAGE_MAX as u32, 1)?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(Wire::decode(dec)?);
-    }
-    Ok(out)
+    decode_list_max(dec, CHUNK_META_PAGE_MAX as u32)
 }
 
 /// The encoding of a page other than a whole answer (kind `SyncStartPage`); decoding one

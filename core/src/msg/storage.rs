@@ -10,7 +10,7 @@ use crate::ids::{
     VersionedChain,
 };
 use crate::limits::CHUNK_META_PAGE_MAX;
-use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
+use crate::msg::codec::{decode_list_max, DecodeError, Decoder, Encoder, Wire};
 use crate::payload::Payload;
 use crate::wire_struct;
 
@@ -308,11 +308,7 @@ impl Wire for TargetDump {
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         let target = Wire::decode(dec)?;
-        let n = dec.len(CHUNK_META_PAGE_MAX as u32, 1)?;
-        let mut chunks = Vec::with_capacity(n);
-        for _ in 0..n {
-            chunks.push(Wire::decode(dec)?);
-        }
+        let chunks = decode_list_max(dec, CHUNK_META_PAGE_MAX as u32)?;
         Ok(Self { target, chunks })
     }
 }

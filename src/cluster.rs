@@ -87,6 +87,23 @@ pub enum ClusterCommand {
         #[arg(long, default_value = "t3fs-cluster")]
         dir: PathBuf,
     },
+    /// Issue a credential for a client: `client` acts for one user (meta takes its uid and
+    /// gid, not the ones a request names), `mount` for a trusted mount (acts for the users it
+    /// names). The credential does not carry the cluster secret and cannot act as a server.
+    Credential {
+        /// The cluster directory (the secret is read from its configs).
+        #[arg(long, default_value = "t3fs-cluster")]
+        dir: PathBuf,
+        /// `client` or `mount`.
+        #[arg(long, default_value = "client", value_parser = ["client", "mount"])]
+        role: String,
+        /// The user a client credential acts for.
+        #[arg(long, default_value_t = 1000)]
+        uid: u32,
+        /// Its group.
+        #[arg(long, default_value_t = 1000)]
+        gid: u32,
+    },
     /// Send a signal to one node's process.
     Kill {
         /// The node (`storage-0`).
@@ -125,6 +142,26 @@ pub enum ClusterCommand {
         #[arg(long, default_value_t = 1)]
         depth: usize,
     },
+}
+
+/// A credential string for `role` from the secret of the cluster in `dir`.
+fn credential(dir: &std::path::Path, role: &str, uid: u32, gid: u32) -> Result<String, String> {
+    use t3fs_real::transport::Credential;
+    let nodes = cluster::nodes(dir)?;
+    let secret = &nodes
+        .first()
+        .ok_or("no nodes in the cluster directory")?
+        .cfg
+        .cluster
+        .token;
+    let c = match role {
+        "mount" => Credential::mount(secret),
+        _ => Credential::client(secret, uid, gid),
+    };
+    let text = c
+        .encode()
+        .ok_or("a trusted credential has no string form")?;
+    Ok(format!("{text}\n"))
 }
 
 fn done(r: Result<String, String>) -> ExitCode {
@@ -186,6 +223,12 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
         ClusterCommand::Run(a) => crate::cluster_run::run(a),
         ClusterCommand::Soak(a) => crate::cluster_soak::soak(a),
         ClusterCommand::Status { dir } => done(cluster::status(&dir)),
+        ClusterCommand::Credential {
+            dir,
+            role,
+            uid,
+            gid,
+        } => done(credential(&dir, &role, uid, gid)),
         ClusterCommand::Kill { node, dir, signal } => done(cluster::kill(&dir, &node, &signal)),
         ClusterCommand::Restart { node, dir } => done(cluster::restart(&dir, &node)),
         ClusterCommand::Down { dir } => done(cluster::down(&dir)),

@@ -1,6 +1,6 @@
 //! The native client library: the core client machine on the tokio driver.
 //!
-//! [`Client::connect`] needs only mgmtd's address and the cluster token: it asks mgmtd for the
+//! [`Client::connect`] needs only mgmtd's address and a credential (or the cluster secret): it asks mgmtd for the
 //! server addresses (`NodeAddrs`, published with routing info), then boots the client machine
 //! from empty routing and waits until the machine has fetched routing. Every connect is a new
 //! incarnation with a fresh random node id and [`ClientId`], so storage's exactly-once records
@@ -41,7 +41,8 @@ pub struct ClientOptions {
     /// The other mgmtd nodes' addresses (nodes 1, 2, … of the plan): `connect` asks them too and
     /// follows a standby's hint to the primary.
     pub standby: Vec<SocketAddr>,
-    /// The cluster token.
+    /// What the client proves: a client or mount credential string (`t3fs cluster
+    /// credential`), or the cluster secret itself (an admin's; `transport::credential`).
     pub token: String,
     /// The cluster's timeout profile (the client's retry and refresh timers follow it).
     pub timeouts: Timeouts,
@@ -233,7 +234,9 @@ impl Client {
         id: ClientId,
     ) -> Result<Self, ClientError> {
         let err = |e: std::io::Error| ClientError::Connect(e.to_string());
-        let mut tc = TransportConfig::new(node, None, opts.token.clone());
+        let cred =
+            crate::transport::Credential::parse(&opts.token).map_err(ClientError::Invalid)?;
+        let mut tc = TransportConfig::with_credential(node, None, cred);
         tc.rdma = opts.rdma.clone();
         let (transport, mut inbound) = Transport::start(tc).await.map_err(err)?;
         let mgmtds: Vec<NodeId> = (0..=opts.standby.len() as u32).map(NodeId).collect();

@@ -364,7 +364,13 @@ pub fn up(o: &UpOptions) -> R<String> {
 pub fn mgmtd_status(entries: &[NodeEntry]) -> Option<String> {
     entries.iter().filter(|n| n.role == "mgmtd").find_map(|n| {
         let addr: SocketAddr = n.cfg.node.metrics.parse().ok()?;
-        let (code, body) = crate::metrics::get(addr, "/status", Duration::from_secs(2)).ok()?;
+        let (code, body) = crate::metrics::get_authed(
+            addr,
+            &n.cfg.cluster.token,
+            "/status",
+            Duration::from_secs(2),
+        )
+        .ok()?;
         (code == 200 && body.starts_with("primary")).then_some(body)
     })
 }

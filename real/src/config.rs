@@ -382,6 +382,23 @@ impl NodeConfig {
         }
     }
 
+    /// Which node id holds which server role (the transport refuses a peer claiming a server
+    /// role at another id, or a client's at a server's).
+    pub fn roster(&self) -> crate::transport::Roster {
+        use crate::transport::PeerRole;
+        let p = self.plan();
+        let mut r = std::collections::BTreeMap::new();
+        for (ids, role) in [
+            (&p.mgmtd, PeerRole::Mgmtd),
+            (&p.storage, PeerRole::Storage),
+            (&p.meta, PeerRole::Meta),
+        ] {
+            r.extend(ids.iter().map(|n| (*n, role)));
+        }
+        r.insert(self.kv_node(), PeerRole::Kv);
+        crate::transport::Roster(r)
+    }
+
     /// The role-configuration knobs.
     pub fn tuning(&self) -> Tuning {
         let c = &self.cluster;

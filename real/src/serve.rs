@@ -35,7 +35,7 @@ use t3fs_scenario::plan::Plan;
 
 use crate::config::{KvChoice, NodeConfig};
 use crate::node::{self, KvBackend, NodeParts};
-use crate::transport::{Transport, TransportConfig};
+use crate::transport::{Credential, PeerRole, Transport, TransportConfig};
 
 /// The role named on the command line (`kv` is the KV service, not a machine).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -127,7 +127,13 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     }
     let inc = next_incarnation(&cfg.node.data)?;
     let listen = cfg.node.listen.parse()?;
-    let mut tc = TransportConfig::new(me, Some(listen), cfg.cluster.token.clone());
+    let prole = match role {
+        ServeRole::Kv => PeerRole::Kv,
+        ServeRole::Machine(r) => PeerRole::of(r),
+    };
+    let cred = Credential::trusted(&cfg.cluster.token, prole);
+    let mut tc = TransportConfig::with_credential(me, Some(listen), cred);
+    tc.roster = Some(cfg.roster());
     tc.rdma = cfg.rdma.wire(&cfg.node.transport, &cfg.node.name)?;
     let (transport, inbound) = Transport::start(tc).await?;
     for (n, a) in cfg.addrs() {
@@ -238,14 +244,11 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     if let Some(d) = disk {
         resources.push(("/disk", d));
     }
-    let control = crate::metrics::Control {
-        token: cfg.cluster.token.clone(),
-        resources,
-    };
     let http = tokio::spawn(crate::metrics::serve(
         metrics,
         handle.snapshot.clone(),
-        cfg.node.fault_injection.then_some(control),
+        cfg.cluster.token.clone(),
+        cfg.node.fault_injection.then_some(resources),
     ));
     let ended = tokio::select! {
         _ = shutdown_signal() => {
@@ -362,14 +365,12 @@ async fn serve_kv(
         ..Default::default()
     }));
     let kv_faults = Arc::new(crate::kv_faults::KvFaultLayer::default());
-    let control = crate::metrics::Control {
-        token: cfg.cluster.token.clone(),
-        resources: vec![("/kv", kv_faults.clone())],
-    };
+    let resources: crate::fault_query::Resources = vec![("/kv", kv_faults.clone())];
     let http = tokio::spawn(crate::metrics::serve(
         metrics,
         snapshot.clone(),
-        cfg.node.fault_injection.then_some(control),
+        cfg.cluster.token.clone(),
+        cfg.node.fault_injection.then_some(resources),
     ));
     let (t2, c2, s2) = (transport.clone(), counters.clone(), snapshot.clone());
     let refresh = tokio::spawn(async move {
@@ -377,10 +378,10 @@ async fn serve_kv(
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             let c = t2.counters();
             let m = format!(
-                "t3fs_kv_answered_total {}\nt3fs_kv_dropped_total {}\nt3fs_transport_total{{name=\"frames_in\"}} {}\nt3fs_transport_total{{name=\"auth_rejected\"}} {}\nt3fs_transport_total{{name=\"malformed\"}} {}\n",
+                "t3fs_kv_answered_total {}\nt3fs_kv_dropped_total {}\nt3fs_transport_total{{name=\"frames_in\"}} {}\nt3fs_transport_total{{name=\"auth_rejected\"}} {}\nt3fs_transport_total{{name=\"malformed\"}} {}\nt3fs_transport_total{{name=\"refused_role\"}} {}\nt3fs_transport_total{{name=\"id_taken\"}} {}\n",
                 c2.answered.load(std::sync::atomic::Ordering::Relaxed),
                 c2.dropped.load(std::sync::atomic::Ordering::Relaxed),
-                c.frames_in, c.auth_rejected, c.malformed
+                c.frames_in, c.auth_rejected, c.malformed, c.refused_role, c.id_taken
             );
             if let Ok(mut s) = s2.lock() {
                 s.metrics = m;

@@ -26,6 +26,9 @@ pub fn counters_of(p: &Process) -> ProcessCounters {
                     ("storage.resync_items", c.resync_items),
                     ("storage.resync_fatal", c.resync_fatal),
                     ("storage.force_commits", c.force_commits),
+                    ("storage.updates_from_stranger", c.updates_from_stranger),
+                    ("storage.replies_from_stranger", c.replies_from_stranger),
+                    ("storage.lease_refusals", c.lease_refusals),
                 ],
                 Vec::new(),
             )

@@ -212,6 +212,11 @@ pub struct Target {
 pub struct StorageCounters {
     /// Updates committed locally.
     pub commits: u64,
+    /// Forwarded updates refused because the sender does not host this target's predecessor
+    /// in the chain version both route by.
+    pub updates_from_stranger: u64,
+    /// Heartbeat replies ignored because they came from a node that is not an mgmtd.
+    pub replies_from_stranger: u64,
     /// Requests rejected for a chain-version mismatch.
     pub stale_chain_version: u64,
     /// Forward retries.
@@ -391,6 +396,11 @@ impl StorageNode {
     /// Hosted targets.
     pub fn targets(&self) -> impl Iterator<Item = &Target> {
         self.targets.values()
+    }
+
+    /// Whether the storage-side lease holds now for the routing this node has applied.
+    pub fn lease_holds(&self) -> bool {
+        self.lease.holds(*self.now, self.routing.version)
     }
 
     /// Counters.
@@ -602,7 +612,7 @@ impl Machine for StorageNode {
                 Msg::SpaceInfo => self.on_space_info(from, out),
                 Msg::DumpChunkMeta { cursor } => self.on_dump_chunk_meta(from, cursor, out),
                 Msg::Routing(routing) => self.on_routing(routing, out),
-                Msg::HeartbeatReply(rep) => self.on_heartbeat_reply(rep.status, out),
+                Msg::HeartbeatReply(rep) => self.on_heartbeat_reply(from, rep.status, out),
                 Msg::NotPrimary { primary } => self.on_not_primary(primary, out),
                 Msg::SyncStart(req) => self.on_sync_start(from, req, out),
                 Msg::SyncStartReply(rep) => self.on_sync_start_reply(rep, out),

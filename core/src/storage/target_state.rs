@@ -135,7 +135,22 @@ impl StorageNode {
         }
     }
 
-    pub(super) fn on_heartbeat_reply(&mut self, status: MgmtdStatus, out: &mut Outbox<Self>) {
+    pub(super) fn on_heartbeat_reply(
+        &mut self,
+        from: NodeId,
+        status: MgmtdStatus,
+        out: &mut Outbox<Self>,
+    ) {
+        // Only an mgmtd answers heartbeats: a reply from any other node (a forgery, a confused
+        // peer) must not renew the lease or move the version. A reply from an mgmtd that is no
+        // longer the one the heartbeats go to is still taken: it answered a heartbeat this node
+        // sent it, a standby answers NotPrimary, and a deposed primary's grants are bounded by
+        // its own mgmtd lease (`lease.rs`). A node configured without mgmtd (a standalone
+        // harness) takes replies from anyone.
+        if !self.cfg.mgmtd.is_empty() && !self.cfg.mgmtd.contains(&from) {
+            self.counters.replies_from_stranger += 1;
+            return;
+        }
         self.hb_unanswered = 0;
         match status {
             MgmtdStatus::StaleHeartbeat { last } if last >= self.hb_version => {

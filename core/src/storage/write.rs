@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind, UpdateTag};
-use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
+use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId, VersionedChain};
 use crate::limits::CHUNK_SIZE_MAX;
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Msg, Status, UpdateReply, UpdateReq, UpdateResult};
@@ -160,6 +160,11 @@ impl StorageNode {
             if !view.is_head {
                 return reply(out, from, &req, Status::NotHead, None);
             }
+        } else if !self.from_predecessor(from, req.chain, target) {
+            // Only the chain predecessor at this chain version forwards to this target: anyone
+            // else (a confused or forging peer) would write versions the chain never ordered.
+            self.counters.updates_from_stranger += 1;
+            return reply(out, from, &req, Status::InvalidRequest, None);
         } else if req.is_syncing && view.state != PublicState::Syncing {
             // Full-chunk replaces are only for a SYNCING target; anything else is a stale sender.
             return reply(out, from, &req, Status::TargetNotServing, None);
@@ -569,6 +574,23 @@ impl StorageNode {
                 self.cfg.forward_retry_wait.clone(),
             ),
         }
+    }
+
+    /// Whether `from` hosts the target whose successor in `chain`'s write path is `target`
+    /// (`admit_chain` has checked that the sender routes by this node's chain version; a planted
+    /// bug that skips that check skips this one too, since the chains then differ).
+    fn from_predecessor(&self, from: NodeId, chain: VersionedChain, target: TargetId) -> bool {
+        let Some(info) = self.routing.chain(chain.chain) else {
+            return false;
+        };
+        if info.version != chain.version {
+            return true;
+        }
+        info.targets.iter().any(|t| {
+            t.state.in_write_path()
+                && info.successor_of(t.target).map(|s| s.target) == Some(target)
+                && self.routing.node_of(t.target) == Some(from)
+        })
     }
 
     pub(super) fn on_forward_retry(

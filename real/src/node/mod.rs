@@ -2,8 +2,9 @@
 //! (`t3fs_core::node::step`) with real I/O.
 //!
 //! One task owns the [`Process`] and its tables and waits on six sources in turn (`sources.rs`):
-//! inbound frames from the transport (decoded with the core codec; KV replies and address lists
-//! are the driver's own), loopback messages, timer fires, I/O completions, local calls (the
+//! inbound frames from the transport (decoded with the core codec, dropped unless the sender's
+//! role may send them (`transport::policy`), a client's namespace requests set to act for its
+//! credential's user; KV replies and address lists are the driver's own), loopback messages, timer fires, I/O completions, local calls (the
 //! native client, admin), and a status tick. Each input is one `step`; the actions go through
 //! [`host::RealHost`]. Chunk stores run on their own threads and KV steps leave the runtime (a
 //! remote `kv` service, or the blocking pool), so nothing here blocks, unless [`NodeEnv`] asks
@@ -338,7 +339,15 @@ impl Driver {
                 return None;
             }
         };
+        if !self.transport.admit(&inb, &msg) {
+            return None;
+        }
         match msg {
+            Msg::MetaReq(mut req) => {
+                // Meta acts for the credential's user unless the sender may act for users.
+                req.user = crate::transport::policy::user_of(inb.id, req.user);
+                Some(Input::Recv(inb.from, Msg::MetaReq(req)))
+            }
             Msg::KvReply(r) => {
                 let _ = self.io_tx.send((IoId(r.id), IoResult::Kv(r.result)));
                 None

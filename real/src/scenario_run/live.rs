@@ -88,8 +88,13 @@ impl Live<'_> {
 fn primary_of(entries: &[cluster::NodeEntry]) -> Option<String> {
     entries.iter().filter(|n| n.role == "mgmtd").find_map(|n| {
         let addr = n.cfg.node.metrics.parse().ok()?;
-        let (code, body) =
-            crate::metrics::get(addr, "/status", std::time::Duration::from_secs(2)).ok()?;
+        let (code, body) = crate::metrics::get_authed(
+            addr,
+            &n.cfg.cluster.token,
+            "/status",
+            std::time::Duration::from_secs(2),
+        )
+        .ok()?;
         (code == 200 && body.starts_with("primary")).then(|| n.name.clone())
     })
 }

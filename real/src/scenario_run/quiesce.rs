@@ -40,7 +40,13 @@ pub async fn quiesce(dir: &Path, bound: Duration) -> Result<Duration, String> {
             let mut out = Vec::new();
             for n in cluster::nodes(&d)?.iter().filter(|n| n.role == "storage") {
                 let addr = n.cfg.node.metrics.parse().map_err(|e| format!("{e}"))?;
-                let why = match crate::metrics::get(addr, "/status", Duration::from_secs(1)) {
+                let token = &n.cfg.cluster.token;
+                let why = match crate::metrics::get_authed(
+                    addr,
+                    token,
+                    "/status",
+                    Duration::from_secs(1),
+                ) {
                     Ok((200, body)) => busy(&body),
                     Ok((code, _)) => Some(format!("status answered {code}")),
                     Err(e) => Some(e.to_string()),

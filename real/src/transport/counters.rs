@@ -59,6 +59,14 @@ counters! {
     /// Handshakes that failed: a peer without the token, a wrong protocol, a wrong or
     /// unexpected node id, a timeout, or our own proof refused by the peer.
     auth_rejected,
+    /// Authenticated clients refused because another credential or incarnation holds their
+    /// node id on a live connection (an id takeover, or two clients that drew one id).
+    id_taken,
+    /// Authenticated connections refused because the peers table was full.
+    peers_full,
+    /// Frames dropped because the sender's role may not send that message
+    /// (`Transport::admit`).
+    refused_role,
     /// Authenticated connections established (dialed or accepted).
     connects,
     /// Authenticated connections dialed to a peer this transport had been connected to before.

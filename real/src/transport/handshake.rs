@@ -4,18 +4,24 @@
 //! Exchange (all fixed-size, before any frame):
 //!
 //! 1. both ends send a hello: magic `T3TP`, protocol version (u16 BE), node id (u32 BE),
-//!    incarnation (u64 BE, random per transport start) and a fresh 32-byte random nonce;
-//! 2. the dialer sends its proof, `BLAKE3-keyed(key, "dialer" ‖ dialer hello ‖ acceptor hello)`;
-//! 3. the acceptor checks it in constant time and answers one status byte: `1` (refused, then
-//!    it closes) or `0` followed by its own proof, the same hash labelled `"acceptor"`, which
-//!    the dialer checks in constant time.
+//!    incarnation (u64 BE, random per transport start), the identity its credential proves
+//!    (role byte, uid and gid, u32 BE each; `credential.rs`) and a fresh 32-byte random nonce;
+//! 2. the dialer sends its proof, `BLAKE3-keyed(K_dialer, "dialer" ‖ dialer hello ‖ acceptor
+//!    hello)`, keyed with the key of the identity it claims;
+//! 3. the acceptor derives that key (it must hold the cluster secret, or be that identity),
+//!    checks the proof in constant time, checks the claim against its roster ([`Roster`]: a
+//!    server role only at that role's node id, a client role never at a server's id) and answers
+//!    one status byte: `1` (refused, then it closes) or `0` followed by its own proof, labelled
+//!    `"acceptor"`, keyed with its own identity's key, or with the dialer's key when the dialer
+//!    is a client (a client cannot derive a server's key: it learns that the acceptor holds the
+//!    secret its credential came from, and the acceptor is the node its address named).
 //!
-//! `key` is derived from the token with BLAKE3's key derivation (`derive_key`), so the token
-//! itself never crosses the wire. The proofs bind both nonces, both node ids and incarnations,
-//! and the direction, so a recorded proof cannot be replayed on another connection and a proof
-//! cannot be reflected back to its sender. The dialer proves first, so a stranger who connects
-//! to a listener learns no proof over its chosen nonce; the acceptor's status byte tells the
-//! dialer its token was refused, so both ends count the rejection.
+//! Keys never cross the wire. The proofs bind both nonces, both node ids, incarnations and
+//! identities, and the direction, so a recorded proof cannot be replayed on another connection,
+//! a proof cannot be reflected back to its sender, and a claimed role cannot be changed without
+//! the proof failing. The dialer proves first, so a stranger who connects to a listener learns
+//! no proof over its chosen nonce; the status byte tells the dialer it was refused, so both ends
+//! count the rejection.
 //!
 //! Not here: confidentiality or integrity of the frames that follow (no encryption, no per-frame
 //! MAC: an on-path attacker could still tamper after the handshake; the token keeps strangers
@@ -24,62 +30,67 @@
 
 use std::io;
 
+use std::collections::BTreeMap;
+
 use t3fs_core::ids::NodeId;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::credential::{Credential, Identity, PeerRole};
 
 /// First bytes of a hello.
 const MAGIC: [u8; 4] = *b"T3TP";
 /// The handshake and framing version this build speaks.
-pub(crate) const PROTOCOL_VERSION: u16 = 1;
+/// Version 2: hellos carry the credential's identity.
+pub(crate) const PROTOCOL_VERSION: u16 = 2;
 /// Bytes of a hello.
-pub(crate) const HELLO_LEN: usize = 4 + 2 + 4 + 8 + 32;
+pub(crate) const HELLO_LEN: usize = 4 + 2 + 4 + 8 + 1 + 4 + 4 + 32;
+/// Where the nonce starts.
+const NONCE_AT: usize = HELLO_LEN - 32;
 const PROOF_LEN: usize = 32;
-const KEY_CONTEXT: &str = "t3fs transport 2024 cluster token v1";
 const ACCEPTED: u8 = 0;
 const REFUSED: u8 = 1;
 
-/// The key both ends derive from the cluster token.
-#[derive(Clone)]
-pub(crate) struct TokenKey([u8; 32]);
-
-impl TokenKey {
-    /// Derives the key of `token`.
-    pub(crate) fn new(token: &str) -> Self {
-        Self(blake3::derive_key(KEY_CONTEXT, token.as_bytes()))
-    }
-    fn proof(
-        &self,
-        label: &[u8],
-        dialer: &[u8; HELLO_LEN],
-        acceptor: &[u8; HELLO_LEN],
-    ) -> blake3::Hash {
-        let mut h = blake3::Hasher::new_keyed(&self.0);
-        h.update(label).update(dialer).update(acceptor);
-        h.finalize()
-    }
-    /// Constant-time check of a received proof (`blake3::Hash` equality is constant-time).
-    fn verify(
-        &self,
-        label: &[u8],
-        d: &[u8; HELLO_LEN],
-        a: &[u8; HELLO_LEN],
-        got: [u8; PROOF_LEN],
-    ) -> bool {
-        self.proof(label, d, a) == blake3::Hash::from(got)
-    }
+fn proof(key: &[u8; 32], label: &[u8], d: &[u8; HELLO_LEN], a: &[u8; HELLO_LEN]) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_keyed(key);
+    h.update(label).update(d).update(a);
+    h.finalize()
 }
 
-impl std::fmt::Debug for TokenKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TokenKey(..)")
+/// Constant-time check of a received proof (`blake3::Hash` equality is constant-time).
+fn verify(
+    key: &[u8; 32],
+    label: &[u8],
+    d: &[u8; HELLO_LEN],
+    a: &[u8; HELLO_LEN],
+    got: [u8; PROOF_LEN],
+) -> bool {
+    proof(key, label, d, a) == blake3::Hash::from(got)
+}
+
+/// Which node id each server role holds (from the cluster config). A transport with a roster
+/// refuses a peer whose claimed role does not match its id; one without (a client, a test)
+/// checks only the proof.
+#[derive(Clone, Debug, Default)]
+pub struct Roster(pub BTreeMap<NodeId, PeerRole>);
+
+impl Roster {
+    /// Whether `node` may hold `role`.
+    fn admits(&self, node: NodeId, role: PeerRole) -> bool {
+        match self.0.get(&node) {
+            Some(r) => *r == role,
+            None => !role.is_server(),
+        }
     }
 }
 
 /// Who this end is.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Me {
+pub(crate) struct Me<'a> {
     pub(crate) node: NodeId,
     pub(crate) incarnation: u64,
+    pub(crate) cred: &'a Credential,
+    /// Set on servers: who may hold which id.
+    pub(crate) roster: Option<&'a Roster>,
 }
 
 /// The authenticated other end.
@@ -87,6 +98,8 @@ pub(crate) struct Me {
 pub(crate) struct Peer {
     pub(crate) node: NodeId,
     pub(crate) incarnation: u64,
+    /// What its credential proved.
+    pub(crate) id: Identity,
 }
 
 /// Why a handshake failed.
@@ -94,7 +107,8 @@ pub(crate) struct Peer {
 pub(crate) enum HandshakeError {
     /// The hello was not ours (magic) or spoke another version.
     BadHello,
-    /// The peer is not the node we meant to reach, or claims to be us.
+    /// The peer is not the node we meant to reach, or claims to be us, or claims a role its
+    /// node id does not hold.
     WrongNode,
     /// The peer's proof did not verify (it lacks the token).
     BadProof,
@@ -110,36 +124,64 @@ impl From<io::Error> for HandshakeError {
     }
 }
 
-fn hello(me: Me) -> io::Result<[u8; HELLO_LEN]> {
+fn hello(me: &Me<'_>) -> io::Result<[u8; HELLO_LEN]> {
+    let id = me.cred.id;
     let mut h = [0u8; HELLO_LEN];
     h[..4].copy_from_slice(&MAGIC);
     h[4..6].copy_from_slice(&PROTOCOL_VERSION.to_be_bytes());
     h[6..10].copy_from_slice(&me.node.0.to_be_bytes());
     h[10..18].copy_from_slice(&me.incarnation.to_be_bytes());
-    getrandom::fill(&mut h[18..]).map_err(io::Error::other)?;
+    h[18] = id.role.wire();
+    h[19..23].copy_from_slice(&id.uid.to_be_bytes());
+    h[23..27].copy_from_slice(&id.gid.to_be_bytes());
+    getrandom::fill(&mut h[NONCE_AT..]).map_err(io::Error::other)?;
     Ok(h)
 }
 
-fn parse(h: &[u8; HELLO_LEN], me: Me) -> Result<Peer, HandshakeError> {
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn parse(h: &[u8; HELLO_LEN], me: &Me<'_>) -> Result<Peer, HandshakeError> {
     if h[..4] != MAGIC || h[4..6] != PROTOCOL_VERSION.to_be_bytes() {
         return Err(HandshakeError::BadHello);
     }
-    let node = NodeId(u32::from_be_bytes([h[6], h[7], h[8], h[9]]));
+    let node = NodeId(be32(&h[6..10]));
     if node == me.node {
         return Err(HandshakeError::WrongNode);
     }
     let mut inc = [0u8; 8];
     inc.copy_from_slice(&h[10..18]);
+    let role = PeerRole::from_wire(h[18]).ok_or(HandshakeError::BadHello)?;
+    if me.roster.is_some_and(|r| !r.admits(node, role)) {
+        return Err(HandshakeError::WrongNode);
+    }
+    let id = Identity {
+        role,
+        uid: be32(&h[19..23]),
+        gid: be32(&h[23..27]),
+    };
     Ok(Peer {
         node,
         incarnation: u64::from_be_bytes(inc),
+        id,
     })
+}
+
+/// The key the acceptor proves with: its own, unless the dialer is a client or mount, which
+/// knows only its own key.
+fn acceptor_key(dialer: Identity, acceptor: Identity, holder: &Credential) -> Option<[u8; 32]> {
+    if dialer.role.holds_secret() {
+        holder.key_for(acceptor)
+    } else {
+        holder.key_for(dialer)
+    }
 }
 
 /// Both sides' first step: send our hello, read and check theirs.
 async fn hellos<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
-    me: Me,
+    me: &Me<'_>,
 ) -> Result<([u8; HELLO_LEN], [u8; HELLO_LEN], Peer), HandshakeError> {
     let mine = hello(me)?;
     s.write_all(&mine).await?;
@@ -152,23 +194,24 @@ async fn hellos<S: AsyncRead + AsyncWrite + Unpin>(
 /// Runs the dialer's side; `expect` is the node the address was supposed to reach.
 pub(crate) async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
-    key: &TokenKey,
-    me: Me,
+    me: &Me<'_>,
     expect: NodeId,
 ) -> Result<Peer, HandshakeError> {
     let (mine, theirs, peer) = hellos(s, me).await?;
-    if peer.node != expect {
+    // A client dials servers only: anything else at a server's address is not who we meant.
+    if peer.node != expect || (!me.cred.is_trusted() && !peer.id.role.is_server()) {
         return Err(HandshakeError::WrongNode);
     }
-    s.write_all(key.proof(b"dialer", &mine, &theirs).as_bytes())
+    s.write_all(proof(me.cred.key(), b"dialer", &mine, &theirs).as_bytes())
         .await?;
     match s.read_u8().await? {
         ACCEPTED => {}
         _ => return Err(HandshakeError::Refused),
     }
-    let mut proof = [0u8; PROOF_LEN];
-    s.read_exact(&mut proof).await?;
-    if !key.verify(b"acceptor", &mine, &theirs, proof) {
+    let mut got = [0u8; PROOF_LEN];
+    s.read_exact(&mut got).await?;
+    let key = acceptor_key(me.cred.id, peer.id, me.cred).ok_or(HandshakeError::BadProof)?;
+    if !verify(&key, b"acceptor", &mine, &theirs, got) {
         return Err(HandshakeError::BadProof);
     }
     Ok(peer)
@@ -177,20 +220,25 @@ pub(crate) async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
 /// Runs the acceptor's side.
 pub(crate) async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
-    key: &TokenKey,
-    me: Me,
+    me: &Me<'_>,
 ) -> Result<Peer, HandshakeError> {
     let (mine, theirs, peer) = hellos(s, me).await?;
-    let mut proof = [0u8; PROOF_LEN];
-    s.read_exact(&mut proof).await?;
-    if !key.verify(b"dialer", &theirs, &mine, proof) {
+    let mut got = [0u8; PROOF_LEN];
+    s.read_exact(&mut got).await?;
+    let dialer_key = me.cred.key_for(peer.id);
+    let reply_key = acceptor_key(peer.id, me.cred.id, me.cred);
+    let (Some(dk), Some(rk)) = (dialer_key, reply_key) else {
+        let _ = s.write_all(&[REFUSED]).await;
+        return Err(HandshakeError::BadProof);
+    };
+    if !verify(&dk, b"dialer", &theirs, &mine, got) {
         // Best effort: the dialer learns why; the caller closes either way.
         let _ = s.write_all(&[REFUSED]).await;
         return Err(HandshakeError::BadProof);
     }
     let mut reply = [0u8; 1 + PROOF_LEN];
     reply[0] = ACCEPTED;
-    reply[1..].copy_from_slice(key.proof(b"acceptor", &theirs, &mine).as_bytes());
+    reply[1..].copy_from_slice(proof(&rk, b"acceptor", &theirs, &mine).as_bytes());
     s.write_all(&reply).await?;
     Ok(peer)
 }
@@ -199,49 +247,134 @@ pub(crate) async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
 mod tests {
     use super::*;
 
+    const SECRET: &str = "the cluster secret";
+
+    fn roster() -> Roster {
+        Roster([(NodeId(0), PeerRole::Mgmtd), (NodeId(2), PeerRole::Storage)].into())
+    }
+
+    /// Node 1 with `dc` dials node 2 (a storage server with `ac`, which checks the roster).
     async fn run(
-        dialer_token: &str,
-        acceptor_token: &str,
+        dc: Credential,
+        dialer_node: u32,
+        ac: Credential,
     ) -> (Result<Peer, HandshakeError>, Result<Peer, HandshakeError>) {
         let (mut a, mut b) = tokio::io::duplex(1024);
-        let (kd, ka) = (TokenKey::new(dialer_token), TokenKey::new(acceptor_token));
-        let d = Me {
-            node: NodeId(1),
-            incarnation: 11,
-        };
-        let acc = Me {
-            node: NodeId(2),
-            incarnation: 22,
-        };
+        let r = roster();
+        // Each end owns its stream, so an end that gives up closes it as a socket would.
         tokio::join!(
-            async move { dial(&mut a, &kd, d, NodeId(2)).await },
-            async move { accept(&mut b, &ka, acc).await }
+            async move {
+                let d = Me {
+                    node: NodeId(dialer_node),
+                    incarnation: 11,
+                    cred: &dc,
+                    roster: None,
+                };
+                dial(&mut a, &d, NodeId(2)).await
+            },
+            async move {
+                let acc = Me {
+                    node: NodeId(2),
+                    incarnation: 22,
+                    cred: &ac,
+                    roster: Some(&r),
+                };
+                accept(&mut b, &acc).await
+            }
         )
     }
 
+    fn storage(secret: &str) -> Credential {
+        Credential::trusted(secret, PeerRole::Storage)
+    }
+
     #[tokio::test]
-    async fn same_token_authenticates_both_ends() {
-        let (d, a) = run("secret", "secret").await;
+    async fn same_secret_authenticates_both_ends_and_their_roles() {
+        let (d, a) = run(
+            Credential::trusted(SECRET, PeerRole::Mgmtd),
+            0,
+            storage(SECRET),
+        )
+        .await;
+        let d = d.unwrap();
         assert_eq!(
-            d.unwrap(),
-            Peer {
-                node: NodeId(2),
-                incarnation: 22
-            }
+            (d.node, d.incarnation, d.id.role),
+            (NodeId(2), 22, PeerRole::Storage)
         );
+        let a = a.unwrap();
         assert_eq!(
-            a.unwrap(),
-            Peer {
-                node: NodeId(1),
-                incarnation: 11
-            }
+            (a.node, a.incarnation, a.id.role),
+            (NodeId(0), 11, PeerRole::Mgmtd)
         );
     }
 
     #[tokio::test]
-    async fn wrong_token_is_refused_at_both_ends() {
-        let (d, a) = run("secret", "other").await;
+    async fn wrong_secret_is_refused_at_both_ends() {
+        let (d, a) = run(
+            Credential::trusted("other", PeerRole::Mgmtd),
+            0,
+            storage(SECRET),
+        )
+        .await;
         assert!(matches!(d, Err(HandshakeError::Refused)), "{d:?}");
         assert!(matches!(a, Err(HandshakeError::BadProof)), "{a:?}");
+    }
+
+    #[tokio::test]
+    async fn a_client_credential_authenticates_as_its_user_only() {
+        let (d, a) = run(
+            Credential::client(SECRET, 1000, 100),
+            1 << 24,
+            storage(SECRET),
+        )
+        .await;
+        assert_eq!(d.unwrap().id.role, PeerRole::Storage);
+        let a = a.unwrap();
+        assert_eq!(
+            (a.id.role, a.id.uid, a.id.gid),
+            (PeerRole::Client, 1000, 100)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_key_cannot_claim_a_server_role_or_another_user() {
+        // A client that edits its hello to claim mgmtd (or root) still proves with its own key.
+        let c = Credential::client(SECRET, 1000, 100);
+        for forged in [
+            Identity {
+                role: PeerRole::Mgmtd,
+                uid: 0,
+                gid: 0,
+            },
+            Identity {
+                role: PeerRole::Client,
+                uid: 0,
+                gid: 0,
+            },
+        ] {
+            let mut f = c.clone();
+            f.id = forged;
+            let node = if forged.role.is_server() { 0 } else { 1 << 24 };
+            let (_, a) = run(f, node, storage(SECRET)).await;
+            assert!(
+                matches!(a, Err(HandshakeError::BadProof)),
+                "{forged:?}: {a:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_role_is_refused_at_an_id_the_roster_gives_another_role() {
+        // Storage's key, but claiming node 0 (mgmtd's id), or a client's id.
+        for node in [0, 1 << 24] {
+            let (_, a) = run(storage(SECRET), node, storage(SECRET)).await;
+            assert!(
+                matches!(a, Err(HandshakeError::WrongNode)),
+                "n{node}: {a:?}"
+            );
+        }
+        // And a client credential at a server's id.
+        let (_, a) = run(Credential::client(SECRET, 1, 1), 0, storage(SECRET)).await;
+        assert!(matches!(a, Err(HandshakeError::WrongNode)), "{a:?}");
     }
 }

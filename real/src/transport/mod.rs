@@ -44,11 +44,13 @@
 //! the handles does not stop the tasks.
 
 mod counters;
+pub mod credential;
 mod faults;
 mod frame;
 mod handshake;
 pub mod net;
 mod peer;
+pub mod policy;
 pub mod rdma;
 mod tcp;
 #[cfg(test)]
@@ -64,7 +66,9 @@ use t3fs_core::limits::FRAME_BYTES_MAX;
 use t3fs_core::msg::Msg;
 
 pub use counters::TransportCounters;
+pub use credential::{Credential, Identity, PeerRole};
 pub use faults::{Link, NetFaults};
+pub use handshake::Roster;
 pub use rdma::{RdmaTransport, RdmaWire};
 pub use tcp::TcpTransport;
 
@@ -75,8 +79,14 @@ pub struct TransportConfig {
     pub me: NodeId,
     /// Where to listen; `None` for a client that only dials (port 0 picks a free port).
     pub listen: Option<SocketAddr>,
-    /// The cluster token; peers with another token are refused. Use a long random string.
-    pub token: String,
+    /// What this end proves in the handshake (`credential.rs`); peers whose credential does not
+    /// come from the same cluster secret are refused.
+    pub credential: Credential,
+    /// Servers: which node id holds which server role; a peer claiming otherwise is refused.
+    pub roster: Option<Roster>,
+    /// Most peers with a row at once (default 65,536); a new peer beyond it is refused and
+    /// counted `peers_full`. A client's row goes when its last connection does.
+    pub peers_max: usize,
     /// Outbound frames queued per peer before `try_send` refuses (default 1024).
     pub queue_frames: usize,
     /// Inbound frames waiting for the receiver before sockets stop being read (default 1024).
@@ -98,12 +108,25 @@ pub struct TransportConfig {
 }
 
 impl TransportConfig {
-    /// A configuration with the default bounds.
+    /// A configuration with the default bounds for a holder of the cluster secret `token`
+    /// that serves nothing (an admin tool, a test); a service sets its own role and
+    /// roster, a client its credential ([`Self::with_credential`]).
     pub fn new(me: NodeId, listen: Option<SocketAddr>, token: impl Into<String>) -> Self {
+        Self::with_credential(
+            me,
+            listen,
+            Credential::trusted(&token.into(), PeerRole::Admin),
+        )
+    }
+
+    /// A configuration with the default bounds that proves `credential`.
+    pub fn with_credential(me: NodeId, listen: Option<SocketAddr>, credential: Credential) -> Self {
         Self {
             me,
             listen,
-            token: token.into(),
+            credential,
+            roster: None,
+            peers_max: 1 << 16,
             queue_frames: 1024,
             inbound_frames: 1024,
             frame_max: FRAME_BYTES_MAX as usize,
@@ -121,7 +144,8 @@ impl std::fmt::Debug for TransportConfig {
         f.debug_struct("TransportConfig")
             .field("me", &self.me)
             .field("listen", &self.listen)
-            .field("token", &"<redacted>")
+            .field("credential", &self.credential)
+            .field("roster", &self.roster)
             .field("queue_frames", &self.queue_frames)
             .field("inbound_frames", &self.inbound_frames)
             .field("frame_max", &self.frame_max)
@@ -138,6 +162,8 @@ impl std::fmt::Debug for TransportConfig {
 pub struct Inbound {
     /// The authenticated sender.
     pub from: NodeId,
+    /// What its credential proved (the role and user its messages are checked against).
+    pub id: Identity,
     /// The head: an opaque frame, or an encoded `Msg` with its payload taken out.
     pub frame: Bytes,
     /// The bulk part: the message's payload, read into a buffer of its own (empty for most).
@@ -288,6 +314,21 @@ impl Transport {
     /// Decodes an inbound frame with the core codec; a failure is counted `malformed`.
     pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, t3fs_core::msg::codec::DecodeError> {
         each!(self, t => t.decode(inb))
+    }
+
+    /// Whether the sender of `inb` may send `msg` ([`policy::allowed`]); a refusal is counted
+    /// `refused_role` and logged, and the caller drops the frame.
+    pub fn admit(&self, inb: &Inbound, msg: &Msg) -> bool {
+        let ok = policy::allowed(inb.id, msg);
+        if !ok {
+            each!(self, t => t.count_refused());
+            tracing::warn!(
+                from = %inb.from, role = %inb.id.role, uid = inb.id.uid,
+                kind = ?std::mem::discriminant(msg),
+                "refused a message from a peer whose role may not send it"
+            );
+        }
+        ok
     }
 
     /// A snapshot of the counters.

@@ -123,6 +123,18 @@ impl PeerState {
         retire
     }
 
+    /// Whether `new` (accepted from a client) claims an id that a live connection of another
+    /// credential or transport incarnation holds: a client restarts under a fresh id, so
+    /// that is a second process, or one trying to take the first one's replies.
+    pub(crate) fn taken_by_another(&self, new: &handshake::Peer) -> bool {
+        !new.id.role.is_server()
+            && self
+                .active
+                .iter()
+                .chain(&self.standby)
+                .any(|c| c.peer.incarnation != new.incarnation || c.peer.id != new.id)
+    }
+
     /// Forgets a connection that ended; promotes a standby one if it was active.
     pub(crate) fn detach(&mut self, id: u64) {
         if self.active.as_ref().is_some_and(|c| c.id == id) {
@@ -141,6 +153,8 @@ pub(crate) struct PeerSlot {
     state: Mutex<PeerState>,
     /// Wakes the writer: a connection came or went, or the address changed.
     pub(crate) wake: Notify,
+    /// Ends the writer: the slot was forgotten (an idle client's).
+    pub(crate) gone: Notify,
 }
 
 impl PeerSlot {
@@ -152,6 +166,7 @@ impl PeerSlot {
             tx,
             state: Mutex::default(),
             wake: Notify::new(),
+            gone: Notify::new(),
         };
         (Arc::new(slot), rx)
     }
@@ -199,7 +214,12 @@ pub(crate) async fn drive(
     let mut batch: Vec<Frame> = Vec::with_capacity(BATCH_FRAMES);
     loop {
         if batch.is_empty() {
-            match queue.recv().await {
+            let next = tokio::select! {
+                biased;
+                f = queue.recv() => f,
+                () = slot.gone.notified() => None,
+            };
+            match next {
                 Some(f) => batch.push(f),
                 None => return,
             }
@@ -288,6 +308,11 @@ mod tests {
             peer: handshake::Peer {
                 node: NodeId(node),
                 incarnation,
+                id: crate::transport::Identity {
+                    role: crate::transport::PeerRole::Storage,
+                    uid: 0,
+                    gid: 0,
+                },
             },
             dialed_by_me,
             writer: tokio::sync::Mutex::new(None),

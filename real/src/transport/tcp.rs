@@ -26,7 +26,7 @@ use tokio::time::timeout;
 use super::counters::{Counters, TransportCounters};
 use super::faults::{send_faulted, Fate, Faulted, NetFaults};
 use super::frame::{FrameError, FrameReader};
-use super::handshake::{self, HandshakeError, Me, TokenKey};
+use super::handshake::{self, HandshakeError, Me};
 use super::net::{Listener, ReadHalf, Stream};
 use super::peer::{drive, Conn, PeerSlot};
 use super::{Frame, Inbound, SendError, TransportConfig};
@@ -42,8 +42,9 @@ pub struct TcpTransport {
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) cfg: TransportConfig,
-    me: Me,
-    key: TokenKey,
+    /// This node's id and transport incarnation (the credential is `cfg.credential`).
+    node: NodeId,
+    incarnation: u64,
     local_addr: Option<SocketAddr>,
     pub(crate) counters: Counters,
     inbound: mpsc::Sender<Inbound>,
@@ -87,11 +88,8 @@ impl TcpTransport {
         });
         let (inbound, rx) = mpsc::channel(cfg.inbound_frames.max(1));
         let inner = Arc::new(Inner {
-            me: Me {
-                node: cfg.me,
-                incarnation: inc,
-            },
-            key: TokenKey::new(&cfg.token),
+            node: cfg.me,
+            incarnation: inc,
             local_addr: listener.as_ref().map(|l| l.local_addr()).transpose()?,
             cfg,
             counters: Counters::default(),
@@ -113,7 +111,7 @@ impl TcpTransport {
 
     /// This node.
     pub fn me(&self) -> NodeId {
-        self.inner.me.node
+        self.inner.node
     }
 
     /// The address the listener is bound to (`None` for a client that does not listen).
@@ -198,6 +196,11 @@ impl TcpTransport {
         })
     }
 
+    /// Counts a frame refused by the sender's role.
+    pub(crate) fn count_refused(&self) {
+        Counters::bump(&self.inner.counters.refused_role);
+    }
+
     /// A snapshot of the counters.
     pub fn counters(&self) -> TransportCounters {
         self.inner.counters.snapshot()
@@ -245,6 +248,16 @@ impl Faulted for TcpTransport {
 }
 
 impl Inner {
+    /// This end, as the handshake presents it.
+    pub(crate) fn hello_me(&self) -> Me<'_> {
+        Me {
+            node: self.node,
+            incarnation: self.incarnation,
+            cred: &self.cfg.credential,
+            roster: self.cfg.roster.as_ref(),
+        }
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
@@ -304,7 +317,7 @@ impl Inner {
     pub(crate) async fn dial(self: &Arc<Self>, slot: &Arc<PeerSlot>, addr: SocketAddr) -> bool {
         let attempt = async {
             let mut s = self.cfg.net.connect(addr).await?;
-            let peer = handshake::dial(&mut s, &self.key, self.me, slot.node).await?;
+            let peer = handshake::dial(&mut s, &self.hello_me(), slot.node).await?;
             Ok::<_, HandshakeError>((s, peer))
         };
         let c = &self.counters;
@@ -328,10 +341,26 @@ impl Inner {
         }
     }
 
-    /// Places an authenticated connection and starts its reader.
+    /// Places an authenticated connection and starts its reader. Under the peers lock, so a
+    /// slot being forgotten ([`Self::forget_idle`]) never takes a connection with it.
     fn register(self: &Arc<Self>, s: Stream, peer: handshake::Peer, dialed_by_me: bool) {
-        let Some(slot) = self.slot(peer.node) else {
+        let mut peers = lock(&self.peers);
+        if self.is_closed() {
             return;
+        }
+        let slot = match peers.get(&peer.node) {
+            Some(s) => s.clone(),
+            None if peers.len() >= self.cfg.peers_max => {
+                // Full of peers with connections: refuse rather than grow (counted).
+                Counters::bump(&self.counters.peers_full);
+                return;
+            }
+            None => {
+                let (slot, queue) = PeerSlot::new(peer.node, self.cfg.queue_frames);
+                peers.insert(peer.node, slot.clone());
+                self.spawn(drive(self.clone(), slot.clone(), queue));
+                slot
+            }
         };
         let (r, w) = s.into_inner();
         let conn = Arc::new(Conn {
@@ -342,14 +371,43 @@ impl Inner {
             kill: Notify::new(),
             abort_write: Notify::new(),
         });
+        let retire = {
+            let mut st = slot.state();
+            if !dialed_by_me && st.taken_by_another(&peer) {
+                // A client id in use by another credential or incarnation: not a takeover.
+                Counters::bump(&self.counters.id_taken);
+                return;
+            }
+            st.place(self.node, conn.clone())
+        };
+        drop(peers);
         Counters::bump(&self.counters.connects);
         self.open_conns.fetch_add(1, Ordering::Relaxed);
-        let retire = slot.state().place(self.me.node, conn.clone());
         self.spawn(read_loop(self.clone(), slot.clone(), conn, r));
         for old in retire {
             self.spawn(old.retire());
         }
         slot.wake.notify_one();
+    }
+
+    /// Forgets a client's slot once its last connection ended and nothing is queued for it:
+    /// clients come and go with fresh ids, and a server keeps no row for each one it ever saw.
+    /// Servers' slots stay (their addresses are configuration).
+    fn forget_idle(&self, slot: &Arc<PeerSlot>, peer: &handshake::Peer) {
+        if peer.id.role.is_server() {
+            return;
+        }
+        let mut peers = lock(&self.peers);
+        let idle = {
+            let st = slot.state();
+            st.active.is_none() && st.standby.is_empty() && st.addr.is_none()
+        };
+        if idle && slot.tx.capacity() == slot.tx.max_capacity() {
+            if peers.get(&slot.node).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+                peers.remove(&slot.node);
+            }
+            slot.gone.notify_one();
+        }
     }
 }
 
@@ -368,7 +426,8 @@ async fn accept_loop(inner: Arc<Inner>, listener: Box<dyn Listener>) {
         let inner2 = inner.clone();
         inner.spawn(async move {
             let mut s = s;
-            let hs = handshake::accept(&mut s, &inner2.key, inner2.me);
+            let me = inner2.hello_me();
+            let hs = handshake::accept(&mut s, &me);
             match timeout(inner2.cfg.handshake_timeout, hs).await {
                 Ok(Ok(peer)) => inner2.register(s, peer, false),
                 _ => Counters::bump(&inner2.counters.auth_rejected),
@@ -409,6 +468,7 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: R
         }
         let msg = Inbound {
             from: conn.peer.node,
+            id: conn.peer.id,
             frame,
             bulk,
         };
@@ -421,6 +481,7 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: R
     drop(frames);
     slot.state().detach(conn.id);
     slot.wake.notify_one();
+    inner.forget_idle(&slot, &conn.peer);
     conn.abort_write.notify_one();
     conn.writer.lock().await.take();
     Counters::bump(&c.disconnects);

@@ -13,7 +13,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc::Receiver;
 use tokio::time::{sleep, timeout};
 
-use super::handshake::{self, Me, TokenKey};
+use super::handshake::{self, Me};
+use super::{Credential, PeerRole};
 use super::{Frame, Inbound, SendError, Transport, TransportConfig};
 
 pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
@@ -140,7 +141,7 @@ async fn wrong_token_is_rejected_and_counted_at_both_ends() {
     bounded(async {
         let (a, _arx) = start(cfg(1, local())).await;
         let mut bc = cfg(2, local());
-        bc.token = "another-cluster".into();
+        bc.credential = Credential::trusted("another-cluster", PeerRole::Admin);
         let (b, mut brx) = start(bc).await;
         a.set_addr(NodeId(2), b.local_addr().unwrap());
         a.try_send(NodeId(2), frame(0, 1)).unwrap();
@@ -160,11 +161,14 @@ async fn wrong_token_is_rejected_and_counted_at_both_ends() {
 /// Opens a raw socket to `to` and authenticates as node 50 with the test token.
 async fn raw_authenticated(to: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(to).await.unwrap();
+    let cred = Credential::trusted(TOKEN, PeerRole::Admin);
     let me = Me {
         node: NodeId(50),
         incarnation: 5,
+        cred: &cred,
+        roster: None,
     };
-    handshake::dial(&mut s, &TokenKey::new(TOKEN), me, NodeId(1))
+    handshake::dial(&mut s, &me, NodeId(1))
         .await
         .expect("raw handshake");
     s

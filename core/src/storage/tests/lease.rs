@@ -4,10 +4,17 @@
 use super::*;
 use crate::msg::{HeartbeatReply, MgmtdStatus, ReadReq};
 
+/// Where replies come from (a node without mgmtd in its config takes them from anyone).
+const MGMTD: NodeId = NodeId(0);
+
 fn at(node: &mut StorageNode, secs_tenths: u64, msg: Msg) -> Vec<Action<StorageNode>> {
     let mut out = Outbox::new();
     let now = Instant(secs_tenths * 100_000_000);
-    node.handle(now, EventOf::Recv { from: CLIENT, msg }, &mut out);
+    let from = match msg {
+        Msg::HeartbeatReply(_) => MGMTD,
+        _ => CLIENT,
+    };
+    node.handle(now, EventOf::Recv { from, msg }, &mut out);
     node.check_invariants();
     out.drain()
 }

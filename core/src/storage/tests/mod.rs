@@ -677,4 +677,5 @@ fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
 mod lease;
 mod metadata;
 mod pages;
+mod senders;
 mod swarm;

@@ -84,6 +84,8 @@ enum Sent {
 /// What the data path needs from the transport.
 pub(crate) struct Io<'a> {
     pub(crate) from: NodeId,
+    /// What the peer proved in the handshake.
+    pub(crate) id: crate::transport::Identity,
     pub(crate) counters: &'a Counters,
     /// Delivers a frame; gives it back when the inbound queue is full.
     pub(crate) deliver: &'a dyn Fn(Inbound) -> Result<(), Inbound>,
@@ -226,6 +228,7 @@ impl Up {
         match msg {
             ChMsg::Inline(head) => self.pending.push_back(Pending::Ready(Inbound {
                 from: io.from,
+                id: io.id,
                 frame: head.into(),
                 bulk: Vec::new(),
             })),
@@ -253,7 +256,7 @@ impl Up {
                 if self.acceptor || off < self.half || end.is_none_or(|e| e > self.mine.len) {
                     return Err(LinkError::Protocol("a push outside the landing range"));
                 }
-                let inb = self.copy_out(io.from, off, head, bulk)?;
+                let inb = self.copy_out(io, off, head, bulk)?;
                 self.ch.send(&ChMsg::Return(off).encode())?;
                 self.pending.push_back(Pending::Ready(inb));
             }
@@ -280,7 +283,7 @@ impl Up {
     }
 
     /// A frame of `head` then `bulk` bytes at `off` of this side's region, copied out.
-    fn copy_out(&self, from: NodeId, off: u64, head: u32, bulk: u32) -> Result<Inbound, LinkError> {
+    fn copy_out(&self, io: &Io<'_>, off: u64, head: u32, bulk: u32) -> Result<Inbound, LinkError> {
         let mut h = vec![0; head as usize];
         self.ch.get_bulk(off, &mut h)?;
         let mut b = vec![0; bulk as usize];
@@ -288,7 +291,8 @@ impl Up {
             self.ch.get_bulk(off + u64::from(head), &mut b)?;
         }
         Ok(Inbound {
-            from,
+            from: io.from,
+            id: io.id,
             frame: Bytes::from(h),
             bulk: b,
         })
@@ -340,7 +344,7 @@ impl Up {
                     done: true,
                     ..
                 } => {
-                    let inb = self.copy_out(io.from, off, head, bulk)?;
+                    let inb = self.copy_out(io, off, head, bulk)?;
                     self.landing.free(off);
                     self.ch.send(&ChMsg::Release(id).encode())?;
                     let n = u64::from(head) + u64::from(bulk);

@@ -114,6 +114,9 @@ enum State {
 
 struct Peer {
     node: NodeId,
+    /// What the peer proved on the TCP connection its RDMA connection was set up over; frames
+    /// that arrive over RDMA carry it.
+    id: Mutex<Option<super::Identity>>,
     queue: Mutex<VecDeque<Frame>>,
     space: Notify,
     state: Mutex<State>,
@@ -267,6 +270,12 @@ impl RdmaTransport {
             .inspect_err(|_| Counters::bump(&self.inner.counters.malformed))
     }
 
+    /// Counts a frame refused by the sender's role (on the TCP path's counters, which
+    /// [`Self::counters`] adds in).
+    pub(crate) fn count_refused(&self) {
+        self.inner.tcp.count_refused();
+    }
+
     /// Counters of both paths: RDMA frames and the TCP path's (connection management and
     /// peers without RDMA) added together; the `rdma_*` fields say what went over RDMA.
     pub fn counters(&self) -> TransportCounters {
@@ -397,6 +406,7 @@ impl Inner {
             .or_insert_with(|| {
                 Arc::new(Peer {
                     node,
+                    id: Mutex::new(None),
                     queue: Mutex::default(),
                     space: Notify::new(),
                     state: Mutex::new(State::Idle {
@@ -445,8 +455,12 @@ impl Inner {
                 moved
             }
             State::Up(up) => {
+                let Some(id) = *lock(&p.id) else {
+                    return false;
+                };
                 let io = Io {
                     from: p.node,
+                    id,
                     counters: &self.counters,
                     deliver: &|inb| self.deliver(inb),
                     next: &|| {

@@ -50,8 +50,9 @@ impl Inner {
     }
 
     /// Handles a connection-management frame from `from`.
-    fn on_ctl(&self, from: NodeId, c: Ctl) {
+    fn on_ctl(&self, from: NodeId, id: crate::transport::Identity, c: Ctl) {
         let p = self.peer(from);
+        *lock(&p.id) = Some(id);
         let mut st = lock(&p.state);
         match c {
             Ctl::Connect {
@@ -172,7 +173,7 @@ pub(super) async fn tcp_loop(inner: Arc<Inner>, mut rx: mpsc::Receiver<Inbound>)
     while let Some(inb) = rx.recv().await {
         if ctl::is_ctl(&inb.frame) {
             match Ctl::decode(&inb.frame) {
-                Some(c) => inner.on_ctl(inb.from, c),
+                Some(c) => inner.on_ctl(inb.from, inb.id, c),
                 None => Counters::bump(&inner.counters.malformed),
             }
             continue;

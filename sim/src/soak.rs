@@ -1,6 +1,6 @@
 //! The scenario of a soak (`t3fs cluster soak`): a fixed 3-replica cluster under the register
 //! workload for a long time, with recoverable faults drawn from one seed by the swarm's own
-//! fault generator ([`swarm::Shape::fault`]), one after another, each undone before the next
+//! fault generator ([`swarm::Shape::fault`]) plus full disks, one after another, each undone before the next
 //! starts, and only faults whose every step the caller accepts (a real run passes "runs for
 //! real").
 //!
@@ -11,7 +11,9 @@
 
 use core::time::Duration;
 
-use t3fs_scenario::schema::{Action, Cluster, Expect, Faults, Scenario, Step, Timeouts, Workload};
+use t3fs_scenario::schema::{
+    Action, Cluster, Expect, Faults, NodeRef, Scenario, Step, Timeouts, Workload,
+};
 use t3fs_scenario::Rng;
 
 use crate::swarm::Shape;
@@ -23,6 +25,30 @@ const TRIES: usize = 64;
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
+
+/// One fault: the swarm generator's, or (one draw in [`FULL_EVERY`]) a storage node's disks
+/// full for the span and then freed, which the swarm does not draw (its full disks come from
+/// the scenario's rates).
+fn draw(
+    shape: &Shape,
+    r: &mut Rng,
+    at: Duration,
+    span: Duration,
+    end: Duration,
+) -> Vec<(Duration, Action)> {
+    if r.below(FULL_EVERY) == 0 {
+        let n = NodeRef::Storage(r.below(u64::from(shape.storage_nodes)) as u32);
+        let freed = (at + span).min(end);
+        return vec![
+            (at, Action::FillDisk(n.clone())),
+            (freed, Action::HealDisk(n)),
+        ];
+    }
+    shape.fault(r, at, span, end)
+}
+
+/// One fault in this many is a full disk.
+const FULL_EVERY: u64 = 8;
 
 /// The soak scenario of `seed` lasting `duration`, keeping faults whose steps `keep` accepts.
 pub fn scenario(seed: u64, duration: Duration, keep: &dyn Fn(&Action) -> bool) -> Scenario {
@@ -52,7 +78,7 @@ pub fn scenario(seed: u64, duration: Duration, keep: &dyn Fn(&Action) -> bool) -
     while at + ms(2000) < duration {
         let span = ms(1000 + r.below(8000));
         let fault = (0..TRIES)
-            .map(|_| shape.fault(&mut r, at, span, duration))
+            .map(|_| draw(&shape, &mut r, at, span, duration))
             .find(|f| f.iter().all(|(_, a)| keep(a)));
         let Some(fault) = fault else { break };
         let end = fault

@@ -42,7 +42,7 @@ use t3fs_core::time::Instant;
 use t3fs_real::chunk_store::{FileChunkStore, Options};
 use t3fs_real::node::clock::{ClockLayer, TimeSource};
 use t3fs_real::node::{self, KvBackend, NodeEnv, NodeHandle, NodeParts};
-use t3fs_real::transport::{Transport, TransportConfig};
+use t3fs_real::transport::{Credential, PeerRole, Transport, TransportConfig};
 use t3fs_scenario::plan::{Plan, Shape};
 use t3fs_scenario::plan_cfg::Tuning;
 use t3fs_scenario::schema::Timeouts;
@@ -114,7 +114,17 @@ async fn transport(
     tokio::sync::mpsc::Receiver<t3fs_real::transport::Inbound>,
 )> {
     let listen = (id != DUMPER).then(|| listen_any(PORT));
-    let mut c = TransportConfig::new(id, listen, TOKEN);
+    // Servers prove their role (their frames are checked against it); the client and the
+    // dumper hold the secret and act as admins.
+    let p = plan();
+    let role = if p.mgmtd.contains(&id) {
+        PeerRole::Mgmtd
+    } else if p.storage.contains(&id) {
+        PeerRole::Storage
+    } else {
+        PeerRole::Admin
+    };
+    let mut c = TransportConfig::with_credential(id, listen, Credential::trusted(TOKEN, role));
     c.net = Arc::new(SimNet::default());
     c.seed = Some(seed ^ u64::from(id.0));
     c.connect_backoff = Duration::from_millis(20)..Duration::from_millis(300);

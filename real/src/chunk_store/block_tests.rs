@@ -180,8 +180,9 @@ fn rot(dir: &Path, block: u64) {
     std::fs::write(&path, bytes).expect("rot");
 }
 
-fn rot_is_caught_by_the_reads_covering_it(open: impl Fn(&Path) -> Box<dyn ChunkStore>) {
-    let dir = tmp("rot");
+/// `name`: the store's own directory (the tests of both stores run at once in one process).
+fn rot_is_caught_by_the_reads_covering_it(name: &str, open: impl Fn(&Path) -> Box<dyn ChunkStore>) {
+    let dir = tmp(name);
     let data = content();
     let mut s = open(&dir);
     assert!(run(&mut *s, write(1, 0, data.clone()))
@@ -221,13 +222,15 @@ fn rot_is_caught_by_the_reads_covering_it(open: impl Fn(&Path) -> Box<dyn ChunkS
 
 #[test]
 fn file_store_catches_rot_in_exactly_the_blocks_read() {
-    rot_is_caught_by_the_reads_covering_it(|d| Box::new(FileChunkStore::open(d).expect("open")));
+    rot_is_caught_by_the_reads_covering_it("rot-file", |d| {
+        Box::new(FileChunkStore::open(d).expect("open"))
+    });
 }
 
 #[cfg(feature = "uring")]
 #[test]
 fn uring_store_catches_rot_in_exactly_the_blocks_read() {
-    rot_is_caught_by_the_reads_covering_it(|d| {
+    rot_is_caught_by_the_reads_covering_it("rot-uring", |d| {
         Box::new(super::UringChunkStore::open(d).expect("open"))
     });
 }

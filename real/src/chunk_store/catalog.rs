@@ -5,7 +5,9 @@
 //!
 //! Invariant: an extent becomes reusable only once the metadata that stopped referencing it is
 //! durable ([`Catalog::durable`]); before that a crash would bring back metadata pointing at an
-//! extent already overwritten by another chunk.
+//! extent already overwritten by another chunk. The same holds for giving an extent's blocks
+//! back to the file system (`space.rs` punches only extents [`Catalog::durable`] released or
+//! [`Catalog::free_extents`] lists).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -17,7 +19,7 @@ use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion};
 use t3fs_core::payload::Payload;
 
-use super::meta::Record;
+use super::meta::{self, Record};
 use super::sums::{self, Sums};
 use super::{Extent, Rec, BLOCK};
 use crate::vec_pool::VecPool;
@@ -265,10 +267,39 @@ impl Catalog {
     }
 
     /// The metadata records naming every freed extent are durable: the extents may be reused.
-    pub fn durable(&mut self) {
-        for e in std::mem::take(&mut self.freed) {
+    /// Returns them (their blocks may be given back to the file system now).
+    pub fn durable(&mut self) -> Vec<Extent> {
+        let freed = std::mem::take(&mut self.freed);
+        for &e in &freed {
             self.alloc.release(e);
         }
+        freed
+    }
+
+    /// Every free extent of the data file below its allocated end, and that end (everything
+    /// from it on is free too).
+    pub fn free_extents(&self) -> (Vec<Extent>, u64) {
+        let free = self.alloc.free.iter();
+        let free = free.map(|(&offset, &len)| Extent { offset, len }).collect();
+        (free, self.alloc.end)
+    }
+
+    /// An upper bound on the bytes of the metadata record an operation on `chunk` stages when
+    /// it brings new content of `len` bytes (0 for none): what it claims in the log before it
+    /// writes anything.
+    pub fn record_bound(&self, chunk: ChunkId, len: usize) -> u64 {
+        let blocks = |l: u64| l.div_ceil(BLOCK);
+        let new = blocks(len as u64);
+        let (old, applied) = self.chunks.get(&chunk).map_or((0, 0), |r| {
+            let pending = r.meta.pending.as_ref().map_or(0, |p| p.len);
+            (
+                blocks(u64::from(r.meta.len.max(pending))),
+                r.meta.applied.len(),
+            )
+        });
+        // The new record's committed content is the old committed one, the pending one or the
+        // new one, its pending content at most the new one, and a commit adds an applied record.
+        meta::put_bound(old.max(new) + new, applied + 1)
     }
 
     /// Records pending `version` of `chunk` (`content` `None`: a pending remove), replacing an

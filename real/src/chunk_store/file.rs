@@ -6,8 +6,12 @@
 //! makes the batch durable with at most one fdatasync of `data` and one append plus fdatasync
 //! of `meta`, and only then reports the batch. A failed write or sync poisons the store: the
 //! batch and every later operation answer `Failed` until it is reopened (a failed fsync is
-//! never retried: the kernel may have dropped the dirty pages). ENOSPC on a data write answers
-//! `NoSpace` without poisoning (nothing durable references the extent).
+//! never retried: the kernel may have dropped the dirty pages).
+//!
+//! A full file system does not poison (`space.rs`): each mutation claims room in the metadata
+//! log for its record before it writes anything and answers `NoSpace` when the log cannot grow
+//! for it; ENOSPC on a data write answers `NoSpace` too (nothing durable references the
+//! extent). Either way nothing of the operation was written, and the rest of the batch goes on.
 
 use std::collections::VecDeque;
 use std::io;
@@ -16,12 +20,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore};
-use t3fs_core::ids::IoId;
+use t3fs_core::ids::{ChunkId, IoId};
 use t3fs_core::payload::Payload;
 
 use super::catalog::{Catalog, Src, Written};
-use super::fs::{StdFs, StoreFile, StoreFs};
-use super::meta::MetaLog;
+use super::fs::{no_space, StdFs, StoreFile, StoreFs};
+use super::meta::{Claim, MetaLog};
+use super::space::Space;
 use super::DATA;
 
 /// Tuning of a store.
@@ -50,6 +55,7 @@ pub struct FileChunkStore {
     queue: VecDeque<(IoId, ChunkOp)>,
     failed: bool,
     wrote_data: bool,
+    space: Space,
 }
 
 impl FileChunkStore {
@@ -71,6 +77,7 @@ impl FileChunkStore {
             queue: VecDeque::new(),
             failed: false,
             wrote_data: false,
+            space: Space::default(),
         })
     }
 
@@ -103,7 +110,9 @@ impl FileChunkStore {
         if let Some(ext) = written.data {
             if let Err(e) = self.data.write_at(content, ext.offset) {
                 self.cat.release_unused(written.data);
-                if e.raw_os_error() == Some(libc::ENOSPC) {
+                if no_space(&e) {
+                    self.space
+                        .write_failed(&*self.data, &self.cat, written.data);
                     return Err(ChunkError::NoSpace);
                 }
                 return Err(self.io_failed(e));
@@ -111,6 +120,36 @@ impl FileChunkStore {
             self.wrote_data = true;
         }
         Ok(written)
+    }
+
+    /// Claims room in the metadata log for the record of an operation on `chunk` bringing `len`
+    /// bytes of new content (0: none), before it writes anything (`space.rs`).
+    fn admit(&mut self, chunk: ChunkId, len: usize) -> Result<Claim, ChunkError> {
+        let bound = self.cat.record_bound(chunk, len);
+        match self
+            .space
+            .admit(&mut self.log, &*self.data, &self.cat, bound, len > 0)
+        {
+            Ok(Some(claim)) => Ok(claim),
+            Ok(None) => Err(ChunkError::NoSpace),
+            Err(e) => Err(self.io_failed(e)),
+        }
+    }
+
+    /// Writes `content` (if any) after claiming log room for its record.
+    fn admit_and_store(
+        &mut self,
+        chunk: ChunkId,
+        content: Option<&Payload>,
+    ) -> Result<(Claim, Option<Written>), ChunkError> {
+        let claim = self.admit(chunk, content.map_or(0, |c| c.len()))?;
+        match content.map(|c| self.store(c)).transpose() {
+            Ok(written) => Ok((claim, written)),
+            Err(e) => {
+                self.log.release(claim);
+                Err(e)
+            }
+        }
     }
 
     fn execute(&mut self, op: ChunkOp) -> Result<ChunkDone, ChunkError> {
@@ -144,12 +183,10 @@ impl FileChunkStore {
                     }
                     None => None,
                 };
-                let written = match kind.apply_owned(base) {
-                    None => None,
-                    Some(content) => Some(self.store(&content)?),
-                };
+                let content = kind.apply_owned(base);
+                let (claim, written) = self.admit_and_store(chunk, content.as_ref())?;
                 let (meta, rec) = self.cat.set_pending(chunk, version, written, tag);
-                self.log.stage(&rec);
+                self.log.stage(&rec, claim);
                 Ok(ChunkDone::Updated(meta))
             }
             ChunkOp::Commit {
@@ -157,9 +194,17 @@ impl FileChunkStore {
                 version,
                 chain_version,
             } => {
-                let (meta, rec) = self.cat.commit(chunk, version, chain_version)?;
-                if let Some(rec) = rec {
-                    self.log.stage(&rec);
+                let claim = self.admit(chunk, 0)?;
+                let (meta, rec) = match self.cat.commit(chunk, version, chain_version) {
+                    Ok(done) => done,
+                    Err(e) => {
+                        self.log.release(claim);
+                        return Err(e);
+                    }
+                };
+                match rec {
+                    Some(rec) => self.log.stage(&rec, claim),
+                    None => self.log.release(claim),
                 }
                 Ok(ChunkDone::Committed(meta))
             }
@@ -169,12 +214,9 @@ impl FileChunkStore {
                 chain_version,
                 data,
             } => {
-                let written = match data {
-                    Some(d) => Some(self.store(&d)?),
-                    None => None,
-                };
+                let (claim, written) = self.admit_and_store(chunk, data.as_ref())?;
                 let (meta, rec) = self.cat.install(chunk, version, chain_version, written);
-                self.log.stage(&rec);
+                self.log.stage(&rec, claim);
                 Ok(ChunkDone::Committed(meta))
             }
         }
@@ -187,7 +229,8 @@ impl FileChunkStore {
         }
         if self.log.has_staged() {
             self.log.flush()?;
-            self.cat.durable();
+            let freed = self.cat.durable();
+            self.space.released(&*self.data, &self.cat, &freed);
             self.log.maybe_compact(self.cat.chunks())?;
         }
         Ok(())

@@ -15,7 +15,8 @@
 //!   block of each content (`sums.rs`); the `applied`
 //!   exactly-once records) or its removal. Boot replays it (last record per chunk wins) and
 //!   rebuilds the free-extent map from the extents referenced; it is compacted by writing
-//!   `meta.tmp`, fdatasync, rename over `meta`, directory fsync.
+//!   `meta.tmp`, fdatasync, rename over `meta`, directory fsync. Records are written only into
+//!   zeros the file was grown by ahead of them, so appending them never needs new space.
 //!
 //! # Why a commit is atomic and durable when reported
 //!
@@ -51,10 +52,22 @@
 //! I/O bypasses the [`fs::StoreFs`] seam, and it shares the metadata layer and the
 //! data-then-record ordering that the test exercises.
 //!
+//! # A full file system
+//!
+//! Never poisons a store (`space.rs`): an operation claims room in the metadata log for its
+//! record before writing anything, an operation bringing new content must leave a reserve of
+//! log room for commits and removes, and what does not fit answers `NoSpace` with nothing
+//! written; reads, lists, commits and removes keep working. While space is short, the blocks of
+//! freed extents are punched out of the data file once the record freeing them is durable, so
+//! removing chunks makes room for this target's writes and its neighbours' (the kv role's, the
+//! log's). A compaction that does not fit is skipped. The tests: `space_tests.rs` (a file system
+//! that refuses to allocate, in process) and `tests/real_disk_full.rs` at the workspace root (a
+//! size-limited tmpfs).
+//!
 //! Disk faults for fault-injection runs (EIO, ENOSPC, added latency) wrap a store from the
 //! outside ([`FaultyStore`], `faults.rs`); the stores themselves know nothing of them.
 //!
-//! Not here: fallocate/preallocation, shrinking the data file, TRIM, a metadata cache smaller
+//! Not here: preallocation of the data file, TRIM, a quota per target, a metadata cache smaller
 //! than the catalog (all metadata lives in memory, as 3FS's cache does for its working set).
 
 mod catalog;
@@ -63,6 +76,7 @@ mod file;
 pub mod fs;
 mod meta;
 pub mod rot;
+mod space;
 mod sums;
 mod thread;
 #[cfg(feature = "uring")]
@@ -77,6 +91,8 @@ mod crash_tests;
 mod lazy_fs;
 #[cfg(test)]
 mod power_loss;
+#[cfg(test)]
+mod space_tests;
 
 use std::io;
 use std::path::Path;

@@ -73,6 +73,22 @@ pub fn encode(version: u64, mutations: &[Mutation]) -> Vec<u8> {
     f
 }
 
+/// The length of the frame [`encode`] makes of `mutations` (whatever its version), without
+/// making it: what a commit must find room for in the log before it is decided.
+pub fn encoded_len(mutations: &[Mutation]) -> usize {
+    let body: usize = mutations
+        .iter()
+        .map(|m| {
+            1 + match m {
+                Mutation::Set(k, v) => 8 + k.len() + v.len(),
+                Mutation::Clear(k) => 4 + k.len(),
+                Mutation::ClearRange(r) => 8 + r.begin.len() + r.end.len(),
+            }
+        })
+        .sum();
+    HEAD + 8 + 4 + body
+}
+
 /// A whole snapshot file for `version` holding `sets`.
 pub fn encode_snapshot(version: u64, sets: &[Mutation]) -> Vec<u8> {
     let mut out = SNAP_HEADER.to_vec();
@@ -225,6 +241,21 @@ mod tests {
         let mut zeros = log.clone();
         zeros.extend_from_slice(&[0; 40]);
         assert_eq!(scan(&zeros, 8).unwrap().1, log.len());
+    }
+
+    #[test]
+    fn encoded_len_is_the_frames_length() {
+        let range = Mutation::ClearRange(KeyRange {
+            begin: b"a".to_vec(),
+            end: b"zz".to_vec(),
+        });
+        for m in [
+            vec![],
+            vec![set("key")],
+            vec![set("a"), Mutation::Clear(b"bc".to_vec()), range],
+        ] {
+            assert_eq!(encoded_len(&m), encode(u64::MAX, &m).len());
+        }
     }
 
     #[test]

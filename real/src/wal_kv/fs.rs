@@ -5,9 +5,14 @@
 //! The trait names durability points explicitly: `LogFile::sync_data` (fdatasync) makes a
 //! file's contents and size durable, `Fs::sync_dir` (fsync of the directory) makes the names in
 //! it durable (a created file, a rename). Nothing else is assumed durable.
+//!
+//! Space: [`LogFile::reserve`] allocates a file's blocks ahead of its end (fallocate with
+//! KEEP_SIZE), so that appends into them cannot meet a full file system; [`no_space`] tells an
+//! error that means the file system (or a quota) is full.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 /// A file the engine appends to.
@@ -16,8 +21,21 @@ pub trait LogFile: Send + Sync {
     fn append(&self, data: &[u8]) -> io::Result<()>;
     /// Makes every byte appended so far, and the size, durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
-    /// Cuts or extends the file to `len` bytes (durable only after `sync_data`).
+    /// Cuts or extends the file to `len` bytes (durable only after `sync_data`). Blocks
+    /// reserved past `len` are given back to the file system.
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Allocates the blocks for `len` bytes at `offset` without changing the file's size, so
+    /// that appending into them needs no new space; a no-space error when the file system has
+    /// no room. Where a file system cannot, nothing happens (appends allocate as they go).
+    fn reserve(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+}
+
+/// Whether `e` says the file system (or the writer's quota) is full.
+pub fn no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
 }
 
 /// A directory tree.
@@ -53,6 +71,21 @@ impl LogFile for File {
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         File::set_len(self, len)
+    }
+    #[allow(unsafe_code)]
+    fn reserve(&self, offset: u64, len: u64) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let (fd, mode) = (self.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE);
+        // SAFETY: fallocate takes a descriptor this file keeps open for the call and integers.
+        if unsafe { libc::fallocate(fd, mode, offset as i64, len as i64) } == 0 {
+            return Ok(());
+        }
+        match io::Error::last_os_error() {
+            e if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS)) => Ok(()),
+            e => Err(e),
+        }
     }
 }
 

@@ -14,7 +14,9 @@
 //! (an unsynced commit still conflicts with transactions that read what it wrote); at most one
 //! sync runs at a time, and compaction (which truncates the log) runs only while none does; a
 //! failed sync or append poisons the engine, and every waiter not yet covered gets
-//! `CommitUnknown` (its frame may or may not be on disk).
+//! `CommitUnknown` (its frame may or may not be on disk). A commit the log has no room for
+//! (module docs of `wal_kv`) waits until no sync runs, lets a compaction make room, and is
+//! refused (`Unavailable`, nothing written) when that does not help; the engine goes on.
 //!
 //! Not here: fairness between threads beyond the mutex's, a bound on how long a leader waits
 //! to gather a bigger group (it syncs at once: the batch is whatever queued meanwhile), and
@@ -114,16 +116,25 @@ impl SharedWalKv {
         self.lock().core.wal_bytes
     }
 
-    /// Writes every live key as the snapshot and empties the log.
+    /// Commits refused so far because the file system had no room for them.
+    pub fn no_space_refusals(&self) -> u64 {
+        self.lock().core.refused
+    }
+
+    /// Writes every live key as the snapshot and empties the log. When the snapshot does not
+    /// fit on the file system the error says so (no space) and nothing changed; any other
+    /// error poisons.
     pub fn compact(&self) -> io::Result<()> {
         let mut s = self.lock();
         while s.syncing {
             s = self.wait(s);
         }
-        let r = s.core.compact();
-        if r.is_err() {
-            s.core.poisoned = true;
-        }
+        let r = s.core.compact().map_err(|e| {
+            if let super::CompactError::Failed(_) = e {
+                s.core.poisoned = true;
+            }
+            e.into_inner()
+        });
         self.shared.changed.notify_all();
         r
     }
@@ -149,9 +160,20 @@ impl KvEngine for SharedWalKv {
 
     fn commit(&mut self, req: CommitReq) -> Result<KvVersion, KvError> {
         let mut s = self.lock();
-        let v = match s.core.decide(req) {
+        let mut decided = s.core.decide(req, false);
+        if let Ok(Decided::NoRoom(req)) = decided {
+            // A compaction may make room; it truncates the log, so only while no one syncs it.
+            while s.syncing {
+                s = self.wait(s);
+            }
+            decided = s.core.decide(req, true);
+            // A compaction raised the durable version: wake whoever it covers.
+            self.shared.changed.notify_all();
+        }
+        let v = match decided {
             Ok(Decided::Nothing(v)) => return Ok(v),
             Ok(Decided::Logged(v)) => v,
+            Ok(Decided::NoRoom(_)) => unreachable!("a compaction was allowed"),
             Err(e) => {
                 // A failed append poisoned the engine: wake the waiters so they learn it.
                 self.shared.changed.notify_all();

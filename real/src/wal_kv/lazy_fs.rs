@@ -9,8 +9,14 @@
 //! write). Two switches make it lie like a disk that ignores flushes (`skip_dir_sync`,
 //! `skip_data_sync`), which is how the tests show the power-loss check can fail.
 //!
+//! A third switch, `full`, makes it a full file system: a call that needs new space (an append
+//! past a file's allocated blocks, a reservation past them) fails with ENOSPC and changes
+//! nothing, unless space freed while full (a truncation, which gives back the blocks past the
+//! new size, or a file replaced by a rename) covers it.
+//!
 //! Not modelled: directories themselves (they always exist), reordered pages within a file's
-//! unsynced appends, and data written but never appended (the engine only appends).
+//! unsynced appends, data written but never appended (the engine only appends), and how much
+//! space there is (full or not, nothing between).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -23,6 +29,8 @@ use super::fs::{Fs, LogFile};
 struct Node {
     data: Vec<u8>,
     durable: Vec<u8>,
+    /// Blocks are allocated up to here (or to the data's end, if further).
+    reserved: usize,
 }
 
 #[derive(Default)]
@@ -50,6 +58,41 @@ pub struct State {
     pub sync_delay: Duration,
     /// fdatasyncs made (including skipped ones).
     pub data_syncs: u64,
+    /// The file system is full: what needs new space fails with ENOSPC, beyond `credit`.
+    pub full: bool,
+    /// Bytes freed while full, which later calls may allocate again.
+    credit: usize,
+}
+
+impl State {
+    /// Allocates blocks for `ino` up to `to` bytes; ENOSPC when full beyond the credit.
+    fn allocate(&mut self, ino: usize, to: usize) -> io::Result<()> {
+        let extra = to.saturating_sub(self.nodes[ino].allocated());
+        if self.full && extra > 0 {
+            if extra > self.credit {
+                return Err(enospc());
+            }
+            self.credit -= extra;
+        }
+        let node = &mut self.nodes[ino];
+        node.reserved = node.reserved.max(to);
+        Ok(())
+    }
+
+    /// `ino`'s blocks from `to` on are given back.
+    fn free(&mut self, ino: usize, to: usize) {
+        let freed = self.nodes[ino].allocated().saturating_sub(to);
+        if self.full {
+            self.credit += freed;
+        }
+        self.nodes[ino].reserved = to;
+    }
+}
+
+impl Node {
+    fn allocated(&self) -> usize {
+        self.reserved.max(self.data.len())
+    }
 }
 
 /// The file system; clones share it.
@@ -60,6 +103,10 @@ pub struct LazyFs {
 
 fn eio(why: &str) -> io::Error {
     io::Error::other(why.to_string())
+}
+
+fn enospc() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOSPC)
 }
 
 impl LazyFs {
@@ -111,6 +158,7 @@ impl LazyFs {
                 node.data = node.durable.clone();
             }
             node.durable = node.data.clone();
+            node.reserved = node.data.len();
         }
         s.countdown = None;
         s.down = false;
@@ -139,6 +187,7 @@ impl LazyFs {
         s.nodes.push(Node {
             data: Vec::new(),
             durable: Vec::new(),
+            reserved: 0,
         });
         let ino = s.nodes.len() - 1;
         s.names.insert(path.to_path_buf(), ino);
@@ -195,7 +244,10 @@ impl Fs for LazyFs {
         let mut s = self.state();
         Self::step(&mut s, "rename", to)?;
         let ino = s.names.remove(from).ok_or(io::ErrorKind::NotFound)?;
-        s.names.insert(to.to_path_buf(), ino);
+        if let Some(old) = s.names.insert(to.to_path_buf(), ino) {
+            // The file replaced goes (the engine holds no handle on a replaced snapshot).
+            s.free(old, 0);
+        }
         Ok(())
     }
 
@@ -224,8 +276,16 @@ impl LogFile for Handle {
     fn append(&self, data: &[u8]) -> io::Result<()> {
         let mut s = self.fs.state();
         Self::step(&mut s, "append", self.ino)?;
+        let to = s.nodes[self.ino].data.len() + data.len();
+        s.allocate(self.ino, to)?;
         s.nodes[self.ino].data.extend_from_slice(data);
         Ok(())
+    }
+
+    fn reserve(&self, offset: u64, len: u64) -> io::Result<()> {
+        let mut s = self.fs.state();
+        Self::step(&mut s, "reserve", self.ino)?;
+        s.allocate(self.ino, (offset + len) as usize)
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -259,6 +319,7 @@ impl LogFile for Handle {
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut s = self.fs.state();
         Self::step(&mut s, "truncate", self.ino)?;
+        s.free(self.ino, len as usize);
         s.nodes[self.ino].data.resize(len as usize, 0);
         Ok(())
     }

@@ -30,7 +30,32 @@
 //!   frame with a whole frame after it, or an unreadable or damaged snapshot, refuses to open
 //!   with an error naming the file (and the byte offset), never silently dropping commits;
 //! - a failed write or sync poisons the engine: every later call is `Unavailable` until it is
-//!   reopened (a failed fsync is never retried: the kernel may have dropped the dirty pages).
+//!   reopened (a failed fsync is never retried: the kernel may have dropped the dirty pages);
+//! - a full file system poisons nothing (below).
+//!
+//! # A full file system
+//!
+//! A commit is applied in memory before its frame is appended, so an append that fails cannot
+//! be taken back: it would poison. Hence the log's blocks are reserved ahead of its end
+//! (fallocate KEEP_SIZE, [`AHEAD`] at a time) and a commit is admitted only when its frame fits
+//! in them, checked before anything else happens to it; a commit that only sets keys must leave
+//! [`RESERVE`] reserved bytes after its frame, one that clears any key (a delete, an unlink or a
+//! rename of the meta service) may use them, so that space can still be freed on a full file
+//! system. When the reserve cannot grow, the engine first tries a compaction, at most once per
+//! change of the log (deletes since make a smaller snapshot), and otherwise refuses the commit
+//! with `Unavailable` ("back off and retry; nothing was written": `KvError` has no variant of
+//! its own for a full disk) and counts it ([`WalKv::no_space_refusals`]). Reads go on; commits
+//! succeed again once space is freed (deleted keys compacted away, or files removed elsewhere).
+//!
+//! The snapshot needs new space while the log still holds its own: on a disk this log filled,
+//! a compaction fits once the live keys fit in the log's unused reserve, which it then gives
+//! back first. A compaction whose snapshot does not fit is skipped, its partial file cut, the
+//! log left as it was; a threshold compaction is then tried again once the log has grown by
+//! half.
+//!
+//! This holds on file systems that allocate at fallocate or write time (ext4, xfs, tmpfs); on
+//! one that cannot fallocate, or allocates on overwrite (btrfs, zfs), an append can still meet
+//! ENOSPC, and that poisons as any failed write.
 //!
 //! Not here: replication (etcd is the distributed engine), history before the snapshot a
 //! reopen starts from (reads below it are `TooOld`), and telling reordered, unsynced tail pages
@@ -55,7 +80,7 @@ use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Mutation, Value};
 
 use self::frame::LOG_HEADER;
-use self::fs::{Fs, LogFile, StdFs};
+use self::fs::{no_space, Fs, LogFile, StdFs};
 pub use self::group::{GroupStats, SharedWalKv};
 
 /// Commits of history the engine keeps for conflict checks and snapshot reads.
@@ -65,6 +90,12 @@ pub const COMPACT_AT: u64 = 64 << 20;
 const LOG: &str = "wal";
 const SNAPSHOT: &str = "snapshot";
 const SNAPSHOT_TMP: &str = "snapshot.tmp";
+/// The step by which the log's reserved blocks grow ahead of its end (one fallocate per step;
+/// the appends change the file's size anyway, so a bigger step would save nothing else).
+const AHEAD: u64 = 64 << 10;
+/// Reserved log bytes a commit that only sets keys must leave after its frame: what commits
+/// that clear keys may still use on a full file system (some 20,000 deletes of 30-byte keys).
+pub const RESERVE: u64 = 1 << 20;
 
 /// An I/O error naming the file it happened on.
 fn named(path: &Path, e: io::Error) -> io::Error {
@@ -95,6 +126,25 @@ enum Decided {
     Nothing(KvVersion),
     /// Applied in memory and appended to the log at this version, not yet durable.
     Logged(KvVersion),
+    /// The log has no room for it and no compaction was allowed: the request, untouched, for
+    /// a call that allows one.
+    NoRoom(CommitReq),
+}
+
+/// Why a compaction did not happen.
+enum CompactError {
+    /// The snapshot did not fit: nothing changed (its partial file was cut).
+    NoRoom(io::Error),
+    /// Anything else: the engine's files are in a state only a reopen settles.
+    Failed(io::Error),
+}
+
+impl CompactError {
+    fn into_inner(self) -> io::Error {
+        match self {
+            Self::NoRoom(e) | Self::Failed(e) => e,
+        }
+    }
 }
 
 /// The state both forms share: the in-memory engine, the open log, and the durability marks.
@@ -110,6 +160,12 @@ struct Core {
     /// Shared so that a group commit leader can sync it without holding the engine's lock.
     wal: Arc<dyn LogFile>,
     wal_bytes: u64,
+    /// The log's blocks are reserved up to here (at least `wal_bytes`).
+    reserved: u64,
+    /// `wal_bytes` when a compaction last did not fit (`None`: the last one did).
+    no_room_at: Option<u64>,
+    /// Commits refused for want of space.
+    refused: u64,
     compact_at: u64,
     poisoned: bool,
     /// The newest version whose writes are durable (in the log or a snapshot).
@@ -201,6 +257,10 @@ impl Core {
             floor: snap_version,
             wal,
             wal_bytes: good as u64,
+            // Whatever a previous run reserved is unknown: reserved again (cheaply) when needed.
+            reserved: good as u64,
+            no_room_at: None,
+            refused: 0,
             compact_at,
             poisoned: false,
             durable: next - 1,
@@ -252,8 +312,24 @@ impl Core {
     /// Lets the in-memory engine decide `req` (conflicts, version) and appends an accepted
     /// commit's frame to the log. Only a commit it accepts is logged; the caller acknowledges
     /// it once the log is durable up to the returned version.
-    fn decide(&mut self, mut req: CommitReq) -> Result<Decided, KvError> {
+    ///
+    /// Before anything else, the frame must fit in the log's reserved blocks (module docs);
+    /// when it does not, `may_compact` allows a compaction to make room (the caller guarantees
+    /// no sync of the log runs meanwhile), and without it the request comes back unchanged.
+    fn decide(&mut self, mut req: CommitReq, may_compact: bool) -> Result<Decided, KvError> {
         self.check()?;
+        if !req.mutations.is_empty() {
+            let len = frame::encoded_len(&req.mutations) as u64;
+            let adds = req.mutations.iter().all(|m| matches!(m, Mutation::Set(..)));
+            if !self.room(len, adds)? {
+                if !may_compact {
+                    return Ok(Decided::NoRoom(req));
+                }
+                if !(self.make_room() && self.room(len, adds)?) {
+                    return Err(self.refuse());
+                }
+            }
+        }
         req.read_version = self.to_mem(req.read_version)?;
         if req.mutations.is_empty() {
             // `MemKv` answers at the read version and writes nothing: nothing to make durable.
@@ -274,17 +350,113 @@ impl Core {
         Ok(Decided::Logged(KvVersion(version)))
     }
 
-    /// Compacts when the log has grown past its limit; a failure poisons (the commits are
+    /// Whether a frame of `len` bytes fits in the log's reserved blocks, leaving [`RESERVE`]
+    /// after it when `keep`; reserves more (up to a multiple of [`AHEAD`]) when needed.
+    /// `Ok(false)`: the file system has no room for that. Nothing is written either way.
+    fn room(&mut self, len: u64, keep: bool) -> Result<bool, KvError> {
+        let need = self.wal_bytes + len + if keep { RESERVE } else { 0 };
+        if need <= self.reserved {
+            return Ok(true);
+        }
+        // From the log's end, not from `reserved`: reserving blocks already reserved is cheap,
+        // and after a reopen what a previous run reserved is unknown. A whole step, or on a
+        // file system too full for that, just what is needed.
+        let step = need.next_multiple_of(AHEAD);
+        let mut reserved = self
+            .wal
+            .reserve(self.wal_bytes, step - self.wal_bytes)
+            .map(|()| step);
+        if reserved.as_ref().is_err_and(no_space) && step > need {
+            reserved = self
+                .wal
+                .reserve(self.wal_bytes, need - self.wal_bytes)
+                .map(|()| need);
+        }
+        match reserved {
+            Ok(to) => {
+                self.reserved = to;
+                Ok(true)
+            }
+            Err(e) if no_space(&e) => Ok(false),
+            Err(e) => {
+                // Nothing was written or applied: this commit fails, the engine goes on.
+                tracing::error!("wal kv {}: reserving log space: {e}", self.dir.display());
+                Err(KvError::Unavailable)
+            }
+        }
+    }
+
+    /// No room for a commit: compacts, if the log changed since the last compaction that did
+    /// not fit (deletes since make a smaller snapshot). Whether it compacted. The caller
+    /// guarantees no sync of the log runs meanwhile.
+    fn make_room(&mut self) -> bool {
+        if self.wal_bytes <= LOG_HEADER.len() as u64 || self.no_room_at == Some(self.wal_bytes) {
+            return false;
+        }
+        let (version, bytes) = self.snapshot();
+        // When the snapshot fits in the log's unused reserved blocks, they go first, to make
+        // room for it (on a file system filled by this log, nothing else would): they hold
+        // nothing (the log ends at `wal_bytes`), and a compaction empties the log anyway. Not
+        // otherwise: the reserve is what deletes use while the disk stays full.
+        let unused = self.reserved - self.wal_bytes;
+        if bytes.len() as u64 <= unused && self.wal.set_len(self.wal_bytes).is_ok() {
+            self.reserved = self.wal_bytes;
+        }
+        match self.compact_into(version, &bytes) {
+            Ok(()) => true,
+            Err(CompactError::NoRoom(_)) => {
+                // Reserve again what the attempt gave back, for the deletes that may follow.
+                let _ = self.room(0, true);
+                false
+            }
+            Err(CompactError::Failed(_)) => {
+                self.poisoned = true;
+                false
+            }
+        }
+    }
+
+    /// Counts and answers a commit refused for want of space.
+    fn refuse(&mut self) -> KvError {
+        if self.refused == 0 || self.refused.is_power_of_two() {
+            tracing::warn!(
+                "wal kv {}: the file system is full; commits refused (nothing written, \
+                 Unavailable): {} so far",
+                self.dir.display(),
+                self.refused + 1
+            );
+        }
+        self.refused += 1;
+        KvError::Unavailable
+    }
+
+    /// Compacts when the log has grown past its limit (and, after a compaction that did not
+    /// fit, by half again since); a failure other than no room poisons (the commits are
     /// durable, but the log's state is unknown).
     fn maybe_compact(&mut self) {
-        if self.wal_bytes >= self.compact_at && self.compact().is_err() {
+        if self.wal_bytes < self.compact_at {
+            return;
+        }
+        if let Some(at) = self.no_room_at {
+            if self.wal_bytes < at + at / 2 {
+                return;
+            }
+        }
+        if let Err(CompactError::Failed(_)) = self.compact() {
             self.poisoned = true;
         }
     }
 
     /// Writes every live key as the snapshot and empties the log. The caller guarantees no
-    /// sync of the log runs meanwhile.
-    fn compact(&mut self) -> io::Result<()> {
+    /// sync of the log runs meanwhile. A snapshot that does not fit changes nothing
+    /// ([`CompactError::NoRoom`]).
+    fn compact(&mut self) -> Result<(), CompactError> {
+        let (version, bytes) = self.snapshot();
+        self.compact_into(version, &bytes)
+    }
+
+    /// The newest version and a snapshot file of every live key at it.
+    fn snapshot(&self) -> (u64, Vec<u8>) {
         let version = self.version();
         let sets: Vec<Mutation> = self
             .mem
@@ -292,16 +464,33 @@ impl Core {
             .into_iter()
             .map(|(k, v)| Mutation::Set(k, v))
             .collect();
+        (version, frame::encode_snapshot(version, &sets))
+    }
+
+    /// [`Core::compact`] with the snapshot of `version` made.
+    fn compact_into(&mut self, version: u64, bytes: &[u8]) -> Result<(), CompactError> {
+        debug_assert_eq!(version, self.version());
         let (tmp, snap) = (self.dir.join(SNAPSHOT_TMP), self.dir.join(SNAPSHOT));
-        let f = self.fs.create(&tmp).map_err(|e| named(&tmp, e))?;
-        f.append(&frame::encode_snapshot(version, &sets))
-            .and_then(|()| f.sync_data())
-            .map_err(|e| named(&tmp, e))?;
+        let failed = |path: &Path| {
+            let path = path.to_path_buf();
+            move |e| CompactError::Failed(named(&path, e))
+        };
+        let f = self.fs.create(&tmp).map_err(|e| self.no_room(&tmp, e))?;
+        // Reserved first: on a full file system this fails before megabytes are written.
+        let written = f
+            .reserve(0, bytes.len() as u64)
+            .and_then(|()| f.append(bytes))
+            .and_then(|()| f.sync_data());
+        if let Err(e) = written {
+            if no_space(&e) {
+                // Nothing refers to the partial snapshot: cut, its blocks go back.
+                let _ = f.set_len(0);
+            }
+            return Err(self.no_room(&tmp, e));
+        }
         drop(f);
-        self.fs.rename(&tmp, &snap).map_err(|e| named(&snap, e))?;
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(|e| named(&self.dir, e))?;
+        self.fs.rename(&tmp, &snap).map_err(failed(&snap))?;
+        self.fs.sync_dir(&self.dir).map_err(failed(&self.dir))?;
         // The snapshot is durable, and with it every commit up to `version` (group commit may
         // have appended frames not yet synced: they are in it).
         self.durable = version;
@@ -311,9 +500,26 @@ impl Core {
         self.wal
             .set_len(LOG_HEADER.len() as u64)
             .and_then(|()| self.wal.sync_data())
-            .map_err(|e| named(&log, e))?;
+            .map_err(failed(&log))?;
         self.wal_bytes = LOG_HEADER.len() as u64;
+        self.reserved = self.wal_bytes;
+        self.no_room_at = None;
         Ok(())
+    }
+
+    /// A failure writing the snapshot file `tmp`: no room when the file system is full (the
+    /// log stays as it is; noted, so that the next try waits for the log to change).
+    fn no_room(&mut self, tmp: &Path, e: io::Error) -> CompactError {
+        if !no_space(&e) {
+            return CompactError::Failed(named(tmp, e));
+        }
+        tracing::warn!(
+            "wal kv {}: no room to compact: {e}; the log stays as it is",
+            self.dir.display()
+        );
+        self.no_room_at = Some(self.wal_bytes);
+        // Keeps its errno, so that callers can tell no space from a failure.
+        CompactError::NoRoom(e)
     }
 }
 
@@ -343,9 +549,22 @@ impl WalKv {
         self.core.wal_bytes
     }
 
-    /// Writes every live key as the snapshot and empties the log.
+    /// Writes every live key as the snapshot and empties the log. When the snapshot does not
+    /// fit on the file system the error says so (no space) and nothing changed; any other
+    /// error leaves the engine usable only after a reopen.
     pub fn compact(&mut self) -> io::Result<()> {
-        self.core.compact()
+        self.core.compact().map_err(|e| {
+            if let CompactError::Failed(_) = e {
+                self.core.poisoned = true;
+            }
+            e.into_inner()
+        })
+    }
+
+    /// Commits refused so far because the file system had no room for them (answered
+    /// `Unavailable`, nothing written).
+    pub fn no_space_refusals(&self) -> u64 {
+        self.core.refused
     }
 
     /// The shareable form, with group commit.
@@ -373,9 +592,10 @@ impl KvEngine for WalKv {
     }
 
     fn commit(&mut self, req: CommitReq) -> Result<KvVersion, KvError> {
-        let v = match self.core.decide(req)? {
+        let v = match self.core.decide(req, true)? {
             Decided::Nothing(v) => return Ok(v),
             Decided::Logged(v) => v,
+            Decided::NoRoom(_) => unreachable!("a compaction was allowed"),
         };
         if self.core.wal.sync_data().is_err() {
             self.core.poisoned = true;

@@ -345,3 +345,140 @@ fn compaction_keeps_every_live_key_and_empties_the_log() {
     let err = WalKv::open(&dir).err().expect("refused");
     assert!(err.to_string().contains("snapshot"), "{err}");
 }
+
+/// An engine that counts the commits it refused for want of space.
+trait Refusals: KvEngine {
+    fn refusals(&self) -> u64;
+}
+
+impl Refusals for WalKv {
+    fn refusals(&self) -> u64 {
+        self.no_space_refusals()
+    }
+}
+
+impl Refusals for SharedWalKv {
+    fn refusals(&self) -> u64 {
+        self.no_space_refusals()
+    }
+}
+
+type Model = std::collections::BTreeMap<String, Vec<u8>>;
+
+/// Fills `kv` on `lazy` until a commit is refused, then deletes until commits fit again, then
+/// frees space. The model of what must be there.
+fn fill_and_free<E: Refusals>(kv: &mut E, lazy: &LazyFs) -> Model {
+    let mut model = Model::new();
+    for i in 0..5u32 {
+        let k = format!("a{i}");
+        put(kv, k.as_bytes(), b"early");
+        model.insert(k, b"early".to_vec());
+    }
+    lazy.state().full = true;
+    let value = vec![7u8; 4096];
+    let mut i = 0u32;
+    let refused = loop {
+        let k = format!("b{i:04}");
+        let mut t = Txn::new(kv);
+        t.set(k.as_bytes(), &value);
+        match t.commit() {
+            Ok(_) => model.insert(k, value.clone()),
+            Err(e) => break e,
+        };
+        i += 1;
+        assert!(i < 10_000, "never refused");
+    };
+    assert_eq!(refused, KvError::Unavailable, "refused, nothing written");
+    assert!(
+        i >= 10,
+        "the slack of the reservation step took commits first: {i}"
+    );
+    assert_eq!(kv.refusals(), 1);
+    for (k, v) in &model {
+        assert_eq!(
+            get(kv, k.as_bytes()).as_ref(),
+            Some(v),
+            "{k} readable when full"
+        );
+    }
+    // Deletes use the reserve; once the live keys fit in it, a compaction makes room and
+    // commits succeed again, the disk still full.
+    let mut deleted = 0;
+    loop {
+        for _ in 0..2 {
+            let k = format!("b{deleted:04}");
+            let mut t = Txn::new(kv);
+            t.clear(k.as_bytes());
+            t.commit().expect("a delete when full");
+            model.remove(&k);
+            deleted += 1;
+        }
+        let mut t = Txn::new(kv);
+        t.set(b"c", b"1");
+        match t.commit() {
+            Ok(_) => break,
+            Err(e) => assert_eq!(e, KvError::Unavailable),
+        }
+        assert!(deleted < i, "deleting never made room");
+    }
+    model.insert("c".into(), b"1".to_vec());
+    // Room again: commits succeed.
+    lazy.state().full = false;
+    put(kv, b"c", b"2");
+    model.insert("c".into(), b"2".to_vec());
+    model
+}
+
+/// A full file system (LazyFs's `full`): commits that do not fit are refused with nothing
+/// written, reads and deletes go on, nothing is poisoned, commits succeed again once deletes
+/// let a compaction make room (and once there is room again), and every acknowledged commit
+/// survives a reopen. Both forms.
+#[test]
+fn a_full_file_system_refuses_commits_and_poisons_nothing() {
+    for shared in [false, true] {
+        let lazy = LazyFs::new();
+        let fs = Arc::new(lazy.clone());
+        let model = if shared {
+            let mut kv = SharedWalKv::open_on(fs, Path::new("/db"), 1 << 30).unwrap();
+            fill_and_free(&mut kv, &lazy)
+        } else {
+            let mut kv = WalKv::open_on(fs, Path::new("/db"), 1 << 30).unwrap();
+            fill_and_free(&mut kv, &lazy)
+        };
+        let mut kv = WalKv::open_on(Arc::new(lazy.clone()), Path::new("/db"), 1 << 30).unwrap();
+        for (k, v) in &model {
+            assert_eq!(
+                get(&mut kv, k.as_bytes()).as_ref(),
+                Some(v),
+                "{k} after a reopen"
+            );
+        }
+        assert_eq!(get(&mut kv, b"b0000"), None, "a delete survives a reopen");
+    }
+}
+
+/// A compaction whose snapshot does not fit is skipped (its partial file cut), the engine goes
+/// on, and it compacts once there is room and the log has grown by half again.
+#[test]
+fn a_compaction_that_does_not_fit_is_skipped() {
+    let lazy = LazyFs::new();
+    let mut kv = WalKv::open_on(Arc::new(lazy.clone()), Path::new("/db"), 2_000).unwrap();
+    put(&mut kv, b"k", b"0");
+    lazy.state().full = true;
+    for i in 0..100u32 {
+        put(&mut kv, b"k", &i.to_le_bytes());
+    }
+    assert!(kv.wal_bytes() > 3_000, "no compaction fitted");
+    assert_eq!(
+        kv.compact().map_err(|e| super::fs::no_space(&e)).err(),
+        Some(true)
+    );
+    lazy.state().full = false;
+    for i in 100..200u32 {
+        put(&mut kv, b"k", &i.to_le_bytes());
+    }
+    assert!(kv.wal_bytes() < 3_000, "compacted once there was room");
+    drop(kv);
+    let mut kv = WalKv::open_on(Arc::new(lazy), Path::new("/db"), 2_000).unwrap();
+    assert_eq!(get(&mut kv, b"k"), Some(199u32.to_le_bytes().to_vec()));
+}

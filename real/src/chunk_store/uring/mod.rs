@@ -22,8 +22,11 @@
 //! (fdatasync through the ring), only the page cache is involved.
 //!
 //! A failed write or sync poisons the store as in the file store (every later operation, and
-//! those in flight, answer `Failed`); ENOSPC on a data write answers `NoSpace`; a short read
-//! (the extent lies past the end of the file) answers `Corrupt`.
+//! those in flight, answer `Failed`); a short read (the extent lies past the end of the file)
+//! answers `Corrupt`. A full file system does not poison, as in the file store (`space.rs`): a
+//! mutation claims room in the metadata log for its record when it starts writing (after its
+//! base read) and answers `NoSpace` if the log cannot grow for it; ENOSPC on a data write
+//! answers `NoSpace` too. The claim travels with the operation until its record is staged.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -43,7 +46,8 @@ use t3fs_core::payload::Payload;
 use self::buf::{Buf, BufPool};
 use super::catalog::{Catalog, Src, Written};
 use super::fs::StdFs;
-use super::meta::{MetaLog, Record};
+use super::meta::{Claim, MetaLog};
+use super::space::Space;
 use super::{Extent, Options, BLOCK, DATA};
 use crate::vec_pool::{VecPool, CHUNK};
 
@@ -78,14 +82,21 @@ enum Stage {
         kind: UpdateKind,
         tag: Option<UpdateTag>,
     },
-    /// A data write is in flight.
+    /// A data write is in flight (of `buf` from byte `done` on: a short write's rest goes
+    /// again).
     Write {
         buf: Buf,
         written: Written,
         then: Then,
+        claim: Claim,
+        done: usize,
     },
     /// Written; waits for a data fdatasync.
-    Unsynced { written: Written, then: Then },
+    Unsynced {
+        written: Written,
+        then: Then,
+        claim: Claim,
+    },
 }
 
 struct Active {
@@ -111,6 +122,7 @@ pub struct UringChunkStore {
     syncing: Option<Vec<usize>>,
     ready: Vec<(Done, Option<ChunkId>)>,
     failed: bool,
+    space: Space,
     bufs: BufPool,
     results: VecPool,
 }
@@ -153,6 +165,7 @@ impl UringChunkStore {
             syncing: None,
             ready: Vec::new(),
             failed: false,
+            space: Space::default(),
             bufs: BufPool::default(),
             results: VecPool::new(CHUNK),
         })
@@ -240,34 +253,76 @@ impl UringChunkStore {
         self.push(e);
     }
 
+    /// Claims room in the metadata log for the record of an operation on `chunk` bringing `len`
+    /// bytes of new content (0: none), before it writes anything (`space.rs`); `None`: it was
+    /// answered (`NoSpace`, or `Failed` on an I/O error growing the log).
+    fn admit(&mut self, id: IoId, chunk: ChunkId, len: usize) -> Option<Claim> {
+        let bound = self.cat.record_bound(chunk, len);
+        let (log, data, cat) = (&mut self.log, &self.data, &self.cat);
+        match self.space.admit(log, data, cat, bound, len > 0) {
+            Ok(Some(claim)) => Some(claim),
+            Ok(None) => {
+                self.finish(id, Some(chunk), Err(ChunkError::NoSpace));
+                None
+            }
+            Err(e) => {
+                self.fail(id, chunk, format!("growing the metadata log: {e}"));
+                None
+            }
+        }
+    }
+
     /// Writes `content` into a fresh extent (or finishes at once when no data I/O is needed).
     fn write(&mut self, id: IoId, chunk: ChunkId, content: Option<Payload>, then: Then) {
+        let Some(claim) = self.admit(id, chunk, content.as_ref().map_or(0, |c| c.len())) else {
+            return;
+        };
         let written = content
             .as_ref()
             .map(|c| Written::new(c, self.cat.alloc(c.len())));
         let Some(ext) = written.as_ref().and_then(|w| w.data) else {
-            return self.publish(id, chunk, written, then);
+            return self.publish(id, chunk, written, then, claim);
         };
         let mut buf = self.bufs.take(ext.len as usize);
         let content = content.expect("content");
         let (data, pad) = buf.as_mut_slice().split_at_mut(content.len());
         data.copy_from_slice(&content);
         pad.fill(0); // A pooled buffer holds its last user's bytes.
-        let e = opcode::Write::new(self.fd(), buf.as_slice().as_ptr(), buf.len as u32)
-            .offset(ext.offset)
-            .build();
+        let e = self.write_sqe(&buf, ext, 0);
         let written = written.expect("written");
         let slot = self.place(Active {
             id,
             chunk,
-            stage: Stage::Write { buf, written, then },
+            stage: Stage::Write {
+                buf,
+                written,
+                then,
+                claim,
+                done: 0,
+            },
         });
         self.push(e.user_data(slot as u64));
     }
 
-    /// The data is durable (or there is none): records the metadata change.
-    fn publish(&mut self, id: IoId, chunk: ChunkId, written: Option<Written>, then: Then) {
+    /// The SQE writing `buf` from byte `done` on into `ext` (user data still to set).
+    fn write_sqe(&self, buf: &Buf, ext: Extent, done: usize) -> io_uring::squeue::Entry {
+        let rest = &buf.as_slice()[done..];
+        opcode::Write::new(self.fd(), rest.as_ptr(), rest.len() as u32)
+            .offset(ext.offset + done as u64)
+            .build()
+    }
+
+    /// The data is durable (or there is none): records the metadata change in `claim`'s room.
+    fn publish(
+        &mut self,
+        id: IoId,
+        chunk: ChunkId,
+        written: Option<Written>,
+        then: Then,
+        claim: Claim,
+    ) {
         if self.failed {
+            self.log.release(claim);
             return self.finish(id, Some(chunk), Err(ChunkError::Failed));
         }
         let (rec, done) = match then {
@@ -280,14 +335,8 @@ impl UringChunkStore {
                 (r, ChunkDone::Committed(m))
             }
         };
-        self.log.stage(&rec);
+        self.log.stage(&rec, claim);
         self.finish(id, Some(chunk), Ok(done));
-    }
-
-    fn stage_record(&mut self, rec: Option<Record>) {
-        if let Some(rec) = rec {
-            self.log.stage(&rec);
-        }
     }
 
     fn start(&mut self, id: IoId, op: ChunkOp) {
@@ -363,13 +412,24 @@ impl UringChunkStore {
                 chunk,
                 version,
                 chain_version,
-            } => match self.cat.commit(chunk, version, chain_version) {
-                Ok((meta, rec)) => {
-                    self.stage_record(rec);
-                    self.finish(id, Some(chunk), Ok(ChunkDone::Committed(meta)));
+            } => {
+                let Some(claim) = self.admit(id, chunk, 0) else {
+                    return;
+                };
+                match self.cat.commit(chunk, version, chain_version) {
+                    Ok((meta, rec)) => {
+                        match rec {
+                            Some(rec) => self.log.stage(&rec, claim),
+                            None => self.log.release(claim),
+                        }
+                        self.finish(id, Some(chunk), Ok(ChunkDone::Committed(meta)));
+                    }
+                    Err(e) => {
+                        self.log.release(claim);
+                        self.finish(id, Some(chunk), Err(e));
+                    }
                 }
-                Err(e) => self.finish(id, Some(chunk), Err(e)),
-            },
+            }
             ChunkOp::Install {
                 chunk,
                 version,
@@ -428,17 +488,46 @@ impl UringChunkStore {
                     Err(e) => self.finish(id, Some(chunk), Err(e)),
                 }
             }
-            Stage::Write { buf, written, then } => {
+            Stage::Write {
+                buf,
+                written,
+                then,
+                claim,
+                done,
+            } => {
                 let len = buf.len;
+                let ext = written.data.expect("a data write has an extent");
+                if res > 0 && done + (res as usize) < len {
+                    // A short write (a file system taking what it has room for): the rest goes
+                    // again, and then says why it cannot go (ENOSPC) or goes.
+                    let done = done + res as usize;
+                    let e = self.write_sqe(&buf, ext, done).user_data(slot as u64);
+                    let stage = Stage::Write {
+                        buf,
+                        written,
+                        then,
+                        claim,
+                        done,
+                    };
+                    self.slots[slot] = Some(Active { id, chunk, stage });
+                    return self.push(e);
+                }
                 self.bufs.put(buf);
-                if res == -libc::ENOSPC {
+                if res == -libc::ENOSPC || res == -libc::EDQUOT {
+                    self.log.release(claim);
                     self.cat.release_unused(written.data);
+                    self.space.write_failed(&self.data, &self.cat, written.data);
                     self.finish(id, Some(chunk), Err(ChunkError::NoSpace));
-                } else if res < 0 || res as usize != len {
-                    let why = format!("{} of {} bytes", errno("a write", res), len);
+                } else if res <= 0 || done + res as usize != len {
+                    self.log.release(claim);
+                    let why = format!("{} of {} bytes", errno("a write", res), len - done);
                     self.fail(id, chunk, why);
                 } else {
-                    let stage = Stage::Unsynced { written, then };
+                    let stage = Stage::Unsynced {
+                        written,
+                        then,
+                        claim,
+                    };
                     self.slots[slot] = Some(Active { id, chunk, stage });
                     self.unsynced.push(slot);
                 }
@@ -454,10 +543,15 @@ impl UringChunkStore {
         }
         for slot in slots {
             let a = self.slots[slot].take().expect("an unsynced slot");
-            let Stage::Unsynced { written, then } = a.stage else {
+            let Stage::Unsynced {
+                written,
+                then,
+                claim,
+            } = a.stage
+            else {
                 unreachable!("only unsynced slots wait for a sync")
             };
-            self.publish(a.id, a.chunk, Some(written), then);
+            self.publish(a.id, a.chunk, Some(written), then, claim);
         }
     }
 
@@ -565,7 +659,8 @@ impl ChunkStore for UringChunkStore {
             if !self.failed {
                 match self.log.flush() {
                     Ok(()) => {
-                        self.cat.durable();
+                        let freed = self.cat.durable();
+                        self.space.released(&self.data, &self.cat, &freed);
                         if let Err(e) = self.log.maybe_compact(self.cat.chunks()) {
                             self.poison(format!("compacting the metadata log: {e}"));
                         }

@@ -109,10 +109,8 @@ fn no_process_left(dir: &Path, pids: &std::collections::BTreeMap<String, i32>) {
 fn kill_head_mid_write_fails_over_resyncs_and_keeps_every_acknowledged_write() {
     let c = Cluster::up("failover");
     let st = c.status();
-    assert!(
-        st.contains("c1@v1: t1 SERVING → t2 SERVING → t3 SERVING"),
-        "{st}"
-    );
+    assert!(st.contains(": t1 SERVING → t2 SERVING → t3 SERVING"), "{st}");
+    let v0 = support::c1_version(&st);
     let rt = rt();
     let opts = c.options();
     // Write 12 MiB in 1 MiB writes; the head's process is killed after the fourth.
@@ -139,7 +137,7 @@ fn kill_head_mid_write_fails_over_resyncs_and_keeps_every_acknowledged_write() {
     c.wait_for("t1 OFFLINE", |s| s.contains("t1 OFFLINE"));
     c.t3fs(&["cluster", "restart", "storage-0"]);
     c.wait_for("resync", |s| {
-        cluster::all_serving(s, 1) && !s.contains("c1@v1:")
+        cluster::all_serving(s, 1) && support::c1_version(s) > v0
     });
     let check = |c: &Cluster| {
         rt.block_on(async {
@@ -341,13 +339,14 @@ fn netns_hosts_cut_a_storage_link_and_heal() {
             .unwrap();
         assert!(ok.success());
     };
+    let v0 = support::c1_version(&c.status());
     ip("down");
     c.wait_for("t3 OFFLINE after its link is cut", |s| {
         s.contains("t3 OFFLINE")
     });
     ip("up");
     c.wait_for("t3 back", |s| {
-        cluster::all_serving(s, 1) && !s.contains("c1@v1:")
+        cluster::all_serving(s, 1) && support::c1_version(s) > v0
     });
     let pids = cluster::pids(&c.dir);
     c.t3fs(&["cluster", "down"]);
@@ -440,7 +439,7 @@ fn cluster_up_on_rdma_without_a_device_fails_at_once_and_names_what_is_missing()
 /// serve as a full replica. It boots through the restart rule: its targets leave SERVING and
 /// resync, and no read meanwhile returns a hole for an acknowledged write. (With the old
 /// `in-service` marker, which the wipe removed, it booted as a deployed replica, and reads
-/// spread over the chain found its empty store.)
+/// spread over the chain found its empty store; today no marker exists: mgmtd decides.)
 #[test]
 fn a_wiped_storage_node_back_before_mgmtd_noticed_resyncs_and_serves_no_holes() {
     let c = Cluster::up("wiped");
@@ -465,6 +464,7 @@ fn a_wiped_storage_node_back_before_mgmtd_noticed_resyncs_and_serves_no_holes() 
         .node
         .data
         .clone();
+    let v0 = support::c1_version(&c.status());
     c.t3fs(&["cluster", "kill", "storage-0", "--signal", "KILL"]);
     std::fs::remove_dir_all(&data).unwrap();
     c.t3fs(&["cluster", "restart", "storage-0"]);
@@ -488,7 +488,7 @@ fn a_wiped_storage_node_back_before_mgmtd_noticed_resyncs_and_serves_no_holes() 
     };
     read_all(20);
     c.wait_for("storage-0's targets resynced", |s| {
-        cluster::all_serving(s, 1) && !s.contains("c1@v1:")
+        cluster::all_serving(s, 1) && support::c1_version(s) > v0
     });
     assert!(data.join("incarnation").exists(), "the node started afresh");
     read_all(5);

@@ -301,11 +301,6 @@ pub fn up(o: &UpOptions) -> R<String> {
                 cfg.to_toml()
             );
             std::fs::write(d.join("node.toml"), text).map_err(|e| e.to_string())?;
-            if role == "storage" {
-                // Deployed now: the node's first start may join as a SERVING replica.
-                crate::serve::allow_first_boot(&cfg.node.data)
-                    .map_err(|e| format!("{}: {e}", cfg.node.data.display()))?;
-            }
             list.push_str(&format!("{name} {role}\n"));
         }
         std::fs::write(o.dir.join("nodes"), list).map_err(|e| e.to_string())?;

@@ -7,15 +7,15 @@
 //! number (`DATA/incarnation`, fsynced), so I/O ids and the identity of meta's storage client
 //! are fresh after every restart.
 //!
-//! First boot: a storage node joins as part of the deployed cluster (its empty targets are the
-//! chains' SERVING replicas) only when its data directory holds the `first-boot` token that the
-//! deployment (`t3fs cluster up`) wrote there, the way 3FS's admin creates a target; the token is
-//! removed once used. Every other start, a wiped or replaced disk included, boots from what its
-//! stores list and goes through mgmtd's restart rule: an empty store comes back fresh, is taken
-//! out of its chains and resynced. The default is the safe side: a missing token costs a
-//! resync, where the old `in-service` marker's absence (a wiped disk loses it too) made an
-//! emptied target a SERVING replica full of holes. The `kv` service seeds an empty engine
-//! with the plan's mgmtd rows and the namespace root. Not here: config parsing (config.rs), the
+//! Boot: a storage node always starts from what its stores list, and mgmtd decides what an
+//! empty store is: the node reports its targets ONLINE (and `fresh` when a store is empty),
+//! and mgmtd's restart rule takes them out of their chains and resyncs them from a replica that
+//! held data; only when every target of a chain reports fresh (a new deployment, or every copy
+//! lost) does mgmtd let one of them serve first, the chain's last SERVING (LASTSRV) rule. No
+//! local marker says "this target is new": a wiped or replaced disk cannot keep one, and the
+//! `in-service` marker and later the deployment's first-boot token (both gone) were exactly
+//! such a marker. A deployment costs one round of that rule (about 3 s for `cluster up`). The
+//! `kv` service seeds an empty engine with the plan's mgmtd rows and the namespace root. Not here: config parsing (config.rs), the
 //! driver (node/).
 
 use std::collections::BTreeMap;
@@ -64,17 +64,6 @@ impl std::str::FromStr for ServeRole {
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The file in a storage node's data directory that lets its next start join as a deployed
-/// replica (see the module doc); written by the deployment, removed by that start.
-pub const FIRST_BOOT: &str = "first-boot";
-
-/// Writes the first-boot token into the storage data directory `data` (the deployment's step).
-pub fn allow_first_boot(data: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(data)?;
-    std::fs::write(data.join(FIRST_BOOT), b"deployed by t3fs cluster up\n")?;
-    std::fs::File::open(data)?.sync_all()
-}
 
 /// Reads, bumps and persists the incarnation number in `data`.
 pub fn next_incarnation(data: &Path) -> std::io::Result<u64> {
@@ -202,18 +191,10 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
                 let layer = disk.clone().unwrap_or_default();
                 stores.insert(t, Box::new(crate::chunk_store::FaultyStore::new(s, layer)));
             }
-            let token = cfg.node.data.join(FIRST_BOOT);
             let mut scfg = plan.storage_cfg(me, &tuning);
             scfg.bug = storage_bug;
-            let node = if token.exists() {
-                let node = StorageNode::new_in_service(scfg, metas, plan.initial.clone());
-                std::fs::remove_file(&token)?;
-                std::fs::File::open(&cfg.node.data)?.sync_all()?;
-                tracing::info!(node = %cfg.node.name, "first boot: joins as a deployed replica");
-                node
-            } else {
-                StorageNode::new(scfg, metas, RoutingInfo::default())
-            };
+            // What is new is mgmtd's call (module docs), never a file of ours.
+            let node = StorageNode::new(scfg, metas, RoutingInfo::default());
             Process::Storage(Box::new(node.with_io_base(inc << 40)))
         }
         Role::Meta => {

@@ -171,8 +171,8 @@ async fn start(id: NodeId, setup: Setup, inc: u64) -> turmoil::Result<Started> {
         }
         let mut cfg = plan.storage_cfg(id, &tuning);
         cfg.bug = setup.bug;
-        // The deployment's first start joins in service (serve.rs's first-boot token, which
-        // `cluster up` writes and that start removes); every restart goes through the rule.
+        // A harness shortcut: the first start joins in service (the real services let mgmtd
+        // bring fresh targets in, serve.rs); every restart goes through the rule.
         let node = if inc == 1 {
             StorageNode::new_in_service(cfg, metas, plan.initial.clone())
         } else {

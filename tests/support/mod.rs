@@ -198,3 +198,14 @@ pub fn fuse_cluster(name: &str) -> Option<(Scratch, PathBuf)> {
     assert!(ok, "{text}");
     Some((tmp, cluster))
 }
+
+/// The version of chain `c1` in a `cluster status` text (0 when absent). A deployment's chain
+/// version depends on how mgmtd brought its fresh targets in, so tests compare versions
+/// rather than expect `v1`.
+#[allow(dead_code)]
+pub fn c1_version(status: &str) -> u32 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("chain c1@v")?.split(':').next()?.parse().ok())
+        .unwrap_or(0)
+}

@@ -1,13 +1,14 @@
 //! A full disk for real: the chunk stores (file and io_uring) and the embedded KV engine (both
 //! forms) each on their own 8 MiB tmpfs, filled until the file system refuses. Checked: what
-//! does not fit is refused with a clear answer (`NoSpace` from a store, `Unavailable` with
-//! nothing written from the engine, never `Failed` or `CommitUnknown`), everything acknowledged
-//! before reads back byte for byte, reads go on and nothing is poisoned, removes and deletes go
-//! through on the full disk, and then writes fit again (the stores punch the blocks of removed
-//! chunks out of their data file; the engine compacts deleted keys away), and a reopen finds
-//! every acknowledged write. The stores' metadata log is also run out of room on the full disk
-//! (refused, not poisoned) and then given room by a file removed beside it. The in-process versions of these checks, on a file system model,
-//! are `chunk_store::space_tests` and `wal_kv::tests` in t3fs-real.
+//! does not fit is refused with a clear answer (`NoSpace` from a store, `NoSpace` with nothing
+//! written from the engine, never `Failed`, `Unavailable` or `CommitUnknown`), everything
+//! acknowledged before reads back byte for byte, reads go on and nothing is poisoned, removes
+//! and deletes go through on the full disk, and then writes fit again (the stores punch the
+//! blocks of removed chunks out of their data file; the engine compacts deleted keys away), and
+//! a reopen finds every acknowledged write. The stores' metadata log is also run out of room on
+//! the full disk (refused, not poisoned) and then given room by a file removed beside it. The
+//! in-process versions of these checks, on a file system model, are `chunk_store::space_tests`
+//! and `wal_kv::tests` in t3fs-real.
 //!
 //! Needs root (to mount the tmpfs); skips (recorded in the skip report) otherwise. Each tmpfs
 //! is unmounted when its test ends, pass or fail.
@@ -354,7 +355,7 @@ fn kv_on_a_full_disk(name: &str, open: fn(&Path) -> Box<dyn KvEngine>) {
     };
     assert_eq!(
         refused,
-        KvError::Unavailable,
+        KvError::NoSpace,
         "refused with nothing written, not an unknown outcome"
     );
     assert!(acked.len() >= 100, "only {} commits fitted", acked.len());
@@ -373,7 +374,7 @@ fn kv_on_a_full_disk(name: &str, open: fn(&Path) -> Box<dyn KvEngine>) {
     }
     let mut t = Txn::new(&mut *kv);
     t.set(&key(i), &value(i));
-    assert_eq!(t.commit(), Err(KvError::Unavailable), "still full");
+    assert_eq!(t.commit(), Err(KvError::NoSpace), "still full");
     // Deletes go through on the full disk.
     let keep: Vec<u32> = acked.keys().copied().step_by(20).collect();
     for i in acked

@@ -27,6 +27,9 @@ pub const CHUNK_LOCK_WAITERS_MAX: usize = 64;
 /// evicted only after the retry horizon; a new channel beyond this answers `Busy`
 /// (`storage/exactly_once.rs`).
 pub const CHANNEL_RECORDS_PER_TARGET_MAX: usize = 65_536;
+/// Forwarded updates a target remembers refusing for want of space, so that a late copy of one
+/// is refused again (`storage/no_space.rs`); beyond this the oldest is forgotten.
+pub const NO_SPACE_REFUSALS_PER_TARGET_MAX: usize = 4096;
 /// How long after an update finished its client may still retry it: every attempt of the
 /// client's budget (`CLIENT_RETRIES_MAX` + 1) waiting its longest reply timeout and backoff
 /// (17 x (10 s + 5 s) = 255 s), rounded up to 5 minutes for a frame still in flight.

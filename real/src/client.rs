@@ -111,6 +111,9 @@ pub enum ClientError {
     Invalid(String),
     /// The cluster answered with a failure.
     Failed(String),
+    /// A replica had no room for a write (`Status::NoSpace`): nothing of it was committed, and
+    /// retrying cannot help until space is freed. The FUSE mount answers ENOSPC.
+    NoSpace,
     /// A namespace error.
     Meta(MetaError),
     /// A write or truncate would make the file larger than its layout allows
@@ -124,6 +127,18 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// The error for a call answered `ret` where another answer was expected: [`Self::NoSpace`]
+    /// for a chunk refused for want of space, [`Self::Failed`] naming the answer otherwise.
+    pub fn answered(ret: ClientRet) -> Self {
+        match ret {
+            ClientRet::Failed {
+                status: t3fs_core::msg::Status::NoSpace,
+                ..
+            } => Self::NoSpace,
+            other => Self::Failed(format!("{other:?}")),
+        }
+    }
+
     /// [`ClientError::TooLarge`] unless a file of `layout` may reach `end` bytes (`None`: past
     /// `u64::MAX`).
     pub fn check_size(layout: &FileLayout, end: Option<u64>) -> Result<(), Self> {
@@ -145,6 +160,7 @@ impl std::fmt::Display for ClientError {
             Self::Stopped => f.write_str("client stopped"),
             Self::Invalid(m) => write!(f, "invalid: {m}"),
             Self::Failed(m) => write!(f, "failed: {m}"),
+            Self::NoSpace => f.write_str("no space left on a storage target"),
             Self::Meta(e) => write!(f, "meta: {e:?}"),
             Self::TooLarge { size, max } => {
                 write!(
@@ -425,7 +441,7 @@ impl Client {
         for r in self.batch(calls).await {
             match r? {
                 ClientRet::Updated { .. } => {}
-                other => return Err(ClientError::Failed(format!("{other:?}"))),
+                other => return Err(ClientError::answered(other)),
             }
         }
         Ok(())
@@ -450,7 +466,7 @@ impl Client {
         for r in self.batch(calls).await {
             match r? {
                 ClientRet::Read { data, .. } => out.push(data.into_vec()),
-                other => return Err(ClientError::Failed(format!("{other:?}"))),
+                other => return Err(ClientError::answered(other)),
             }
         }
         Ok(out)
@@ -464,7 +480,7 @@ impl Client {
         match self.call(call).await? {
             ClientRet::Meta(Ok(a)) => Ok(a),
             ClientRet::Meta(Err(e)) => Err(ClientError::Meta(e)),
-            other => Err(ClientError::Failed(format!("{other:?}"))),
+            other => Err(ClientError::answered(other)),
         }
     }
 
@@ -568,7 +584,7 @@ impl Client {
             .await?
         {
             ClientRet::Updated { .. } => Ok(()),
-            other => Err(ClientError::Failed(format!("{other:?}"))),
+            other => Err(ClientError::answered(other)),
         }
     }
 
@@ -584,7 +600,7 @@ impl Client {
             .await?
         {
             ClientRet::Read { data, .. } => Ok(data.into_vec()),
-            other => Err(ClientError::Failed(format!("{other:?}"))),
+            other => Err(ClientError::answered(other)),
         }
     }
 
@@ -689,7 +705,7 @@ impl Client {
             .await?
         {
             ClientRet::Read { data, .. } => Ok(data.into_vec()),
-            other => Err(ClientError::Failed(format!("{other:?}"))),
+            other => Err(ClientError::answered(other)),
         }
     }
 

@@ -5,7 +5,8 @@
 //! Meta servers are stateless and interchangeable (§4), so any of them may take a retry. The
 //! request id stays the same on every retry: the servers' idempotency record makes a mutating
 //! request take effect at most once, whichever server commits it. Retryable answers are the
-//! KV's own failures (`Kv(_)`); POSIX-style errors are final. After `meta_attempts_max` sends
+//! KV's own failures (`Kv(_)`) but `Kv(NoSpace)`, which cannot succeed until space is freed;
+//! POSIX-style errors are final. After `meta_attempts_max` sends
 //! the call returns `Kv(CommitUnknown)`: its effect is unknown, never assumed absent.
 //! Not here: which paths to ask about (the caller's), caching of inodes or entries.
 
@@ -111,5 +112,5 @@ pub fn owner_index(inode: crate::ids::InodeId, servers: &[crate::ids::NodeId]) -
 }
 
 fn retryable(r: &MetaResult) -> bool {
-    matches!(r, Err(MetaError::Kv(_)))
+    matches!(r, Err(MetaError::Kv(e)) if *e != KvError::NoSpace)
 }

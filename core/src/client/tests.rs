@@ -160,6 +160,54 @@ fn retry_after_head_failure_keeps_channel_and_seqnum_and_goes_to_new_head() {
     );
 }
 
+#[test]
+fn a_write_refused_for_want_of_space_fails_at_once_and_frees_its_channel() {
+    let mut c = client();
+    let write = |c: &mut Client, req: u64| {
+        let call = ClientCall::Write {
+            inode: InodeId(5),
+            layout: layout(),
+            offset: 0,
+            data: b"x".to_vec(),
+        };
+        let acts = handle(
+            c,
+            EventOf::Call {
+                req: RequestId(req),
+                call,
+            },
+        );
+        match acts[0].clone() {
+            ActionOf::Send {
+                to: NodeId(1),
+                msg: Msg::Write(w),
+            } => w,
+            _ => panic!("{acts:?}"),
+        }
+    };
+    let first = write(&mut c, 1);
+    let refused = UpdateReply::answering(&first, Status::NoSpace, None);
+    let acts = recv(&mut c, NodeId(1), Msg::UpdateReply(refused));
+    // No backoff, no re-send, no routing refresh: the call fails with the status itself.
+    assert!(acts.contains(&ActionOf::Return {
+        req: RequestId(1),
+        ret: ClientRet::Failed {
+            chunk: first.chunk,
+            status: Status::NoSpace
+        }
+    }));
+    assert!(
+        acts.iter()
+            .all(|a| matches!(a, ActionOf::CancelTimer(_) | ActionOf::Return { .. })),
+        "{acts:?}"
+    );
+    assert_eq!(c.counters().retries, 0);
+    // The channel is free again: the next write takes it with the next seqnum.
+    let second = write(&mut c, 2);
+    assert_eq!(second.tag.channel, first.tag.channel);
+    assert_eq!(second.tag.seqnum.0, first.tag.seqnum.0 + 1);
+}
+
 /// Starts a read call of `len` bytes at offset 0 and returns where its chunk read went.
 fn start_read(c: &mut Client, len: u64) -> (NodeId, ReadReq) {
     let call = ClientCall::Read {

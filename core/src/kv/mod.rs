@@ -141,6 +141,11 @@ pub enum KvError {
     /// The engine is unreachable or has no quorum. Reaction: back off and retry later; nothing
     /// was written. Callers that hold a lease must assume they may lose it meanwhile.
     Unavailable,
+    /// The engine has no room for the commit (a full disk, etcd's space quota); nothing was
+    /// written. Reaction: do not spin on it: retrying helps only once space is freed (deletes
+    /// still fit, `real/src/wal_kv`), so a request fails with ENOSPC and background writers
+    /// back off as for `Unavailable`.
+    NoSpace,
 }
 
 impl fmt::Display for KvError {
@@ -150,6 +155,7 @@ impl fmt::Display for KvError {
             Self::CommitUnknown => "commit outcome unknown",
             Self::TooOld => "read version too old",
             Self::Unavailable => "kv unavailable",
+            Self::NoSpace => "kv out of space",
         })
     }
 }

@@ -613,6 +613,7 @@ fn kv_code(e: KvError) -> u8 {
         KvError::CommitUnknown => 1,
         KvError::TooOld => 2,
         KvError::Unavailable => 3,
+        KvError::NoSpace => 4,
     }
 }
 
@@ -665,6 +666,7 @@ impl Wire for MetaError {
                 1 => KvError::CommitUnknown,
                 2 => KvError::TooOld,
                 3 => KvError::Unavailable,
+                4 => KvError::NoSpace,
                 t => return Err(DecodeError::UnknownTag(t)),
             }),
             11 => Self::Corrupt,

@@ -405,6 +405,12 @@ impl MetaServer {
             (Work::AllocIds, ids) => {
                 if let Some(Own::Ids(ids)) = ids {
                     self.pool = ids;
+                } else if result == Err(MetaError::Kv(KvError::NoSpace)) {
+                    // No room for a block of ids: the requests waiting for one fail as their own
+                    // commits would (allocating again at once would spin while the KV is full).
+                    for key in std::mem::take(&mut self.waiting) {
+                        self.answer(key, Err(MetaError::Kv(KvError::NoSpace)), now, out);
+                    }
                 }
                 return self.hand_out_ids(now, out);
             }
@@ -467,7 +473,13 @@ impl MetaServer {
             r.unknown = true;
             self.counters.0.commit_unknown += 1;
         }
-        if r.attempts >= self.cfg.attempts_max {
+        // No room in the KV: another attempt cannot fit until space is freed. A client's request
+        // (or a batch of closes) fails now, ENOSPC through a mount, and so does an inode-id
+        // allocation, failing the requests that wait for ids with it (`answer`). The server's
+        // background work backs off as for `Unavailable` (its deletes fit in the KV's reserve).
+        let fail_now = e == KvError::NoSpace
+            && matches!(r.work, Work::Request(_) | Work::Batch(_) | Work::AllocIds);
+        if r.attempts >= self.cfg.attempts_max || fail_now {
             let e = if r.unknown { KvError::CommitUnknown } else { e };
             return self.answer(key, Err(MetaError::Kv(e)), now, out);
         }
@@ -476,7 +488,7 @@ impl MetaServer {
         r.answer = None;
         r.now = now.0 / 1_000_000_000;
         self.counters.0.retries += 1;
-        if e == KvError::Unavailable {
+        if matches!(e, KvError::Unavailable | KvError::NoSpace) {
             out.set_timer(
                 MetaTimer::Retry(key.0, key.1),
                 self.cfg.unavailable_wait.clone(),

@@ -153,6 +153,69 @@ fn unavailability_backs_off_and_posix_errors_are_final() {
     assert_eq!(r, vec![Err(MetaError::NotFound)]);
 }
 
+/// Runs `first` with every KV commit refused for want of space (reads go on); the replies and
+/// the commits tried. Any backoff or retry fails the test.
+fn run_refusing(
+    m: &mut MetaServer,
+    kv: &mut MemKv,
+    first: EventOf<Msg, MetaTimer, crate::machine::NoCall>,
+) -> (Vec<MetaResult>, u32) {
+    let mut events = vec![first];
+    let (mut replies, mut commits) = (Vec::new(), 0);
+    while let Some(ev) = events.pop() {
+        let mut out = Outbox::new();
+        m.handle(Instant(5_000_000_000), ev, &mut out);
+        m.check_invariants();
+        for a in out.drain() {
+            match a {
+                ActionOf::Io {
+                    id,
+                    op: IoOp::Kv(op),
+                } => {
+                    let result = if matches!(op, KvOp::Commit(_)) {
+                        commits += 1;
+                        Err(crate::kv::KvError::NoSpace)
+                    } else {
+                        execute(kv, op)
+                    };
+                    let result = IoResult::Kv(result);
+                    events.push(EventOf::IoDone { id, result });
+                }
+                ActionOf::Send {
+                    msg: Msg::MetaReply(r),
+                    ..
+                } => replies.push(r.result),
+                other => panic!("no backoff, no retry: {other:?}"),
+            }
+        }
+    }
+    (replies, commits)
+}
+
+#[test]
+fn a_kv_out_of_space_fails_the_request_at_once_without_retrying() {
+    let no_space = Err(MetaError::Kv(crate::kv::KvError::NoSpace));
+    let (mut m, mut kv) = setup();
+    // A create waits for a block of inode ids, whose allocation is refused: the create fails
+    // with it (allocating again at once would spin).
+    let (r, commits) = run_refusing(&mut m, &mut kv, request(1, mkdir("/d")));
+    assert_eq!(r, vec![no_space.clone()]);
+    assert_eq!((commits, m.counters().retries, m.running()), (1, 0, 0));
+    // Nothing was written; once there is room a new request succeeds.
+    let r = run(&mut m, &mut kv, request(2, mkdir("/d")), |_, _| {});
+    assert!(matches!(r.as_slice(), [Ok(MetaAnswer::Inode(_))]), "{r:?}");
+    // A request needing no ids fails at its own commit, once.
+    let rename = MetaOp::Rename {
+        from: "/d".into(),
+        to: "/e".into(),
+    };
+    let (r, commits) = run_refusing(&mut m, &mut kv, request(3, rename));
+    assert_eq!(r, vec![no_space]);
+    assert_eq!((commits, m.counters().retries, m.running()), (1, 0, 0));
+    let rows = transact(&mut kv, |ns| ns.list("/", b"", 10)).unwrap();
+    assert_eq!(rows[0].0, b"d", "the refused rename changed nothing");
+}
+
 #[test]
 fn a_duplicate_request_while_running_is_not_started_twice() {
     let (mut m, _kv) = setup();

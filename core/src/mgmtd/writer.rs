@@ -281,6 +281,10 @@ impl Mgmtd {
     fn kv_failed(&mut self, op: WriterOp, attempts: u32, e: KvError, out: &mut Outbox<Self>) {
         let retry = match e {
             KvError::Conflict | KvError::TooOld | KvError::Unavailable => true,
+            // No room in the KV: the writer's own rows (lease, routing) back off and retry as
+            // for `Unavailable` (they must land once space is freed); an admin call fails at
+            // once, since retrying cannot help until then.
+            KvError::NoSpace => !matches!(op, WriterOp::Admin { .. }),
             // The lease rule re-reads the row, so re-running it is the documented reaction.
             KvError::CommitUnknown => matches!(op, WriterOp::ExtendLease | WriterOp::Load),
         };

@@ -29,7 +29,7 @@ impl Rng {
 }
 
 fn status(r: &mut Rng) -> Status {
-    match r.below(16) {
+    match r.below(17) {
         0 => Status::Ok,
         1 => Status::Busy,
         2 => Status::ChainVersionMismatch,
@@ -47,7 +47,8 @@ fn status(r: &mut Rng) -> Status {
             current: ChainVersion(r.next() as u32),
         },
         14 => Status::TargetNotServing,
-        _ => Status::NoLease,
+        15 => Status::NoLease,
+        _ => Status::NoSpace,
     }
 }
 
@@ -225,10 +226,13 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
         )),
         2 => Ok(MetaAnswer::Done),
         3 => Err(MetaError::Invalid("a directory cannot move into itself")),
-        _ => Err(
-            [MetaError::NotFound, MetaError::NotEmpty, MetaError::Loop][r.below(3) as usize]
-                .clone(),
-        ),
+        _ => Err([
+            MetaError::NotFound,
+            MetaError::NotEmpty,
+            MetaError::Loop,
+            MetaError::Kv(crate::kv::KvError::NoSpace),
+        ][r.below(4) as usize]
+            .clone()),
     }
 }
 

@@ -226,6 +226,7 @@ impl Wire for KvError {
             Self::CommitUnknown => 1,
             Self::TooOld => 2,
             Self::Unavailable => 3,
+            Self::NoSpace => 4,
         });
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -234,6 +235,7 @@ impl Wire for KvError {
             1 => Self::CommitUnknown,
             2 => Self::TooOld,
             3 => Self::Unavailable,
+            4 => Self::NoSpace,
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }
@@ -327,10 +329,21 @@ mod tests {
                 ranges: vec![vec![(b"a".to_vec(), b"b".to_vec())]],
             }),
         }));
-        round_trip(Msg::KvReply(super::KvReply {
-            id: 9,
-            result: Err(KvError::CommitUnknown),
-        }));
+        for (id, e) in [
+            KvError::Conflict,
+            KvError::CommitUnknown,
+            KvError::TooOld,
+            KvError::Unavailable,
+            KvError::NoSpace,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            round_trip(Msg::KvReply(super::KvReply {
+                id: 9 + id as u64,
+                result: Err(e),
+            }));
+        }
         round_trip(Msg::NodeAddrs(super::NodeAddrs {
             addrs: vec![(crate::ids::NodeId(1), "127.0.0.1:9000".into())],
             meta: vec![crate::ids::NodeId(1)],

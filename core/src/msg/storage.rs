@@ -374,8 +374,9 @@ pub enum Status {
     /// The payload's CRC32C did not match, or a successor's chunk checksum differed: retry from
     /// the client (the bytes were damaged in flight).
     ChecksumMismatch,
-    /// The local chunk store failed (EIO, no space, corruption): retry; mgmtd will take the
-    /// target offline.
+    /// The local chunk store failed (EIO, corruption, or a commit or install refused for want
+    /// of space where the version may already be committed elsewhere): retry; a failed medium
+    /// takes the target offline.
     DiskError,
     /// An older seqnum on a channel that has moved on (3FS `kDuplicateUpdate`): the client
     /// already has the answer; drop.
@@ -407,6 +408,11 @@ pub enum Status {
     /// mgmtd may already have moved its targets out of their chains. Refresh routing, retry
     /// elsewhere.
     NoLease,
+    /// A replica's chunk store had no room for the update (ENOSPC): nothing of it is committed
+    /// anywhere, and the chain gave it up (`storage/write.rs`). The target stays SERVING for
+    /// reads. Do not retry: it cannot succeed until space is freed; the caller fails with
+    /// ENOSPC.
+    NoSpace,
 }
 
 impl Status {
@@ -414,7 +420,7 @@ impl Status {
     pub fn is_retryable(self) -> bool {
         !matches!(
             self,
-            Self::Ok | Self::InvalidRequest | Self::DuplicateUpdate
+            Self::Ok | Self::InvalidRequest | Self::DuplicateUpdate | Self::NoSpace
         )
     }
 }
@@ -438,6 +444,7 @@ impl Wire for Status {
             Self::StaleChainVersion { .. } => 13,
             Self::TargetNotServing => 14,
             Self::NoLease => 15,
+            Self::NoSpace => 16,
         };
         enc.u8(tag);
         if let Self::StaleChainVersion { current } = self {
@@ -464,6 +471,7 @@ impl Wire for Status {
             },
             14 => Self::TargetNotServing,
             15 => Self::NoLease,
+            16 => Self::NoSpace,
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }

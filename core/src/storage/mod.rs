@@ -24,11 +24,12 @@
 //! Layout: this file holds the node, dispatch and routing; [`write`] the update path,
 //! [`read`] the read path, `target_state.rs` local states and heartbeats (§2.6.2),
 //! [`resync`] the §3.6 resync of a SYNCING successor, [`exactly_once`] and [`chunk_lock`] their
-//! tables.
+//! tables, [`no_space`] the updates refused for want of space.
 
 pub mod chunk_lock;
 pub mod exactly_once;
 pub mod lease;
+pub mod no_space;
 mod query;
 mod read;
 pub mod resync;
@@ -205,6 +206,8 @@ pub struct Target {
     pub locks: ChunkLocks<Running, Waiter>,
     /// Exactly-once records.
     pub channels: ExactlyOnce,
+    /// Forwarded updates answered `NoSpace`, refused again if a copy arrives (`no_space.rs`).
+    pub refusals: no_space::NoSpaceRefusals,
 }
 
 /// Counters a driver can report.
@@ -241,6 +244,11 @@ pub struct StorageCounters {
     /// Updates on a new channel answered `Busy`: every exactly-once record was younger than
     /// the retry horizon (`exactly_once.rs`).
     pub channels_full: u64,
+    /// Updates answered `NoSpace`: this target's store had no room for them, a successor
+    /// refused them for want of space, or a copy of one refused before came again.
+    pub no_space: u64,
+    /// Local commits the store refused for want of space, retried after a backoff.
+    pub commits_refused: u64,
 }
 
 /// The storage node machine.
@@ -330,6 +338,7 @@ impl StorageNode {
                     chunks,
                     locks: ChunkLocks::default(),
                     channels,
+                    refusals: Default::default(),
                 };
                 (id, t)
             })
@@ -651,6 +660,7 @@ impl Machine for StorageNode {
                 assert_eq!(*chunk, running.chunk());
                 assert!(waiters <= crate::limits::CHUNK_LOCK_WAITERS_MAX);
             }
+            assert!(t.refusals.len() <= crate::limits::NO_SPACE_REFUSALS_PER_TARGET_MAX);
         }
         assert!(
             self.ios.len() <= crate::limits::OUTBOX_ACTIONS_MAX * 4,

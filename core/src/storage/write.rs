@@ -12,6 +12,19 @@
 //! predecessor reads its whole chunk including the pending version and ships it `is_syncing`;
 //! the successor installs it as committed at the given version (3FS: "updateVer taken as given,
 //! content replaced, then committed"). Resync items (`resync.rs`) share this lock and path.
+//!
+//! A full disk (issue 37): a replica whose store answers `NoSpace` to an update (its `Update`,
+//! or the `Install` of a SYNCING successor) wrote nothing of it. It answers `Status::NoSpace`,
+//! and every replica before it gives the update up on that answer and passes it on, up to the
+//! client, which does not retry: as after any other given-up forward, the pending version left
+//! on the replicas before the refusing one stays until the chunk's next update overwrites it
+//! (same version number, since no replica committed this one). That needs the update never to
+//! commit anywhere later, which `no_space.rs` ensures by refusing late copies of it. Two cases
+//! keep the old transient answer, `DiskError`, because the version may be committed already: a
+//! SYNCING successor that already holds the version refusing to install it again, and a local
+//! commit refused (a store keeps room for commits, so only past its reserve): the commit is
+//! retried after a backoff, never given up, since the successor has committed the version. The
+//! target stays SERVING throughout (`on_io_done` takes it offline only on EIO or corruption).
 
 use std::collections::VecDeque;
 
@@ -52,8 +65,18 @@ pub enum Phase {
         /// The chain version the last attempt carried.
         chain_version: ChainVersion,
     },
-    /// Local commit in progress.
-    Committing,
+    /// Local commit (or, for a SYNCING successor, install) in progress, recording
+    /// `chain_version`.
+    Committing {
+        /// The chain version the commit records.
+        chain_version: ChainVersion,
+    },
+    /// The store refused the local commit for want of space: retried when the forward-retry
+    /// timer fires (the successor has committed this version, so it is never given up).
+    CommitWaiting {
+        /// The chain version the commit records.
+        chain_version: ChainVersion,
+    },
 }
 
 /// The update holding a chunk's lock on a target.
@@ -238,6 +261,7 @@ impl StorageNode {
             return false;
         }
         let skip_version = self.bug(PlantedBug::SkipChainVersionCheck);
+        let horizon = self.cfg.retry_horizon;
         let current = self.local_view(w.req.chain.chain).map(|v| v.version);
         let t = self.targets.get_mut(&target).expect("hosted target");
         // Re-check the chain version under the lock: routing may have moved while queued.
@@ -256,6 +280,15 @@ impl StorageNode {
             .chunks
             .get(&w.req.chunk)
             .map_or_else(|| result_of(&ChunkMeta::default()), result_of);
+        let (chunk, version, tag) = (w.req.chunk, w.req.update_version, &w.req.tag);
+        if !w.from_client && t.refusals.holds(chunk, version, tag, now, horizon) {
+            // A copy of an update this replica answered `NoSpace`: the chain gave it up, so it
+            // must not run now that space may have been freed (no_space.rs).
+            self.counters.no_space += 1;
+            t.channels.finish(&w.req.tag, None, now);
+            reply(out, w.from, &w.req, Status::NoSpace, None);
+            return false;
+        }
         if w.req.is_syncing {
             // SYNCING successor: install the predecessor's full chunk at its version, committed.
             let (chunk, version) = (w.req.chunk, w.req.update_version);
@@ -281,10 +314,11 @@ impl StorageNode {
                 UpdateKind::Replace { data } => Some(data.clone()),
                 _ => None,
             };
+            let chain_version = w.req.chain.version;
             let op = ChunkOp::Install {
                 chunk,
                 version,
-                chain_version: w.req.chain.version,
+                chain_version,
                 data,
             };
             t.locks.lock(
@@ -292,7 +326,7 @@ impl StorageNode {
                 Running {
                     waiter: w,
                     version,
-                    phase: Phase::Committing,
+                    phase: Phase::Committing { chain_version },
                     retries: 0,
                     pending_checksum: 0,
                     acked: false,
@@ -359,6 +393,8 @@ impl StorageNode {
         out: &mut Outbox<Self>,
     ) {
         match result {
+            // Nothing of the update was written here: the chain gives it up (module docs).
+            Err(ChunkError::NoSpace) => self.refuse_no_space(target, chunk, out),
             Err(_) => self.fail_running(target, chunk, Status::DiskError, out),
             Ok(meta) => {
                 let t = self.targets.get_mut(&target).expect("hosted target");
@@ -415,7 +451,9 @@ impl StorageNode {
         match (successor, succ_node) {
             (None, _) => {
                 // Tail: commit locally, recording the current chain version.
-                running.phase = Phase::Committing;
+                running.phase = Phase::Committing {
+                    chain_version: versioned.version,
+                };
                 let version = running.version;
                 if tail_ack_early {
                     running.acked = true;
@@ -469,7 +507,9 @@ impl StorageNode {
                 };
                 out.send(node, Msg::Update(fwd));
                 if commit_early {
-                    running.phase = Phase::Committing;
+                    running.phase = Phase::Committing {
+                        chain_version: versioned.version,
+                    };
                     let op = ChunkOp::Commit {
                         chunk,
                         version: running.version,
@@ -540,7 +580,9 @@ impl StorageNode {
                 {
                     return self.fail_running(target, chunk, Status::ChecksumMismatch, out);
                 }
-                running.phase = Phase::Committing;
+                running.phase = Phase::Committing {
+                    chain_version: result.commit_chain_version,
+                };
                 let version = running.version;
                 out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
                     target,
@@ -560,6 +602,15 @@ impl StorageNode {
             (Status::ChecksumMismatch, _) => {
                 self.fail_running(target, chunk, Status::ChecksumMismatch, out)
             }
+            // A replica from the successor on had no room for the update: none of them wrote or
+            // committed it, and they refuse every later copy of it (no_space.rs), so it is given
+            // up here too and the refusal passes upstream to the client. Only an answer to the
+            // attempt under the chain version last sent counts: an older attempt went to
+            // another successor, which says nothing of the current one.
+            (Status::NoSpace, _) if rep.chain.version == sent => {
+                self.refuse_no_space(target, chunk, out)
+            }
+            (Status::NoSpace, _) => {}
             // ForwardFailed / DiskError from the successor are transient here: downstream may
             // already have committed this version (a middle whose own successor committed, then
             // gave up or failed its disk), so abandoning it would let the next update reuse the
@@ -607,6 +658,15 @@ impl StorageNode {
         let Some(running) = t.locks.running_mut(chunk) else {
             return;
         };
+        if let Phase::CommitWaiting { chain_version } = running.phase {
+            running.phase = Phase::Committing { chain_version };
+            let op = ChunkOp::Commit {
+                chunk,
+                version: running.version,
+                chain_version,
+            };
+            return self.submit(out, IoPurpose::Commit { target, chunk }, op);
+        }
         if !matches!(running.phase, Phase::Forwarding { .. }) {
             return;
         }
@@ -641,6 +701,7 @@ impl StorageNode {
     ) {
         let now = *self.now;
         let meta = match result {
+            Err(ChunkError::NoSpace) => return self.commit_refused(target, chunk, out),
             Err(_) => return self.fail_running(target, chunk, Status::DiskError, out),
             Ok(meta) => meta,
         };
@@ -670,11 +731,64 @@ impl StorageNode {
         self.start_waiters(target, chunk, waiters, out);
     }
 
+    /// The store had no room for the running update's commit (`Commit` or, on a SYNCING
+    /// successor, `Install`). See the module docs.
+    fn commit_refused(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        let wait = self.cfg.forward_retry_wait.clone();
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let Some(running) = t.locks.running_mut(chunk) else {
+            return;
+        };
+        let Phase::Committing { chain_version } = running.phase else {
+            return self.fail_running(target, chunk, Status::DiskError, out);
+        };
+        if !running.waiter.req.is_syncing {
+            // The successor committed this version (or this is the tail, which answers no one
+            // before its commit): the commit must happen, so it waits for space.
+            self.counters.commits_refused += 1;
+            running.phase = Phase::CommitWaiting { chain_version };
+            return out.set_timer(StorageTimer::ForwardRetry { target, chunk }, wait);
+        }
+        let held = t
+            .chunks
+            .get(&chunk)
+            .is_some_and(|m| m.committed >= running.version && running.version.0 > 0);
+        if held || running.waiter.req.tag.channel == SYNC_CHANNEL {
+            // Already installed here by an earlier copy (the predecessor must not give up a
+            // version this replica holds: the old transient answer), or a resync item, whose
+            // round fails and is retried either way.
+            let status = if held {
+                Status::DiskError
+            } else {
+                Status::NoSpace
+            };
+            return self.fail_running(target, chunk, status, out);
+        }
+        self.refuse_no_space(target, chunk, out);
+    }
+
+    /// Ends the running update on `chunk` with `NoSpace` upstream, remembering a forwarded one
+    /// so that a late copy of it is refused too (`no_space.rs`).
+    fn refuse_no_space(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        let (now, horizon) = (*self.now, self.cfg.retry_horizon);
+        self.counters.no_space += 1;
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        if let Some(running) = t.locks.running(chunk) {
+            let w = &running.waiter;
+            if !w.from_client && !running.sync_item && w.req.tag.channel != SYNC_CHANNEL {
+                let (version, tag) = (running.version, w.req.tag);
+                t.refusals.record(chunk, version, &tag, now, horizon);
+            }
+        }
+        self.fail_running(target, chunk, Status::NoSpace, out);
+    }
+
     /// Ends the running update on `chunk` with an error upstream (unless the caller was already
     /// answered). The pending version stays on the store; the next update of the chunk
     /// overwrites it, which is safe only because an update ends this way solely when no replica
     /// downstream can have committed it (divergence detected, this target left the write path,
-    /// or the request itself was invalid).
+    /// the request itself was invalid, or a replica refused it for want of space and refuses
+    /// its copies, `no_space.rs`).
     pub(super) fn fail_running(
         &mut self,
         target: TargetId,

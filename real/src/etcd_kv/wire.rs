@@ -132,9 +132,14 @@ pub(super) fn classify(e: etcd_client::Error, commit: bool, what: &str) -> Fail 
     if msg.contains("compacted") || msg.contains("future revision") {
         return Fail::new(KvError::TooOld, why);
     }
+    // etcd's space quota alarm ("etcdserver: mvcc: database space exceeded", ResourceExhausted):
+    // nothing was applied, and no commit fits until an operator compacts and defragments.
+    if msg.contains("database space exceeded") {
+        return Fail::new(KvError::NoSpace, why);
+    }
     let kind = match status.code() as i32 {
         // etcd refused the request before proposing it (too many txn ops, request too large,
-        // space quota alarm, auth): nothing was applied, and retrying later is all we can do.
+        // auth): nothing was applied, and retrying later is all we can do.
         INVALID_ARGUMENT | PERMISSION_DENIED | RESOURCE_EXHAUSTED | FAILED_PRECONDITION
         | OUT_OF_RANGE | UNAUTHENTICATED => KvError::Unavailable,
         _ if !commit || never_sent(status) => KvError::Unavailable,

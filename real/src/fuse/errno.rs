@@ -14,6 +14,8 @@ pub fn errno(e: &ClientError) -> Errno {
         ClientError::Invalid(_) => Errno::EINVAL,
         // Past the layout's largest file, as a local file system answers past its maximum.
         ClientError::TooLarge { .. } => Errno::EFBIG,
+        // A storage target had no room for the write: as a full local file system answers.
+        ClientError::NoSpace => Errno::ENOSPC,
         ClientError::Connect(_) | ClientError::Stopped | ClientError::Failed(_) => Errno::EIO,
     }
 }
@@ -34,6 +36,9 @@ pub fn meta_errno(m: &MetaError) -> Errno {
         MetaError::Access => Errno::EACCES,
         // Another client holds the directory lock (3FS kNoLock): busy, try later.
         MetaError::NoLock => Errno::EBUSY,
+        // The KV had no room for the change (a full disk under the embedded engine, etcd's
+        // space quota): nothing was written, as a full local file system answers.
+        MetaError::Kv(t3fs_core::kv::KvError::NoSpace) => Errno::ENOSPC,
         // The KV failed or a row is damaged, and the meta service's internal statuses (never
         // answered): the file system failed, not the request.
         _ => Errno::EIO,
@@ -64,6 +69,7 @@ mod tests {
                 MetaError::Kv(t3fs_core::kv::KvError::Unavailable),
                 libc::EIO,
             ),
+            (MetaError::Kv(t3fs_core::kv::KvError::NoSpace), libc::ENOSPC),
         ];
         for (m, want) in table {
             assert_eq!(meta_errno(&m).code(), want, "{m:?}");
@@ -78,5 +84,18 @@ mod tests {
             max: (1 << 52) - (1 << 20),
         };
         assert_eq!(errno(&too_large).code(), libc::EFBIG);
+        // A write refused for want of space is ENOSPC, never EIO; other failures stay EIO.
+        assert_eq!(errno(&ClientError::NoSpace).code(), libc::ENOSPC);
+        assert_eq!(errno(&ClientError::Failed("x".into())).code(), libc::EIO);
+        let refused = t3fs_core::client::ClientRet::Failed {
+            chunk: t3fs_core::ids::ChunkId::new(1, 0),
+            status: t3fs_core::msg::Status::NoSpace,
+        };
+        assert_eq!(ClientError::answered(refused), ClientError::NoSpace);
+        let failed = t3fs_core::client::ClientRet::Failed {
+            chunk: t3fs_core::ids::ChunkId::new(1, 0),
+            status: t3fs_core::msg::Status::ForwardFailed,
+        };
+        assert_eq!(errno(&ClientError::answered(failed)).code(), libc::EIO);
     }
 }

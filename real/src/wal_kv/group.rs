@@ -16,7 +16,7 @@
 //! failed sync or append poisons the engine, and every waiter not yet covered gets
 //! `CommitUnknown` (its frame may or may not be on disk). A commit the log has no room for
 //! (module docs of `wal_kv`) waits until no sync runs, lets a compaction make room, and is
-//! refused (`Unavailable`, nothing written) when that does not help; the engine goes on.
+//! refused (`NoSpace`, nothing written) when that does not help; the engine goes on.
 //!
 //! Not here: fairness between threads beyond the mutex's, a bound on how long a leader waits
 //! to gather a bigger group (it syncs at once: the batch is whatever queued meanwhile), and

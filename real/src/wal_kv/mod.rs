@@ -43,8 +43,8 @@
 //! rename of the meta service) may use them, so that space can still be freed on a full file
 //! system. When the reserve cannot grow, the engine first tries a compaction, at most once per
 //! change of the log (deletes since make a smaller snapshot), and otherwise refuses the commit
-//! with `Unavailable` ("back off and retry; nothing was written": `KvError` has no variant of
-//! its own for a full disk) and counts it ([`WalKv::no_space_refusals`]). Reads go on; commits
+//! with `NoSpace` (nothing was written; retrying helps only once space is freed) and counts it
+//! ([`WalKv::no_space_refusals`]). Reads go on; commits
 //! succeed again once space is freed (deleted keys compacted away, or files removed elsewhere).
 //!
 //! The snapshot needs new space while the log still holds its own: on a disk this log filled,
@@ -421,13 +421,13 @@ impl Core {
         if self.refused == 0 || self.refused.is_power_of_two() {
             tracing::warn!(
                 "wal kv {}: the file system is full; commits refused (nothing written, \
-                 Unavailable): {} so far",
+                 NoSpace): {} so far",
                 self.dir.display(),
                 self.refused + 1
             );
         }
         self.refused += 1;
-        KvError::Unavailable
+        KvError::NoSpace
     }
 
     /// Compacts when the log has grown past its limit (and, after a compaction that did not
@@ -562,7 +562,7 @@ impl WalKv {
     }
 
     /// Commits refused so far because the file system had no room for them (answered
-    /// `Unavailable`, nothing written).
+    /// `NoSpace`, nothing written).
     pub fn no_space_refusals(&self) -> u64 {
         self.core.refused
     }

@@ -388,7 +388,7 @@ fn fill_and_free<E: Refusals>(kv: &mut E, lazy: &LazyFs) -> Model {
         i += 1;
         assert!(i < 10_000, "never refused");
     };
-    assert_eq!(refused, KvError::Unavailable, "refused, nothing written");
+    assert_eq!(refused, KvError::NoSpace, "refused, nothing written");
     assert!(
         i >= 10,
         "the slack of the reservation step took commits first: {i}"
@@ -417,7 +417,7 @@ fn fill_and_free<E: Refusals>(kv: &mut E, lazy: &LazyFs) -> Model {
         t.set(b"c", b"1");
         match t.commit() {
             Ok(_) => break,
-            Err(e) => assert_eq!(e, KvError::Unavailable),
+            Err(e) => assert_eq!(e, KvError::NoSpace),
         }
         assert!(deleted < i, "deleting never made room");
     }

@@ -676,6 +676,7 @@ fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
 
 mod lease;
 mod metadata;
+mod no_space;
 mod pages;
 mod senders;
 mod swarm;

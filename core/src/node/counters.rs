@@ -29,6 +29,8 @@ pub fn counters_of(p: &Process) -> ProcessCounters {
                     ("storage.updates_from_stranger", c.updates_from_stranger),
                     ("storage.replies_from_stranger", c.replies_from_stranger),
                     ("storage.lease_refusals", c.lease_refusals),
+                    ("storage.no_space", c.no_space),
+                    ("storage.commits_refused", c.commits_refused),
                 ],
                 Vec::new(),
             )

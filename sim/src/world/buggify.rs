@@ -17,8 +17,12 @@ pub const SITES: [&str; 4] = [
     "buggify: shrunk timer",
     // A KV commit fails with a spurious conflict.
     "buggify: kv conflict",
-    // A chunk update fails with ENOSPC (a transient error path).
-    "buggify: disk nospace",
+    // A chunk update is refused by the store without a medium failure (a transient error path:
+    // the replica answers `DiskError`, its predecessor retries). It was ENOSPC until a full
+    // disk became a client-visible `NoSpace` (`core/src/storage/write.rs`); the site keeps the
+    // transient path, and its draws and traces, while full disks come from `fill_disk` steps
+    // (catalog `disk_full`, the soak).
+    "buggify: disk refused",
     // A message takes a latency spike.
     "buggify: net delay",
 ];

@@ -222,10 +222,11 @@ impl World {
                 if self
                     .sim
                     .buggify
-                    .fire("buggify: disk nospace", &mut self.sim.rng) =>
+                    .fire("buggify: disk refused", &mut self.sim.rng) =>
             {
-                self.sim.reached("buggify: disk nospace");
-                IoResult::Chunk(Err(t3fs_core::chunk::ChunkError::NoSpace))
+                // A refusal that leaves the target up and the update retryable (buggify.rs).
+                self.sim.reached("buggify: disk refused");
+                IoResult::Chunk(Err(t3fs_core::chunk::ChunkError::VersionConflict))
             }
             Pending::Chunk(target, op) => {
                 let disk = self.nodes[i]

@@ -26,7 +26,7 @@ pub struct MgmtdArgs {
     /// Clients.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=2))]
     clients: Option<u32>,
-    /// Writes per client (each followed by a read).
+    /// Writes per client (each followed by --reads reads).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=3))]
     writes: Option<u32>,
     /// Storage nodes that may crash.
@@ -52,6 +52,89 @@ pub struct MgmtdArgs {
     /// fit (counterexamples may be long).
     #[arg(long)]
     dfs: bool,
+    /// mgmtd's KV commits complete in a later step, with heartbeats and deliveries in between.
+    #[arg(long)]
+    async_kv: bool,
+    /// The storage-side lease: heartbeat replies grant it, nodes serve only under it, and a
+    /// lapse lets mgmtd suspect a live node (a false suspicion the lease must make safe).
+    #[arg(long)]
+    lease: bool,
+    /// Lease lapses in all (with --lease).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
+    lease_lapses: u32,
+    /// Let lapses strike the initial head too (by default only the other replicas lapse): a
+    /// head suspected while a client's write is in flight there meets a storage-side hole.
+    #[arg(long)]
+    lapse_head: bool,
+    /// Reads after each write.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
+    reads: u32,
+    /// Of the clients, this many only read, once each, starting at any moment (they write
+    /// nothing).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=2))]
+    readers: u32,
+    /// Client retries per chunk I/O.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
+    client_retries: u32,
+}
+
+/// The model options of a shape beyond its counts: asynchronous KV commits, lease lapses
+/// (`None`: no storage lease) and where they strike, and the clients' scripts.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+struct MgmtdOptions {
+    async_kv: bool,
+    lease_lapses: Option<u32>,
+    lapse_head: bool,
+    reads: u32,
+    readers: u32,
+    client_retries: u32,
+}
+
+impl MgmtdOptions {
+    /// The standard set's: synchronous KV, no lease, a read after each write, no readers.
+    const PLAIN: Self = Self {
+        async_kv: false,
+        lease_lapses: None,
+        lapse_head: false,
+        reads: 1,
+        readers: 0,
+        client_retries: 1,
+    };
+
+    fn of_args(a: &MgmtdArgs) -> Self {
+        Self {
+            async_kv: a.async_kv,
+            lease_lapses: a.lease.then_some(a.lease_lapses),
+            lapse_head: a.lapse_head,
+            reads: a.reads,
+            readers: a.readers,
+            client_retries: a.client_retries,
+        }
+    }
+
+    /// The flags that select these options (empty for `PLAIN`).
+    fn flags(self) -> String {
+        let mut flags = String::new();
+        if self.reads != 1 {
+            flags.push_str(&format!(" --reads {}", self.reads));
+        }
+        if self.readers != 0 {
+            flags.push_str(&format!(" --readers {}", self.readers));
+        }
+        if self.client_retries != 1 {
+            flags.push_str(&format!(" --client-retries {}", self.client_retries));
+        }
+        if self.async_kv {
+            flags.push_str(" --async-kv");
+        }
+        if let Some(n) = self.lease_lapses {
+            flags.push_str(&format!(" --lease --lease-lapses {n}"));
+        }
+        if self.lapse_head {
+            flags.push_str(" --lapse-head");
+        }
+        flags
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -157,12 +240,31 @@ fn mgmtd_catching(bug: MgmtdBug) -> (u32, u32, u32, u32, u32) {
         MgmtdBug::UnfencedWrites => (2, 1, 1, 1, 1),
         // A crashed replica left SERVING: the restarted one serves without a resync.
         MgmtdBug::KeepFailedTarget => (2, 1, 1, 1, 1),
-        // Needs timed leases and an asynchronous KV commit: the simulator's catalog scenario.
-        MgmtdBug::LeaseDuringDemotion => (2, 1, 1, 1, 1),
+        // One client writes through the chain that excluded a live replica, while a reader on
+        // the old routing reads at that replica: no crash, but asynchronous commits, the lease
+        // and a lapse (`mgmtd_options`).
+        MgmtdBug::LeaseDuringDemotion => (2, 2, 1, 0, 0),
     }
 }
 
-/// The catalog scenario that catches an mgmtd bug the exhaustive model cannot reach.
+/// The model options that catch an mgmtd bug (beyond its shape).
+fn mgmtd_options(bug: MgmtdBug) -> MgmtdOptions {
+    match bug {
+        // A writer with no read, and a reader whose one read goes to the tail (reads rotate by
+        // I/O id), the replica that may lapse; no retries (8.7M states, 406.6M with one).
+        MgmtdBug::LeaseDuringDemotion => MgmtdOptions {
+            async_kv: true,
+            lease_lapses: Some(1),
+            reads: 0,
+            readers: 1,
+            client_retries: 0,
+            ..MgmtdOptions::PLAIN
+        },
+        _ => MgmtdOptions::PLAIN,
+    }
+}
+
+/// The simulator's catalog scenario where an mgmtd bug was first found, with real clocks.
 fn mgmtd_catalog(bug: MgmtdBug) -> Option<&'static str> {
     match bug {
         MgmtdBug::LeaseDuringDemotion => Some("lease_race_pending_demotion"),
@@ -180,19 +282,21 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
                     "",
                     bug.name()
                 );
-            } else if let Some(scenario) = mgmtd_catalog(bug) {
-                println!(
-                    "{:<28} needs timed leases and a commit in flight: `t3fs check mgmtd --bug {}` runs the simulator's {scenario}",
-                    "",
-                    bug.name()
-                );
             } else {
                 let (n, c, w, f, r) = mgmtd_catching(bug);
                 println!(
-                    "{:<28} caught by: t3fs check mgmtd --replicas {n} --clients {c} --writes {w} --failures {f} --recoveries {r} --bug {}",
+                    "{:<28} caught by: t3fs check mgmtd --replicas {n} --clients {c} --writes {w} --failures {f} --recoveries {r}{} --bug {}",
                     "",
+                    mgmtd_options(bug).flags(),
                     bug.name()
                 );
+                if let Some(scenario) = mgmtd_catalog(bug) {
+                    println!(
+                        "{:<28} first found by the simulator (real clocks): t3fs sim run {scenario} --bug {}",
+                        "",
+                        bug.name()
+                    );
+                }
             }
         }
         return ExitCode::SUCCESS;
@@ -207,6 +311,12 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
             }
         },
     };
+    let explicit = (a.clients, a.writes, a.failures, a.recoveries);
+    // A planted bug alone selects the shape and the options that catch it.
+    let options = match (explicit, bug) {
+        ((None, None, None, None), Some(bug)) => mgmtd_options(bug),
+        _ => MgmtdOptions::of_args(&a),
+    };
     let make = |(replicas, clients, writes, failures, recoveries): (u32, u32, u32, u32, u32),
                 read_mode| craq::CraqConfig {
         replicas: replicas as usize,
@@ -214,22 +324,23 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
         writes: writes as usize,
         failures: failures as usize,
         recoveries: recoveries as usize,
-        client_retries: 1,
+        client_retries: options.client_retries,
         forward_retries: 0,
         read_mode,
         strict_reads: false,
         bug: None,
         mgmtd: true,
         mgmtd_bug: bug,
-        reads: 1,
+        reads: options.reads as usize,
+        async_kv: options.async_kv,
+        storage_lease: options.lease_lapses.is_some(),
+        lease_lapses: options.lease_lapses.unwrap_or(0) as usize,
+        lapse_head: options.lapse_head,
+        readers: options.readers as usize,
     };
-    let explicit = (a.clients, a.writes, a.failures, a.recoveries);
     let shapes = match (explicit, bug) {
         ((None, None, None, None), Some(MgmtdBug::UnfencedWrites)) => {
             return via_simulator(MgmtdBug::UnfencedWrites.name());
-        }
-        ((None, None, None, None), Some(bug)) if mgmtd_catalog(bug).is_some() => {
-            return via_catalog(bug.name(), mgmtd_catalog(bug).unwrap_or_default());
         }
         ((None, None, None, None), Some(bug)) => vec![mgmtd_catching(bug)],
         ((None, None, None, None), None) => MGMTD_STANDARD.to_vec(),
@@ -249,29 +360,50 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
         .iter()
         .flat_map(|&m| shapes.iter().map(move |&s| make(s, m)))
         .collect();
+    if configs.iter().any(|c| c.readers > c.clients) {
+        eprintln!("error: --readers exceeds --clients");
+        return ExitCode::from(2);
+    }
     let mut ok = true;
     for cfg in configs {
         let mut cmd = format!(
-            "cargo run --release -- check mgmtd --replicas {} --clients {} --writes {} --failures {} --recoveries {} {}",
+            "cargo run --release -- check mgmtd --replicas {} --clients {} --writes {} --failures {} --recoveries {} {}{}",
             cfg.replicas,
             cfg.clients,
             cfg.writes,
             cfg.failures,
             cfg.recoveries,
-            read_mode_flag(cfg.read_mode)
+            read_mode_flag(cfg.read_mode),
+            options.flags()
         );
         if let Some(bug) = bug {
             cmd.push_str(&format!(" --bug {bug}"));
         }
         let title = format!(
-            "check mgmtd: chain of {} replicas driven by mgmtd, {} clients x {} writes (+ reads), up to {} crash, {} restart, read mode {:?} ({}){}",
+            "check mgmtd: chain of {} replicas driven by mgmtd, {}, up to {} crash, {} restart, read mode {:?} ({}){}{}{}",
             cfg.replicas,
-            cfg.clients,
-            cfg.writes,
+            match (cfg.reads, cfg.readers) {
+                (1, 0) => format!("{} clients x {} writes (+ reads)", cfg.clients, cfg.writes),
+                (r, 0) => format!(
+                    "{} clients x {} writes ({r} reads after each)",
+                    cfg.clients, cfg.writes
+                ),
+                (r, k) => format!(
+                    "{} clients x {} writes ({r} reads after each) and {k} reader(s) reading once",
+                    cfg.clients - k,
+                    cfg.writes
+                ),
+            },
             cfg.failures,
             cfg.recoveries,
             cfg.read_mode,
             consistency(&cfg),
+            if cfg.async_kv { ", asynchronous KV commits" } else { "" },
+            if cfg.storage_lease {
+                format!(", storage lease with {} lapse(s)", cfg.lease_lapses)
+            } else {
+                String::new()
+            },
             bug.map(|b| format!(", planted bug {b}")).unwrap_or_default()
         );
         if a.dfs {
@@ -331,51 +463,6 @@ fn reproduce_command(a: &CraqArgs, cfg: &craq::CraqConfig) -> String {
 /// A planted bug the small model cannot reach (it needs stale routing racing a forward, or
 /// histories longer than exhaustive search affords): the simulator's swarm hunts it instead and
 /// the check fails with the simulator's counterexample and its reproduce command.
-/// Runs catalog `scenario` with `bug` planted on each of its seeds; FAIL (exit 1) where one
-/// seed fails with the bug and passes without it, as the other checks report a caught bug.
-fn via_catalog(bug: &str, scenario: &str) -> ExitCode {
-    println!(
-        "{bug}: not reachable by the exhaustive model (no clocks, synchronous KV commits); \
-         running the simulator's catalog scenario {scenario} with the bug planted"
-    );
-    let clean = match t3fs_scenario::find(scenario)
-        .and_then(|p| t3fs_scenario::load_file(&p).map_err(|e| e.to_string()))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut planted = clean.clone();
-    planted.bug = Some(bug.to_string());
-    for &seed in &clean.seeds {
-        let (o, c) = match (
-            t3fs_sim::run::run(&planted, seed, false),
-            t3fs_sim::run::run(&clean, seed, false),
-        ) {
-            (Ok(o), Ok(c)) => (o, c),
-            (Err(e), _) | (_, Err(e)) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        if o.passed() || !c.passed() {
-            continue;
-        }
-        println!("caught by {scenario} seed {seed} ({} events):", o.events);
-        for (name, v) in o.verdicts.iter().filter(|(_, v)| v.failed()) {
-            println!("  {name}: {}", v.label());
-        }
-        println!("FAIL");
-        println!("reproduce: cargo run --release -- sim run {scenario} --seed {seed} --bug {bug}");
-        return ExitCode::FAILURE;
-    }
-    println!("not caught by {scenario}'s seeds");
-    println!("PASS");
-    ExitCode::SUCCESS
-}
-
 fn via_simulator(bug: &str) -> ExitCode {
     println!(
         "{bug}: not reachable by the exhaustive model's small configurations; running the \

@@ -119,7 +119,10 @@ pub enum MgmtdBug {
     KeepFailedTarget,
     /// With the storage-side lease on, mgmtd renews a node's lease while a chain update that
     /// takes one of its SERVING targets out is being committed (swarm seed 4000194): the
-    /// exclusion is published while the node holds a fresh lease and serves old values.
+    /// exclusion is published while the node holds a fresh lease and serves old values. Caught
+    /// by the mgmtd model with commits in flight and the lease (`t3fs check mgmtd --bug
+    /// lease-during-demotion`, a 15-step counterexample); the simulator's catalog scenario
+    /// `lease_race_pending_demotion` replays the seed with real clocks.
     LeaseDuringDemotion,
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Invariants: every message crosses the wire codec (encode, decode, compare) before it enters
 //! the model's network, so a codec asymmetry fails the check; `check_invariants` runs after
-//! every step; time is frozen at zero because stateright explores every timer order anyway.
+//! every step; time is frozen at zero because stateright explores every timer order anyway
+//! (a model may give a node a clock of its own, [`step_at`]).
 
 use core::fmt::Debug;
 
@@ -64,39 +65,59 @@ where
     A: Actor,
     A::Msg: ModelMsg,
 {
-    let outbox = run_handler(machine, event);
-    apply_actions(me, outbox, o, wrap_timer)
+    step_at(Instant::ZERO, me, machine, event, o, wrap_timer)
 }
 
-/// Runs `start` (no event) or `handle` at time zero and checks the machine's invariants.
-fn run_handler<M: Machine>(machine: &mut M, event: Option<Event<M>>) -> Outbox<M> {
-    let mut outbox = Outbox::<M>::new();
-    match event {
-        Some(event) => machine.handle(Instant::ZERO, event, &mut outbox),
-        None => machine.start(Instant::ZERO, &mut outbox),
-    }
-    machine.check_invariants();
-    outbox
-}
-
-/// Like [`step`], but `Io` actions complete within the same model step: `exec` runs each and
-/// its completion is fed back at once (repeatedly, until no I/O is left). Models use it where
-/// the interleaving of an I/O with other deliveries is covered elsewhere and would only
-/// multiply states (mgmtd's KV transactions: their races are covered by handler tests).
-pub fn step_sync_io<M, A>(
+/// Like [`step`], but at local time `now` instead of zero: for models that give a node a
+/// clock of its own (the storage-side lease of the mgmtd model, `craq/lease.rs`).
+pub fn step_at<M, A>(
+    now: Instant,
     me: Id,
     machine: &mut M,
     event: Option<Event<M>>,
     o: &mut Out<A>,
     wrap_timer: impl Fn(M::Timer) -> A::Timer,
-    mut exec: impl FnMut(IoOp) -> t3fs_core::machine::IoResult,
 ) -> StepEffects<M::Ret>
 where
     M: Machine<Msg = Msg>,
     A: Actor,
     A::Msg: ModelMsg,
 {
-    let mut outbox = run_handler(machine, event);
+    let outbox = run_handler(now, machine, event);
+    apply_actions(me, outbox, o, wrap_timer)
+}
+
+/// Runs `start` (no event) or `handle` at `now` and checks the machine's invariants.
+fn run_handler<M: Machine>(now: Instant, machine: &mut M, event: Option<Event<M>>) -> Outbox<M> {
+    let mut outbox = Outbox::<M>::new();
+    match event {
+        Some(event) => machine.handle(now, event, &mut outbox),
+        None => machine.start(now, &mut outbox),
+    }
+    machine.check_invariants();
+    outbox
+}
+
+/// Like [`step`], but `Io` actions may complete within the same model step: `exec` runs each
+/// and its completion is fed back at once (repeatedly, until no I/O is left). Models use it
+/// where the interleaving of an I/O with other deliveries is covered elsewhere and would only
+/// multiply states (mgmtd's KV transactions: their races are covered by handler tests). An I/O
+/// that `exec` hands back (`Err(op)`) stays asynchronous: it becomes a self-message like in
+/// [`step`], and its completion is a later model step (mgmtd's KV commits under `async_kv`).
+pub fn step_sync_io<M, A>(
+    me: Id,
+    machine: &mut M,
+    event: Option<Event<M>>,
+    o: &mut Out<A>,
+    wrap_timer: impl Fn(M::Timer) -> A::Timer,
+    mut exec: impl FnMut(IoOp) -> Result<t3fs_core::machine::IoResult, IoOp>,
+) -> StepEffects<M::Ret>
+where
+    M: Machine<Msg = Msg>,
+    A: Actor,
+    A::Msg: ModelMsg,
+{
+    let mut outbox = run_handler(Instant::ZERO, machine, event);
     let mut rest = Outbox::<M>::new();
     loop {
         let mut ios = Vec::new();
@@ -110,7 +131,13 @@ where
             break;
         }
         for (id, op) in ios {
-            let result = exec(op);
+            let result = match exec(op) {
+                Ok(result) => result,
+                Err(op) => {
+                    rest.push(ActionOf::Io { id, op });
+                    continue;
+                }
+            };
             machine.handle(
                 Instant::ZERO,
                 t3fs_core::machine::EventOf::IoDone { id, result },

@@ -1,26 +1,25 @@
 //! The CRAQ model's actors: the routing oracle, storage nodes (machine + reference chunk store
 //! + audit trails) and clients (machine + script), driven through [`super::super::adapter`].
 //!
-//! Invariant: a halted storage node ignores everything; a client whose operation failed stops
-//! its script, leaving that operation open in the history. Not here: the properties (`mod.rs`)
-//! and the history recorder (`history.rs`).
+//! Invariant: a halted storage node ignores everything; a stopped client too. Not here: the
+//! properties (`model.rs`), the clients' scripts (`client.rs`), the history recorder
+//! (`history.rs`), the storage lease's clocks and lapses (`lease.rs`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use stateright::actor::{model_timeout, Actor, Id, Out};
 use t3fs_core::chunk::{ChunkDone, ChunkOp};
-use t3fs_core::client::{Client, ClientCall, ClientConfig, ClientRet};
-use t3fs_core::ids::{
-    ChainVersion, ChunkVersion, ClientId, NodeId, RequestId, RoutingVersion, TargetId,
-};
+use t3fs_core::client::Client;
+use t3fs_core::ids::{ChainVersion, ChunkVersion, NodeId, RoutingVersion, TargetId};
 use t3fs_core::machine::{Event, EventOf, IoOp, IoResult};
 use t3fs_core::msg::Msg;
 use t3fs_core::routing::{ChainTarget, PublicState, RoutingInfo};
 use t3fs_core::storage::{StorageConfig, StorageNode};
 use t3fs_core::testing::MemChunkStore;
 
-use super::{layout, CraqConfig, CraqMsg, CraqTimer, ScriptOp, CHAIN, CHUNK};
+use super::client::{client_cfg, client_step, start_op};
+use super::{CraqConfig, CraqMsg, CraqTimer, ScriptOp, CHAIN, CHUNK};
 use crate::model::adapter;
 
 /// Actors of the CRAQ model.
@@ -58,6 +57,10 @@ pub struct StorageState {
     pub restarts: u8,
     /// First I/O id of the current incarnation; completions below it belong to a crashed one.
     pub io_base: u64,
+    /// The node's clock (ns) under the storage lease: moved only by lease lapses (`lease.rs`).
+    pub clock: u64,
+    /// Lease lapses so far.
+    pub lapses: u8,
 }
 
 /// A client actor's state.
@@ -84,7 +87,7 @@ pub enum CraqState {
     Client(Box<ClientState>),
 }
 
-fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
+pub(super) fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
     let mut s = StorageConfig::new(node, vec![(TargetId(node.0), cfg.read_mode)]);
     s.forward_retries_max = cfg.forward_retries;
     s.forward_timeout = None;
@@ -93,19 +96,10 @@ fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
         s.mgmtd = vec![NodeId(0)];
         s.heartbeat_interval = None;
     }
-    s
-}
-
-fn client_cfg(cfg: &CraqConfig, node: NodeId) -> ClientConfig {
-    let mut c = ClientConfig::new(node, ClientId(u64::from(node.0)));
-    c.retries_max = cfg.client_retries;
-    c.channels = 1;
-    c.io_timeout = None;
-    c.refresh_interval = None;
-    if cfg.mgmtd {
-        c.mgmtd = Some(NodeId(0));
+    if cfg.storage_lease {
+        s.lease = Some(super::lease::LEASE);
     }
-    c
+    s
 }
 
 /// The actor implementation needs the config; stateright passes none to actors, so it lives in
@@ -135,7 +129,11 @@ impl Actor for CraqNode {
     type Storage = ();
 
     fn on_start(&self, id: Id, _storage: &Option<()>, o: &mut Out<Self>) -> CraqState {
-        let routing = self.cfg.initial_routing();
+        let routing = if self.cfg.storage_lease {
+            super::lease::steady_routing(&self.cfg)
+        } else {
+            self.cfg.initial_routing()
+        };
         match self.role {
             CraqActor::Oracle => CraqState::Oracle(routing),
             CraqActor::Mgmtd => super::mgmtd_actor::start(&self.cfg, id, o),
@@ -146,11 +144,15 @@ impl Actor for CraqNode {
                     BTreeMap::new(),
                     routing,
                 );
-                adapter::step(id, &mut machine, None, o, CraqTimer::Storage);
+                if self.cfg.storage_lease {
+                    super::lease::boot(&self.cfg, id, &mut machine, o);
+                } else {
+                    adapter::step(id, &mut machine, None, o, CraqTimer::Storage);
+                }
                 if self.cfg.failures > 0 {
                     o.set_timer(CraqTimer::FailStop, model_timeout());
                 }
-                CraqState::Storage(Box::new(StorageState {
+                let s = StorageState {
                     node: machine,
                     store: MemChunkStore::new(),
                     halted: false,
@@ -160,7 +162,11 @@ impl Actor for CraqNode {
                     crashes: 0,
                     restarts: 0,
                     io_base: 0,
-                }))
+                    clock: 0,
+                    lapses: 0,
+                };
+                super::lease::arm(&self.cfg, id, &s, o);
+                CraqState::Storage(Box::new(s))
             }
             CraqActor::Client(ref script) => {
                 let node = adapter::node_id(id);
@@ -171,7 +177,12 @@ impl Actor for CraqNode {
                     running: None,
                     stopped: false,
                 };
-                start_op(id, &mut c, script, 0, None, o);
+                match self.cfg.client_index(id) {
+                    Some(k) if self.cfg.is_reader(k) => {
+                        o.set_timer(CraqTimer::Begin, model_timeout())
+                    }
+                    _ => start_op(id, &mut c, script, 0, None, o),
+                }
                 CraqState::Client(Box::new(c))
             }
         }
@@ -284,8 +295,12 @@ impl CraqNode {
         let acts = match (state.as_ref(), timer) {
             (CraqState::Storage(s), CraqTimer::FailStop) => !s.halted && s.crashes == 0,
             (CraqState::Storage(s), CraqTimer::Restart) => s.halted && s.restarts == 0,
+            (CraqState::Storage(s), CraqTimer::LeaseLapse) => {
+                super::lease::may_lapse(&self.cfg, id, s)
+            }
             (CraqState::Storage(s), CraqTimer::Storage(_)) => !s.halted,
             (CraqState::Client(c), CraqTimer::Client(_)) => !c.stopped,
+            (CraqState::Client(c), CraqTimer::Begin) => c.running.is_none() && !c.stopped,
             (CraqState::Mgmtd(_), CraqTimer::Mgmtd(_)) => {
                 return super::mgmtd_actor::on_timeout(&self.cfg, id, state, timer, o);
             }
@@ -297,12 +312,16 @@ impl CraqNode {
         match (state.to_mut(), timer) {
             (CraqState::Storage(s), CraqTimer::FailStop) => fail_stop(&self.cfg, id, s, o),
             (CraqState::Storage(s), CraqTimer::Restart) => restart(&self.cfg, id, s, o),
+            (CraqState::Storage(s), CraqTimer::LeaseLapse) => {
+                super::lease::lapse(&self.cfg, id, s, o);
+            }
             (CraqState::Storage(s), CraqTimer::Storage(t)) => {
                 storage_step(id, s, EventOf::Timer(*t), o);
             }
             (CraqState::Client(c), CraqTimer::Client(t)) => {
                 client_step(id, c, self.script(), EventOf::Timer(*t), o);
             }
+            (CraqState::Client(c), CraqTimer::Begin) => start_op(id, c, self.script(), 0, None, o),
             _ => unreachable!("decided above"),
         }
     }
@@ -329,6 +348,9 @@ fn fail_stop(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNod
         s.regression = None;
     }
     o.send(Id::from(0), CraqMsg::Failed(TargetId(node.0)));
+    if cfg.storage_lease {
+        o.cancel_timer(CraqTimer::LeaseLapse);
+    }
     if cfg.recoveries > 0 {
         o.set_timer(CraqTimer::Restart, model_timeout());
     }
@@ -346,13 +368,10 @@ fn restart(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>
     s.node = StorageNode::new(storage_cfg(cfg, node), metas, RoutingInfo::default())
         .with_io_base(s.io_base);
     s.halted = false;
-    adapter::step(id, &mut s.node, None, o, CraqTimer::Storage);
+    let now = t3fs_core::time::Instant(s.clock);
+    adapter::step_at(now, id, &mut s.node, None, o, CraqTimer::Storage);
     o.send(Id::from(0), CraqMsg::Restarted(target));
-}
-
-/// The address of history markers: beyond every actor, so stateright never delivers them.
-fn history_sink() -> Id {
-    Id::from(usize::MAX)
+    super::lease::arm(cfg, id, s, o);
 }
 
 fn chain_version(routing: &RoutingInfo) -> ChainVersion {
@@ -401,15 +420,25 @@ fn storage_msg(id: Id, s: &mut StorageState, src: Id, msg: CraqMsg, o: &mut Out<
                 result: IoResult::Chunk(result),
             }
         }
-        CraqMsg::Failed(_) | CraqMsg::Restarted(_) | CraqMsg::History { .. } => return,
+        CraqMsg::Failed(_)
+        | CraqMsg::Restarted(_)
+        | CraqMsg::Lapsed { .. }
+        | CraqMsg::History { .. } => return,
     };
     storage_step(id, s, event, o);
 }
 
-/// Runs one storage machine step, flagging a chain-version regression and honouring `Halt`.
-fn storage_step(id: Id, s: &mut StorageState, event: Event<StorageNode>, o: &mut Out<CraqNode>) {
+/// Runs one storage machine step at the node's clock, flagging a chain-version regression and
+/// honouring `Halt`.
+pub(super) fn storage_step(
+    id: Id,
+    s: &mut StorageState,
+    event: Event<StorageNode>,
+    o: &mut Out<CraqNode>,
+) {
     let before = chain_version(s.node.routing());
-    let effects = adapter::step(id, &mut s.node, Some(event), o, CraqTimer::Storage);
+    let now = t3fs_core::time::Instant(s.clock);
+    let effects = adapter::step_at(now, id, &mut s.node, Some(event), o, CraqTimer::Storage);
     s.halted |= effects.halted.is_some();
     let after = chain_version(s.node.routing());
     if after < before && s.regression.is_none() {
@@ -446,85 +475,4 @@ fn audit_commit(
         s.applied_twice.get_or_insert(v);
     }
     s.committed |= 1 << v;
-}
-
-/// Runs one client machine step and continues the script with whatever it returned.
-fn client_step(
-    id: Id,
-    c: &mut ClientState,
-    script: &[ScriptOp],
-    event: Event<Client>,
-    o: &mut Out<CraqNode>,
-) {
-    let effects = adapter::step(id, &mut c.client, Some(event), o, CraqTimer::Client);
-    finish_ops(id, c, script, effects.returns, o);
-}
-
-/// Starts script operation `index` (if any) and marks the boundary in the history.
-fn start_op(
-    id: Id,
-    c: &mut ClientState,
-    script: &[ScriptOp],
-    index: usize,
-    returned: Option<(usize, ClientRet)>,
-    o: &mut Out<CraqNode>,
-) {
-    let invoked = (index < script.len()).then_some(index);
-    // Sent to no actor: the recorder sees it when it is sent, and it is never delivered, so it
-    // adds no step (on FIFO links a delivery is always a step) and no interleaving.
-    o.send(history_sink(), CraqMsg::History { returned, invoked });
-    let Some(index) = invoked else { return };
-    c.running = Some(index);
-    let call = match script[index] {
-        ScriptOp::Write(v) => ClientCall::Write {
-            inode: CHUNK.inode,
-            layout: layout(),
-            offset: 0,
-            data: vec![v],
-        },
-        ScriptOp::Read => ClientCall::Read {
-            inode: CHUNK.inode,
-            layout: layout(),
-            offset: 0,
-            len: 1,
-        },
-    };
-    let event = EventOf::Call {
-        req: RequestId(index as u64 + 1),
-        call,
-    };
-    client_step(id, c, script, event, o);
-}
-
-fn finish_ops(
-    id: Id,
-    c: &mut ClientState,
-    script: &[ScriptOp],
-    returns: Vec<(RequestId, ClientRet)>,
-    o: &mut Out<CraqNode>,
-) {
-    for (_req, ret) in returns {
-        let index = c
-            .running
-            .take()
-            .expect("a return answers the running operation");
-        // Which replica served a read is for the simulator's Appendix B attribution; the
-        // model's history has no use for it, and carried in the history message it would
-        // split otherwise equal states.
-        let ret = match ret {
-            ClientRet::Read { data, versions, .. } => ClientRet::Read {
-                data,
-                versions,
-                served: Vec::new(),
-            },
-            ret => ret,
-        };
-        if matches!(ret, ClientRet::Failed { .. } | ClientRet::Rejected(_)) {
-            // The outcome is unknown: the operation stays open in the history and the script
-            // stops (a thread may not start another operation while one is open).
-            c.stopped = true;
-            return;
-        }
-        start_op(id, c, script, index + 1, Some((index, ret)), o);
-    }
 }

@@ -22,8 +22,20 @@ pub fn describe_action(model: &CraqModel, action: &SystemAction) -> String {
                     ..
                 } => format!("{}: disk {target} completes {}", n(dst), describe_op(op)),
                 CraqMsg::Io {
+                    op: IoOp::Kv(t3fs_core::kv::KvOp::Commit(c)),
+                    ..
+                } => format!(
+                    "{}: KV commit in flight lands ({} mutations)",
+                    n(dst),
+                    c.mutations.len()
+                ),
+                CraqMsg::Io {
                     op: IoOp::Kv(op), ..
                 } => format!("{}: kv completes {op:?}", n(dst)),
+                CraqMsg::Lapsed { target, clock } => format!(
+                    "{} learns {target}'s leases lapsed (its clock reached {clock}): its heartbeat deadline may now expire",
+                    n(dst)
+                ),
                 CraqMsg::Failed(t) if usize::from(dst) == 0 => format!(
                     "{} learns {t} crashed (oracle: re-orders at once; mgmtd: its heartbeat deadline may now expire)",
                     n(dst)
@@ -44,6 +56,11 @@ pub fn describe_action(model: &CraqModel, action: &SystemAction) -> String {
                 )
             }
             CraqTimer::Mgmtd(t) => format!("{}: mgmtd timer {t:?} fires", n(*id)),
+            CraqTimer::Begin => format!("{}: the reader begins its read", n(*id)),
+            CraqTimer::LeaseLapse => format!(
+                "{}: LEASE LAPSE (time passes: its clock moves past every lease; it heartbeats)",
+                n(*id)
+            ),
             CraqTimer::Storage(t) => format!("{}: timer {t:?} fires", n(*id)),
             CraqTimer::Client(t) => format!("{}: client timer {t:?} fires", n(*id)),
         },
@@ -89,8 +106,13 @@ pub fn describe_state(model: &CraqModel, state: &CraqModelState) -> Vec<String> 
                     .map(|t| format!("{}:{:?}", t.id, t.local_state))
                     .collect();
                 lines.push(format!(
-                    "n{i} storage{} [{}{}]: {} committed values {:?}{}{}",
+                    "n{i} storage{}{} [{}{}]: {} committed values {:?}{}{}",
                     if st.halted { " (HALTED)" } else { "" },
+                    if model.cfg.storage_lease {
+                        format!(" clock {} routing {}", st.clock, st.node.routing().version)
+                    } else {
+                        String::new()
+                    },
                     local.join(" "),
                     if st.node.booting() { " booting" } else { "" },
                     chunk.unwrap_or_else(|| "no chunk".into()),

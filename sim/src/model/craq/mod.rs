@@ -14,18 +14,25 @@
 //! Node layout: n0 is the oracle or mgmtd, n1..=nR storage (node i hosts target ti of chain c1),
 //! then the clients. Not here: message loss (it is indistinguishable from unbounded delay for
 //! safety properties), timeouts (all off: retries follow error replies and routing changes),
-//! disk faults, a storage-side lease, symmetry reduction (clients are interchangeable only up to
-//! renaming ids and values inside machine state, which the machines cannot do; replicas are not
-//! interchangeable at all).
+//! disk faults, symmetry reduction (clients are interchangeable only up to renaming ids and
+//! values inside machine state, which the machines cannot do; replicas are not interchangeable
+//! at all). Opt-in with mgmtd (`async_kv`, `storage_lease`, `readers`; off in the standard
+//! sets, whose pinned counts they leave alone): KV commits that complete in a later step, the
+//! storage-side lease with lapses that let mgmtd suspect a live node (`lease.rs`), and clients
+//! that only read, once, starting at any moment.
 //!
 //! Files: this one holds the configuration and messages; `model.rs` assembles the model with its
-//! properties and canonicalizer; `actor.rs` the actors, `history.rs` the history recorder,
-//! `consistency.rs` the read-consistency summaries, `describe.rs` counterexamples.
+//! properties and canonicalizer; `actor.rs` the actors, `client.rs` the clients' scripts,
+//! `mgmtd_actor.rs` the mgmtd actor, `lease.rs` the lease's clocks and lapses, `history.rs` the
+//! history recorder, `consistency.rs` the read-consistency summaries, `describe.rs`
+//! counterexamples.
 
 mod actor;
+mod client;
 mod consistency;
 mod describe;
 mod history;
+mod lease;
 mod mgmtd_actor;
 mod model;
 
@@ -85,6 +92,23 @@ pub struct CraqConfig {
     pub recoveries: usize,
     /// Planted bug in mgmtd.
     pub mgmtd_bug: Option<MgmtdBug>,
+    /// mgmtd's KV commits complete in a later model step (a self-message), so heartbeats and
+    /// everything else interleave with a commit in flight; reads stay synchronous. Off: every
+    /// KV transaction completes within the step that started it.
+    pub async_kv: bool,
+    /// The storage-side lease (`t3fs_core::storage::lease`): mgmtd answers accepted heartbeats
+    /// with a grant, storage nodes serve only under one, and each node has a clock that only
+    /// lease lapses advance (`lease.rs`).
+    pub storage_lease: bool,
+    /// Lease lapses in all (with `storage_lease`): each advances one live node's clock past its
+    /// leases, sends a heartbeat, and lets mgmtd's deadline for the node fire while it is alive.
+    pub lease_lapses: usize,
+    /// Lapses may strike the initial head too (off: only the other replicas). A head suspected
+    /// while a client's write is in flight there meets a storage-side hole (`lease.rs`).
+    pub lapse_head: bool,
+    /// The last `readers` of the clients only read, once each, starting at any moment (the
+    /// others write `writes` times, each write followed by `reads` reads, from the start).
+    pub readers: usize,
 }
 
 impl Default for CraqConfig {
@@ -103,6 +127,11 @@ impl Default for CraqConfig {
             mgmtd: false,
             recoveries: 0,
             mgmtd_bug: None,
+            async_kv: false,
+            storage_lease: false,
+            lease_lapses: 0,
+            lapse_head: false,
+            readers: 0,
         }
     }
 }
@@ -117,8 +146,12 @@ pub enum ScriptOp {
 }
 
 impl CraqConfig {
-    /// Client `k`'s script: write a unique value, read, repeated `writes` times.
+    /// Client `k`'s script: write a unique value, read, repeated `writes` times; one read for a
+    /// reader (the last `readers` clients).
     pub fn script(&self, k: usize) -> Vec<ScriptOp> {
+        if self.is_reader(k) {
+            return vec![ScriptOp::Read];
+        }
         (0..self.writes)
             .flat_map(|j| {
                 std::iter::once(ScriptOp::Write((1 + k * self.writes + j) as u8))
@@ -133,6 +166,11 @@ impl CraqConfig {
 
     pub(crate) fn client_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         (0..self.clients as u32).map(|k| NodeId(1 + self.replicas as u32 + k))
+    }
+
+    /// Whether client `k` is a reader.
+    fn is_reader(&self, k: usize) -> bool {
+        k + self.readers >= self.clients
     }
 
     fn client_index(&self, id: Id) -> Option<usize> {
@@ -178,7 +216,8 @@ pub fn catching_flags(bug: PlantedBug) -> Option<&'static str> {
         // Both need resync or exhausted retry budgets under message loss: the simulator's
         // swarm catches them (tests/sim_bugs.rs).
         PlantedBug::Resync3fsTable | PlantedBug::AbandonForwardOnTimeout => None,
-        // The model has a perfect failure detector and no storage-side lease.
+        // This model has a perfect failure detector and no storage-side lease (the mgmtd
+        // model's lease shape, `lease.rs`, has both and catches it in its tests).
         PlantedBug::LeaseIgnored => None,
         // The model's disk never damages bytes.
         PlantedBug::ReadCrcSkipped => None,
@@ -239,6 +278,15 @@ pub enum CraqMsg {
     Failed(TargetId),
     /// Storage → mgmtd actor: the node restarted (its deadline may no longer expire).
     Restarted(TargetId),
+    /// Storage → mgmtd actor (model bookkeeping, `lease.rs`): the node's clock reached `clock`,
+    /// past every lease it was granted for heartbeats sent earlier, so mgmtd's deadline for it
+    /// may fire until a heartbeat sent at `clock` or later is accepted.
+    Lapsed {
+        /// The node's target.
+        target: TargetId,
+        /// The node's clock.
+        clock: u64,
+    },
     /// Client self-message marking an operation boundary in the history: operation
     /// `returned.0` answered `returned.1`, and operation `invoked` started, both in the step
     /// that sent it. Its delivery is a no-op; it exists so the model's history recorder sees the
@@ -273,4 +321,8 @@ pub enum CraqTimer {
     Restart,
     /// A mgmtd machine timer.
     Mgmtd(MgmtdTimer),
+    /// Time passes for a storage node: its leases lapse (`lease.rs`).
+    LeaseLapse,
+    /// A reader client begins its script (readers start at any moment).
+    Begin,
 }

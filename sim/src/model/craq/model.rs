@@ -34,9 +34,9 @@ pub(super) fn storages<'a>(
 }
 
 /// The facts of one actor state that the properties, the boundary and the canonicalizer read
-/// (computed once per distinct actor state, see `ActorSystem::facts`): flag bits, crash and
-/// restart counts in bits 8.. and 16.., and in bits 32.. the chunk's committed version plus
-/// one (0: no chunk).
+/// (computed once per distinct actor state, see `ActorSystem::facts`): flag bits, crash,
+/// restart and lease lapse counts in bits 8.., 16.. and 24.., and in bits 32.. the chunk's
+/// committed version plus one (0: no chunk).
 mod fact {
     pub const STORAGE: u64 = 1;
     pub const HALTED: u64 = 1 << 1;
@@ -50,6 +50,9 @@ mod fact {
     }
     pub fn restarts(f: u64) -> usize {
         (f >> 16 & 0xff) as usize
+    }
+    pub fn lapses(f: u64) -> usize {
+        (f >> 24 & 0xff) as usize
     }
     /// The committed version of the chunk, if the replica has it.
     pub fn committed(f: u64) -> Option<u32> {
@@ -89,6 +92,7 @@ fn facts(_: &CraqConfig, a: &CraqState) -> u64 {
                 }
                 | u64::from(st.crashes) << 8
                 | u64::from(st.restarts) << 16
+                | u64::from(st.lapses) << 24
                 | committed << 32
         }
         CraqState::Client(c) if c.running.is_some() => fact::CLIENT_RUNNING,
@@ -123,7 +127,7 @@ pub(super) fn mgmtd_of<'a>(m: &'a CraqModel, s: &'a CraqModelState) -> Option<&'
 
 /// The canonicalizer: a node that halted for good (no restart left) can receive nothing and
 /// fire nothing, so messages addressed to it are dropped as they are sent and its timers are
-/// disarmed; fail-stop and restart timers that the boundary would cut off are disarmed too.
+/// disarmed; fail-stop, restart and lease lapse timers past their budgets are disarmed too.
 /// Together with `actor::fail_stop` forgetting the node's memory, states that differ only in
 /// what a dead node knew, or in what was on its way to it, are one state.
 fn forget_the_dead(d: &mut Draft<'_, '_, CraqNode, CraqConfig, CraqHistory>) {
@@ -138,10 +142,16 @@ fn forget_the_dead(d: &mut Draft<'_, '_, CraqNode, CraqConfig, CraqHistory>) {
                 dead |= 1 << i;
             }
         }
-        (dead, crashes < cfg.failures, restarts < cfg.recoveries)
+        let lapses: usize = (1..n).map(|i| fact::lapses(fact(i))).sum();
+        (
+            dead,
+            crashes < cfg.failures,
+            restarts < cfg.recoveries,
+            lapses < cfg.lease_lapses,
+        )
     };
     let now = rules(&|i| d.fact(i));
-    let (dead, fail_left, restart_left) = now;
+    let (dead, fail_left, restart_left, lapse_left) = now;
     // The parent was canonicalized by the same rules unless the step changed a replica's facts
     // (a step changes one actor at most): then only what this step added can break them.
     let only_added = !matches!(d.changed(),
@@ -149,21 +159,48 @@ fn forget_the_dead(d: &mut Draft<'_, '_, CraqNode, CraqConfig, CraqHistory>) {
     if dead != 0 {
         d.retain_messages(only_added, |e| dead & 1 << usize::from(e.dst) == 0);
     }
-    if dead != 0 || !fail_left || !restart_left {
+    // Without the lease no lapse timer is ever armed: the rule changes nothing there.
+    let lapse_rule = cfg.storage_lease && !lapse_left;
+    if dead != 0 || !fail_left || !restart_left || lapse_rule {
         d.retain_timers(only_added, |id, t| {
             dead & 1 << usize::from(id) == 0
                 && match t {
                     CraqTimer::FailStop => fail_left,
                     CraqTimer::Restart => restart_left,
+                    CraqTimer::LeaseLapse => lapse_left,
                     _ => true,
                 }
         });
     }
 }
 
+/// The canonicalizer: [`forget_the_dead`], and under the storage lease a routing poll or a
+/// routing info that repeats one still in flight on its link is dropped. A node refused for
+/// want of a lease polls mgmtd each time (and mgmtd answers a node behind with its routing),
+/// and a predecessor retrying its forward there can be refused any number of times before the
+/// first poll or answer is read. A second poll can only bring routing that mgmtd pushes to
+/// every node anyway, and a second copy of a routing info is ignored (routing only moves
+/// forward), so without this rule states would differ only in how many identical messages wait
+/// on a link, without bound.
+fn canonicalize(d: &mut Draft<'_, '_, CraqNode, CraqConfig, CraqHistory>) {
+    forget_the_dead(d);
+    if d.cfg().storage_lease {
+        d.drop_repeats(|e| {
+            matches!(
+                e.msg,
+                CraqMsg::Wire(Msg::GetRouting { .. } | Msg::Routing(_))
+            )
+        });
+    }
+}
+
 /// Properties of the model with the real mgmtd: the §2.6.1 invariants of every published chain,
 /// CRAQ's write-all rule for every replica mgmtd and the replica agree is SERVING, and recovery
-/// back to an all-SERVING chain once everything is quiet.
+/// back to an all-SERVING chain once everything is quiet. Under the lease with lapses, a live
+/// replica must sometimes be suspected and taken out (else the race the lease guards against
+/// was never exercised); the lease's own safety is the read-consistency property: a node that
+/// serves under a lease renewed while its exclusion was being committed returns a value older
+/// than a write acknowledged through the new chain.
 fn mgmtd_properties(model: CraqModel) -> CraqModel {
     let recovers = model.cfg.recoveries >= model.cfg.failures;
     let heals = model.cfg.failures > 0 && recovers;
@@ -218,11 +255,21 @@ fn mgmtd_properties(model: CraqModel) -> CraqModel {
     } else {
         model
     };
-    if heals {
+    let model = if heals {
         model.property(
             Expectation::Sometimes,
             "a restarted replica is resynced and promoted",
             |m, s| mgmtd_of(m, s).is_some_and(|m| m.promoted),
+        )
+    } else {
+        model
+    };
+    // With lease lapses, the false suspicion that the lease must make safe has to happen.
+    if model.cfg.storage_lease && model.cfg.lease_lapses > 0 {
+        model.property(
+            Expectation::Sometimes,
+            "a live replica is suspected and taken out of SERVING",
+            |m, s| mgmtd_of(m, s).is_some_and(|m| m.demoted_live),
         )
     } else {
         model
@@ -317,7 +364,7 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
         })
         .record_msg_out(history::record_out)
         .begin_step(CraqHistory::begin_step)
-        .canonicalize(forget_the_dead)
+        .canonicalize(canonicalize)
         // No boundary: the canonicalizer disarms fail-stop and restart timers once their budget
         // is spent, so no state exceeds it (debug builds check).
         .boundary(|m, s| {

@@ -241,6 +241,40 @@ where
         self.words[n + 1] = (end - net.start) as u32;
     }
 
+    /// Drops every message in flight for which `idempotent` is true that repeats one already in
+    /// flight on its link (the later copy goes): for requests whose second copy brings nothing
+    /// the first does not. Judges only what this step sent, when that is known.
+    pub fn drop_repeats(&mut self, mut idempotent: impl FnMut(&Envelope<A::Msg>) -> bool) {
+        let sys = self.sys;
+        let candidates: Vec<u32> = match self.added() {
+            Some(added) => added
+                .iter()
+                .filter(|&&w| w & KIND == SEND)
+                .map(|&w| w & !KIND)
+                .collect(),
+            None => self.words[self.net()].to_vec(),
+        };
+        for e in candidates {
+            if !idempotent(sys.envelopes.get(e)) {
+                continue;
+            }
+            loop {
+                let net = self.net();
+                let copies = self.words[net.clone()].iter().filter(|&&x| x == e).count();
+                if copies <= 1 {
+                    break;
+                }
+                let at = self.words[net.clone()]
+                    .iter()
+                    .rposition(|&x| x == e)
+                    .expect("a repeated message is in flight");
+                self.words.remove(net.start + at);
+                let n = self.n();
+                self.words[n + 1] -= 1;
+            }
+        }
+    }
+
     /// Keeps only the armed timers for which `keep` is true; `only_added` as for
     /// [`Draft::retain_messages`].
     pub fn retain_timers(&mut self, only_added: bool, mut keep: impl FnMut(Id, &A::Timer) -> bool) {

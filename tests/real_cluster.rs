@@ -69,14 +69,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let pids = cluster::pids(&self.dir);
-        let _ = cluster::down(&self.dir);
-        for (_, p) in pids {
-            if cluster::alive(p) {
-                cluster::signal(p, 9);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        support::stop_cluster(&self.dir);
     }
 }
 

@@ -209,3 +209,17 @@ pub fn c1_version(status: &str) -> u32 {
         .find_map(|l| l.strip_prefix("chain c1@v")?.split(':').next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// Stops the cluster in `dir` (pass or fail): `cluster down`, SIGKILL of any recorded process
+/// still alive, then removes the directory. For the tests' cluster guards' `Drop`.
+pub fn stop_cluster(dir: &Path) {
+    use t3fs_real::cluster;
+    let pids = cluster::pids(dir);
+    let _ = cluster::down(dir);
+    for (_, p) in pids {
+        if cluster::alive(p) {
+            cluster::signal(p, 9);
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

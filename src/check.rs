@@ -62,10 +62,6 @@ pub struct MgmtdArgs {
     /// Lease lapses in all (with --lease).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
     lease_lapses: u32,
-    /// Let lapses strike the initial head too (by default only the other replicas lapse): a
-    /// head suspected while a client's write is in flight there meets a storage-side hole.
-    #[arg(long)]
-    lapse_head: bool,
     /// Reads after each write.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
     reads: u32,
@@ -84,7 +80,6 @@ pub struct MgmtdArgs {
 struct MgmtdOptions {
     async_kv: bool,
     lease_lapses: Option<u32>,
-    lapse_head: bool,
     reads: u32,
     readers: u32,
     client_retries: u32,
@@ -95,7 +90,6 @@ impl MgmtdOptions {
     const PLAIN: Self = Self {
         async_kv: false,
         lease_lapses: None,
-        lapse_head: false,
         reads: 1,
         readers: 0,
         client_retries: 1,
@@ -105,7 +99,6 @@ impl MgmtdOptions {
         Self {
             async_kv: a.async_kv,
             lease_lapses: a.lease.then_some(a.lease_lapses),
-            lapse_head: a.lapse_head,
             reads: a.reads,
             readers: a.readers,
             client_retries: a.client_retries,
@@ -129,9 +122,6 @@ impl MgmtdOptions {
         }
         if let Some(n) = self.lease_lapses {
             flags.push_str(&format!(" --lease --lease-lapses {n}"));
-        }
-        if self.lapse_head {
-            flags.push_str(" --lapse-head");
         }
         flags
     }
@@ -251,7 +241,7 @@ fn mgmtd_catching(bug: MgmtdBug) -> (u32, u32, u32, u32, u32) {
 fn mgmtd_options(bug: MgmtdBug) -> MgmtdOptions {
     match bug {
         // A writer with no read, and a reader whose one read goes to the tail (reads rotate by
-        // I/O id), the replica that may lapse; no retries (8.7M states, 406.6M with one).
+        // I/O id), a replica that may lapse; no retries (16.8M states).
         MgmtdBug::LeaseDuringDemotion => MgmtdOptions {
             async_kv: true,
             lease_lapses: Some(1),
@@ -335,7 +325,6 @@ fn run_mgmtd(a: MgmtdArgs) -> ExitCode {
         async_kv: options.async_kv,
         storage_lease: options.lease_lapses.is_some(),
         lease_lapses: options.lease_lapses.unwrap_or(0) as usize,
-        lapse_head: options.lapse_head,
         readers: options.readers as usize,
     };
     let shapes = match (explicit, bug) {

@@ -88,6 +88,11 @@ impl<R, W> ChunkLocks<R, W> {
         self.held.iter().map(|(c, b)| (c, &b.0, b.1.len()))
     }
 
+    /// Iterates over running updates, mutably.
+    pub fn running_iter_mut(&mut self) -> impl Iterator<Item = &mut R> {
+        self.held.values_mut().map(|b| &mut b.0)
+    }
+
     /// Number of locked chunks.
     pub fn len(&self) -> usize {
         self.held.len()

@@ -294,6 +294,14 @@ impl StorageNode {
         self.next_sync_item(target, out);
     }
 
+    /// Whether the sync item `w` is the item its round on `target` is copying now.
+    pub(super) fn sync_item_awaited(&self, target: TargetId, w: &Waiter) -> bool {
+        self.resyncs.get(&target).is_some_and(|r| {
+            r.chain == w.req.chain
+                && matches!(r.phase, ResyncPhase::Copying { current: Some(c), .. } if c == w.req.chunk)
+        })
+    }
+
     /// Starts the next item of `target`'s round, or finishes it with `SyncDone`.
     pub(super) fn next_sync_item(&mut self, target: TargetId, out: &mut Outbox<Self>) {
         loop {
@@ -374,6 +382,7 @@ impl StorageNode {
                 pending_checksum: 0,
                 acked: false,
                 sync_item: true,
+                displaced: false,
             },
         );
         if remove {

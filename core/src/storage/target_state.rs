@@ -258,6 +258,14 @@ impl StorageNode {
             if t.disk_error {
                 t.local_state = LocalState::Offline;
             }
+            if before == LocalState::UpToDate && t.local_state != LocalState::UpToDate {
+                // Out of SERVING: updates running here may no longer forward or commit, even if
+                // the target is SERVING again by the time their disk I/O ends (write.rs).
+                t.locks
+                    .running_iter_mut()
+                    .filter(|r| !r.sync_item && !r.waiter.req.is_syncing)
+                    .for_each(|r| r.displaced = true);
+            }
             changed |= before != t.local_state;
             // mgmtd holds the target down while it is up (a false suspicion, or a report that
             // crossed a chain change): report again rather than wait for the next period.

@@ -96,6 +96,9 @@ pub struct Running {
     pub acked: bool,
     /// A resync item (`resync.rs`), not an update: no local update or commit, no reply.
     pub sync_item: bool,
+    /// The target left UPTODATE while this update ran (mgmtd took it out of SERVING, maybe
+    /// already back): it must not forward or commit as tail (`forward`).
+    pub displaced: bool,
 }
 
 impl Running {
@@ -253,7 +256,13 @@ impl StorageNode {
     fn start_update(&mut self, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
         let now = *self.now;
         if w.from == self.cfg.node && w.req.tag.channel == SYNC_CHANNEL {
-            // This node's own resync item reached the front of the chunk's queue.
+            // This node's own resync item reached the front of the chunk's queue. Its round may
+            // have ended or been replaced while it waited (a chain change, a timeout): then it
+            // is dropped, since the round it belonged to no longer expects it (the mgmtd model
+            // found the node panicking here).
+            if !self.sync_item_awaited(target, &w) {
+                return false;
+            }
             if self.start_sync_item(target, w, out) {
                 return true;
             }
@@ -331,6 +340,7 @@ impl StorageNode {
                     pending_checksum: 0,
                     acked: false,
                     sync_item: false,
+                    displaced: false,
                 },
             );
             self.submit(out, IoPurpose::Commit { target, chunk }, op);
@@ -370,6 +380,7 @@ impl StorageNode {
                 pending_checksum: 0,
                 acked: false,
                 sync_item: false,
+                displaced: false,
             },
         );
         self.submit(
@@ -429,12 +440,18 @@ impl StorageNode {
         let Some(chain) = chain else {
             return self.fail_running(target, chunk, Status::NoTarget, out);
         };
-        if !chain
-            .state_of(target)
-            .is_some_and(PublicState::in_write_path)
-        {
-            // This target left the write path (taken OFFLINE): it must not commit as a tail of
-            // a chain it no longer belongs to; the client retries at the new head.
+        let displaced = self.targets[&target]
+            .locks
+            .running(chunk)
+            .is_some_and(|r| r.displaced);
+        if displaced || chain.state_of(target) != Some(PublicState::Serving) {
+            // This target left SERVING since the update was admitted: taken OFFLINE, or taken
+            // OFFLINE and already back as SYNCING or even SERVING again (a suspected head whose
+            // disk answered late; the mgmtd model found both). Either way it must not commit as the tail of a chain
+            // whose SERVING replicas never saw the update, nor forward it: a SYNCING replica
+            // takes only its predecessor's full chunks, and the resync overwrites the pending
+            // version left here. The client retries at the new head, whose exactly-once
+            // filter answers if a successor had already committed the update.
             return self.fail_running(target, chunk, Status::TargetNotServing, out);
         }
         let (versioned, successor) = (chain.versioned(), chain.successor_of(target));

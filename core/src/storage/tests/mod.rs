@@ -674,6 +674,7 @@ fn an_already_committed_answer_is_not_cached_and_must_match_the_version_sent() {
     );
 }
 
+mod displaced;
 mod lease;
 mod metadata;
 mod no_space;

@@ -165,7 +165,7 @@ impl Actor for CraqNode {
                     clock: 0,
                     lapses: 0,
                 };
-                super::lease::arm(&self.cfg, id, &s, o);
+                super::lease::arm(&self.cfg, &s, o);
                 CraqState::Storage(Box::new(s))
             }
             CraqActor::Client(ref script) => {
@@ -295,9 +295,7 @@ impl CraqNode {
         let acts = match (state.as_ref(), timer) {
             (CraqState::Storage(s), CraqTimer::FailStop) => !s.halted && s.crashes == 0,
             (CraqState::Storage(s), CraqTimer::Restart) => s.halted && s.restarts == 0,
-            (CraqState::Storage(s), CraqTimer::LeaseLapse) => {
-                super::lease::may_lapse(&self.cfg, id, s)
-            }
+            (CraqState::Storage(s), CraqTimer::LeaseLapse) => super::lease::may_lapse(&self.cfg, s),
             (CraqState::Storage(s), CraqTimer::Storage(_)) => !s.halted,
             (CraqState::Client(c), CraqTimer::Client(_)) => !c.stopped,
             (CraqState::Client(c), CraqTimer::Begin) => c.running.is_none() && !c.stopped,
@@ -371,7 +369,7 @@ fn restart(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>
     let now = t3fs_core::time::Instant(s.clock);
     adapter::step_at(now, id, &mut s.node, None, o, CraqTimer::Storage);
     o.send(Id::from(0), CraqMsg::Restarted(target));
-    super::lease::arm(cfg, id, s, o);
+    super::lease::arm(cfg, s, o);
 }
 
 fn chain_version(routing: &RoutingInfo) -> ChainVersion {

@@ -103,9 +103,6 @@ pub struct CraqConfig {
     /// Lease lapses in all (with `storage_lease`): each advances one live node's clock past its
     /// leases, sends a heartbeat, and lets mgmtd's deadline for the node fire while it is alive.
     pub lease_lapses: usize,
-    /// Lapses may strike the initial head too (off: only the other replicas). A head suspected
-    /// while a client's write is in flight there meets a storage-side hole (`lease.rs`).
-    pub lapse_head: bool,
     /// The last `readers` of the clients only read, once each, starting at any moment (the
     /// others write `writes` times, each write followed by `reads` reads, from the start).
     pub readers: usize,
@@ -130,7 +127,6 @@ impl Default for CraqConfig {
             async_kv: false,
             storage_lease: false,
             lease_lapses: 0,
-            lapse_head: false,
             readers: 0,
         }
     }

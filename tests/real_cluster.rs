@@ -102,7 +102,10 @@ fn no_process_left(dir: &Path, pids: &std::collections::BTreeMap<String, i32>) {
 fn kill_head_mid_write_fails_over_resyncs_and_keeps_every_acknowledged_write() {
     let c = Cluster::up("failover");
     let st = c.status();
-    assert!(st.contains(": t1 SERVING → t2 SERVING → t3 SERVING"), "{st}");
+    assert!(
+        st.contains(": t1 SERVING → t2 SERVING → t3 SERVING"),
+        "{st}"
+    );
     let v0 = support::c1_version(&st);
     let rt = rt();
     let opts = c.options();

@@ -206,7 +206,13 @@ pub fn fuse_cluster(name: &str) -> Option<(Scratch, PathBuf)> {
 pub fn c1_version(status: &str) -> u32 {
     status
         .lines()
-        .find_map(|l| l.strip_prefix("chain c1@v")?.split(':').next()?.parse().ok())
+        .find_map(|l| {
+            l.strip_prefix("chain c1@v")?
+                .split(':')
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or(0)
 }
 

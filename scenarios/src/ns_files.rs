@@ -182,7 +182,19 @@ pub struct Session {
     pub uncertain: bool,
     /// The offset of the read in flight.
     pub reading: Option<u64>,
+    /// The chunk cut in flight (index, length), to repeat it if its outcome is unknown.
+    pub cutting: Option<(u32, u32)>,
+    /// A cut whose outcome was unknown, sent again before the truncate goes on: (index, length,
+    /// tries so far).
+    pub recut: Option<(u32, u32, u32)>,
 }
+
+/// Tries of a chunk cut whose outcome stays unknown before the truncate goes on without it.
+/// An unknown cut may still be running at the head (a chain a replica short, a successor
+/// without routing) and commit after the truncate's sync asked storage for the length: meta
+/// would keep a length past the data. Sent again, the cut queues behind the running one on the
+/// chunk's lock, so its answer says the first one ended too (found by swarm seed 7001054).
+pub const RECUT_TRIES_MAX: u32 = 8;
 
 /// The next thing a session asks of storage or meta.
 pub enum Step {
@@ -218,6 +230,8 @@ impl Session {
             writing: 0,
             uncertain: false,
             reading: None,
+            cutting: None,
+            recut: None,
         })
     }
 
@@ -247,6 +261,7 @@ impl Session {
         let Some((l, fl)) = layout else {
             self.plan.clear();
             self.trunc = None;
+            self.recut = None;
             return None;
         };
         let update = |index: u32, kind| {
@@ -273,6 +288,10 @@ impl Session {
             truncated: true,
         });
         let size_max = t3fs_core::layout::file_size_max(l.chunk_size);
+        if let (Some((k, len, _)), Some(_)) = (self.recut, &self.trunc) {
+            self.cutting = Some((k, len));
+            return Some(Step::Data(update(k, UpdateKind::Truncate { len })));
+        }
         let stage = self.trunc.as_mut().map(|(len, s)| (*len, s));
         let step = match stage {
             None => loop {
@@ -311,15 +330,20 @@ impl Session {
                 // `end - 1` is at most the last chunk a head named, a u32.
                 *end -= 1;
                 let k = u32::try_from(*end).expect("chunk indexes named by heads are u32");
+                self.cutting = Some((k, 0));
                 Step::Data(update(k, UpdateKind::Truncate { len: 0 }))
             }
             Some((_, TruncStage::EmptyFound { found, .. })) => {
                 let k = found.pop().expect("emptied lists move on");
+                self.cutting = Some((k, 0));
                 Step::Data(update(k, UpdateKind::Truncate { len: 0 }))
             }
             Some((len, stage @ TruncStage::Tail)) => {
                 match t3fs_core::layout::tail_chunk(l.chunk_size, len) {
-                    Some((k, tail)) => Step::Data(update(k, UpdateKind::Truncate { len: tail })),
+                    Some((k, tail)) => {
+                        self.cutting = Some((k, tail));
+                        Step::Data(update(k, UpdateKind::Truncate { len: tail }))
+                    }
                     // Not reached: a truncate past the maximum never starts. Meta learns what
                     // storage holds.
                     None => {
@@ -352,6 +376,15 @@ impl Session {
             return None;
         };
         let len = *len;
+        if let Some((k, cut)) = self.cutting.take() {
+            let again = self.recut.take().map_or(0, |(_, _, tries)| tries);
+            if matches!(ret, ClientRet::Failed { .. }) && again < RECUT_TRIES_MAX {
+                self.recut = Some((k, cut, again + 1));
+            }
+            if again > 0 {
+                return None; // A repeated cut: the stage moved on when the first one returned.
+            }
+        }
         // The chunks past the new tail (from `first` on), emptied from the last one down.
         let first = len.div_ceil(cs);
         *stage = match (std::mem::replace(stage, TruncStage::Sync), ret) {
@@ -374,6 +407,7 @@ impl Session {
     /// The truncate's sync answered: later writes count from the truncate version it set.
     pub fn synced(&mut self, result: &MetaResult) {
         self.trunc = None;
+        self.recut = None;
         match result {
             Ok(MetaAnswer::Inode(i)) => match &i.kind {
                 InodeKind::File { truncate_ver, .. } => {
@@ -417,6 +451,8 @@ mod tests {
             writing: 0,
             uncertain: false,
             reading: None,
+            cutting: None,
+            recut: None,
         }
     }
 
@@ -617,24 +653,53 @@ mod tests {
 
     #[test]
     fn a_walk_ends_even_when_chunks_refuse_to_be_emptied() {
-        // A failed step does not stop the truncate, and the next query looks below it.
+        // A step that keeps failing is sent again a bounded number of times, then does not
+        // stop the truncate, and the next query looks below it.
         let mut s = session(4096, 1, vec![FileAction::Truncate(0)]);
         let mut chunks = BTreeMap::from([(0, 1), (5000, 1), (10_000, 1)]);
-        let did = run(&mut s, &mut chunks, &[5000], 20);
+        let did = run(&mut s, &mut chunks, &[5000], 40);
         use Did::*;
-        assert_eq!(
-            did,
-            [
-                Query(u32::MAX),
-                Cut(10_000, 0),
-                Query(10_000),
-                Cut(5000, 0),
-                Query(5000),
-                Cut(0, 0),
-                Sync
-            ]
-        );
+        let mut want = vec![Query(u32::MAX), Cut(10_000, 0), Query(10_000)];
+        want.extend((0..=RECUT_TRIES_MAX).map(|_| Cut(5000, 0)));
+        want.extend([Query(5000), Cut(0, 0), Sync]);
+        assert_eq!(did, want);
         assert_eq!(chunks[&5000], 1);
+    }
+
+    #[test]
+    fn a_cut_with_an_unknown_outcome_is_sent_again_before_the_sync() {
+        // The cut may still be running at the head; the sync must not ask storage for the
+        // length before it ended (swarm seed 7001054: meta kept a length past the data).
+        let mut s = session(4096, 1, vec![FileAction::Truncate(0)]);
+        let fl = s.layout.unwrap().file_layout(&TABLE).unwrap();
+        let chain = fl.chain_of(0);
+        let cut0 = |step: Option<Step>| {
+            matches!(
+                step,
+                Some(Step::Data(ClientCall::UpdateChunk {
+                    chunk: ChunkId { index: 0, .. },
+                    kind: UpdateKind::Truncate { len: 0 },
+                    ..
+                }))
+            )
+        };
+        assert!(matches!(
+            s.step(&TABLE, RequestId(1)),
+            Some(Step::Data(ClientCall::QueryLastChunk { .. }))
+        ));
+        let last = Some(LastChunk { index: 0, len: 9 });
+        s.data_returned(&ClientRet::LastChunks(vec![(chain, last)]));
+        assert!(cut0(s.step(&TABLE, RequestId(2))));
+        let unknown = ClientRet::Failed {
+            chunk: ChunkId::new(42, 0),
+            status: Status::ForwardFailed,
+        };
+        s.data_returned(&unknown);
+        assert!(cut0(s.step(&TABLE, RequestId(3))), "the cut again, not the sync");
+        s.data_returned(&ClientRet::Updated {
+            results: Vec::new(),
+        });
+        assert!(matches!(s.step(&TABLE, RequestId(4)), Some(Step::Sync(_))));
     }
 
     #[test]

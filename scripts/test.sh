@@ -30,19 +30,33 @@ FEATURES=(--features t3fs-real/etcd,t3fs-real/rdma)
 # A clean run gains nothing from incremental state, which for this workspace is gigabytes.
 export CARGO_INCREMENTAL=0
 
+# Every test (or step here) that skips a part of itself appends a line here (tests/support's
+# skip()); scripts/skip-report.sh prints them and fails CI on any.
+mkdir -p target
+T3FS_SKIP_REPORT=$PWD/target/skip-report.tsv
+export T3FS_SKIP_REPORT
+rm -f "$T3FS_SKIP_REPORT"
+
 echo "== build"
 # The test profile, which nextest builds with too: built under the dev profile, every test
 # binary existed twice (unoptimised, then optimised) and a clean CI machine ran out of disk.
 cargo build --workspace --all-targets --locked --profile test "${FEATURES[@]}"
 
+echo "== MSRV: no API newer than the workspace's rust-version (clippy's incompatible_msrv)"
+if ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add clippy >/dev/null 2>&1 || true
+fi
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -A clippy::all -D clippy::incompatible_msrv
+else
+  echo "clippy is not installed and rustup could not add it: the MSRV lint did not run"
+  printf 'scripts/test.sh MSRV lint\tclippy\trustup component add clippy\n' >>"$T3FS_SKIP_REPORT"
+fi
+
 echo "== tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
 T3FS_ETCD_ENDPOINTS=$(bash scripts/etcd.sh start)
 export T3FS_ETCD_ENDPOINTS
 trap 'bash scripts/etcd.sh stop >/dev/null' EXIT
-# Every test that skips a part of itself appends a line here (tests/support's skip()).
-T3FS_SKIP_REPORT=$PWD/target/skip-report.tsv
-export T3FS_SKIP_REPORT
-rm -f "$T3FS_SKIP_REPORT"
 status=0
 cargo nextest run --workspace --locked --no-fail-fast "${FEATURES[@]}" || status=$?
 bash scripts/etcd.sh stop >/dev/null

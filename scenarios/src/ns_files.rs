@@ -695,7 +695,10 @@ mod tests {
             status: Status::ForwardFailed,
         };
         s.data_returned(&unknown);
-        assert!(cut0(s.step(&TABLE, RequestId(3))), "the cut again, not the sync");
+        assert!(
+            cut0(s.step(&TABLE, RequestId(3))),
+            "the cut again, not the sync"
+        );
         s.data_returned(&ClientRet::Updated {
             results: Vec::new(),
         });

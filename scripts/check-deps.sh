@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Enforces the dependency rules of ARCHITECTURE.md with `cargo tree`:
+# Enforces the dependency rules of docs/ARCHITECTURE.md with `cargo tree`:
 # - t3fs-core depends on no workspace crate and no async or OS crate;
 # - t3fs-sim never depends on t3fs-real, and t3fs-real never on t3fs-sim;
 # - t3fs-reports depends on no workspace crate.

@@ -1,18 +1,35 @@
-//! t3fs-real: the t3fs machines as real services. Landed: the embedded persistent KV engine
-//! ([`wal_kv`]), behind the `etcd` feature the distributed one (`etcd_kv`), the file and
-//! io_uring chunk stores with their thread wrapper ([`chunk_store`]), the TCP transport
-//! ([`transport`]), the tokio node driver ([`node`]), the `kv` service ([`kv_service`]), the
-//! service configuration and processes ([`config`], [`serve`]), the native client ([`client`]),
-//! local clusters ([`cluster`], [`netns`]), and the benchmark side: fio-style load
-//! ([`bench_io`], [`bench_report`], [`bench_verify`]), mdtest ([`bench_mdtest`]), the host probe
-//! ([`probe`]), CPU accounting ([`cpu`]), the roofline ([`roofline`]), mgmtd's routing history
-//! ([`routing_watch`]), real run directories ([`bench_run`]), `demo --real` ([`demo_real`]),
-//! the FUSE mount ([`fuse`]), and the verbs seam with its software provider ([`rdma`]).
+//! t3fs-real: the t3fs machines as real services, their clients and the lab tools around them.
+//! It never depends on t3fs-sim (`scripts/check-deps.sh`). One crate today; splitting it into
+//! services, client and lab tooling is planned (see `docs/ARCHITECTURE.md`).
 //!
-//! Still to come: the RDMA transport and its rdma-sys provider (behind the `rdma` feature). It
-//! never depends on t3fs-sim.
-// `unsafe` is denied everywhere but the io_uring chunk store, which allows it for pushing SQEs
-// and for its aligned buffers (each use with a SAFETY comment).
+//! Services:
+//! - the process of one node: [`serve`] (`t3fs serve ROLE`), its [`config`], and the tokio
+//!   driver [`node`], which runs a core machine through the shared node runtime;
+//! - transports ([`transport`]): TCP with the token handshake and per-message sender checks,
+//!   and RDMA (`transport::rdma`) over the verbs seam of [`rdma`] (a software provider, and
+//!   behind the `rdma` feature the rdma-sys provider, compiled but not yet run on hardware),
+//!   sized by [`rdma_config`];
+//! - chunk stores ([`chunk_store`]): the file store and, behind the `uring` feature (on by
+//!   default), the io_uring store, each on a thread of its own;
+//! - KV engines: the embedded persistent engine ([`wal_kv`]) served by the `kv` role
+//!   ([`kv_service`]), and behind the `etcd` feature the distributed one (`etcd_kv`);
+//! - fault injection and observability of a running node: [`metrics`] (`/metrics`, `/ready`,
+//!   `/status`, the fault endpoint), [`fault_query`], [`kv_faults`]; buffer pools ([`vec_pool`]).
+//!
+//! Client and mount: the native client library ([`client`], [`client_ns`]) and the FUSE mount
+//! ([`fuse`]).
+//!
+//! Lab tooling: local clusters ([`cluster`], [`cluster_rdma`], [`ports`], [`netns`],
+//! [`netns_rules`]), scenario files on real processes ([`scenario_run`]), `demo --real`
+//! ([`demo_real`]), benchmarks ([`bench_io`], [`bench_mdtest`], [`bench_transport`],
+//! [`bench_report`], [`bench_verify`], [`bench_run`]), the host probe and calibration inputs
+//! ([`probe`], [`probe_message`], [`probe_store`], [`cpu`], [`roofline`]), and run observers
+//! ([`routing_watch`], [`chunk_dump`], [`wire_tally`]).
+// `unsafe` is denied crate-wide and allowed only where a system interface needs it, each use
+// with a SAFETY comment: the io_uring chunk store (`chunk_store::uring`: pushing SQEs, aligned
+// buffers), the rdma-sys verbs provider (`rdma::ibv`), and single libc calls in
+// `chunk_store::fs` (fallocate, fstatvfs), `wal_kv::fs` (fallocate), `cluster::signal` (kill)
+// and `netns` (geteuid).
 #![deny(unsafe_code)]
 
 pub mod bench_io;

@@ -1,8 +1,15 @@
-//! The TCP transport: moves opaque frames (`bytes::Bytes`, one encoded `Msg` each) between
-//! nodes over authenticated TCP connections. The caller encodes and decodes; [`Transport::decode`]
-//! decodes an inbound frame with the core codec and counts failures.
+//! The transports: move opaque frames (`bytes::Bytes`, one encoded `Msg` each) between nodes
+//! over authenticated connections. [`Transport`] is the one handle nodes use, either TCP
+//! ([`TcpTransport`], `tcp.rs`) or RDMA ([`RdmaTransport`], `rdma/`, with TCP underneath for
+//! the handshake and connection management); both keep the contract below, so machines cannot
+//! tell which carries their messages. Shared by both: the credentials and handshake
+//! (`credential.rs`, `handshake.rs`), the per-message sender check ([`policy`], applied by
+//! [`Transport::admit`]), the network fault layer (`faults.rs`), counters (`counters.rs`) and
+//! the socket seam that lets turmoil stand in for the OS network ([`net`]). The caller encodes
+//! and decodes; [`Transport::decode`] decodes an inbound frame with the core codec and counts
+//! failures.
 //!
-//! Shape:
+//! Shape (of the TCP transport; the RDMA transport's own is in `rdma/mod.rs`):
 //! - [`Transport::start`] binds the listener (if any) and returns the handle (cheap to clone)
 //!   and the receiver of every [`Inbound`] frame from every peer;
 //! - each peer has one bounded queue of outbound frames ([`TransportConfig::queue_frames`]) and

@@ -42,15 +42,19 @@ echo "== build"
 # binary existed twice (unoptimised, then optimised) and a clean CI machine ran out of disk.
 cargo build --workspace --all-targets --locked --profile test "${FEATURES[@]}"
 
-echo "== MSRV: no API newer than the workspace's rust-version (clippy's incompatible_msrv)"
+# Three clippy lints, not the whole set: incompatible_msrv (no API newer than the workspace's
+# rust-version) and core's determinism bans (core/clippy.toml: no clocks, threads or hashed
+# collections in the machines), which only clippy's disallowed_* lints enforce.
+echo "== clippy: MSRV and core's determinism bans"
 if ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add clippy >/dev/null 2>&1 || true
 fi
 if cargo clippy --version >/dev/null 2>&1; then
-  cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -A clippy::all -D clippy::incompatible_msrv
+  cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -A clippy::all \
+    -D clippy::incompatible_msrv -D clippy::disallowed_methods -D clippy::disallowed_types
 else
-  echo "clippy is not installed and rustup could not add it: the MSRV lint did not run"
-  printf 'scripts/test.sh MSRV lint\tclippy\trustup component add clippy\n' >>"$T3FS_SKIP_REPORT"
+  echo "clippy is not installed and rustup could not add it: its lints did not run"
+  printf 'scripts/test.sh clippy lints\tclippy\trustup component add clippy\n' >>"$T3FS_SKIP_REPORT"
 fi
 
 echo "== tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"

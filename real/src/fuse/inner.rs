@@ -33,6 +33,7 @@ use t3fs_core::meta::{Inode, InodeKind, MetaError};
 use tokio::runtime::Handle;
 
 use super::attr::{attr_of, kind_of};
+use super::backend::{Backend, Call};
 use super::errno::errno;
 use super::names::{id_of, ino_of, join, Names, ROOT_INO};
 use super::read_ahead::ReadAhead;
@@ -67,8 +68,20 @@ pub(super) struct Inner {
     pub next_fh: AtomicU64,
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+pub(super) use super::backend::lock;
+
+impl Backend for Inner {
+    fn runtime(&self) -> &Handle {
+        &self.rt
+    }
+
+    fn write<'a>(&'a self, file: &'a File, offset: u64, data: Vec<u8>) -> Call<'a, ()> {
+        Box::pin(self.client.write(file, offset, data))
+    }
+
+    fn read<'a>(&'a self, file: &'a File, offset: u64, len: u64) -> Call<'a, Vec<u8>> {
+        Box::pin(self.client.read(file, offset, len))
+    }
 }
 
 /// The errno of a failure to find what a remembered path named: that it is gone from there

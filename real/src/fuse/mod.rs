@@ -14,9 +14,12 @@
 //! themselves (fs.rs), the errno table (errno.rs).
 
 mod attr;
+mod backend;
 mod dir_plus;
 pub mod errno;
 mod fs;
+#[cfg(test)]
+mod gated_backend;
 mod inner;
 mod names;
 mod read_ahead;

@@ -18,8 +18,8 @@ use bytes::Bytes;
 use fuser::Errno;
 use tokio::sync::watch;
 
+use super::backend::{lock, Backend};
 use super::errno::errno;
-use super::inner::{lock, Inner};
 use crate::client::File;
 
 type Landing = watch::Receiver<Option<Result<Bytes, Errno>>>;
@@ -63,9 +63,9 @@ impl ReadAhead {
     }
 
     /// `len` bytes at `offset` of a file that ends at `end` (`offset + len <= end`).
-    pub async fn read(
+    pub async fn read<B: Backend>(
         &self,
-        s: &Arc<Inner>,
+        s: &Arc<B>,
         offset: u64,
         len: u64,
         end: u64,
@@ -76,15 +76,18 @@ impl ReadAhead {
                 return Ok(d);
             }
         }
-        s.client
-            .read(&self.file, offset, len)
-            .await
-            .map_err(|e| errno(&e))
+        s.read(&self.file, offset, len).await.map_err(|e| errno(&e))
     }
 
     /// Notes the read, starts the units ahead of a sequential reader, and returns the units that
     /// cover the read (start, landing), if they all exist.
-    fn plan(&self, s: &Arc<Inner>, offset: u64, len: u64, end: u64) -> Option<Vec<(u64, Landing)>> {
+    fn plan<B: Backend>(
+        &self,
+        s: &Arc<B>,
+        offset: u64,
+        len: u64,
+        end: u64,
+    ) -> Option<Vec<(u64, Landing)>> {
         let mut st = lock(&self.st);
         let sequential = offset == st.next;
         st.next = offset + len;
@@ -115,11 +118,11 @@ impl ReadAhead {
     }
 
     /// Starts reading one unit.
-    fn start(&self, s: &Arc<Inner>, at: u64, len: u64) -> Unit {
+    fn start<B: Backend>(&self, s: &Arc<B>, at: u64, len: u64) -> Unit {
         let (tx, rx) = watch::channel(None);
         let (s2, file) = (s.clone(), self.file.clone());
-        s.rt.spawn(async move {
-            let r = s2.client.read(&file, at, len).await;
+        s.runtime().spawn(async move {
+            let r = s2.read(&file, at, len).await;
             let _ = tx.send(Some(r.map(Bytes::from).map_err(|e| errno(&e))));
         });
         Unit { len, data: rx }
@@ -144,3 +147,7 @@ async fn assemble(units: Vec<(u64, Landing)>, offset: u64, len: u64) -> Option<V
     }
     (out.len() as u64 == len).then_some(out)
 }
+
+#[cfg(test)]
+#[path = "read_ahead_tests.rs"]
+mod tests;

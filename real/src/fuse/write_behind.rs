@@ -15,49 +15,17 @@
 //! With `window` 0 every write is sent at once and answered after its chain committed it (the
 //! mount's synchronous mode). Not here: the length meta is told (fs.rs), reads (read_ahead.rs).
 //!
-//! Pieces go to a [`Sink`]: the mount's (`Inner`, the native client's chunk writes), or in the
-//! unit tests an in-memory one whose writes land when a test says, so the ordering above is
-//! checked without a cluster or `/dev/fuse`.
+//! Pieces go to a [`Backend`] (backend.rs): the mount's, or in the unit tests an in-memory one
+//! whose writes land when a test says, so the ordering above is checked without a cluster.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use fuser::Errno;
-use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+use super::backend::{lock, Backend};
 use super::errno::errno;
-use super::inner::{lock, Inner};
-use crate::client::{ClientError, File};
-
-/// Where write-behind sends its pieces, and the runtime it sends them on.
-pub(super) trait Sink: Send + Sync + 'static {
-    /// The runtime pieces are sent on.
-    fn runtime(&self) -> &Handle;
-    /// Writes `data` at `offset` of `file`; resolves once its chains committed it.
-    fn write<'a>(
-        &'a self,
-        file: &'a File,
-        offset: u64,
-        data: Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), ClientError>> + Send + 'a>>;
-}
-
-impl Sink for Inner {
-    fn runtime(&self) -> &Handle {
-        &self.rt
-    }
-
-    fn write<'a>(
-        &'a self,
-        file: &'a File,
-        offset: u64,
-        data: Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), ClientError>> + Send + 'a>> {
-        Box::pin(self.client.write(file, offset, data))
-    }
-}
+use crate::client::File;
 
 /// How many of `len` bytes written at `offset` a file of at most `max` bytes takes: all, or
 /// those below `max` (a short write, as Linux's `generic_write_checks` makes of a write that
@@ -132,7 +100,7 @@ impl WriteBehind {
 
     /// Accepts `data` at `offset`; answers when it is buffered or sent (after its chain
     /// committed it in the synchronous mode), or with the handle's pending failure.
-    pub async fn write<S: Sink>(
+    pub async fn write<S: Backend>(
         self: &Arc<Self>,
         s: &Arc<S>,
         offset: u64,
@@ -213,7 +181,7 @@ impl WriteBehind {
     }
 
     /// Sends `p` (taken, so registered in flight) once no earlier overlapping piece is.
-    fn send<S: Sink>(self: &Arc<Self>, s: &Arc<S>, p: Piece) {
+    fn send<S: Backend>(self: &Arc<Self>, s: &Arc<S>, p: Piece) {
         let (me, s) = (self.clone(), s.clone());
         s.runtime().clone().spawn(async move {
             let (start, end) = (p.offset, p.end());
@@ -258,7 +226,7 @@ impl WriteBehind {
     }
 
     /// Sends the buffer and waits until nothing is in flight; the failure, if any, stays.
-    pub async fn settle<S: Sink>(self: &Arc<Self>, s: &Arc<S>) {
+    pub async fn settle<S: Backend>(self: &Arc<Self>, s: &Arc<S>) {
         let p = self.take(&mut lock(&self.st));
         if let Some(p) = p {
             self.send(s, p);
@@ -269,7 +237,7 @@ impl WriteBehind {
 
     /// [`Self::settle`], then the first failure since the last drain (taken), else the end of
     /// the writes that landed since the last truncate.
-    pub async fn drain<S: Sink>(self: &Arc<Self>, s: &Arc<S>) -> Result<u64, Errno> {
+    pub async fn drain<S: Backend>(self: &Arc<Self>, s: &Arc<S>) -> Result<u64, Errno> {
         self.settle(s).await;
         let mut st = lock(&self.st);
         match st.error.take() {

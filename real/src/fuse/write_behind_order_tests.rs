@@ -1,113 +1,14 @@
 //! Write-behind's ordering, backpressure and error reporting without a cluster or `/dev/fuse`:
-//! an in-memory [`Sink`] holds every write until the test releases it, so a test decides which
-//! piece lands when and checks what reached storage in which order (the module invariants).
-//! Tasks run on a current-thread runtime and the test yields to let them run, so nothing here
-//! depends on timing.
+//! the in-memory backend (gated_backend.rs) holds every write until the test releases it, so a
+//! test decides which piece lands when and checks what reached storage in which order (the
+//! module invariants).
 
-use std::collections::BTreeSet;
-
+use super::super::gated_backend::{file16, run_tasks, runtime, Gated};
 use super::*;
-use t3fs_core::ids::{ChainId, InodeId};
-use t3fs_core::layout::FileLayout;
-
-/// Storage in memory: a write reaches it (recorded in `started`), waits until its offset is
-/// released, then applies its bytes, or fails if its offset is in `fail`.
-struct Gated {
-    rt: Handle,
-    released: watch::Sender<BTreeSet<u64>>,
-    started: Mutex<Vec<u64>>,
-    landed: Mutex<Vec<u64>>,
-    bytes: Mutex<Vec<u8>>,
-    fail: BTreeSet<u64>,
-}
-
-impl Gated {
-    fn new(rt: Handle, fail: &[u64]) -> Arc<Self> {
-        Arc::new(Self {
-            rt,
-            released: watch::channel(BTreeSet::new()).0,
-            started: Mutex::default(),
-            landed: Mutex::default(),
-            bytes: Mutex::default(),
-            fail: fail.iter().copied().collect(),
-        })
-    }
-
-    fn release(&self, offset: u64) {
-        self.released.send_modify(|r| {
-            r.insert(offset);
-        });
-    }
-
-    fn started(&self) -> Vec<u64> {
-        lock(&self.started).clone()
-    }
-
-    fn landed(&self) -> Vec<u64> {
-        lock(&self.landed).clone()
-    }
-}
-
-impl Sink for Gated {
-    fn runtime(&self) -> &Handle {
-        &self.rt
-    }
-
-    fn write<'a>(
-        &'a self,
-        _file: &'a File,
-        offset: u64,
-        data: Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), ClientError>> + Send + 'a>> {
-        Box::pin(async move {
-            lock(&self.started).push(offset);
-            let mut rx = self.released.subscribe();
-            while !rx.borrow_and_update().contains(&offset) {
-                if rx.changed().await.is_err() {
-                    break;
-                }
-            }
-            lock(&self.landed).push(offset);
-            if self.fail.contains(&offset) {
-                return Err(ClientError::Failed("planted".into()));
-            }
-            let mut b = lock(&self.bytes);
-            let (at, end) = (offset as usize, offset as usize + data.len());
-            if b.len() < end {
-                b.resize(end, 0);
-            }
-            b[at..end].copy_from_slice(&data);
-            Ok(())
-        })
-    }
-}
 
 /// A handle on a file of 16-byte chunks with `window` pieces in flight.
 fn handle(window: usize) -> Arc<WriteBehind> {
-    let file = File {
-        inode: InodeId(7),
-        layout: FileLayout {
-            chunk_size: 16,
-            chains: vec![ChainId(1)],
-        },
-        session: 1,
-        truncate_ver: 0,
-        length: 0,
-    };
-    WriteBehind::new(file, window)
-}
-
-/// Lets every spawned task run until it waits on something.
-async fn run_tasks() {
-    for _ in 0..64 {
-        tokio::task::yield_now().await;
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime")
+    WriteBehind::new(file16(), window)
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::bench_io::Job;
+use crate::bench_job::Job;
 use crate::bench_verify::Outcome;
 
 /// Latencies and bytes of one operation kind.

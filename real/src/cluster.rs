@@ -60,18 +60,7 @@ pub struct UpOptions {
     pub fault_injection: bool,
 }
 
-/// One node of a cluster directory.
-#[derive(Clone, Debug)]
-pub struct NodeEntry {
-    /// Its name (`storage-1`).
-    pub name: String,
-    /// Its role on the `serve` command line.
-    pub role: String,
-    /// Its config file.
-    pub config: PathBuf,
-    /// Its parsed config.
-    pub cfg: NodeConfig,
-}
+pub use crate::cluster_node::NodeEntry;
 
 type R<T> = Result<T, String>;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cluster::NodeEntry;
+use crate::cluster_node::NodeEntry;
 
 type R<T> = Result<T, String>;
 

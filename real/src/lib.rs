@@ -33,6 +33,7 @@
 #![deny(unsafe_code)]
 
 pub mod bench_io;
+pub mod bench_job;
 pub mod bench_mdtest;
 pub mod bench_report;
 pub mod bench_run;
@@ -43,6 +44,7 @@ pub mod chunk_store;
 pub mod client;
 pub mod client_ns;
 pub mod cluster;
+pub mod cluster_node;
 pub mod cluster_rdma;
 pub mod config;
 pub mod cpu;

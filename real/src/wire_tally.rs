@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::cluster::NodeEntry;
+use crate::cluster_node::NodeEntry;
 
 /// The transport counters of one node, by name.
 pub fn node_counters(n: &NodeEntry) -> Result<BTreeMap<String, u64>, String> {

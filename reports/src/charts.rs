@@ -153,7 +153,7 @@ pub fn latency(d: &RunData) -> Result<String, String> {
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let merged = crate::render::merged(d);
+        let merged = d.merged_latencies();
         let max_ms = merged
             .values()
             .map(|h| h.max() as f64 / 1000.0)

@@ -208,7 +208,7 @@ fn quantile_name(i: usize) -> String {
 /// axis).
 fn spectrum_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
     run_lines(runs, |d| {
-        crate::render::merged(d)
+        d.merged_latencies()
             .iter()
             .map(|(op, h)| {
                 let pts = QUANTILES

@@ -21,18 +21,10 @@ use crate::tables;
 /// Events listed in the timeline table; the rest stay in events.jsonl.
 const TIMELINE_ROWS: usize = 200;
 
-/// Every interval's histogram of an operation merged into one.
+/// Every interval's histogram of an operation merged into one (kept here for callers of the
+/// render API; the function lives with the run data it reads).
 pub fn merged(d: &RunData) -> BTreeMap<String, Histogram<u64>> {
-    d.latencies
-        .iter()
-        .map(|(op, hs)| {
-            let mut m = rundir::new_histogram();
-            for h in hs {
-                let _ = m.add(h);
-            }
-            (op.clone(), m)
-        })
-        .collect()
+    d.merged_latencies()
 }
 
 /// Title, verdict and the table of what ran where.

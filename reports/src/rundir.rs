@@ -198,6 +198,22 @@ pub struct RunData {
     pub history: Vec<OpLine>,
 }
 
+impl RunData {
+    /// Every interval's histogram of an operation merged into one.
+    pub fn merged_latencies(&self) -> BTreeMap<String, Histogram<u64>> {
+        self.latencies
+            .iter()
+            .map(|(op, hs)| {
+                let mut m = new_histogram();
+                for h in hs {
+                    let _ = m.add(h);
+                }
+                (op.clone(), m)
+            })
+            .collect()
+    }
+}
+
 /// A new latency histogram (1 µs to 1 hour, 3 significant digits).
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")

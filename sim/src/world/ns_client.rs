@@ -135,7 +135,7 @@ impl World {
         let req = RequestId(NS_REQUEST_BIT | d.next_req);
         let who = (
             t3fs_core::node::client_id(n.ctx.id, n.ctx.incarnation).0,
-            super::node::client_user(n.ctx.id),
+            t3fs_scenario::ns_files::client_user(n.ctx.id.0),
         );
         // The data path of a file the client holds open: its plan's writes and truncates,
         // on the chains its layout names (meta only for a truncate's sync).

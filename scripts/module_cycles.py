@@ -30,46 +30,131 @@ KNOWN = "scripts/known-cycles.txt"
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
+def strip_test_items(code):
+    """`code` without the items under `#[cfg(test)]` (a `mod tests { ... }`, a `mod x;`, a
+    `use ...;`, a function): test code may reach anywhere, and counting it would merge modules
+    into cycles that production code does not have."""
+    out, i = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]", code):
+        if m.start() < i:
+            continue
+        out.append(code[i:m.start()])
+        j = m.end()
+        while True:  # Further attributes on the same item.
+            a = re.match(r"\s*#\[[^\]]*\]", code[j:])
+            if not a:
+                break
+            j += a.end()
+        depth, k = 0, j
+        while k < len(code):
+            c = code[k]
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    k += 1
+                    break
+            elif c == ";" and depth == 0:
+                k += 1
+                break
+            k += 1
+        i = k
+    out.append(code[i:])
+    return "".join(out)
+
+
 def code_of(path):
-    """The file's text without comments (line comments and block comments)."""
+    """The file's production text: no comments, no string literals, no `#[cfg(test)]` items."""
     text = open(path, encoding="utf-8").read()
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+    text = "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+    return strip_test_items(text)
 
 
-def heads(code, prefix):
-    """The first path segment after each `prefix::` in `code`, with `prefix::{a, b::c}` read
-    as `a` and `b`."""
-    names = set(re.findall(re.escape(prefix) + r"::(" + IDENT + r")", code))
-    for group in re.finditer(re.escape(prefix) + r"::\{", code):
-        depth, i, items, item = 1, group.end(), [], ""
-        while i < len(code) and depth > 0:
-            c = code[i]
-            depth += (c == "{") - (c == "}")
-            if depth == 1 and c == ",":
-                items.append(item)
-                item = ""
-            elif depth >= 1:
-                item += c
-            i += 1
-        items.append(item)
-        for part in items:
-            m = re.match(r"\s*(" + IDENT + r")", part)
-            if m:
-                names.add(m.group(1))
-    return names - {"self", "super", "crate"}
+def is_test_file(path):
+    """Files that hold only tests (`tests.rs`, `*_tests.rs`, `*_test.rs`, a `tests/` folder)."""
+    name = os.path.basename(path)
+    parts = path.replace(os.sep, "/").split("/")
+    return name in ("tests.rs",) or name.endswith(("_tests.rs", "_test.rs")) or "tests" in parts[:-1]
+
+
+def module_path(src, path):
+    """The module path of `path` under the crate root `src` (`meta/request.rs` -> meta,
+    request; `meta/mod.rs` -> meta; `lib.rs` -> nothing)."""
+    rel = os.path.relpath(path, src).replace(os.sep, "/")[:-3].split("/")
+    if rel[-1] in ("mod", "lib", "main"):
+        rel = rel[:-1]
+    return rel
+
+
+PATH_START = r"\b((?:crate|self|super)(?:::super)*)::"
+
+
+def group_items(text):
+    """The top-level items of a `{...}` group at the start of `text`, and the group's length."""
+    depth, i, items, item = 1, 1, [], ""
+    while i < len(text) and depth > 0:
+        c = text[i]
+        depth += (c == "{") - (c == "}")
+        if depth == 1 and c == ",":
+            items.append(item)
+            item = ""
+        elif depth >= 1:
+            item += c
+        i += 1
+    items.append(item)
+    return items
+
+
+def path_heads(text, want=2):
+    """The paths (up to `want` segments) that `text` starts with: `a::b`, `a::{b, c::d}`,
+    `{a, b::c}`, each group expanded."""
+    text = text.lstrip()
+    if text.startswith("{"):
+        out = []
+        for item in group_items(text):
+            out += path_heads(item, want)
+        return out
+    seg = re.match(IDENT, text)
+    if not seg or seg.group(0) in ("self", "super", "crate"):
+        return []
+    name, rest = seg.group(0), text[seg.end():]
+    if want == 1 or not rest.startswith("::"):
+        return [[name]]
+    tails = path_heads(rest[2:], want - 1)
+    return [[name] + t for t in tails] or [[name]]
+
+
+def targets(code, here):
+    """Absolute module paths (first two segments) that `code`, in module `here`, names through
+    `crate::`, `self::` or `super::` paths, groups expanded."""
+    found = []
+    for m in re.finditer(PATH_START, code):
+        head = m.group(1).split("::")
+        if head[0] == "crate":
+            base = []
+        elif head[0] == "self":
+            base = list(here)
+        else:
+            base = list(here)[: max(0, len(here) - head.count("super"))]
+        for names in path_heads(code[m.end():]):
+            found.append(tuple((base + names)[:2]))
+    return found
 
 
 def modules_of(folder):
-    """The modules directly in `folder`: name -> list of .rs files belonging to it."""
+    """The modules directly in `folder`: name -> list of its production .rs files."""
     mods = {}
     for entry in sorted(os.listdir(folder)):
         path = os.path.join(folder, entry)
         if entry.endswith(".rs") and entry not in ("lib.rs", "main.rs", "mod.rs"):
-            mods.setdefault(entry[:-3], []).append(path)
+            if not is_test_file(path):
+                mods.setdefault(entry[:-3], []).append(path)
         elif os.path.isdir(path):
             files = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith(".rs")]
-            mods.setdefault(entry, []).extend(files)
+            mods.setdefault(entry, []).extend(f for f in files if not is_test_file(f))
     return mods
 
 
@@ -123,7 +208,11 @@ def cycles(root, crates):
         if not os.path.isdir(folder):
             continue
         top = modules_of(folder)
-        graph = edges(top, lambda f: heads(code_of(f), "crate"))
+
+        def named(f):
+            return targets(code_of(f), module_path(folder, f))
+
+        graph = edges(top, lambda f: {t[0] for t in named(f)})
         found += [f"{crate}: top: {' '.join(c)}" for c in sccs(graph)]
         for name in sorted(top):
             sub = os.path.join(folder, name)
@@ -132,8 +221,7 @@ def cycles(root, crates):
             kids = modules_of(sub)
 
             def refs(f, name=name):
-                code = code_of(f)
-                return heads(code, "super") | heads(code, "crate::" + name)
+                return {t[1] for t in named(f) if len(t) == 2 and t[0] == name}
 
             found += [f"{crate}: {name}: {' '.join(c)}" for c in sccs(edges(kids, refs))]
     return sorted(found)
@@ -171,9 +259,12 @@ def self_test():
         open(os.path.join(src, "a", "x.rs"), "w").write("use super::y::Y;\n")
         open(os.path.join(src, "a", "y.rs"), "w").write("// use super::x; (a comment)\n")
         open(os.path.join(src, "b.rs"), "w").write("use crate::{a::x, c};\n")
+        # Test-only references make no edge.
+        open(os.path.join(src, "a", "x.rs"), "w").write(
+            "use super::y::Y;\n#[cfg(test)]\nmod tests { use crate::b; }\n")
         assert cycles(d, {"c": "c/src"}) == [], cycles(d, {"c": "c/src"})
         # Plant two: a -> b at the top, y -> x inside a.
-        open(os.path.join(src, "a", "y.rs"), "w").write("use crate::b;\nuse crate::a::{x::X};\n")
+        open(os.path.join(src, "a", "y.rs"), "w").write("use super::super::b;\nuse crate::a::{x::X};\n")
         got = cycles(d, {"c": "c/src"})
         assert got == ["c: a: x y", "c: top: a b"], got
     print("self-test: planted cycles found (c: top: a b, c: a: x y); a tree without one passes")

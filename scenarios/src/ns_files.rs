@@ -40,7 +40,7 @@ use t3fs_core::meta::length::LengthHint;
 use t3fs_core::meta::placement::Layout;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_core::meta::InodeKind;
-use t3fs_core::msg::LastChunk;
+use t3fs_core::msg::{LastChunk, Status};
 
 /// Mode of the initial directories of a run: world-writable and sticky, like /tmp, so every
 /// user can create in them and only owners remove.
@@ -189,11 +189,13 @@ pub struct Session {
     pub recut: Option<(u32, u32, u32)>,
 }
 
-/// Tries of a chunk cut whose outcome stays unknown before the truncate goes on without it.
+/// Repeats of a chunk cut whose outcome stays unknown before the truncate goes on without it
+/// (a definite refusal, `NoSpace` or `InvalidRequest`, is not repeated).
 /// An unknown cut may still be running at the head (a chain a replica short, a successor
 /// without routing) and commit after the truncate's sync asked storage for the length: meta
 /// would keep a length past the data. Sent again, the cut queues behind the running one on the
-/// chunk's lock, so its answer says the first one ended too (found by swarm seed 7001054).
+/// chunk's lock at the same head, so its answer says the first one ended too; at a new head,
+/// the old head is out of SERVING and fails the first (found by swarm seed 7001054).
 pub const RECUT_TRIES_MAX: u32 = 8;
 
 /// The next thing a session asks of storage or meta.
@@ -378,7 +380,9 @@ impl Session {
         let len = *len;
         if let Some((k, cut)) = self.cutting.take() {
             let again = self.recut.take().map_or(0, |(_, _, tries)| tries);
-            if matches!(ret, ClientRet::Failed { .. }) && again < RECUT_TRIES_MAX {
+            let unknown = matches!(ret, ClientRet::Failed { status, .. }
+                if !matches!(status, Status::NoSpace | Status::InvalidRequest));
+            if unknown && again < RECUT_TRIES_MAX {
                 self.recut = Some((k, cut, again + 1));
             }
             if again > 0 {

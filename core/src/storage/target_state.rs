@@ -277,6 +277,12 @@ impl StorageNode {
                     Some(PublicState::Serving | PublicState::Syncing | PublicState::Waiting)
                 );
             if leaves_lastsrv {
+                if public == Some(PublicState::Serving) {
+                    // Back from LASTSRV the target is the chain's authority again (§3.5 #8
+                    // commits what it holds): its running updates go on, as if never displaced.
+                    let t = self.targets.get_mut(&target).expect("hosted target");
+                    t.locks.running_iter_mut().for_each(|r| r.displaced = false);
+                }
                 self.force_commit_pending(target, chain_version, out);
             }
         }

@@ -445,13 +445,17 @@ impl StorageNode {
             .running(chunk)
             .is_some_and(|r| r.displaced);
         if displaced || chain.state_of(target) != Some(PublicState::Serving) {
-            // This target left SERVING since the update was admitted: taken OFFLINE, or taken
-            // OFFLINE and already back as SYNCING or even SERVING again (a suspected head whose
-            // disk answered late; the mgmtd model found both). Either way it must not commit as the tail of a chain
-            // whose SERVING replicas never saw the update, nor forward it: a SYNCING replica
-            // takes only its predecessor's full chunks, and the resync overwrites the pending
-            // version left here. The client retries at the new head, whose exactly-once
-            // filter answers if a successor had already committed the update.
+            // This target left SERVING since the update was admitted (taken OFFLINE, maybe back
+            // as SYNCING or SERVING already: a suspected head whose disk answered late, found
+            // by the mgmtd model). It must not commit as the tail of a chain whose SERVING
+            // replicas never saw the update, nor forward it (a SYNCING replica takes only its
+            // predecessor's full chunks). What is left is safe: the client retries with the
+            // same tag at the new head, whose exactly-once record answers if a successor had
+            // committed the update; the pending version left here is shipped over by the
+            // resync this target goes through (it ships any chunk pending on either side), or,
+            // if the resync's snapshot came before it landed, replaced by the chunk's next
+            // update, and until then it is never read as committed. A target back from
+            // LASTSRV is not displaced: §3.5 #8 commits what it holds (target_state.rs).
             return self.fail_running(target, chunk, Status::TargetNotServing, out);
         }
         let (versioned, successor) = (chain.versioned(), chain.successor_of(target));
@@ -802,10 +806,12 @@ impl StorageNode {
 
     /// Ends the running update on `chunk` with an error upstream (unless the caller was already
     /// answered). The pending version stays on the store; the next update of the chunk
-    /// overwrites it, which is safe only because an update ends this way solely when no replica
-    /// downstream can have committed it (divergence detected, this target left the write path,
-    /// the request itself was invalid, or a replica refused it for want of space and refuses
-    /// its copies, `no_space.rs`).
+    /// overwrites it. That is safe where no replica downstream can have committed the update
+    /// (divergence detected, the request itself was invalid, or a replica refused it for want
+    /// of space and refuses its copies, `no_space.rs`), and where this target left SERVING
+    /// (`forward`): a successor may have committed it then, but this target is out of the
+    /// chain until a resync, which makes it hold what the chain holds, and the client's retry
+    /// with the same tag is answered from the new head's exactly-once record.
     pub(super) fn fail_running(
         &mut self,
         target: TargetId,

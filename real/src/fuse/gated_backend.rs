@@ -1,7 +1,6 @@
-//! An in-memory [`Backend`] for the mount's unit tests: every write and read reaches it
-//! (recorded in `started`), waits until its offset is released (reads are released at once
-//! unless `hold_reads`), then applies or returns its bytes, or fails if its offset is in
-//! `fail`. Tasks run on a current-thread runtime and a test yields to let them run, so nothing
+//! An in-memory [`Backend`] for the mount's unit tests: every write reaches it (recorded in
+//! `started`), waits until its offset is released, then applies its bytes, or fails if its
+//! offset is in `fail`; reads answer at once from the bytes (recorded in `reads`). Tasks run on a current-thread runtime and a test yields to let them run, so nothing
 //! depends on timing. Test-only.
 
 use std::collections::BTreeSet;
@@ -23,8 +22,6 @@ pub(super) struct Gated {
     started: Mutex<Vec<u64>>,
     landed: Mutex<Vec<u64>>,
     pub(super) bytes: Mutex<Vec<u8>>,
-    /// Reads wait for their release too (else they answer at once).
-    pub(super) hold_reads: bool,
     /// Reads that reached the backend: (offset, len).
     pub(super) reads: Mutex<Vec<(u64, u64)>>,
     fail: BTreeSet<u64>,
@@ -39,7 +36,6 @@ impl Gated {
             landed: Mutex::default(),
             bytes: Mutex::default(),
             fail: fail.iter().copied().collect(),
-            hold_reads: false,
             reads: Mutex::default(),
         })
     }
@@ -102,12 +98,6 @@ impl Backend for Gated {
     fn read<'a>(&'a self, _file: &'a File, offset: u64, len: u64) -> Call<'a, Vec<u8>> {
         Box::pin(async move {
             lock(&self.reads).push((offset, len));
-            let mut rx = self.released.subscribe();
-            while self.hold_reads && !rx.borrow_and_update().contains(&offset) {
-                if rx.changed().await.is_err() {
-                    break;
-                }
-            }
             let b = lock(&self.bytes);
             let from = (offset as usize).min(b.len());
             let to = (offset + len).min(b.len() as u64) as usize;

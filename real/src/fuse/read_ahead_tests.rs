@@ -36,6 +36,25 @@ fn a_sequential_reader_is_answered_from_whole_chunk_units_read_ahead() {
 }
 
 #[test]
+fn the_last_unit_stops_at_the_end_of_the_file() {
+    let rt = runtime();
+    let sink = Gated::holding(rt.handle().clone(), &storage());
+    let ra = ReadAhead::new(file16(), 64);
+    rt.block_on(async {
+        // A 56-byte file: the window would reach 68; the units stop at 56, the last one short.
+        ra.read(&sink, 0, 4, 56).await.unwrap();
+        assert_eq!(sink.reads(), [(0, 16), (16, 16), (32, 16), (48, 8)]);
+        let tail = ra.read(&sink, 48, 8, 56).await.unwrap();
+        assert_eq!(tail, (48..56).collect::<Vec<u8>>());
+        assert_eq!(
+            sink.reads().len(),
+            4,
+            "the short unit answers the read at the end"
+        );
+    });
+}
+
+#[test]
 fn a_reader_that_jumps_reads_directly_and_starts_no_units() {
     let rt = runtime();
     let sink = Gated::holding(rt.handle().clone(), &storage());

@@ -261,23 +261,12 @@ impl WriteBehind {
 
 #[cfg(test)]
 mod tests {
+    use super::super::gated_backend::file16;
     use super::*;
-    use t3fs_core::ids::{ChainId, InodeId};
-    use t3fs_core::layout::FileLayout;
 
     /// A handle on a file of 16-byte chunks (what is sent is only computed, never sent).
     fn handle(window: usize) -> Arc<WriteBehind> {
-        let file = File {
-            inode: InodeId(7),
-            layout: FileLayout {
-                chunk_size: 16,
-                chains: vec![ChainId(1)],
-            },
-            session: 1,
-            truncate_ver: 0,
-            length: 0,
-        };
-        WriteBehind::new(file, window)
+        WriteBehind::new(file16(), window)
     }
 
     /// Feeds writes to `accept`; (offset, len) of each piece it would send, in order, and the

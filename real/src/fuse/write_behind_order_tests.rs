@@ -67,7 +67,7 @@ fn a_full_window_holds_the_writer_until_a_piece_lands() {
 }
 
 #[test]
-fn a_failed_piece_is_reported_once_at_the_next_drain() {
+fn a_failed_piece_refuses_the_next_write_and_the_drain_then_clears_it() {
     let rt = runtime();
     let sink = Gated::new(rt.handle().clone(), &[0]);
     let wb = handle(4);

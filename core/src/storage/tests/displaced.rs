@@ -5,7 +5,7 @@
 //! panicked there).
 
 use super::*;
-use crate::msg::UpdateReq;
+use crate::msg::{UpdateReply, UpdateReq};
 use crate::routing::LocalState;
 
 /// Completes every I/O in `acts` (and the I/O they lead to); returns the messages sent.
@@ -153,4 +153,58 @@ fn a_resync_item_queued_behind_a_write_is_dropped_when_its_round_ended() {
         vec![reply(CLIENT, &req, Status::Ok, Some(result(1, 3, b"w")))]
     );
     assert!(pred.node.targets[&TargetId(2)].locks.is_empty());
+}
+
+/// The head forwarded a write and the middle committed it; the head fails before it hears
+/// back. The middle, now the head, answers the client's retry (same tag) from its exactly-once
+/// record: failing the old head's update (`forward`) loses nothing the chain committed.
+#[test]
+fn a_retry_of_a_write_committed_downstream_is_answered_from_the_new_heads_record() {
+    use PublicState::{Offline, Serving};
+    let mut h = Harness::new(2, ReadMode::Committed, 0);
+    let fwd = forwarded(1, 1, 1, b"q");
+    let io = h.recv(NodeId(1), Msg::Update(fwd.clone()));
+    let sent = h.complete(&io[0]);
+    assert!(sends_update(&sent), "forwarded to t3: {sent:?}");
+    let ack = UpdateReply::answering(&fwd, Status::Ok, Some(result(1, 1, b"q")));
+    let acts = h.recv(NodeId(3), Msg::UpdateReply(ack));
+    let done = settle(&mut h, acts);
+    assert_eq!(
+        done,
+        vec![reply(NodeId(1), &fwd, Status::Ok, Some(result(1, 1, b"q")))]
+    );
+    let t1_out = routing(2, 2, &[(2, Serving), (3, Serving), (1, Offline)]);
+    h.recv(NodeId(0), Msg::Routing(t1_out));
+    let retry = write(1, 2, b"q");
+    assert_eq!(
+        h.recv(CLIENT, Msg::Write(retry.clone())),
+        vec![reply(CLIENT, &retry, Status::Ok, Some(result(1, 1, b"q")))],
+        "answered from the record, not applied again"
+    );
+    assert_eq!(h.node.counters().commits, 1);
+}
+
+/// The only SERVING target goes LASTSRV (its lease lapsed) with a client write on its disk and
+/// comes back SERVING: §3.5 #8 makes it the chain's authority again, so the write commits.
+#[test]
+fn a_write_running_when_the_last_serving_target_returns_from_lastsrv_commits() {
+    use PublicState::{LastSrv, Offline, Serving};
+    let mut h = Harness::new(1, ReadMode::Committed, 0);
+    h.recv(
+        NodeId(0),
+        Msg::Routing(routing(2, 2, &[(1, Serving), (2, Offline), (3, Offline)])),
+    );
+    let req = write(1, 2, b"kept");
+    let io = h.recv(CLIENT, Msg::Write(req.clone()));
+    assert!(matches!(io[..], [ActionOf::Io { .. }]), "{io:?}");
+    let last = routing(3, 3, &[(1, LastSrv), (2, Offline), (3, Offline)]);
+    h.recv(NodeId(0), Msg::Routing(last));
+    let back = routing(4, 4, &[(1, Serving), (2, Offline), (3, Offline)]);
+    h.recv(NodeId(0), Msg::Routing(back));
+    let done = h.complete(&io[0]);
+    let acts = settle(&mut h, done);
+    assert_eq!(
+        acts,
+        vec![reply(CLIENT, &req, Status::Ok, Some(result(1, 4, b"kept")))]
+    );
 }

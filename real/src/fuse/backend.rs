@@ -26,6 +26,10 @@ pub(super) trait Backend: Send + Sync + 'static {
     fn write<'a>(&'a self, file: &'a File, offset: u64, data: Vec<u8>) -> Call<'a, ()>;
     /// Reads `len` bytes at `offset` of `file` (holes read as zeros; short at its end).
     fn read<'a>(&'a self, file: &'a File, offset: u64, len: u64) -> Call<'a, Vec<u8>>;
+    /// A write of `file` landed (its chains committed it). The mount forgets the file's
+    /// readahead here as well as when the write is accepted: a unit started in between read
+    /// the bytes from before the write.
+    fn landed(&self, _file: &File) {}
 }
 
 /// Locks `m`, taking the data of a poisoned lock as it is (a panicking request task must not

@@ -24,6 +24,10 @@ pub(super) struct Gated {
     pub(super) bytes: Mutex<Vec<u8>>,
     /// Reads that reached the backend: (offset, len).
     pub(super) reads: Mutex<Vec<(u64, u64)>>,
+    /// Writes reported landed (`Backend::landed`), in order: their offsets.
+    pub(super) reported: Mutex<Vec<u64>>,
+    /// The offset of each write that applied, in order, for `landed` to report.
+    applied: Mutex<Vec<u64>>,
     fail: BTreeSet<u64>,
 }
 
@@ -37,6 +41,8 @@ impl Gated {
             bytes: Mutex::default(),
             fail: fail.iter().copied().collect(),
             reads: Mutex::default(),
+            reported: Mutex::default(),
+            applied: Mutex::default(),
         })
     }
 
@@ -91,8 +97,16 @@ impl Backend for Gated {
                 b.resize(end, 0);
             }
             b[at..end].copy_from_slice(&data);
+            lock(&self.applied).push(offset);
             Ok(())
         })
+    }
+
+    fn landed(&self, _file: &File) {
+        let applied = lock(&self.applied);
+        let mut reported = lock(&self.reported);
+        let next = applied.get(reported.len()).copied();
+        reported.extend(next);
     }
 
     fn read<'a>(&'a self, _file: &'a File, offset: u64, len: u64) -> Call<'a, Vec<u8>> {

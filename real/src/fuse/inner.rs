@@ -82,6 +82,10 @@ impl Backend for Inner {
     fn read<'a>(&'a self, file: &'a File, offset: u64, len: u64) -> Call<'a, Vec<u8>> {
         Box::pin(self.client.read(file, offset, len))
     }
+
+    fn landed(&self, file: &File) {
+        self.forget_reads(file.inode.0);
+    }
 }
 
 /// The errno of a failure to find what a remembered path named: that it is gone from there

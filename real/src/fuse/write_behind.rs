@@ -109,6 +109,9 @@ impl WriteBehind {
         let end = offset + data.len() as u64;
         if self.window == 0 {
             let r = s.write(&self.file, offset, data).await;
+            if r.is_ok() {
+                s.landed(&self.file);
+            }
             let mut st = lock(&self.st);
             r.map_err(|e| errno(&e))?;
             st.accepted = st.accepted.max(end);
@@ -192,6 +195,9 @@ impl WriteBehind {
             })
             .await;
             let r = s.write(&me.file, p.offset, p.data).await;
+            if r.is_ok() {
+                s.landed(&me.file);
+            }
             let next = {
                 let mut st = lock(&me.st);
                 st.flying.retain(|&(q, ..)| q != p.seq);

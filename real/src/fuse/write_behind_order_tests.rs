@@ -34,6 +34,9 @@ fn an_overlapping_write_waits_for_the_earlier_one_and_lands_after_it() {
         sink.release(0);
         run_tasks().await;
         assert_eq!(sink.landed(), [20, 0, 2], "B landed after A");
+        // Each landing was reported (the mount forgets the file's readahead there), and the
+        // failed or unreleased ones are not.
+        assert_eq!(*lock(&sink.reported), [20, 0, 2]);
         assert_eq!(drain.await.unwrap().map_err(|e| e.code()), Ok(22));
     });
     assert_eq!(&lock(&sink.bytes)[..6], b"AABBBB", "the later write wins");
@@ -79,6 +82,10 @@ fn a_failed_piece_refuses_the_next_write_and_the_drain_then_clears_it() {
         // writeback error to the writer.
         let refused = wb.write(&sink, 4, b"x".to_vec()).await;
         assert_eq!(refused.map_err(|e| e.code()), Err(libc::EIO));
+        assert!(
+            lock(&sink.reported).is_empty(),
+            "a failed piece is not reported landed"
+        );
         assert_eq!(wb.drain(&sink).await.map_err(|e| e.code()), Err(libc::EIO));
         // Taken by the drain: the handle writes again.
         wb.write(&sink, 16, b"ok".to_vec()).await.unwrap();

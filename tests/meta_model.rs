@@ -10,8 +10,9 @@ use t3fs_core::meta::request::execute;
 use t3fs_core::meta::{transact, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsMix, NsWorkload};
 use t3fs_scenario::Rng;
+use t3fs_sim::check::ns_listing::final_listing;
 use t3fs_sim::check::ns_model::{abstract_of, Abstract, Tree};
-use t3fs_sim::world::ns_client::{final_listing, initial_dirs, seed_namespace};
+use t3fs_sim::world::ns_client::{initial_dirs, seed_namespace};
 
 #[test]
 fn the_reference_tree_answers_like_the_meta_service() {

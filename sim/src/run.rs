@@ -299,7 +299,7 @@ fn phases(w: &mut World) -> Outcome {
         run_until_converged(w, bound);
     }
     let agreement = if converged_at.is_some() {
-        check::agreement(w)
+        check::agreement::check(&w.serving_contents())
     } else {
         Verdict::Unknown("the cluster did not converge".into())
     };

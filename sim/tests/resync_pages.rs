@@ -117,7 +117,7 @@ fn a_target_of_200k_chunks_is_resynced_page_by_page() {
         converged
     });
     assert!(converged, "not converged: {:?}", run::converged(&w).err());
-    match check::agreement(&w) {
+    match check::agreement::check(&w.serving_contents()) {
         Verdict::Pass(_) => {}
         v => panic!("replicas disagree: {v:?}"),
     }

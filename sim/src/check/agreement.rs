@@ -1,8 +1,9 @@
 //! CRAQ agreement at quiescence: every SERVING target of a chain holds the same committed
 //! version and bytes of every chunk it stores.
 //!
-//! Split in two so the rule can be tested without a world: [`check`] compares what each
-//! chain's serving targets hold (pure), [`agreement`] gathers that from the world's disks.
+//! The rule only: [`check`] compares what each chain's serving targets hold (pure); the world
+//! gathers that from its disks (`World::serving_contents`), a real cluster from its stores'
+//! dumps, so this module names neither.
 //! Invariant: only committed chunks (version > 0) are compared; a pending update in flight is
 //! not a disagreement. Not here: when the cluster is quiescent (the runner waits for that),
 //! which value is right (the history checkers say that).
@@ -10,44 +11,11 @@
 use std::collections::BTreeMap;
 
 use t3fs_core::ids::{ChainId, ChunkId, TargetId};
-use t3fs_core::routing::PublicState;
 
 use super::Verdict;
-use crate::world::World;
 
 /// One target's committed chunks: (committed version, bytes) by chunk.
 pub type Content = BTreeMap<ChunkId, (u32, Vec<u8>)>;
-
-/// CRAQ agreement at quiescence, over the world's latest published chains.
-pub fn agreement(w: &World) -> Verdict {
-    let chains: Vec<(ChainId, Vec<(TargetId, Content)>)> = w
-        .sim
-        .audit
-        .chains
-        .values()
-        .map(|c| {
-            let serving = c
-                .targets
-                .iter()
-                .filter(|t| t.state == PublicState::Serving)
-                .filter_map(|t| {
-                    let node = w.layout.initial.node_of(t.target)?;
-                    let disk = w.nodes[node.0 as usize].ctx.disks.get(&t.target)?;
-                    let content: Content = disk
-                        .store
-                        .chunks()
-                        .iter()
-                        .filter(|(_, m)| m.committed.0 > 0)
-                        .map(|(id, m)| (*id, (m.committed.0, m.data.to_vec())))
-                        .collect();
-                    Some((t.target, content))
-                })
-                .collect();
-            (c.chain, serving)
-        })
-        .collect();
-    check(&chains)
-}
 
 /// Per chain, its serving targets' committed contents in chain order: every one must equal the
 /// first. `Fail` names the chain, the two targets and the first chunk they differ on.

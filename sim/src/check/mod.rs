@@ -16,11 +16,10 @@ pub mod linearizability;
 pub mod namespace;
 pub mod ns_fsck;
 pub mod ns_judge;
+pub mod ns_listing;
 pub mod ns_model;
 pub mod regular;
 pub mod verdicts;
-
-pub use agreement::agreement;
 
 use std::collections::BTreeMap;
 

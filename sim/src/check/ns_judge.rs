@@ -44,7 +44,7 @@ pub fn judge(
 ) -> NsVerdicts {
     let integrity = super::ns_fsck::fsck(kv, drained, extents);
     let initial = t3fs_scenario::ns_files::initial_dirs(dirs);
-    let serializable = match crate::world::ns_client::final_listing(kv) {
+    let serializable = match super::ns_listing::final_listing(kv) {
         Ok(listing) => {
             let v = super::namespace::check(h, &initial, Some(listing.clone()));
             if v.failed() && log {

@@ -16,6 +16,7 @@ mod audit;
 pub mod buggify;
 pub mod client;
 pub mod clock;
+mod contents;
 mod counters;
 pub mod disk;
 mod drive;

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod hardware;
 pub mod history;
 pub mod load;
+mod load_error;
 mod load_step;
 pub mod namespace;
 pub mod ns_files;

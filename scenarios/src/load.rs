@@ -4,7 +4,6 @@
 //! Invariant: a file that loads is a valid [`Scenario`] (see schema.rs); nothing panics on any
 //! input. Not here: the schema's meaning.
 
-use core::fmt;
 use core::ops::Range;
 use core::time::Duration;
 
@@ -13,33 +12,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::duration::{parse_duration, parse_range};
+use crate::load_error::Cx;
+pub use crate::load_error::ScenarioError;
 pub use crate::load_step::parse_node;
 use crate::schema::{Cluster, Expect, Faults, Scenario, Timeouts, Workload};
-
-/// Why a scenario file was rejected.
-#[derive(Clone, Debug, Eq, PartialEq)]
-pub struct ScenarioError {
-    /// The file (or `<text>`).
-    pub file: String,
-    /// 1-based line, 0 when unknown.
-    pub line: usize,
-    /// The field, dotted (`cluster.replicas`, `step[2].node`), empty when not about one field.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: ", self.file, self.line)?;
-        if !self.field.is_empty() {
-            write!(f, "field `{}`: ", self.field)?;
-        }
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -289,37 +265,7 @@ fn empty() -> serde::de::value::MapDeserializer<
     serde::de::value::MapDeserializer::new(std::iter::empty())
 }
 
-pub(crate) struct Cx<'a> {
-    pub(crate) file: &'a str,
-    pub(crate) text: &'a str,
-}
-
 impl Cx<'_> {
-    pub(crate) fn line_of(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())]
-            .matches('\n')
-            .count()
-            + 1
-    }
-
-    fn err(&self, offset: usize, field: &str, message: impl Into<String>) -> ScenarioError {
-        self.err_line(self.line_of(offset), field, message)
-    }
-
-    pub(crate) fn err_line(
-        &self,
-        line: usize,
-        field: &str,
-        message: impl Into<String>,
-    ) -> ScenarioError {
-        ScenarioError {
-            file: self.file.to_string(),
-            line,
-            field: field.to_string(),
-            message: message.into(),
-        }
-    }
-
     /// A serde/toml error: its span gives the line; the key on that line (or the backticked name
     /// in the message) gives the field.
     fn toml_error(&self, e: &toml::de::Error, prefix: &str) -> ScenarioError {

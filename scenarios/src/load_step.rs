@@ -7,7 +7,7 @@
 use toml::Spanned;
 
 use crate::duration::{parse_duration, parse_range};
-use crate::load::{Cx, ScenarioError};
+use crate::load_error::{Cx, ScenarioError};
 use crate::schema::{Action, ChainPos, Cluster, NodeRef, Step};
 
 impl Cx<'_> {

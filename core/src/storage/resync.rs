@@ -445,12 +445,7 @@ impl StorageNode {
             .and_then(|c| self.routing.chain(*c));
         // An update (not a sync item) whose target left SERVING while its chunk was read goes
         // back through `forward`, which fails it: it must not ship its pending version.
-        let left = self.targets[&target].locks.running(chunk).is_some_and(|r| {
-            !r.sync_item
-                && (r.displaced
-                    || chain.and_then(|c| c.state_of(target)) != Some(PublicState::Serving))
-        });
-        if left {
+        if self.left_serving(target, chunk, chain) {
             return self.forward(target, chunk, out);
         }
         let succ = chain.and_then(|c| c.successor_of(target));

@@ -440,11 +440,7 @@ impl StorageNode {
         let Some(chain) = chain else {
             return self.fail_running(target, chunk, Status::NoTarget, out);
         };
-        let displaced = self.targets[&target]
-            .locks
-            .running(chunk)
-            .is_some_and(|r| r.displaced);
-        if displaced || chain.state_of(target) != Some(PublicState::Serving) {
+        if self.left_serving(target, chunk, Some(chain)) {
             // This target left SERVING since the update was admitted (taken OFFLINE, maybe back
             // as SYNCING or SERVING already: a suspected head whose disk answered late, found
             // by the mgmtd model). It must not commit as the tail of a chain whose SERVING
@@ -559,6 +555,21 @@ impl StorageNode {
                 }
             }
         }
+    }
+
+    /// Whether the update running on `chunk` of `target` may no longer forward or commit: its
+    /// target left SERVING since it was admitted (displaced), or is not SERVING in `chain`.
+    /// Sync items are the round's business, never this rule's.
+    pub(super) fn left_serving(
+        &self,
+        target: TargetId,
+        chunk: ChunkId,
+        chain: Option<&crate::routing::ChainInfo>,
+    ) -> bool {
+        let running = self.targets[&target].locks.running(chunk);
+        !running.is_some_and(|r| r.sync_item)
+            && (running.is_some_and(|r| r.displaced)
+                || chain.and_then(|c| c.state_of(target)) != Some(PublicState::Serving))
     }
 
     pub(super) fn on_update_reply(

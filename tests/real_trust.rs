@@ -65,7 +65,10 @@ async fn raw(id: NodeId, cred: Credential, nodes: &[NodeEntry]) -> (Transport, R
         .await
         .unwrap();
     for n in nodes {
-        t.set_addr(NodeId(n.cfg.node.id), n.cfg.node.listen.parse().unwrap());
+        t.set_addr(
+            NodeId(n.cfg.node.id.into()),
+            n.cfg.node.listen.parse().unwrap(),
+        );
     }
     (t, rx)
 }
@@ -150,7 +153,7 @@ fn a_client_credential_acts_as_its_user_and_its_forged_server_messages_are_refus
         let client = Credential::parse(&cred).unwrap();
         let me = NodeId((1 << 24) + 77);
         let (t, mut rx) = raw(me, client.clone(), &nodes).await;
-        let s1_id = NodeId(s1.cfg.node.id);
+        let s1_id = NodeId(s1.cfg.node.id.into());
         let mut routing = t3fs_core::routing::RoutingInfo::default();
         routing.version = RoutingVersion(u64::MAX);
         t.try_send(s1_id, Msg::Routing(routing)).unwrap();
@@ -193,7 +196,7 @@ fn a_client_credential_acts_as_its_user_and_its_forged_server_messages_are_refus
                 )],
             },
         };
-        t.try_send(NodeId(kv.cfg.node.id), Msg::KvReq(dump_all))
+        t.try_send(NodeId(kv.cfg.node.id.into()), Msg::KvReq(dump_all))
             .unwrap();
         until("storage-1 refusing three forged frames", || {
             refused(&s1) >= before.0 + 3

@@ -26,7 +26,7 @@ struct Node {
 
 impl Node {
     fn new(n: u32, mode: ReadMode, routing: RoutingInfo) -> Self {
-        let cfg = StorageConfig::new(NodeId(n), vec![(TargetId(n), mode)]);
+        let cfg = StorageConfig::new(NodeId(n.into()), vec![(TargetId(n), mode)]);
         Self {
             node: StorageNode::new_in_service(cfg, BTreeMap::new(), routing),
             store: MemChunkStore::new(),
@@ -36,7 +36,7 @@ impl Node {
     /// Handles `msg` and runs every resulting I/O to completion; returns the sends.
     fn recv(&mut self, from: u32, msg: Msg) -> Vec<(NodeId, Msg)> {
         self.run(EventOf::Recv {
-            from: NodeId(from),
+            from: NodeId(from.into()),
             msg,
         })
     }

@@ -48,7 +48,7 @@ pub fn dump(nodes: &[NodeEntry], timeout: Duration) -> Result<Dump, String> {
                 .listen
                 .parse()
                 .map_err(|e| format!("{}: {e}", n.name))?;
-            let id = NodeId(n.cfg.node.id);
+            let id = NodeId(n.cfg.node.id.into());
             t.set_addr(id, addr);
             waiting.insert(id, n.name.clone());
         }

@@ -26,7 +26,7 @@ use t3fs_core::meta::length::LengthHint;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp};
 use t3fs_core::meta::{DirEntry, Inode, InodeKind, MetaError};
 use t3fs_core::msg::Msg;
-use t3fs_core::node::{client_id, AnyCall, AnyRet, Process};
+use t3fs_core::node::{AnyCall, AnyRet, Process};
 use t3fs_core::routing::RoutingInfo;
 use t3fs_scenario::Timeouts;
 
@@ -234,13 +234,27 @@ fn rand_u64() -> Result<u64, ClientError> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// The top bit of every client's node id and `ClientId`: servers are numbered from 0 (below
+/// `SERVER_NODE_IDS`) and a server's own `ClientId` is `client_id(node, incarnation)` with a
+/// small incarnation, so neither can meet a client's.
+const CLIENT_BIT: u64 = 1 << 63;
+
+/// A client's node id from 64 random bits: 63 of them, so a cluster of n clients shares an id
+/// with a chance of about n²/2⁶⁴ (and a shared id is refused at the handshake, never taken
+/// over).
+fn client_node(r: u64) -> NodeId {
+    NodeId(CLIENT_BIT | r)
+}
+
 impl Client {
     /// Connects with a fresh identity.
     pub async fn connect(opts: ClientOptions) -> Result<Self, ClientError> {
-        let r = rand_u64()?;
-        let node = NodeId((1 << 24) + (r as u32 & 0x3fff_ffff));
-        let id = client_id(node, 1 + ((r >> 32) & 0x7fff_ffff));
-        Self::connect_as(opts, node, id).await
+        Self::connect_as(
+            opts,
+            client_node(rand_u64()?),
+            ClientId(CLIENT_BIT | rand_u64()?),
+        )
+        .await
     }
 
     /// Connects as `node` with identity `id` (tests use it to show why ids must be fresh).
@@ -255,10 +269,10 @@ impl Client {
         let mut tc = TransportConfig::with_credential(node, None, cred);
         tc.rdma = opts.rdma.clone();
         let (transport, mut inbound) = Transport::start(tc).await.map_err(err)?;
-        let mgmtds: Vec<NodeId> = (0..=opts.standby.len() as u32).map(NodeId).collect();
+        let mgmtds: Vec<NodeId> = (0..=opts.standby.len() as u64).map(NodeId).collect();
         transport.set_addr(NodeId(0), opts.mgmtd);
         for (i, a) in opts.standby.iter().enumerate() {
-            transport.set_addr(NodeId(i as u32 + 1), *a);
+            transport.set_addr(NodeId(i as u64 + 1), *a);
         }
         let ask = Bytes::from(
             Msg::GetRouting {
@@ -713,5 +727,38 @@ impl Client {
     pub async fn close(&self) {
         self.handle.shutdown().await;
         self.transport.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_node_ids_take_63_random_bits_and_never_meet_a_server() {
+        for r in [
+            0,
+            1,
+            0x3fff_ffff,
+            u64::from(u32::MAX),
+            u64::MAX >> 1,
+            u64::MAX,
+        ] {
+            let n = client_node(r);
+            assert!(n.0 >= CLIENT_BIT, "{n} must lie above every server id");
+            assert_eq!(
+                n.0 & !CLIENT_BIT,
+                r & !CLIENT_BIT,
+                "every random bit but the top one kept"
+            );
+        }
+        // The old 30-bit scheme gave these two draws one id; now they differ.
+        assert_ne!(client_node(5), client_node(5 | 1 << 40));
+        let (a, b) = (rand_u64().unwrap(), rand_u64().unwrap());
+        assert_ne!(
+            client_node(a),
+            client_node(b),
+            "two draws of 63 random bits"
+        );
     }
 }

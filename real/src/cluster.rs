@@ -159,14 +159,18 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
     shape.validate()?;
     let plan = t3fs_scenario::plan::Plan::new(shape);
     let mut named: Vec<(u32, String, String)> = Vec::new();
+    // A node config names its id in 4 bytes; validate keeps a plan's servers below 2^24.
+    let id = |n: &t3fs_core::ids::NodeId| {
+        u32::try_from(n.0).map_err(|_| format!("server id {n} too large"))
+    };
     for (i, n) in plan.mgmtd.iter().enumerate() {
-        named.push((n.0, format!("mgmtd-{i}"), "mgmtd".into()));
+        named.push((id(n)?, format!("mgmtd-{i}"), "mgmtd".into()));
     }
     for (i, n) in plan.storage.iter().enumerate() {
-        named.push((n.0, format!("storage-{i}"), "storage".into()));
+        named.push((id(n)?, format!("storage-{i}"), "storage".into()));
     }
     for (i, n) in plan.meta.iter().enumerate() {
-        named.push((n.0, format!("meta-{i}"), "meta".into()));
+        named.push((id(n)?, format!("meta-{i}"), "meta".into()));
     }
     if o.kv == "embedded" {
         named.push((o.mgmtd + o.storage + o.meta, "kv".into(), "kv".into()));

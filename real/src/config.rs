@@ -354,7 +354,7 @@ impl NodeConfig {
     /// The id of the `kv` service node.
     pub fn kv_node(&self) -> NodeId {
         let c = &self.cluster;
-        NodeId(c.mgmtd + c.storage_nodes + c.meta)
+        NodeId(u64::from(c.mgmtd) + u64::from(c.storage_nodes) + u64::from(c.meta))
     }
 
     /// Where the KV lives.

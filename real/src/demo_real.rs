@@ -111,7 +111,7 @@ fn head_of(
     let c = seen.iter().rev().find(|s| s.chain.chain == chain)?;
     let head = c.chain.targets.first()?.target;
     let node = watch.target_node(head)?;
-    Some((head, names.get(&node.0)?.clone()))
+    Some((head, names.get(&u32::try_from(node.0).ok()?)?.clone()))
 }
 
 /// Runs the demo; `say` gets each step as it happens.

@@ -316,7 +316,7 @@ mod tests {
             let dir = root.join(k.to_string());
             let _ = std::fs::remove_dir_all(&dir);
             let addr = start_service(&dir);
-            RemoteKv::connect(NodeId(100 + k), NodeId(9), addr, "tok").unwrap()
+            RemoteKv::connect(NodeId(100 + u64::from(k)), NodeId(9), addr, "tok").unwrap()
         });
         let _ = std::fs::remove_dir_all(&root);
     }

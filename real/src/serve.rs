@@ -102,7 +102,7 @@ pub fn next_incarnation(data: &Path) -> std::io::Result<u64> {
 
 /// Runs `role` with `cfg` until SIGTERM/SIGINT or a halt; returns the halt reason as an error.
 pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
-    let me = NodeId(cfg.node.id);
+    let me = NodeId(cfg.node.id.into());
     let expected = match role {
         ServeRole::Kv => me == cfg.kv_node(),
         ServeRole::Machine(r) => cfg.role_of(me) == Some(r),

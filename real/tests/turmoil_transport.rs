@@ -20,7 +20,7 @@ const TOKEN: &str = "t3fs-turmoil-token-0123456789abcdef";
 const PORT: u16 = 7000;
 
 fn cfg(me: u32, listen: bool, net: SimNet, seed: u64) -> TransportConfig {
-    let mut c = TransportConfig::new(NodeId(me), listen.then(|| listen_any(PORT)), TOKEN);
+    let mut c = TransportConfig::new(NodeId(me.into()), listen.then(|| listen_any(PORT)), TOKEN);
     c.net = std::sync::Arc::new(net);
     c.seed = Some(seed ^ u64::from(me));
     c.connect_backoff = Duration::from_millis(20)..Duration::from_millis(500);

@@ -54,8 +54,8 @@ pub fn initial_dirs(dirs: u32) -> Vec<String> {
 
 /// The user client `k` acts for: every third is root, the others two ordinary users of one
 /// group, so permission checks and the sticky bit meet both kinds.
-pub fn client_user(k: u32) -> t3fs_core::meta::perm::User {
-    match k % 3 {
+pub fn client_user(k: u64) -> t3fs_core::meta::perm::User {
+    match (k % 3) as u32 {
         0 => t3fs_core::meta::perm::ROOT_USER,
         k => t3fs_core::meta::perm::User {
             uid: 999 + k,

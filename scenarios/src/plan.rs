@@ -107,8 +107,8 @@ impl Shape {
     }
 }
 
-/// Server node ids (mgmtd, storage, meta, the kv service) lie below this; real clients take
-/// ids from here up (`t3fs_real::client`), so a plan of more nodes would collide with them.
+/// Server node ids (mgmtd, storage, meta, the kv service) lie below this; a plan of more nodes
+/// is refused. Real clients take 64-bit ids with the top bit set (`t3fs_real::client`).
 pub const SERVER_NODE_IDS: u64 = 1 << 24;
 
 /// Chunk size and stripe of the files meta creates (the layout policy of chain table 1).
@@ -143,13 +143,13 @@ impl Plan {
     /// Plans `shape` (which [`Shape::validate`] accepts).
     pub fn new(shape: Shape) -> Self {
         let c = shape;
-        let mgmtd: Vec<NodeId> = (0..c.mgmtd).map(NodeId).collect();
-        let storage: Vec<NodeId> = (0..c.storage_nodes).map(|i| NodeId(c.mgmtd + i)).collect();
-        let clients: Vec<NodeId> = (0..c.clients)
-            .map(|i| NodeId(c.mgmtd + c.storage_nodes + i))
-            .collect();
+        // Ids are numbered in u64: validate bounds the counts, so the sums cannot wrap.
+        let ids = |from: u32, n: u32| (0..n).map(move |i| NodeId(u64::from(from) + u64::from(i)));
+        let mgmtd: Vec<NodeId> = ids(0, c.mgmtd).collect();
+        let storage: Vec<NodeId> = ids(c.mgmtd, c.storage_nodes).collect();
+        let clients: Vec<NodeId> = ids(c.mgmtd + c.storage_nodes, c.clients).collect();
         let first_meta = c.mgmtd + c.storage_nodes + c.clients;
-        let meta: Vec<NodeId> = (0..c.meta).map(|i| NodeId(first_meta + i)).collect();
+        let meta: Vec<NodeId> = ids(first_meta, c.meta).collect();
         let tid = |i: u32, t: u32| TargetId(i * c.targets_per_node + t + 1);
         let mut targets_of = BTreeMap::new();
         let mut routing = RoutingInfo {

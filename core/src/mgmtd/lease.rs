@@ -83,7 +83,7 @@ mod tests {
 
     fn p(me: u32, rv: u32) -> LeaseParams {
         LeaseParams {
-            me: NodeId(me),
+            me: NodeId(me.into()),
             release_version: rv,
             length: Duration::from_secs(60),
             check_release_version: true,
@@ -92,7 +92,7 @@ mod tests {
 
     fn lease(primary: u32, start: u64, end: u64, rv: u32) -> LeaseInfo {
         LeaseInfo {
-            primary: NodeId(primary),
+            primary: NodeId(primary.into()),
             start: start * S,
             end: end * S,
             release_version: rv,

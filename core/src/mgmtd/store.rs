@@ -72,9 +72,26 @@ pub fn is_chain_key(key: &[u8]) -> bool {
 pub fn target_key(target: TargetId) -> Key {
     keyed(TARGET, &[target.0])
 }
-/// `NODE` + node.
+/// `NODE` + node: the 4-byte form rows were always written with for an id below `u32::MAX`
+/// (every server), else `u32::MAX` and the id's 8 bytes, which sort after every short key.
 pub fn node_key(node: NodeId) -> Key {
-    keyed(NODE, &[node.0])
+    match u32::try_from(node.0) {
+        Ok(short) if short != u32::MAX => keyed(NODE, &[short]),
+        _ => keyed(NODE, &[u32::MAX, (node.0 >> 32) as u32, node.0 as u32]),
+    }
+}
+
+/// The node a [`node_key`] names, or `None` for a malformed key.
+pub fn node_of(key: &[u8]) -> Option<NodeId> {
+    match (id_of(key, 0)?, key.len()) {
+        (u32::MAX, 16) => {
+            let wide = u64::from(id_of(key, 1)?) << 32 | u64::from(id_of(key, 2)?);
+            // One node, one key: a wide key for an id the short form holds is malformed.
+            (wide >= u64::from(u32::MAX)).then_some(NodeId(wide))
+        }
+        (short, 8) if short != u32::MAX => Some(NodeId(u64::from(short))),
+        _ => None,
+    }
 }
 /// `CHIT` + table + version.
 pub fn table_key(table: u32, version: u32) -> Key {
@@ -176,10 +193,10 @@ pub fn load_rows(ranges: &[Vec<(Vec<u8>, Vec<u8>)>]) -> (RoutingInfo, BTreeSet<N
         }
     }
     for (k, v) in nodes {
-        match (id_of(k, 0), decode::<NodeRow>(v)) {
+        match (node_of(k), decode::<NodeRow>(v)) {
             (Some(n), Ok(row)) => {
                 if row.disabled {
-                    disabled.insert(NodeId(n));
+                    disabled.insert(n);
                 }
             }
             _ => corrupt += 1,
@@ -198,6 +215,25 @@ mod tests {
         assert!(chains_range().contains(&chain_key(ChainId(u32::MAX))));
         assert!(!chains_range().contains(&target_key(TargetId(1))));
         assert_eq!(id_of(&table_key(3, 9), 1), Some(9));
+        assert_eq!(
+            node_key(NodeId(5)),
+            [NODE, &5u32.to_be_bytes()[..]].concat()
+        );
+        for n in [
+            0,
+            5,
+            u64::from(u32::MAX) - 1,
+            u64::from(u32::MAX),
+            1 << 63 | 9,
+            u64::MAX,
+        ] {
+            assert_eq!(node_of(&node_key(NodeId(n))), Some(NodeId(n)), "{n}");
+            assert!(nodes_range().contains(&node_key(NodeId(n))));
+        }
+        assert!(node_key(NodeId(u64::from(u32::MAX) - 1)) < node_key(NodeId(u64::from(u32::MAX))));
+        assert_eq!(node_of(&keyed(NODE, &[u32::MAX])), None);
+        assert_eq!(node_of(&keyed(NODE, &[u32::MAX, 0, 7])), None);
+        assert_eq!(node_of(&keyed(NODE, &[5, 0])), None);
         let lease = LeaseInfo {
             primary: NodeId(7),
             start: 1,

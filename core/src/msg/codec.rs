@@ -310,7 +310,6 @@ macro_rules! wire_newtype {
 
 use crate::ids::*;
 wire_newtype!(
-    NodeId,
     TargetId,
     ChainId,
     ChainVersion,
@@ -324,6 +323,36 @@ wire_newtype!(
     InodeId
 );
 wire_struct!(ChunkId { inode, index });
+
+/// The marker that says a node id does not fit 4 bytes and its 8 bytes follow.
+const NODE_ID_WIDE: u32 = u32::MAX;
+
+/// A node id takes 4 bytes when it is below `u32::MAX` (every server, which the plan numbers
+/// from 0) and 4 + 8 when it is not (clients, whose ids are 64 random bits). Why not 8 always:
+/// the short form is the one every frame, every persisted mgmtd row (a target's node, the
+/// lease's primary) and every simulated trace was written with, so widening the id changes none
+/// of them.
+impl Wire for NodeId {
+    fn encode(&self, enc: &mut Encoder) {
+        match u32::try_from(self.0) {
+            Ok(short) if short != NODE_ID_WIDE => enc.u32(short),
+            _ => {
+                enc.u32(NODE_ID_WIDE);
+                enc.u64(self.0);
+            }
+        }
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        match dec.u32()? {
+            // One id, one encoding: a wide form of an id the short form holds is refused.
+            NODE_ID_WIDE => match dec.u64()? {
+                wide if wide >= u64::from(NODE_ID_WIDE) => Ok(Self(wide)),
+                _ => Err(DecodeError::Invalid),
+            },
+            short => Ok(Self(u64::from(short))),
+        }
+    }
+}
 wire_struct!(VersionedChain { chain, version });
 
 /// Encodes a whole frame: header, then `kind` and `body`.

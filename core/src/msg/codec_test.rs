@@ -28,6 +28,15 @@ impl Rng {
     }
 }
 
+/// A server's short id or a client's wide one, so both wire forms round-trip.
+fn node_id(r: &mut Rng) -> NodeId {
+    match r.below(3) {
+        0 => NodeId(u64::from(r.next() as u32)),
+        1 => NodeId(u64::from(u32::MAX) + r.below(2)),
+        _ => NodeId(r.next()),
+    }
+}
+
 fn status(r: &mut Rng) -> Status {
     match r.below(17) {
         0 => Status::Ok,
@@ -242,7 +251,7 @@ fn message(r: &mut Rng) -> Msg {
             cursor: dump_cursor(r),
         },
         22 => Msg::ChunkMetaDump(crate::msg::ChunkMetaDump {
-            node: NodeId(r.next() as u32),
+            node: node_id(r),
             targets: (0..r.below(3))
                 .map(|_| crate::msg::TargetDump {
                     target: TargetId(r.next() as u32),
@@ -260,7 +269,7 @@ fn message(r: &mut Rng) -> Msg {
         }),
         19 => Msg::SpaceInfo,
         20 => Msg::SpaceInfoReply(crate::msg::SpaceInfoReply {
-            node: NodeId(r.next() as u32),
+            node: node_id(r),
             targets: (0..r.below(4))
                 .map(|_| crate::msg::TargetSpace {
                     target: TargetId(r.next() as u32),
@@ -338,7 +347,7 @@ fn message(r: &mut Rng) -> Msg {
             for _ in 0..r.below(6) {
                 routing
                     .targets
-                    .insert(TargetId(r.next() as u32), NodeId(r.next() as u32));
+                    .insert(TargetId(r.next() as u32), node_id(r));
             }
             for _ in 0..r.below(3) {
                 let chains = (0..r.below(4)).map(|_| ChainId(r.next() as u32)).collect();
@@ -364,7 +373,7 @@ fn message(r: &mut Rng) -> Msg {
         }),
         6 => Msg::Write(update(r)),
         7 => Msg::Heartbeat(Heartbeat {
-            node: NodeId(r.next() as u32),
+            node: node_id(r),
             hb_version: r.next(),
             timestamp: r.next(),
             targets: (0..r.below(4))
@@ -380,7 +389,7 @@ fn message(r: &mut Rng) -> Msg {
             status: mgmtd_status(r),
         }),
         9 => Msg::NotPrimary {
-            primary: (r.below(2) == 1).then(|| NodeId(r.next() as u32)),
+            primary: (r.below(2) == 1).then(|| node_id(r)),
         },
         10 => Msg::ExtendSession(ExtendSession {
             client: ClientId(r.next()),
@@ -418,7 +427,7 @@ fn mgmtd_status(r: &mut Rng) -> MgmtdStatus {
             routing: crate::ids::RoutingVersion(r.next()),
         },
         1 => MgmtdStatus::NotPrimary {
-            primary: (r.below(2) == 1).then(|| NodeId(r.next() as u32)),
+            primary: (r.below(2) == 1).then(|| node_id(r)),
         },
         2 => MgmtdStatus::StaleHeartbeat { last: r.next() },
         3 => MgmtdStatus::BadTimestamp,

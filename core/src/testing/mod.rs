@@ -60,7 +60,7 @@ pub fn one_chain_routing(
         },
     );
     for &(t, _) in targets {
-        r.targets.insert(TargetId(t), NodeId(t));
+        r.targets.insert(TargetId(t), NodeId(t.into()));
     }
     r
 }

@@ -118,7 +118,7 @@ pub fn serving_contents(
                 .ok_or_else(|| format!("no node hosts {} in the routing seen", t.target))?;
             let n = nodes
                 .iter()
-                .find(|n| n.cfg.node.id == node.0)
+                .find(|n| u64::from(n.cfg.node.id) == node.0)
                 .ok_or_else(|| format!("node {} has no config", node.0))?;
             let dir = n.cfg.node.data.join(format!("target-{}", t.target.0));
             targets.push((t.target, content(&n.cfg.node.store, &dir)?));

@@ -77,8 +77,9 @@ impl Live<'_> {
             .watch
             .target_node(t.target)
             .ok_or_else(|| format!("no node hosts {} in the routing seen", t.target))?;
-        self.names
-            .get(&node.0)
+        u32::try_from(node.0)
+            .ok()
+            .and_then(|k| self.names.get(&k))
             .cloned()
             .ok_or_else(|| format!("node {} is not in the cluster's configs", node.0))
     }
@@ -144,7 +145,7 @@ pub(super) fn last_intact(live: &Live, name: &str, damaged: &BTreeSet<String>) -
     let node_of = |t| {
         live.watch
             .target_node(t)
-            .and_then(|n| live.names.get(&n.0).cloned())
+            .and_then(|n| live.names.get(&u32::try_from(n.0).ok()?).cloned())
     };
     newest
         .values()
@@ -178,7 +179,10 @@ pub(super) fn wiped_rejoined(
     let seen = watch.seen();
     hosts
         .iter()
-        .filter(|(_, n)| names.get(&n.0).is_some_and(|name| wiped.contains(name)))
+        .filter(|(_, n)| {
+            let name = u32::try_from(n.0).ok().and_then(|k| names.get(&k));
+            name.is_some_and(|name| wiped.contains(name))
+        })
         .all(|(t, _)| {
             seen.iter().filter(|s| s.at >= since).any(|s| {
                 s.chain

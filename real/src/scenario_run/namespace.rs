@@ -224,14 +224,14 @@ pub async fn client_loop(
     mut life: Life,
 ) -> Result<u64, ClientError> {
     let mut opts = load.opts.clone();
-    opts.user = client_user(index);
+    opts.user = client_user(index.into());
     let mut c = Client::connect(opts.clone()).await?;
     let mut d = Driver {
         gen: NsGenerator::new(&load.w, rng),
         open: Vec::new(),
         next_req: 0,
         index,
-        who: (c.id.0, client_user(index)),
+        who: (c.id.0, client_user(index.into())),
     };
     let mut sent = 0;
     loop {
@@ -407,7 +407,7 @@ pub fn wait_drained(nodes: &[crate::cluster::NodeEntry], bound: Duration) -> Res
         .map_err(|e| format!("kv address: {e}"))?;
     let mut remote = crate::kv_service::RemoteKv::connect(
         RUNNER_KV_NODE,
-        NodeId(kv.cfg.node.id),
+        NodeId(kv.cfg.node.id.into()),
         addr,
         &kv.cfg.cluster.token,
     )

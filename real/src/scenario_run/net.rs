@@ -116,7 +116,7 @@ impl Net {
 
     /// The faults of process `name`, with node ids from `ids`.
     pub fn faults_of(&self, name: &str, ids: &BTreeMap<String, u32>) -> NetFaults {
-        let id = |n: &String| ids.get(n).map(|i| NodeId(*i));
+        let id = |n: &String| ids.get(n).map(|i| NodeId((*i).into()));
         let mut f = self.transport_faults(name, ids);
         if !self.kernel {
             f.cut_out = self
@@ -151,7 +151,7 @@ impl Net {
 
     /// What stays in the transport whichever way cuts go.
     fn transport_faults(&self, name: &str, ids: &BTreeMap<String, u32>) -> NetFaults {
-        let id = |n: &String| ids.get(n).map(|i| NodeId(*i));
+        let id = |n: &String| ids.get(n).map(|i| NodeId((*i).into()));
         NetFaults {
             cut_out: Default::default(),
             cut_in: Default::default(),

@@ -40,10 +40,10 @@ use super::credential::{Credential, Identity, PeerRole};
 /// First bytes of a hello.
 const MAGIC: [u8; 4] = *b"T3TP";
 /// The handshake and framing version this build speaks.
-/// Version 2: hellos carry the credential's identity.
-pub(crate) const PROTOCOL_VERSION: u16 = 2;
-/// Bytes of a hello.
-pub(crate) const HELLO_LEN: usize = 4 + 2 + 4 + 8 + 1 + 4 + 4 + 32;
+/// Version 2: hellos carry the credential's identity. Version 3: the node id takes 8 bytes.
+pub(crate) const PROTOCOL_VERSION: u16 = 3;
+/// Bytes of a hello: magic, version, node, incarnation, role, uid, gid, nonce.
+pub(crate) const HELLO_LEN: usize = 4 + 2 + 8 + 8 + 1 + 4 + 4 + 32;
 /// Where the nonce starts.
 const NONCE_AT: usize = HELLO_LEN - 32;
 const PROOF_LEN: usize = 32;
@@ -129,11 +129,11 @@ fn hello(me: &Me<'_>) -> io::Result<[u8; HELLO_LEN]> {
     let mut h = [0u8; HELLO_LEN];
     h[..4].copy_from_slice(&MAGIC);
     h[4..6].copy_from_slice(&PROTOCOL_VERSION.to_be_bytes());
-    h[6..10].copy_from_slice(&me.node.0.to_be_bytes());
-    h[10..18].copy_from_slice(&me.incarnation.to_be_bytes());
-    h[18] = id.role.wire();
-    h[19..23].copy_from_slice(&id.uid.to_be_bytes());
-    h[23..27].copy_from_slice(&id.gid.to_be_bytes());
+    h[6..14].copy_from_slice(&me.node.0.to_be_bytes());
+    h[14..22].copy_from_slice(&me.incarnation.to_be_bytes());
+    h[22] = id.role.wire();
+    h[23..27].copy_from_slice(&id.uid.to_be_bytes());
+    h[27..31].copy_from_slice(&id.gid.to_be_bytes());
     getrandom::fill(&mut h[NONCE_AT..]).map_err(io::Error::other)?;
     Ok(h)
 }
@@ -142,28 +142,30 @@ fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
+fn be64(b: &[u8]) -> u64 {
+    u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
 fn parse(h: &[u8; HELLO_LEN], me: &Me<'_>) -> Result<Peer, HandshakeError> {
     if h[..4] != MAGIC || h[4..6] != PROTOCOL_VERSION.to_be_bytes() {
         return Err(HandshakeError::BadHello);
     }
-    let node = NodeId(be32(&h[6..10]));
+    let node = NodeId(be64(&h[6..14]));
     if node == me.node {
         return Err(HandshakeError::WrongNode);
     }
-    let mut inc = [0u8; 8];
-    inc.copy_from_slice(&h[10..18]);
-    let role = PeerRole::from_wire(h[18]).ok_or(HandshakeError::BadHello)?;
+    let role = PeerRole::from_wire(h[22]).ok_or(HandshakeError::BadHello)?;
     if me.roster.is_some_and(|r| !r.admits(node, role)) {
         return Err(HandshakeError::WrongNode);
     }
     let id = Identity {
         role,
-        uid: be32(&h[19..23]),
-        gid: be32(&h[23..27]),
+        uid: be32(&h[23..27]),
+        gid: be32(&h[27..31]),
     };
     Ok(Peer {
         node,
-        incarnation: u64::from_be_bytes(inc),
+        incarnation: be64(&h[14..22]),
         id,
     })
 }
@@ -256,7 +258,7 @@ mod tests {
     /// Node 1 with `dc` dials node 2 (a storage server with `ac`, which checks the roster).
     async fn run(
         dc: Credential,
-        dialer_node: u32,
+        dialer_node: u64,
         ac: Credential,
     ) -> (Result<Peer, HandshakeError>, Result<Peer, HandshakeError>) {
         let (mut a, mut b) = tokio::io::duplex(1024);
@@ -283,6 +285,9 @@ mod tests {
             }
         )
     }
+
+    /// A client's node id that needs all 8 bytes (the old 4-byte hello cut it to 1).
+    const WIDE_CLIENT: u64 = 1 << 63 | 0xdead_beef_0000_0001;
 
     fn storage(secret: &str) -> Credential {
         Credential::trusted(secret, PeerRole::Storage)
@@ -324,15 +329,16 @@ mod tests {
     async fn a_client_credential_authenticates_as_its_user_only() {
         let (d, a) = run(
             Credential::client(SECRET, 1000, 100),
-            1 << 24,
+            WIDE_CLIENT,
             storage(SECRET),
         )
         .await;
         assert_eq!(d.unwrap().id.role, PeerRole::Storage);
         let a = a.unwrap();
         assert_eq!(
-            (a.id.role, a.id.uid, a.id.gid),
-            (PeerRole::Client, 1000, 100)
+            (a.node, a.id.role, a.id.uid, a.id.gid),
+            (NodeId(WIDE_CLIENT), PeerRole::Client, 1000, 100),
+            "a client's 64-bit node id crosses the hello whole"
         );
     }
 

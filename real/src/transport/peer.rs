@@ -306,7 +306,7 @@ mod tests {
         Arc::new(Conn {
             id,
             peer: handshake::Peer {
-                node: NodeId(node),
+                node: NodeId(node.into()),
                 incarnation,
                 id: crate::transport::Identity {
                     role: crate::transport::PeerRole::Storage,

@@ -25,7 +25,7 @@ pub(crate) fn local() -> Option<SocketAddr> {
 }
 
 fn cfg(me: u32, listen: Option<SocketAddr>) -> TransportConfig {
-    let mut c = TransportConfig::new(NodeId(me), listen, TOKEN);
+    let mut c = TransportConfig::new(NodeId(me.into()), listen, TOKEN);
     c.connect_backoff = Duration::from_millis(10)..Duration::from_millis(200);
     c.handshake_timeout = Duration::from_secs(2);
     c

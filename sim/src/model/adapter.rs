@@ -9,7 +9,7 @@
 use core::fmt::Debug;
 
 use stateright::actor::{model_timeout, Actor, Id, Out};
-use t3fs_core::ids::{IoId, NodeId};
+use t3fs_core::ids::{IoId, NodeId, TargetId};
 use t3fs_core::machine::{ActionOf, Event, HaltReason, IoOp, Machine, Outbox};
 use t3fs_core::msg::Msg;
 use t3fs_core::time::Instant;
@@ -19,9 +19,20 @@ pub fn actor_id(node: NodeId) -> Id {
     Id::from(node.0 as usize)
 }
 
+/// The target a model's storage node holds: one target per node, numbered alike (model node
+/// ids are a handful, so they fit a target id).
+pub fn target_of(node: NodeId) -> TargetId {
+    TargetId(node.0 as u32)
+}
+
+/// The storage node that holds a model's target.
+pub fn node_of(target: TargetId) -> NodeId {
+    NodeId(target.0.into())
+}
+
 /// Maps an actor id back to the node id.
 pub fn node_id(id: Id) -> NodeId {
-    NodeId(usize::from(id) as u32)
+    NodeId(usize::from(id) as u64)
 }
 
 /// Messages of a model: protocol messages plus model-only control messages.

@@ -363,7 +363,7 @@ impl World {
         let buggify = buggify::Buggify::new(faults.buggify, &mut rng);
         let mut nodes = Vec::new();
         let mut add = |role: Role, index: u32, name: String, rng: &mut Rng| {
-            let id = NodeId(nodes.len() as u32);
+            let id = NodeId(nodes.len() as u64);
             let max = faults.clock_offset.as_nanos() as i64;
             let clock = clock::Clock {
                 offset_ns: if max > 0 {

@@ -58,7 +58,7 @@ fn fire(m: &mut Mgmtd, kv: &mut MemKv, now: Instant, timer: MgmtdTimer) -> Vec<A
 }
 
 fn mgmtd(node: u32) -> Mgmtd {
-    let mut cfg = MgmtdConfig::new(NodeId(node));
+    let mut cfg = MgmtdConfig::new(NodeId(node.into()));
     cfg.push_routing_to = vec![NodeId(50)];
     // Long enough that tests spanning heartbeat deadlines need no lease extensions.
     cfg.lease_length = Duration::from_secs(1000);
@@ -85,9 +85,9 @@ fn admin(m: &mut Mgmtd, kv: &mut MemKv, now: Instant, call: AdminCall) -> AdminR
 
 fn heartbeat(node: u32, v: u64, now: Instant, targets: &[(u32, LocalState)]) -> Event {
     EventOf::Recv {
-        from: NodeId(node),
+        from: NodeId(node.into()),
         msg: Msg::Heartbeat(Heartbeat {
-            node: NodeId(node),
+            node: NodeId(node.into()),
             hb_version: v,
             timestamp: now.0,
             targets: targets

@@ -113,7 +113,7 @@ fn skewed_heartbeats_keep_nodes_alive_and_offline_reports_count() {
     let (mut m, mut kv) = cluster();
     let rearms = |acts: &[Action<Mgmtd>], n: u32| {
         acts.iter().any(|a| {
-            matches!(a, ActionOf::SetTimer { timer: MgmtdTimer::HeartbeatDeadline(x), .. } if *x == NodeId(n))
+            matches!(a, ActionOf::SetTimer { timer: MgmtdTimer::HeartbeatDeadline(x), .. } if *x == NodeId(n.into()))
         })
     };
     let skewed = run(

@@ -40,7 +40,7 @@ struct Harness {
 
 impl Harness {
     fn new(n: u32, mode: ReadMode, retries: u32) -> Self {
-        let mut cfg = StorageConfig::new(NodeId(n), vec![(TargetId(n), mode)]);
+        let mut cfg = StorageConfig::new(NodeId(n.into()), vec![(TargetId(n), mode)]);
         cfg.forward_retries_max = retries;
         if retries == 0 {
             cfg.forward_timeout = None;

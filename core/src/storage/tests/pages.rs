@@ -134,7 +134,7 @@ fn run_round(pred: &mut Harness, succ: &mut Harness, first: Vec<Action<StorageNo
         };
         let (next_at, acts) = match a {
             ActionOf::Io { .. } => (at, h.complete(&a)),
-            ActionOf::Send { to, msg } if to == NodeId(5 - at) => {
+            ActionOf::Send { to, msg } if to == NodeId((5 - at).into()) => {
                 if let Msg::SyncStart(_) = msg {
                     asks += 1;
                 }
@@ -148,7 +148,7 @@ fn run_round(pred: &mut Harness, succ: &mut Harness, first: Vec<Action<StorageNo
                         queue.push_back((at, again, true));
                     }
                 }
-                (to.0, other.recv(NodeId(at), wire(msg)))
+                (5 - at, other.recv(NodeId(at.into()), wire(msg)))
             }
             _ => continue, // Timers; heartbeats (no mgmtd here).
         };

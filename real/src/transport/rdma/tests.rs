@@ -30,7 +30,7 @@ fn wire(dev: Arc<dyn Verbs>) -> RdmaWire {
 }
 
 async fn start(me: u32, dev: Option<&SoftDevice>) -> (Transport, Receiver<Inbound>) {
-    let mut c = TransportConfig::new(NodeId(me), local(), TOKEN);
+    let mut c = TransportConfig::new(NodeId(me.into()), local(), TOKEN);
     c.connect_backoff = Duration::from_millis(10)..Duration::from_millis(100);
     c.rdma = dev.map(|d| wire(Arc::new(d.clone())));
     Transport::start(c).await.expect("start")
@@ -46,7 +46,7 @@ fn frame(i: u32, bulk: usize) -> Frame {
 
 fn check(m: &Inbound, from: u32, i: u32, bulk: usize) {
     let want = frame(i, bulk);
-    assert_eq!(m.from, NodeId(from));
+    assert_eq!(m.from, NodeId(from.into()));
     assert_eq!(m.frame, want.head, "frame {i} out of order or damaged");
     assert!(m.bulk == want.bulk, "frame {i}: bulk damaged");
 }

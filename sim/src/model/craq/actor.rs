@@ -88,7 +88,7 @@ pub enum CraqState {
 }
 
 pub(super) fn storage_cfg(cfg: &CraqConfig, node: NodeId) -> StorageConfig {
-    let mut s = StorageConfig::new(node, vec![(TargetId(node.0), cfg.read_mode)]);
+    let mut s = StorageConfig::new(node, vec![(adapter::target_of(node), cfg.read_mode)]);
     s.forward_retries_max = cfg.forward_retries;
     s.forward_timeout = None;
     s.bug = cfg.bug;
@@ -243,7 +243,7 @@ impl CraqNode {
                     return;
                 };
                 for n in self.cfg.storage_nodes().chain(self.cfg.client_nodes()) {
-                    if TargetId(n.0) != target {
+                    if adapter::target_of(n) != target {
                         o.send(
                             adapter::actor_id(n),
                             CraqMsg::Wire(adapter::through_codec(&Msg::Routing(next.clone()))),
@@ -345,7 +345,7 @@ fn fail_stop(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNod
         s.applied_twice = None;
         s.regression = None;
     }
-    o.send(Id::from(0), CraqMsg::Failed(TargetId(node.0)));
+    o.send(Id::from(0), CraqMsg::Failed(adapter::target_of(node)));
     if cfg.storage_lease {
         o.cancel_timer(CraqTimer::LeaseLapse);
     }
@@ -359,7 +359,7 @@ fn fail_stop(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNod
 /// (they "did not happen", one of the outcomes the chunk-store contract allows).
 fn restart(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>) {
     let node = adapter::node_id(id);
-    let target = TargetId(node.0);
+    let target = adapter::target_of(node);
     let metas = BTreeMap::from([(target, s.store.metas())]);
     s.restarts += 1;
     s.io_base = u64::from(s.restarts) << 32;

@@ -54,7 +54,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use stateright::actor::{model_timeout, Command, Id, Out};
-use t3fs_core::ids::{NodeId, TargetId};
+use t3fs_core::ids::NodeId;
 use t3fs_core::machine::EventOf;
 use t3fs_core::msg::Msg;
 use t3fs_core::routing::RoutingInfo;
@@ -172,7 +172,7 @@ pub(super) fn may_lapse(cfg: &CraqConfig, s: &StorageState) -> bool {
 pub(super) fn lapse(cfg: &CraqConfig, id: Id, s: &mut StorageState, o: &mut Out<CraqNode>) {
     s.clock += 1;
     s.lapses += 1;
-    let target = TargetId(adapter::node_id(id).0);
+    let target = adapter::target_of(adapter::node_id(id));
     o.send(
         Id::from(0),
         CraqMsg::Lapsed {

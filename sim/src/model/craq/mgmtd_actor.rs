@@ -128,7 +128,8 @@ type MgmtdEvent = EventOf<Msg, MgmtdTimer, t3fs_core::mgmtd::AdminCall>;
 /// Whether mgmtd's deadline for `node` may fire now: it crashed, or (with the lease) its
 /// leases have lapsed since the last heartbeat mgmtd accepted from it.
 fn may_expire(cfg: &CraqConfig, s: &MgmtdState, node: NodeId) -> bool {
-    s.crashed.contains(&TargetId(node.0)) || (cfg.storage_lease && s.lease.may_suspect(node))
+    s.crashed.contains(&adapter::target_of(node))
+        || (cfg.storage_lease && s.lease.may_suspect(node))
 }
 
 /// Runs one machine step and audits every chain it changed. KV transactions complete within it,
@@ -279,7 +280,7 @@ pub(super) fn on_msg(
         }
         CraqMsg::Lapsed { .. } if !cfg.storage_lease => {}
         CraqMsg::Lapsed { target, clock } => {
-            let node = NodeId(target.0);
+            let node = adapter::node_of(target);
             s.lease.lapsed(node, clock);
             let connected = s
                 .machine
@@ -297,7 +298,7 @@ pub(super) fn on_msg(
         CraqMsg::Failed(t) if s.restarted.contains(&t) => {}
         CraqMsg::Failed(t) => {
             s.crashed.insert(t);
-            let node = NodeId(t.0);
+            let node = adapter::node_of(t);
             o.set_timer(
                 CraqTimer::Mgmtd(MgmtdTimer::HeartbeatDeadline(node)),
                 model_timeout(),

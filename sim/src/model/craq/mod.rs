@@ -49,7 +49,7 @@ use t3fs_core::msg::Msg;
 use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageTimer};
 
-use super::adapter::ModelMsg;
+use super::adapter::{self, ModelMsg};
 pub use crate::model::describe::describe_msg;
 pub use actor::{ClientState, CraqActor, CraqNode, CraqState, StorageState};
 pub use describe::{describe_action, describe_state};
@@ -157,11 +157,11 @@ impl CraqConfig {
     }
 
     pub(crate) fn storage_nodes(&self) -> impl Iterator<Item = NodeId> {
-        (1..=self.replicas as u32).map(NodeId)
+        (1..=self.replicas as u64).map(NodeId)
     }
 
     pub(crate) fn client_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
-        (0..self.clients as u32).map(|k| NodeId(1 + self.replicas as u32 + k))
+        (0..self.clients as u64).map(|k| NodeId(1 + self.replicas as u64 + k))
     }
 
     /// Whether client `k` is a reader.
@@ -177,7 +177,7 @@ impl CraqConfig {
 
     /// The routing info at start: chain c1 with every target serving, in node order.
     pub fn initial_routing(&self) -> RoutingInfo {
-        let targets: Vec<TargetId> = self.storage_nodes().map(|n| TargetId(n.0)).collect();
+        let targets: Vec<TargetId> = self.storage_nodes().map(adapter::target_of).collect();
         let mut routing = RoutingInfo {
             version: RoutingVersion(1),
             ..RoutingInfo::default()
@@ -187,7 +187,7 @@ impl CraqConfig {
             ChainInfo::all_serving(CHAIN, ChainVersion(1), &targets),
         );
         for n in self.storage_nodes() {
-            routing.targets.insert(TargetId(n.0), n);
+            routing.targets.insert(adapter::target_of(n), n);
         }
         routing
     }

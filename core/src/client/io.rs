@@ -3,7 +3,10 @@
 
 use crate::chunk::UpdateKind;
 use crate::client::{Client, ClientCall, ClientTimer, Served};
-use crate::ids::{ChainId, ChainVersion, ChannelId, ChunkId, NodeId, RequestId, SeqNum, TargetId};
+use crate::ids::{
+    ChainId, ChainVersion, ChannelId, ChunkId, ClientId, NodeId, RequestId, SeqNum, TargetId,
+    VersionedChain,
+};
 use crate::machine::{ActionOf, Outbox, Unobserved};
 use crate::msg::{
     MessageTag, Msg, QueryLastChunkReply, QueryLastChunkReq, ReadReply, ReadReq, Status,
@@ -199,50 +202,7 @@ impl Client {
             .map(|c| c.versioned())
             .filter(|c| io.min_chain.is_none_or(|min| c.version >= min));
         if let (Some(node), Some(chain)) = (node, chain) {
-            let msg = match &io.kind {
-                IoKind::Read { offset, len, .. } => Msg::Read(ReadReq {
-                    read_id: io.id,
-                    chain,
-                    chunk: io.chunk,
-                    offset: *offset,
-                    len: *len,
-                    retry: io.retries,
-                }),
-                IoKind::QueryLast { end, empty } => Msg::QueryLastChunk(QueryLastChunkReq {
-                    query_id: io.id,
-                    chain,
-                    inode: io.chunk.inode,
-                    begin: 0,
-                    end: *end,
-                    empty: *empty,
-                    retry: io.retries,
-                }),
-                IoKind::Update { kind, chunk_size } => {
-                    let (channel, seqnum) = io.channel.expect("updates hold a channel");
-                    let checksum = match kind {
-                        UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => {
-                            data.checksum()
-                        }
-                        _ => 0,
-                    };
-                    Msg::Write(UpdateReq {
-                        tag: MessageTag {
-                            client: self.cfg.client,
-                            request: io.call,
-                            channel,
-                            seqnum,
-                        },
-                        chain,
-                        chunk: io.chunk,
-                        kind: kind.clone(),
-                        chunk_size: *chunk_size,
-                        update_version: Default::default(),
-                        checksum,
-                        retry: io.retries,
-                        is_syncing: false,
-                    })
-                }
-            };
+            let msg = io_msg(self.cfg.client, io, chain);
             out.send(node, msg);
             let io = self.ios.get_mut(&id).expect("present");
             io.sent_to = target;
@@ -425,6 +385,52 @@ impl Client {
                 let next = self.waiting.remove(0);
                 self.send_io(next, out);
             }
+        }
+    }
+}
+
+/// The message that carries chunk I/O `io` to its target under `chain`.
+fn io_msg(client: ClientId, io: &ChunkIo, chain: VersionedChain) -> Msg {
+    match &io.kind {
+        IoKind::Read { offset, len, .. } => Msg::Read(ReadReq {
+            read_id: io.id,
+            chain,
+            chunk: io.chunk,
+            offset: *offset,
+            len: *len,
+            retry: io.retries,
+        }),
+        IoKind::QueryLast { end, empty } => Msg::QueryLastChunk(QueryLastChunkReq {
+            query_id: io.id,
+            chain,
+            inode: io.chunk.inode,
+            begin: 0,
+            end: *end,
+            empty: *empty,
+            retry: io.retries,
+        }),
+        IoKind::Update { kind, chunk_size } => {
+            let (channel, seqnum) = io.channel.expect("updates hold a channel");
+            let checksum = match kind {
+                UpdateKind::Write { data, .. } | UpdateKind::Replace { data } => data.checksum(),
+                _ => 0,
+            };
+            Msg::Write(UpdateReq {
+                tag: MessageTag {
+                    client,
+                    request: io.call,
+                    channel,
+                    seqnum,
+                },
+                chain,
+                chunk: io.chunk,
+                kind: kind.clone(),
+                chunk_size: *chunk_size,
+                update_version: Default::default(),
+                checksum,
+                retry: io.retries,
+                is_syncing: false,
+            })
         }
     }
 }

@@ -101,7 +101,7 @@ impl Client {
 /// The owner of `inode` among `servers`: the highest rendezvous hash of (inode, server).
 pub fn owner_index(inode: crate::ids::InodeId, servers: &[crate::ids::NodeId]) -> usize {
     let score = |s: crate::ids::NodeId| {
-        let mut x = inode.0 ^ u64::from(s.0).rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+        let mut x = inode.0 ^ s.0.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
         x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         x ^ (x >> 31)

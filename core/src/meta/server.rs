@@ -217,87 +217,26 @@ impl MetaServer {
         let mut txn = Txn::new(&mut r.rows);
         let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
         let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
-        let table_len = self
-            .cfg
-            .layout
-            .as_ref()
-            .map_or(0, |p| p.chains.len() as u32);
-        ns.set_new_layout(r.layout, table_len);
-        ns.length_ctx().queried = r.queried;
-        ns.length_ctx().trust_stale = self.cfg.bug == Some(MetaBug::StaleLengthHint);
-        ns.set_ignore_locks(self.cfg.bug == Some(MetaBug::IgnoresDirLocks));
-        ns.set_ignore_sticky(self.cfg.bug == Some(MetaBug::IgnoresStickyBit));
-        ns.set_user(r.user);
-        ns.set_space(space);
-        // A batch member whose POSIX error discarded the batch's writes so far (`request.rs`).
-        let mut split = None;
-        let answer = match &r.work {
-            Work::Request(op) => execute_with(&mut ns, op, p, exactly_once),
-            Work::Batch(members) => {
-                match super::batch::run_batch(&mut ns, members, r.now, exactly_once) {
-                    Ok(results) => {
-                        r.own = Some(Own::Batch(results));
-                        Ok(MetaAnswer::Done)
-                    }
-                    Err(super::batch::BatchStop::Failed(e)) => Err(e),
-                    // Never answered: the batch replays without the member (below).
-                    Err(super::batch::BatchStop::Split(k)) => {
-                        split = Some(k);
-                        Err(MetaError::Corrupt)
-                    }
-                }
-            }
-            Work::Prune(live) => ns
-                .prune_sessions(live, &self.prune_after, 256, p.now, self.cfg.prune_min_age)
-                .map(|(n, next, files)| {
-                    r.own = Some(Own::Pruned(n, next, files));
-                    MetaAnswer::Done
-                }),
-            Work::Sync(inode) => ns
-                .sync(*inode, None, false, p.now)
-                .map(|_| MetaAnswer::Done),
-            Work::IdemClean => ns
-                .clean_idem(
-                    &self.idem_after,
-                    IDEM_CLEAN_BATCH,
-                    p.now,
-                    self.cfg.idem_expire,
-                )
-                .map(|(n, next)| {
-                    r.own = Some(Own::IdemCleaned(n, next));
-                    MetaAnswer::Done
-                }),
-            Work::Free(entry, inode) => ns.gc_free(entry, *inode).map(|freed| {
-                r.own = Some(Own::Freed(freed));
-                MetaAnswer::Done
-            }),
-            Work::AllocIds => ns.allocate_block().map(|ids| {
-                r.own = Some(Own::Ids(ids));
-                MetaAnswer::Done
-            }),
-            Work::Gc => ns
-                .gc_step(
-                    &self.gc_after,
-                    p.now,
-                    super::GcPolicy {
-                        batch: self.cfg.gc_batch,
-                        file_delay: self.cfg.gc_file_delay,
-                        respect_sessions: self.cfg.bug != Some(MetaBug::GcIgnoresSessions),
-                        purge_files: self.purger.is_some()
-                            && self.cfg.bug != Some(MetaBug::GcSkipsChunks),
-                    },
-                )
-                .map(|out| {
-                    r.own = Some(Own::Gc(out));
-                    MetaAnswer::Done
-                }),
+        configure(&mut ns, &self.cfg, (r.layout, r.queried, r.user), space);
+        let cursors = Cursors {
+            cfg: &self.cfg,
+            gc_after: &self.gc_after,
+            prune_after: &self.prune_after,
+            idem_after: &self.idem_after,
+            purging: self.purger.is_some(),
         };
+        let replayed = replay_work(&mut ns, &r.work, &mut r.own, &cursors, p, exactly_once);
         let wants = ns.length_ctx().wants.take();
-        if let Some(k) = split {
-            drop(txn);
-            self.leave_batch(key, k);
-            return self.step(key, now, out);
-        }
+        let answer = match replayed {
+            Replayed::Answer(answer) => answer,
+            // A batch member whose POSIX error discarded the batch's writes so far
+            // (`request.rs`): never answered, the batch replays without the member.
+            Replayed::Split(k) => {
+                drop(txn);
+                self.leave_batch(key, k);
+                return self.step(key, now, out);
+            }
+        };
         let mut commit = txn.to_commit_req();
         if self.cfg.bug == Some(MetaBug::SnapshotReads) {
             if let Ok(req) = &mut commit {
@@ -306,20 +245,7 @@ impl MetaServer {
         }
         drop(txn);
         if let Some(miss) = r.rows.take_missing() {
-            let op = match &miss {
-                Missing::Key(k) => KvOp::Read {
-                    at: r.rows.version(),
-                    keys: vec![k.clone()],
-                    ranges: Vec::new(),
-                },
-                Missing::Range(range, limit) => KvOp::Read {
-                    at: r.rows.version(),
-                    keys: Vec::new(),
-                    ranges: vec![(range.clone(), *limit)],
-                },
-            };
-            self.counters.0.reads += 1;
-            return self.submit(key, op, Some(miss), out);
+            return self.fetch(key, miss, out);
         }
         if let (Err(MetaError::LengthUnknown), Some(file)) = (&answer, wants) {
             return self.ask_length(key, file, now, out);
@@ -335,6 +261,27 @@ impl MetaServer {
             // A read-only request writes nothing: answer at once.
             _ => self.answer(key, answer, now, out),
         }
+    }
+
+    /// Reads the row or range the replay of `key` missed, at the attempt's read version.
+    fn fetch(&mut self, key: Key, miss: Missing, out: &mut Outbox<Self>) {
+        let Some(r) = self.running.get(&key) else {
+            return;
+        };
+        let op = match &miss {
+            Missing::Key(k) => KvOp::Read {
+                at: r.rows.version(),
+                keys: vec![k.clone()],
+                ranges: Vec::new(),
+            },
+            Missing::Range(range, limit) => KvOp::Read {
+                at: r.rows.version(),
+                keys: Vec::new(),
+                ranges: vec![(range.clone(), *limit)],
+            },
+        };
+        self.counters.0.reads += 1;
+        self.submit(key, op, Some(miss), out);
     }
 
     fn submit(&mut self, key: Key, op: KvOp, miss: Option<Missing>, out: &mut Outbox<Self>) {
@@ -497,6 +444,81 @@ impl MetaServer {
             self.step(key, now, out);
         }
     }
+
+    /// A message: a client's request, the answers to the server's own questions (space,
+    /// live clients, the primary's name), or one for the storage client GC removes chunks with.
+    fn on_msg(&mut self, from: NodeId, msg: Msg, now: Instant, out: &mut Outbox<Self>) {
+        match msg {
+            Msg::MetaReq(req) => self.on_request(from, req, now, out),
+            Msg::SpaceInfoReply(s) => {
+                self.space.insert(s.node, s.targets);
+            }
+            Msg::ClientSessions(s) => {
+                if s.complete {
+                    let mut live = s.clients;
+                    live.sort_unstable();
+                    self.start_own((SELF, RequestId(2)), Work::Prune(live), now, out);
+                }
+            }
+            msg => {
+                if let Msg::NotPrimary { primary: Some(p) } = &msg {
+                    self.mgmtd = Some(*p);
+                }
+                // Everything else is for the storage client GC removes chunks with.
+                if let Some(p) = &mut self.purger {
+                    let done = p.on_msg(from, msg, now, out);
+                    self.purged(done, now, out);
+                }
+            }
+        }
+    }
+
+    /// A timer: the storage client's, a periodic task of the server's own (re-armed), or a
+    /// request's retry.
+    fn on_timer(&mut self, timer: MetaTimer, now: Instant, out: &mut Outbox<Self>) {
+        match timer {
+            MetaTimer::Storage(t) => {
+                if let Some(p) = &mut self.purger {
+                    let done = p.on_timer(t, now, out);
+                    self.purged(done, now, out);
+                }
+            }
+            MetaTimer::Prune => {
+                if let Some(m) = self.mgmtd {
+                    out.send(m, Msg::GetClientSessions);
+                }
+                if let Some(every) = self.cfg.prune_interval.clone() {
+                    out.set_timer(MetaTimer::Prune, every);
+                }
+            }
+            MetaTimer::Space => {
+                if let Some(p) = &self.purger {
+                    let nodes: std::collections::BTreeSet<NodeId> =
+                        p.routing().targets.values().copied().collect();
+                    for n in nodes {
+                        out.send(n, Msg::SpaceInfo);
+                    }
+                }
+                if let Some(every) = self.cfg.space_interval.clone() {
+                    out.set_timer(MetaTimer::Space, every);
+                }
+            }
+            MetaTimer::IdemClean => {
+                self.start_own((SELF, RequestId(3)), Work::IdemClean, now, out);
+                if let Some(every) = self.cfg.idem_clean_interval.clone() {
+                    out.set_timer(MetaTimer::IdemClean, every);
+                }
+            }
+            MetaTimer::Gc => {
+                self.start_own((SELF, RequestId(1)), Work::Gc, now, out);
+            }
+            MetaTimer::Retry(c, r) => {
+                if self.running.get(&(c, r)).is_some_and(|r| r.io.is_none()) {
+                    self.step((c, r), now, out);
+                }
+            }
+        }
+    }
 }
 
 impl Machine for MetaServer {
@@ -530,77 +552,9 @@ impl Machine for MetaServer {
         out: &mut Outbox<Self>,
     ) {
         match event {
-            EventOf::Recv {
-                from,
-                msg: Msg::MetaReq(req),
-            } => self.on_request(from, req, now, out),
-            EventOf::Recv {
-                msg: Msg::SpaceInfoReply(s),
-                ..
-            } => {
-                self.space.insert(s.node, s.targets);
-            }
-            EventOf::Recv {
-                msg: Msg::ClientSessions(s),
-                ..
-            } => {
-                if s.complete {
-                    let mut live = s.clients;
-                    live.sort_unstable();
-                    self.start_own((SELF, RequestId(2)), Work::Prune(live), now, out);
-                }
-            }
-            EventOf::Recv { from, msg } => {
-                if let Msg::NotPrimary { primary: Some(p) } = &msg {
-                    self.mgmtd = Some(*p);
-                }
-                // Everything else is for the storage client GC removes chunks with.
-                if let Some(p) = &mut self.purger {
-                    let done = p.on_msg(from, msg, now, out);
-                    self.purged(done, now, out);
-                }
-            }
-            EventOf::Timer(MetaTimer::Storage(t)) => {
-                if let Some(p) = &mut self.purger {
-                    let done = p.on_timer(t, now, out);
-                    self.purged(done, now, out);
-                }
-            }
+            EventOf::Recv { from, msg } => self.on_msg(from, msg, now, out),
             EventOf::IoDone { id, result } => self.on_io_done(id, result, now, out),
-            EventOf::Timer(MetaTimer::Prune) => {
-                if let Some(m) = self.mgmtd {
-                    out.send(m, Msg::GetClientSessions);
-                }
-                if let Some(every) = self.cfg.prune_interval.clone() {
-                    out.set_timer(MetaTimer::Prune, every);
-                }
-            }
-            EventOf::Timer(MetaTimer::Space) => {
-                if let Some(p) = &self.purger {
-                    let nodes: std::collections::BTreeSet<NodeId> =
-                        p.routing().targets.values().copied().collect();
-                    for n in nodes {
-                        out.send(n, Msg::SpaceInfo);
-                    }
-                }
-                if let Some(every) = self.cfg.space_interval.clone() {
-                    out.set_timer(MetaTimer::Space, every);
-                }
-            }
-            EventOf::Timer(MetaTimer::IdemClean) => {
-                self.start_own((SELF, RequestId(3)), Work::IdemClean, now, out);
-                if let Some(every) = self.cfg.idem_clean_interval.clone() {
-                    out.set_timer(MetaTimer::IdemClean, every);
-                }
-            }
-            EventOf::Timer(MetaTimer::Gc) => {
-                self.start_own((SELF, RequestId(1)), Work::Gc, now, out);
-            }
-            EventOf::Timer(MetaTimer::Retry(c, r)) => {
-                if self.running.get(&(c, r)).is_some_and(|r| r.io.is_none()) {
-                    self.step((c, r), now, out);
-                }
-            }
+            EventOf::Timer(t) => self.on_timer(t, now, out),
             EventOf::Call { call, .. } => match call {},
         }
     }
@@ -643,4 +597,91 @@ impl Machine for MetaServer {
             );
         }
     }
+}
+
+/// What the server's own work reads from the server beside its request: the configuration and
+/// where each scan continues.
+struct Cursors<'a> {
+    cfg: &'a MetaConfig,
+    gc_after: &'a [u8],
+    prune_after: &'a [u8],
+    idem_after: &'a [u8],
+    /// Whether GC purges files' chunks (the server has a storage client).
+    purging: bool,
+}
+
+/// How one replay of a request's work ended.
+enum Replayed {
+    /// Its answer (or error), with what its writes are in the transaction.
+    Answer(MetaResult),
+    /// Batch member `k` failed with a POSIX error that discards the batch's writes so far.
+    Split(usize),
+}
+
+/// Sets up a replay's namespace: the new file's layout, a length storage answered, the
+/// planted bugs, the user the request acts for, and (for a statFs) the space.
+fn configure(
+    ns: &mut Namespace<'_, '_, ReplayKv>,
+    cfg: &MetaConfig,
+    (layout, queried, user): (
+        Option<super::placement::Layout>,
+        Option<super::length::QueriedLength>,
+        super::perm::User,
+    ),
+    space: super::request::FsStat,
+) {
+    let table_len = cfg.layout.as_ref().map_or(0, |p| p.chains.len() as u32);
+    ns.set_new_layout(layout, table_len);
+    ns.length_ctx().queried = queried;
+    ns.length_ctx().trust_stale = cfg.bug == Some(MetaBug::StaleLengthHint);
+    ns.set_ignore_locks(cfg.bug == Some(MetaBug::IgnoresDirLocks));
+    ns.set_ignore_sticky(cfg.bug == Some(MetaBug::IgnoresStickyBit));
+    ns.set_user(user);
+    ns.set_space(space);
+}
+
+/// Replays `work` on `ns`; the server's own work leaves what it found in `own`.
+fn replay_work(
+    ns: &mut Namespace<'_, '_, ReplayKv>,
+    work: &Work,
+    own: &mut Option<Own>,
+    c: &Cursors<'_>,
+    p: PathOp,
+    exactly_once: bool,
+) -> Replayed {
+    let done = |found: Own, own: &mut Option<Own>| {
+        *own = Some(found);
+        MetaAnswer::Done
+    };
+    Replayed::Answer(match work {
+        Work::Request(op) => execute_with(ns, op, p, exactly_once),
+        Work::Batch(members) => match super::batch::run_batch(ns, members, p.now, exactly_once) {
+            Ok(results) => Ok(done(Own::Batch(results), own)),
+            Err(super::batch::BatchStop::Failed(e)) => Err(e),
+            Err(super::batch::BatchStop::Split(k)) => return Replayed::Split(k),
+        },
+        Work::Prune(live) => ns
+            .prune_sessions(live, c.prune_after, 256, p.now, c.cfg.prune_min_age)
+            .map(|(n, next, files)| done(Own::Pruned(n, next, files), own)),
+        Work::Sync(inode) => ns
+            .sync(*inode, None, false, p.now)
+            .map(|_| MetaAnswer::Done),
+        Work::IdemClean => ns
+            .clean_idem(c.idem_after, IDEM_CLEAN_BATCH, p.now, c.cfg.idem_expire)
+            .map(|(n, next)| done(Own::IdemCleaned(n, next), own)),
+        Work::Free(entry, inode) => ns
+            .gc_free(entry, *inode)
+            .map(|freed| done(Own::Freed(freed), own)),
+        Work::AllocIds => ns.allocate_block().map(|ids| done(Own::Ids(ids), own)),
+        Work::Gc => {
+            let policy = super::GcPolicy {
+                batch: c.cfg.gc_batch,
+                file_delay: c.cfg.gc_file_delay,
+                respect_sessions: c.cfg.bug != Some(MetaBug::GcIgnoresSessions),
+                purge_files: c.purging && c.cfg.bug != Some(MetaBug::GcSkipsChunks),
+            };
+            ns.gc_step(c.gc_after, p.now, policy)
+                .map(|out| done(Own::Gc(out), own))
+        }
+    })
 }

@@ -136,41 +136,11 @@ pub fn generate_new_chain_avoiding(
         .find(|t| !fresh(*t))
         .or_else(|| down_serving().next());
     let mut placed: Vec<Transition> = Vec::with_capacity(old.len());
-    let has = |placed: &[Transition], s: PublicState| placed.iter().any(|t| t.new == s);
     for group in [Serving, LastSrv, Syncing, Waiting, Offline] {
         for t in old.iter().filter(|t| t.state == group) {
             let l = local(t.target);
-            let (new, row) = match group {
-                Serving if alive(l) || bug == Some(MgmtdBug::KeepFailedTarget) => {
-                    (Serving, Row::ServingStays)
-                }
-                Serving if Some(t.target) == last_srv_pick => {
-                    (LastSrv, Row::ServingDownBecomesLastSrv)
-                }
-                Serving => (Offline, Row::ServingDownNotFirst),
-                LastSrv if has(&placed, Serving) => (Offline, Row::LastSrvDeposed),
-                LastSrv if alive(l) => (Serving, Row::LastSrvReturns),
-                LastSrv => (LastSrv, Row::LastSrvWaits),
-                Syncing => match l {
-                    LocalState::UpToDate => (Serving, Row::SyncDone),
-                    LocalState::Online if bug == Some(MgmtdBug::PromoteBeforeSyncDone) => {
-                        (Serving, Row::SyncDone)
-                    }
-                    LocalState::Online if has(&placed, Serving) => (Syncing, Row::SyncingContinues),
-                    LocalState::Online => (Waiting, Row::SyncingLostSource),
-                    LocalState::Offline => (Offline, Row::SyncingDown),
-                },
-                Waiting | Offline => match l {
-                    LocalState::Online
-                        if has(&placed, Serving)
-                            && (!has(&placed, Syncing) || bug == Some(MgmtdBug::TwoSyncing)) =>
-                    {
-                        (Syncing, Row::StartSync)
-                    }
-                    LocalState::Online | LocalState::UpToDate => (Waiting, Row::Wait),
-                    LocalState::Offline => (Offline, Row::StaysDown),
-                },
-            };
+            let pick = Some(t.target) == last_srv_pick;
+            let (new, row) = next_state(group, l, pick, &placed, bug);
             placed.push(Transition {
                 target: t.target,
                 local: l,
@@ -180,24 +150,7 @@ pub fn generate_new_chain_avoiding(
             });
         }
     }
-    // Post-pass: a LASTSRV placed before a serving target was found (the serving one came from a
-    // later group) loses its status. Rows of failed SERVING targets are decided only now, when
-    // it is known whether another target serves.
-    if has(&placed, Serving) {
-        for t in placed.iter_mut() {
-            match (t.old, t.new) {
-                (Serving, LastSrv | Offline) => {
-                    t.new = Offline;
-                    t.row = Row::ServingDownOthersServe;
-                }
-                (_, LastSrv) => {
-                    t.new = Offline;
-                    t.row = Row::LastSrvDeposed;
-                }
-                _ => {}
-            }
-        }
-    }
+    depose_when_serving(&mut placed);
     placed.sort_by_key(|t| rank(t.new)); // Stable: chain order kept within each group.
     let new = placed
         .iter()
@@ -207,6 +160,76 @@ pub fn generate_new_chain_avoiding(
         })
         .collect();
     (new, placed)
+}
+
+/// Whether a target placed so far has public state `s`.
+fn has(placed: &[Transition], s: PublicState) -> bool {
+    placed.iter().any(|t| t.new == s)
+}
+
+/// The §2.6.1 table: the next public state of a target in `group` whose local state is `l`,
+/// given the targets `placed` before it (`pick`: it is the failed SERVING target chosen to
+/// become LASTSRV).
+fn next_state(
+    group: PublicState,
+    l: LocalState,
+    pick: bool,
+    placed: &[Transition],
+    bug: Option<MgmtdBug>,
+) -> (PublicState, Row) {
+    use PublicState::*;
+    match group {
+        Serving if alive(l) || bug == Some(MgmtdBug::KeepFailedTarget) => {
+            (Serving, Row::ServingStays)
+        }
+        Serving if pick => (LastSrv, Row::ServingDownBecomesLastSrv),
+        Serving => (Offline, Row::ServingDownNotFirst),
+        LastSrv if has(placed, Serving) => (Offline, Row::LastSrvDeposed),
+        LastSrv if alive(l) => (Serving, Row::LastSrvReturns),
+        LastSrv => (LastSrv, Row::LastSrvWaits),
+        Syncing => match l {
+            LocalState::UpToDate => (Serving, Row::SyncDone),
+            LocalState::Online if bug == Some(MgmtdBug::PromoteBeforeSyncDone) => {
+                (Serving, Row::SyncDone)
+            }
+            LocalState::Online if has(placed, Serving) => (Syncing, Row::SyncingContinues),
+            LocalState::Online => (Waiting, Row::SyncingLostSource),
+            LocalState::Offline => (Offline, Row::SyncingDown),
+        },
+        Waiting | Offline => match l {
+            LocalState::Online
+                if has(placed, Serving)
+                    && (!has(placed, Syncing) || bug == Some(MgmtdBug::TwoSyncing)) =>
+            {
+                (Syncing, Row::StartSync)
+            }
+            LocalState::Online | LocalState::UpToDate => (Waiting, Row::Wait),
+            LocalState::Offline => (Offline, Row::StaysDown),
+        },
+    }
+}
+
+/// Post-pass: a LASTSRV placed before a serving target was found (the serving one came from a
+/// later group) loses its status. Rows of failed SERVING targets are decided only now, when
+/// it is known whether another target serves.
+fn depose_when_serving(placed: &mut [Transition]) {
+    use PublicState::*;
+    if !has(placed, Serving) {
+        return;
+    }
+    for t in placed.iter_mut() {
+        match (t.old, t.new) {
+            (Serving, LastSrv | Offline) => {
+                t.new = Offline;
+                t.row = Row::ServingDownOthersServe;
+            }
+            (_, LastSrv) => {
+                t.new = Offline;
+                t.row = Row::LastSrvDeposed;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Checks the §2.6.1 invariants of one chain's public states: SERVING and LASTSRV never

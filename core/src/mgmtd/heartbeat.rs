@@ -28,6 +28,9 @@ impl Mgmtd {
         out.send(to, Msg::HeartbeatReply(HeartbeatReply { status }));
     }
 
+    /// A heartbeat from `from`: refused (with its reason), or accepted, recording the node's
+    /// target states and re-arming its deadline, and answered with a lease where storage leases
+    /// are on.
     pub(super) fn on_heartbeat(
         &mut self,
         now: Instant,
@@ -47,47 +50,9 @@ impl Mgmtd {
         let mut targets: Vec<TargetId> = hb.targets.iter().map(|t| t.target).collect();
         targets.sort();
         targets.dedup();
-        let last = p.nodes.get(&hb.node).map_or(0, |n| n.hb_version);
-        let status = if hb.node.0 == 0
-            || hb.node == me
-            || hb.node != from
-            || targets.len() != hb.targets.len()
-        {
-            Some(MgmtdStatus::Invalid)
-        } else if p.disabled.contains(&hb.node) {
-            Some(MgmtdStatus::Disabled)
-        } else if !p.nodes.contains_key(&hb.node) && p.nodes.len() >= crate::limits::MGMTD_NODES_MAX
-        {
-            Some(MgmtdStatus::Invalid)
-        } else if hb.hb_version <= last {
-            Some(MgmtdStatus::StaleHeartbeat { last })
-        } else if hb.timestamp.abs_diff(now.0) > window {
-            Some(MgmtdStatus::BadTimestamp)
-        } else {
-            None
-        };
+        let status = p.heartbeat_refusal(now, from, me, window, &hb, targets.len());
         if status == Some(MgmtdStatus::BadTimestamp) {
-            // The clocks disagree, maybe because mgmtd's own is off: the report's states are
-            // refused (3FS), but a fresh heartbeat still proves the node alive, and a target it
-            // reports OFFLINE is down whoever's clock is wrong. Without this, a primary whose
-            // clock stepped past the window heard only refusals, declared every node dead and
-            // made an emptied head LASTSRV (found by the swarm, seed 2849).
-            let rec = p.nodes.entry(hb.node).or_default();
-            rec.hb_version = hb.hb_version;
-            rec.connected = true;
-            *rec.clock_offset_ns = hb.timestamp as i64 - now.0 as i64;
-            for info in hb.targets.iter().filter(|i| i.state == LocalState::Offline) {
-                if let Some(chain) = p.routing.chain_of_target(info.target) {
-                    p.reported.insert(info.target);
-                    if info.fresh {
-                        p.fresh.insert(info.target);
-                    }
-                    if p.local.insert(info.target, LocalState::Offline) != Some(LocalState::Offline)
-                    {
-                        p.dirty.insert(chain.chain);
-                    }
-                }
-            }
+            p.note_alive_despite_clock(now, &hb);
             out.set_timer(
                 MgmtdTimer::HeartbeatDeadline(hb.node),
                 fail_after..fail_after,
@@ -97,42 +62,7 @@ impl Mgmtd {
             self.counters.heartbeats_refused += 1;
             return Self::reply_hb(out, from, status);
         }
-        let rec = p.nodes.entry(hb.node).or_default();
-        rec.hb_version = hb.hb_version;
-        rec.connected = true;
-        *rec.clock_offset_ns = hb.timestamp as i64 - now.0 as i64;
-        rec.reported.extend(targets.iter().copied());
-        let mut moved = Vec::new();
-        for info in &hb.targets {
-            let Some(chain) = p.routing.chain_of_target(info.target) else {
-                p.orphans.insert(info.target);
-                continue;
-            };
-            if ignore_stale
-                && info.chain_version != ChainVersion(0)
-                && info.chain_version < chain.version
-            {
-                continue; // A report made under an older chain: its state may predate the change.
-            }
-            let state = if p.admin_offline.contains(&info.target) {
-                LocalState::Offline
-            } else {
-                info.state
-            };
-            let old = p.local.insert(info.target, state);
-            p.reported.insert(info.target);
-            if info.fresh {
-                p.fresh.insert(info.target);
-            } else {
-                p.fresh.remove(&info.target);
-            }
-            if old != Some(state) {
-                p.dirty.insert(chain.chain);
-            }
-            if p.routing.node_of(info.target) != Some(hb.node) {
-                moved.push((info.target, hb.node));
-            }
-        }
+        let moved = p.accept_reports(now, &hb, &targets, ignore_stale);
         if !moved.is_empty() && !self.writer.has(|op| matches!(op, WriterOp::TargetNodes(_))) {
             self.writer.enqueue(WriterOp::TargetNodes(moved));
         }
@@ -145,22 +75,29 @@ impl Mgmtd {
         // echoes the sender's timestamp, from which the node's lease runs, and it is sent only
         // after the deadline above was re-armed (the order the lease argument needs).
         if self.cfg.storage_lease {
-            let routing = p.routing.version;
-            if self.demotion_pending(hb.node) {
-                // The exclusion may be published any moment now, long before `fail_after`
-                // has passed: a lease granted now would outlive it (seed 4000194). No answer
-                // grants nothing; the node's next heartbeat, after the commit, gets a lease
-                // bound to the routing version that excludes it (`storage/lease.rs`).
-                self.counters.leases_withheld += 1;
-                return;
-            }
-            let status = MgmtdStatus::Accepted {
-                hb_version: hb.hb_version,
-                timestamp: hb.timestamp,
-                routing,
-            };
-            Self::reply_hb(out, from, status);
+            self.grant_lease(from, &hb, out);
         }
+    }
+
+    /// Answers an accepted heartbeat from `from` with a storage lease, unless an exclusion of
+    /// its targets is pending.
+    fn grant_lease(&mut self, from: NodeId, hb: &Heartbeat, out: &mut Outbox<Self>) {
+        let p = self.primary.as_ref().expect("is_primary");
+        let routing = p.routing.version;
+        if self.demotion_pending(hb.node) {
+            // The exclusion may be published any moment now, long before `fail_after`
+            // has passed: a lease granted now would outlive it (seed 4000194). No answer
+            // grants nothing; the node's next heartbeat, after the commit, gets a lease
+            // bound to the routing version that excludes it (`storage/lease.rs`).
+            self.counters.leases_withheld += 1;
+            return;
+        }
+        let status = MgmtdStatus::Accepted {
+            hb_version: hb.hb_version,
+            timestamp: hb.timestamp,
+            routing,
+        };
+        Self::reply_hb(out, from, status);
     }
 
     /// Whether a chain update being committed (queued or running in the writer) takes one of
@@ -378,5 +315,109 @@ impl Mgmtd {
                 }
             }
         }
+    }
+}
+
+impl super::Primary {
+    /// Why the primary refuses `hb` from `from` (`unique` distinct targets in it), or `None`
+    /// to accept it.
+    fn heartbeat_refusal(
+        &self,
+        now: Instant,
+        from: NodeId,
+        me: NodeId,
+        window: u64,
+        hb: &Heartbeat,
+        unique: usize,
+    ) -> Option<MgmtdStatus> {
+        let last = self.nodes.get(&hb.node).map_or(0, |n| n.hb_version);
+        if hb.node.0 == 0 || hb.node == me || hb.node != from || unique != hb.targets.len() {
+            Some(MgmtdStatus::Invalid)
+        } else if self.disabled.contains(&hb.node) {
+            Some(MgmtdStatus::Disabled)
+        } else if !self.nodes.contains_key(&hb.node)
+            && self.nodes.len() >= crate::limits::MGMTD_NODES_MAX
+        {
+            Some(MgmtdStatus::Invalid)
+        } else if hb.hb_version <= last {
+            Some(MgmtdStatus::StaleHeartbeat { last })
+        } else if hb.timestamp.abs_diff(now.0) > window {
+            Some(MgmtdStatus::BadTimestamp)
+        } else {
+            None
+        }
+    }
+
+    /// A heartbeat refused for its timestamp. The clocks disagree, maybe because mgmtd's own is
+    /// off: the report's states are refused (3FS), but a fresh heartbeat still proves the node
+    /// alive, and a target it reports OFFLINE is down whoever's clock is wrong. Without this, a
+    /// primary whose clock stepped past the window heard only refusals, declared every node
+    /// dead and made an emptied head LASTSRV (found by the swarm, seed 2849).
+    fn note_alive_despite_clock(&mut self, now: Instant, hb: &Heartbeat) {
+        let rec = self.nodes.entry(hb.node).or_default();
+        rec.hb_version = hb.hb_version;
+        rec.connected = true;
+        *rec.clock_offset_ns = hb.timestamp as i64 - now.0 as i64;
+        for info in hb.targets.iter().filter(|i| i.state == LocalState::Offline) {
+            if let Some(chain) = self.routing.chain_of_target(info.target) {
+                self.reported.insert(info.target);
+                if info.fresh {
+                    self.fresh.insert(info.target);
+                }
+                if self.local.insert(info.target, LocalState::Offline) != Some(LocalState::Offline)
+                {
+                    self.dirty.insert(chain.chain);
+                }
+            }
+        }
+    }
+
+    /// Records an accepted heartbeat's node and target states (`targets`: its targets, sorted
+    /// and distinct); a changed state marks its chain dirty. Returns the targets routing places
+    /// on another node than the sender.
+    fn accept_reports(
+        &mut self,
+        now: Instant,
+        hb: &Heartbeat,
+        targets: &[TargetId],
+        ignore_stale: bool,
+    ) -> Vec<(TargetId, NodeId)> {
+        let rec = self.nodes.entry(hb.node).or_default();
+        rec.hb_version = hb.hb_version;
+        rec.connected = true;
+        *rec.clock_offset_ns = hb.timestamp as i64 - now.0 as i64;
+        rec.reported.extend(targets.iter().copied());
+        let mut moved = Vec::new();
+        for info in &hb.targets {
+            let Some(chain) = self.routing.chain_of_target(info.target) else {
+                self.orphans.insert(info.target);
+                continue;
+            };
+            if ignore_stale
+                && info.chain_version != ChainVersion(0)
+                && info.chain_version < chain.version
+            {
+                continue; // A report made under an older chain: its state may predate the change.
+            }
+            let state = if self.admin_offline.contains(&info.target) {
+                LocalState::Offline
+            } else {
+                info.state
+            };
+            let old = self.local.insert(info.target, state);
+            self.reported.insert(info.target);
+            if info.fresh {
+                self.fresh.insert(info.target);
+            } else {
+                self.fresh.remove(&info.target);
+            }
+            if old != Some(state) {
+                self.dirty.insert(chain.chain);
+            }
+            if self.routing.node_of(info.target) != Some(hb.node) {
+                moved.push((info.target, hb.node));
+            }
+        }
+        moved
     }
 }

@@ -347,6 +347,8 @@ impl Mgmtd {
         }
     }
 
+    /// The rows `op` writes, the ranges its transaction must not see change, and what it
+    /// planned; or why it writes nothing.
     #[allow(clippy::type_complexity)]
     fn plan(
         &mut self,
@@ -357,33 +359,101 @@ impl Mgmtd {
     ) -> Result<(Vec<Mutation>, Vec<KeyRange>, Planned), Abort> {
         let lease_row = values.first().and_then(Option::as_ref);
         if let WriterOp::ExtendLease = op {
-            let stored = match lease_row.map(|b| store::decode::<LeaseInfo>(b)) {
-                Some(Ok(l)) => Some(l),
-                Some(Err(_)) => {
-                    self.counters.corrupt_rows += 1;
-                    None // An unreadable lease row is overwritten like an absent one.
-                }
-                None => None,
-            };
-            let params = LeaseParams {
-                me: self.cfg.node,
-                release_version: self.cfg.release_version,
-                length: self.cfg.lease_length,
-                check_release_version: self.cfg.check_release_version,
-            };
-            return match lease::decide(stored, now, &params) {
-                LeaseDecision::Write(l) if !self.released => Ok((
-                    vec![Mutation::Set(LEASE_KEY.to_vec(), store::encode(&l))],
-                    vec![KeyRange::single(LEASE_KEY)],
-                    Planned::Lease(l),
-                )),
-                LeaseDecision::Write(_) => Err(Abort::Nothing),
-                LeaseDecision::Keep(l) => {
-                    self.on_lease(l);
-                    Err(Abort::Nothing)
-                }
-            };
+            return self.plan_lease(now, lease_row);
         }
+        let (next_rv, mut conflicts) = self.fence_routing_write(now, op, values)?;
+        let unfenced = self.cfg.bug == Some(MgmtdBug::UnfencedWrites);
+        let mut mutations = vec![Mutation::Set(
+            ROUTING_VERSION_KEY.to_vec(),
+            store::encode(&next_rv.0),
+        )];
+        let planned = match op {
+            WriterOp::ExtendLease => unreachable!("handled above"),
+            WriterOp::Load => self.plan_load(next_rv, ranges, &mut mutations),
+            WriterOp::Chains(chains) => {
+                let rows = (&mut mutations, &mut conflicts);
+                self.plan_chains(chains, values, next_rv, unfenced, rows)?
+            }
+            WriterOp::TargetNodes(list) => {
+                let p = self.primary.as_ref().ok_or(Abort::Deposed)?;
+                let mut next = (*p.routing).clone();
+                for (t, n) in list {
+                    mutations.push(Mutation::Set(store::target_key(*t), store::encode(n)));
+                    next.targets.insert(*t, *n);
+                }
+                next.version = next_rv;
+                Planned::routing(next)
+            }
+            WriterOp::Admin { call, .. } => {
+                let p = self.primary.as_ref().ok_or(Abort::Deposed)?;
+                let AdminPlan {
+                    mut next,
+                    rows,
+                    disabled,
+                    new_chains,
+                } = super::admin::plan(p, call).map_err(|e| match e {
+                    None => Abort::Nothing,
+                    Some(e) => Abort::Invalid(e),
+                })?;
+                mutations.extend(rows);
+                next.version = next_rv;
+                Planned::Routing {
+                    next,
+                    disabled,
+                    new_chains,
+                    load: false,
+                }
+            }
+        };
+        Ok((mutations, conflicts, planned))
+    }
+
+    /// Extending the lease: write the lease `lease::decide` chooses, or adopt the one stored.
+    #[allow(clippy::type_complexity)]
+    fn plan_lease(
+        &mut self,
+        now: Instant,
+        lease_row: Option<&Vec<u8>>,
+    ) -> Result<(Vec<Mutation>, Vec<KeyRange>, Planned), Abort> {
+        let stored = match lease_row.map(|b| store::decode::<LeaseInfo>(b)) {
+            Some(Ok(l)) => Some(l),
+            Some(Err(_)) => {
+                self.counters.corrupt_rows += 1;
+                None // An unreadable lease row is overwritten like an absent one.
+            }
+            None => None,
+        };
+        let params = LeaseParams {
+            me: self.cfg.node,
+            release_version: self.cfg.release_version,
+            length: self.cfg.lease_length,
+            check_release_version: self.cfg.check_release_version,
+        };
+        match lease::decide(stored, now, &params) {
+            LeaseDecision::Write(l) if !self.released => Ok((
+                vec![Mutation::Set(LEASE_KEY.to_vec(), store::encode(&l))],
+                vec![KeyRange::single(LEASE_KEY)],
+                Planned::Lease(l),
+            )),
+            LeaseDecision::Write(_) => Err(Abort::Nothing),
+            LeaseDecision::Keep(l) => {
+                self.on_lease(l);
+                Err(Abort::Nothing)
+            }
+        }
+    }
+
+    /// The fencing of every routing write: this tenure's lease is stored and valid, and the
+    /// stored routing version is the one this primary's routing was built on (a load takes
+    /// the stored one). Returns the routing version the write publishes and the ranges its
+    /// transaction conflicts on.
+    fn fence_routing_write(
+        &mut self,
+        now: Instant,
+        op: &WriterOp,
+        values: &[Option<Vec<u8>>],
+    ) -> Result<(RoutingVersion, Vec<KeyRange>), Abort> {
+        let lease_row = values.first().and_then(Option::as_ref);
         if !self.lease_valid(now, lease_row) {
             if let Some(Ok(l)) = lease_row.map(|b| store::decode::<LeaseInfo>(b)) {
                 self.lease = Some(l); // So callers are redirected to the real primary.
@@ -411,81 +481,63 @@ impl Mgmtd {
         if !unfenced && !matches!(op, WriterOp::Load) && stored_rv != base_rv {
             return Err(Abort::Stale);
         }
-        let next_rv = RoutingVersion(base_rv + 1);
-        let mut mutations = vec![Mutation::Set(
-            ROUTING_VERSION_KEY.to_vec(),
-            store::encode(&next_rv.0),
-        )];
-        let planned = match op {
-            WriterOp::ExtendLease => unreachable!("handled above"),
-            WriterOp::Load => {
-                let (mut next, disabled, corrupt) = store::load_rows(ranges);
-                self.counters.corrupt_rows += corrupt;
-                next.version = next_rv;
-                let me = self.cfg.node;
-                let row = NodeRow {
-                    disabled: disabled.contains(&me),
-                };
-                mutations.push(Mutation::Set(store::node_key(me), store::encode(&row)));
-                Planned::Routing {
-                    next,
-                    disabled: Some(disabled),
-                    new_chains: Vec::new(),
-                    load: true,
-                }
-            }
-            WriterOp::Chains(chains) => {
-                let mut next = (*p.routing).clone();
-                for (i, c) in chains.iter().enumerate() {
-                    let stored = values
-                        .get(2 + i)
-                        .and_then(Option::as_ref)
-                        .map(|b| store::decode_chain(b));
-                    let stored_version = match stored {
-                        Some(Ok(s)) => s.version.0,
-                        _ => 0,
-                    };
-                    if !unfenced && stored_version + 1 != c.version.0 {
-                        return Err(Abort::Stale);
-                    }
-                    conflicts.push(KeyRange::single(&store::chain_key(c.chain)));
-                    mutations.push(Mutation::Set(store::chain_key(c.chain), store::encode(c)));
-                    next.chains.insert(c.chain, c.clone());
-                }
-                self.counters.chain_updates += chains.len() as u64;
-                next.version = next_rv;
-                Planned::routing(next)
-            }
-            WriterOp::TargetNodes(list) => {
-                let mut next = (*p.routing).clone();
-                for (t, n) in list {
-                    mutations.push(Mutation::Set(store::target_key(*t), store::encode(n)));
-                    next.targets.insert(*t, *n);
-                }
-                next.version = next_rv;
-                Planned::routing(next)
-            }
-            WriterOp::Admin { call, .. } => {
-                let AdminPlan {
-                    mut next,
-                    rows,
-                    disabled,
-                    new_chains,
-                } = super::admin::plan(p, call).map_err(|e| match e {
-                    None => Abort::Nothing,
-                    Some(e) => Abort::Invalid(e),
-                })?;
-                mutations.extend(rows);
-                next.version = next_rv;
-                Planned::Routing {
-                    next,
-                    disabled,
-                    new_chains,
-                    load: false,
-                }
-            }
+        Ok((RoutingVersion(base_rv + 1), conflicts))
+    }
+
+    /// A new tenure's load: the routing as stored, and this node's own row.
+    fn plan_load(
+        &mut self,
+        next_rv: RoutingVersion,
+        ranges: &[Vec<(Vec<u8>, Vec<u8>)>],
+        mutations: &mut Vec<Mutation>,
+    ) -> Planned {
+        let (mut next, disabled, corrupt) = store::load_rows(ranges);
+        self.counters.corrupt_rows += corrupt;
+        next.version = next_rv;
+        let me = self.cfg.node;
+        let row = NodeRow {
+            disabled: disabled.contains(&me),
         };
-        Ok((mutations, conflicts, planned))
+        mutations.push(Mutation::Set(store::node_key(me), store::encode(&row)));
+        Planned::Routing {
+            next,
+            disabled: Some(disabled),
+            new_chains: Vec::new(),
+            load: true,
+        }
+    }
+
+    /// Chain updates: each stored chain must be one version behind its update (else another
+    /// writer got there first).
+    fn plan_chains(
+        &mut self,
+        chains: &[ChainInfo],
+        values: &[Option<Vec<u8>>],
+        next_rv: RoutingVersion,
+        unfenced: bool,
+        (mutations, conflicts): (&mut Vec<Mutation>, &mut Vec<KeyRange>),
+    ) -> Result<Planned, Abort> {
+        let p = self.primary.as_ref().ok_or(Abort::Deposed)?;
+        let mut next = (*p.routing).clone();
+        for (i, c) in chains.iter().enumerate() {
+            let stored = values
+                .get(2 + i)
+                .and_then(Option::as_ref)
+                .map(|b| store::decode_chain(b));
+            let stored_version = match stored {
+                Some(Ok(s)) => s.version.0,
+                _ => 0,
+            };
+            if !unfenced && stored_version + 1 != c.version.0 {
+                return Err(Abort::Stale);
+            }
+            conflicts.push(KeyRange::single(&store::chain_key(c.chain)));
+            mutations.push(Mutation::Set(store::chain_key(c.chain), store::encode(c)));
+            next.chains.insert(c.chain, c.clone());
+        }
+        self.counters.chain_updates += chains.len() as u64;
+        next.version = next_rv;
+        Ok(Planned::routing(next))
     }
 
     /// Adopts a lease row: a new tenure of mine starts a load; another holder ends mine.

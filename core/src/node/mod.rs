@@ -305,7 +305,8 @@ fn run<M: Machine<Msg = Msg>>(
 
 /// The exactly-once and meta identity of incarnation `inc` of client node `node`: a restarted
 /// client is a new client, so storage's exactly-once records (keyed by client, channel and
-/// seqnum) never meet a reused sequence.
+/// seqnum) never meet a reused sequence. For node ids below 2³² (servers, simulated clients):
+/// a real client draws its `ClientId` at random instead (`t3fs_real::client`).
 pub fn client_id(node: NodeId, inc: u64) -> ClientId {
-    ClientId(u64::from(node.0) | inc << 32)
+    ClientId(node.0 | inc << 32)
 }

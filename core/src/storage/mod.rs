@@ -27,7 +27,9 @@
 //! tables, [`no_space`] the updates refused for want of space.
 
 pub mod chunk_lock;
+mod commit;
 pub mod exactly_once;
+mod forward;
 pub mod lease;
 pub mod no_space;
 mod query;

@@ -196,24 +196,7 @@ impl StorageNode {
     /// Applies the §2.6.2 rules after a routing change (`old` → current).
     pub(super) fn after_routing(&mut self, old: &RoutingInfo, out: &mut Outbox<Self>) {
         let mut changed = false;
-        let states: Vec<(
-            TargetId,
-            Option<PublicState>,
-            Option<PublicState>,
-            ChainVersion,
-        )> = self
-            .targets
-            .keys()
-            .map(|&t| {
-                let now = self.routing.chain_of_target(t);
-                (
-                    t,
-                    old.chain_of_target(t).and_then(|c| c.state_of(t)),
-                    now.and_then(|c| c.state_of(t)),
-                    now.map_or(ChainVersion(0), |c| c.version),
-                )
-            })
-            .collect();
+        let states = self.public_states(old);
         if self.booting {
             let down = |s: &Option<PublicState>| {
                 !matches!(
@@ -227,69 +210,107 @@ impl StorageNode {
             }
         }
         for (target, old_public, public, chain_version) in states {
-            let t = self.targets.get_mut(&target).expect("hosted target");
             if self.booting {
                 continue;
             }
-            let before = t.local_state;
-            match (t.local_state, public) {
-                (LocalState::Online, Some(PublicState::Serving)) => {
-                    t.local_state = LocalState::UpToDate
-                }
-                (
-                    LocalState::UpToDate,
-                    Some(PublicState::Offline | PublicState::LastSrv | PublicState::Waiting),
-                ) => t.local_state = LocalState::Online,
-                // A sync round vouches for one chain version: a later SYNCING view means a new
-                // round (maybe a new predecessor) must run before mgmtd may promote the target.
-                (LocalState::UpToDate, Some(PublicState::Syncing))
-                    if t.synced_at != Some(chain_version) =>
-                {
-                    t.local_state = LocalState::Online
-                }
-                _ => {}
-            }
-            if public != Some(PublicState::Syncing) {
-                t.synced_at = None;
-            }
-            if public == Some(PublicState::Serving) {
-                t.fresh = false; // Whatever it holds now is what the chain serves.
-            }
-            if t.disk_error {
-                t.local_state = LocalState::Offline;
-            }
-            if before == LocalState::UpToDate && t.local_state != LocalState::UpToDate {
-                // Out of SERVING: updates running here may no longer forward or commit, even if
-                // the target is SERVING again by the time their disk I/O ends (write.rs).
-                t.locks
-                    .running_iter_mut()
-                    .filter(|r| !r.sync_item && !r.waiter.req.is_syncing)
-                    .for_each(|r| r.displaced = true);
-            }
-            changed |= before != t.local_state;
-            // mgmtd holds the target down while it is up (a false suspicion, or a report that
-            // crossed a chain change): report again rather than wait for the next period.
-            let held_down = matches!(public, Some(PublicState::Offline | PublicState::LastSrv));
-            changed |= held_down && t.local_state != LocalState::Offline && old_public != public;
-            let leaves_lastsrv = old_public == Some(PublicState::LastSrv)
-                && matches!(
-                    public,
-                    Some(PublicState::Serving | PublicState::Syncing | PublicState::Waiting)
-                );
-            if leaves_lastsrv {
-                if public == Some(PublicState::Serving) {
-                    // Back from LASTSRV the target is the chain's authority again (§3.5 #8
-                    // commits what it holds): its running updates go on, as if never displaced.
-                    let t = self.targets.get_mut(&target).expect("hosted target");
-                    t.locks.running_iter_mut().for_each(|r| r.displaced = false);
-                }
-                self.force_commit_pending(target, chain_version, out);
-            }
+            changed |= self.follow_public_state(target, (old_public, public), chain_version, out);
         }
         if changed {
             self.send_heartbeat(out);
         }
         self.maybe_start_resyncs(out);
+    }
+
+    /// Every hosted target with its public state before and after a routing change, and its
+    /// chain's version now.
+    #[allow(clippy::type_complexity)]
+    fn public_states(
+        &self,
+        old: &RoutingInfo,
+    ) -> Vec<(
+        TargetId,
+        Option<PublicState>,
+        Option<PublicState>,
+        ChainVersion,
+    )> {
+        self.targets
+            .keys()
+            .map(|&t| {
+                let now = self.routing.chain_of_target(t);
+                (
+                    t,
+                    old.chain_of_target(t).and_then(|c| c.state_of(t)),
+                    now.and_then(|c| c.state_of(t)),
+                    now.map_or(ChainVersion(0), |c| c.version),
+                )
+            })
+            .collect()
+    }
+
+    /// Moves `target`'s local state after its public state went from `old_public` to `public`
+    /// (at `chain_version`). Returns whether mgmtd should hear from this node at once.
+    fn follow_public_state(
+        &mut self,
+        target: TargetId,
+        (old_public, public): (Option<PublicState>, Option<PublicState>),
+        chain_version: ChainVersion,
+        out: &mut Outbox<Self>,
+    ) -> bool {
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let before = t.local_state;
+        match (t.local_state, public) {
+            (LocalState::Online, Some(PublicState::Serving)) => {
+                t.local_state = LocalState::UpToDate
+            }
+            (
+                LocalState::UpToDate,
+                Some(PublicState::Offline | PublicState::LastSrv | PublicState::Waiting),
+            ) => t.local_state = LocalState::Online,
+            // A sync round vouches for one chain version: a later SYNCING view means a new
+            // round (maybe a new predecessor) must run before mgmtd may promote the target.
+            (LocalState::UpToDate, Some(PublicState::Syncing))
+                if t.synced_at != Some(chain_version) =>
+            {
+                t.local_state = LocalState::Online
+            }
+            _ => {}
+        }
+        if public != Some(PublicState::Syncing) {
+            t.synced_at = None;
+        }
+        if public == Some(PublicState::Serving) {
+            t.fresh = false; // Whatever it holds now is what the chain serves.
+        }
+        if t.disk_error {
+            t.local_state = LocalState::Offline;
+        }
+        if before == LocalState::UpToDate && t.local_state != LocalState::UpToDate {
+            // Out of SERVING: updates running here may no longer forward or commit, even if
+            // the target is SERVING again by the time their disk I/O ends (write.rs).
+            t.locks
+                .running_iter_mut()
+                .filter(|r| !r.sync_item && !r.waiter.req.is_syncing)
+                .for_each(|r| r.displaced = true);
+        }
+        let mut changed = before != t.local_state;
+        // mgmtd holds the target down while it is up (a false suspicion, or a report that
+        // crossed a chain change): report again rather than wait for the next period.
+        let held_down = matches!(public, Some(PublicState::Offline | PublicState::LastSrv));
+        changed |= held_down && t.local_state != LocalState::Offline && old_public != public;
+        let leaves_lastsrv = old_public == Some(PublicState::LastSrv)
+            && matches!(
+                public,
+                Some(PublicState::Serving | PublicState::Syncing | PublicState::Waiting)
+            );
+        if leaves_lastsrv {
+            if public == Some(PublicState::Serving) {
+                // Back from LASTSRV the target is the chain's authority again (§3.5 #8
+                // commits what it holds): its running updates go on, as if never displaced.
+                t.locks.running_iter_mut().for_each(|r| r.displaced = false);
+            }
+            self.force_commit_pending(target, chain_version, out);
+        }
+        changed
     }
 
     /// §3.5 #8: pending versions on a target leaving LASTSRV are committed with the new chain

@@ -1,6 +1,8 @@
 //! The update path of a target (3FS §3.2, §3.5): admission, per-chunk lock, local update to the
 //! pending version, forwarding to the successor with retries that re-resolve the successor under
-//! the current routing, commit tail to head, and replies upstream.
+//! the current routing (`forward.rs`), commit tail to head and replies upstream (`commit.rs`).
+//! This file holds the shared types (`Waiter`, `Phase`, `Running`), admission and the local
+//! update.
 //!
 //! Version rule (new chunk engine): the head assigns `committed + 1`; a successor given an
 //! explicit version `u` treats `u <= committed` as already committed (success, no-op), applies
@@ -32,13 +34,13 @@ use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind, UpdateTag};
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId, VersionedChain};
 use crate::limits::CHUNK_SIZE_MAX;
-use crate::machine::{ActionOf, Outbox};
+use crate::machine::Outbox;
 use crate::msg::{Msg, Status, UpdateReply, UpdateReq, UpdateResult};
 use crate::routing::PublicState;
 use crate::storage::chunk_lock::Enqueue;
 use crate::storage::exactly_once::Admission;
 use crate::storage::resync::SYNC_CHANNEL;
-use crate::storage::{IoPurpose, StorageNode, StorageTimer};
+use crate::storage::{IoPurpose, StorageNode};
 
 /// An update waiting for (or holding) a chunk lock: who sent it and what it is.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -102,6 +104,20 @@ pub struct Running {
 }
 
 impl Running {
+    /// A fresh running update in `phase`: no retries yet, nothing answered.
+    pub fn new(waiter: Waiter, version: ChunkVersion, phase: Phase) -> Self {
+        Running {
+            waiter,
+            version,
+            phase,
+            retries: 0,
+            pending_checksum: 0,
+            acked: false,
+            sync_item: false,
+            displaced: false,
+        }
+    }
+
     /// The chunk.
     pub fn chunk(&self) -> ChunkId {
         self.waiter.req.chunk
@@ -117,7 +133,7 @@ fn result_of(meta: &ChunkMeta) -> UpdateResult {
     }
 }
 
-fn reply(
+pub(super) fn reply(
     out: &mut Outbox<StorageNode>,
     to: NodeId,
     req: &UpdateReq,
@@ -167,70 +183,18 @@ impl StorageNode {
         from_client: bool,
         out: &mut Outbox<Self>,
     ) {
-        let (now, horizon) = (*self.now, self.cfg.retry_horizon);
-        if !validate(&req, from_client) {
-            return reply(out, from, &req, Status::InvalidRequest, None);
-        }
-        let view = match self.admit_chain(req.chain) {
-            Ok(view) => view,
+        let target = match self.update_target(from, &req, from_client, out) {
+            Ok(target) => target,
             Err(status) => return reply(out, from, &req, status, None),
         };
-        let target = view.target;
-        if !self.local_ready(target, view.state) {
-            return reply(out, from, &req, Status::TargetNotServing, None);
+        if !self.admit_tag(target, from, &req, from_client, out) {
+            return;
         }
-        if !self.leased(out) {
-            return reply(out, from, &req, Status::NoLease, None);
-        }
-        if from_client {
-            if !view.is_head {
-                return reply(out, from, &req, Status::NotHead, None);
-            }
-        } else if !self.from_predecessor(from, req.chain, target) {
-            // Only the chain predecessor at this chain version forwards to this target: anyone
-            // else (a confused or forging peer) would write versions the chain never ordered.
-            self.counters.updates_from_stranger += 1;
-            return reply(out, from, &req, Status::InvalidRequest, None);
-        } else if req.is_syncing && view.state != PublicState::Syncing {
-            // Full-chunk replaces are only for a SYNCING target; anything else is a stale sender.
-            return reply(out, from, &req, Status::TargetNotServing, None);
-        } else if !view.state.in_write_path() {
-            return reply(out, from, &req, Status::TargetNotServing, None);
-        }
-        if payload_checksum(&req.kind) != req.checksum {
-            return reply(out, from, &req, Status::ChecksumMismatch, None);
-        }
-        // Resync items are idempotent full-chunk installs: never cached.
-        let skip_filter =
-            self.bug(PlantedBug::ReplayAppliedTwice) || req.tag.channel == SYNC_CHANNEL;
+        let now = *self.now;
         let t = self
             .targets
             .get_mut(&target)
             .expect("local_view returns hosted targets");
-        if !skip_filter {
-            match t.channels.admit(&req.tag, now, horizon) {
-                Admission::Execute => {}
-                Admission::Cached(result) => {
-                    self.counters.cached_replies += 1;
-                    return reply(out, from, &req, Status::Ok, Some(result));
-                }
-                Admission::Locked => return reply(out, from, &req, Status::ChannelLocked, None),
-                Admission::Full => {
-                    self.counters.channels_full += 1;
-                    return reply(out, from, &req, Status::Busy, None);
-                }
-                // A forwarded update carries its explicit version, and the version checks make
-                // its replay safe; the channel may have moved on because the client gave up and
-                // reused it while this update was still being re-forwarded (a predecessor retries
-                // until the chain answers). Answering DuplicateUpdate there would make the
-                // predecessor abandon a version this replica may already have committed (the
-                // swarm found replicas diverging that way), so only client writes are refused.
-                Admission::Duplicate if !from_client => {}
-                Admission::Duplicate => {
-                    return reply(out, from, &req, Status::DuplicateUpdate, None)
-                }
-            }
-        }
         let chunk = req.chunk;
         match t.locks.enqueue(
             chunk,
@@ -251,24 +215,153 @@ impl StorageNode {
         }
     }
 
+    /// The target an arriving update is for, or the status that refuses it: the request, its
+    /// chain version, the target's state, the storage lease, the head (for a client write) or
+    /// the chain predecessor (for a forwarded one), and the payload's checksum.
+    fn update_target(
+        &mut self,
+        from: NodeId,
+        req: &UpdateReq,
+        from_client: bool,
+        out: &mut Outbox<Self>,
+    ) -> Result<TargetId, Status> {
+        if !validate(req, from_client) {
+            return Err(Status::InvalidRequest);
+        }
+        let view = self.admit_chain(req.chain)?;
+        let target = view.target;
+        if !self.local_ready(target, view.state) {
+            return Err(Status::TargetNotServing);
+        }
+        if !self.leased(out) {
+            return Err(Status::NoLease);
+        }
+        if from_client {
+            if !view.is_head {
+                return Err(Status::NotHead);
+            }
+        } else if !self.from_predecessor(from, req.chain, target) {
+            // Only the chain predecessor at this chain version forwards to this target: anyone
+            // else (a confused or forging peer) would write versions the chain never ordered.
+            self.counters.updates_from_stranger += 1;
+            return Err(Status::InvalidRequest);
+        } else if req.is_syncing && view.state != PublicState::Syncing {
+            // Full-chunk replaces are only for a SYNCING target; anything else is a stale sender.
+            return Err(Status::TargetNotServing);
+        } else if !view.state.in_write_path() {
+            return Err(Status::TargetNotServing);
+        }
+        if payload_checksum(&req.kind) != req.checksum {
+            return Err(Status::ChecksumMismatch);
+        }
+        Ok(target)
+    }
+
+    /// The exactly-once filter: whether the update runs; if not, it was answered (from the
+    /// record of an earlier run, or refused).
+    fn admit_tag(
+        &mut self,
+        target: TargetId,
+        from: NodeId,
+        req: &UpdateReq,
+        from_client: bool,
+        out: &mut Outbox<Self>,
+    ) -> bool {
+        let (now, horizon) = (*self.now, self.cfg.retry_horizon);
+        // Resync items are idempotent full-chunk installs: never cached.
+        let skip_filter =
+            self.bug(PlantedBug::ReplayAppliedTwice) || req.tag.channel == SYNC_CHANNEL;
+        if skip_filter {
+            return true;
+        }
+        let t = self
+            .targets
+            .get_mut(&target)
+            .expect("local_view returns hosted targets");
+        let status = match t.channels.admit(&req.tag, now, horizon) {
+            Admission::Execute => return true,
+            Admission::Cached(result) => {
+                self.counters.cached_replies += 1;
+                reply(out, from, req, Status::Ok, Some(result));
+                return false;
+            }
+            Admission::Locked => Status::ChannelLocked,
+            Admission::Full => {
+                self.counters.channels_full += 1;
+                Status::Busy
+            }
+            // A forwarded update carries its explicit version, and the version checks make
+            // its replay safe; the channel may have moved on because the client gave up and
+            // reused it while this update was still being re-forwarded (a predecessor retries
+            // until the chain answers). Answering DuplicateUpdate there would make the
+            // predecessor abandon a version this replica may already have committed (the
+            // swarm found replicas diverging that way), so only client writes are refused.
+            Admission::Duplicate if !from_client => return true,
+            Admission::Duplicate => Status::DuplicateUpdate,
+        };
+        reply(out, from, req, status, None);
+        false
+    }
+
     /// Takes the chunk lock for `w` and starts its local update. Returns false if `w` was
     /// answered without taking the lock (so the caller may start the next waiter).
     fn start_update(&mut self, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
-        let now = *self.now;
         if w.from == self.cfg.node && w.req.tag.channel == SYNC_CHANNEL {
-            // This node's own resync item reached the front of the chunk's queue. Its round may
-            // have ended or been replaced while it waited (a chain change, a timeout): then it
-            // is dropped, since the round it belonged to no longer expects it (the mgmtd model
-            // found the node panicking here).
-            if !self.sync_item_awaited(target, &w) {
-                return false;
-            }
-            if self.start_sync_item(target, w, out) {
-                return true;
-            }
-            self.next_sync_item(target, out);
+            return self.start_own_sync_item(target, w, out);
+        }
+        let Some(current) = self.recheck_under_lock(target, &w, out) else {
+            return false;
+        };
+        if w.req.is_syncing {
+            return self.start_install(target, w, current, out);
+        }
+        let Some(version) = self.version_to_write(target, &w, current, out) else {
+            return false;
+        };
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let chunk = w.req.chunk;
+        let kind = w.req.kind.clone();
+        let tag = (w.req.tag.channel != SYNC_CHANNEL).then(|| UpdateTag::from(&w.req.tag));
+        t.locks
+            .lock(chunk, Running::new(w, version, Phase::Updating));
+        self.submit(
+            out,
+            IoPurpose::Update { target, chunk },
+            ChunkOp::Update {
+                chunk,
+                version,
+                kind,
+                tag,
+            },
+        );
+        true
+    }
+
+    /// This node's own resync item reached the front of the chunk's queue. Its round may have
+    /// ended or been replaced while it waited (a chain change, a timeout): then it is dropped,
+    /// since the round it belonged to no longer expects it (the mgmtd model found the node
+    /// panicking here).
+    fn start_own_sync_item(&mut self, target: TargetId, w: Waiter, out: &mut Outbox<Self>) -> bool {
+        if !self.sync_item_awaited(target, &w) {
             return false;
         }
+        if self.start_sync_item(target, w, out) {
+            return true;
+        }
+        self.next_sync_item(target, out);
+        false
+    }
+
+    /// Checks `w` again now that it holds the chunk's turn: routing may have moved while it was
+    /// queued, and a copy of an update this replica refused for want of space must stay
+    /// refused. Returns the chunk as committed here, or `None` once `w` is answered.
+    fn recheck_under_lock(
+        &mut self,
+        target: TargetId,
+        w: &Waiter,
+        out: &mut Outbox<Self>,
+    ) -> Option<UpdateResult> {
+        let now = *self.now;
         let skip_version = self.bug(PlantedBug::SkipChainVersionCheck);
         let horizon = self.cfg.retry_horizon;
         let current = self.local_view(w.req.chain.chain).map(|v| v.version);
@@ -281,7 +374,7 @@ impl StorageNode {
                 None => Status::NoTarget,
             };
             reply(out, w.from, &w.req, status, None);
-            return false;
+            return None;
         }
         // The chunk as committed here, by value: only these four fields decide (and its whole
         // meta, with its exactly-once records, is not worth a copy per update).
@@ -296,104 +389,90 @@ impl StorageNode {
             self.counters.no_space += 1;
             t.channels.finish(&w.req.tag, None, now);
             reply(out, w.from, &w.req, Status::NoSpace, None);
+            return None;
+        }
+        Some(current)
+    }
+
+    /// SYNCING successor: installs the predecessor's full chunk at its version, committed.
+    /// Returns false if `w` was answered without taking the lock.
+    fn start_install(
+        &mut self,
+        target: TargetId,
+        w: Waiter,
+        current: UpdateResult,
+        out: &mut Outbox<Self>,
+    ) -> bool {
+        let now = *self.now;
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let (chunk, version) = (w.req.chunk, w.req.update_version);
+        // Within one chain version the predecessor ships a chunk's versions in increasing
+        // order, so a full chunk older than what this replica committed at the same chain
+        // version is a late duplicate (a retry or a spiked frame): installing it would roll
+        // the chunk back below an acknowledged write (found by the swarm, seed 2859). It is
+        // answered with the chunk as it is; a predecessor still waiting for exactly that
+        // version sees the mismatch and treats it as the divergence it would be. Removes
+        // (version 0) and installs from an older chain version keep the §3.6 semantics: the
+        // predecessor is authoritative.
+        let stale = w.req.kind != UpdateKind::Remove
+            && version < current.commit_version
+            && current.commit_chain_version == w.req.chain.version;
+        if stale {
+            self.counters.stale_installs += 1;
+            let result = current;
+            t.channels.finish(&w.req.tag, None, now);
+            reply(out, w.from, &w.req, Status::Ok, Some(result));
             return false;
         }
-        if w.req.is_syncing {
-            // SYNCING successor: install the predecessor's full chunk at its version, committed.
-            let (chunk, version) = (w.req.chunk, w.req.update_version);
-            // Within one chain version the predecessor ships a chunk's versions in increasing
-            // order, so a full chunk older than what this replica committed at the same chain
-            // version is a late duplicate (a retry or a spiked frame): installing it would roll
-            // the chunk back below an acknowledged write (found by the swarm, seed 2859). It is
-            // answered with the chunk as it is; a predecessor still waiting for exactly that
-            // version sees the mismatch and treats it as the divergence it would be. Removes
-            // (version 0) and installs from an older chain version keep the §3.6 semantics: the
-            // predecessor is authoritative.
-            let stale = w.req.kind != UpdateKind::Remove
-                && version < current.commit_version
-                && current.commit_chain_version == w.req.chain.version;
-            if stale {
-                self.counters.stale_installs += 1;
-                let result = current;
-                t.channels.finish(&w.req.tag, None, now);
-                reply(out, w.from, &w.req, Status::Ok, Some(result));
-                return false;
-            }
-            let data = match &w.req.kind {
-                UpdateKind::Replace { data } => Some(data.clone()),
-                _ => None,
-            };
-            let chain_version = w.req.chain.version;
-            let op = ChunkOp::Install {
-                chunk,
-                version,
-                chain_version,
-                data,
-            };
-            t.locks.lock(
-                chunk,
-                Running {
-                    waiter: w,
-                    version,
-                    phase: Phase::Committing { chain_version },
-                    retries: 0,
-                    pending_checksum: 0,
-                    acked: false,
-                    sync_item: false,
-                    displaced: false,
-                },
-            );
-            self.submit(out, IoPurpose::Commit { target, chunk }, op);
-            return true;
-        }
-        let version = if w.from_client {
-            current.commit_version.next()
-        } else {
-            let u = w.req.update_version;
-            if u <= current.commit_version {
-                // Already committed here (a replay through another path, §3.5 #4): success. The
-                // result describes the chunk, not this update, so it is not cached: a later update
-                // with the same tag at another version must be judged afresh, never answered with
-                // a version it did not write.
-                let result = current;
-                t.channels.finish(&w.req.tag, None, now);
-                reply(out, w.from, &w.req, Status::Ok, Some(result));
-                return false;
-            }
-            if u > current.commit_version.next() {
-                t.channels.finish(&w.req.tag, None, now);
-                reply(out, w.from, &w.req, Status::MissingUpdate, None);
-                return false;
-            }
-            u
+        let data = match &w.req.kind {
+            UpdateKind::Replace { data } => Some(data.clone()),
+            _ => None,
         };
-        let chunk = w.req.chunk;
-        let kind = w.req.kind.clone();
-        let tag = (w.req.tag.channel != SYNC_CHANNEL).then(|| UpdateTag::from(&w.req.tag));
-        t.locks.lock(
+        let chain_version = w.req.chain.version;
+        let op = ChunkOp::Install {
             chunk,
-            Running {
-                waiter: w,
-                version,
-                phase: Phase::Updating,
-                retries: 0,
-                pending_checksum: 0,
-                acked: false,
-                sync_item: false,
-                displaced: false,
-            },
-        );
-        self.submit(
-            out,
-            IoPurpose::Update { target, chunk },
-            ChunkOp::Update {
-                chunk,
-                version,
-                kind,
-                tag,
-            },
-        );
+            version,
+            chain_version,
+            data,
+        };
+        let phase = Phase::Committing { chain_version };
+        t.locks.lock(chunk, Running::new(w, version, phase));
+        self.submit(out, IoPurpose::Commit { target, chunk }, op);
         true
+    }
+
+    /// The pending version `w` writes: `committed + 1` at the head; at a successor the version
+    /// it carries, unless that is committed here already (answered Ok) or skips one (answered
+    /// `MissingUpdate`), in which case `None` once `w` is answered.
+    fn version_to_write(
+        &mut self,
+        target: TargetId,
+        w: &Waiter,
+        current: UpdateResult,
+        out: &mut Outbox<Self>,
+    ) -> Option<ChunkVersion> {
+        if w.from_client {
+            return Some(current.commit_version.next());
+        }
+        let now = *self.now;
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let u = w.req.update_version;
+        if u <= current.commit_version {
+            // Already committed here (a replay through another path, §3.5 #4): success. The
+            // result describes the chunk, not this update, so it is not cached: a later update
+            // with the same tag at another version must be judged afresh, never answered with
+            // a version it did not write.
+            let result = current;
+            t.channels.finish(&w.req.tag, None, now);
+            reply(out, w.from, &w.req, Status::Ok, Some(result));
+            return None;
+        }
+        if u > current.commit_version.next() {
+            t.channels.finish(&w.req.tag, None, now);
+            reply(out, w.from, &w.req, Status::MissingUpdate, None);
+            return None;
+        }
+        Some(u)
     }
 
     pub(super) fn update_done(
@@ -429,236 +508,6 @@ impl StorageNode {
         }
     }
 
-    /// Sends the running update to the successor under the current routing, or commits it
-    /// locally if this target is now the tail (§3.5 #1: a predecessor left without a successor
-    /// commits as tail).
-    pub(super) fn forward(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
-        let chain = self
-            .chain_of
-            .get(&target)
-            .and_then(|c| self.routing.chain(*c));
-        let Some(chain) = chain else {
-            return self.fail_running(target, chunk, Status::NoTarget, out);
-        };
-        if self.left_serving(target, chunk, Some(chain)) {
-            // This target left SERVING since the update was admitted (taken OFFLINE, maybe back
-            // as SYNCING or SERVING already: a suspected head whose disk answered late, found
-            // by the mgmtd model). It must not commit as the tail of a chain whose SERVING
-            // replicas never saw the update, nor forward it (a SYNCING replica takes only its
-            // predecessor's full chunks). What is left is safe: the client retries with the
-            // same tag at the new head, whose exactly-once record answers if a successor had
-            // committed the update; the pending version left here is shipped over by the
-            // resync this target goes through (it ships any chunk pending on either side), or,
-            // if the resync's snapshot came before it landed, replaced by the chunk's next
-            // update, and until then it is never read as committed. A target back from
-            // LASTSRV is not displaced: §3.5 #8 commits what it holds (target_state.rs).
-            return self.fail_running(target, chunk, Status::TargetNotServing, out);
-        }
-        let (versioned, successor) = (chain.versioned(), chain.successor_of(target));
-        let succ_node = successor.and_then(|s| self.routing.node_of(s.target));
-        let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
-        let tail_ack_early = self.bug(PlantedBug::TailAckBeforeCommit);
-        let timeout = self.cfg.forward_timeout.clone();
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        let running = t
-            .locks
-            .running_mut(chunk)
-            .expect("forward of a running update");
-        let timer = StorageTimer::ForwardRetry { target, chunk };
-        match (successor, succ_node) {
-            (None, _) => {
-                // Tail: commit locally, recording the current chain version.
-                running.phase = Phase::Committing {
-                    chain_version: versioned.version,
-                };
-                let version = running.version;
-                if tail_ack_early {
-                    running.acked = true;
-                    let pending = t
-                        .chunks
-                        .get(&chunk)
-                        .and_then(|m| m.pending.clone())
-                        .unwrap_or_default();
-                    let result = UpdateResult {
-                        commit_version: version,
-                        commit_chain_version: versioned.version,
-                        len: pending.len,
-                        checksum: pending.checksum,
-                    };
-                    let w = running.waiter.clone();
-                    reply(out, w.from, &w.req, Status::Ok, Some(result));
-                }
-                out.push(ActionOf::CancelTimer(timer));
-                let op = ChunkOp::Commit {
-                    chunk,
-                    version,
-                    chain_version: versioned.version,
-                };
-                self.submit(out, IoPurpose::Commit { target, chunk }, op);
-            }
-            (Some(succ), Some(_)) if succ.state == PublicState::Syncing && !commit_early => {
-                // §3.5 #5: ship the whole chunk, pending version included.
-                running.phase = Phase::ReadingFull;
-                let op = ChunkOp::Read {
-                    chunk,
-                    offset: 0,
-                    len: running.waiter.req.chunk_size,
-                    uncommitted: true,
-                    unverified: false,
-                };
-                out.push(ActionOf::CancelTimer(timer));
-                self.submit(out, IoPurpose::FullRead { target, chunk }, op);
-            }
-            (Some(succ), Some(node)) => {
-                let req = &running.waiter.req;
-                let fwd = UpdateReq {
-                    tag: req.tag,
-                    chain: versioned,
-                    chunk,
-                    kind: req.kind.clone(),
-                    chunk_size: req.chunk_size,
-                    update_version: running.version,
-                    checksum: req.checksum,
-                    retry: running.retries,
-                    is_syncing: false,
-                };
-                out.send(node, Msg::Update(fwd));
-                if commit_early {
-                    running.phase = Phase::Committing {
-                        chain_version: versioned.version,
-                    };
-                    let op = ChunkOp::Commit {
-                        chunk,
-                        version: running.version,
-                        chain_version: versioned.version,
-                    };
-                    self.submit(out, IoPurpose::Commit { target, chunk }, op);
-                } else {
-                    running.phase = Phase::Forwarding {
-                        successor: succ.target,
-                        chain_version: versioned.version,
-                    };
-                    if let Some(timeout) = timeout {
-                        out.set_timer(timer, timeout);
-                    }
-                }
-            }
-            (Some(succ), None) => {
-                // Routing names a successor without a node: wait for newer routing (a routing
-                // change re-forwards; the timeout too, when configured).
-                running.phase = Phase::Forwarding {
-                    successor: succ.target,
-                    chain_version: versioned.version,
-                };
-                if let Some(timeout) = timeout {
-                    out.set_timer(timer, timeout);
-                }
-            }
-        }
-    }
-
-    /// Whether the update running on `chunk` of `target` may no longer forward or commit: its
-    /// target left SERVING since it was admitted (displaced), or is not SERVING in `chain`.
-    /// Sync items are the round's business, never this rule's.
-    pub(super) fn left_serving(
-        &self,
-        target: TargetId,
-        chunk: ChunkId,
-        chain: Option<&crate::routing::ChainInfo>,
-    ) -> bool {
-        let running = self.targets[&target].locks.running(chunk);
-        !running.is_some_and(|r| r.sync_item)
-            && (running.is_some_and(|r| r.displaced)
-                || chain.and_then(|c| c.state_of(target)) != Some(PublicState::Serving))
-    }
-
-    pub(super) fn on_update_reply(
-        &mut self,
-        _from: NodeId,
-        rep: UpdateReply,
-        out: &mut Outbox<Self>,
-    ) {
-        let Some(target) = self.local_view(rep.chain.chain).map(|v| v.target) else {
-            return;
-        };
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        let Some(running) = t.locks.running_mut(rep.chunk) else {
-            return;
-        };
-        let Phase::Forwarding {
-            chain_version: sent,
-            ..
-        } = running.phase
-        else {
-            return; // Not waiting for a successor: a late reply to an earlier attempt.
-        };
-        if running.version != rep.update_version || running.waiter.req.tag != rep.tag {
-            return; // A reply meant for another update: ignore.
-        }
-        let chunk = rep.chunk;
-        if running.sync_item {
-            let ok = rep.status == Status::Ok
-                && rep.result.is_some_and(|r| {
-                    r.commit_version == running.version && r.checksum == running.pending_checksum
-                });
-            return self.end_sync_item(target, chunk, ok, out);
-        }
-        match (rep.status, rep.result) {
-            (Status::Ok, Some(result)) => {
-                // The successor must have committed exactly this version with the same bytes;
-                // anything else means the replicas diverged.
-                if result.commit_version != running.version
-                    || result.checksum != running.pending_checksum
-                {
-                    return self.fail_running(target, chunk, Status::ChecksumMismatch, out);
-                }
-                running.phase = Phase::Committing {
-                    chain_version: result.commit_chain_version,
-                };
-                let version = running.version;
-                out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
-                    target,
-                    chunk,
-                }));
-                let op = ChunkOp::Commit {
-                    chunk,
-                    version,
-                    chain_version: result.commit_chain_version,
-                };
-                self.submit(out, IoPurpose::Commit { target, chunk }, op);
-            }
-            (Status::Ok, None) | (Status::InvalidRequest, _) | (Status::DuplicateUpdate, _) => {
-                self.fail_running(target, chunk, Status::ForwardFailed, out)
-            }
-            // Divergent replicas: the update cannot complete on this chain.
-            (Status::ChecksumMismatch, _) => {
-                self.fail_running(target, chunk, Status::ChecksumMismatch, out)
-            }
-            // A replica from the successor on had no room for the update: none of them wrote or
-            // committed it, and they refuse every later copy of it (no_space.rs), so it is given
-            // up here too and the refusal passes upstream to the client. Only an answer to the
-            // attempt under the chain version last sent counts: an older attempt went to
-            // another successor, which says nothing of the current one.
-            (Status::NoSpace, _) if rep.chain.version == sent => {
-                self.refuse_no_space(target, chunk, out)
-            }
-            (Status::NoSpace, _) => {}
-            // ForwardFailed / DiskError from the successor are transient here: downstream may
-            // already have committed this version (a middle whose own successor committed, then
-            // gave up or failed its disk), so abandoning it would let the next update reuse the
-            // version for other bytes. Keep retrying until the reply or a chain change.
-            // The successor has newer routing: this node's routing change will re-forward.
-            (Status::StaleChainVersion { current }, _) if current > sent => {}
-            // Everything else is transient (the successor is behind, busy, or still running the
-            // same update arriving from another predecessor): back off, then re-resolve and
-            // re-send.
-            _ => out.set_timer(
-                StorageTimer::ForwardRetry { target, chunk },
-                self.cfg.forward_retry_wait.clone(),
-            ),
-        }
-    }
-
     /// Whether `from` hosts the target whose successor in `chain`'s write path is `target`
     /// (`admit_chain` has checked that the sender routes by this node's chain version; a planted
     /// bug that skips that check skips this one too, since the chains then differ).
@@ -674,177 +523,6 @@ impl StorageNode {
                 && info.successor_of(t.target).map(|s| s.target) == Some(target)
                 && self.routing.node_of(t.target) == Some(from)
         })
-    }
-
-    pub(super) fn on_forward_retry(
-        &mut self,
-        target: TargetId,
-        chunk: ChunkId,
-        out: &mut Outbox<Self>,
-    ) {
-        let max = self.cfg.forward_retries_max;
-        let abandon = self.bug(PlantedBug::AbandonForwardOnTimeout);
-        let Some(t) = self.targets.get_mut(&target) else {
-            return;
-        };
-        let Some(running) = t.locks.running_mut(chunk) else {
-            return;
-        };
-        if let Phase::CommitWaiting { chain_version } = running.phase {
-            running.phase = Phase::Committing { chain_version };
-            let op = ChunkOp::Commit {
-                chunk,
-                version: running.version,
-                chain_version,
-            };
-            return self.submit(out, IoPurpose::Commit { target, chunk }, op);
-        }
-        if !matches!(running.phase, Phase::Forwarding { .. }) {
-            return;
-        }
-        if running.sync_item {
-            return self.end_sync_item(target, chunk, false, out);
-        }
-        running.retries = (running.retries + 1).min(max + 1);
-        self.counters.forward_retries += 1;
-        if running.retries > max && abandon {
-            return self.fail_running(target, chunk, Status::ForwardFailed, out);
-        }
-        if running.retries > max && !running.acked {
-            // The budget bounds how long the caller waits, not the update: part of the chain may
-            // have committed this version already, and abandoning it would let the next update
-            // of the chunk reuse the version for different bytes (replicas diverge; the swarm
-            // found this). The caller gets ForwardFailed and retries with the same tag, which the
-            // exactly-once filter answers once the update finishes; the update keeps going
-            // until the successor answers or a chain change moves this target out of the path.
-            running.acked = true;
-            let w = running.waiter.clone();
-            reply(out, w.from, &w.req, Status::ForwardFailed, None);
-        }
-        self.forward(target, chunk, out);
-    }
-
-    pub(super) fn commit_done(
-        &mut self,
-        target: TargetId,
-        chunk: ChunkId,
-        result: Result<ChunkMeta, ChunkError>,
-        out: &mut Outbox<Self>,
-    ) {
-        let now = *self.now;
-        let meta = match result {
-            Err(ChunkError::NoSpace) => return self.commit_refused(target, chunk, out),
-            Err(_) => return self.fail_running(target, chunk, Status::DiskError, out),
-            Ok(meta) => meta,
-        };
-        self.counters.commits += 1;
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        let (running, waiters) = t
-            .locks
-            .unlock(chunk)
-            .expect("commit I/O implies a running update");
-        let result = UpdateResult {
-            commit_version: running.version,
-            commit_chain_version: meta.chain_version,
-            len: meta.len,
-            checksum: meta.checksum,
-        };
-        if meta.committed == ChunkVersion(0) {
-            t.chunks.remove(&chunk); // A committed remove deletes the chunk.
-        } else {
-            t.chunks.insert(chunk, meta);
-        }
-        t.channels
-            .finish(&running.waiter.req.tag, Some(result), now);
-        if !running.acked {
-            let w = &running.waiter;
-            reply(out, w.from, &w.req, Status::Ok, Some(result));
-        }
-        self.start_waiters(target, chunk, waiters, out);
-    }
-
-    /// The store had no room for the running update's commit (`Commit` or, on a SYNCING
-    /// successor, `Install`). See the module docs.
-    fn commit_refused(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
-        let wait = self.cfg.forward_retry_wait.clone();
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        let Some(running) = t.locks.running_mut(chunk) else {
-            return;
-        };
-        let Phase::Committing { chain_version } = running.phase else {
-            return self.fail_running(target, chunk, Status::DiskError, out);
-        };
-        if !running.waiter.req.is_syncing {
-            // The successor committed this version (or this is the tail, which answers no one
-            // before its commit): the commit must happen, so it waits for space.
-            self.counters.commits_refused += 1;
-            running.phase = Phase::CommitWaiting { chain_version };
-            return out.set_timer(StorageTimer::ForwardRetry { target, chunk }, wait);
-        }
-        let held = t
-            .chunks
-            .get(&chunk)
-            .is_some_and(|m| m.committed >= running.version && running.version.0 > 0);
-        if held || running.waiter.req.tag.channel == SYNC_CHANNEL {
-            // Already installed here by an earlier copy (the predecessor must not give up a
-            // version this replica holds: the old transient answer), or a resync item, whose
-            // round fails and is retried either way.
-            let status = if held {
-                Status::DiskError
-            } else {
-                Status::NoSpace
-            };
-            return self.fail_running(target, chunk, status, out);
-        }
-        self.refuse_no_space(target, chunk, out);
-    }
-
-    /// Ends the running update on `chunk` with `NoSpace` upstream, remembering a forwarded one
-    /// so that a late copy of it is refused too (`no_space.rs`).
-    fn refuse_no_space(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
-        let (now, horizon) = (*self.now, self.cfg.retry_horizon);
-        self.counters.no_space += 1;
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        if let Some(running) = t.locks.running(chunk) {
-            let w = &running.waiter;
-            if !w.from_client && !running.sync_item && w.req.tag.channel != SYNC_CHANNEL {
-                let (version, tag) = (running.version, w.req.tag);
-                t.refusals.record(chunk, version, &tag, now, horizon);
-            }
-        }
-        self.fail_running(target, chunk, Status::NoSpace, out);
-    }
-
-    /// Ends the running update on `chunk` with an error upstream (unless the caller was already
-    /// answered). The pending version stays on the store; the next update of the chunk
-    /// overwrites it. That is safe where no replica downstream can have committed the update
-    /// (divergence detected, the request itself was invalid, or a replica refused it for want
-    /// of space and refuses its copies, `no_space.rs`), and where this target left SERVING
-    /// (`forward`): a successor may have committed it then, but this target is out of the
-    /// chain until a resync, which makes it hold what the chain holds, and the client's retry
-    /// with the same tag is answered from the new head's exactly-once record.
-    pub(super) fn fail_running(
-        &mut self,
-        target: TargetId,
-        chunk: ChunkId,
-        status: Status,
-        out: &mut Outbox<Self>,
-    ) {
-        let now = *self.now;
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        let Some((running, waiters)) = t.locks.unlock(chunk) else {
-            return;
-        };
-        t.channels.finish(&running.waiter.req.tag, None, now);
-        out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
-            target,
-            chunk,
-        }));
-        if !running.acked {
-            let w = &running.waiter;
-            reply(out, w.from, &w.req, status, None);
-        }
-        self.start_waiters(target, chunk, waiters, out);
     }
 
     pub(super) fn start_waiters(

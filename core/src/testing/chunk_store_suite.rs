@@ -97,20 +97,42 @@ impl<S: ChunkStore> Driver<S> {
 
 /// Runs the whole suite against stores made by `make` (one fresh store per check).
 pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
-    let a = ChunkId::new(1, 0);
-    let b = ChunkId::new(1, 1);
-    let mut fresh = || Driver {
+    hole(&mut make);
+    update_then_commit(&mut make);
+    newer_pending_replaces(&mut make);
+    truncate_extend_write(&mut make);
+    remove(&mut make);
+    order(&mut make);
+    tags(&mut make);
+    install(&mut make);
+}
+
+/// A driver over a fresh store from `make`.
+fn fresh<S: ChunkStore>(make: &mut impl FnMut() -> S) -> Driver<S> {
+    Driver {
         store: make(),
         next: 0,
-    };
+    }
+}
 
+/// The chunks the cases use: two of one file.
+const A: ChunkId = ChunkId::new(1, 0);
+const B: ChunkId = ChunkId::new(1, 1);
+
+/// A chunk never written reads as a hole and lists as nothing.
+fn hole<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let a = A;
     // A chunk never written reads as a hole and lists as nothing.
-    let mut d = fresh();
+    let mut d = fresh(make);
     assert_eq!(d.read(a, 0, 10, false), None);
     assert!(matches!(d.run(ChunkOp::List), Ok(ChunkDone::Listed(v)) if v.is_empty()));
+}
 
+/// Updates stay pending until their commit publishes them; replays are no-ops or conflicts.
+fn update_then_commit<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let (a, b) = (A, B);
     // An update is pending: committed content stays readable and unchanged until commit.
-    let mut d = fresh();
+    let mut d = fresh(make);
     d.write(a, 1, 0, b"hello");
     let r = d.update(
         a,
@@ -169,9 +191,13 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     );
     assert_eq!(d.commit(a, 3, 7), Err(ChunkError::VersionConflict));
     assert_eq!(d.commit(b, 1, 7), Err(ChunkError::VersionConflict));
+}
 
+/// A newer pending version of the same number replaces the old one.
+fn newer_pending_replaces<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let a = A;
     // A newer pending version of the same number replaces the old one (the head decides).
-    let mut d = fresh();
+    let mut d = fresh(make);
     d.write(a, 1, 0, b"aaaa");
     d.update(
         a,
@@ -193,9 +219,13 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     .expect("update");
     d.commit(a, 2, 1).expect("commit");
     assert_eq!(d.read(a, 0, 4, false).expect("data").data, b"aacc".to_vec());
+}
 
+/// Truncate, extend and writes past the end.
+fn truncate_extend_write<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let a = A;
     // Truncate shrinks or zero-extends; extend never shrinks; writes past the end zero-fill.
-    let mut d = fresh();
+    let mut d = fresh(make);
     d.write(a, 1, 2, b"xy");
     assert_eq!(
         d.read(a, 0, 10, false).expect("data").data,
@@ -229,9 +259,13 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     .expect("replace");
     d.commit(a, 5, 1).expect("commit");
     assert_eq!(d.read(a, 0, 10, false).expect("data").data, b"new".to_vec());
+}
 
+/// Remove deletes at commit and is idempotent on an absent chunk.
+fn remove<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let (a, b) = (A, B);
     // Remove deletes at commit and is idempotent on an absent chunk.
-    let mut d = fresh();
+    let mut d = fresh(make);
     d.write(a, 1, 0, b"gone");
     d.write(b, 1, 0, b"kept");
     d.update(a, 2, UpdateKind::Remove).expect("remove");
@@ -256,9 +290,13 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         }
         other => panic!("list: {other:?}"),
     }
+}
 
+/// Ops on one chunk complete in submission order, each exactly once.
+fn order<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let a = A;
     // Ops on one chunk complete in submission order, each exactly once.
-    let mut d = fresh();
+    let mut d = fresh(make);
     let ops = [
         ChunkOp::Update {
             chunk: a,
@@ -309,10 +347,14 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
     );
     assert!(done.iter().all(|(_, r)| r.is_ok()), "{done:?}");
     assert_eq!(d.read(a, 0, 1, false).expect("data").data, b"2".to_vec());
+}
 
+/// An update's client tag is kept with its pending version and among the committed records.
+fn tags<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let a = A;
     // An update's client tag is kept with its pending version and, once committed, among the
     // chunk's exactly-once records, so a restarted target still knows what it applied.
-    let mut d = fresh();
+    let mut d = fresh(make);
     let tag = crate::chunk::UpdateTag {
         client: crate::ids::ClientId(3),
         channel: crate::ids::ChannelId(2),
@@ -348,10 +390,14 @@ pub fn chunk_store_suite<S: ChunkStore>(mut make: impl FnMut() -> S) {
         matches!(d.run(ChunkOp::List), Ok(ChunkDone::Listed(v)) if v[0].applied.len() == 1),
         "records are listed with the chunk"
     );
+}
 
+/// Install sets committed content and version outright and removes with `None`.
+fn install<S: ChunkStore>(make: &mut impl FnMut() -> S) {
+    let b = B;
     // Install sets committed content and version outright (even below the current version),
     // drops a pending version, and removes with `None`.
-    let mut d = fresh();
+    let mut d = fresh(make);
     d.write(b, 5, 0, b"newer");
     d.update(b, 6, UpdateKind::Remove).expect("pending remove");
     let installed = d.run(ChunkOp::Install {

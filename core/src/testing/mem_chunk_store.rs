@@ -92,138 +92,174 @@ impl MemChunkStore {
                 version,
                 chain_version,
                 data,
-            } => match data {
-                Some(data) => {
-                    let c = self.chunks.entry(*chunk).or_default();
-                    c.committed = *version;
-                    c.chain_version = *chain_version;
-                    c.data = data.clone();
-                    c.data_crc = data.checksum();
-                    c.pending = None;
-                    c.pending_crc = 0;
-                    c.pending_tag = None;
-                    Ok(ChunkDone::Committed(c.meta(*chunk)))
-                }
-                None => {
-                    self.chunks.remove(chunk);
-                    Ok(ChunkDone::Committed(ChunkMeta {
-                        chunk: *chunk,
-                        chain_version: *chain_version,
-                        ..ChunkMeta::default()
-                    }))
-                }
-            },
+            } => Ok(self.install(*chunk, *version, *chain_version, data.as_ref())),
             ChunkOp::Read {
                 chunk,
                 offset,
                 len,
                 uncommitted,
                 unverified,
-            } => {
-                let Some(c) = self.chunks.get(chunk) else {
-                    return Ok(ChunkDone::Read(None));
-                };
-                let (version, bytes, crc) = match (&c.pending, uncommitted) {
-                    (Some((v, Some(content))), true) => (*v, content, c.pending_crc),
-                    (Some((_, None)), true) => return Ok(ChunkDone::Read(None)),
-                    _ if c.committed == ChunkVersion(0) => return Ok(ChunkDone::Read(None)),
-                    _ => (c.committed, &c.data, c.data_crc),
-                };
-                // The whole chunk against its stored checksum, not just the range: the checksum
-                // covers the chunk, and a range of rotten bytes must not slip through.
-                if !unverified && bytes.checksum() != crc {
-                    return Err(ChunkError::Corrupt);
-                }
-                let start = (*offset as usize).min(bytes.len());
-                let end = start.saturating_add(*len as usize).min(bytes.len());
-                // A whole-chunk read shares the content and its checksum; a range is copied
-                // and gets its own.
-                let (data, checksum) = if start == 0 && end == bytes.len() {
-                    (bytes.clone(), bytes.checksum())
-                } else {
-                    let part = Payload::from(&bytes[start..end]);
-                    let sum = part.checksum();
-                    (part, sum)
-                };
-                Ok(ChunkDone::Read(Some(ChunkRead {
-                    data,
-                    version,
-                    checksum,
-                })))
-            }
+            } => self.read(*chunk, (*offset, *len), *uncommitted, *unverified),
             ChunkOp::Update {
                 chunk,
                 version,
                 kind,
                 tag,
-            } => {
-                let c = self.chunks.entry(*chunk).or_default();
-                if *version <= c.committed {
-                    return Err(ChunkError::VersionConflict);
-                }
-                let base = (c.committed > ChunkVersion(0)).then_some(&c.data);
-                // Building on rotten bytes would give them a fresh, matching checksum.
-                let rotten = |b: &Payload| b.checksum() != c.data_crc;
-                if base.is_some_and(|b| kind.builds_on_base(b.len() as u32) && rotten(b)) {
-                    return Err(ChunkError::Corrupt);
-                }
-                let content = match kind {
-                    UpdateKind::Remove => None,
-                    k => Some(k.apply(base.map(|b| &b[..])).expect("only Remove removes")),
-                };
-                // The payload's own checksum: computed once per buffer, so a write whose bytes the
-                // replica already verified is not read again here.
-                c.pending_crc = content.as_ref().map_or(0, Payload::checksum);
-                c.pending = Some((*version, content));
-                c.pending_tag = *tag;
-                Ok(ChunkDone::Updated(c.meta(*chunk)))
-            }
+            } => self.update(*chunk, *version, kind, *tag),
             ChunkOp::Commit {
                 chunk,
                 version,
                 chain_version,
-            } => {
-                let Some(c) = self.chunks.get_mut(chunk) else {
-                    return Err(ChunkError::VersionConflict);
+            } => self.commit(*chunk, *version, *chain_version),
+        }
+    }
+
+    /// Installs a full chunk as committed at `version` (no `data`: removes it).
+    fn install(
+        &mut self,
+        chunk: ChunkId,
+        version: ChunkVersion,
+        chain_version: ChainVersion,
+        data: Option<&Payload>,
+    ) -> ChunkDone {
+        match data {
+            Some(data) => {
+                let c = self.chunks.entry(chunk).or_default();
+                c.committed = version;
+                c.chain_version = chain_version;
+                c.data = data.clone();
+                c.data_crc = data.checksum();
+                c.pending = None;
+                c.pending_crc = 0;
+                c.pending_tag = None;
+                ChunkDone::Committed(c.meta(chunk))
+            }
+            None => {
+                self.chunks.remove(&chunk);
+                ChunkDone::Committed(ChunkMeta {
+                    chunk,
+                    chain_version,
+                    ..ChunkMeta::default()
+                })
+            }
+        }
+    }
+
+    /// Reads `range` (offset, length) of the committed content, or of the pending one when
+    /// `uncommitted`, checked against its checksum unless `unverified`.
+    fn read(
+        &self,
+        chunk: ChunkId,
+        (offset, len): (u32, u32),
+        uncommitted: bool,
+        unverified: bool,
+    ) -> Result<ChunkDone, ChunkError> {
+        let Some(c) = self.chunks.get(&chunk) else {
+            return Ok(ChunkDone::Read(None));
+        };
+        let (version, bytes, crc) = match (&c.pending, uncommitted) {
+            (Some((v, Some(content))), true) => (*v, content, c.pending_crc),
+            (Some((_, None)), true) => return Ok(ChunkDone::Read(None)),
+            _ if c.committed == ChunkVersion(0) => return Ok(ChunkDone::Read(None)),
+            _ => (c.committed, &c.data, c.data_crc),
+        };
+        // The whole chunk against its stored checksum, not just the range: the checksum
+        // covers the chunk, and a range of rotten bytes must not slip through.
+        if !unverified && bytes.checksum() != crc {
+            return Err(ChunkError::Corrupt);
+        }
+        let start = (offset as usize).min(bytes.len());
+        let end = start.saturating_add(len as usize).min(bytes.len());
+        // A whole-chunk read shares the content and its checksum; a range is copied
+        // and gets its own.
+        let (data, checksum) = if start == 0 && end == bytes.len() {
+            (bytes.clone(), bytes.checksum())
+        } else {
+            let part = Payload::from(&bytes[start..end]);
+            let sum = part.checksum();
+            (part, sum)
+        };
+        Ok(ChunkDone::Read(Some(ChunkRead {
+            data,
+            version,
+            checksum,
+        })))
+    }
+
+    /// Writes pending version `version` of `chunk`: `kind` applied to the committed content.
+    fn update(
+        &mut self,
+        chunk: ChunkId,
+        version: ChunkVersion,
+        kind: &UpdateKind,
+        tag: Option<UpdateTag>,
+    ) -> Result<ChunkDone, ChunkError> {
+        let c = self.chunks.entry(chunk).or_default();
+        if version <= c.committed {
+            return Err(ChunkError::VersionConflict);
+        }
+        let base = (c.committed > ChunkVersion(0)).then_some(&c.data);
+        // Building on rotten bytes would give them a fresh, matching checksum.
+        let rotten = |b: &Payload| b.checksum() != c.data_crc;
+        if base.is_some_and(|b| kind.builds_on_base(b.len() as u32) && rotten(b)) {
+            return Err(ChunkError::Corrupt);
+        }
+        let content = match kind {
+            UpdateKind::Remove => None,
+            k => Some(k.apply(base.map(|b| &b[..])).expect("only Remove removes")),
+        };
+        // The payload's own checksum: computed once per buffer, so a write whose bytes the
+        // replica already verified is not read again here.
+        c.pending_crc = content.as_ref().map_or(0, Payload::checksum);
+        c.pending = Some((version, content));
+        c.pending_tag = tag;
+        Ok(ChunkDone::Updated(c.meta(chunk)))
+    }
+
+    /// Commits pending version `version` of `chunk` (a committed remove deletes it).
+    fn commit(
+        &mut self,
+        chunk: ChunkId,
+        version: ChunkVersion,
+        chain_version: ChainVersion,
+    ) -> Result<ChunkDone, ChunkError> {
+        let Some(c) = self.chunks.get_mut(&chunk) else {
+            return Err(ChunkError::VersionConflict);
+        };
+        if version <= c.committed {
+            return Ok(ChunkDone::Committed(c.meta(chunk))); // A replayed commit.
+        }
+        match c.pending.take() {
+            Some((v, Some(data))) if v == version => {
+                c.committed = v;
+                c.chain_version = chain_version;
+                c.data = data;
+                c.data_crc = c.pending_crc;
+                c.pending_crc = 0;
+                if let Some(tag) = c.pending_tag.take() {
+                    let a = Applied {
+                        tag,
+                        version: v,
+                        chain_version,
+                        len: c.data.len() as u32,
+                        checksum: c.data_crc,
+                    };
+                    Applied::record(&mut c.applied, a);
+                }
+                Ok(ChunkDone::Committed(c.meta(chunk)))
+            }
+            Some((v, None)) if v == version => {
+                self.chunks.remove(&chunk);
+                let meta = ChunkMeta {
+                    chunk,
+                    chain_version,
+                    ..ChunkMeta::default()
                 };
-                if *version <= c.committed {
-                    return Ok(ChunkDone::Committed(c.meta(*chunk))); // A replayed commit.
-                }
-                match c.pending.take() {
-                    Some((v, content)) if v == *version => match content {
-                        Some(data) => {
-                            c.committed = v;
-                            c.chain_version = *chain_version;
-                            c.data = data;
-                            c.data_crc = c.pending_crc;
-                            c.pending_crc = 0;
-                            if let Some(tag) = c.pending_tag.take() {
-                                let a = Applied {
-                                    tag,
-                                    version: v,
-                                    chain_version: *chain_version,
-                                    len: c.data.len() as u32,
-                                    checksum: c.data_crc,
-                                };
-                                Applied::record(&mut c.applied, a);
-                            }
-                            Ok(ChunkDone::Committed(c.meta(*chunk)))
-                        }
-                        None => {
-                            self.chunks.remove(chunk);
-                            let meta = ChunkMeta {
-                                chunk: *chunk,
-                                chain_version: *chain_version,
-                                ..ChunkMeta::default()
-                            };
-                            Ok(ChunkDone::Committed(meta))
-                        }
-                    },
-                    other => {
-                        c.pending = other;
-                        Err(ChunkError::VersionConflict)
-                    }
-                }
+                Ok(ChunkDone::Committed(meta))
+            }
+            other => {
+                c.pending = other;
+                Err(ChunkError::VersionConflict)
             }
         }
     }

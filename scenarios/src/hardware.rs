@@ -176,6 +176,16 @@ impl RawHardware {
 
     /// The hardware, or the offending key and why.
     pub(crate) fn validate(self) -> Result<Hardware, (&'static str, String)> {
+        let mut h = self.base()?;
+        self.apply_nic(&mut h)?;
+        self.apply_ssd(&mut h)?;
+        self.apply_cpu(&mut h)?;
+        h.profile = self.profile;
+        Ok(h)
+    }
+
+    /// The profile's values the keys start from (`gbe-sata`'s for a complete `this-host`).
+    fn base(&self) -> Result<Hardware, (&'static str, String)> {
         if self.profile == THIS_HOST {
             if let Some(key) = self.missing() {
                 return Err((
@@ -189,42 +199,34 @@ impl RawHardware {
         } else {
             &self.profile
         };
-        let mut h = Hardware::profile(base).ok_or_else(|| {
+        Hardware::profile(base).ok_or_else(|| {
             let known = Hardware::PROFILES.join(", ");
             (
                 "profile",
                 format!("no profile `{}` (known: {known})", self.profile),
             )
-        })?;
-        let positive = |key: &'static str, v: Option<f64>| match v {
-            Some(v) if !(v.is_finite() && v > 0.0) => Err((key, format!("{v}: must be positive"))),
-            v => Ok(v),
-        };
-        let at_least_zero = |key: &'static str, v: Option<f64>| match v {
-            Some(v) if !(v.is_finite() && v >= 0.0) => Err((key, format!("{v}: must be >= 0"))),
-            v => Ok(v),
-        };
-        let us = |v: f64| Duration::from_nanos((v * 1e3).round() as u64);
+        })
+    }
+
+    /// The NIC keys, over `h`.
+    fn apply_nic(&self, h: &mut Hardware) -> Result<(), (&'static str, String)> {
         if let Some(v) = positive("nic_gbps", self.nic_gbps)? {
             h.nic_bytes = gbps(v);
         }
         if let Some(v) = at_least_zero("nic_message_us", self.nic_message_us)? {
             h.nic_message = us(v);
         }
-        // A spread left out is none: the p99 follows the median given.
-        let p99 = |key: &'static str, v: Option<f64>, p50: Duration, of: &str| {
-            let p99 = at_least_zero(key, v)?.map_or(p50, us);
-            if p99 < p50 {
-                return Err((key, format!("below the median `{of}`")));
-            }
-            Ok(p99)
-        };
         h.nic_message_p99 = p99(
             "nic_message_p99_us",
             self.nic_message_p99_us,
             h.nic_message,
             "nic_message_us",
         )?;
+        Ok(())
+    }
+
+    /// The SSD keys, over `h`.
+    fn apply_ssd(&self, h: &mut Hardware) -> Result<(), (&'static str, String)> {
         if let Some(v) = positive("ssd_mb_s", self.ssd_mb_s)? {
             h.ssd_bytes = v * 1e6;
         }
@@ -271,6 +273,11 @@ impl RawHardware {
         if h.ssd_p99 < h.ssd_p50 {
             return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));
         }
+        Ok(())
+    }
+
+    /// The CPU keys and `shared_host`, over `h`.
+    fn apply_cpu(&self, h: &mut Hardware) -> Result<(), (&'static str, String)> {
         if let Some(c) = self.cpu_cores {
             h.cpu_cores = c;
         }
@@ -283,9 +290,44 @@ impl RawHardware {
         if let Some(v) = self.shared_host {
             h.shared_host = v;
         }
-        h.profile = self.profile;
-        Ok(h)
+        Ok(())
     }
+}
+
+/// `v` when absent or positive and finite; else the key and why.
+fn positive(key: &'static str, v: Option<f64>) -> Result<Option<f64>, (&'static str, String)> {
+    match v {
+        Some(v) if !(v.is_finite() && v > 0.0) => Err((key, format!("{v}: must be positive"))),
+        v => Ok(v),
+    }
+}
+
+/// `v` when absent or at least 0 and finite; else the key and why.
+fn at_least_zero(key: &'static str, v: Option<f64>) -> Result<Option<f64>, (&'static str, String)> {
+    match v {
+        Some(v) if !(v.is_finite() && v >= 0.0) => Err((key, format!("{v}: must be >= 0"))),
+        v => Ok(v),
+    }
+}
+
+/// Microseconds as a duration, rounded to the nanosecond.
+fn us(v: f64) -> Duration {
+    Duration::from_nanos((v * 1e3).round() as u64)
+}
+
+/// A p99 key (microseconds) of a distribution whose median is `p50` (the key `of`). A spread
+/// left out is none: the p99 follows the median given.
+fn p99(
+    key: &'static str,
+    v: Option<f64>,
+    p50: Duration,
+    of: &str,
+) -> Result<Duration, (&'static str, String)> {
+    let p99 = at_least_zero(key, v)?.map_or(p50, us);
+    if p99 < p50 {
+        return Err((key, format!("below the median `{of}`")));
+    }
+    Ok(p99)
 }
 
 #[cfg(test)]

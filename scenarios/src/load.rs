@@ -12,10 +12,12 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::duration::{parse_duration, parse_range};
+use crate::hardware::Hardware;
 use crate::load_error::Cx;
 pub use crate::load_error::ScenarioError;
 pub use crate::load_step::parse_node;
-use crate::schema::{Cluster, Expect, Faults, Scenario, Timeouts, Workload};
+use crate::namespace::NsWorkload;
+use crate::schema::{Cluster, Expect, Faults, Scenario, Step, Timeouts, Workload};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,31 +176,11 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         None => cx.workload_from(RawWorkload::deserialize(empty()).expect("defaults"), 0)?,
     };
     let namespace = match &raw.namespace {
-        Some(t) => {
-            let raw: crate::namespace::RawNamespace = cx.table(t, "namespace")?;
-            let from = t.span().start;
-            let ns = raw.validate().map_err(|(key, m)| {
-                cx.err_line(cx.key_line(from, key), &format!("namespace.{key}"), m)
-            })?;
-            if cluster.meta == 0 {
-                return Err(cx.err(
-                    from,
-                    "namespace",
-                    "a namespace workload needs `cluster.meta` of at least 1",
-                ));
-            }
-            Some(ns)
-        }
+        Some(t) => Some(cx.namespace(t, &cluster)?),
         None => None,
     };
     let hardware = match &raw.hardware {
-        Some(t) => {
-            let raw: crate::hardware::RawHardware = cx.table(t, "hardware")?;
-            let from = t.span().start;
-            Some(raw.validate().map_err(|(key, m)| {
-                cx.err_line(cx.key_line(from, key), &format!("hardware.{key}"), m)
-            })?)
-        }
+        Some(t) => Some(cx.hardware(t)?),
         None => None,
     };
     let faults = match &raw.faults {
@@ -206,22 +188,10 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         None => Faults::default(),
     };
     let expect = match &raw.expect {
-        Some(t) => {
-            let e: RawExpect = cx.table(t, "expect")?;
-            Expect {
-                linearizable: e.linearizable,
-                loss_allowed: e.loss_allowed,
-                converges: e.converges,
-                undecided_ok: e.undecided_ok,
-            }
-        }
+        Some(t) => cx.expect(t)?,
         None => Expect::default(),
     };
-    let mut steps = Vec::new();
-    for (i, s) in raw.step.iter().enumerate() {
-        steps.push(cx.step(i + 1, s, &cluster)?);
-    }
-    steps.sort_by_key(|s| s.at);
+    let steps = cx.steps(&raw.step, &cluster)?;
     let dur = |v: &Option<Spanned<String>>, field: &str, default: u64| match v {
         Some(s) => parse_duration(s.get_ref()).map_err(|m| cx.err(s.span().start, field, m)),
         None => Ok(Duration::from_secs(default)),
@@ -319,6 +289,61 @@ impl Cx<'_> {
             .skip(base - 1)
             .find(|(_, l)| l.split_once('=').is_some_and(|(k, _)| k.trim() == key))
             .map_or(base, |(i, _)| i + 1)
+    }
+
+    /// The `[namespace]` section; it needs meta servers in the cluster.
+    fn namespace(
+        &self,
+        t: &Spanned<toml::Table>,
+        cluster: &Cluster,
+    ) -> Result<NsWorkload, ScenarioError> {
+        let raw: crate::namespace::RawNamespace = self.table(t, "namespace")?;
+        let from = t.span().start;
+        let ns = raw.validate().map_err(|(key, m)| {
+            self.err_line(self.key_line(from, key), &format!("namespace.{key}"), m)
+        })?;
+        if cluster.meta == 0 {
+            return Err(self.err(
+                from,
+                "namespace",
+                "a namespace workload needs `cluster.meta` of at least 1",
+            ));
+        }
+        Ok(ns)
+    }
+
+    /// The `[hardware]` section.
+    fn hardware(&self, t: &Spanned<toml::Table>) -> Result<Hardware, ScenarioError> {
+        let raw: crate::hardware::RawHardware = self.table(t, "hardware")?;
+        let from = t.span().start;
+        raw.validate().map_err(|(key, m)| {
+            self.err_line(self.key_line(from, key), &format!("hardware.{key}"), m)
+        })
+    }
+
+    /// The `[expect]` section.
+    fn expect(&self, t: &Spanned<toml::Table>) -> Result<Expect, ScenarioError> {
+        let e: RawExpect = self.table(t, "expect")?;
+        Ok(Expect {
+            linearizable: e.linearizable,
+            loss_allowed: e.loss_allowed,
+            converges: e.converges,
+            undecided_ok: e.undecided_ok,
+        })
+    }
+
+    /// The `[[step]]` tables, numbered from 1 in file order, sorted by time.
+    fn steps(
+        &self,
+        raw: &[Spanned<toml::Table>],
+        cluster: &Cluster,
+    ) -> Result<Vec<Step>, ScenarioError> {
+        let mut steps = Vec::new();
+        for (i, s) in raw.iter().enumerate() {
+            steps.push(self.step(i + 1, s, cluster)?);
+        }
+        steps.sort_by_key(|s| s.at);
+        Ok(steps)
     }
 
     fn cluster(&self, t: &Spanned<toml::Table>) -> Result<Cluster, ScenarioError> {

@@ -294,142 +294,166 @@ impl NsGenerator {
         };
         let roll = self.rng.below(100);
         let op = match self.w.mix {
-            NsMix::RenameLoops => match roll {
-                0..=34 => MetaOp::Mkdirs {
-                    path: self.path(depth),
-                    perm: 0o755,
-                    recursive: true,
-                },
-                35..=69 => MetaOp::Rename {
-                    from: self.path(depth),
-                    to: self.path(depth),
-                },
-                70..=79 => MetaOp::Remove {
-                    path: self.path(depth),
-                    recursive: self.rng.chance(0.5),
-                },
-                80..=89 => MetaOp::Stat {
-                    path: self.path(depth),
-                    follow: false,
-                },
-                _ => MetaOp::List {
-                    path: self.path(depth - 1),
-                    after: Vec::new(),
-                    limit: 64,
-                },
-            },
+            NsMix::RenameLoops => self.rename_loops_op(roll, depth),
             // Mostly opens for write of three files: the plans race on them.
-            NsMix::Truncate => match roll {
-                0..=59 => MetaOp::Open {
-                    path: format!("/d0/n{}", self.rng.below(3)),
-                    write: true,
-                    session: 0,
-                },
-                60..=69 => MetaOp::Create {
-                    path: format!("/d0/n{}", self.rng.below(3)),
-                    perm: 0o644,
-                    exclusive: false,
-                },
-                70..=79 => MetaOp::Remove {
-                    path: format!("/d0/n{}", self.rng.below(3)),
-                    recursive: false,
-                },
-                _ => MetaOp::Stat {
-                    path: format!("/d0/n{}", self.rng.below(3)),
-                    follow: true,
-                },
-            },
-            NsMix::OneDir | NsMix::Mixed => match roll {
-                0..=19 => MetaOp::Create {
-                    path: self.path(depth),
-                    perm: [0o644, 0o600, 0o666][self.rng.below(3) as usize],
-                    exclusive: self.rng.chance(0.5),
-                },
-                20..=29 => MetaOp::Mkdirs {
-                    path: self.path(depth),
-                    perm: DIR_PERMS[self.rng.below(DIR_PERMS.len() as u64) as usize],
-                    recursive: self.w.mix == NsMix::Mixed && self.rng.chance(0.3),
-                },
-                30..=44 => MetaOp::Remove {
-                    path: self.path(depth),
-                    recursive: self.rng.chance(0.2),
-                },
-                45..=64 => MetaOp::Rename {
-                    from: self.path(depth),
-                    to: self.path(depth),
-                },
-                65..=69 => MetaOp::Symlink {
-                    path: self.path(depth),
-                    target: self.path(depth),
-                },
-                70..=74 => MetaOp::Hardlink {
-                    existing: self.path(depth),
-                    path: self.path(depth),
-                },
-                75..=78 => MetaOp::Stat {
-                    path: self.path(depth),
-                    follow: self.rng.chance(0.5),
-                },
-                // chmod among modes that keep directories usable by someone, utimes, and
-                // sometimes chown (root only: the others get EPERM).
-                79..=80 => MetaOp::SetAttr {
-                    path: self.path(depth),
-                    attr: t3fs_core::meta::SetAttr {
-                        perm: self
-                            .rng
-                            .chance(0.7)
-                            .then(|| DIR_PERMS[self.rng.below(DIR_PERMS.len() as u64) as usize]),
-                        uid: self
-                            .rng
-                            .chance(0.2)
-                            .then(|| [0, 1000, 1001][self.rng.below(3) as usize]),
-                        mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
-                        // A directory's default layout: 4 or 8 KiB chunks over 1 to 4 chains.
-                        layout: self.rng.chance(0.2).then(|| {
-                            t3fs_core::meta::placement::DirLayout {
-                                chunk_size: 4096 << self.rng.below(2),
-                                stripe: 1 + self.rng.below(4) as u32,
-                            }
-                        }),
-                        ..Default::default()
-                    },
-                },
-                93 => MetaOp::StatFs,
-                81 => MetaOp::BatchStat {
-                    paths: (0..3).map(|_| self.path(depth)).collect(),
-                },
-                // An open for write; the driver fills in the session id and closes it later.
-                82..=89 => MetaOp::Open {
-                    path: self.file_path(),
-                    write: true,
-                    session: 0,
-                },
-                // Directory locks: mostly try-lock and unlock, sometimes preempt or clear (a
-                // holder that crashed comes back as another client and cannot unlock).
-                90..=92 => MetaOp::LockDirectory {
-                    path: if self.w.mix == NsMix::OneDir {
-                        "/d0".into()
-                    } else {
-                        self.path(1)
-                    },
-                    action: match self.rng.below(10) {
-                        0..=3 => LockAction::TryLock,
-                        4..=7 => LockAction::Unlock,
-                        8 => LockAction::PreemptLock,
-                        _ => LockAction::Clear,
-                    },
-                },
-                _ => MetaOp::List {
-                    path: if self.w.mix == NsMix::OneDir {
-                        "/d0".into()
-                    } else {
-                        self.path(1)
-                    },
-                    after: Vec::new(),
-                    limit: 64,
-                },
-            },
+            NsMix::Truncate => self.truncate_op(roll),
+            NsMix::OneDir | NsMix::Mixed => self.general_op(roll, depth),
         };
         Some(op)
+    }
+
+    /// A rename-loops operation for `roll` (0..100): mkdir -p and renames over `depth` levels.
+    fn rename_loops_op(&mut self, roll: u64, depth: u32) -> MetaOp {
+        match roll {
+            0..=34 => MetaOp::Mkdirs {
+                path: self.path(depth),
+                perm: 0o755,
+                recursive: true,
+            },
+            35..=69 => MetaOp::Rename {
+                from: self.path(depth),
+                to: self.path(depth),
+            },
+            70..=79 => MetaOp::Remove {
+                path: self.path(depth),
+                recursive: self.rng.chance(0.5),
+            },
+            80..=89 => MetaOp::Stat {
+                path: self.path(depth),
+                follow: false,
+            },
+            _ => MetaOp::List {
+                path: self.path(depth - 1),
+                after: Vec::new(),
+                limit: 64,
+            },
+        }
+    }
+
+    /// A truncate-mix operation for `roll` (0..100), on the three files of `/d0`.
+    fn truncate_op(&mut self, roll: u64) -> MetaOp {
+        match roll {
+            0..=59 => MetaOp::Open {
+                path: format!("/d0/n{}", self.rng.below(3)),
+                write: true,
+                session: 0,
+            },
+            60..=69 => MetaOp::Create {
+                path: format!("/d0/n{}", self.rng.below(3)),
+                perm: 0o644,
+                exclusive: false,
+            },
+            70..=79 => MetaOp::Remove {
+                path: format!("/d0/n{}", self.rng.below(3)),
+                recursive: false,
+            },
+            _ => MetaOp::Stat {
+                path: format!("/d0/n{}", self.rng.below(3)),
+                follow: true,
+            },
+        }
+    }
+
+    /// A mixed or one-dir operation for `roll` (0..100): every operation type.
+    fn general_op(&mut self, roll: u64, depth: u32) -> MetaOp {
+        match roll {
+            0..=19 => MetaOp::Create {
+                path: self.path(depth),
+                perm: [0o644, 0o600, 0o666][self.rng.below(3) as usize],
+                exclusive: self.rng.chance(0.5),
+            },
+            20..=29 => MetaOp::Mkdirs {
+                path: self.path(depth),
+                perm: DIR_PERMS[self.rng.below(DIR_PERMS.len() as u64) as usize],
+                recursive: self.w.mix == NsMix::Mixed && self.rng.chance(0.3),
+            },
+            30..=44 => MetaOp::Remove {
+                path: self.path(depth),
+                recursive: self.rng.chance(0.2),
+            },
+            45..=64 => MetaOp::Rename {
+                from: self.path(depth),
+                to: self.path(depth),
+            },
+            65..=69 => MetaOp::Symlink {
+                path: self.path(depth),
+                target: self.path(depth),
+            },
+            70..=74 => MetaOp::Hardlink {
+                existing: self.path(depth),
+                path: self.path(depth),
+            },
+            75..=78 => MetaOp::Stat {
+                path: self.path(depth),
+                follow: self.rng.chance(0.5),
+            },
+            79..=80 => self.set_attr_op(depth),
+            93 => MetaOp::StatFs,
+            81 => MetaOp::BatchStat {
+                paths: (0..3).map(|_| self.path(depth)).collect(),
+            },
+            // An open for write; the driver fills in the session id and closes it later.
+            82..=89 => MetaOp::Open {
+                path: self.file_path(),
+                write: true,
+                session: 0,
+            },
+            90..=92 => self.lock_op(),
+            _ => MetaOp::List {
+                path: if self.w.mix == NsMix::OneDir {
+                    "/d0".into()
+                } else {
+                    self.path(1)
+                },
+                after: Vec::new(),
+                limit: 64,
+            },
+        }
+    }
+
+    /// A setattr of a pool path: chmod among modes that keep directories usable by someone,
+    /// utimes, and sometimes chown (root only: the others get EPERM).
+    fn set_attr_op(&mut self, depth: u32) -> MetaOp {
+        MetaOp::SetAttr {
+            path: self.path(depth),
+            attr: t3fs_core::meta::SetAttr {
+                perm: self
+                    .rng
+                    .chance(0.7)
+                    .then(|| DIR_PERMS[self.rng.below(DIR_PERMS.len() as u64) as usize]),
+                uid: self
+                    .rng
+                    .chance(0.2)
+                    .then(|| [0, 1000, 1001][self.rng.below(3) as usize]),
+                mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
+                // A directory's default layout: 4 or 8 KiB chunks over 1 to 4 chains.
+                layout: self
+                    .rng
+                    .chance(0.2)
+                    .then(|| t3fs_core::meta::placement::DirLayout {
+                        chunk_size: 4096 << self.rng.below(2),
+                        stripe: 1 + self.rng.below(4) as u32,
+                    }),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Directory locks: mostly try-lock and unlock, sometimes preempt or clear (a holder that
+    /// crashed comes back as another client and cannot unlock).
+    fn lock_op(&mut self) -> MetaOp {
+        MetaOp::LockDirectory {
+            path: if self.w.mix == NsMix::OneDir {
+                "/d0".into()
+            } else {
+                self.path(1)
+            },
+            action: match self.rng.below(10) {
+                0..=3 => LockAction::TryLock,
+                4..=7 => LockAction::Unlock,
+                8 => LockAction::PreemptLock,
+                _ => LockAction::Clear,
+            },
+        }
     }
 }

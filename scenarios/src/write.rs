@@ -8,7 +8,9 @@ use core::ops::Range;
 use core::time::Duration;
 
 use crate::duration::fmt_duration;
-use crate::schema::{Action, ChainPos, NodeRef, Scenario, Timeouts};
+use crate::schema::{
+    Action, ChainPos, Cluster, Expect, Faults, NodeRef, Scenario, Timeouts, Workload,
+};
 
 fn range(r: &Range<Duration>) -> String {
     format!("{}..{}", fmt_duration(r.start), fmt_duration(r.end))
@@ -76,6 +78,34 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
 /// The scenario as TOML.
 pub fn to_toml(s: &Scenario) -> String {
     let mut o = String::new();
+    write_top(&mut o, s);
+    write_cluster(&mut o, &s.cluster);
+    write_workload(&mut o, &s.workload);
+    if let Some(ns) = &s.namespace {
+        o.push_str(&crate::namespace::ns_toml(ns));
+    }
+    write_faults(&mut o, &s.faults);
+    if let Some(h) = &s.hardware {
+        o.push_str(&hardware_toml(h));
+    }
+    for st in &s.steps {
+        let _ = writeln!(
+            o,
+            "\n[[step]]\nat = \"{}\"\ndo = \"{}\"",
+            fmt_duration(st.at),
+            st.action.verb()
+        );
+        let line = step_fields(&st.action);
+        if !line.is_empty() {
+            let _ = writeln!(o, "{line}");
+        }
+    }
+    write_expect(&mut o, &s.expect);
+    o
+}
+
+/// The top-level keys: name, about, seeds, durations and the bug.
+fn write_top(o: &mut String, s: &Scenario) {
     let _ = writeln!(o, "name = {}", quote(&s.name));
     let _ = writeln!(o, "about = {}", quote(&s.about));
     let seeds: Vec<String> = s.seeds.iter().map(u64::to_string).collect();
@@ -89,7 +119,10 @@ pub fn to_toml(s: &Scenario) -> String {
     if let Some(b) = &s.bug {
         let _ = writeln!(o, "bug = {}", quote(b));
     }
-    let c = &s.cluster;
+}
+
+/// The `[cluster]` section.
+fn write_cluster(o: &mut String, c: &Cluster) {
     let _ = writeln!(o, "\n[cluster]");
     let _ = writeln!(
         o,
@@ -119,7 +152,10 @@ pub fn to_toml(s: &Scenario) -> String {
     if c.meta > 0 {
         let _ = writeln!(o, "meta = {}", c.meta);
     }
-    let w = &s.workload;
+}
+
+/// The `[workload]` section.
+fn write_workload(o: &mut String, w: &Workload) {
     let _ = writeln!(o, "\n[workload]");
     let _ = writeln!(
         o,
@@ -133,10 +169,10 @@ pub fn to_toml(s: &Scenario) -> String {
     if w.prefill {
         let _ = writeln!(o, "prefill = true");
     }
-    if let Some(ns) = &s.namespace {
-        o.push_str(&crate::namespace::ns_toml(ns));
-    }
-    let f = &s.faults;
+}
+
+/// The `[faults]` section: every value written out.
+fn write_faults(o: &mut String, f: &Faults) {
     let _ = writeln!(o, "\n[faults]");
     let _ = writeln!(
         o,
@@ -181,96 +217,89 @@ pub fn to_toml(s: &Scenario) -> String {
         f.clock_drift_ppm
     );
     let _ = writeln!(o, "buggify = {}", f.buggify);
-    if let Some(h) = &s.hardware {
-        o.push_str(&hardware_toml(h));
-    }
-    for st in &s.steps {
-        let _ = writeln!(
-            o,
-            "\n[[step]]\nat = \"{}\"\ndo = \"{}\"",
-            fmt_duration(st.at),
-            st.action.verb()
-        );
-        let line = match &st.action {
-            Action::Crash(n)
-            | Action::CrashAfterForward(n)
-            | Action::PauseOnCommit(n)
-            | Action::Restart(n)
-            | Action::RestartEmpty(n)
-            | Action::Pause(n)
-            | Action::Resume(n)
-            | Action::Isolate(n)
-            | Action::CorruptChunk(n)
-            | Action::FailDisk(n)
-            | Action::HealDisk(n)
-            | Action::FillDisk(n) => format!("node = \"{}\"", node(n)),
-            Action::Partition { a, b, oneway } => {
-                format!("a = {}\nb = {}\noneway = {oneway}", nodes(a), nodes(b))
-            }
-            Action::Link {
-                a,
-                b,
-                latency,
-                spike,
-                loss,
-            } => format!(
-                "a = {}\nb = {}\nlatency = \"{}\"\nspike = {spike:?}\nloss = {loss:?}",
-                nodes(a),
-                nodes(b),
-                range(latency)
-            ),
-            Action::Repair { a, b } | Action::Hold { a, b } | Action::Release { a, b } => {
-                format!("a = {}\nb = {}", nodes(a), nodes(b))
-            }
-            Action::Heal | Action::KvUnavailable | Action::KvAvailable => String::new(),
-            Action::SetLoss(r) | Action::SetDuplicate(r) => format!("rate = {r:?}"),
-            Action::SetLatency(l) => format!("latency = \"{}\"", range(l)),
-            Action::Flap {
-                node: n,
-                down,
-                up,
-                count,
-            } => format!(
-                "node = \"{}\"\ndown = \"{}\"\nup = \"{}\"\ncount = {count}",
+}
+
+/// The fields of a `[[step]]` after `at` and `do`, one per line (empty when it has none).
+fn step_fields(action: &Action) -> String {
+    match action {
+        Action::Crash(n)
+        | Action::CrashAfterForward(n)
+        | Action::PauseOnCommit(n)
+        | Action::Restart(n)
+        | Action::RestartEmpty(n)
+        | Action::Pause(n)
+        | Action::Resume(n)
+        | Action::Isolate(n)
+        | Action::CorruptChunk(n)
+        | Action::FailDisk(n)
+        | Action::HealDisk(n)
+        | Action::FillDisk(n) => format!("node = \"{}\"", node(n)),
+        Action::Partition { a, b, oneway } => {
+            format!("a = {}\nb = {}\noneway = {oneway}", nodes(a), nodes(b))
+        }
+        Action::Link {
+            a,
+            b,
+            latency,
+            spike,
+            loss,
+        } => format!(
+            "a = {}\nb = {}\nlatency = \"{}\"\nspike = {spike:?}\nloss = {loss:?}",
+            nodes(a),
+            nodes(b),
+            range(latency)
+        ),
+        Action::Repair { a, b } | Action::Hold { a, b } | Action::Release { a, b } => {
+            format!("a = {}\nb = {}", nodes(a), nodes(b))
+        }
+        Action::Heal | Action::KvUnavailable | Action::KvAvailable => String::new(),
+        Action::SetLoss(r) | Action::SetDuplicate(r) => format!("rate = {r:?}"),
+        Action::SetLatency(l) => format!("latency = \"{}\"", range(l)),
+        Action::Flap {
+            node: n,
+            down,
+            up,
+            count,
+        } => format!(
+            "node = \"{}\"\ndown = \"{}\"\nup = \"{}\"\ncount = {count}",
+            node(n),
+            fmt_duration(*down),
+            fmt_duration(*up)
+        ),
+        Action::SkewClock {
+            node: n,
+            offset_ms,
+            drift_ppm,
+        } => {
+            format!(
+                "node = \"{}\"\noffset_ms = {offset_ms}\ndrift_ppm = {drift_ppm}",
+                node(n)
+            )
+        }
+        Action::StepClock { node: n, by_ms } => {
+            format!("node = \"{}\"\nby_ms = {by_ms}", node(n))
+        }
+        Action::SlowDisk { node: n, latency } => {
+            format!("node = \"{}\"\nlatency = \"{}\"", node(n), range(latency))
+        }
+        Action::DropHeartbeats { node: n, duration } => {
+            format!(
+                "node = \"{}\"\nfor = \"{}\"",
                 node(n),
-                fmt_duration(*down),
-                fmt_duration(*up)
-            ),
-            Action::SkewClock {
-                node: n,
-                offset_ms,
-                drift_ppm,
-            } => {
-                format!(
-                    "node = \"{}\"\noffset_ms = {offset_ms}\ndrift_ppm = {drift_ppm}",
-                    node(n)
-                )
-            }
-            Action::StepClock { node: n, by_ms } => {
-                format!("node = \"{}\"\nby_ms = {by_ms}", node(n))
-            }
-            Action::SlowDisk { node: n, latency } => {
-                format!("node = \"{}\"\nlatency = \"{}\"", node(n), range(latency))
-            }
-            Action::DropHeartbeats { node: n, duration } => {
-                format!(
-                    "node = \"{}\"\nfor = \"{}\"",
-                    node(n),
-                    fmt_duration(*duration)
-                )
-            }
-            Action::KvFaults {
-                conflict,
-                commit_unknown,
-            } => {
-                format!("conflict = {conflict:?}\ncommit_unknown = {commit_unknown:?}")
-            }
-        };
-        if !line.is_empty() {
-            let _ = writeln!(o, "{line}");
+                fmt_duration(*duration)
+            )
+        }
+        Action::KvFaults {
+            conflict,
+            commit_unknown,
+        } => {
+            format!("conflict = {conflict:?}\ncommit_unknown = {commit_unknown:?}")
         }
     }
-    let e = &s.expect;
+}
+
+/// The `[expect]` section.
+fn write_expect(o: &mut String, e: &Expect) {
     let _ = writeln!(
         o,
         "\n[expect]\nlinearizable = {}\nloss_allowed = {}\nconverges = {}",
@@ -279,5 +308,4 @@ pub fn to_toml(s: &Scenario) -> String {
     if e.undecided_ok {
         let _ = writeln!(o, "undecided_ok = true");
     }
-    o
 }

@@ -128,6 +128,9 @@ fn lin_of(h: &History, ops: &[history::OpRec], chunks: u32) -> (Verdict, usize) 
     )
 }
 
+/// How many of the values a regular register allows a failed verdict names.
+const ALLOWED_SHOWN: usize = 8;
+
 /// Regularity of `ops`, leaving out the reads before `reads_from`.
 fn regular_of(h: &History, ops: &[history::OpRec], chunks: u32, reads_from: usize) -> Verdict {
     let mut reads = 0;
@@ -137,9 +140,16 @@ fn regular_of(h: &History, ops: &[history::OpRec], chunks: u32, reads_from: usiz
             .filter(|o| matches!(o.op, linearizability::RegOp::Read(_)))
             .count();
         if let Err((origin, allowed)) = regular::check(&iv) {
+            // The first few allowed values say what was expected; a long-running history
+            // allows thousands, which would bury the operations that matter below them.
             let allowed: Vec<String> = allowed
                 .iter()
+                .take(ALLOWED_SHOWN)
                 .map(|v| v.map_or("hole".into(), |v| format!("{v:#x}")))
+                .chain(
+                    (allowed.len() > ALLOWED_SHOWN)
+                        .then(|| format!("and {} more", allowed.len() - ALLOWED_SHOWN)),
+                )
                 .collect();
             let mut ctx: Vec<usize> = ops
                 .iter()

@@ -220,6 +220,37 @@ fn phases(w: &mut World) -> Outcome {
     w.run_until(Instant(sc.duration.as_nanos() as u64), |_| false);
     // Liveness phase: heal, restart, converge.
     let live_start = w.sim.now();
+    heal_and_restart(w);
+    let deadline = Instant(live_start.0 + sc.converge_within.as_nanos() as u64);
+    let (converged_at, last_reason) = run_until_converged(w, deadline);
+    let checked = check_run(w, &sc, live_start, converged_at, &last_reason);
+    let (verdicts, exit, reason) = check::verdicts::assemble(checked, &sc.expect);
+    sum_mgmtd_rows(w);
+    w.sim.note(
+        "verdict",
+        "",
+        if exit == 0 {
+            "PASS".into()
+        } else {
+            format!("FAIL: {reason}")
+        },
+    );
+    Outcome {
+        seed: 0,
+        verdicts,
+        exit,
+        reason,
+        trace: w.sim.trace,
+        events: w.sim.events,
+        sim_ns: w.sim.now().0,
+        converged_after: converged_at.map(|t| Duration::from_nanos(t.0 - live_start.0)),
+        world: None,
+    }
+}
+
+/// Starts the liveness phase: stops the workload, heals everything, and restarts every
+/// crashed node (crashing first a running one whose disks are damaged, to replace them).
+fn heal_and_restart(w: &mut World) {
     w.sim.note(
         "phase",
         "",
@@ -240,87 +271,44 @@ fn phases(w: &mut World) -> Outcome {
             w.restart(i, true, false);
         }
     }
-    let deadline = Instant(live_start.0 + sc.converge_within.as_nanos() as u64);
-    let (converged_at, last_reason) = run_until_converged(w, deadline);
-    let audit = match w.sim.audit.violation.as_deref().or(w.sim.kv.violation()) {
-        Some(v) => Verdict::Fail(v.to_string()),
-        None => Verdict::Pass(format!(
-            "{} chain publications and {} KV commits checked (§2.6.1, §2.2)",
-            w.sim.audit.routing_changes, w.sim.kv.counters.commits
-        )),
-    };
+}
+
+/// Every verdict of a run whose liveness phase started at `live_start`, in the order the
+/// checks run (the final reads and the later waits run the world on).
+fn check_run(
+    w: &mut World,
+    sc: &Scenario,
+    live_start: Instant,
+    converged_at: Option<Instant>,
+    last_reason: &str,
+) -> check::verdicts::Checked {
+    let audit = audit_verdict(w);
     let halts = if w.sim.halts.is_empty() {
         Verdict::Pass("no machine halted".into())
     } else {
         // Halts are legitimate for disk failures; they are reported, not failed.
         Verdict::Pass(w.sim.halts.join("; "))
     };
-    let liveness = match converged_at {
-        Some(t) => Verdict::Pass(format!(
-            "converged {:.3}s after healing (bound {:.0}s)",
-            (t.0 - live_start.0) as f64 / 1e9,
-            sc.converge_within.as_secs_f64()
-        )),
-        None => Verdict::Fail(format!(
-            "not converged within {:.0}s of healing: {last_reason}",
-            sc.converge_within.as_secs_f64()
-        )),
-    };
+    let liveness = liveness_verdict(sc, live_start, converged_at, last_reason);
     // Final reads: every chunk, spread over the clients, after convergence; a failed read is
     // tried again (from the next client) until one answers or the bound ends.
     let final_from = w.sim.history.ops.len();
     if converged_at.is_some() {
         final_reads(w, sc.workload.chunks, sc.converge_within);
     }
-    // Stale reads attributed per read (3FS Appendix B #1/#4); none are excused with the lease.
-    let stale = if sc.cluster.storage_lease {
-        Default::default()
-    } else {
-        check::appendix_b::stale_reads(&w.sim.history.ops[..final_from], &w.sim.audit.timeline)
-    };
-    let [(_, lin), (_, reg), (_, durable)] = check::histories(
-        &w.sim.history,
-        sc.workload.chunks,
-        final_from,
-        sc.cluster.reject_dirty_reads,
-        &stale,
-    );
+    let [(_, lin), (_, reg), (_, durable)] = history_verdicts(w, sc, final_from);
     let durable = if converged_at.is_some() {
         durable
     } else {
         Verdict::Unknown("not checked: the cluster did not converge, so no final reads ran".into())
     };
     let corruption = check::corruption(&w.sim.history);
-    if converged_at.is_some() {
-        // A frame delayed past convergence (a buggified spike) can start an update during the
-        // final reads; replicas are compared only once it has finished (found by swarm seed
-        // 4543: the tail had committed a late retry the head was still forwarding).
-        let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
-        run_until_converged(w, bound);
-    }
-    let agreement = if converged_at.is_some() {
-        check::agreement::check(&w.serving_contents())
-    } else {
-        Verdict::Unknown("the cluster did not converge".into())
-    };
-    let namespace = sc.namespace.as_ref().map(|ns| {
-        // Open requests keep retrying against the healed cluster; wait for their answers so
-        // that as few as possible stay open, then compare with the KV's final tree.
-        let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
-        w.run_until(bound, |w| !w.ns_busy());
-        // Then let GC catch up, and session pruning: a dead writer's sessions go once mgmtd has
-        // dropped its client session (after the session timeout) and a prune round ran.
-        let m = w.layout.mgmtd_cfg(t3fs_core::ids::NodeId(0));
-        let wait = m.session_timeout + m.session_timeout / 2 + core::time::Duration::from_secs(10);
-        let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
-        w.run_until(gc_bound, |w| w.gc_drained());
-        let extents = w.file_extents();
-        let drained = w.gc_drained();
-        let log = w.sim.log;
-        let (h, io) = (&w.sim.ns_history, &w.sim.file_io);
-        check::ns_judge::judge(h, io, &mut w.sim.kv.kv, drained, &extents, ns.dirs, log)
-    });
-    let checked = check::verdicts::Checked {
+    let agreement = agreement_verdict(w, sc, converged_at);
+    let namespace = sc
+        .namespace
+        .as_ref()
+        .map(|ns| namespace_verdicts(w, ns, sc.converge_within));
+    check::verdicts::Checked {
         audit,
         lin,
         reg,
@@ -330,34 +318,105 @@ fn phases(w: &mut World) -> Outcome {
         namespace,
         liveness,
         halts,
+    }
+}
+
+/// The audit verdict: the first chain or KV invariant violation, if any.
+fn audit_verdict(w: &World) -> Verdict {
+    match w.sim.audit.violation.as_deref().or(w.sim.kv.violation()) {
+        Some(v) => Verdict::Fail(v.to_string()),
+        None => Verdict::Pass(format!(
+            "{} chain publications and {} KV commits checked (§2.6.1, §2.2)",
+            w.sim.audit.routing_changes, w.sim.kv.counters.commits
+        )),
+    }
+}
+
+/// The liveness verdict: converged within the scenario's bound after healing, or why not.
+fn liveness_verdict(
+    sc: &Scenario,
+    live_start: Instant,
+    converged_at: Option<Instant>,
+    last_reason: &str,
+) -> Verdict {
+    match converged_at {
+        Some(t) => Verdict::Pass(format!(
+            "converged {:.3}s after healing (bound {:.0}s)",
+            (t.0 - live_start.0) as f64 / 1e9,
+            sc.converge_within.as_secs_f64()
+        )),
+        None => Verdict::Fail(format!(
+            "not converged within {:.0}s of healing: {last_reason}",
+            sc.converge_within.as_secs_f64()
+        )),
+    }
+}
+
+/// The linearizability, regularity and durability verdicts of the workload history, whose
+/// final reads start at `final_from`.
+fn history_verdicts(w: &World, sc: &Scenario, final_from: usize) -> [(&'static str, Verdict); 3] {
+    // Stale reads attributed per read (3FS Appendix B #1/#4); none are excused with the lease.
+    let stale = if sc.cluster.storage_lease {
+        Default::default()
+    } else {
+        check::appendix_b::stale_reads(&w.sim.history.ops[..final_from], &w.sim.audit.timeline)
     };
-    let (verdicts, exit, reason) = check::verdicts::assemble(checked, &sc.expect);
-    // Sum the §2.6.1 rows of every live mgmtd into the reachability counters.
+    check::histories(
+        &w.sim.history,
+        sc.workload.chunks,
+        final_from,
+        sc.cluster.reject_dirty_reads,
+        &stale,
+    )
+}
+
+/// The replica agreement verdict, once any update started during the final reads finished.
+fn agreement_verdict(w: &mut World, sc: &Scenario, converged_at: Option<Instant>) -> Verdict {
+    if converged_at.is_some() {
+        // A frame delayed past convergence (a buggified spike) can start an update during the
+        // final reads; replicas are compared only once it has finished (found by swarm seed
+        // 4543: the tail had committed a late retry the head was still forwarding).
+        let bound = Instant(w.sim.now().0 + sc.converge_within.as_nanos() as u64);
+        run_until_converged(w, bound);
+    }
+    if converged_at.is_some() {
+        check::agreement::check(&w.serving_contents())
+    } else {
+        Verdict::Unknown("the cluster did not converge".into())
+    }
+}
+
+/// The namespace verdicts, once open requests are answered and GC and session pruning had
+/// their time.
+fn namespace_verdicts(
+    w: &mut World,
+    ns: &t3fs_scenario::namespace::NsWorkload,
+    within: Duration,
+) -> check::verdicts::NsVerdicts {
+    // Open requests keep retrying against the healed cluster; wait for their answers so
+    // that as few as possible stay open, then compare with the KV's final tree.
+    let bound = Instant(w.sim.now().0 + within.as_nanos() as u64);
+    w.run_until(bound, |w| !w.ns_busy());
+    // Then let GC catch up, and session pruning: a dead writer's sessions go once mgmtd has
+    // dropped its client session (after the session timeout) and a prune round ran.
+    let m = w.layout.mgmtd_cfg(t3fs_core::ids::NodeId(0));
+    let wait = m.session_timeout + m.session_timeout / 2 + core::time::Duration::from_secs(10);
+    let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
+    w.run_until(gc_bound, |w| w.gc_drained());
+    let extents = w.file_extents();
+    let drained = w.gc_drained();
+    let log = w.sim.log;
+    let (h, io) = (&w.sim.ns_history, &w.sim.file_io);
+    check::ns_judge::judge(h, io, &mut w.sim.kv.kv, drained, &extents, ns.dirs, log)
+}
+
+/// Sums the §2.6.1 rows of every live mgmtd into the reachability counters.
+fn sum_mgmtd_rows(w: &mut World) {
     for n in &w.nodes {
         if let (Role::Mgmtd, Process::Mgmtd(m)) = (n.ctx.role, &n.proc) {
             for (row, c) in &m.counters().rows {
                 *w.sim.reach.rows.entry(*row).or_default() += c;
             }
         }
-    }
-    w.sim.note(
-        "verdict",
-        "",
-        if exit == 0 {
-            "PASS".into()
-        } else {
-            format!("FAIL: {reason}")
-        },
-    );
-    Outcome {
-        seed: 0,
-        verdicts,
-        exit,
-        reason,
-        trace: w.sim.trace,
-        events: w.sim.events,
-        sim_ns: w.sim.now().0,
-        converged_after: converged_at.map(|t| Duration::from_nanos(t.0 - live_start.0)),
-        world: None,
     }
 }

@@ -21,13 +21,48 @@ pub type Counts = BTreeMap<String, Vec<u64>>;
 /// Latency histograms (µs) per interval by operation.
 pub type Latencies = BTreeMap<String, Vec<hdrhistogram::Histogram<u64>>>;
 use crate::run::Outcome;
+use crate::world::World;
 
 /// Seconds per series interval.
 pub const INTERVAL: f64 = 1.0;
 
 /// The run data of `o`.
 pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
-    let mut m = Manifest {
+    let mut m = manifest(o, sc, command);
+    let mut data = RunData::default();
+    let Some(w) = &o.world else {
+        data.manifest = m;
+        return data;
+    };
+    for (k, v) in &w.sim.reach.faults {
+        m.faults_reached.insert(k.to_string(), *v);
+    }
+    for row in Row::ALL {
+        m.rows_reached.insert(
+            format!("{row:?}"),
+            w.sim.reach.rows.get(&row).copied().unwrap_or(0),
+        );
+    }
+    m.counters = w.counter_totals();
+    data.events = event_lines(w);
+    let buckets = (o.sim_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
+    let (ops, lat) = history_series(&w.sim.history, o.sim_ns);
+    let counters = counter_series(w, o.sim_ns, &m.counters, buckets);
+    data.series = Series {
+        interval: INTERVAL,
+        ops,
+        counters,
+    };
+    data.latencies = lat;
+    data.chains = chain_points(w);
+    data.history = history_lines(&w.sim.history);
+    data.manifest = m;
+    data
+}
+
+/// The manifest as far as the outcome says without a world: scenario, seed, exit, verdicts.
+fn manifest(o: &Outcome, sc: &Scenario, command: &str) -> Manifest {
+    Manifest {
         scenario: sc.name.clone(),
         about: sc.about.clone(),
         seed: o.seed,
@@ -49,24 +84,12 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             })
             .collect(),
         ..Manifest::default()
-    };
-    let mut data = RunData::default();
-    let Some(w) = &o.world else {
-        data.manifest = m;
-        return data;
-    };
-    for (k, v) in &w.sim.reach.faults {
-        m.faults_reached.insert(k.to_string(), *v);
     }
-    for row in Row::ALL {
-        m.rows_reached.insert(
-            format!("{row:?}"),
-            w.sim.reach.rows.get(&row).copied().unwrap_or(0),
-        );
-    }
-    m.counters = w.counter_totals();
-    data.events = w
-        .sim
+}
+
+/// The world's notes as `events.jsonl` lines.
+fn event_lines(w: &World) -> Vec<EventLine> {
+    w.sim
         .notes
         .iter()
         .map(|n| EventLine {
@@ -75,12 +98,19 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             node: n.node.clone(),
             what: n.what.clone(),
         })
-        .collect();
-    let buckets = (o.sim_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
-    let (ops, lat) = history_series(&w.sim.history, o.sim_ns);
+        .collect()
+}
+
+/// Each counter's increase per interval (of `buckets`), up to its `totals` at `end_ns`.
+fn counter_series(
+    w: &World,
+    end_ns: u64,
+    totals: &BTreeMap<String, u64>,
+    buckets: usize,
+) -> BTreeMap<String, Vec<u64>> {
     // Counter increments per interval from the whole-second samples (and the final totals).
     let mut counters: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let end = (o.sim_ns, m.counters.clone());
+    let end = (end_ns, totals.clone());
     let points: Vec<&(u64, BTreeMap<String, u64>)> =
         w.sim.samples.iter().chain(std::iter::once(&end)).collect();
     for pair in points.windows(2) {
@@ -96,14 +126,12 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             }
         }
     }
-    data.series = Series {
-        interval: INTERVAL,
-        ops,
-        counters,
-    };
-    data.latencies = lat;
-    data.chains = w
-        .sim
+    counters
+}
+
+/// The chain-state timeline the world's audit kept.
+fn chain_points(w: &World) -> Vec<ChainPoint> {
+    w.sim
         .audit
         .timeline
         .iter()
@@ -119,10 +147,7 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
             targets: c.targets.len() as u32,
             render: t3fs_core::mgmtd::chain_update::render(&c.targets),
         })
-        .collect();
-    data.history = history_lines(&w.sim.history);
-    data.manifest = m;
-    data
+        .collect()
 }
 
 /// Completions per interval and latency histograms per interval, by operation (`read`,

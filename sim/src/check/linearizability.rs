@@ -129,36 +129,16 @@ fn search(ops: &[Interval], budget: usize) -> Outcome {
     if n == 0 {
         return Outcome::Ok;
     }
-    // Entries: 2 per op (call, return), sorted by time; calls before returns at equal times
-    // cannot happen (times are unique logical ticks, and open returns are all at infinity,
-    // ordered after every call).
-    let mut entries: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * n);
-    for (i, o) in ops.iter().enumerate() {
-        entries.push((o.call, true, i));
-        entries.push((o.ret, false, i));
-    }
-    entries.sort_by_key(|&(t, is_call, i)| (t, !is_call, i));
+    let entries = sorted_entries(ops);
     // Doubly linked list over entry positions 1..=len; 0 is the head sentinel, len + 1 the end.
-    let len = entries.len();
-    let end = len + 1;
-    let mut next: Vec<usize> = (1..=end + 1).collect();
-    let mut prev: Vec<usize> = (0..=end).map(|p| p.saturating_sub(1)).collect();
-    let mut ret_pos = vec![0usize; n];
-    let mut call_pos = vec![0usize; n];
-    for (p, &(_, is_call, i)) in entries.iter().enumerate() {
-        if is_call {
-            call_pos[i] = p + 1;
-        } else {
-            ret_pos[i] = p + 1;
-        }
-    }
+    let end = entries.len() + 1;
+    let (mut next, mut prev) = linked_list(entries.len());
+    let (call_pos, ret_pos) = positions(&entries, n);
     // The memo key is the set of linearized operations and the register's state. The set is
     // kept as a 128-bit Zobrist hash (XOR of per-operation random keys), updated in O(1) per
     // step: hashing the whole bitset made each step O(n) and long single-chunk histories
     // quadratic. A false "seen" needs a 128-bit collision among the states visited.
-    let keys: Vec<(u64, u64)> = (0..n as u64)
-        .map(|i| (splitmix(2 * i + 1), splitmix(2 * i + 2)))
-        .collect();
+    let keys = zobrist_keys(n);
     let mut linearized = (0u64, 0u64);
     let mut cache: HashSet<(u64, u64, Option<u64>), BuildHasherDefault<KeyHasher>> =
         HashSet::default();
@@ -169,17 +149,6 @@ fn search(ops: &[Interval], budget: usize) -> Outcome {
     // order got (backtracking then blocks at shallower returns, which must not replace it).
     let mut stuck_at = 0usize;
     let mut stuck_depth = 0usize;
-    let unlink = |next: &mut Vec<usize>, prev: &mut Vec<usize>, p: usize| {
-        let (a, b) = (prev[p], next[p]);
-        next[a] = b;
-        prev[b] = a;
-    };
-    // Restores in the reverse order of unlinking, so adjacent entries come back intact.
-    let relink = |next: &mut Vec<usize>, prev: &mut Vec<usize>, p: usize| {
-        let (a, b) = (prev[p], next[p]);
-        next[a] = p;
-        prev[b] = p;
-    };
     while next[0] != end {
         if entry == end {
             // Only reachable if a return is missing; treat as backtrack.
@@ -224,6 +193,66 @@ fn search(ops: &[Interval], budget: usize) -> Outcome {
         }
     }
     Outcome::Ok
+}
+
+/// Each call and return of `ops` as (time, is a call, operation), sorted by time.
+fn sorted_entries(ops: &[Interval]) -> Vec<(u64, bool, usize)> {
+    // Entries: 2 per op (call, return), sorted by time; calls before returns at equal times
+    // cannot happen (times are unique logical ticks, and open returns are all at infinity,
+    // ordered after every call).
+    let mut entries: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        entries.push((o.call, true, i));
+        entries.push((o.ret, false, i));
+    }
+    entries.sort_by_key(|&(t, is_call, i)| (t, !is_call, i));
+    entries
+}
+
+/// The links `(next, prev)` of the list over entry positions 1..=len, in order.
+fn linked_list(len: usize) -> (Vec<usize>, Vec<usize>) {
+    let end = len + 1;
+    let next: Vec<usize> = (1..=end + 1).collect();
+    let prev: Vec<usize> = (0..=end).map(|p| p.saturating_sub(1)).collect();
+    (next, prev)
+}
+
+/// The Zobrist keys of `n` operations, for the memo key of a set of linearized ones.
+fn zobrist_keys(n: usize) -> Vec<(u64, u64)> {
+    (0..n as u64)
+        .map(|i| (splitmix(2 * i + 1), splitmix(2 * i + 2)))
+        .collect()
+}
+
+/// The list positions (from 1) of each of the `n` operations' call and return.
+fn positions(entries: &[(u64, bool, usize)], n: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut ret_pos = vec![0usize; n];
+    let mut call_pos = vec![0usize; n];
+    for (p, &(_, is_call, i)) in entries.iter().enumerate() {
+        if is_call {
+            call_pos[i] = p + 1;
+        } else {
+            ret_pos[i] = p + 1;
+        }
+    }
+    (call_pos, ret_pos)
+}
+
+/// Takes position `p` out of the list `next`/`prev`, leaving its own links as they were.
+#[inline]
+fn unlink(next: &mut [usize], prev: &mut [usize], p: usize) {
+    let (a, b) = (prev[p], next[p]);
+    next[a] = b;
+    prev[b] = a;
+}
+
+/// Puts position `p` back between the neighbours it had when it was unlinked.
+#[inline]
+fn relink(next: &mut [usize], prev: &mut [usize], p: usize) {
+    // Restores in the reverse order of unlinking, so adjacent entries come back intact.
+    let (a, b) = (prev[p], next[p]);
+    next[a] = p;
+    prev[b] = p;
 }
 
 /// SplitMix64: fixed, well-mixed keys for the Zobrist hash (the same on every run).

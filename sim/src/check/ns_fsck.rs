@@ -33,78 +33,13 @@ pub fn fsck(kv: &MemKv, gc_done: bool, extents: &Extents) -> Verdict {
 }
 
 fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String> {
-    let mut inodes: BTreeMap<InodeId, Inode> = BTreeMap::new();
-    let mut entries: Vec<(InodeId, Vec<u8>, DirEntry)> = Vec::new();
-    let mut sessions: BTreeSet<InodeId> = BTreeSet::new();
-    for (k, v) in kv.latest() {
-        if let Some(id) = parse_inode_key(&k) {
-            let i: Inode = decode(&v).map_err(|e| format!("inode {id:?}: {e:?}"))?;
-            inodes.insert(id, i);
-        } else if let Some((parent, name)) = parse_dirent_key(&k) {
-            let e: DirEntry = decode(&v).map_err(|e| format!("entry in {parent:?}: {e:?}"))?;
-            entries.push((parent, name.to_vec(), e));
-        } else if let Some(id) = parse_session_key(&k) {
-            sessions.insert(id);
-        }
-    }
-    let mut names: BTreeMap<InodeId, Vec<(InodeId, &[u8])>> = BTreeMap::new();
-    let mut in_gc: BTreeSet<InodeId> = BTreeSet::new();
-    for (parent, name, e) in &entries {
-        let show = String::from_utf8_lossy(name);
-        let i = inodes.get(&e.inode).ok_or_else(|| {
-            format!(
-                "entry {show:?} of {parent:?} names missing inode {:?}",
-                e.inode
-            )
-        })?;
-        if i.entry_kind() != e.kind {
-            return Err(format!(
-                "entry {show:?} of {parent:?} says {:?}, inode is {:?}",
-                e.kind,
-                i.entry_kind()
-            ));
-        }
-        if !inodes.get(parent).is_some_and(Inode::is_dir) {
-            return Err(format!(
-                "entry {show:?} lives in {parent:?}, which is no directory"
-            ));
-        }
-        if *parent == GC_ROOT {
-            in_gc.insert(e.inode);
-        } else {
-            names.entry(e.inode).or_default().push((*parent, name));
-        }
-    }
-    for (id, i) in &inodes {
-        if *id == ROOT || *id == GC_ROOT {
-            continue;
-        }
-        let n = names.get(id).map_or(0, Vec::len);
-        let gc = in_gc.contains(id);
-        match &i.kind {
-            InodeKind::Directory { parent, name, .. }
-                if !gc && (n != 1 || names[id][0] != (*parent, name.as_slice())) =>
-            {
-                return Err(format!(
-                    "directory {id:?} has {n} names, or its parent pointer is stale"
-                ));
-            }
-            InodeKind::Directory { .. } => {}
-            _ if gc && (i.nlink != 0 || n != 0) => {
-                return Err(format!(
-                    "{id:?} is under GC with nlink {} and {n} names",
-                    i.nlink
-                ));
-            }
-            _ if !gc && i.nlink as usize != n => {
-                return Err(format!("{id:?} has nlink {} but {n} names", i.nlink));
-            }
-            _ => {}
-        }
-        if n == 0 && !gc {
-            return Err(format!("{id:?} is named nowhere: leaked"));
-        }
-    }
+    let Rows {
+        inodes,
+        entries,
+        sessions,
+    } = rows(kv)?;
+    let (names, in_gc) = entry_names(&inodes, &entries)?;
+    check_names(&inodes, &names, &in_gc)?;
     for c in extents.chunks.keys() {
         if !inodes
             .get(c)
@@ -136,6 +71,115 @@ fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String>
         sessions.len(),
         extents.chunks.len()
     ))
+}
+
+/// The namespace rows of a KV: inodes, directory entries (parent, name, entry) and the inodes
+/// with write sessions.
+struct Rows {
+    inodes: BTreeMap<InodeId, Inode>,
+    entries: Vec<(InodeId, Vec<u8>, DirEntry)>,
+    sessions: BTreeSet<InodeId>,
+}
+
+/// Reads and decodes the namespace rows of `kv`.
+fn rows(kv: &MemKv) -> Result<Rows, String> {
+    let mut inodes: BTreeMap<InodeId, Inode> = BTreeMap::new();
+    let mut entries: Vec<(InodeId, Vec<u8>, DirEntry)> = Vec::new();
+    let mut sessions: BTreeSet<InodeId> = BTreeSet::new();
+    for (k, v) in kv.latest() {
+        if let Some(id) = parse_inode_key(&k) {
+            let i: Inode = decode(&v).map_err(|e| format!("inode {id:?}: {e:?}"))?;
+            inodes.insert(id, i);
+        } else if let Some((parent, name)) = parse_dirent_key(&k) {
+            let e: DirEntry = decode(&v).map_err(|e| format!("entry in {parent:?}: {e:?}"))?;
+            entries.push((parent, name.to_vec(), e));
+        } else if let Some(id) = parse_session_key(&k) {
+            sessions.insert(id);
+        }
+    }
+    Ok(Rows {
+        inodes,
+        entries,
+        sessions,
+    })
+}
+
+/// The names of each inode outside the GC root, as (parent, name).
+type Names<'a> = BTreeMap<InodeId, Vec<(InodeId, &'a [u8])>>;
+
+/// Checks each entry against its inode and parent; returns the names and what is under GC.
+fn entry_names<'a>(
+    inodes: &BTreeMap<InodeId, Inode>,
+    entries: &'a [(InodeId, Vec<u8>, DirEntry)],
+) -> Result<(Names<'a>, BTreeSet<InodeId>), String> {
+    let mut names: Names<'a> = BTreeMap::new();
+    let mut in_gc: BTreeSet<InodeId> = BTreeSet::new();
+    for (parent, name, e) in entries {
+        let show = String::from_utf8_lossy(name);
+        let i = inodes.get(&e.inode).ok_or_else(|| {
+            format!(
+                "entry {show:?} of {parent:?} names missing inode {:?}",
+                e.inode
+            )
+        })?;
+        if i.entry_kind() != e.kind {
+            return Err(format!(
+                "entry {show:?} of {parent:?} says {:?}, inode is {:?}",
+                e.kind,
+                i.entry_kind()
+            ));
+        }
+        if !inodes.get(parent).is_some_and(Inode::is_dir) {
+            return Err(format!(
+                "entry {show:?} lives in {parent:?}, which is no directory"
+            ));
+        }
+        if *parent == GC_ROOT {
+            in_gc.insert(e.inode);
+        } else {
+            names.entry(e.inode).or_default().push((*parent, name));
+        }
+    }
+    Ok((names, in_gc))
+}
+
+/// Checks every inode but the roots against its names: parent pointer, link count, leaks.
+fn check_names(
+    inodes: &BTreeMap<InodeId, Inode>,
+    names: &Names<'_>,
+    in_gc: &BTreeSet<InodeId>,
+) -> Result<(), String> {
+    for (id, i) in inodes {
+        if *id == ROOT || *id == GC_ROOT {
+            continue;
+        }
+        let n = names.get(id).map_or(0, Vec::len);
+        let gc = in_gc.contains(id);
+        match &i.kind {
+            InodeKind::Directory { parent, name, .. }
+                if !gc && (n != 1 || names[id][0] != (*parent, name.as_slice())) =>
+            {
+                return Err(format!(
+                    "directory {id:?} has {n} names, or its parent pointer is stale"
+                ));
+            }
+            InodeKind::Directory { .. } => {}
+            _ if gc && (i.nlink != 0 || n != 0) => {
+                return Err(format!(
+                    "{id:?} is under GC with nlink {} and {n} names",
+                    i.nlink
+                ));
+            }
+            _ if !gc && i.nlink as usize != n => {
+                return Err(format!("{id:?} has nlink {} but {n} names", i.nlink));
+            }
+            _ => {}
+        }
+        if n == 0 && !gc {
+            return Err(format!("{id:?} is named nowhere: leaked"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,14 +10,13 @@
 //! Invariant: the model never panics on any request; errors follow the same precedence as the
 //! kernel's (checked by the differential test through `core::meta`). Not here: the search.
 
+mod ops;
+
 use std::collections::BTreeMap;
 
-use t3fs_core::meta::lock::LockAction;
-use t3fs_core::meta::perm::{User, MAY_EXEC, MAY_READ, MAY_WRITE, ROOT_USER, STICKY};
+use t3fs_core::meta::perm::{User, MAY_EXEC, MAY_WRITE, ROOT_USER, STICKY};
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
-use t3fs_core::meta::{
-    prefix_path, split_path, EntryKind, MetaError, DEPTH_MAX, NLINK_MAX, SYMLINKS_MAX,
-};
+use t3fs_core::meta::{split_path, EntryKind, MetaError, DEPTH_MAX, SYMLINKS_MAX};
 
 const ROOT: u32 = 0;
 
@@ -318,142 +317,35 @@ impl Tree {
     }
 
     fn run(&mut self, op: &MetaOp, who: u64, u: User) -> R<Abstract> {
-        let dir = || Node::Dir {
-            entries: BTreeMap::new(),
-            parent: ROOT,
-            lock: None,
-        };
         match op {
             MetaOp::Stat { path, follow } => {
                 Ok(Abstract::Kind(self.kind(self.resolve(path, *follow, u)?)))
             }
-            MetaOp::List { path, after, limit } => {
-                let id = self.dir_for(path, u, MAY_READ)?;
-                let Some(Node::Dir { entries, .. }) = self.nodes.get(&id) else {
-                    return Err(MetaError::NotDir);
-                };
-                let names = entries
-                    .iter()
-                    .filter(|(n, _)| n.as_slice() > after.as_slice())
-                    // The server answers a page at most `DIR_LIST_PAGE_MAX` long.
-                    .take((*limit).min(t3fs_core::limits::DIR_LIST_PAGE_MAX) as usize)
-                    .map(|(n, id)| (n.clone(), self.kind(*id)))
-                    .collect();
-                Ok(Abstract::Names(names))
-            }
+            MetaOp::List { path, after, limit } => self.list(path, after, *limit, u),
             MetaOp::Create {
                 path,
                 exclusive,
                 perm,
-            } => {
-                let (id, ours) = self.make(path, Node::File { nlink: 1 }, *perm, who, u)?;
-                match self.kind(id) {
-                    _ if *exclusive && !ours => Err(MetaError::Exists),
-                    EntryKind::Directory => Err(MetaError::IsDir),
-                    k => Ok(Abstract::Kind(k)),
-                }
-            }
+            } => self.create(path, *exclusive, *perm, who, u),
             MetaOp::Mkdirs {
                 path,
                 recursive,
                 perm,
-            } => {
-                let parts = split_path(path)?;
-                let upto = if *recursive { 1 } else { parts.len() };
-                let mut made = None;
-                for n in upto..=parts.len() {
-                    let sub = prefix_path(&parts, n);
-                    let (id, ours) = self.make(&sub, dir(), *perm, who, u)?;
-                    let last = n == parts.len();
-                    match (self.is_dir(id), ours) {
-                        (false, _) if last => return Err(MetaError::Exists),
-                        (false, _) => return Err(MetaError::NotDir),
-                        (true, false) if last && !recursive => return Err(MetaError::Exists),
-                        _ => made = Some(id),
-                    }
-                }
-                made.map(|_| Abstract::Kind(EntryKind::Directory))
-                    .ok_or(MetaError::Exists)
-            }
+            } => self.mkdirs(path, *recursive, *perm, who, u),
             MetaOp::Symlink { path, target } => {
                 match self.make(path, Node::Symlink(target.clone()), 0o777, who, u)? {
                     (_, true) => Ok(Abstract::Kind(EntryKind::Symlink)),
                     _ => Err(MetaError::Exists),
                 }
             }
-            MetaOp::Hardlink { existing, path } => {
-                let target = self.resolve(existing, false, u)?;
-                let (parent, name) = self.parent_of(path, u)?;
-                self.may(parent, u, MAY_EXEC)?;
-                if self.entry(parent, name).is_some() {
-                    return Err(MetaError::Exists);
-                }
-                self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
-                self.check_lock(parent, who)?;
-                let Some(Node::File { nlink }) = self.nodes.get_mut(&target) else {
-                    return Err(MetaError::NotPermitted);
-                };
-                if *nlink >= NLINK_MAX {
-                    return Err(MetaError::TooManyLinks);
-                }
-                *nlink += 1;
-                self.entries_mut(parent).insert(name.to_vec(), target);
-                Ok(Abstract::Kind(EntryKind::File))
-            }
-            MetaOp::Remove { path, recursive } => {
-                let (parent, name) = self.parent_of(path, u)?;
-                self.may(parent, u, MAY_EXEC)?;
-                let id = self.entry(parent, name).ok_or(MetaError::NotFound)?;
-                self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
-                self.check_lock(parent, who)?;
-                self.sticky(parent, id, u)?;
-                if self.is_dir(id) && !recursive && !self.is_empty_dir(id) {
-                    return Err(MetaError::NotEmpty);
-                }
-                self.entries_mut(parent).remove(name);
-                self.unlink(id);
-                Ok(Abstract::Done)
-            }
-            MetaOp::Open { path, write, .. } => {
-                let id = self.resolve(path, true, u)?;
-                if !*write {
-                    self.may(id, u, MAY_READ)?;
-                }
-                if *write && self.is_dir(id) {
-                    return Err(MetaError::IsDir);
-                }
-                if *write {
-                    self.may(id, u, MAY_WRITE)?;
-                }
-                Ok(Abstract::Kind(self.kind(id)))
-            }
+            MetaOp::Hardlink { existing, path } => self.hardlink(existing, path, who, u),
+            MetaOp::Remove { path, recursive } => self.remove(path, *recursive, who, u),
+            MetaOp::Open { path, write, .. } => self.open(path, *write, u),
             // Sessions are invisible in the tree: they only hold back GC (checked by fsck).
             MetaOp::Close { .. } => Ok(Abstract::Done),
             // Ownership and mode are modelled (they decide later permission checks); times
             // are not compared.
-            MetaOp::SetAttr { path, attr } => {
-                let id = self.resolve(path, true, u)?;
-                let (uid, gid, perm) = self.attrs.get(&id).copied().unwrap_or((0, 0, 0));
-                let owner = u.is_root() || u.uid == uid;
-                if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner
-                {
-                    return Err(MetaError::NotPermitted);
-                }
-                if (attr.uid.is_some() || attr.gid.is_some()) && !u.is_root() {
-                    return Err(MetaError::NotPermitted);
-                }
-                // Layouts are not modelled, only where they may be set.
-                if attr.layout.is_some_and(|l| !l.valid() || !self.is_dir(id)) {
-                    return Err(MetaError::Invalid("invalid argument"));
-                }
-                let new = (
-                    attr.uid.unwrap_or(uid),
-                    attr.gid.unwrap_or(gid),
-                    attr.perm.map_or(perm, |p| p & 0o7777),
-                );
-                self.attrs.insert(id, new);
-                Ok(Abstract::Kind(self.kind(id)))
-            }
+            MetaOp::SetAttr { path, attr } => self.set_attr(path, attr, u),
             MetaOp::BatchStat { paths } => Ok(Abstract::Many(
                 paths
                     .iter()
@@ -463,63 +355,14 @@ impl Tree {
                     })
                     .collect(),
             )),
-            MetaOp::LockDirectory { path, action } => {
-                let id = self.dir_for(path, u, MAY_WRITE)?;
-                let Some(Node::Dir { lock, .. }) = self.nodes.get_mut(&id) else {
-                    return Err(MetaError::NotDir);
-                };
-                *lock = match (action, *lock) {
-                    (LockAction::TryLock | LockAction::Unlock, Some(h)) if h != who => {
-                        return Err(MetaError::NoLock)
-                    }
-                    (LockAction::TryLock | LockAction::PreemptLock, _) => Some(who),
-                    (LockAction::Unlock | LockAction::Clear, _) => None,
-                };
-                Ok(Abstract::Kind(EntryKind::Directory))
-            }
+            MetaOp::LockDirectory { path, action } => self.lock_directory(path, action, who, u),
             MetaOp::StatFs => Ok(Abstract::Space),
             // By inode, for the data path: the writer's session keeps the file alive, so its
             // inode answers.
             MetaOp::ExtendStripe { .. } | MetaOp::Sync { .. } => {
                 Ok(Abstract::Kind(EntryKind::File))
             }
-            MetaOp::Rename { from, to } => {
-                let (sp, sn) = self.parent_of(from, u)?;
-                let (dp, dn) = self.parent_of(to, u)?;
-                self.may(sp, u, MAY_EXEC)?;
-                let src = self.entry(sp, sn).ok_or(MetaError::NotFound)?;
-                self.may(dp, u, MAY_EXEC)?;
-                self.may(sp, u, MAY_WRITE | MAY_EXEC)?;
-                self.may(dp, u, MAY_WRITE | MAY_EXEC)?;
-                self.check_lock(sp, who)?;
-                self.check_lock(dp, who)?;
-                self.sticky(sp, src, u)?;
-                if self.is_dir(src) && self.is_ancestor(src, dp)? {
-                    return Err(MetaError::Invalid("a directory cannot move into itself"));
-                }
-                if let Some(dst) = self.entry(dp, dn) {
-                    if dst == src {
-                        return Ok(Abstract::Done);
-                    }
-                    self.sticky(dp, dst, u)?;
-                    if self.is_dir(dst) && self.is_ancestor(dst, sp)? {
-                        return Err(MetaError::NotEmpty);
-                    }
-                    match (self.is_dir(src), self.is_dir(dst)) {
-                        (true, false) => return Err(MetaError::NotDir),
-                        (false, true) => return Err(MetaError::IsDir),
-                        (true, true) if !self.is_empty_dir(dst) => return Err(MetaError::NotEmpty),
-                        _ => {}
-                    }
-                    self.unlink(dst);
-                }
-                self.entries_mut(sp).remove(sn);
-                self.entries_mut(dp).insert(dn.to_vec(), src);
-                if let Some(Node::Dir { parent, .. }) = self.nodes.get_mut(&src) {
-                    *parent = dp;
-                }
-                Ok(Abstract::Done)
-            }
+            MetaOp::Rename { from, to } => self.rename(from, to, who, u),
         }
     }
 

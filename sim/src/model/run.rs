@@ -128,55 +128,123 @@ where
         .collect();
     let start = Instant::now();
     let found = match search {
-        Search::Bfs => {
-            let o = super::search::bfs(&model, threads, &mut progress);
-            let mut paths: Vec<Option<Rendered>> = properties.iter().map(|_| None).collect();
-            for (i, actions, last) in o.discoveries {
-                paths[i] = Some(render_path(&model, &actions, &last, &describe, &summarize));
-            }
-            Found {
-                states: o.states,
-                unique: o.unique,
-                max_depth: o.max_depth,
-                paths,
-                interned: model.interned(),
-            }
-        }
-        Search::Dfs => {
-            // Stop at the first violated property: a broken variant's state space can be far
-            // larger than the correct protocol's, and one counterexample is the verdict.
-            let builder = model
-                .checker()
-                .threads(threads.max(1))
-                .finish_when(stateright::HasDiscoveries::AnyFailures);
-            let checker = wait(builder.spawn_dfs(), &mut progress);
-            let paths = properties
-                .iter()
-                .map(|(name, _)| {
-                    checker.discovery(name).map(|p| {
-                        let last = p.last_state().clone();
-                        let m = checker.model();
-                        render_path(m, &p.into_actions(), &last, &describe, &summarize)
-                    })
-                })
-                .collect();
-            Found {
-                states: checker.state_count(),
-                unique: checker.unique_state_count(),
-                max_depth: checker.max_depth(),
-                paths,
-                interned: checker.model().interned(),
-            }
-        }
+        Search::Bfs => found_by_bfs(
+            &model,
+            threads,
+            &properties,
+            &mut progress,
+            &describe,
+            &summarize,
+        ),
+        Search::Dfs => found_by_dfs(
+            model,
+            threads,
+            &properties,
+            &mut progress,
+            &describe,
+            &summarize,
+        ),
     };
     let elapsed = start.elapsed();
+    let (failures, passed, stopped_early) = judge(properties, found.paths);
+    Verdict {
+        states: found.states,
+        unique_states: found.unique,
+        max_depth: found.max_depth,
+        elapsed,
+        failures,
+        passed,
+        complete: !stopped_early,
+        interned: found.interned,
+    }
+}
+
+/// Searches `model` breadth-first (`super::search`), rendering each decided property's path.
+fn found_by_bfs<A, C, H>(
+    model: &ActorSystem<A, C, H>,
+    threads: usize,
+    properties: &[(&'static str, Expectation)],
+    progress: &mut impl FnMut(usize),
+    describe: &impl Fn(&ActorSystem<A, C, H>, &SystemAction) -> String,
+    summarize: &impl Fn(&ActorSystem<A, C, H>, &SystemState) -> Vec<String>,
+) -> Found
+where
+    A: Actor + Send + Sync + 'static,
+    A::State: Hash + Eq + Send + Sync,
+    A::Msg: Hash + Eq + Send + Sync,
+    A::Timer: Hash + Eq + Send + Sync,
+    C: Send + Sync + 'static,
+    H: Clone + Hash + Eq + Send + Sync + 'static,
+{
+    let o = super::search::bfs(model, threads, progress);
+    let mut paths: Vec<Option<Rendered>> = properties.iter().map(|_| None).collect();
+    for (i, actions, last) in o.discoveries {
+        paths[i] = Some(render_path(model, &actions, &last, describe, summarize));
+    }
+    Found {
+        states: o.states,
+        unique: o.unique,
+        max_depth: o.max_depth,
+        paths,
+        interned: model.interned(),
+    }
+}
+
+/// Searches `model` depth-first (stateright's), rendering each decided property's path.
+fn found_by_dfs<A, C, H>(
+    model: ActorSystem<A, C, H>,
+    threads: usize,
+    properties: &[(&'static str, Expectation)],
+    progress: &mut impl FnMut(usize),
+    describe: &impl Fn(&ActorSystem<A, C, H>, &SystemAction) -> String,
+    summarize: &impl Fn(&ActorSystem<A, C, H>, &SystemState) -> Vec<String>,
+) -> Found
+where
+    A: Actor + Send + Sync + 'static,
+    A::State: Hash + Eq + Send + Sync,
+    A::Msg: Hash + Eq + Send + Sync,
+    A::Timer: Hash + Eq + Send + Sync,
+    C: Send + Sync + 'static,
+    H: Clone + Hash + Eq + Send + Sync + 'static,
+{
+    // Stop at the first violated property: a broken variant's state space can be far
+    // larger than the correct protocol's, and one counterexample is the verdict.
+    let builder = model
+        .checker()
+        .threads(threads.max(1))
+        .finish_when(stateright::HasDiscoveries::AnyFailures);
+    let checker = wait(builder.spawn_dfs(), progress);
+    let paths = properties
+        .iter()
+        .map(|(name, _)| {
+            checker.discovery(name).map(|p| {
+                let last = p.last_state().clone();
+                let m = checker.model();
+                render_path(m, &p.into_actions(), &last, describe, summarize)
+            })
+        })
+        .collect();
+    Found {
+        states: checker.state_count(),
+        unique: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        paths,
+        interned: checker.model().interned(),
+    }
+}
+
+/// Each property's verdict: the failures, the passes, and whether the search stopped early.
+fn judge(
+    properties: Vec<(&'static str, Expectation)>,
+    paths: Vec<Option<Rendered>>,
+) -> (Vec<PropertyFailure>, Vec<&'static str>, bool) {
     let stopped_early = properties
         .iter()
-        .zip(&found.paths)
+        .zip(&paths)
         .any(|((_, e), p)| p.is_some() && *e != Expectation::Sometimes);
     let mut failures = Vec::new();
     let mut passed = Vec::new();
-    for ((name, expectation), discovery) in properties.into_iter().zip(found.paths) {
+    for ((name, expectation), discovery) in properties.into_iter().zip(paths) {
         match (expectation, discovery) {
             (Expectation::Always, None) | (Expectation::Sometimes, Some(_)) => passed.push(name),
             (Expectation::Eventually, None) => passed.push(name),
@@ -203,16 +271,7 @@ where
             }
         }
     }
-    Verdict {
-        states: found.states,
-        unique_states: found.unique,
-        max_depth: found.max_depth,
-        elapsed,
-        failures,
-        passed,
-        complete: !stopped_early,
-        interned: found.interned,
-    }
+    (failures, passed, stopped_early)
 }
 
 /// A counterexample's steps and final state, rendered.

@@ -200,25 +200,7 @@ where
     C: Sync,
     H: Clone + Hash + Eq + Send + Sync,
 {
-    let properties = model.properties();
-    assert!(properties.len() <= 64, "at most 64 properties");
-    let eventually: u64 = properties
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.expectation == Expectation::Eventually)
-        .fold(0, |m, (i, _)| m | 1 << i);
-    let mut search = Search {
-        model,
-        properties: properties
-            .into_iter()
-            .map(|p| (p.expectation, p.condition))
-            .collect(),
-        table: Table::new(1 << 10),
-        trail: Vec::new(),
-        found: Mutex::new(Vec::new()),
-        decided: AtomicU64::new(0),
-        failed: AtomicBool::new(false),
-    };
+    let (mut search, eventually) = Search::new(model);
     let (mut unique, mut generated, mut depth) = (0usize, 0usize, 0usize);
     // Most actions of a state so far (a guess before the first batch).
     let mut widest = 64;
@@ -244,32 +226,8 @@ where
         while at < level.len() && !search.failed.load(Ordering::Relaxed) {
             let batch = at..(at + BATCH).min(level.len());
             at = batch.end;
-            let most = unique + batch.len() * (widest + 1);
-            if most as f64 > search.table.fps.len() as f64 * MAX_LOAD {
-                let cap = (most as f64 / GROWN_LOAD) as usize;
-                search.table = std::mem::replace(&mut search.table, Table::new(1)).grown(cap);
-            }
-            let per = batch.len().div_ceil(threads);
-            let ranges = batch
-                .clone()
-                .step_by(per)
-                .map(|a| a..(a + per).min(batch.end));
-            let results: Vec<(usize, usize)> = std::thread::scope(|scope| {
-                let (s, l) = (&search, &level);
-                let mut work = ranges.zip(outs.iter_mut());
-                let mine = work.next().expect("a non-empty batch");
-                let handles: Vec<_> = work
-                    .map(|(r, out)| scope.spawn(move || expand(s, l, here, r, out)))
-                    .collect();
-                // This thread takes a part too, then waits for the others.
-                let mut results = vec![expand(s, l, here, mine.0, mine.1)];
-                results.extend(
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().expect("checker thread")),
-                );
-                results
-            });
+            search.make_room(unique + batch.len() * (widest + 1));
+            let results = search.expand_batch(&level, here, batch, threads, &mut outs);
             widest = 0;
             for ((g, w), out) in results.into_iter().zip(outs.iter_mut()) {
                 unique += out.len();
@@ -282,20 +240,99 @@ where
         }
         std::mem::swap(&mut level, &mut next);
     }
-    let found = search.found.into_inner().expect("found lock");
-    let discoveries = found
-        .iter()
-        .map(|&(p, at, i)| {
-            let (actions, last) = replay(model, &search.trail, at, i);
-            (p, actions, last)
+    search.outcome(unique, generated, depth)
+}
+
+impl<'a, A, C, H> Search<'a, A, C, H>
+where
+    A: Actor + Sync,
+    A::State: Hash + Eq + Send + Sync,
+    A::Msg: Hash + Eq + Send + Sync,
+    A::Timer: Hash + Eq + Send + Sync,
+    C: Sync,
+    H: Clone + Hash + Eq + Send + Sync,
+{
+    /// A search of `model` with nothing visited, and the bits of its `Eventually` properties.
+    fn new(model: &'a ActorSystem<A, C, H>) -> (Self, u64) {
+        let properties = model.properties();
+        assert!(properties.len() <= 64, "at most 64 properties");
+        let eventually: u64 = properties
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.expectation == Expectation::Eventually)
+            .fold(0, |m, (i, _)| m | 1 << i);
+        let search = Search {
+            model,
+            properties: properties
+                .into_iter()
+                .map(|p| (p.expectation, p.condition))
+                .collect(),
+            table: Table::new(1 << 10),
+            trail: Vec::new(),
+            found: Mutex::new(Vec::new()),
+            decided: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+        };
+        (search, eventually)
+    }
+
+    /// Grows the table if `most` distinct states could fill it beyond [`MAX_LOAD`].
+    fn make_room(&mut self, most: usize) {
+        if most as f64 > self.table.fps.len() as f64 * MAX_LOAD {
+            let cap = (most as f64 / GROWN_LOAD) as usize;
+            self.table = std::mem::replace(&mut self.table, Table::new(1)).grown(cap);
+        }
+    }
+
+    /// Expands `batch` of `level` on `threads` threads into `outs`: each part's [`expand`] result.
+    fn expand_batch(
+        &self,
+        level: &Frontier,
+        here: usize,
+        batch: std::ops::Range<usize>,
+        threads: usize,
+        outs: &mut [Frontier],
+    ) -> Vec<(usize, usize)> {
+        let per = batch.len().div_ceil(threads);
+        let ranges = batch
+            .clone()
+            .step_by(per)
+            .map(|a| a..(a + per).min(batch.end));
+        std::thread::scope(|scope| {
+            let (s, l) = (self, level);
+            let mut work = ranges.zip(outs.iter_mut());
+            let mine = work.next().expect("a non-empty batch");
+            let handles: Vec<_> = work
+                .map(|(r, out)| scope.spawn(move || expand(s, l, here, r, out)))
+                .collect();
+            // This thread takes a part too, then waits for the others.
+            let mut results = vec![expand(s, l, here, mine.0, mine.1)];
+            results.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("checker thread")),
+            );
+            results
         })
-        .collect();
-    Outcome {
-        states: generated,
-        unique,
-        max_depth: depth.max(1) - 1,
-        discoveries,
-        stopped: search.failed.into_inner(),
+    }
+
+    /// What the search found, the decided properties' paths replayed from the trail.
+    fn outcome(self, unique: usize, generated: usize, depth: usize) -> Outcome {
+        let found = self.found.into_inner().expect("found lock");
+        let discoveries = found
+            .iter()
+            .map(|&(p, at, i)| {
+                let (actions, last) = replay(self.model, &self.trail, at, i);
+                (p, actions, last)
+            })
+            .collect();
+        Outcome {
+            states: generated,
+            unique,
+            max_depth: depth.max(1) - 1,
+            discoveries,
+            stopped: self.failed.into_inner(),
+        }
     }
 }
 

@@ -94,6 +94,117 @@ struct Active {
     began: f64,
 }
 
+/// A run's moving parts: the flows in start order with their progress, the requests not yet
+/// flowing, and the counts.
+struct Engine {
+    flows: Vec<Flow>,
+    active: Vec<Active>,
+    pending: BinaryHeap<Reverse<Pending>>,
+    /// Requests queued so far: ties between equal due times go to the earlier.
+    seq: u64,
+    /// The requests a source just issued.
+    out: Vec<Request>,
+    stats: Stats,
+    /// Seconds of every completed flow, from its start to its end.
+    flow_time: f64,
+}
+
+impl Engine {
+    /// Queues the requests in `out`, issued at `at`, in their order.
+    fn push(&mut self, at: f64) {
+        for r in self.out.drain(..) {
+            self.seq += 1;
+            self.pending
+                .push(Reverse(Pending(at + r.delay, self.seq, r)));
+        }
+    }
+
+    /// Starts the requests due within `quantum` of `now` as flows; whether any started.
+    fn admit(&mut self, now: f64, quantum: f64) -> bool {
+        let mut started = false;
+        while let Some(Reverse(Pending(at, _, _))) = self.pending.peek() {
+            if *at > now + quantum {
+                break;
+            }
+            let Reverse(Pending(_, _, r)) = self.pending.pop().expect("peeked");
+            debug_assert!(r.path.len() <= PATH_MAX);
+            self.flows.push(Flow::new(&r.path));
+            self.active.push(Active {
+                left: r.bytes,
+                tag: r.tag,
+                began: now,
+            });
+            started = true;
+        }
+        started
+    }
+
+    /// Seconds to the next event: a flow's end, a request's start, `sample_t` or `until`.
+    fn step(&self, now: f64, sample_t: f64, until: f64) -> f64 {
+        let next_flow = self
+            .flows
+            .iter()
+            .zip(&self.active)
+            .filter(|(f, _)| f.rate > 0.0)
+            .map(|(f, a)| a.left / f.rate)
+            .fold(f64::INFINITY, f64::min);
+        let next_req = self
+            .pending
+            .peek()
+            .map_or(f64::INFINITY, |Reverse(p)| p.0 - now);
+        next_flow
+            .min(next_req)
+            .min(sample_t - now)
+            .min(until - now)
+            .max(0.0)
+    }
+
+    /// Moves `dt` seconds of every flow's bytes, counting them on its resources in `bytes`.
+    fn carry(&mut self, dt: f64, bytes: &mut [f64]) {
+        for (f, a) in self.flows.iter().zip(self.active.iter_mut()) {
+            let moved = (f.rate * dt).min(a.left);
+            a.left -= moved;
+            for &x in f.resources() {
+                bytes[x as usize] += moved;
+            }
+        }
+    }
+
+    /// Completes the flows within `quantum` of their end, queueing what follows; whether any did.
+    fn complete(
+        &mut self,
+        now: f64,
+        quantum: f64,
+        bytes: &mut [f64],
+        source: &mut dyn Source,
+    ) -> bool {
+        let mut ended = false;
+        let mut k = 0;
+        while k < self.flows.len() {
+            let (f, a) = (&self.flows[k], &self.active[k]);
+            // A picosecond of slack absorbs floating-point residue of an exact finish.
+            let due = a.left <= 0.0 || (f.rate > 0.0 && a.left / f.rate <= quantum + 1e-12);
+            if !due {
+                k += 1;
+                continue;
+            }
+            let end = now + if f.rate > 0.0 { a.left / f.rate } else { 0.0 };
+            for &x in f.resources() {
+                bytes[x as usize] += a.left;
+            }
+            self.flow_time += end - a.began;
+            self.stats.flows += 1;
+            let tag = a.tag;
+            self.flows.swap_remove(k);
+            self.active.swap_remove(k);
+            source.done(tag, end, &mut self.out);
+            self.push(end);
+            ended = true;
+        }
+        ended
+    }
+}
+
 /// Runs `source` on resources of `caps` until `until` seconds, sampling every `every` seconds.
 pub fn run(
     caps: &[f64],
@@ -103,19 +214,18 @@ pub fn run(
     quantum: f64,
     mut on_sample: impl FnMut(&Sample),
 ) -> Stats {
-    let mut flows: Vec<Flow> = Vec::new();
-    let mut active: Vec<Active> = Vec::new();
-    let mut pending = BinaryHeap::new();
-    let (mut seq, mut now, mut stats) = (0u64, 0.0f64, Stats::default());
-    let mut out = Vec::new();
-    source.start(&mut out);
-    let mut push = |out: &mut Vec<Request>, at: f64, pending: &mut BinaryHeap<_>| {
-        for r in out.drain(..) {
-            seq += 1;
-            pending.push(Reverse(Pending(at + r.delay, seq, r)));
-        }
+    let mut e = Engine {
+        flows: Vec::new(),
+        active: Vec::new(),
+        pending: BinaryHeap::new(),
+        seq: 0,
+        out: Vec::new(),
+        stats: Stats::default(),
+        flow_time: 0.0,
     };
-    push(&mut out, 0.0, &mut pending);
+    let mut now = 0.0f64;
+    source.start(&mut e.out);
+    e.push(0.0);
     let mut sample = Sample {
         t: every,
         dt: every,
@@ -124,71 +234,24 @@ pub fn run(
     // Sample ends are k x every (not a running sum, whose drift would leave a sliver of an
     // interval at the end); the run stops within a billionth of an interval of `until`.
     let (mut k_sample, tiny) = (1u64, every * 1e-9);
-    let (mut scratch, mut dirty, mut flow_time) = (Scratch::default(), true, 0.0);
+    let (mut scratch, mut dirty) = (Scratch::default(), true);
     while until - now > tiny && !source.finished() {
         // Requests due within a quantum become flows.
-        while let Some(Reverse(Pending(at, _, _))) = pending.peek() {
-            if *at > now + quantum {
-                break;
-            }
-            let Reverse(Pending(_, _, r)) = pending.pop().expect("peeked");
-            debug_assert!(r.path.len() <= PATH_MAX);
-            flows.push(Flow::new(&r.path));
-            active.push(Active {
-                left: r.bytes,
-                tag: r.tag,
-                began: now,
-            });
+        if e.admit(now, quantum) {
             dirty = true;
         }
         if dirty {
-            allocate(caps, &mut flows, &mut scratch);
-            stats.allocations += 1;
-            stats.peak_flows = stats.peak_flows.max(flows.len());
+            allocate(caps, &mut e.flows, &mut scratch);
+            e.stats.allocations += 1;
+            e.stats.peak_flows = e.stats.peak_flows.max(e.flows.len());
             dirty = false;
         }
-        let next_flow = flows
-            .iter()
-            .zip(&active)
-            .filter(|(f, _)| f.rate > 0.0)
-            .map(|(f, a)| a.left / f.rate)
-            .fold(f64::INFINITY, f64::min);
-        let next_req = pending.peek().map_or(f64::INFINITY, |Reverse(p)| p.0 - now);
-        let dt = next_flow
-            .min(next_req)
-            .min(sample.t - now)
-            .min(until - now)
-            .max(0.0);
-        for (f, a) in flows.iter().zip(active.iter_mut()) {
-            let moved = (f.rate * dt).min(a.left);
-            a.left -= moved;
-            for &x in f.resources() {
-                sample.bytes[x as usize] += moved;
-            }
-        }
+        let dt = e.step(now, sample.t, until);
+        e.carry(dt, &mut sample.bytes);
         now += dt;
         // Flows within a quantum of their end complete now; what follows them starts when
         // they would have ended.
-        let mut k = 0;
-        while k < flows.len() {
-            let (f, a) = (&flows[k], &active[k]);
-            // A picosecond of slack absorbs floating-point residue of an exact finish.
-            let due = a.left <= 0.0 || (f.rate > 0.0 && a.left / f.rate <= quantum + 1e-12);
-            if !due {
-                k += 1;
-                continue;
-            }
-            let end = now + if f.rate > 0.0 { a.left / f.rate } else { 0.0 };
-            for &x in f.resources() {
-                sample.bytes[x as usize] += a.left;
-            }
-            flow_time += end - a.began;
-            stats.flows += 1;
-            let tag = a.tag;
-            flows.swap_remove(k);
-            active.swap_remove(k);
-            source.done(tag, end, &mut out);
-            push(&mut out, end, &mut pending);
+        if e.complete(now, quantum, &mut sample.bytes, source) {
             dirty = true;
         }
         if now >= sample.t - tiny {
@@ -204,8 +267,8 @@ pub fn run(
         sample.t = now;
         on_sample(&sample);
     }
-    stats.mean_flow_time = flow_time / stats.flows.max(1) as f64;
-    stats
+    e.stats.mean_flow_time = e.flow_time / e.stats.flows.max(1) as f64;
+    e.stats
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::hardware::Hardware;
 use super::layout::Layout;
 use super::peak_read::Readers;
 use super::recovery::Recovery;
-use super::scenario::PerfScenario;
+use super::scenario::{PerfScenario, RecoverySection};
 
 const TIB: f64 = (1u64 << 40) as f64;
 const GIB: f64 = (1u64 << 30) as f64;
@@ -157,9 +157,39 @@ pub fn peak_read(
     let hw = hardware(sc);
     let c = &sc.cluster;
     let layout = layout(sc, &hw, &c.table)?;
+    let run = run_readers(sc, &hw, &layout, progress);
+    let mean = run.node_gib.iter().sum::<f64>() * GIB / TIB;
+    let bounds = read_bounds(sc, &hw, &layout);
+    let (bind, bound) = binding(&bounds);
+    write_read_charts(sc, dir, &run, &bounds)?;
+    let md = peak_report(sc, &hw, &run, mean, &bounds, (bind, bound));
+    write(dir, "report.md", &md)?;
+    let line = peak_summary(sc, mean, &bounds, (bind, bound));
+    let bounds = bounds.into_iter().map(|(n, v)| (n, v / TIB)).collect();
+    Ok((line, Peak { mean, bounds }))
+}
+
+/// What a peak-read run measured.
+struct ReadRun {
+    /// Aggregate read over time: (t, TiB/s).
+    series: Vec<(f64, f64)>,
+    /// Each storage node's read rate over the second half, GiB/s.
+    node_gib: Vec<f64>,
+    /// The engine's counts.
+    stats: Stats,
+}
+
+/// Runs the scenario's closed-loop readers on `layout` and samples what the storage nodes send.
+fn run_readers(
+    sc: &PerfScenario,
+    hw: &Hardware,
+    layout: &Layout,
+    progress: &mut dyn FnMut(f64),
+) -> ReadRun {
+    let c = &sc.cluster;
     let read = f64::from(sc.workload.read_kib) * 1024.0;
     let mut src = Readers::new(
-        &layout,
+        layout,
         sc.seed,
         read,
         sc.workload.concurrency,
@@ -168,7 +198,7 @@ pub fn peak_read(
     let (mut series, mut per_node) = (Vec::new(), vec![0.0; c.storage_nodes as usize]);
     let half = sc.duration_s / 2.0;
     let mut steady = 0.0;
-    let stats = simulate(sc, &layout, &mut src, |s: &Sample| {
+    let stats = simulate(sc, layout, &mut src, |s: &Sample| {
         let bytes: f64 = (0..c.storage_nodes)
             .map(|n| s.bytes[layout.storage_out(n) as usize])
             .sum();
@@ -185,7 +215,16 @@ pub fn peak_read(
         .iter()
         .map(|b| b / steady.max(1e-12) / GIB)
         .collect();
-    let mean = node_gib.iter().sum::<f64>() * GIB / TIB;
+    ReadRun {
+        series,
+        node_gib,
+        stats,
+    }
+}
+
+/// The roofline, bytes/s: storage NICs, client NICs, SSDs, and the fabric core if oversubscribed.
+fn read_bounds(sc: &PerfScenario, hw: &Hardware, layout: &Layout) -> Vec<(&'static str, f64)> {
+    let c = &sc.cluster;
     let mut bounds = vec![
         ("storage NICs", f64::from(c.storage_nodes) * layout.caps[0]),
         (
@@ -200,7 +239,16 @@ pub fn peak_read(
     if let Some(core) = layout.core_capacity() {
         bounds.push(("fabric core", core));
     }
-    let (bind, bound) = binding(&bounds);
+    bounds
+}
+
+/// Writes the throughput chart with its bounds, the per-node scatter and the throughput CSV.
+fn write_read_charts(
+    sc: &PerfScenario,
+    dir: &Path,
+    run: &ReadRun,
+    bounds: &[(&'static str, f64)],
+) -> Result<(), String> {
     let bound_lines: Vec<(String, f64)> = bounds
         .iter()
         .map(|(n, v)| (format!("{n} bound"), v / TIB))
@@ -208,22 +256,35 @@ pub fn peak_read(
     let chart = t3fs_reports::perf_charts::series_with_bounds(
         &format!("{}: aggregate read throughput", sc.name),
         "TiB/s",
-        &series,
+        &run.series,
         &bound_lines,
     )?;
     write(dir, "throughput.svg", &chart)?;
     let scatter = t3fs_reports::perf_charts::scatter_with_mean(
         "read throughput per storage node (second half)",
         "GiB/s",
-        &node_gib,
+        &run.node_gib,
     )?;
     write(dir, "per_node.svg", &scatter)?;
     let mut csv = String::from("t_s,read_tib_s\n");
-    for (t, v) in &series {
+    for (t, v) in &run.series {
         let _ = writeln!(csv, "{t:.4},{v:.6}");
     }
-    write(dir, "throughput.csv", &csv)?;
-    let (lo, hi) = node_gib
+    write(dir, "throughput.csv", &csv)
+}
+
+/// The peak-read `report.md`: prediction, bounds, spread over nodes, the model's assumptions.
+fn peak_report(
+    sc: &PerfScenario,
+    hw: &Hardware,
+    run: &ReadRun,
+    mean: f64,
+    bounds: &[(&'static str, f64)],
+    (bind, bound): (&'static str, f64),
+) -> String {
+    let c = &sc.cluster;
+    let (lo, hi) = run
+        .node_gib
         .iter()
         .fold((f64::MAX, 0.0f64), |(l, h), v| (l.min(*v), h.max(*v)));
     let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.about);
@@ -236,7 +297,7 @@ pub fn peak_read(
         published(sc)
     );
     md.push_str("| bound | TiB/s | model's share of it |\n|---|---|---|\n");
-    for &(n, v) in &bounds {
+    for &(n, v) in bounds {
         let _ = writeln!(
             md,
             "| {n} | {:.2} | {:.1}% |",
@@ -254,14 +315,23 @@ pub fn peak_read(
         sc.workload.read_kib
     );
     md.push_str("![throughput](throughput.svg)\n\n![per node](per_node.svg)\n\n");
-    md.push_str(&assumptions(sc, &hw, &stats));
-    write(dir, "report.md", &md)?;
+    md.push_str(&assumptions(sc, hw, &run.stats));
+    md
+}
+
+/// The peak-read summary line: the prediction, the binding bound `(bind, bound)` and the others.
+fn peak_summary(
+    sc: &PerfScenario,
+    mean: f64,
+    bounds: &[(&'static str, f64)],
+    (bind, bound): (&'static str, f64),
+) -> String {
     let others: Vec<String> = bounds
         .iter()
         .filter(|b| b.0 != bind)
         .map(|(n, v)| format!("{n} {:.2}", v / TIB))
         .collect();
-    let line = format!(
+    format!(
         "{}: predicted {mean:.2} TiB/s aggregate read ({:.1}% of the {bind} bound, {:.2} TiB/s; \
          {}){}\n",
         sc.name,
@@ -269,9 +339,7 @@ pub fn peak_read(
         bound / TIB,
         others.join(", "),
         published(sc)
-    );
-    let bounds = bounds.into_iter().map(|(n, v)| (n, v / TIB)).collect();
-    Ok((line, Peak { mean, bounds }))
+    )
 }
 
 /// Recovery of one node under each chain table.
@@ -281,7 +349,6 @@ fn recovery(
     progress: &mut dyn FnMut(f64),
 ) -> Result<String, String> {
     let hw = hardware(sc);
-    let c = &sc.cluster;
     let r = sc.recovery.as_ref().expect("checked at load");
     let read = f64::from(sc.workload.read_kib) * 1024.0;
     let mut groups = Vec::new();
@@ -292,57 +359,19 @@ fn recovery(
     let (mut floor, mut last_stats) = (0.0, Stats::default());
     let mut summary = String::new();
     for (k, kind) in ["round-robin", "balanced"].into_iter().enumerate() {
-        let layout = layout(sc, &hw, kind)?;
-        let mut src = Recovery::new(
-            &layout,
-            r.failed_node,
-            r.target_gib * GIB,
-            sc.seed,
-            read,
-            sc.workload.concurrency,
-            hw.request_latency,
-        );
-        // The run ends when the copies do (the source says so): every sample is recovery.
-        let (mut fg, mut elapsed) = (0.0, 0.0);
-        let mut sent = vec![0.0; c.storage_nodes as usize];
-        let stats = simulate(sc, &layout, &mut src, |s: &Sample| {
-            fg += (0..c.clients)
-                .map(|n| s.bytes[layout.client_in(n) as usize])
-                .sum::<f64>();
-            for (n, b) in sent.iter_mut().enumerate() {
-                *b += s.bytes[layout.storage_out(n as u32) as usize];
-            }
-            elapsed = s.t;
-            progress((k as f64 + s.t / sc.duration_s) / 2.0);
-        });
+        let TableRecovery {
+            stats,
+            floor: table_floor,
+            time,
+            peers,
+            most,
+            busiest,
+            nic,
+            fg_rate,
+            served,
+        } = recover_under(sc, &hw, r, (k, kind), read, progress)?;
         last_stats = stats;
-        // The floor: the returning node's NIC takes every copied byte, and each of its SSDs
-        // the targets of its disk index.
-        let total: f64 = src.served.iter().sum();
-        let per_disk = layout
-            .table
-            .chains
-            .iter()
-            .filter(|ch| ch.contains(&r.failed_node))
-            .count();
-        floor = (total / layout.caps[layout.storage_in(r.failed_node) as usize])
-            .max(per_disk as f64 * r.target_gib * GIB / hw.storage.ssd_bytes);
-        // The busiest peer's copy traffic as a share of its NIC, and its NIC's whole load.
-        let (peer, copies) = src
-            .served
-            .iter()
-            .copied()
-            .enumerate()
-            .fold((0, 0.0), |a, (n, b)| if b > a.1 { (n, b) } else { a });
-        let busiest = copies / elapsed.max(1e-12) / layout.caps[0];
-        let nic = sent[peer] / elapsed.max(1e-12) / layout.caps[0];
-        let served: Vec<f64> = src.served.iter().map(|b| b / GIB).collect();
-        let peers = served.iter().filter(|&&v| v > 0.0).count();
-        let most = served.iter().copied().fold(0.0, f64::max);
-        let time = src
-            .done_at
-            .map_or(format!("> {:.0}", sc.duration_s), |t| format!("{t:.1}"));
-        let fg_rate = fg / elapsed.max(1e-12) / GIB;
+        floor = table_floor;
         let _ = writeln!(
             md,
             "| {kind} | {time} | {peers} | {most:.0} | copies {:.0}% of its NIC, all traffic {:.0}% | {fg_rate:.1} |",
@@ -373,4 +402,104 @@ fn recovery(
     md.push_str(&assumptions(sc, &hw, &last_stats));
     write(dir, "report.md", &md)?;
     Ok(summary)
+}
+
+/// One chain table's recovery run, as its report row reads it.
+struct TableRecovery {
+    /// The engine's counts.
+    stats: Stats,
+    /// The least time the recovery could take under this table, seconds.
+    floor: f64,
+    /// When the copies ended (`> duration` if they did not), seconds.
+    time: String,
+    /// Peers that served copies.
+    peers: usize,
+    /// Most one peer served, GiB.
+    most: f64,
+    /// The busiest peer's copy traffic as a share of its NIC.
+    busiest: f64,
+    /// The busiest peer's whole sending load as a share of its NIC.
+    nic: f64,
+    /// Foreground read during recovery, GiB/s.
+    fg_rate: f64,
+    /// GiB each node served.
+    served: Vec<f64>,
+}
+
+/// Runs the recovery of `r` under chain table `kind` (the `k`th of two, for progress).
+fn recover_under(
+    sc: &PerfScenario,
+    hw: &Hardware,
+    r: &RecoverySection,
+    (k, kind): (usize, &str),
+    read: f64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<TableRecovery, String> {
+    let c = &sc.cluster;
+    let layout = layout(sc, hw, kind)?;
+    let mut src = Recovery::new(
+        &layout,
+        r.failed_node,
+        r.target_gib * GIB,
+        sc.seed,
+        read,
+        sc.workload.concurrency,
+        hw.request_latency,
+    );
+    // The run ends when the copies do (the source says so): every sample is recovery.
+    let (mut fg, mut elapsed) = (0.0, 0.0);
+    let mut sent = vec![0.0; c.storage_nodes as usize];
+    let stats = simulate(sc, &layout, &mut src, |s: &Sample| {
+        fg += (0..c.clients)
+            .map(|n| s.bytes[layout.client_in(n) as usize])
+            .sum::<f64>();
+        for (n, b) in sent.iter_mut().enumerate() {
+            *b += s.bytes[layout.storage_out(n as u32) as usize];
+        }
+        elapsed = s.t;
+        progress((k as f64 + s.t / sc.duration_s) / 2.0);
+    });
+    let floor = recovery_floor(hw, r, &layout, &src.served);
+    // The busiest peer's copy traffic as a share of its NIC, and its NIC's whole load.
+    let (peer, copies) = src
+        .served
+        .iter()
+        .copied()
+        .enumerate()
+        .fold((0, 0.0), |a, (n, b)| if b > a.1 { (n, b) } else { a });
+    let busiest = copies / elapsed.max(1e-12) / layout.caps[0];
+    let nic = sent[peer] / elapsed.max(1e-12) / layout.caps[0];
+    let served: Vec<f64> = src.served.iter().map(|b| b / GIB).collect();
+    let peers = served.iter().filter(|&&v| v > 0.0).count();
+    let most = served.iter().copied().fold(0.0, f64::max);
+    let time = src
+        .done_at
+        .map_or(format!("> {:.0}", sc.duration_s), |t| format!("{t:.1}"));
+    let fg_rate = fg / elapsed.max(1e-12) / GIB;
+    Ok(TableRecovery {
+        stats,
+        floor,
+        time,
+        peers,
+        most,
+        busiest,
+        nic,
+        fg_rate,
+        served,
+    })
+}
+
+/// The least time recovery can take with `served` bytes copied from each node, seconds.
+fn recovery_floor(hw: &Hardware, r: &RecoverySection, layout: &Layout, served: &[f64]) -> f64 {
+    // The floor: the returning node's NIC takes every copied byte, and each of its SSDs
+    // the targets of its disk index.
+    let total: f64 = served.iter().sum();
+    let per_disk = layout
+        .table
+        .chains
+        .iter()
+        .filter(|ch| ch.contains(&r.failed_node))
+        .count();
+    (total / layout.caps[layout.storage_in(r.failed_node) as usize])
+        .max(per_disk as f64 * r.target_gib * GIB / hw.storage.ssd_bytes)
 }

@@ -14,6 +14,7 @@
 mod atlas;
 mod audit;
 pub mod buggify;
+mod build;
 pub mod client;
 pub mod clock;
 mod contents;
@@ -46,7 +47,7 @@ use t3fs_scenario::{Faults, Rng, Scenario};
 
 use crate::check::history::History;
 pub use frame::Frame;
-use node::{AnyTimer, Ctx, Layout, Life, Node, Process, Role};
+use node::{AnyTimer, Layout, Life, Node, Process, Role};
 
 /// A scheduled event.
 pub enum Ev {
@@ -347,137 +348,6 @@ impl Sim {
 }
 
 impl World {
-    /// Builds the cluster of `scenario` for `seed` and schedules its steps and phases.
-    pub fn new(scenario: Scenario, seed: u64, log: bool) -> Result<Self, String> {
-        let bugs = crate::bugs::parse(scenario.bug.as_deref())?;
-        let mut layout = Layout::new(&scenario.cluster, bugs);
-        layout.tuning.gc_delay = scenario.namespace.as_ref().and_then(|n| n.gc_delay);
-        layout.tuning.idem_expire = scenario.namespace.as_ref().and_then(|n| n.idem_expire);
-        layout.tuning.drift_ppm_max = layout
-            .tuning
-            .drift_ppm_max
-            .max(scenario.faults.clock_drift_ppm);
-        let mut rng = Rng::new(seed);
-        let check_rng = Rng::new(seed ^ 0x5EED_C4EC_1A55_0001);
-        let faults = scenario.faults.clone();
-        let buggify = buggify::Buggify::new(faults.buggify, &mut rng);
-        let mut nodes = Vec::new();
-        let mut add = |role: Role, index: u32, name: String, rng: &mut Rng| {
-            let id = NodeId(nodes.len() as u64);
-            let max = faults.clock_offset.as_nanos() as i64;
-            let clock = clock::Clock {
-                offset_ns: if max > 0 {
-                    rng.range(0..2 * max as u64) as i64 - max
-                } else {
-                    0
-                },
-                drift_ppm: if faults.clock_drift_ppm > 0 {
-                    let d = i64::from(faults.clock_drift_ppm);
-                    rng.range(0..2 * d as u64 + 1) as i64 - d
-                } else {
-                    0
-                },
-            };
-            nodes.push(Node {
-                ctx: Ctx {
-                    id,
-                    name,
-                    role,
-                    index,
-                    life: Life::Down,
-                    incarnation: 0,
-                    clock,
-                    base_clock: clock,
-                    ops: t3fs_core::vec_map::VecMap::new(),
-                    disks: BTreeMap::new(),
-                    crash_after_forward: false,
-                    pause_on_commit: false,
-                    drop_heartbeats_until: Instant::ZERO,
-                    deferred: Vec::new(),
-                    driver: None,
-                    ns: None,
-                },
-                proc: Process::None,
-                tables: Default::default(),
-            });
-        };
-        for i in 0..layout.mgmtd.len() as u32 {
-            add(Role::Mgmtd, i, format!("mgmtd-{i}"), &mut rng);
-        }
-        for i in 0..layout.storage.len() as u32 {
-            add(Role::Storage, i, format!("storage-{i}"), &mut rng);
-        }
-        for i in 0..layout.clients.len() as u32 {
-            add(Role::Client, i, format!("client-{i}"), &mut rng);
-        }
-        for i in 0..layout.meta.len() as u32 {
-            add(Role::Meta, i, format!("meta-{i}"), &mut rng);
-        }
-        for n in &mut nodes {
-            if n.ctx.role == Role::Storage {
-                for t in &layout.targets_of[&n.ctx.id] {
-                    n.ctx.disks.insert(*t, disk::Disk::default());
-                }
-            }
-        }
-        let resources = scenario
-            .hardware
-            .clone()
-            .map(|h| resources::Resources::new(h, nodes.len()));
-        let sim = Sim {
-            queue: queue::Queue::default(),
-            resources,
-            net: net::Net::new(&faults),
-            kv: kv::SimKv::new(&layout.initial, &faults),
-            rng,
-            faults,
-            gen: 0,
-            trace: 0xCBF2_9CE4_8422_2325,
-            events: 0,
-            history: History::default(),
-            ns_history: Default::default(),
-            file_io: Default::default(),
-            notes: Vec::new(),
-            audit: Audit::default(),
-            reach: Reach::default(),
-            log,
-            workload_stopped: false,
-            atlas_off: scenario.expect.loss_allowed,
-            halts: Vec::new(),
-            retired: BTreeMap::new(),
-            samples: Vec::new(),
-            buggify,
-            check_rng,
-        };
-        let mut w = Self {
-            scenario,
-            layout,
-            nodes,
-            sim,
-        };
-        if !w.layout.meta.is_empty() {
-            let dirs = w.scenario.namespace.as_ref().map_or(0, |n| n.dirs);
-            ns_client::seed_namespace(&mut w.sim.kv.kv, dirs);
-        }
-        for c in w.layout.initial.chains.values() {
-            w.sim.audit.chains.insert(c.chain, c.clone());
-            w.sim.audit.timeline.push((0, c.clone()));
-        }
-        for i in 0..w.nodes.len() {
-            w.start_node(i, true);
-        }
-        for (i, s) in w.scenario.steps.iter().enumerate() {
-            w.sim
-                .queue
-                .push(Instant(s.at.as_nanos() as u64), Ev::Step(i));
-        }
-        w.sim.queue.push(
-            Instant(w.scenario.duration.as_nanos() as u64),
-            Ev::SafetyEnd,
-        );
-        Ok(w)
-    }
-
     /// Starts (or restarts) node `i` with a fresh process.
     pub fn start_node(&mut self, i: usize, in_service: bool) {
         // Booting lists every chunk's metadata through the store contract, as real stores do.

@@ -7,6 +7,10 @@
 //! `restart_empty` and `corrupt_chunk` go through the fault atlas unless the scenario expects
 //! loss. Not here: background faults drawn per message or I/O (net.rs, disk.rs, kv.rs).
 
+mod disk_verbs;
+mod net_verbs;
+mod node_verbs;
+
 use core::time::Duration;
 
 use t3fs_core::ids::ChainId;
@@ -55,17 +59,28 @@ impl World {
     pub(super) fn run_step(&mut self, step: &Step) {
         let verb = step.action.verb();
         self.sim.reached(verb);
-        let one = |w: &Self, r: &NodeRef| w.resolve(r);
-        let name = |w: &Self, i: usize| w.nodes[i].ctx.name.clone();
-        let mut note = verb.to_string();
+        if self.refused_by_atlas(&step.action, verb) {
+            return;
+        }
+        if self.restart_by_step(&step.action) {
+            return;
+        }
+        let note = self.apply_step(&step.action);
+        self.sim
+            .note("fault", "", note.unwrap_or_else(|| verb.to_string()));
+    }
+
+    /// Refuses a step that would take down a node the atlas protects: true if refused (counted
+    /// and noted, and the step does nothing else).
+    fn refused_by_atlas(&mut self, action: &Action, verb: &'static str) -> bool {
         if let Some(i) = self
-            .taken_down(&step.action)
+            .taken_down(action)
             .into_iter()
             .find(|&i| self.protected(i))
         {
             // See `protected`: this would leave a damaged replica as the last copy.
             self.sim.reached(REFUSED);
-            let who = name(self, i);
+            let who = self.node_name(i);
             self.sim.note(
                 "fault",
                 "",
@@ -73,251 +88,96 @@ impl World {
                     "atlas: {verb} refused: {who} holds the intact replica of a chain with damage"
                 ),
             );
-            return;
+            return true;
         }
-        match &step.action {
-            Action::Crash(r) => {
-                if let Some(i) = one(self, r) {
-                    self.crash(i, "step");
-                    note = format!("crash {}", name(self, i));
-                }
-            }
-            Action::CrashAfterForward(r) => {
-                if let Some(i) = one(self, r) {
-                    self.nodes[i].ctx.crash_after_forward = true;
-                    note = format!("crash {} after its next forward", name(self, i));
-                }
-            }
-            Action::PauseOnCommit(r) => {
-                if let Some(i) = one(self, r) {
-                    self.nodes[i].ctx.pause_on_commit = true;
-                    note = format!("pause {} at its next KV commit", name(self, i));
-                }
-            }
+        false
+    }
+
+    /// Restarts the node a `restart` or `restart_empty` step names: true if it names one now
+    /// (such a step writes no note of its own).
+    fn restart_by_step(&mut self, action: &Action) -> bool {
+        match action {
             Action::Restart(r) => {
-                if let Some(i) = one(self, r) {
+                if let Some(i) = self.resolve(r) {
                     self.restart(i, true, false);
-                    return;
+                    return true;
                 }
             }
             Action::RestartEmpty(r) => {
-                if let Some(i) = one(self, r) {
+                if let Some(i) = self.resolve(r) {
                     if self.nodes[i].ctx.life == Life::Down {
-                        // The atlas: a replaced disk loses its data, so some other replica must
-                        // hold an intact serving copy.
-                        let allowed = self.may_damage_node(i);
-                        if !allowed {
-                            self.sim.reached(REFUSED);
-                            self.sim.note(
-                                "fault",
-                                &name(self, i),
-                                "atlas: disk kept (no other intact replica)".into(),
-                            );
-                        }
-                        self.restart(i, true, allowed);
+                        self.restart_empty(i);
                     }
-                    return;
+                    return true;
                 }
             }
-            Action::Pause(r) => {
-                if let Some(i) = one(self, r) {
-                    if self.nodes[i].ctx.life == Life::Up {
-                        self.nodes[i].ctx.life = Life::Paused;
-                        note = format!("pause {}", name(self, i));
-                    }
-                }
-            }
-            Action::Resume(r) => {
-                if let Some(i) = one(self, r) {
-                    // The freeze window is over: a pause armed for a commit that never came is
-                    // disarmed too.
-                    self.nodes[i].ctx.pause_on_commit = false;
-                    self.resume(i);
-                    note = format!("resume {}", name(self, i));
-                }
-            }
+            _ => {}
+        }
+        false
+    }
+
+    /// Applies a step's verb: the note to log for it, or `None` to log the bare verb (a node
+    /// reference that names no node now, a verb whose note is its name).
+    fn apply_step(&mut self, action: &Action) -> Option<String> {
+        match action {
+            Action::Crash(r) => self.step_crash(r),
+            Action::CrashAfterForward(r) => self.step_crash_after_forward(r),
+            Action::PauseOnCommit(r) => self.step_pause_on_commit(r),
+            // A restart that names a node ran in `restart_by_step`.
+            Action::Restart(_) | Action::RestartEmpty(_) => None,
+            Action::Pause(r) => self.step_pause(r),
+            Action::Resume(r) => self.step_resume(r),
             Action::Link {
                 a,
                 b,
                 latency,
                 spike,
                 loss,
-            } => {
-                let (a, b) = (self.resolve_all(a), self.resolve_all(b));
-                let profile = super::net::LinkProfile {
-                    latency: latency.clone(),
-                    spike: *spike,
-                    loss: *loss,
-                };
-                for &x in &a {
-                    for &y in &b {
-                        let (p, q) = (self.nodes[x].ctx.id, self.nodes[y].ctx.id);
-                        self.sim.net.set_link(p, q, profile.clone());
-                        self.sim.net.set_link(q, p, profile.clone());
-                    }
-                }
-                self.sim.reached("per-link latency");
-                note = format!(
-                    "link {:?} <-> {:?}: {:?}..{:?}, spike {spike}, loss {loss}",
-                    self.names(&a),
-                    self.names(&b),
-                    latency.start,
-                    latency.end
-                );
+            } => Some(self.step_link(a, b, latency, *spike, *loss)),
+            Action::Partition { a, b, oneway } => Some(self.step_partition(a, b, *oneway)),
+            Action::Isolate(r) => self.step_isolate(r),
+            Action::Repair { a, b } => Some(self.step_repair(a, b)),
+            Action::Hold { a, b } => Some(self.step_hold(a, b)),
+            Action::Release { a, b } => Some(self.step_release(a, b)),
+            Action::Heal
+            | Action::SetLoss(_)
+            | Action::SetDuplicate(_)
+            | Action::SetLatency(_)
+            | Action::KvUnavailable
+            | Action::KvAvailable
+            | Action::KvFaults { .. } => {
+                self.apply_cluster_wide(action);
+                None
             }
-            Action::Partition { a, b, oneway } => {
-                let (a, b) = (self.resolve_all(a), self.resolve_all(b));
-                for &x in &a {
-                    for &y in &b {
-                        self.sim.net.cut(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
-                        if !oneway {
-                            self.sim.net.cut(self.nodes[y].ctx.id, self.nodes[x].ctx.id);
-                        }
-                    }
-                }
-                note = format!(
-                    "partition {:?} {} {:?}",
-                    self.names(&a),
-                    if *oneway { "->" } else { "<->" },
-                    self.names(&b)
-                );
-            }
-            Action::Isolate(r) => {
-                if let Some(i) = one(self, r) {
-                    self.isolate(i, true);
-                    note = format!("isolate {}", name(self, i));
-                }
-            }
-            Action::Repair { a, b } => {
-                let (a, b) = (self.resolve_all(a), self.resolve_all(b));
-                for &x in &a {
-                    for &y in &b {
-                        self.sim
-                            .net
-                            .repair(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
-                        self.sim
-                            .net
-                            .repair(self.nodes[y].ctx.id, self.nodes[x].ctx.id);
-                    }
-                }
-                note = format!("repair {:?} <-> {:?}", self.names(&a), self.names(&b));
-            }
-            Action::Hold { a, b } => {
-                let (a, b) = (self.resolve_all(a), self.resolve_all(b));
-                for &x in &a {
-                    for &y in &b {
-                        self.sim
-                            .net
-                            .hold(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
-                    }
-                }
-                note = format!("hold {:?} -> {:?}", self.names(&a), self.names(&b));
-            }
-            Action::Release { a, b } => {
-                let (a, b) = (self.resolve_all(a), self.resolve_all(b));
-                for &x in &a {
-                    for &y in &b {
-                        let frames = self
-                            .sim
-                            .net
-                            .release(self.nodes[x].ctx.id, self.nodes[y].ctx.id);
-                        for (f, t, frame) in frames {
-                            self.sim.transmit(f, t, frame);
-                        }
-                    }
-                }
-                note = format!("release {:?} -> {:?}", self.names(&a), self.names(&b));
-            }
-            Action::Heal => self.heal(),
-            Action::SetLoss(r) => self.sim.net.loss = *r,
-            Action::SetDuplicate(r) => self.sim.net.duplicate = *r,
-            Action::SetLatency(l) => self.sim.net.latency = l.clone(),
             Action::Flap {
                 node,
                 down,
                 up,
                 count,
-            } => {
-                if let Some(i) = one(self, node) {
-                    self.flap(i, true, *count, *down, *up);
-                    note = format!("flap {} x{count}", name(self, i));
-                }
-            }
+            } => self.step_flap(node, *down, *up, *count),
             Action::SkewClock {
                 node,
                 offset_ms,
                 drift_ppm,
-            } => {
-                if let Some(i) = one(self, node) {
-                    let c = &mut self.nodes[i].ctx.clock;
-                    c.offset_ns = offset_ms * 1_000_000;
-                    c.drift_ppm = *drift_ppm;
-                    note = format!(
-                        "skew clock of {} by {offset_ms}ms, drift {drift_ppm}ppm",
-                        name(self, i)
-                    );
-                }
-            }
-            Action::StepClock { node, by_ms } => {
-                if let Some(i) = one(self, node) {
-                    self.nodes[i].ctx.clock.step(by_ms * 1_000_000);
-                    note = format!("step clock of {} by {by_ms}ms", name(self, i));
-                }
-            }
-            Action::CorruptChunk(r) => {
-                if let Some(i) = one(self, r) {
-                    note = self.corrupt_one(i);
-                }
-            }
-            Action::FailDisk(r) => {
-                if let Some(i) = one(self, r) {
-                    if self.may_damage_node(i) {
-                        for d in self.nodes[i].ctx.disks.values_mut() {
-                            d.eio = true;
-                        }
-                        note = format!("fail disks of {}", name(self, i));
-                    } else {
-                        self.sim.reached(REFUSED);
-                        note = format!(
-                            "atlas: disks of {} kept (no other intact replica)",
-                            name(self, i)
-                        );
-                    }
-                }
-            }
-            Action::HealDisk(r) => {
-                if let Some(i) = one(self, r) {
-                    for d in self.nodes[i].ctx.disks.values_mut() {
-                        d.eio = false;
-                        d.full = false;
-                        d.slow = None;
-                    }
-                    note = format!("heal disks of {}", name(self, i));
-                }
-            }
-            Action::SlowDisk { node, latency } => {
-                if let Some(i) = one(self, node) {
-                    for d in self.nodes[i].ctx.disks.values_mut() {
-                        d.slow = Some(latency.clone());
-                    }
-                    note = format!("slow disks of {}", name(self, i));
-                }
-            }
-            Action::FillDisk(r) => {
-                if let Some(i) = one(self, r) {
-                    for d in self.nodes[i].ctx.disks.values_mut() {
-                        d.full = true;
-                    }
-                    note = format!("fill disks of {}", name(self, i));
-                }
-            }
-            Action::DropHeartbeats { node, duration } => {
-                if let Some(i) = one(self, node) {
-                    let until = Instant(self.sim.now().0 + duration.as_nanos() as u64);
-                    self.nodes[i].ctx.drop_heartbeats_until = until;
-                    note = format!("drop heartbeats of {}", name(self, i));
-                }
-            }
+            } => self.step_skew_clock(node, *offset_ms, *drift_ppm),
+            Action::StepClock { node, by_ms } => self.step_step_clock(node, *by_ms),
+            Action::CorruptChunk(r) => self.resolve(r).map(|i| self.corrupt_one(i)),
+            Action::FailDisk(r) => self.step_fail_disk(r),
+            Action::HealDisk(r) => self.step_heal_disk(r),
+            Action::SlowDisk { node, latency } => self.step_slow_disk(node, latency),
+            Action::FillDisk(r) => self.step_fill_disk(r),
+            Action::DropHeartbeats { node, duration } => self.step_drop_heartbeats(node, *duration),
+        }
+    }
+
+    /// Applies a verb that names no node (network-wide rates, the KV, `heal`); its note is
+    /// its name.
+    fn apply_cluster_wide(&mut self, action: &Action) {
+        match action {
+            Action::Heal => self.heal(),
+            Action::SetLoss(r) => self.sim.net.loss = *r,
+            Action::SetDuplicate(r) => self.sim.net.duplicate = *r,
+            Action::SetLatency(l) => self.sim.net.latency = l.clone(),
             Action::KvUnavailable => self.sim.kv.unavailable = true,
             Action::KvAvailable => self.sim.kv.unavailable = false,
             Action::KvFaults {
@@ -327,8 +187,13 @@ impl World {
                 self.sim.kv.conflict = *conflict;
                 self.sim.kv.commit_unknown = *commit_unknown;
             }
+            _ => {} // Verbs naming nodes: `apply_step` applies them.
         }
-        self.sim.note("fault", "", note);
+    }
+
+    /// The name of node `i`, for notes.
+    fn node_name(&self, i: usize) -> String {
+        self.nodes[i].ctx.name.clone()
     }
 
     /// The storage nodes a step would take out of service (crash, pause, cut from mgmtd,

@@ -14,7 +14,7 @@ use super::{layout, CraqConfig, CraqMsg, CraqTimer, ScriptOp, CHUNK};
 use crate::model::adapter;
 
 pub(super) fn client_cfg(cfg: &CraqConfig, node: NodeId) -> ClientConfig {
-    let mut c = ClientConfig::new(node, ClientId(u64::from(node.0)));
+    let mut c = ClientConfig::new(node, ClientId(node.0));
     c.retries_max = cfg.client_retries;
     c.channels = 1;
     c.io_timeout = None;

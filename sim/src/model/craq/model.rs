@@ -286,6 +286,36 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
         super::consistency::MAX_CLIENTS
     );
     assert!(1 + cfg.replicas + cfg.clients <= 64, "at most 64 nodes");
+    let actors = actors(&cfg);
+    let writes_expected = cfg.clients > 0 && cfg.writes > 0;
+    let failover_expected = cfg.failures > 0 && writes_expected;
+    let cfg_mgmtd = cfg.mgmtd;
+    let retry_expected = cfg.failures > 0 && cfg.client_retries > 0 && writes_expected;
+    // The mgmtd model delivers each link in order (TCP between live processes): its many
+    // concurrent control messages would otherwise multiply interleavings that the protocol
+    // treats alike (a stale push after a newer one is ignored by version), and the state
+    // space would not fit in memory. The CRAQ model keeps full reordering.
+    let links = if cfg_mgmtd {
+        Links::Fifo
+    } else {
+        Links::Unordered
+    };
+    let history = CraqHistory::new(&cfg);
+    let consistency = history.register.name();
+    let model = ActorSystem::new(cfg, history, actors, links);
+    let model = wire(replica_properties(model, consistency));
+    let model = if model.cfg.mgmtd {
+        mgmtd_properties(model)
+    } else {
+        model
+    };
+    // Reachability goals that only make sense when the configuration allows them: a model with
+    // failures must reach a failover, and one with client retries must reach a retried write.
+    reachability_goals(model, writes_expected, failover_expected, retry_expected)
+}
+
+/// The actors of `cfg`: mgmtd (or the oracle) as node 0, then the replicas, then the clients.
+fn actors(cfg: &CraqConfig) -> Vec<CraqNode> {
     let mut actors = vec![CraqNode {
         role: if cfg.mgmtd {
             CraqActor::Mgmtd
@@ -302,22 +332,12 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
         role: CraqActor::Client(cfg.script(k)),
         cfg: cfg.clone(),
     }));
-    let writes_expected = cfg.clients > 0 && cfg.writes > 0;
-    let failover_expected = cfg.failures > 0 && writes_expected;
-    let cfg_mgmtd = cfg.mgmtd;
-    let retry_expected = cfg.failures > 0 && cfg.client_retries > 0 && writes_expected;
-    // The mgmtd model delivers each link in order (TCP between live processes): its many
-    // concurrent control messages would otherwise multiply interleavings that the protocol
-    // treats alike (a stale push after a newer one is ignored by version), and the state
-    // space would not fit in memory. The CRAQ model keeps full reordering.
-    let links = if cfg_mgmtd {
-        Links::Fifo
-    } else {
-        Links::Unordered
-    };
-    let history = CraqHistory::new(&cfg);
-    let consistency = history.register.name();
-    let model = ActorSystem::new(cfg, history, actors, links)
+    actors
+}
+
+/// The properties of every CRAQ model: read `consistency`, the replicas' versions, liveness.
+fn replica_properties(model: CraqModel, consistency: &'static str) -> CraqModel {
+    model
         .property(Expectation::Always, consistency, |m, s| {
             m.history(s).violation.is_none()
         })
@@ -355,6 +375,11 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
             "every client finishes or gives up",
             |m, s| !any_client(m, s, fact::CLIENT_RUNNING),
         )
+}
+
+/// The model's hooks: facts, history records and steps, the canonicalizer, the boundary.
+fn wire(model: CraqModel) -> CraqModel {
+    model
         .facts(facts)
         .records(|e| {
             matches!(
@@ -373,14 +398,16 @@ pub fn build(cfg: CraqConfig) -> CraqModel {
                 crashes <= m.cfg.failures && restarts <= m.cfg.recoveries
             });
             true
-        });
-    let model = if model.cfg.mgmtd {
-        mgmtd_properties(model)
-    } else {
-        model
-    };
-    // Reachability goals that only make sense when the configuration allows them: a model with
-    // failures must reach a failover, and one with client retries must reach a retried write.
+        })
+}
+
+/// The `Sometimes` goals: an acknowledged write, one after a failover, a retried one.
+fn reachability_goals(
+    model: CraqModel,
+    writes_expected: bool,
+    failover_expected: bool,
+    retry_expected: bool,
+) -> CraqModel {
     let model = if writes_expected {
         model.property(Expectation::Sometimes, "a write is acknowledged", |m, s| {
             m.history(s).acked.is_some()

@@ -288,6 +288,8 @@ fn fraction(job: &Job, start: Instant, deadline: Option<Instant>, i: u64, total:
     f.clamp(0.0, 1.0)
 }
 
+/// Job `k`'s I/O loop: its I/Os issued up to `iodepth` at a time (on the `rate_iops` schedule
+/// when set) until its blocks or its runtime are done, then every one awaited.
 async fn job_loop(
     opts: ClientOptions,
     ctx: Ctx,
@@ -316,21 +318,7 @@ async fn job_loop(
         let (block, read) = next_io(job, i, blocks, &mut rng);
         // Generations are unique per (job, I/O); 0 is the layout's.
         let gen = ((k as u64 + 1) << 40) | (i + 1);
-        let call = if read {
-            ClientCall::Read {
-                inode: f.inode,
-                layout: f.layout.clone(),
-                offset: block * job.bs,
-                len: job.bs,
-            }
-        } else {
-            ClientCall::Write {
-                inode: f.inode,
-                layout: f.layout.clone(),
-                offset: block * job.bs,
-                data: bench_verify::stamp(&ctx.base, block, gen),
-            }
-        };
+        let call = io_call(&ctx, &f, block, read, gen);
         // The call (its buffer stamped) is made before the clock starts, as fio fills its buffers
         // before it times an I/O: a fresh 1 MiB buffer can cost milliseconds in page faults,
         // which are the benchmark's, not the storage system's.
@@ -345,34 +333,7 @@ async fn job_loop(
         };
         let rx = c.submit(call).await.map_err(|e| e.to_string())?;
         in_flight += 1;
-        let (tx, done_tx) = (ctx.tx.clone(), done_tx.clone());
-        let (bs, start, file) = (job.bs, ctx.start, ctx.file);
-        let (base, ledger) = (ctx.base.clone(), ctx.ledger.clone());
-        tokio::spawn(async move {
-            let r = crate::client::answer(rx).await;
-            let now = Instant::now();
-            let ok = matches!(
-                r,
-                Ok(ClientRet::Read { .. }) | Ok(ClientRet::Updated { .. })
-            );
-            if let Some(l) = &ledger {
-                if let Ok(mut l) = l.lock() {
-                    match &r {
-                        Ok(ClientRet::Read { data, .. }) => l.read(file, block, data, &base),
-                        _ if !read => l.wrote(file, block, gen, due, ok.then_some(now)),
-                        _ => {}
-                    }
-                }
-            }
-            let _ = tx.send(Done {
-                op: if read { "read" } else { "write" },
-                bytes: bs,
-                ok,
-                lat: now - due,
-                at: now - start,
-            });
-            let _ = done_tx.send(());
-        });
+        spawn_completion(&ctx, rx, (block, read, gen), due, done_tx.clone());
         i += 1;
         if k == 0 {
             progress(fraction(job, ctx.start, deadline, i, total));
@@ -387,4 +348,64 @@ async fn job_loop(
     }
     c.close().await;
     Ok(())
+}
+
+/// The call of one I/O of `block` in `f`: a read, or a write of the block stamped with `gen`.
+fn io_call(ctx: &Ctx, f: &File, block: u64, read: bool, gen: u64) -> ClientCall {
+    let job = &ctx.job;
+    if read {
+        ClientCall::Read {
+            inode: f.inode,
+            layout: f.layout.clone(),
+            offset: block * job.bs,
+            len: job.bs,
+        }
+    } else {
+        ClientCall::Write {
+            inode: f.inode,
+            layout: f.layout.clone(),
+            offset: block * job.bs,
+            data: bench_verify::stamp(&ctx.base, block, gen),
+        }
+    }
+}
+
+/// Spawns the wait for one submitted I/O (`block`, whether a read, its generation), due at
+/// `due`: it holds the answer to the ledger, reports the completion, and signals `done_tx`.
+fn spawn_completion(
+    ctx: &Ctx,
+    rx: crate::client::Reply,
+    (block, read, gen): (u64, bool, u64),
+    due: Instant,
+    done_tx: mpsc::UnboundedSender<()>,
+) {
+    let job = &ctx.job;
+    let tx = ctx.tx.clone();
+    let (bs, start, file) = (job.bs, ctx.start, ctx.file);
+    let (base, ledger) = (ctx.base.clone(), ctx.ledger.clone());
+    tokio::spawn(async move {
+        let r = crate::client::answer(rx).await;
+        let now = Instant::now();
+        let ok = matches!(
+            r,
+            Ok(ClientRet::Read { .. }) | Ok(ClientRet::Updated { .. })
+        );
+        if let Some(l) = &ledger {
+            if let Ok(mut l) = l.lock() {
+                match &r {
+                    Ok(ClientRet::Read { data, .. }) => l.read(file, block, data, &base),
+                    _ if !read => l.wrote(file, block, gen, due, ok.then_some(now)),
+                    _ => {}
+                }
+            }
+        }
+        let _ = tx.send(Done {
+            op: if read { "read" } else { "write" },
+            bytes: bs,
+            ok,
+            lat: now - due,
+            at: now - start,
+        });
+        let _ = done_tx.send(());
+    });
 }

@@ -137,24 +137,8 @@ pub async fn run(opts: ClientOptions, job: MdJob) -> Result<Vec<Phase>, String> 
     let mut r = [0u8; 8];
     let _ = getrandom::fill(&mut r);
     let base = format!("/mdtest-{:x}", u64::from_le_bytes(r));
-    let mut clients = Vec::new();
-    for _ in 0..job.ranks {
-        clients.push(
-            Client::connect(opts.clone())
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-    }
-    let trees: Vec<Vec<String>> = (0..job.ranks)
-        .map(|k| {
-            let root = if job.unique_dir {
-                format!("{base}/rank.{k}")
-            } else {
-                format!("{base}/shared")
-            };
-            tree(&root, job.depth, job.branch)
-        })
-        .collect();
+    let clients = connect_ranks(&opts, job.ranks).await?;
+    let trees = rank_trees(&job, &base);
     clients[0].mkdir(&base).await.map_err(|e| e.to_string())?;
     // Tree creation: with a shared tree, rank 0 makes it.
     let dir_work: Vec<Vec<String>> = (0..job.ranks)
@@ -169,27 +153,92 @@ pub async fn run(opts: ClientOptions, job: MdJob) -> Result<Vec<Phase>, String> 
     let file_work: Vec<Vec<String>> = (0..job.ranks)
         .map(|k| files(&trees[k], k, job.items))
         .collect();
+    let out = phases(&clients, dir_work, file_work).await?;
+    let _ = clients[0].remove(&base, false).await;
+    for c in &clients {
+        c.close().await;
+    }
+    Ok(out)
+}
+
+/// One client per rank, connected in rank order.
+async fn connect_ranks(opts: &ClientOptions, ranks: usize) -> Result<Vec<Client>, String> {
+    let mut clients = Vec::new();
+    for _ in 0..ranks {
+        clients.push(
+            Client::connect(opts.clone())
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    Ok(clients)
+}
+
+/// Each rank's directory tree under `base`: its own (`-u`) or the shared one.
+fn rank_trees(job: &MdJob, base: &str) -> Vec<Vec<String>> {
+    (0..job.ranks)
+        .map(|k| {
+            let root = if job.unique_dir {
+                format!("{base}/rank.{k}")
+            } else {
+                format!("{base}/shared")
+            };
+            tree(&root, job.depth, job.branch)
+        })
+        .collect()
+}
+
+/// The six phases in mdtest's order: the trees made, the files' phases ([`file_phases`]), the
+/// trees removed (children first).
+async fn phases(
+    clients: &[Client],
+    dir_work: Vec<Vec<String>>,
+    file_work: Vec<Vec<String>>,
+) -> Result<Vec<Phase>, String> {
     let mut out = Vec::new();
     out.push(
-        phase(&clients, "Tree creation", dir_work.clone(), |c, p| {
+        phase(clients, "Tree creation", dir_work.clone(), |c, p| {
             Box::pin(async move { c.mkdir(&p).await.map_err(|e| e.to_string()) })
         })
         .await?,
     );
+    out.extend(file_phases(clients, file_work).await?);
+    let rm_work: Vec<Vec<String>> = dir_work
+        .into_iter()
+        .map(|mut v| {
+            v.reverse();
+            v
+        })
+        .collect();
     out.push(
-        phase(&clients, "File creation", file_work.clone(), |c, p| {
+        phase(clients, "Tree removal", rm_work, |c, p| {
+            Box::pin(async move { c.remove(&p, false).await.map_err(|e| e.to_string()) })
+        })
+        .await?,
+    );
+    Ok(out)
+}
+
+/// The files' phases in mdtest's order: created, stated, opened for reading, removed.
+async fn file_phases(
+    clients: &[Client],
+    file_work: Vec<Vec<String>>,
+) -> Result<Vec<Phase>, String> {
+    let mut out = Vec::new();
+    out.push(
+        phase(clients, "File creation", file_work.clone(), |c, p| {
             Box::pin(async move { c.create_empty(&p).await.map_err(|e| e.to_string()) })
         })
         .await?,
     );
     out.push(
-        phase(&clients, "File stat", file_work.clone(), |c, p| {
+        phase(clients, "File stat", file_work.clone(), |c, p| {
             Box::pin(async move { c.stat(&p).await.map(|_| ()).map_err(|e| e.to_string()) })
         })
         .await?,
     );
     out.push(
-        phase(&clients, "File read", file_work.clone(), |c, p| {
+        phase(clients, "File read", file_work.clone(), |c, p| {
             Box::pin(async move {
                 c.open(&p, false)
                     .await
@@ -200,27 +249,10 @@ pub async fn run(opts: ClientOptions, job: MdJob) -> Result<Vec<Phase>, String> 
         .await?,
     );
     out.push(
-        phase(&clients, "File removal", file_work, |c, p| {
+        phase(clients, "File removal", file_work, |c, p| {
             Box::pin(async move { c.remove(&p, false).await.map_err(|e| e.to_string()) })
         })
         .await?,
     );
-    let rm_work: Vec<Vec<String>> = dir_work
-        .into_iter()
-        .map(|mut v| {
-            v.reverse();
-            v
-        })
-        .collect();
-    out.push(
-        phase(&clients, "Tree removal", rm_work, |c, p| {
-            Box::pin(async move { c.remove(&p, false).await.map_err(|e| e.to_string()) })
-        })
-        .await?,
-    );
-    let _ = clients[0].remove(&base, false).await;
-    for c in &clients {
-        c.close().await;
-    }
     Ok(out)
 }

@@ -12,26 +12,25 @@
 //! what it runs concurrently and answers the rest `Rejected`. Files go through the meta service
 //! (`create`, `open`, `write`, `read`, `close` with the length hint, `stat`, `list`, `remove`).
 //! Bad input (a relative path, a read past the layout, a call on a closed client) is an error,
-//! never a panic. Not here: FUSE, benchmarks.
+//! never a panic. Not here: FUSE, benchmarks, connecting (client/connect.rs).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
-
-use t3fs_core::client::{ClientCall, ClientConfig, ClientRet};
+use t3fs_core::client::{ClientCall, ClientRet};
 use t3fs_core::ids::{ChainId, ChunkId, ClientId, InodeId, NodeId};
 use t3fs_core::layout::FileLayout;
 use t3fs_core::meta::length::LengthHint;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp};
 use t3fs_core::meta::{DirEntry, Inode, InodeKind, MetaError};
-use t3fs_core::msg::Msg;
-use t3fs_core::node::{AnyCall, AnyRet, Process};
+use t3fs_core::node::{AnyCall, AnyRet};
 use t3fs_core::routing::RoutingInfo;
 use t3fs_scenario::Timeouts;
 
-use crate::node::{self, KvBackend, NodeHandle, NodeParts};
-use crate::transport::{Transport, TransportConfig};
+use crate::node::NodeHandle;
+use crate::transport::Transport;
+
+mod connect;
 
 /// How to connect.
 #[derive(Clone, Debug)]
@@ -226,164 +225,7 @@ pub struct Client {
     next_session: std::sync::atomic::AtomicU64,
 }
 
-/// 64 bits from the OS. A failure is an error: zeros would give every client one identity.
-fn rand_u64() -> Result<u64, ClientError> {
-    let mut b = [0u8; 8];
-    getrandom::fill(&mut b)
-        .map_err(|e| ClientError::Connect(format!("no randomness for a client id: {e}")))?;
-    Ok(u64::from_le_bytes(b))
-}
-
-/// The top bit of every client's node id and `ClientId`: servers are numbered from 0 (below
-/// `SERVER_NODE_IDS`) and a server's own `ClientId` is `client_id(node, incarnation)` with a
-/// small incarnation, so neither can meet a client's.
-const CLIENT_BIT: u64 = 1 << 63;
-
-/// A client's node id from 64 random bits: 63 of them, so a cluster of n clients shares an id
-/// with a chance of about n²/2⁶⁴ (and a shared id is refused at the handshake, never taken
-/// over).
-fn client_node(r: u64) -> NodeId {
-    NodeId(CLIENT_BIT | r)
-}
-
 impl Client {
-    /// Connects with a fresh identity.
-    pub async fn connect(opts: ClientOptions) -> Result<Self, ClientError> {
-        Self::connect_as(
-            opts,
-            client_node(rand_u64()?),
-            ClientId(CLIENT_BIT | rand_u64()?),
-        )
-        .await
-    }
-
-    /// Connects as `node` with identity `id` (tests use it to show why ids must be fresh).
-    pub async fn connect_as(
-        opts: ClientOptions,
-        node: NodeId,
-        id: ClientId,
-    ) -> Result<Self, ClientError> {
-        let err = |e: std::io::Error| ClientError::Connect(e.to_string());
-        let cred =
-            crate::transport::Credential::parse(&opts.token).map_err(ClientError::Invalid)?;
-        let mut tc = TransportConfig::with_credential(node, None, cred);
-        tc.rdma = opts.rdma.clone();
-        let (transport, mut inbound) = Transport::start(tc).await.map_err(err)?;
-        let mgmtds: Vec<NodeId> = (0..=opts.standby.len() as u64).map(NodeId).collect();
-        transport.set_addr(NodeId(0), opts.mgmtd);
-        for (i, a) in opts.standby.iter().enumerate() {
-            transport.set_addr(NodeId(i as u64 + 1), *a);
-        }
-        let ask = Bytes::from(
-            Msg::GetRouting {
-                known: t3fs_core::ids::RoutingVersion(0),
-            }
-            .encode(),
-        );
-        let deadline = tokio::time::Instant::now() + opts.connect_timeout;
-        // Ask each mgmtd in turn; a standby's NotPrimary hint names the one to ask next.
-        let mut next = 0usize;
-        let mut hint: Option<NodeId> = None;
-        let (mgmtd, addrs) = loop {
-            let target = hint.take().unwrap_or_else(|| {
-                next += 1;
-                mgmtds[(next - 1) % mgmtds.len()]
-            });
-            let _ = transport.try_send(target, ask.clone());
-            let wait = tokio::time::sleep(Duration::from_millis(300));
-            tokio::pin!(wait);
-            let got = loop {
-                tokio::select! {
-                    Some(mut inb) = inbound.recv() => {
-                        let from = inb.from;
-                        match transport.decode(&mut inb) {
-                            Ok(Msg::NodeAddrs(a)) => break Some((from, a)),
-                            Ok(Msg::NotPrimary { primary: Some(p) }) if mgmtds.contains(&p) => {
-                                hint = Some(p);
-                                break None;
-                            }
-                            _ => {}
-                        }
-                    }
-                    _ = &mut wait => break None,
-                }
-            };
-            if let Some(a) = got {
-                break a;
-            }
-            if tokio::time::Instant::now() > deadline {
-                transport.shutdown().await;
-                return Err(ClientError::Connect(format!(
-                    "no answer from mgmtd at {}{}",
-                    opts.mgmtd,
-                    if opts.standby.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" or {:?}", opts.standby)
-                    }
-                )));
-            }
-        };
-        for (n, a) in &addrs.addrs {
-            if let Ok(sa) = a.parse() {
-                transport.set_addr(*n, sa);
-            }
-        }
-        let mut cfg = ClientConfig::new(node, id);
-        cfg.mgmtd = Some(mgmtd);
-        cfg.mgmtds = mgmtds.clone();
-        cfg.meta = addrs.meta.clone();
-        cfg.user = opts.user;
-        cfg.channels = 64;
-        if opts.outage == Outage::Block {
-            // Bounded only so that the machine's counters cannot overflow: at the fast
-            // profile's half-second retry wait this is decades.
-            cfg.retries_max = u32::MAX / 2;
-            cfg.meta_attempts_max = u32::MAX / 2;
-        }
-        let scale = |d: Duration| match opts.timeouts {
-            Timeouts::ThreeFs => d,
-            Timeouts::Fast => d / 10,
-        };
-        if let Some(t) = &cfg.io_timeout {
-            cfg.io_timeout = Some(scale(t.start)..scale(t.end));
-        }
-        cfg.retry_wait = scale(cfg.retry_wait.start)..scale(cfg.retry_wait.end);
-        let refresh = opts
-            .refresh
-            .unwrap_or_else(|| scale(t3fs_core::limits::ROUTING_REFRESH));
-        cfg.refresh_interval = Some(refresh..refresh * 11 / 10);
-        cfg.meta_timeout = scale(cfg.meta_timeout.start)..scale(cfg.meta_timeout.end);
-        let machine = t3fs_core::client::Client::new(cfg, RoutingInfo::default());
-        let parts = NodeParts {
-            id: node,
-            name: format!("client-{}", node.0),
-            process: Process::Client(Box::new(machine)),
-            stores: Default::default(),
-            kv: KvBackend::None,
-            transport: transport.clone(),
-            inbound,
-            clock: Default::default(),
-            env: Default::default(),
-        };
-        let (handle, _join) = node::spawn(parts).map_err(err)?;
-        let c = Self {
-            handle,
-            transport,
-            id,
-            node,
-            next_session: std::sync::atomic::AtomicU64::new(1),
-        };
-        while c.routing().is_none_or(|r| r.chains.is_empty()) {
-            if tokio::time::Instant::now() > deadline {
-                c.close().await;
-                return Err(ClientError::Connect("no routing info from mgmtd".into()));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        Ok(c)
-    }
-
     /// The routing info the client machine holds.
     pub fn routing(&self) -> Option<RoutingInfo> {
         self.handle
@@ -727,38 +569,5 @@ impl Client {
     pub async fn close(&self) {
         self.handle.shutdown().await;
         self.transport.shutdown().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn client_node_ids_take_63_random_bits_and_never_meet_a_server() {
-        for r in [
-            0,
-            1,
-            0x3fff_ffff,
-            u64::from(u32::MAX),
-            u64::MAX >> 1,
-            u64::MAX,
-        ] {
-            let n = client_node(r);
-            assert!(n.0 >= CLIENT_BIT, "{n} must lie above every server id");
-            assert_eq!(
-                n.0 & !CLIENT_BIT,
-                r & !CLIENT_BIT,
-                "every random bit but the top one kept"
-            );
-        }
-        // The old 30-bit scheme gave these two draws one id; now they differ.
-        assert_ne!(client_node(5), client_node(5 | 1 << 40));
-        let (a, b) = (rand_u64().unwrap(), rand_u64().unwrap());
-        assert_ne!(
-            client_node(a),
-            client_node(b),
-            "two draws of 63 random bits"
-        );
     }
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::config::{ClusterSection, NodeConfig, NodeSection};
+use crate::config::NodeConfig;
 
 /// What `up` builds.
 #[derive(Clone, Debug)]
@@ -62,15 +62,9 @@ pub struct UpOptions {
 
 pub use crate::cluster_node::NodeEntry;
 
-type R<T> = Result<T, String>;
+mod plan;
 
-/// A fresh cluster token; an error where the OS gives no randomness (zeros would make every
-/// cluster's token the same).
-fn token() -> R<String> {
-    let mut b = [0u8; 24];
-    getrandom::fill(&mut b).map_err(|e| format!("no randomness for the cluster token: {e}"))?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
-}
+type R<T> = Result<T, String>;
 
 /// The nodes of the cluster in `dir`, from its configs (empty if none was written).
 pub fn nodes(dir: &Path) -> R<Vec<NodeEntry>> {
@@ -130,98 +124,6 @@ pub fn signal(pid: i32, sig: i32) -> bool {
     unsafe { libc::kill(pid, sig) == 0 }
 }
 
-fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
-    let chains = t3fs_scenario::plan::Shape::max_chains(o.storage, o.targets_per_node, o.replicas);
-    let section = ClusterSection {
-        token: token()?,
-        kv: o.kv.clone(),
-        mgmtd: o.mgmtd,
-        storage_nodes: o.storage,
-        targets_per_node: o.targets_per_node,
-        replicas: o.replicas,
-        chains,
-        meta: o.meta,
-        timeouts: o.timeouts.clone(),
-        chunk_size: o.chunk_size,
-        stripe: chains.max(1),
-        storage_lease: o.storage_lease,
-        bug: o.bug.clone(),
-    };
-    let shape = t3fs_scenario::plan::Shape {
-        mgmtd: o.mgmtd,
-        storage_nodes: o.storage,
-        targets_per_node: o.targets_per_node,
-        replicas: o.replicas,
-        chains,
-        clients: 0,
-        meta: o.meta,
-    };
-    shape.validate()?;
-    let plan = t3fs_scenario::plan::Plan::new(shape);
-    let mut named: Vec<(u32, String, String)> = Vec::new();
-    // A node config names its id in 4 bytes; validate keeps a plan's servers below 2^24.
-    let id = |n: &t3fs_core::ids::NodeId| {
-        u32::try_from(n.0).map_err(|_| format!("server id {n} too large"))
-    };
-    for (i, n) in plan.mgmtd.iter().enumerate() {
-        named.push((id(n)?, format!("mgmtd-{i}"), "mgmtd".into()));
-    }
-    for (i, n) in plan.storage.iter().enumerate() {
-        named.push((id(n)?, format!("storage-{i}"), "storage".into()));
-    }
-    for (i, n) in plan.meta.iter().enumerate() {
-        named.push((id(n)?, format!("meta-{i}"), "meta".into()));
-    }
-    if o.kv == "embedded" {
-        named.push((o.mgmtd + o.storage + o.meta, "kv".into(), "kv".into()));
-    }
-    let mut free = crate::ports::free_ports(2 * named.len())?.into_iter();
-    let mut ports = BTreeMap::new();
-    for (id, _, _) in &named {
-        let (p, m) = (free.next(), free.next());
-        ports.insert(*id, (p.ok_or("ports")?, m.ok_or("ports")?));
-    }
-    let dir = std::fs::canonicalize(&o.dir).map_err(|e| e.to_string())?;
-    let net = (o.hosts == "netns").then(|| crate::netns::Net::of(&dir, named.len() as u32));
-    let host_of = |id: u32| match &net {
-        Some(n) => n.host_ip(id),
-        None => "127.0.0.1".to_string(),
-    };
-    let addresses: BTreeMap<String, String> = ports
-        .iter()
-        .map(|(id, (p, _))| (id.to_string(), format!("{}:{p}", host_of(*id))))
-        .collect();
-    Ok(named
-        .into_iter()
-        .map(|(id, name, role)| {
-            let (p, m) = ports[&id];
-            let host = host_of(id);
-            let cfg = NodeConfig {
-                node: NodeSection {
-                    id,
-                    name: name.clone(),
-                    listen: format!("{host}:{p}"),
-                    metrics: format!("{host}:{m}"),
-                    data: dir.join(&name).join("data"),
-                    store: o.store.clone(),
-                    transport: o.transport.clone(),
-                    chunk_io_deadline_ms: o.chunk_io_deadline_ms,
-                    fault_injection: o.fault_injection,
-                },
-                cluster: section.clone(),
-                addresses: addresses.clone(),
-                rdma: crate::rdma_config::RdmaSection {
-                    fabric: (o.transport == "soft-rdma")
-                        .then(|| dir.join(crate::cluster_rdma::FABRIC_SOCKET)),
-                    pool_mib: crate::cluster_rdma::pool_mib(o.chunk_size),
-                    ..Default::default()
-                },
-            };
-            (name, role, cfg)
-        })
-        .collect())
-}
-
 /// The namespace network of the cluster in `dir`, if it runs with `--hosts netns`.
 pub fn net_of(dir: &Path) -> Option<crate::netns::Net> {
     let text = std::fs::read_to_string(dir.join("hosts")).ok()?;
@@ -262,41 +164,10 @@ fn start(exe: &Path, dir: &Path, n: &NodeEntry) -> R<i32> {
 /// `cluster up`: returns the text to print.
 pub fn up(o: &UpOptions) -> R<String> {
     std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
-    let running: Vec<String> = pids(&o.dir)
-        .into_iter()
-        .filter(|(_, p)| alive(*p))
-        .map(|(n, p)| format!("{n} (pid {p})"))
-        .collect();
-    if !running.is_empty() {
-        return Err(format!(
-            "a cluster is already running in {}: {}; stop it with `t3fs cluster down --dir {}`",
-            o.dir.display(),
-            running.join(", "),
-            o.dir.display()
-        ));
-    }
+    refuse_running(&o.dir)?;
     let mut entries = nodes(&o.dir)?;
     if entries.is_empty() {
-        if o.hosts == "netns" && !crate::netns::Net::permitted() {
-            return Err("--hosts netns needs root (network namespaces)".into());
-        }
-        let configs = plan_configs(o)?;
-        if o.hosts == "netns" {
-            let hosts = format!("netns {}\n", configs.len());
-            std::fs::write(o.dir.join("hosts"), hosts).map_err(|e| e.to_string())?;
-        }
-        let mut list = String::new();
-        for (name, role, cfg) in configs {
-            let d = o.dir.join(&name);
-            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
-            let text = format!(
-                "# t3fs node config written by `t3fs cluster up` (keys: see t3fs_real::config)\n{}",
-                cfg.to_toml()
-            );
-            std::fs::write(d.join("node.toml"), text).map_err(|e| e.to_string())?;
-            list.push_str(&format!("{name} {role}\n"));
-        }
-        std::fs::write(o.dir.join("nodes"), list).map_err(|e| e.to_string())?;
+        plan::write_configs(o)?;
         entries = nodes(&o.dir)?;
     }
     if let Some(net) = net_of(&o.dir) {
@@ -304,32 +175,62 @@ pub fn up(o: &UpOptions) -> R<String> {
     }
     crate::cluster_rdma::probe_transport(&entries)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut started = BTreeMap::new();
-    if entries.iter().any(|n| n.cfg.node.transport == "soft-rdma") {
-        started.insert(
-            "fabric".to_string(),
-            crate::cluster_rdma::start_fabric(&exe, &o.dir)?,
-        );
-        write_pids(&o.dir, &started)?;
-    }
-    for n in &entries {
-        match start(&exe, &o.dir, n) {
-            Ok(pid) => {
-                started.insert(n.name.clone(), pid);
-                write_pids(&o.dir, &started)?;
-            }
-            Err(e) => {
-                down(&o.dir)?;
-                return Err(e);
-            }
-        }
-    }
+    start_all(&exe, &o.dir, &entries)?;
     if let Err(e) = wait_serving(&o.dir, &entries, o.wait) {
         let _ = down(&o.dir);
         return Err(e);
     }
+    up_text(&o.dir, &entries)
+}
+
+/// Fails if a process recorded in `dir` still runs.
+fn refuse_running(dir: &Path) -> R<()> {
+    let running: Vec<String> = pids(dir)
+        .into_iter()
+        .filter(|(_, p)| alive(*p))
+        .map(|(n, p)| format!("{n} (pid {p})"))
+        .collect();
+    if !running.is_empty() {
+        return Err(format!(
+            "a cluster is already running in {}: {}; stop it with `t3fs cluster down --dir {}`",
+            dir.display(),
+            running.join(", "),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Starts the software fabric (where a node needs it) and every node, recording each pid in
+/// `dir/pids`; a node that fails to start takes the cluster down.
+fn start_all(exe: &Path, dir: &Path, entries: &[NodeEntry]) -> R<()> {
+    let mut started = BTreeMap::new();
+    if entries.iter().any(|n| n.cfg.node.transport == "soft-rdma") {
+        started.insert(
+            "fabric".to_string(),
+            crate::cluster_rdma::start_fabric(exe, dir)?,
+        );
+        write_pids(dir, &started)?;
+    }
+    for n in entries {
+        match start(exe, dir, n) {
+            Ok(pid) => {
+                started.insert(n.name.clone(), pid);
+                write_pids(dir, &started)?;
+            }
+            Err(e) => {
+                down(dir)?;
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What `up` prints: every node's addresses, then where mgmtd and the token are.
+fn up_text(dir: &Path, entries: &[NodeEntry]) -> R<String> {
     let mut out = String::new();
-    for n in &entries {
+    for n in entries {
         out.push_str(&format!(
             "{:<10} {:<8} listen {}  metrics http://{}\n",
             n.name, n.role, n.cfg.node.listen, n.cfg.node.metrics
@@ -341,7 +242,7 @@ pub fn up(o: &UpOptions) -> R<String> {
         .ok_or("no mgmtd")?;
     out.push_str(&format!(
         "cluster up in {}: mgmtd at {}, token in {}\n",
-        o.dir.display(),
+        dir.display(),
         m.cfg.node.listen,
         m.config.display()
     ));

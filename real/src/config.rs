@@ -259,6 +259,13 @@ impl NodeConfig {
                 message,
             }
         };
+        self.check_settings(&err)?;
+        self.check_addresses(&err)
+    }
+
+    /// Checks the cluster's shape and settings, the node's store and transport; `err` makes
+    /// the error of a key.
+    fn check_settings(&self, err: &dyn Fn(&str, String) -> ConfigError) -> Result<(), ConfigError> {
         self.shape().validate().map_err(|m| {
             let key = m.split(':').next().unwrap_or("").to_string();
             err(&format!("cluster.{key}"), m)
@@ -310,6 +317,15 @@ impl NodeConfig {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks that every address (the cluster's, the node's listen and metrics) is HOST:PORT;
+    /// `err` makes the error of a key.
+    fn check_addresses(
+        &self,
+        err: &dyn Fn(&str, String) -> ConfigError,
+    ) -> Result<(), ConfigError> {
         for (k, v) in &self.addresses {
             if k.parse::<u32>().is_err() {
                 return Err(err(&format!("addresses.{k}"), "not a node id".into()));

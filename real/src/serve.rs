@@ -18,24 +18,21 @@
 //! `kv` service seeds an empty engine with the plan's mgmtd rows and the namespace root. Not here: config parsing (config.rs), the
 //! driver (node/).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use t3fs_core::chunk::{ChunkDone, ChunkOp, ChunkStore};
-use t3fs_core::ids::{IoId, NodeId, TargetId};
+use t3fs_core::ids::{IoId, NodeId};
 use t3fs_core::kv::KvEngine;
-use t3fs_core::meta::server::MetaServer;
-use t3fs_core::mgmtd::Mgmtd;
-use t3fs_core::node::{client_id, Process, Role};
-use t3fs_core::routing::RoutingInfo;
-use t3fs_core::storage::StorageNode;
+use t3fs_core::node::Role;
 use t3fs_scenario::plan::Plan;
 
 use crate::config::{KvChoice, NodeConfig};
-use crate::node::{self, KvBackend, NodeParts};
-use crate::transport::{Credential, PeerRole, Transport, TransportConfig};
+use crate::node::{self, KvBackend};
+use crate::transport::{Credential, Inbound, PeerRole, Transport, TransportConfig};
+
+mod machine;
 
 /// The role named on the command line (`kv` is the KV service, not a machine).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -103,6 +100,23 @@ pub fn next_incarnation(data: &Path) -> std::io::Result<u64> {
 /// Runs `role` with `cfg` until SIGTERM/SIGINT or a halt; returns the halt reason as an error.
 pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     let me = NodeId(cfg.node.id.into());
+    check_role_in_plan(role, &cfg, me)?;
+    let inc = next_incarnation(&cfg.node.data)?;
+    let listen = cfg.node.listen.parse()?;
+    let (transport, inbound) = start_transport(role, &cfg, me, listen).await?;
+    let metrics = tokio::net::TcpListener::bind(&cfg.node.metrics).await?;
+    tracing::info!(node = %cfg.node.name, id = me.0, incarnation = inc, listen = %listen, "starting {role:?}");
+    if role == ServeRole::Kv {
+        return serve_kv(&cfg, transport, inbound, metrics).await;
+    }
+    let ServeRole::Machine(r) = role else {
+        unreachable!()
+    };
+    machine::serve_machine(r, &cfg, me, inc, transport, inbound, metrics).await
+}
+
+/// Fails unless the plan gives node `me` the role `role`.
+fn check_role_in_plan(role: ServeRole, cfg: &NodeConfig, me: NodeId) -> Result<(), BoxError> {
     let expected = match role {
         ServeRole::Kv => me == cfg.kv_node(),
         ServeRole::Machine(r) => cfg.role_of(me) == Some(r),
@@ -114,8 +128,16 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
         )
         .into());
     }
-    let inc = next_incarnation(&cfg.node.data)?;
-    let listen = cfg.node.listen.parse()?;
+    Ok(())
+}
+
+/// Starts the transport of `role` on `listen` and tells it every other node's address.
+async fn start_transport(
+    role: ServeRole,
+    cfg: &NodeConfig,
+    me: NodeId,
+    listen: std::net::SocketAddr,
+) -> Result<(Transport, tokio::sync::mpsc::Receiver<Inbound>), BoxError> {
     let prole = match role {
         ServeRole::Kv => PeerRole::Kv,
         ServeRole::Machine(r) => PeerRole::of(r),
@@ -130,118 +152,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
             transport.set_addr(n, a);
         }
     }
-    let metrics = tokio::net::TcpListener::bind(&cfg.node.metrics).await?;
-    tracing::info!(node = %cfg.node.name, id = me.0, incarnation = inc, listen = %listen, "starting {role:?}");
-    if role == ServeRole::Kv {
-        return serve_kv(&cfg, transport, inbound, metrics).await;
-    }
-    let ServeRole::Machine(r) = role else {
-        unreachable!()
-    };
-    let plan = cfg.plan();
-    let tuning = cfg.tuning();
-    let (storage_bug, mgmtd_bug, meta_bug) = crate::config::bugs(cfg.cluster.bug.as_deref())
-        .ok_or("cluster.bug: unknown planted bug")?;
-    if let Some(b) = &cfg.cluster.bug {
-        tracing::warn!(node = %cfg.node.name, "running with the planted bug `{b}`");
-    }
-    let kv = {
-        let c = cfg.clone();
-        tokio::task::spawn_blocking(move || kv_backend(&c)).await??
-    };
-    if let (Role::Mgmtd, KvBackend::Engine(e)) = (r, &kv) {
-        // No kv service to seed an external KV: the first mgmtd to start does it.
-        let (e, plan) = (e.clone(), cfg.plan());
-        tokio::task::spawn_blocking(move || {
-            seed(
-                &plan,
-                e.lock()
-                    .map_err(|_| "kv lock poisoned".to_string())?
-                    .as_mut(),
-            )
-        })
-        .await??;
-    }
-    let mut stores: BTreeMap<TargetId, Box<dyn ChunkStore + Send>> = BTreeMap::new();
-    // Every target of a storage node obeys the node's disk faults, and its machine reads time
-    // through its clock fault (both set by the control RPC).
-    let clock = Arc::new(crate::node::clock::ClockLayer::default());
-    let disk =
-        matches!(r, Role::Storage).then(|| Arc::new(crate::chunk_store::DiskFaultLayer::default()));
-    let process = match r {
-        Role::Mgmtd => {
-            let mut m = plan.mgmtd_cfg(me, &tuning);
-            m.bug = mgmtd_bug;
-            m.addresses = cfg
-                .addresses
-                .iter()
-                .filter_map(|(k, v)| Some((NodeId(k.parse().ok()?), v.clone())))
-                .collect();
-            m.meta_nodes = plan.meta.clone();
-            Process::Mgmtd(Box::new(Mgmtd::new(m)))
-        }
-        Role::Storage => {
-            let mut metas = BTreeMap::new();
-            for t in plan.targets_of.get(&me).cloned().unwrap_or_default() {
-                let mut s = open_store(
-                    &cfg.node.store,
-                    &cfg.node.data.join(format!("target-{}", t.0)),
-                )?;
-                metas.insert(t, list(s.as_mut())?);
-                let layer = disk.clone().unwrap_or_default();
-                stores.insert(t, Box::new(crate::chunk_store::FaultyStore::new(s, layer)));
-            }
-            let mut scfg = plan.storage_cfg(me, &tuning);
-            scfg.bug = storage_bug;
-            // What is new is mgmtd's call (module docs), never a file of ours.
-            let node = StorageNode::new(scfg, metas, RoutingInfo::default());
-            Process::Storage(Box::new(node.with_io_base(inc << 40)))
-        }
-        Role::Meta => {
-            let mut m = plan.meta_cfg(me, client_id(me, inc), &tuning);
-            m.bug = meta_bug;
-            Process::Meta(Box::new(MetaServer::new(m, inc << 40)))
-        }
-        Role::Client => return Err("clients are not served: use the native client".into()),
-    };
-    let parts = NodeParts {
-        id: me,
-        name: cfg.node.name.clone(),
-        process,
-        stores,
-        kv,
-        transport: transport.clone(),
-        inbound,
-        clock: clock.clone(),
-        env: node::NodeEnv {
-            chunk_io_deadline: (cfg.node.chunk_io_deadline_ms > 0)
-                .then(|| std::time::Duration::from_millis(cfg.node.chunk_io_deadline_ms)),
-            ..Default::default()
-        },
-    };
-    let (handle, mut join) = node::spawn(parts)?;
-    let mut resources: crate::fault_query::Resources =
-        vec![("/fault", Arc::new(transport.clone())), ("/clock", clock)];
-    if let Some(d) = disk {
-        resources.push(("/disk", d));
-    }
-    let http = tokio::spawn(crate::metrics::serve(
-        metrics,
-        handle.snapshot.clone(),
-        cfg.cluster.token.clone(),
-        cfg.node.fault_injection.then_some(resources),
-    ));
-    let ended = tokio::select! {
-        _ = shutdown_signal() => {
-            tracing::info!(node = %cfg.node.name, "shutting down");
-            handle.shutdown().await;
-            Ok(None)
-        }
-        r = &mut join => r,
-    };
-    http.abort();
-    transport.shutdown().await;
-    driver_outcome(&cfg.node.name, ended)
+    Ok((transport, inbound))
 }
 
 /// How a node's driver task ended, as the process's result: a halt or a panic is an error

@@ -126,7 +126,7 @@ async fn transport(
     };
     let mut c = TransportConfig::with_credential(id, listen, Credential::trusted(TOKEN, role));
     c.net = Arc::new(SimNet::default());
-    c.seed = Some(seed ^ u64::from(id.0));
+    c.seed = Some(seed ^ id.0);
     c.connect_backoff = Duration::from_millis(20)..Duration::from_millis(300);
     c.handshake_timeout = Duration::from_secs(1);
     let (t, rx) = Transport::start(c).await?;
@@ -194,7 +194,7 @@ async fn start(id: NodeId, setup: Setup, inc: u64) -> turmoil::Result<Started> {
         inbound,
         clock: Arc::new(ClockLayer::over(TimeSource::runtime_from(epoch))),
         env: NodeEnv {
-            jitter_seed: Some(seed.wrapping_mul(0x9e37_79b9) ^ u64::from(id.0) ^ inc << 32),
+            jitter_seed: Some(seed.wrapping_mul(0x9e37_79b9) ^ id.0 ^ inc << 32),
             inline_io: true,
             // Simulated time stands still between steps here: no wall-clock deadline.
             chunk_io_deadline: None,

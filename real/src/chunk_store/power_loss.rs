@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
+use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 use t3fs_core::testing::MemChunkStore;
 
@@ -92,34 +92,50 @@ fn run(seed: u64, lie: &[&str]) -> usize {
     let opts = Options { compact_min: 8 };
     let open = || FileChunkStore::open_with(Arc::new(fs.clone()), dir, opts);
     let mut store = open().expect("open");
+    let w = run_workload(&mut rng, &fs, &mut store, seed);
+    drop(store);
+    fs.crash(|n| rng.below(n));
+    let store = open().unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
+    let mut r = Reopened {
+        store,
+        next_id: w.next_id,
+    };
+    let metas = r.check_acked(&w.acked, seed);
+    let corrupt = r.check_reads(&metas, &w, lie_data, seed);
+    // The reopened store takes new work (after a cut torn tail, too).
+    r.check_new_work(seed);
+    corrupt
+}
+
+/// What the workload before the crash left behind.
+struct Workload {
+    /// The bytes the reference computed for every committed version.
+    committed: Versions,
+    /// The bytes the reference computed for every pending version.
+    pending: Versions,
+    /// The newest commit the store acknowledged, by chunk.
+    acked: BTreeMap<ChunkId, u32>,
+    /// The last I/O id used.
+    next_id: u64,
+}
+
+/// Runs batches of random ops on `store` in lockstep with the reference until the power fails
+/// (at a random call) or 400 ops ran.
+fn run_workload(rng: &mut Rng, fs: &LazyFs, store: &mut FileChunkStore, seed: u64) -> Workload {
     let mut model = MemChunkStore::new();
     let (mut committed, mut pending) = (Versions::new(), Versions::new());
     let mut acked: BTreeMap<ChunkId, u32> = BTreeMap::new();
     fs.fail_after(rng.below(300) as u64);
     let mut next_id = 0;
     while !fs.is_down() && next_id < 400 {
-        let mut expect = BTreeMap::new();
-        for _ in 0..1 + rng.below(4) {
-            let c = ChunkId::new(1, rng.below(4) as u32);
-            let op = next_op(&mut rng, &model, c);
-            let want = model.apply(&op);
-            let mc = model.chunks().get(&c);
-            match &want {
-                Ok(ChunkDone::Committed(m)) => {
-                    let data = mc.map(|mc| mc.data.clone()).unwrap_or_default();
-                    committed.insert((c, m.committed.0), data.to_vec());
-                }
-                Ok(ChunkDone::Updated(m)) => {
-                    let p = m.pending.as_ref().expect("pending").version.0;
-                    let data = mc.and_then(|mc| mc.pending.clone()?.1).unwrap_or_default();
-                    pending.insert((c, p), data.to_vec());
-                }
-                other => panic!("reference answered {other:?}"),
-            }
-            next_id += 1;
-            expect.insert(IoId(next_id), (c, want));
-            store.submit(IoId(next_id), op);
-        }
+        let expect = submit_batch(
+            rng,
+            &mut model,
+            store,
+            &mut committed,
+            &mut pending,
+            &mut next_id,
+        );
         let mut done = Vec::new();
         store.poll_completions(&mut done);
         assert_eq!(done.len(), expect.len(), "one completion per op");
@@ -134,77 +150,138 @@ fn run(seed: u64, lie: &[&str]) -> usize {
             }
         }
     }
-    drop(store);
-    fs.crash(|n| rng.below(n));
-    let mut store = open().unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
-    let mut next = || {
-        next_id += 1;
-        IoId(next_id)
-    };
-    let mut run1 = |store: &mut FileChunkStore, op| {
-        let mut done = Vec::new();
-        store.submit(next(), op);
-        store.poll_completions(&mut done);
-        done.pop().expect("one completion").1
-    };
-    let metas = match run1(&mut store, ChunkOp::List) {
-        Ok(ChunkDone::Listed(m)) => m,
-        other => panic!("list: {other:?}"),
-    };
-    let listed: BTreeMap<ChunkId, _> = metas.iter().map(|m| (m.chunk, m)).collect();
-    for (c, v) in &acked {
-        let got = listed.get(c).map_or(0, |m| m.committed.0);
-        assert!(
-            got >= *v,
-            "seed {seed}: acknowledged {c} v{v} lost (v{got} after crash)"
-        );
+    Workload {
+        committed,
+        pending,
+        acked,
+        next_id,
     }
-    let mut corrupt = 0;
-    for m in &metas {
-        let mut reads = vec![];
-        if m.committed.0 > 0 {
-            reads.push((false, m.committed.0, &committed));
+}
+
+/// Submits one to four random ops to `store`, each applied to the reference first, recording
+/// the bytes of the versions they make; returns each op's chunk and expected answer by id.
+fn submit_batch(
+    rng: &mut Rng,
+    model: &mut MemChunkStore,
+    store: &mut FileChunkStore,
+    committed: &mut Versions,
+    pending: &mut Versions,
+    next_id: &mut u64,
+) -> BTreeMap<IoId, (ChunkId, Result<ChunkDone, ChunkError>)> {
+    let mut expect = BTreeMap::new();
+    for _ in 0..1 + rng.below(4) {
+        let c = ChunkId::new(1, rng.below(4) as u32);
+        let op = next_op(rng, model, c);
+        let want = model.apply(&op);
+        let mc = model.chunks().get(&c);
+        match &want {
+            Ok(ChunkDone::Committed(m)) => {
+                let data = mc.map(|mc| mc.data.clone()).unwrap_or_default();
+                committed.insert((c, m.committed.0), data.to_vec());
+            }
+            Ok(ChunkDone::Updated(m)) => {
+                let p = m.pending.as_ref().expect("pending").version.0;
+                let data = mc.and_then(|mc| mc.pending.clone()?.1).unwrap_or_default();
+                pending.insert((c, p), data.to_vec());
+            }
+            other => panic!("reference answered {other:?}"),
         }
-        if let Some(p) = m.pending.as_ref().filter(|p| !p.removes) {
-            reads.push((true, p.version.0, &pending));
+        *next_id += 1;
+        expect.insert(IoId(*next_id), (c, want));
+        store.submit(IoId(*next_id), op);
+    }
+    expect
+}
+
+/// The store reopened after the crash, with the I/O ids it goes on from.
+struct Reopened {
+    store: FileChunkStore,
+    next_id: u64,
+}
+
+impl Reopened {
+    /// Runs `op` to its completion.
+    fn run1(&mut self, op: ChunkOp) -> Result<ChunkDone, ChunkError> {
+        let mut done = Vec::new();
+        self.next_id += 1;
+        self.store.submit(IoId(self.next_id), op);
+        self.store.poll_completions(&mut done);
+        done.pop().expect("one completion").1
+    }
+
+    /// Lists the chunks and checks that every acknowledged commit is there; returns the list.
+    fn check_acked(&mut self, acked: &BTreeMap<ChunkId, u32>, seed: u64) -> Vec<ChunkMeta> {
+        let metas = match self.run1(ChunkOp::List) {
+            Ok(ChunkDone::Listed(m)) => m,
+            other => panic!("list: {other:?}"),
+        };
+        let listed: BTreeMap<ChunkId, _> = metas.iter().map(|m| (m.chunk, m)).collect();
+        for (c, v) in acked {
+            let got = listed.get(c).map_or(0, |m| m.committed.0);
+            assert!(
+                got >= *v,
+                "seed {seed}: acknowledged {c} v{v} lost (v{got} after crash)"
+            );
         }
-        for (uncommitted, v, versions) in reads {
-            let op = ChunkOp::Read {
-                chunk: m.chunk,
-                offset: 0,
-                len: u32::MAX,
-                uncommitted,
-                unverified: false,
-            };
-            match run1(&mut store, op) {
-                Ok(ChunkDone::Read(Some(r))) => {
-                    let want = versions.get(&(m.chunk, v)).expect("a version written");
-                    assert_eq!(r.version.0, v);
-                    assert!(
-                        &r.data == want,
-                        "seed {seed}: {} v{v}: wrong bytes",
-                        m.chunk
-                    );
+        metas
+    }
+
+    /// Reads back every committed and pending version listed in `metas` and checks its bytes;
+    /// returns how many reads answered `Corrupt` (accepted only when `lie_data`).
+    fn check_reads(
+        &mut self,
+        metas: &[ChunkMeta],
+        w: &Workload,
+        lie_data: bool,
+        seed: u64,
+    ) -> usize {
+        let mut corrupt = 0;
+        for m in metas {
+            let mut reads = vec![];
+            if m.committed.0 > 0 {
+                reads.push((false, m.committed.0, &w.committed));
+            }
+            if let Some(p) = m.pending.as_ref().filter(|p| !p.removes) {
+                reads.push((true, p.version.0, &w.pending));
+            }
+            for (uncommitted, v, versions) in reads {
+                let op = ChunkOp::Read {
+                    chunk: m.chunk,
+                    offset: 0,
+                    len: u32::MAX,
+                    uncommitted,
+                    unverified: false,
+                };
+                match self.run1(op) {
+                    Ok(ChunkDone::Read(Some(r))) => {
+                        let want = versions.get(&(m.chunk, v)).expect("a version written");
+                        assert_eq!(r.version.0, v);
+                        assert!(
+                            &r.data == want,
+                            "seed {seed}: {} v{v}: wrong bytes",
+                            m.chunk
+                        );
+                    }
+                    Err(ChunkError::Corrupt) if lie_data => corrupt += 1,
+                    other => panic!("seed {seed}: read {} v{v}: {other:?}", m.chunk),
                 }
-                Err(ChunkError::Corrupt) if lie_data => corrupt += 1,
-                other => panic!("seed {seed}: read {} v{v}: {other:?}", m.chunk),
             }
         }
+        corrupt
     }
-    // The reopened store takes new work (after a cut torn tail, too).
-    let c = ChunkId::new(2, 0);
-    let data = b"after".to_vec();
-    let op = ChunkOp::Install {
-        chunk: c,
-        version: ChunkVersion(1),
-        chain_version: ChainVersion(1),
-        data: Some(data.clone().into()),
-    };
-    assert!(
-        run1(&mut store, op).is_ok(),
-        "seed {seed}: install after reopen"
-    );
-    corrupt
+
+    /// Checks that the store takes new work: an install of a fresh chunk.
+    fn check_new_work(&mut self, seed: u64) {
+        let c = ChunkId::new(2, 0);
+        let data = b"after".to_vec();
+        let op = ChunkOp::Install {
+            chunk: c,
+            version: ChunkVersion(1),
+            chain_version: ChainVersion(1),
+            data: Some(data.clone().into()),
+        };
+        assert!(self.run1(op).is_ok(), "seed {seed}: install after reopen");
+    }
 }
 
 #[test]

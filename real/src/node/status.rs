@@ -6,8 +6,10 @@
 use std::fmt::Write;
 
 use t3fs_core::ids::NodeId;
+use t3fs_core::mgmtd::Mgmtd;
 use t3fs_core::node::{counters_of, Process};
 use t3fs_core::routing::{ChainInfo, PublicState};
+use t3fs_core::storage::StorageNode;
 
 use crate::transport::Transport;
 
@@ -44,6 +46,27 @@ pub fn snapshot(
     malformed: u64,
 ) -> Snapshot {
     let mut metrics = String::new();
+    write_machine_counters(&mut metrics, p);
+    stats.prometheus(&mut metrics);
+    write_transport_counters(&mut metrics, transport, malformed);
+    let (status, ready) = match p {
+        Process::Mgmtd(m) => mgmtd_status(me, m, &mut metrics),
+        Process::None => (String::from("stopped\n"), false),
+        // What a fault-injection run waits on before comparing replicas: no update in
+        // progress and every target in a chain UPTODATE on the routing it acts on.
+        Process::Storage(st) => storage_status(me, st, &mut metrics),
+        _ => (format!("running {me}\n"), true),
+    };
+    Snapshot {
+        metrics,
+        status,
+        ready,
+        routing: None,
+    }
+}
+
+/// Writes the machine's counters and mgmtd's chain-update row counts to `metrics`.
+fn write_machine_counters(metrics: &mut String, p: &Process) {
     let (counters, rows) = counters_of(p);
     let _ = writeln!(metrics, "# TYPE t3fs_machine_total counter");
     for (k, v) in counters {
@@ -55,7 +78,10 @@ pub fn snapshot(
             "t3fs_mgmtd_chain_update_rows_total{{row=\"{r:?}\"}} {v}"
         );
     }
-    stats.prometheus(&mut metrics);
+}
+
+/// Writes the transport's counters to `metrics`; `malformed` adds the node's own count.
+fn write_transport_counters(metrics: &mut String, transport: &Transport, malformed: u64) {
     let c = transport.counters();
     let _ = writeln!(metrics, "# TYPE t3fs_transport_total counter");
     for (k, v) in [
@@ -88,65 +114,61 @@ pub fn snapshot(
     ] {
         let _ = writeln!(metrics, "t3fs_transport_total{{name=\"{k}\"}} {v}");
     }
-    let (status, ready) = match p {
-        Process::Mgmtd(m) => match (m.routing(), m.nodes()) {
-            (Some(r), Some(nodes)) => {
-                let mut s = format!("primary {me} routing v{}\n", r.version.0);
-                for (n, rec) in nodes {
-                    let _ = writeln!(
-                        s,
-                        "node {n} {} clock_offset_ms {:.3}",
-                        if rec.connected {
-                            "connected"
-                        } else {
-                            "disconnected"
-                        },
-                        *rec.clock_offset_ns as f64 / 1e6
-                    );
-                    let _ = writeln!(
-                        metrics,
-                        "t3fs_node_clock_offset_seconds{{node=\"{}\"}} {:.9}",
-                        n.0,
-                        *rec.clock_offset_ns as f64 / 1e9
-                    );
-                }
-                for c in r.chains.values() {
-                    let _ = writeln!(s, "chain {}", chain_line(c));
-                }
-                (s, true)
+}
+
+/// The primary mgmtd's cluster status (nodes with clock offsets, every chain), writing each
+/// node's clock offset to `metrics`; a standby's one line.
+fn mgmtd_status(me: NodeId, m: &Mgmtd, metrics: &mut String) -> (String, bool) {
+    match (m.routing(), m.nodes()) {
+        (Some(r), Some(nodes)) => {
+            let mut s = format!("primary {me} routing v{}\n", r.version.0);
+            for (n, rec) in nodes {
+                let _ = writeln!(
+                    s,
+                    "node {n} {} clock_offset_ms {:.3}",
+                    if rec.connected {
+                        "connected"
+                    } else {
+                        "disconnected"
+                    },
+                    *rec.clock_offset_ns as f64 / 1e6
+                );
+                let _ = writeln!(
+                    metrics,
+                    "t3fs_node_clock_offset_seconds{{node=\"{}\"}} {:.9}",
+                    n.0,
+                    *rec.clock_offset_ns as f64 / 1e9
+                );
             }
-            // A standby serves its role (ready to take the lease over), so it is ready; only the
-            // primary answers with the cluster's status.
-            _ => (format!("standby {me}\n"), true),
-        },
-        Process::None => (String::from("stopped\n"), false),
-        // What a fault-injection run waits on before comparing replicas: no update in
-        // progress and every target in a chain UPTODATE on the routing it acts on.
-        Process::Storage(st) => {
-            let busy = st.targets().filter(|t| !t.locks.is_empty()).count();
-            let behind = st
-                .targets()
-                .filter(|t| {
-                    t.local_state != t3fs_core::routing::LocalState::UpToDate
-                        && st.routing().chain_of_target(t.id).is_some()
-                })
-                .count();
-            let _ = writeln!(metrics, "t3fs_storage_targets_updating {busy}");
-            let _ = writeln!(metrics, "t3fs_storage_targets_not_uptodate {behind}");
-            (
-                format!(
-                    "running {me} routing v{} targets_updating {busy} targets_not_uptodate {behind}\n",
-                    st.routing().version.0
-                ),
-                true,
-            )
+            for c in r.chains.values() {
+                let _ = writeln!(s, "chain {}", chain_line(c));
+            }
+            (s, true)
         }
-        _ => (format!("running {me}\n"), true),
-    };
-    Snapshot {
-        metrics,
-        status,
-        ready,
-        routing: None,
+        // A standby serves its role (ready to take the lease over), so it is ready; only the
+        // primary answers with the cluster's status.
+        _ => (format!("standby {me}\n"), true),
     }
+}
+
+/// A storage node's status line with its updating and not-UPTODATE target counts, which it
+/// also writes to `metrics`.
+fn storage_status(me: NodeId, st: &StorageNode, metrics: &mut String) -> (String, bool) {
+    let busy = st.targets().filter(|t| !t.locks.is_empty()).count();
+    let behind = st
+        .targets()
+        .filter(|t| {
+            t.local_state != t3fs_core::routing::LocalState::UpToDate
+                && st.routing().chain_of_target(t.id).is_some()
+        })
+        .count();
+    let _ = writeln!(metrics, "t3fs_storage_targets_updating {busy}");
+    let _ = writeln!(metrics, "t3fs_storage_targets_not_uptodate {behind}");
+    (
+        format!(
+            "running {me} routing v{} targets_updating {busy} targets_not_uptodate {behind}\n",
+            st.routing().version.0
+        ),
+        true,
+    )
 }

@@ -167,11 +167,36 @@ fn cut_by(live: &Live) -> &'static str {
     }
 }
 
+/// A network step: a cut, a rate, a link's shape, dropped heartbeats or a flapping node.
 fn network_step(
     live: &Live,
     f: &mut Injected,
     action: &Action,
 ) -> Result<(String, String), String> {
+    use Action as A;
+    match action {
+        A::Partition { .. }
+        | A::Repair { .. }
+        | A::Isolate(_)
+        | A::Hold { .. }
+        | A::Release { .. } => cut_step(live, f, action),
+        A::SetLoss(_)
+        | A::SetDuplicate(_)
+        | A::SetLatency(_)
+        | A::Link { .. }
+        | A::DropHeartbeats { .. } => rate_step(live, f, action),
+        A::Flap {
+            node,
+            down,
+            up,
+            count,
+        } => flap(live, f, node, *down, *up, *count),
+        other => Err(format!("`{}` is not a network step", other.verb())),
+    }
+}
+
+/// A network step that cuts or repairs links: partition, repair, isolate, hold or release.
+fn cut_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
     use Action as A;
     let net = &mut f.net;
     match action {
@@ -202,6 +227,27 @@ fn network_step(
             let via = cut_by(live);
             push(live, f, format!("isolate {n}{via}")).map(|(_, w)| (n, w))
         }
+        A::Hold { a, b } | A::Release { a, b } => {
+            let (a, b) = (names(live, a)?, names(live, b)?);
+            let on = matches!(action, A::Hold { .. });
+            net.hold(&a, &b, on);
+            let verb = if on { "hold" } else { "release" };
+            push(
+                live,
+                f,
+                format!("{verb} frames {} → {}", a.join(","), b.join(",")),
+            )
+        }
+        other => Err(format!("`{}` is not a network step", other.verb())),
+    }
+}
+
+/// A network step that changes what links do to messages: loss, duplication, delay, a link's
+/// shape, or a node's heartbeats dropped.
+fn rate_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
+    use Action as A;
+    let net = &mut f.net;
+    match action {
         A::SetLoss(p) => {
             net.loss = *p;
             push(live, f, format!("message loss {p}"))
@@ -246,40 +292,34 @@ fn network_step(
                 .insert(n.clone(), std::time::Instant::now() + *duration);
             push(live, f, format!("drop {n}'s heartbeats for {duration:?}")).map(|(_, w)| (n, w))
         }
-        A::Hold { a, b } | A::Release { a, b } => {
-            let (a, b) = (names(live, a)?, names(live, b)?);
-            let on = matches!(action, A::Hold { .. });
-            net.hold(&a, &b, on);
-            let verb = if on { "hold" } else { "release" };
-            push(
-                live,
-                f,
-                format!("{verb} frames {} → {}", a.join(","), b.join(",")),
-            )
-        }
-        A::Flap {
-            node,
-            down,
-            up,
-            count,
-        } => {
-            let n = live.resolve(node)?;
-            let via = cut_by(live);
-            for _ in 0..*count {
-                net.isolated.insert(n.clone());
-                net.apply(live.dir)?;
-                std::thread::sleep(*down);
-                net.isolated.remove(&n);
-                net.apply(live.dir)?;
-                std::thread::sleep(*up);
-            }
-            Ok((
-                n.clone(),
-                format!("flapped {n}'s links {count} times ({down:?} cut, {up:?} up){via}"),
-            ))
-        }
         other => Err(format!("`{}` is not a network step", other.verb())),
     }
+}
+
+/// `flap`: cuts `node`'s links for `down` and restores them for `up`, `count` times.
+fn flap(
+    live: &Live,
+    f: &mut Injected,
+    node: &NodeRef,
+    down: std::time::Duration,
+    up: std::time::Duration,
+    count: u32,
+) -> Result<(String, String), String> {
+    let net = &mut f.net;
+    let n = live.resolve(node)?;
+    let via = cut_by(live);
+    for _ in 0..count {
+        net.isolated.insert(n.clone());
+        net.apply(live.dir)?;
+        std::thread::sleep(down);
+        net.isolated.remove(&n);
+        net.apply(live.dir)?;
+        std::thread::sleep(up);
+    }
+    Ok((
+        n.clone(),
+        format!("flapped {n}'s links {count} times ({down:?} cut, {up:?} up){via}"),
+    ))
 }
 
 fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, String), String> {
@@ -412,6 +452,8 @@ fn client_step(live: &Live, k: u32, up: bool) -> Result<(String, String), String
     Ok((n, what))
 }
 
+/// A process step: SIGKILL, SIGSTOP or SIGCONT, a restart (with its disks replaced or not), or
+/// a heal of everything.
 fn process_step(
     live: &Live,
     f: &mut Injected,
@@ -435,24 +477,7 @@ fn process_step(
             cluster::kill(dir, &n, "KILL")?;
             Ok((n.clone(), format!("kill -9 {n} ({})", action.verb())))
         }
-        A::Restart(r) => {
-            let n = live.resolve(r)?;
-            if running(dir, &n) {
-                // As in the simulator: restarting a node that runs does nothing.
-                return Ok((
-                    n.clone(),
-                    format!("restart {n}: running, nothing to restart"),
-                ));
-            }
-            if f.damaged.contains(&n) {
-                // As in the simulator: a restart replaces disks holding damage.
-                let what = replace_disks(live, f, &n)?;
-                return Ok((n, format!("{what} (damaged disks)")));
-            }
-            cluster::restart(dir, &n)?;
-            rejoin(live, f, &n);
-            Ok((n.clone(), format!("restart {n}")))
-        }
+        A::Restart(r) => restart(live, f, r),
         A::RestartEmpty(r) => {
             let n = live.resolve(r)?;
             let what = replace_disks(live, f, &n)?;
@@ -463,36 +488,65 @@ fn process_step(
             cluster::kill(dir, &n, "STOP")?;
             Ok((n.clone(), format!("kill -STOP {n} ({})", action.verb())))
         }
-        A::Resume(r) => {
-            let n = live.resolve(r)?;
-            if !cluster::pids(dir)
-                .get(&n)
-                .is_some_and(|p| cluster::alive(*p))
-            {
-                // As in the simulator: resuming a node that is down does nothing.
-                return Ok((
-                    n.clone(),
-                    format!("resume {n}: not running, nothing to resume"),
-                ));
-            }
-            cluster::kill(dir, &n, "CONT")?;
-            let _ = f.net.apply(dir);
-            let _ = f.disk.apply(dir);
-            let _ = f.clock.apply(dir);
-            Ok((n.clone(), format!("kill -CONT {n}")))
-        }
-        A::Heal => {
-            let resumed = resume_all(dir);
-            f.net.heal();
-            f.disk.heal();
-            f.clock.reset_to(&f.clock_base.clone());
-            f.kv.reset_to(&BTreeMap::new());
-            push(
-                live,
-                f,
-                format!("heal: every link repaired, rates reset, slow and full disks healed, clocks and the KV reset, {resumed} processes sent SIGCONT"),
-            )
-        }
+        A::Resume(r) => resume(live, f, r),
+        A::Heal => heal(live, f),
         other => Err(format!("`{}` does not run on real processes", other.verb())),
     }
+}
+
+/// `restart`: a node that is down is restarted, with its disks replaced if they hold damage.
+fn restart(live: &Live, f: &mut Injected, r: &NodeRef) -> Result<(String, String), String> {
+    let dir = live.dir;
+    let n = live.resolve(r)?;
+    if running(dir, &n) {
+        // As in the simulator: restarting a node that runs does nothing.
+        return Ok((
+            n.clone(),
+            format!("restart {n}: running, nothing to restart"),
+        ));
+    }
+    if f.damaged.contains(&n) {
+        // As in the simulator: a restart replaces disks holding damage.
+        let what = replace_disks(live, f, &n)?;
+        return Ok((n, format!("{what} (damaged disks)")));
+    }
+    cluster::restart(dir, &n)?;
+    rejoin(live, f, &n);
+    Ok((n.clone(), format!("restart {n}")))
+}
+
+/// `resume`: a paused node gets SIGCONT and the faults pushed again.
+fn resume(live: &Live, f: &mut Injected, r: &NodeRef) -> Result<(String, String), String> {
+    let dir = live.dir;
+    let n = live.resolve(r)?;
+    if !cluster::pids(dir)
+        .get(&n)
+        .is_some_and(|p| cluster::alive(*p))
+    {
+        // As in the simulator: resuming a node that is down does nothing.
+        return Ok((
+            n.clone(),
+            format!("resume {n}: not running, nothing to resume"),
+        ));
+    }
+    cluster::kill(dir, &n, "CONT")?;
+    let _ = f.net.apply(dir);
+    let _ = f.disk.apply(dir);
+    let _ = f.clock.apply(dir);
+    Ok((n.clone(), format!("kill -CONT {n}")))
+}
+
+/// `heal`: every process resumed, every network, disk, clock and KV fault undone.
+fn heal(live: &Live, f: &mut Injected) -> Result<(String, String), String> {
+    let dir = live.dir;
+    let resumed = resume_all(dir);
+    f.net.heal();
+    f.disk.heal();
+    f.clock.reset_to(&f.clock_base.clone());
+    f.kv.reset_to(&BTreeMap::new());
+    push(
+        live,
+        f,
+        format!("heal: every link repaired, rates reset, slow and full disks healed, clocks and the KV reset, {resumed} processes sent SIGCONT"),
+    )
 }

@@ -18,14 +18,16 @@ mod end;
 pub mod execute;
 pub mod life;
 pub mod live;
+mod liveness;
 pub mod namespace;
 pub mod net;
 pub mod pushed;
 mod quiesce;
+mod safety;
 pub mod steps;
 pub mod workload;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -183,24 +185,7 @@ fn shape(o: &RunOptions) -> String {
 pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, String> {
     let planned = steps::plan(&o.scenario);
     let not_honoured = steps::not_honoured(&o.scenario);
-    for p in &planned {
-        match &p.how {
-            How::Real => {}
-            How::Approx(why) => say(&format!(
-                "step at {:?} `{}` runs approximately: {why}",
-                p.step.at,
-                p.step.action.verb()
-            )),
-            How::NotRun(why) => say(&format!(
-                "step at {:?} `{}` does not run: {why}",
-                p.step.at,
-                p.step.action.verb()
-            )),
-        }
-    }
-    for n in &not_honoured {
-        say(&format!("not run for real: {n}"));
-    }
+    say_not_real(&planned, &not_honoured, say);
     let _ = std::fs::remove_dir_all(&o.dir);
     say(&format!("starting the cluster in {}", o.dir.display()));
     cluster::up(&up_options(o))?;
@@ -229,15 +214,7 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
     say("stopping the cluster");
     drop(guard);
     drop(rt);
-    let contents = match &d.quiet {
-        _ if d.converged_after.is_none() => {
-            Err("the cluster did not converge, so replicas were not compared".into())
-        }
-        Ok(_) => dump::serving_contents(&d.seen, &d.hosts, &entries),
-        Err(e) => Err(format!(
-            "replicas not compared: updates were still in progress when the cluster stopped ({e})"
-        )),
-    };
+    let contents = compared_contents(&d, &entries);
     let namespace = d.ns.map(|events| NsOutcome {
         events,
         rows: namespace::rows_after_stop(&entries),
@@ -261,6 +238,43 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
         unread: d.unread,
         shape: shape(o),
     })
+}
+
+/// Says each step that runs only approximately or not at all, and each setting of the file
+/// that does not run for real.
+fn say_not_real(planned: &[Planned], not_honoured: &[String], say: &(dyn Fn(&str) + Sync)) {
+    for p in planned {
+        match &p.how {
+            How::Real => {}
+            How::Approx(why) => say(&format!(
+                "step at {:?} `{}` runs approximately: {why}",
+                p.step.at,
+                p.step.action.verb()
+            )),
+            How::NotRun(why) => say(&format!(
+                "step at {:?} `{}` does not run: {why}",
+                p.step.at,
+                p.step.action.verb()
+            )),
+        }
+    }
+    for n in not_honoured {
+        say(&format!("not run for real: {n}"));
+    }
+}
+
+/// Each chain's serving targets' committed chunks, read from the stopped cluster's stores;
+/// why not when the cluster did not converge or did not quiesce.
+fn compared_contents(d: &Driven, entries: &[cluster::NodeEntry]) -> Result<dump::Contents, String> {
+    match &d.quiet {
+        _ if d.converged_after.is_none() => {
+            Err("the cluster did not converge, so replicas were not compared".into())
+        }
+        Ok(_) => dump::serving_contents(&d.seen, &d.hosts, entries),
+        Err(e) => Err(format!(
+            "replicas not compared: updates were still in progress when the cluster stopped ({e})"
+        )),
+    }
 }
 
 /// What the async part hands back.
@@ -300,13 +314,13 @@ pub(crate) fn mark(
     });
 }
 
-async fn drive(
+/// Starts the routing watcher and makes the namespace workload's starting tree; then time 0,
+/// the history's recorder and the register workload's load from there.
+async fn prepare(
     o: &RunOptions,
     opts: &crate::client::ClientOptions,
-    planned: &[Planned],
-    names: &BTreeMap<u32, String>,
     say: &(dyn Fn(&str) + Sync),
-) -> Result<Driven, String> {
+) -> Result<(RoutingWatch, Instant, Recorder, Load), String> {
     let sc = &o.scenario;
     let watch = RoutingWatch::start(opts.clone(), Duration::from_millis(100))
         .await
@@ -329,211 +343,48 @@ async fn drive(
         stop: zero + sc.duration,
         call_bound: sc.converge_within,
     };
+    Ok((watch, zero, rec, load))
+}
+
+/// The async part of [`run`]: the safety phase (safety.rs), the liveness phase (liveness.rs),
+/// then the end before the cluster stops (end.rs).
+async fn drive(
+    o: &RunOptions,
+    opts: &crate::client::ClientOptions,
+    planned: &[Planned],
+    names: &BTreeMap<u32, String>,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Driven, String> {
+    let sc = &o.scenario;
+    let (watch, zero, rec, load) = prepare(o, opts, say).await?;
     let mut marks = Vec::new();
-    mark(
-        &mut marks,
-        say,
-        "phase",
-        "",
-        format!(
-            "safety: {} clients for {:?} on {} chunks, {} steps",
-            sc.cluster.clients,
-            sc.duration,
-            sc.workload.chunks,
-            planned.len()
-        ),
-    );
+    safety::announce(sc, planned, &mut marks, say);
     let mut rng = Rng::new(o.seed);
     let lives = life::Lives::new(sc.cluster.clients);
-    let clients: Vec<_> = (0..sc.cluster.clients)
-        .map(|i| {
-            tokio::spawn(workload::client_loop(
-                load.clone(),
-                i,
-                rng.fork(u64::from(i)),
-                lives.of(i),
-            ))
-        })
-        .collect();
+    let clients = safety::spawn_clients(&load, sc.cluster.clients, &mut rng, &lives);
     let ns_log = namespace::NsLog::new(zero);
-    let ns_clients: Vec<_> = match &sc.namespace {
-        Some(w) => {
-            let load = namespace::NsLoad {
-                opts: opts.clone(),
-                w: w.clone(),
-                log: ns_log.clone(),
-                stop: zero + sc.duration,
-                call_bound: sc.converge_within,
-            };
-            (0..sc.cluster.clients)
-                .map(|i| {
-                    let rng = rng.fork(0x6e73 << 16 | u64::from(i));
-                    tokio::spawn(namespace::client_loop(load.clone(), i, rng, lives.of(i)))
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
+    let ns_clients = safety::spawn_ns_clients(o, opts, &ns_log, zero, &mut rng, &lives);
     let live = Live {
         dir: &o.dir,
         names,
         watch: &watch,
         clients: &lives,
     };
-    let mut step_failures = Vec::new();
-    let mut killed: Vec<String> = Vec::new();
-    let (mut injected, lines) = tokio::task::block_in_place(|| {
-        background::start(&sc.faults, &o.dir, names, &mut rng.fork(0xC10C))
-    })?;
-    injected.atlas_off = sc.expect.loss_allowed;
-    for line in lines {
-        mark(&mut marks, say, "fault", "", line);
-    }
-    for p in planned.iter().filter(|p| !matches!(p.how, How::NotRun(_))) {
-        tokio::time::sleep_until((zero + p.step.at).into()).await;
-        let action = p.step.action.clone();
-        match tokio::task::block_in_place(|| execute::execute(&live, &mut injected, &action)) {
-            Ok((node, what)) => {
-                if what.starts_with("kill -9") {
-                    killed.push(node.clone());
-                }
-                mark(&mut marks, say, "fault", &node, what);
-            }
-            Err(e) => {
-                let line = format!(
-                    "step at {:?} (line {}) `{}` failed: {e}",
-                    p.step.at,
-                    p.step.line,
-                    action.verb()
-                );
-                mark(&mut marks, say, "fault", "", line.clone());
-                step_failures.push(line);
-            }
-        }
-    }
-    for c in clients {
-        match c.await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(format!("a workload client could not connect: {e}")),
-            Err(e) => return Err(format!("a workload client panicked: {e}")),
-        }
-    }
-    mark(
-        &mut marks,
-        say,
-        "phase",
-        "",
-        "liveness: heal the network and the slow or full disks, resume paused processes, replace failed disks, restart stopped ones, wait for every chain to serve"
-            .into(),
-    );
-    let live_start = Instant::now();
-    let (halts, replaced) = tokio::task::block_in_place(|| -> Result<_, String> {
-        live::resume_all(&o.dir);
-        injected.net.heal();
-        injected.disk.heal();
-        injected.clock.reset_to(&injected.clock_base.clone());
-        injected.kv.reset_to(&BTreeMap::new());
-        injected.kv.apply(&o.dir)?;
-        injected.net.apply(&o.dir)?;
-        injected.disk.apply(&o.dir)?;
-        injected.clock.apply(&o.dir)?;
-        let mut replace: BTreeSet<String> = injected.disk.failed().into_iter().collect();
-        replace.extend(injected.damaged.iter().cloned());
-        let replaced: Vec<_> = replace
-            .into_iter()
-            .map(|n| {
-                let r = execute::replace_disks_wiped(&live, &mut injected, &n);
-                (n, r)
-            })
-            .collect();
-        let restarted = live::restart_dead(&o.dir)?;
-        for n in &restarted {
-            injected.net.forget(n);
-            injected.disk.restarted(n);
-            injected.clock.restarted(n);
-        }
-        let halts = restarted
-            .into_iter()
-            .filter(|n| !killed.contains(n))
-            .collect::<Vec<_>>();
-        Ok((halts, replaced))
-    })?;
-    for k in lives.restart_all() {
-        mark(
-            &mut marks,
-            say,
-            "fault",
-            &format!("client-{k}"),
-            format!("restart client-{k} with a fresh identity"),
-        );
-    }
-    // Nodes whose target directories were emptied: convergence waits for their resync.
-    let wiped: Vec<String> = replaced
-        .iter()
-        .filter(|(_, r)| r.as_ref().is_ok_and(|(_, wiped)| *wiped))
-        .map(|(n, _)| n.clone())
-        .collect();
-    for (n, r) in replaced {
-        let what = match r {
-            Ok((what, _)) => format!("kill -9 {n} (failed or damaged disks): {what}"),
-            Err(e) => {
-                step_failures.push(format!("replacing the failed disks of {n} failed: {e}"));
-                format!("replacing the failed disks of {n} failed: {e}")
-            }
-        };
-        mark(&mut marks, say, "fault", &n, what);
-    }
-    let deadline = live_start + sc.converge_within;
-    let converged =
-        || watch.all_serving() && live::wiped_rejoined(&watch, names, &wiped, live_start);
-    while !converged() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let converged_after = converged().then(|| live_start.elapsed());
+    let mut injected = safety::start_faults(o, names, &mut rng, &mut marks, say)?;
+    let (mut step_failures, killed) =
+        safety::run_steps(&live, &mut injected, planned, zero, &mut marks, say).await;
+    safety::join_clients(clients).await?;
+    let (live_start, halts, replaced) =
+        liveness::heal(&live, &mut injected, &killed, &mut marks, say)?;
+    let wiped = liveness::mark_restarts(&lives, replaced, &mut step_failures, &mut marks, say);
+    let converged_after = liveness::converge(&live, &wiped, live_start, sc.converge_within).await;
     let final_from = rec.len();
-    let unread = match converged_after {
-        Some(after) => {
-            mark(
-                &mut marks,
-                say,
-                "phase",
-                "",
-                format!(
-                    "every chain SERVING {:.1} s after healing; reading every chunk back",
-                    after.as_secs_f64()
-                ),
-            );
-            workload::final_reads(&load, sc.cluster.clients, sc.converge_within)
-                .await
-                .map_err(|e| e.to_string())?
-        }
-        None => {
-            mark(
-                &mut marks,
-                say,
-                "phase",
-                "",
-                format!("not every chain SERVING within {:?}", sc.converge_within),
-            );
-            Vec::new()
-        }
-    };
+    let unread = liveness::final_reads(&load, sc, converged_after, &mut marks, say).await?;
     let ns = match &sc.namespace {
         Some(_) => Some(end::ns_end(o, ns_clients, &ns_log, &mut marks, say).await),
         None => None,
     };
-    // Replicas are compared only once no update is in flight (quiesce.rs).
-    let quiet = match converged_after {
-        Some(_) => quiesce::quiesce(&o.dir, sc.converge_within).await,
-        None => Err("the cluster did not converge".into()),
-    };
-    if converged_after.is_some() {
-        let what = match &quiet {
-            Ok(t) => format!("quiescent {:.1} s after the final reads", t.as_secs_f64()),
-            Err(e) => format!("not quiescent within {:?}: {e}", sc.converge_within),
-        };
-        mark(&mut marks, say, "phase", "", what);
-    }
+    let quiet = liveness::await_quiescence(o, converged_after, &mut marks, say).await;
     let live_dump = end::live_dump(o, &quiet).await;
     let elapsed = zero.elapsed();
     let hosts = watch.hosts();

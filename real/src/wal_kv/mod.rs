@@ -69,6 +69,7 @@ mod group;
 mod lazy_fs;
 #[cfg(test)]
 mod power_loss;
+mod recover;
 #[cfg(test)]
 mod tests;
 
@@ -108,16 +109,6 @@ fn damaged(path: &Path, why: impl std::fmt::Display) -> io::Error {
         io::ErrorKind::InvalidData,
         format!("{}: {why}", path.display()),
     )
-}
-
-/// Applies recovered writes as one commit of `mem`.
-fn replay(mem: &mut MemKv, mutations: Vec<Mutation>) -> Result<(), KvError> {
-    let req = CommitReq {
-        read_version: mem.read_version()?,
-        read_conflicts: Vec::new(),
-        mutations,
-    };
-    mem.commit(req).map(|_| ())
 }
 
 /// What [`Core::decide`] did with a commit.
@@ -175,73 +166,12 @@ struct Core {
 impl Core {
     fn open(fs: Arc<dyn Fs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
         fs.create_dir_all(dir).map_err(|e| named(dir, e))?;
-        let snap_path = dir.join(SNAPSHOT);
-        let (snap_version, sets) = match fs.read(&snap_path) {
-            Ok(bytes) => frame::parse_snapshot(&bytes).map_err(|why| damaged(&snap_path, why))?,
-            // No snapshot yet: only the log holds commits. Any other error is not "no snapshot":
-            // the log was emptied when the snapshot was written, so reading on would lose it.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (0, Vec::new()),
-            Err(e) => return Err(named(&snap_path, e)),
-        };
-        let mut mem = MemKv::new(WINDOW);
-        if !sets.is_empty() {
-            if snap_version == 0 {
-                return Err(damaged(&snap_path, "live keys at version 0"));
-            }
-            replay(&mut mem, sets).map_err(|e| damaged(&snap_path, e))?;
-        }
+        let (snap_version, mut mem) = recover::load_snapshot(&*fs, dir)?;
         let base = snap_version - mem.version().0;
         let log_path = dir.join(LOG);
         let at_log = |e| named(&log_path, e);
-        let wal: Arc<dyn LogFile> = fs.open_append(&log_path).map_err(at_log)?.into();
-        let mut data = fs.read(&log_path).map_err(at_log)?;
-        if data.len() < LOG_HEADER.len() {
-            if !LOG_HEADER.starts_with(&data) {
-                return Err(damaged(&log_path, "not a t3fs log (bad header)"));
-            }
-            // A log whose creation a crash cut short: it never held a frame.
-            wal.set_len(0).map_err(at_log)?;
-            wal.append(LOG_HEADER).map_err(at_log)?;
-            wal.sync_data().map_err(at_log)?;
-            data = LOG_HEADER.to_vec();
-        } else if !data.starts_with(LOG_HEADER) {
-            return Err(damaged(&log_path, "not a t3fs log (bad header)"));
-        }
-        let (commits, good) = frame::scan(&data, LOG_HEADER.len()).map_err(|at| {
-            damaged(
-                &log_path,
-                format!(
-                    "damaged frame at byte {at} with whole frames after it (possibly \
-                     acknowledged commits); refusing to open"
-                ),
-            )
-        })?;
-        let mut next = snap_version + 1;
-        for c in commits {
-            if next == snap_version + 1 && c.version <= snap_version {
-                // Already in the snapshot: a crash came between its rename and the log's
-                // truncation.
-                continue;
-            }
-            if c.version != next {
-                let hint = if next == snap_version + 1 {
-                    " (the commits between are missing: a lost snapshot?)"
-                } else {
-                    ""
-                };
-                let why = format!(
-                    "frame at byte {} has version {}, expected {next}{hint}",
-                    c.offset, c.version
-                );
-                return Err(damaged(&log_path, why));
-            }
-            replay(&mut mem, c.mutations).map_err(|e| damaged(&log_path, e))?;
-            if mem.version().0 + base != next {
-                let why = format!("frame at byte {} writes nothing", c.offset);
-                return Err(damaged(&log_path, why));
-            }
-            next += 1;
-        }
+        let (wal, data) = recover::open_log(&*fs, &log_path)?;
+        let (next, good) = recover::replay_log(&mut mem, &log_path, &data, snap_version, base)?;
         if good < data.len() {
             // Cut the torn tail so new frames follow the last whole one.
             wal.set_len(good as u64).map_err(at_log)?;

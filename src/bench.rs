@@ -142,6 +142,8 @@ pub struct IoArgs {
     verify: bool,
 }
 
+/// `t3fs bench io`: the host probed, the fio-style load run on the cluster, its report printed
+/// beside the host's bounds, and the run directory written.
 fn io(a: IoArgs) -> ExitCode {
     let fail = |e: String| {
         eprintln!("error: {e}");
@@ -152,22 +154,7 @@ fn io(a: IoArgs) -> ExitCode {
             "--direct 0: the native client keeps no page cache; every I/O is direct".into(),
         );
     }
-    let job = match (|| -> Result<t3fs_real::bench_io::Job, String> {
-        Ok(t3fs_real::bench_io::Job {
-            rw: a.rw.parse()?,
-            rwmixread: a.rwmixread,
-            bs: t3fs_real::bench_io::parse_size(&a.bs)?,
-            iodepth: a.iodepth,
-            numjobs: a.numjobs,
-            size: t3fs_real::bench_io::parse_size(&a.size)?,
-            runtime: a.runtime.map(Duration::from_secs),
-            time_based: a.time_based,
-            ramp_time: Duration::from_secs(a.ramp_time),
-            rate_iops: a.rate_iops,
-            shared: a.shared,
-            verify: a.verify,
-        })
-    })() {
+    let job = match io_job(&a) {
         Ok(j) => j,
         Err(e) => return fail(e),
     };
@@ -184,6 +171,65 @@ fn io(a: IoArgs) -> ExitCode {
         _ => return fail(format!("no cluster in {}", a.cluster.display())),
     };
     let replicas = nodes[0].cfg.cluster.replicas;
+    let probe = match host_probe(&a, &nodes, &job, replicas) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    println!(
+        "host probe ({} s old): disk write {:.0} MiB/s (durable, {} streams; buffered {:.0}), disk read {:.0} MiB/s (O_DIRECT, qd {}), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s ({} streams)",
+        probe.age().as_secs(), probe.disk_write_mibs, probe.write_qd, probe.disk_write_buffered_mibs, probe.disk_read_mibs, probe.qd, probe.rand_read_iops, probe.qd, probe.loopback_mibs, probe.loopback_streams
+    );
+    let pb = bar(1000, "bench io");
+    let p = pb.clone();
+    let procs = t3fs_real::cluster::pids(&a.cluster);
+    let (report, seen) = match rt.block_on(io_load(opts, job, procs, p)) {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    pb.finish_and_clear();
+    print!("{}", report.text());
+    let rows = t3fs_real::roofline::rows(&report, &probe, replicas);
+    print!("{}", t3fs_real::roofline::text(&rows));
+    print_usage_and_limits(&report, &rows);
+    if let Err(e) = write_io_run(&a, &report, &probe, rows, seen, replicas, &nodes) {
+        return fail(format!("{}: {e}", a.out.display()));
+    }
+    println!(
+        "run directory: {} (summary.json, report.md, report.html)",
+        a.out.display()
+    );
+    if report.verify.as_ref().is_some_and(|v| !v.ok()) {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The job `a` describes, in fio's terms.
+fn io_job(a: &IoArgs) -> Result<t3fs_real::bench_io::Job, String> {
+    Ok(t3fs_real::bench_io::Job {
+        rw: a.rw.parse()?,
+        rwmixread: a.rwmixread,
+        bs: t3fs_real::bench_io::parse_size(&a.bs)?,
+        iodepth: a.iodepth,
+        numjobs: a.numjobs,
+        size: t3fs_real::bench_io::parse_size(&a.size)?,
+        runtime: a.runtime.map(Duration::from_secs),
+        time_based: a.time_based,
+        ramp_time: Duration::from_secs(a.ramp_time),
+        rate_iops: a.rate_iops,
+        shared: a.shared,
+        verify: a.verify,
+    })
+}
+
+/// This host's bounds at the job's queue depth, measured on the chunk stores' file system (or
+/// a saved probe younger than `--probe-max-age`).
+fn host_probe(
+    a: &IoArgs,
+    nodes: &[t3fs_real::cluster::NodeEntry],
+    job: &t3fs_real::bench_io::Job,
+    replicas: u32,
+) -> Result<t3fs_real::probe::Probe, String> {
     // The probe measures the filesystem the chunk stores live on.
     let data_dir = nodes
         .iter()
@@ -194,42 +240,44 @@ fn io(a: IoArgs) -> ExitCode {
         "probing this host (or reusing a probe younger than {} s) ...",
         a.probe_max_age
     );
-    let probe = match t3fs_real::probe::load_or_measure(
+    t3fs_real::probe::load_or_measure(
         std::path::Path::new("runs/probe.json"),
         &data_dir,
         qd,
         qd * replicas as usize,
         Duration::from_secs(a.probe_max_age),
-    ) {
-        Ok(p) => p,
-        Err(e) => return fail(format!("host probe: {e}")),
-    };
-    println!(
-        "host probe ({} s old): disk write {:.0} MiB/s (durable, {} streams; buffered {:.0}), disk read {:.0} MiB/s (O_DIRECT, qd {}), 4k random read {:.0} IOPS at qd {}, loopback {:.0} MiB/s ({} streams)",
-        probe.age().as_secs(), probe.disk_write_mibs, probe.write_qd, probe.disk_write_buffered_mibs, probe.disk_read_mibs, probe.qd, probe.rand_read_iops, probe.qd, probe.loopback_mibs, probe.loopback_streams
-    );
-    let pb = bar(1000, "bench io");
-    let p = pb.clone();
-    let procs = t3fs_real::cluster::pids(&a.cluster);
-    let (report, seen) = match rt.block_on(async {
-        let watch =
-            t3fs_real::routing_watch::RoutingWatch::start(opts.clone(), Duration::from_millis(200))
-                .await
-                .map_err(|e| e.to_string())?;
-        let r = t3fs_real::bench_io::run(opts, job, procs, move |f| {
-            p.set_position((f * 1000.0) as u64)
-        })
-        .await;
-        let seen = watch.stop().await;
-        r.map(|r| (r, seen))
-    }) {
-        Ok(x) => x,
-        Err(e) => return fail(e),
-    };
-    pb.finish_and_clear();
-    print!("{}", report.text());
-    let rows = t3fs_real::roofline::rows(&report, &probe, replicas);
-    print!("{}", t3fs_real::roofline::text(&rows));
+    )
+    .map_err(|e| format!("host probe: {e}"))
+}
+
+/// Runs the job under a routing watcher, `p` following its progress; the report and the
+/// routing seen meanwhile.
+async fn io_load(
+    opts: t3fs_real::client::ClientOptions,
+    job: t3fs_real::bench_io::Job,
+    procs: std::collections::BTreeMap<String, i32>,
+    p: ProgressBar,
+) -> Result<
+    (
+        t3fs_real::bench_io::Report,
+        Vec<t3fs_real::routing_watch::Seen>,
+    ),
+    String,
+> {
+    let watch =
+        t3fs_real::routing_watch::RoutingWatch::start(opts.clone(), Duration::from_millis(200))
+            .await
+            .map_err(|e| e.to_string())?;
+    let r = t3fs_real::bench_io::run(opts, job, procs, move |f| {
+        p.set_position((f * 1000.0) as u64)
+    })
+    .await;
+    let seen = watch.stop().await;
+    r.map(|r| (r, seen))
+}
+
+/// Prints the CPU the load cost, what limited each operation, and the verify verdict.
+fn print_usage_and_limits(report: &t3fs_real::bench_io::Report, rows: &[t3fs_real::roofline::Row]) {
     let bytes: u64 = report.ops.values().map(|s| s.bytes).sum();
     let per: Vec<String> = report
         .usage
@@ -243,25 +291,14 @@ fn io(a: IoArgs) -> ExitCode {
         report.usage.host_iowait * 100.0,
         per.join(", ")
     );
-    for r in &rows {
+    for r in rows {
         let limit =
             t3fs_real::cpu::limit(r.percent(), r.binding().0, &report.usage) + &r.context_text();
         println!("limit {}: {limit}", r.op);
     }
-    if let Some(v) = t3fs_real::bench_run::verify_verdict(&report) {
+    if let Some(v) = t3fs_real::bench_run::verify_verdict(report) {
         println!("verify: {} ({})", v.label, v.detail.replace('\n', "; "));
     }
-    if let Err(e) = write_io_run(&a, &report, &probe, rows, seen, replicas, &nodes) {
-        return fail(format!("{}: {e}", a.out.display()));
-    }
-    println!(
-        "run directory: {} (summary.json, report.md, report.html)",
-        a.out.display()
-    );
-    if report.verify.as_ref().is_some_and(|v| !v.ok()) {
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
 }
 
 /// summary.json, the .hlog files and roofline.json of fio's habit, and the run directory with

@@ -98,55 +98,119 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// The latencies the profile is made of: medians and 99th percentiles of `m`'s samples, and
+/// the figures derived from them.
+struct Figures {
+    null50: Duration,
+    null99: Duration,
+    r4k50: Duration,
+    r4k99: Duration,
+    r1m50: Duration,
+    r1m99: Duration,
+    u50: Duration,
+    u99: Duration,
+    c50: Duration,
+    c99: Duration,
+    /// The round trip without and with a 1 MiB bulk part (p50), and the latter's p99.
+    m0: Duration,
+    m1: Duration,
+    m1_99: Duration,
+    /// What 1 MiB adds to a lone message.
+    lone: Duration,
+    /// The durability point: commits less the access latency (p50, p99).
+    sync50: Duration,
+    sync99: Duration,
+    /// An update's transfer: its median less the sync median.
+    transfer_w: Duration,
+}
+
+impl Figures {
+    /// The figures of `m`'s samples.
+    fn of(m: &Measured) -> Figures {
+        let s = &m.sample.store;
+        let (null50, null99) = p50_p99(&m.sample.null);
+        let (r4k50, r4k99) = p50_p99(&s.read_4k);
+        let (r1m50, r1m99) = p50_p99(&s.read_1m);
+        let (u50, u99) = p50_p99(&s.update_1m);
+        let (c50, c99) = p50_p99(&s.commit);
+        let message = &m.sample.message;
+        let ((m0, _), (m1, m1_99)) = (p50_p99(&message.0), p50_p99(&message.1));
+        let lone = m1.saturating_sub(m0).max(Duration::from_micros(1));
+        // The model's commit is an access latency plus the durability point; an update is its
+        // transfer plus the durability point.
+        let sync50 = c50.saturating_sub(r4k50);
+        let sync99 = c99.saturating_sub(r4k50).max(sync50);
+        let transfer_w = u50.saturating_sub(sync50).max(Duration::from_micros(1));
+        Figures {
+            null50,
+            null99,
+            r4k50,
+            r4k99,
+            r1m50,
+            r1m99,
+            u50,
+            u99,
+            c50,
+            c99,
+            m0,
+            m1,
+            m1_99,
+            lone,
+            sync50,
+            sync99,
+            transfer_w,
+        }
+    }
+}
+
 /// The `this-host` profile from `m`, with where each value comes from.
 pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
-    let (p, s) = (&m.probe, &m.sample.store);
+    let f = Figures::of(m);
+    (hardware(m, &f), provenance(m, &f))
+}
+
+/// The profile's values from `m` and its figures `f`.
+fn hardware(m: &Measured, f: &Figures) -> Hardware {
+    let p = &m.probe;
     let mib = (1u64 << 20) as f64;
-    let (null50, null99) = p50_p99(&m.sample.null);
-    let (r4k50, r4k99) = p50_p99(&s.read_4k);
-    let (r1m50, r1m99) = p50_p99(&s.read_1m);
-    let (u50, u99) = p50_p99(&s.update_1m);
-    let (c50, c99) = p50_p99(&s.commit);
-    let message = &m.sample.message;
-    let ((m0, _), (m1, m1_99)) = (p50_p99(&message.0), p50_p99(&message.1));
-    let lone = m1.saturating_sub(m0).max(Duration::from_micros(1));
-    // The model's commit is an access latency plus the durability point; an update is its
-    // transfer plus the durability point.
-    let sync50 = c50.saturating_sub(r4k50);
-    let sync99 = c99.saturating_sub(r4k50).max(sync50);
-    let transfer_w = u50.saturating_sub(sync50).max(Duration::from_micros(1));
-    let hw = Hardware {
+    Hardware {
         profile: THIS_HOST.into(),
-        nic_bytes: mib / lone.as_secs_f64(),
-        nic_message: null50 / 2,
-        nic_message_p99: null99 / 2,
-        ssd_bytes: mib / r1m50.as_secs_f64().max(1e-9),
-        ssd_write_bytes: mib / transfer_w.as_secs_f64(),
+        nic_bytes: mib / f.lone.as_secs_f64(),
+        nic_message: f.null50 / 2,
+        nic_message_p99: f.null99 / 2,
+        ssd_bytes: mib / f.r1m50.as_secs_f64().max(1e-9),
+        ssd_write_bytes: mib / f.transfer_w.as_secs_f64(),
         ssd_iops: p.rand_read_iops,
         ssd_queue_depth: 32,
-        ssd_p50: r4k50.max(Duration::from_nanos(1)),
-        ssd_p99: r4k99.max(r4k50).max(Duration::from_nanos(1)),
-        ssd_sync: sync50,
-        ssd_sync_p99: sync99,
-        ssd_transfer_spread: (r1m99.as_secs_f64() / r1m50.as_secs_f64().max(1e-9)).max(1.0),
+        ssd_p50: f.r4k50.max(Duration::from_nanos(1)),
+        ssd_p99: f.r4k99.max(f.r4k50).max(Duration::from_nanos(1)),
+        ssd_sync: f.sync50,
+        ssd_sync_p99: f.sync99,
+        ssd_transfer_spread: (f.r1m99.as_secs_f64() / f.r1m50.as_secs_f64().max(1e-9)).max(1.0),
         // The update's tail beyond its median, all of it on the transfer (the sync draws its
         // own spread on top, from the commits).
-        ssd_write_spread: (u99.saturating_sub(sync50).as_secs_f64() / transfer_w.as_secs_f64())
-            .max(1.0),
+        ssd_write_spread: (f.u99.saturating_sub(f.sync50).as_secs_f64()
+            / f.transfer_w.as_secs_f64())
+        .max(1.0),
         cpu_cores: m.cores,
         cpu_request: Duration::ZERO,
         cpu_byte_ns: m.crc_ns_per_byte * PASSES_PER_HOP,
         shared_host: true,
-    };
-    let why = vec![
+    }
+}
+
+/// Where each of the profile's values comes from, one line per value (or group of values).
+fn provenance(m: &Measured, f: &Figures) -> Vec<String> {
+    let (p, s) = (&m.probe, &m.sample.store);
+    vec![
         format!(
             "nic_gbps: what 1 MiB adds to a lone message through the TCP transport, {:.0} us \
              (round trip p50 {:.0} us with a 1 MiB bulk part, p99 {:.0} us; {:.0} us without; \
              the jobs run one I/O at a time; streams reach {:.0} MiB/s, probe)",
-            us(lone),
-            us(m1),
-            us(m1_99),
-            us(m0),
+            us(f.lone),
+            us(f.m1),
+            us(f.m1_99),
+            us(f.m0),
             p.loopback_mibs
         ),
         format!(
@@ -154,35 +218,35 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
              running cluster (client, transport both ways, storage service and its store \
              thread; no disk), {} reads one at a time: p50 {:.0} us, p99 {:.0} us",
             m.sample.null.len(),
-            us(null50),
-            us(null99)
+            us(f.null50),
+            us(f.null99)
         ),
         format!(
             "ssd_p50_us, ssd_p99_us: the io_uring chunk store's 4 KiB reads, one at a time, p50 \
              {:.0} us, p99 {:.0} us ({} reads)",
-            us(r4k50),
-            us(r4k99),
+            us(f.r4k50),
+            us(f.r4k99),
             s.read_4k.len()
         ),
         format!(
             "ssd_mb_s, ssd_transfer_spread: its 1 MiB chunk reads, p50 {:.0} us, p99 {:.0} us \
              ({} reads)",
-            us(r1m50),
-            us(r1m99),
+            us(f.r1m50),
+            us(f.r1m99),
             s.read_1m.len()
         ),
         format!(
             "ssd_sync_us, ssd_sync_p99_us: its commits (a metadata record made durable), p50 \
              {:.0} us, p99 {:.0} us, less the 4 KiB read median (the model's access latency)",
-            us(c50),
-            us(c99)
+            us(f.c50),
+            us(f.c99)
         ),
         format!(
             "ssd_write_mb_s, ssd_write_spread: its 1 MiB updates (fresh extent, data fdatasync, \
              record, fdatasync), p50 {:.0} us, p99 {:.0} us ({} updates), each less the sync \
              median",
-            us(u50),
-            us(u99),
+            us(f.u50),
+            us(f.u99),
             s.update_1m.len()
         ),
         format!(
@@ -198,8 +262,7 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
         ),
         "cpu_request_us: 0 (a request's fixed cost is in nic_message_us)".into(),
         "shared_host: every node and target of a loopback cluster on one host".into(),
-    ];
-    (hw, why)
+    ]
 }
 
 /// The io_uring chunk stores of one chain of `replicas` targets under `dir` (removed after),

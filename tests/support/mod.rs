@@ -203,6 +203,14 @@ pub fn fuse_cluster(name: &str) -> Option<(Scratch, PathBuf)> {
 /// version depends on how mgmtd brought its fresh targets in, so tests compare versions
 /// rather than expect `v1`.
 #[allow(dead_code)]
+/// The number of chain c1's head target in a `cluster status` text (`chain c1@v3: t2 SERVING
+/// → ...` gives 2).
+pub fn c1_head(status: &str) -> Option<u32> {
+    let line = status.lines().find(|l| l.starts_with("chain c1@v"))?;
+    let first = line.split(": ").nth(1)?.split_whitespace().next()?;
+    first.strip_prefix('t')?.parse().ok()
+}
+
 pub fn c1_version(status: &str) -> u32 {
     status
         .lines()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Enforces the dependency rules of docs/ARCHITECTURE.md with `cargo tree`:
 # - t3fs-core depends on no workspace crate and no async or OS crate;
-# - t3fs-sim never depends on t3fs-real, and t3fs-real never on t3fs-sim;
+# - t3fs-sim never depends on t3fs-services, t3fs-client or t3fs-real, nor they on t3fs-sim;
+# - t3fs-services depends on neither t3fs-client nor t3fs-real (nor fuser); t3fs-client not on
+#   t3fs-real;
 # - t3fs-reports depends on no workspace crate.
 # - no import cycle between the folders of a crate beyond those in scripts/known-cycles.txt;
 # - no production function over 80 lines beyond those in scripts/long-functions.txt (at most
@@ -12,13 +14,24 @@ fail=0
 deps() { cargo tree --locked -p "$1" -e normal --prefix none --all-features | sed 's/ .*//' | sort -u; }
 
 core=$(deps t3fs-core)
-for banned in tokio mio io-uring socket2 t3fs-sim t3fs-real t3fs-scenario t3fs-reports; do
+for banned in tokio mio io-uring socket2 t3fs-sim t3fs-services t3fs-client t3fs-real t3fs-scenario t3fs-reports; do
   if grep -qx "$banned" <<<"$core"; then echo "rule broken: t3fs-core depends on $banned"; fail=1; fi
 done
-if grep -qx t3fs-real <<<"$(deps t3fs-sim)"; then echo "rule broken: t3fs-sim depends on t3fs-real"; fail=1; fi
-if grep -qx t3fs-sim <<<"$(deps t3fs-real)"; then echo "rule broken: t3fs-real depends on t3fs-sim"; fail=1; fi
+sim=$(deps t3fs-sim)
+for banned in t3fs-services t3fs-client t3fs-real; do
+  if grep -qx "$banned" <<<"$sim"; then echo "rule broken: t3fs-sim depends on $banned"; fail=1; fi
+done
+for c in t3fs-services t3fs-client t3fs-real; do
+  if grep -qx t3fs-sim <<<"$(deps $c)"; then echo "rule broken: $c depends on t3fs-sim"; fail=1; fi
+done
+# The layers of the real side: services know no client or lab; the client knows no lab.
+services=$(deps t3fs-services)
+for banned in t3fs-client t3fs-real fuser; do
+  if grep -qx "$banned" <<<"$services"; then echo "rule broken: t3fs-services depends on $banned"; fail=1; fi
+done
+if grep -qx t3fs-real <<<"$(deps t3fs-client)"; then echo "rule broken: t3fs-client depends on t3fs-real"; fail=1; fi
 reports=$(deps t3fs-reports)
-for banned in t3fs-core t3fs-sim t3fs-real t3fs-scenario; do
+for banned in t3fs-core t3fs-sim t3fs-services t3fs-client t3fs-real t3fs-scenario; do
   if grep -qx "$banned" <<<"$reports"; then echo "rule broken: t3fs-reports depends on $banned"; fail=1; fi
 done
 # Import cycles between the folders of each crate: none may be added (scripts/known-cycles.txt

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A private, single-member etcd for the etcd KV engine's tests and benches (real/src/etcd_kv.rs).
+# A private, single-member etcd for the etcd KV engine's tests and benches (services/src/etcd_kv.rs).
 #
 #   bash scripts/etcd.sh start   # starts it (if not running), waits until healthy, prints the endpoint
 #   bash scripts/etcd.sh stop    # kills it and removes its data directory (the log stays); idempotent

@@ -24,8 +24,8 @@ import re
 import sys
 import tempfile
 
-CRATES = {"core": "core/src", "sim": "sim/src", "real": "real/src", "scenario": "scenarios/src",
-          "reports": "reports/src", "cli": "src"}
+CRATES = {"core": "core/src", "sim": "sim/src", "services": "services/src", "client": "client/src",
+          "real": "real/src", "scenario": "scenarios/src", "reports": "reports/src", "cli": "src"}
 KNOWN = "scripts/known-cycles.txt"
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 

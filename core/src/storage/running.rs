@@ -4,9 +4,10 @@
 //! their items through the same lock; a leaf, so that none of them reaches into another for
 //! the types.
 //!
-//! Invariant: `Running::version` is the committed version plus one when the lock is taken
-//! (`write.rs` checks it); a running update moves through its phases forward only
-//! (`Updating` or `ReadingFull` → `Forwarding` → `Committing` ⇄ `CommitWaiting`).
+//! Invariant: one `Running` per locked chunk. Its phases go `Updating` → `Forwarding` ⇄
+//! `ReadingFull` (a retry re-resolves the successor, which may have become SYNCING) →
+//! `Committing` ⇄ `CommitWaiting`, and never back from `Committing`; an install at a SYNCING
+//! successor starts at `Committing`.
 //!
 //! Not here: the lock queue (`chunk_lock.rs`) or what moves a phase.
 

@@ -4,8 +4,10 @@
 //! written as an URL query of `key=value` pairs parsed with the helpers here.
 //!
 //! Invariant: a query naming an unknown key or carrying a bad value is refused whole, with the
-//! key named; nothing is half-applied. Not here: authentication and HTTP (metrics.rs), or what
-//! each fault does (the layers' own modules).
+//! key named; nothing is half-applied. A leaf: each layer implements [`FaultResource`] beside
+//! itself (transport/faults.rs, chunk_store/faults.rs, node/clock.rs, kv_faults.rs), so the
+//! layers need this module and it needs none of them. Not here: authentication and HTTP
+//! (metrics.rs), or what each fault does (the layers' own modules).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,54 +61,6 @@ pub fn span(k: &str, v: &str) -> Result<(Duration, Duration), String> {
 /// [`span`]'s text.
 pub fn span_text((lo, hi): (Duration, Duration)) -> String {
     format!("{}-{}", lo.as_micros(), hi.as_micros())
-}
-
-impl FaultResource for crate::transport::Transport {
-    fn describe(&self) -> String {
-        format!("{}\n", self.faults().to_query())
-    }
-    fn put(&self, query: &str) -> Result<String, String> {
-        let f = crate::transport::NetFaults::parse(query)?;
-        tracing::warn!("network faults set: {}", f.to_query());
-        self.set_faults(f);
-        Ok(self.describe())
-    }
-}
-
-impl FaultResource for crate::chunk_store::DiskFaultLayer {
-    fn describe(&self) -> String {
-        format!("{}\n", crate::chunk_store::DiskFaultLayer::describe(self))
-    }
-    fn put(&self, query: &str) -> Result<String, String> {
-        let f = crate::chunk_store::DiskFaults::parse(query)?;
-        tracing::warn!("disk faults set: {}", f.to_query());
-        self.set(f);
-        Ok(FaultResource::describe(self))
-    }
-}
-
-impl FaultResource for crate::node::clock::ClockLayer {
-    fn describe(&self) -> String {
-        format!("{}\n", self.get().to_query())
-    }
-    fn put(&self, query: &str) -> Result<String, String> {
-        let f = crate::node::clock::ClockFaults::parse(query)?;
-        tracing::warn!("clock fault set: {}", f.to_query());
-        self.set_now(f);
-        Ok(self.describe())
-    }
-}
-
-impl FaultResource for crate::kv_faults::KvFaultLayer {
-    fn describe(&self) -> String {
-        format!("{}\n", self.get().to_query())
-    }
-    fn put(&self, query: &str) -> Result<String, String> {
-        let f = crate::kv_faults::KvFaults::parse(query)?;
-        tracing::warn!("KV faults set: {}", f.to_query());
-        self.set(f);
-        Ok(self.describe())
-    }
 }
 
 /// A node's resources by path (`/fault`, `/disk`, `/clock`, `/kv`).

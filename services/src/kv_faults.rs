@@ -116,6 +116,19 @@ impl KvFaultLayer {
     }
 }
 
+/// The KV faults at `/kv`.
+impl crate::fault_query::FaultResource for KvFaultLayer {
+    fn describe(&self) -> String {
+        format!("{}\n", self.get().to_query())
+    }
+    fn put(&self, query: &str) -> Result<String, String> {
+        let f = KvFaults::parse(query)?;
+        tracing::warn!("KV faults set: {}", f.to_query());
+        self.set(f);
+        Ok(self.describe())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use t3fs_core::kv::{CommitReq, KeyRange};

@@ -103,7 +103,7 @@ async fn serve_bounded<X, F>(
     F: Future<Output = Result<KvDone, KvError>> + Send + 'static,
 {
     let slots = Arc::new(Semaphore::new(limit));
-    let mut jitter = crate::node::host::Jitter::new();
+    let mut jitter = crate::jitter::Jitter::new();
     loop {
         // The slot comes before the frame: while none is free, frames stay in the transport's
         // channel and, once it is full, in the senders' sockets (backpressure).

@@ -27,6 +27,7 @@ pub mod config;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
 pub mod fault_query;
+pub mod jitter;
 pub mod kv_faults;
 pub mod kv_service;
 pub mod metrics;

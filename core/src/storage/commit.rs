@@ -13,7 +13,8 @@ use crate::ids::{ChunkId, ChunkVersion, TargetId};
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Status, UpdateResult};
 use crate::storage::resync::SYNC_CHANNEL;
-use crate::storage::write::{reply, Phase};
+use crate::storage::running::Phase;
+use crate::storage::write::reply;
 use crate::storage::{StorageNode, StorageTimer};
 
 impl StorageNode {

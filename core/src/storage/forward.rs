@@ -18,7 +18,8 @@ use crate::ids::{ChainVersion, ChunkId, NodeId, TargetId, VersionedChain};
 use crate::machine::{ActionOf, Outbox};
 use crate::msg::{Msg, Status, UpdateReply, UpdateReq, UpdateResult};
 use crate::routing::PublicState;
-use crate::storage::write::{reply, Phase};
+use crate::storage::running::Phase;
+use crate::storage::write::reply;
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
 
 impl StorageNode {

@@ -36,6 +36,7 @@ mod query;
 mod read;
 pub mod resync;
 mod resync_decide;
+mod running;
 mod target_state;
 mod write;
 
@@ -54,7 +55,7 @@ use crate::routing::{LocalState, PublicState, RoutingInfo};
 use crate::time::Instant;
 use chunk_lock::ChunkLocks;
 use exactly_once::ExactlyOnce;
-pub use write::{Running, Waiter};
+pub use running::{Running, Waiter};
 
 /// How a target answers reads of a chunk that has a pending version (3FS §3.3).
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
@@ -507,7 +508,7 @@ impl StorageNode {
                 .and_then(|c| self.routing.chain(*c))
                 .map(|c| c.version);
             for (chunk, running, _) in t.locks.iter() {
-                if let write::Phase::Forwarding { chain_version, .. } = running.phase {
+                if let running::Phase::Forwarding { chain_version, .. } = running.phase {
                     if Some(chain_version) != current {
                         stale.push((*tid, *chunk, running.sync_item));
                     }

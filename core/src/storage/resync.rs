@@ -38,7 +38,7 @@ use crate::payload::Payload;
 use crate::routing::{LocalState, PublicState};
 use crate::storage::chunk_lock::Enqueue;
 pub use crate::storage::resync_decide::{decide, decide_3fs, Decision};
-use crate::storage::write::{Phase, Running, Waiter};
+use crate::storage::running::{Phase, Running, Waiter};
 use crate::storage::{IoPurpose, StorageNode, StorageTimer};
 
 /// The exactly-once channel of sync items: clients use channels from 1, so channel 0 marks a

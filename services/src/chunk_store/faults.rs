@@ -28,7 +28,7 @@ use t3fs_core::ids::IoId;
 
 use super::Rot;
 use crate::fault_query::{flag, pairs, span, span_text};
-use crate::node::host::Jitter;
+use crate::jitter::Jitter;
 
 /// One storage node's disk faults (every target of the node).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -329,6 +329,19 @@ impl ChunkStore for FaultyStore {
             }
             _ => self.inner.wait(timeout),
         }
+    }
+}
+
+/// The disk faults at `/disk`.
+impl crate::fault_query::FaultResource for crate::chunk_store::DiskFaultLayer {
+    fn describe(&self) -> String {
+        format!("{}\n", crate::chunk_store::DiskFaultLayer::describe(self))
+    }
+    fn put(&self, query: &str) -> Result<String, String> {
+        let f = crate::chunk_store::DiskFaults::parse(query)?;
+        tracing::warn!("disk faults set: {}", f.to_query());
+        self.set(f);
+        Ok(crate::fault_query::FaultResource::describe(self))
     }
 }
 

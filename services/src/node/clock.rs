@@ -136,6 +136,19 @@ impl ClockLayer {
     }
 }
 
+/// The clock fault at `/clock`.
+impl crate::fault_query::FaultResource for ClockLayer {
+    fn describe(&self) -> String {
+        format!("{}\n", self.get().to_query())
+    }
+    fn put(&self, query: &str) -> Result<String, String> {
+        let f = ClockFaults::parse(query)?;
+        tracing::warn!("clock fault set: {}", f.to_query());
+        self.set_now(f);
+        Ok(self.describe())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

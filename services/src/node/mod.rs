@@ -39,8 +39,9 @@ use t3fs_core::time::Instant;
 use crate::chunk_store::{StoreHandle, StoreThread};
 use crate::transport::{Inbound, Transport};
 
+use crate::jitter::Jitter;
 pub use host::KvBackend;
-use host::{Jitter, RealHost};
+use host::RealHost;
 use sources::{Event, Sources};
 use stats::IoStats;
 

@@ -334,6 +334,19 @@ pub(crate) fn send_faulted<T: Faulted>(
     }
 }
 
+/// The network faults at `/fault`.
+impl crate::fault_query::FaultResource for crate::transport::Transport {
+    fn describe(&self) -> String {
+        format!("{}\n", self.faults().to_query())
+    }
+    fn put(&self, query: &str) -> Result<String, String> {
+        let f = crate::transport::NetFaults::parse(query)?;
+        tracing::warn!("network faults set: {}", f.to_query());
+        self.set_faults(f);
+        Ok(self.describe())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,97 @@
+//! What holds a chunk's lock on a target: the update running on it (`Running`), where it is
+//! (`Phase`), and who sent it (`Waiter`, also what the lock queue holds). Shared by the update
+//! path (`write.rs`, `forward.rs`, `commit.rs`) and resync rounds (`resync.rs`), which run
+//! their items through the same lock; a leaf, so that none of them reaches into another for
+//! the types.
+//!
+//! Invariant: one `Running` per locked chunk. Its phases go `Updating` → `Forwarding` ⇄
+//! `ReadingFull` (a retry re-resolves the successor, which may have become SYNCING) →
+//! `Committing` ⇄ `CommitWaiting`, and never back from `Committing`; an install at a SYNCING
+//! successor starts at `Committing`.
+//!
+//! Not here: the lock queue (`chunk_lock.rs`) or what moves a phase.
+
+use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
+use crate::msg::UpdateReq;
+
+/// An update waiting for (or holding) a chunk lock: who sent it and what it is.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Waiter {
+    /// Where the reply goes (client for writes at the head, predecessor otherwise).
+    pub from: NodeId,
+    /// The request as received.
+    pub req: UpdateReq,
+    /// Whether this is a client write (at the head).
+    pub from_client: bool,
+}
+
+/// Where a running update is.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub enum Phase {
+    /// Local update of the pending version in progress.
+    Updating,
+    /// Reading the whole chunk to ship it as a full-chunk replace (SYNCING successor, resync).
+    ReadingFull,
+    /// Sent to `successor`; waiting for its reply or the retry timer.
+    Forwarding {
+        /// The successor the last attempt went to.
+        successor: TargetId,
+        /// The chain version the last attempt carried.
+        chain_version: ChainVersion,
+    },
+    /// Local commit (or, for a SYNCING successor, install) in progress, recording
+    /// `chain_version`.
+    Committing {
+        /// The chain version the commit records.
+        chain_version: ChainVersion,
+    },
+    /// The store refused the local commit for want of space: retried when the forward-retry
+    /// timer fires (the successor has committed this version, so it is never given up).
+    CommitWaiting {
+        /// The chain version the commit records.
+        chain_version: ChainVersion,
+    },
+}
+
+/// The update holding a chunk's lock on a target.
+#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+pub struct Running {
+    /// The request and its sender.
+    pub waiter: Waiter,
+    /// The pending version this update writes. Invariant: `committed + 1` at lock time.
+    pub version: ChunkVersion,
+    /// Progress.
+    pub phase: Phase,
+    /// Forwarding attempts after the first.
+    pub retries: u32,
+    /// CRC32C of the local pending content, compared with the successor's.
+    pub pending_checksum: u32,
+    /// Already answered upstream (only under `TailAckBeforeCommit`).
+    pub acked: bool,
+    /// A resync item (`resync.rs`), not an update: no local update or commit, no reply.
+    pub sync_item: bool,
+    /// The target left UPTODATE while this update ran (mgmtd took it out of SERVING, maybe
+    /// already back): it must not forward or commit as tail (`forward`).
+    pub displaced: bool,
+}
+
+impl Running {
+    /// A fresh running update in `phase`: no retries yet, nothing answered.
+    pub fn new(waiter: Waiter, version: ChunkVersion, phase: Phase) -> Self {
+        Running {
+            waiter,
+            version,
+            phase,
+            retries: 0,
+            pending_checksum: 0,
+            acked: false,
+            sync_item: false,
+            displaced: false,
+        }
+    }
+
+    /// The chunk.
+    pub fn chunk(&self) -> ChunkId {
+        self.waiter.req.chunk
+    }
+}

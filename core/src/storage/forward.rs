@@ -147,7 +147,6 @@ impl StorageNode {
         commit_early: bool,
         out: &mut Outbox<Self>,
     ) {
-        let timeout = self.cfg.forward_timeout.clone();
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t
             .locks
@@ -177,17 +176,12 @@ impl StorageNode {
             };
             self.submit(out, IoPurpose::Commit { target, chunk }, op);
         } else {
-            running.phase = Phase::Forwarding {
-                successor: to.0,
-                chain_version: versioned.version,
-            };
-            if let Some(timeout) = timeout {
-                out.set_timer(StorageTimer::ForwardRetry { target, chunk }, timeout);
-            }
+            self.await_successor(target, chunk, to.0, versioned.version, out);
         }
     }
 
-    /// The running update waits for routing to name `successor`'s node.
+    /// The running update waits for `successor`'s answer, or for routing to name its node, until
+    /// the retry timer (when configured).
     fn await_successor(
         &mut self,
         target: TargetId,

@@ -152,13 +152,20 @@ pub fn generate_new_chain_avoiding(
     }
     depose_when_serving(&mut placed);
     placed.sort_by_key(|t| rank(t.new)); // Stable: chain order kept within each group.
-    let new = placed
+    let new: Vec<ChainTarget> = placed
         .iter()
         .map(|t| ChainTarget {
             target: t.target,
             state: t.new,
         })
         .collect();
+    // The module's invariants, at the step that makes the chain (planted bugs break them on
+    // purpose, and an invalid input has no promise to keep).
+    if cfg!(debug_assertions) && bug.is_none() && check_chain(old).is_ok() {
+        if let Err(e) = check_update(old, &new, &placed) {
+            panic!("§2.6.1 broken: {} -> {}: {e}", render(old), render(&new));
+        }
+    }
     (new, placed)
 }
 

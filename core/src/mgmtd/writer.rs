@@ -634,6 +634,9 @@ impl Mgmtd {
         if let Some(d) = disabled {
             p.disabled = d;
         }
+        if self.cfg.bug.is_none() {
+            debug_assert_publishable(&p.routing, &next);
+        }
         p.routing = Arc::new(next);
         if p.disabled.contains(&me) {
             // A disabled mgmtd releases its lease and never takes it again (3FS §2.2).
@@ -647,6 +650,40 @@ impl Mgmtd {
             for &to in &self.cfg.push_routing_to {
                 out.send(to, Msg::Routing((*p.routing).clone()));
             }
+        }
+    }
+}
+
+/// Trips, in debug builds, at the write that would publish a routing that breaks what
+/// mgmtd's module docs promise: the routing version grows, no chain's version goes back, and
+/// every chain keeps the §2.6.1 invariants (`chain_update::check_chain`). The simulator and
+/// the model checker then stop at the step that broke it, not at a later whole-state check.
+/// Planted mgmtd bugs break these on purpose (the checkers must see it), so the caller skips
+/// the check under one.
+fn debug_assert_publishable(
+    current: &crate::routing::RoutingInfo,
+    next: &crate::routing::RoutingInfo,
+) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    assert!(
+        next.version > current.version,
+        "routing version {} would follow {}",
+        next.version,
+        current.version
+    );
+    for (id, c) in &next.chains {
+        if let Some(old) = current.chains.get(id) {
+            assert!(
+                c.version >= old.version,
+                "{id}: chain version {} after {}",
+                c.version,
+                old.version
+            );
+        }
+        if let Err(e) = super::chain_update::check_chain(&c.targets) {
+            panic!("{id} would be published breaking §2.6.1: {e}");
         }
     }
 }

@@ -176,12 +176,20 @@ fn a_planted_bug_makes_a_real_run_fail() {
         std::fs::read_to_string(runs.join("head_crash_mid_write-real-seed1/manifest.json"))
             .unwrap();
     assert!(manifest.contains("\"exit\": 129"), "{manifest}");
-    // The head's versions no other replica has show in the dump the running targets gave.
-    assert!(
-        verdict_line(&text, "replicas agree").contains("FAIL")
-            && verdict_line(&text, "replicas agree").contains("in the live dump"),
-        "{text}"
-    );
+    // The head's versions no other replica has show in the dump the running targets gave. The
+    // dump is taken once the cluster converges; a divergence left by the bug can keep a chain
+    // from SERVING within the bound (which half-written update the SIGKILL strikes is not chosen
+    // from outside, seen once in CI), and then the run must still fail, on its convergence.
+    let agree = verdict_line(&text, "replicas agree");
+    if verdict_line(&text, "converged").contains("PASS") {
+        assert!(
+            agree.contains("FAIL") && agree.contains("in the live dump"),
+            "{text}"
+        );
+    } else {
+        assert!(verdict_line(&text, "converged").contains("FAIL"), "{text}");
+        assert!(agree.contains("UNKNOWN"), "{text}");
+    }
 }
 
 #[test]

@@ -476,4 +476,6 @@ fn new_tenure_freezes_chains_until_targets_report() {
 
 mod admin;
 mod lease;
+#[cfg(debug_assertions)]
+mod publish;
 mod swarm;

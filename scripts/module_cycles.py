@@ -74,10 +74,13 @@ def code_of(path):
 
 
 def is_test_file(path):
-    """Files that hold only tests (`tests.rs`, `*_tests.rs`, `*_test.rs`, a `tests/` folder)."""
+    """Files that hold only tests (`tests.rs`, `*_tests.rs`, `*_test.rs`, a `tests/` folder, and
+    anything in the folder of such a file: `msg/codec_test/pages.rs` is a child of a test)."""
     name = os.path.basename(path)
     parts = path.replace(os.sep, "/").split("/")
-    return name in ("tests.rs",) or name.endswith(("_tests.rs", "_test.rs")) or "tests" in parts[:-1]
+    folders = parts[:-1]
+    return (name in ("tests.rs",) or name.endswith(("_tests.rs", "_test.rs"))
+            or "tests" in folders or any(f.endswith(("_tests", "_test")) for f in folders))
 
 
 def module_path(src, path):

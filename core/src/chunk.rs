@@ -231,16 +231,6 @@ pub struct Applied {
     pub checksum: u32,
 }
 
-impl From<&crate::msg::MessageTag> for UpdateTag {
-    fn from(t: &crate::msg::MessageTag) -> Self {
-        Self {
-            client: t.client,
-            channel: t.channel,
-            seqnum: t.seqnum,
-        }
-    }
-}
-
 impl Applied {
     /// Adds `a` to `list`, replacing an older record of the same channel and dropping the
     /// oldest beyond [`APPLIED_PER_CHUNK_MAX`].

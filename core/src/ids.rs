@@ -24,7 +24,7 @@ macro_rules! id_type {
 id_type!(
     /// A process in the cluster (mgmtd, storage, meta or client). Servers are numbered from 0 by
     /// the plan; a client draws 63 random bits, so two clients share an id with a chance of
-    /// about n²/2⁶⁴. On the wire an id below `u32::MAX` takes 4 bytes (`msg::codec`).
+    /// about n²/2⁶⁴. On the wire an id below `u32::MAX` takes 4 bytes (`wire::codec`).
     NodeId(u64), "n");
 id_type!(
     /// A storage target: one replica slot on one disk of one storage node.

@@ -21,7 +21,7 @@
 //! 6. Every queue has a bound from [`limits`]. Overflow is answered with a typed status, never
 //!    by growing.
 //! 7. Handlers tolerate message loss, duplication and reordering; input from the network is
-//!    decoded by [`msg::codec`], which returns errors and never panics.
+//!    decoded by [`wire::codec`], which returns errors and never panics.
 //!
 //! `core/clippy.toml` declares the bans on clocks, threads and hash maps for clippy (a plain
 //! `cargo clippy -p t3fs-core` reports them; CI's clippy step runs only the MSRV lint, so in CI
@@ -44,7 +44,9 @@
 //! - [`vec_map`]: `VecMap`, an ordered map kept as a sorted deque for small, append-mostly maps.
 //! - [`chunk`]: the completion-based `ChunkStore` contract.
 //! - [`kv`]: the transactional KV contract and the in-memory MVCC reference engine.
-//! - [`msg`]: wire messages and the versioned binary codec (`docs/wire.md`).
+//! - [`wire`]: the versioned binary codec (`docs/wire.md`) and the nouns every message carries
+//!   (meta requests and answers, inodes, users); a leaf that names no machine.
+//! - [`msg`]: the wire messages of every service.
 //! - [`storage`]: the CRAQ storage machine (3FS §3): writes, reads, resync, exactly-once.
 //! - [`client`]: the client machine (routing cache, chunk split, retry, namespace calls).
 //! - [`mgmtd`]: the cluster manager machine (3FS §2): lease election, heartbeats, chain updates.
@@ -77,3 +79,4 @@ pub mod storage;
 pub mod testing;
 pub mod time;
 pub mod vec_map;
+pub mod wire;

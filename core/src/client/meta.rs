@@ -13,11 +13,11 @@
 use crate::ids::RequestId;
 use crate::kv::KvError;
 use crate::machine::{ActionOf, Outbox};
-use crate::meta::perm::User;
-use crate::meta::request::{MetaOp, MetaResult};
-use crate::meta::MetaError;
 use crate::msg::meta::{MetaReply, MetaReq};
 use crate::msg::Msg;
+use crate::wire::MetaError;
+use crate::wire::User;
+use crate::wire::{MetaOp, MetaResult};
 
 use super::{Client, ClientRet, ClientTimer};
 

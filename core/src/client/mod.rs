@@ -69,7 +69,7 @@ pub struct ClientConfig {
     /// Sends of one namespace request before its call returns `Kv(CommitUnknown)`.
     pub meta_attempts_max: u32,
     /// The user namespace requests act for.
-    pub user: crate::meta::perm::User,
+    pub user: crate::wire::User,
 }
 
 impl ClientConfig {
@@ -88,7 +88,7 @@ impl ClientConfig {
             meta: Vec::new(),
             meta_timeout: limits::CLIENT_IO_TIMEOUT..limits::CLIENT_IO_TIMEOUT * 2,
             meta_attempts_max: 64,
-            user: crate::meta::perm::ROOT_USER,
+            user: crate::wire::ROOT_USER,
         }
     }
 }
@@ -142,14 +142,14 @@ pub enum ClientCall {
         empty: bool,
     },
     /// A namespace request to the meta service.
-    Meta(crate::meta::request::MetaOp),
+    Meta(crate::wire::MetaOp),
     /// A namespace request made for `user` instead of the client's own (a FUSE mount acting
     /// for the calling process: permission checks and new inodes' owner are that user's).
     MetaAs {
         /// The user the request acts for.
-        user: crate::meta::perm::User,
+        user: crate::wire::User,
         /// The request.
-        op: crate::meta::request::MetaOp,
+        op: crate::wire::MetaOp,
     },
 }
 
@@ -181,7 +181,7 @@ pub enum ClientRet {
         results: Vec<(ChunkId, UpdateResult)>,
     },
     /// A namespace request's answer (`Kv(CommitUnknown)`: unknown outcome after every retry).
-    Meta(crate::meta::request::MetaResult),
+    Meta(crate::wire::MetaResult),
     /// The answer to `QueryLastChunk`: per chain asked, in chain order, its last committed
     /// chunk of the file (`None`: none).
     LastChunks(Vec<(ChainId, Option<crate::msg::LastChunk>)>),

@@ -8,34 +8,9 @@
 use super::ops::Namespace;
 use super::{Inode, MetaError, PathOp};
 use crate::kv::KvEngine;
-
-/// Paths one batch stat may ask about.
-pub const BATCH_STAT_MAX: usize = 64;
+pub use crate::wire::{SetAttr, BATCH_STAT_MAX};
 
 type R<T> = Result<T, MetaError>;
-
-/// The attributes a setattr changes (`None`: keep).
-#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub struct SetAttr {
-    /// New mode bits (chmod).
-    pub perm: Option<u32>,
-    /// New owner (chown).
-    pub uid: Option<u32>,
-    /// New group (chown).
-    pub gid: Option<u32>,
-    /// New modification time, seconds (utimes).
-    pub mtime: Option<u64>,
-    /// A directory's new default layout (owner or root; directories only).
-    pub layout: Option<super::placement::DirLayout>,
-}
-
-crate::wire_struct!(SetAttr {
-    perm,
-    uid,
-    gid,
-    mtime,
-    layout
-});
 
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// setattr on `path` (symlinks followed).

@@ -9,10 +9,10 @@
 
 use super::keys::IDEM_RANGE_PREFIX;
 use super::ops::Namespace;
-use super::request::MetaResult;
 use super::MetaError;
 use crate::kv::{KeyRange, KvEngine};
 use crate::mgmtd::store::decode;
+use crate::wire::MetaResult;
 use crate::wire_struct;
 
 /// A stored answer.

@@ -17,35 +17,12 @@
 //! the later updates: they see the state it produced.
 //! Not here: the query itself (the server's embedded storage client, `purge.rs`), batching.
 
+pub use super::length_ctx::{LengthCtx, QueriedLength};
 use super::ops::Namespace;
 use super::{Inode, InodeKind, MetaError};
 use crate::ids::InodeId;
 use crate::kv::KvEngine;
-use crate::wire_struct;
-
-/// A writer's length hint (3FS `VersionedLength`).
-#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub struct LengthHint {
-    /// The end of the writer's acknowledged writes.
-    pub length: u64,
-    /// The file's truncate version when the writer opened it.
-    pub truncate_ver: u64,
-}
-wire_struct!(LengthHint {
-    length,
-    truncate_ver
-});
-
-/// A precise length from storage, with the inode state it was asked for.
-#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
-pub struct QueriedLength {
-    /// The file.
-    pub inode: InodeId,
-    /// Max over the used chains of `last index · chunk size + last chunk length`.
-    pub length: u64,
-    /// The inode's (length, truncate_ver) when the query started.
-    pub seen: (u64, u64),
-}
+pub use crate::wire::LengthHint;
 
 /// What an update of a file's length does.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -75,18 +52,6 @@ pub fn decide(
         },
         _ => LengthDecision::Query,
     }
-}
-
-/// The length context of one transaction: the storage answer the caller has, and the file it
-/// needs one for.
-#[derive(Clone, Debug, Default)]
-pub struct LengthCtx {
-    /// The answer of a query the caller made for this request.
-    pub queried: Option<QueriedLength>,
-    /// Set when an update needs a query first (with the inode as read).
-    pub wants: Option<Inode>,
-    /// The planted bug `meta-stale-length-hint`.
-    pub trust_stale: bool,
 }
 
 type R<T> = Result<T, MetaError>;

@@ -17,50 +17,7 @@ use super::ops::Namespace;
 use super::{Inode, InodeKind, MetaError};
 use crate::ids::ClientId;
 use crate::kv::KvEngine;
-use crate::msg::codec::{DecodeError, Decoder, Encoder, Wire};
-
-/// What `lockDirectory` does.
-#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub enum LockAction {
-    /// Take the lock unless another client holds it.
-    TryLock,
-    /// Take the lock from whoever holds it.
-    PreemptLock,
-    /// Release the caller's lock.
-    Unlock,
-    /// Release anyone's lock.
-    Clear,
-}
-
-impl Wire for LockAction {
-    fn encode(&self, enc: &mut Encoder) {
-        enc.u8(match self {
-            Self::TryLock => 0,
-            Self::PreemptLock => 1,
-            Self::Unlock => 2,
-            Self::Clear => 3,
-        });
-    }
-    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
-        Ok(match dec.u8()? {
-            0 => Self::TryLock,
-            1 => Self::PreemptLock,
-            2 => Self::Unlock,
-            3 => Self::Clear,
-            t => return Err(DecodeError::UnknownTag(t)),
-        })
-    }
-}
-
-/// `NoLock` if `dir` is locked by a client other than `client`.
-pub(super) fn check_lock(dir: &Inode, client: ClientId) -> Result<(), MetaError> {
-    match &dir.kind {
-        InodeKind::Directory {
-            lock: Some(holder), ..
-        } if *holder != client => Err(MetaError::NoLock),
-        _ => Ok(()),
-    }
-}
+pub use crate::wire::LockAction;
 
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// lockDirectory on `path` (symlinks followed) for `client`; answers the directory.

@@ -53,7 +53,7 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     /// Chains in the table `new_layout` comes from (bounds a directory's stripe).
     table_len: u32,
     /// Storage answers for length updates (`length.rs`).
-    length: super::length::LengthCtx,
+    length: super::length_ctx::LengthCtx,
     /// The planted bug `meta-ignores-dir-locks`.
     ignore_locks: bool,
     /// The planted bug `meta-ignores-sticky-bit`.
@@ -61,7 +61,7 @@ pub struct Namespace<'t, 'e, E: KvEngine + ?Sized> {
     /// Who asks (`perm.rs`); root unless the caller says otherwise.
     user: User,
     /// The space statFs reports (the server's cache of storage's answers).
-    space: super::request::FsStat,
+    space: crate::wire::FsStat,
 }
 
 type R<T> = Result<T, MetaError>;
@@ -156,12 +156,12 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     /// Sets what statFs answers.
-    pub fn set_space(&mut self, space: super::request::FsStat) {
+    pub fn set_space(&mut self, space: crate::wire::FsStat) {
         self.space = space;
     }
 
     /// What statFs answers.
-    pub fn space(&self) -> super::request::FsStat {
+    pub fn space(&self) -> crate::wire::FsStat {
         self.space
     }
 
@@ -189,17 +189,21 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         }
     }
 
-    /// `NoLock` if `dir` is locked by a client other than `client` (`lock.rs`).
+    /// `NoLock` if `dir` is locked by a client other than `client` (3FS `lockDirectory`; the
+    /// lock itself is taken and released in `lock.rs`, which extends this transaction, so the
+    /// rule lives here rather than there).
     pub(super) fn check_lock(&self, dir: &Inode, client: ClientId) -> R<()> {
-        match self.ignore_locks {
-            true => Ok(()),
-            false => super::lock::check_lock(dir, client),
+        match &dir.kind {
+            InodeKind::Directory {
+                lock: Some(holder), ..
+            } if *holder != client && !self.ignore_locks => Err(MetaError::NoLock),
+            _ => Ok(()),
         }
     }
 
     /// The length context: give it a storage answer before running a length update, read
     /// `wants` after one failed with `LengthUnknown`.
-    pub fn length_ctx(&mut self) -> &mut super::length::LengthCtx {
+    pub fn length_ctx(&mut self) -> &mut super::length_ctx::LengthCtx {
         &mut self.length
     }
 

@@ -15,20 +15,7 @@
 //! on a directory moved to another parent (its `..` changes).
 
 use super::{Inode, MetaError};
-use crate::wire_struct;
-
-/// Who asks (3FS `UserInfo`, without supplementary groups).
-#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub struct User {
-    /// User id; 0 is root.
-    pub uid: u32,
-    /// Group id.
-    pub gid: u32,
-}
-wire_struct!(User { uid, gid });
-
-/// Root.
-pub const ROOT_USER: User = User { uid: 0, gid: 0 };
+pub use crate::wire::{User, ROOT_USER};
 
 /// Read permission.
 pub const MAY_READ: u32 = 4;

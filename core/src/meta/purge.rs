@@ -29,7 +29,15 @@ use crate::msg::Msg;
 use crate::routing::RoutingInfo;
 use crate::time::Instant;
 
+use super::server_cfg::MetaTimer;
 use super::{Inode, InodeKind};
+
+/// The machine the purger's client runs inside (the meta server, which owns the purger): it
+/// sends the client's messages as its own and holds the client's timers as
+/// `MetaTimer::Storage`. A bound rather than the server's type, so that this file does not
+/// name its owner.
+pub trait Host: Machine<Msg = Msg, Timer = MetaTimer> {}
+impl<M: Machine<Msg = Msg, Timer = MetaTimer>> Host for M {}
 
 /// Most chunks one file's purge removes.
 pub const PURGE_CHUNKS_MAX: u64 = 1024;
@@ -75,11 +83,7 @@ pub enum StorageDone {
 
 /// Runs the embedded client's actions: sends go out as the meta server's, timers are wrapped,
 /// returns come back as completed calls.
-fn relay(
-    inner: &mut Outbox<Client>,
-    out: &mut Outbox<super::server::MetaServer>,
-) -> Vec<(RequestId, ClientRet)> {
-    use super::server::MetaTimer;
+fn relay(inner: &mut Outbox<Client>, out: &mut Outbox<impl Host>) -> Vec<(RequestId, ClientRet)> {
     let mut returns = Vec::new();
     for a in inner.drain() {
         match a {
@@ -117,7 +121,7 @@ impl Purger {
     }
 
     /// Starts the embedded client.
-    pub fn start(&mut self, now: Instant, out: &mut Outbox<super::server::MetaServer>) {
+    pub fn start(&mut self, now: Instant, out: &mut Outbox<impl Host>) {
         let mut inner = Outbox::new();
         self.client.start(now, &mut inner);
         relay(&mut inner, out);
@@ -133,7 +137,7 @@ impl Purger {
         call: ClientCall,
         purpose: CallFor,
         now: Instant,
-        out: &mut Outbox<super::server::MetaServer>,
+        out: &mut Outbox<impl Host>,
     ) -> Vec<StorageDone> {
         self.next_call += 1;
         let req = RequestId(self.next_call);
@@ -148,7 +152,7 @@ impl Purger {
         entry: Vec<u8>,
         file: &Inode,
         now: Instant,
-        out: &mut Outbox<super::server::MetaServer>,
+        out: &mut Outbox<impl Host>,
     ) -> Vec<StorageDone> {
         let InodeKind::File {
             layout: Some(layout),
@@ -182,7 +186,7 @@ impl Purger {
         key: (ClientId, RequestId),
         file: &Inode,
         now: Instant,
-        out: &mut Outbox<super::server::MetaServer>,
+        out: &mut Outbox<impl Host>,
     ) -> Vec<StorageDone> {
         let InodeKind::File {
             layout: Some(layout),
@@ -245,7 +249,7 @@ impl Purger {
         from: crate::ids::NodeId,
         msg: Msg,
         now: Instant,
-        out: &mut Outbox<super::server::MetaServer>,
+        out: &mut Outbox<impl Host>,
     ) -> Vec<StorageDone> {
         self.feed(now, EventOf::Recv { from, msg }, out)
     }
@@ -255,7 +259,7 @@ impl Purger {
         &mut self,
         t: ClientTimer,
         now: Instant,
-        out: &mut Outbox<super::server::MetaServer>,
+        out: &mut Outbox<impl Host>,
     ) -> Vec<StorageDone> {
         self.feed(now, EventOf::Timer(t), out)
     }
@@ -264,7 +268,7 @@ impl Purger {
         &mut self,
         now: Instant,
         ev: EventOf<Msg, ClientTimer, ClientCall>,
-        out: &mut Outbox<super::server::MetaServer>,
+        out: &mut Outbox<impl Host>,
     ) -> Vec<StorageDone> {
         let mut inner = Outbox::new();
         self.client.handle(now, ev, &mut inner);

@@ -4,7 +4,7 @@
 
 use super::tests::{fresh, op, req, tx};
 use super::*;
-use crate::ids::ClientId;
+use crate::ids::{ClientId, RequestId};
 use crate::kv::mem::MemKv;
 use request::{MetaAnswer, MetaOp};
 

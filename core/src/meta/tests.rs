@@ -2,7 +2,7 @@
 //! inodes, idempotent retries, and serializable conflicts between concurrent transactions.
 
 use super::*;
-use crate::ids::ClientId;
+use crate::ids::{ClientId, RequestId};
 use crate::kv::mem::MemKv;
 use crate::kv::Txn;
 use request::{execute, MetaAnswer, MetaOp, MetaResult};

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 
 use crate::ids::{ChainId, NodeId, TargetId};
 use crate::kv::{Key, KeyRange, Value};
-use crate::msg::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
 use crate::routing::{ChainInfo, RoutingInfo};
+use crate::wire::codec::{decode_list, encode_list, DecodeError, Decoder, Encoder, Wire};
 use crate::wire_struct;
 
 /// The lease row's key (`SINGMgmtdLease`).

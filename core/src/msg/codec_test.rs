@@ -102,22 +102,22 @@ fn update(r: &mut Rng) -> UpdateReq {
     }
 }
 
-fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
-    use crate::meta::request::MetaOp;
+fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
+    use crate::wire::MetaOp;
     let path = |r: &mut Rng| format!("/d{}/n{}", r.below(4), r.below(4));
     match r.below(13) {
         10 => MetaOp::LockDirectory {
             path: path(r),
             action: [
-                crate::meta::lock::LockAction::TryLock,
-                crate::meta::lock::LockAction::PreemptLock,
-                crate::meta::lock::LockAction::Unlock,
-                crate::meta::lock::LockAction::Clear,
+                crate::wire::LockAction::TryLock,
+                crate::wire::LockAction::PreemptLock,
+                crate::wire::LockAction::Unlock,
+                crate::wire::LockAction::Clear,
             ][r.below(4) as usize],
         },
         11 => MetaOp::Sync {
             inode: InodeId(r.next()),
-            length: (r.below(2) == 1).then(|| crate::meta::length::LengthHint {
+            length: (r.below(2) == 1).then(|| crate::wire::LengthHint {
                 length: r.next(),
                 truncate_ver: r.next(),
             }),
@@ -130,7 +130,7 @@ fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
         },
         8 => MetaOp::SetAttr {
             path: path(r),
-            attr: crate::meta::SetAttr {
+            attr: crate::wire::SetAttr {
                 perm: Some(r.next() as u32),
                 uid: None,
                 gid: Some(r.next() as u32),
@@ -179,18 +179,18 @@ fn meta_op(r: &mut Rng) -> crate::meta::request::MetaOp {
     }
 }
 
-fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
-    use crate::meta::request::MetaAnswer;
-    use crate::meta::{DirEntry, EntryKind, Inode, InodeKind, MetaError};
+fn meta_result(r: &mut Rng) -> crate::wire::MetaResult {
+    use crate::wire::MetaAnswer;
+    use crate::wire::{DirEntry, EntryKind, Inode, InodeKind, MetaError};
     let inode = |r: &mut Rng| Inode {
         id: InodeId(r.next()),
         kind: match r.below(3) {
             0 => InodeKind::File {
                 length: r.next(),
                 truncate_ver: r.next(),
-                layout: (r.below(2) == 1).then(|| crate::meta::placement::Layout {
+                layout: (r.below(2) == 1).then(|| crate::wire::Layout {
                     chunk_size: r.next() as u32,
-                    range: crate::meta::placement::ChainRange {
+                    range: crate::wire::ChainRange {
                         table: r.next() as u32,
                         table_version: r.next() as u32,
                         base: r.next() as u32,
@@ -204,7 +204,7 @@ fn meta_result(r: &mut Rng) -> crate::meta::request::MetaResult {
                 parent: InodeId(r.next()),
                 name: r.bytes(8),
                 lock: (r.below(2) == 1).then(|| ClientId(r.next())),
-                layout: (r.below(2) == 1).then(|| crate::meta::placement::DirLayout {
+                layout: (r.below(2) == 1).then(|| crate::wire::DirLayout {
                     chunk_size: r.next() as u32,
                     stripe: r.next() as u32,
                 }),
@@ -298,7 +298,7 @@ fn message(r: &mut Rng) -> Msg {
         15 => Msg::MetaReq(crate::msg::meta::MetaReq {
             client: ClientId(r.next()),
             request: RequestId(r.next()),
-            user: crate::meta::perm::User {
+            user: crate::wire::User {
                 uid: r.next() as u32,
                 gid: r.next() as u32,
             },

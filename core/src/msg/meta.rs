@@ -5,7 +5,7 @@
 //! applied twice. Not here: the operations themselves (`meta::request`).
 
 use crate::ids::{ClientId, RequestId};
-use crate::meta::request::{MetaOp, MetaResult};
+use crate::wire::{MetaOp, MetaResult};
 use crate::wire_struct;
 
 /// Client → any meta server.
@@ -16,7 +16,7 @@ pub struct MetaReq {
     /// Its request id, the same on every retry.
     pub request: RequestId,
     /// The user it acts for (permission checks, owner of what it creates).
-    pub user: crate::meta::perm::User,
+    pub user: crate::wire::User,
     /// The operation.
     pub op: MetaOp,
 }

@@ -9,11 +9,11 @@ use crate::ids::{
     ChainVersion, ChunkId, ClientId, NodeId, RoutingVersion, TargetId, VersionedChain,
 };
 use crate::limits::CHUNK_META_PAGE_MAX;
-use crate::msg::codec::{
-    decode_list, decode_list_max, encode_list, DecodeError, Decoder, Encoder, Wire,
-};
 use crate::msg::Status;
 use crate::routing::LocalState;
+use crate::wire::codec::{
+    decode_list, decode_list_max, encode_list, DecodeError, Decoder, Encoder, Wire,
+};
 use crate::wire_struct;
 
 /// One target's report in a heartbeat (3FS `LocalTargetInfo`).

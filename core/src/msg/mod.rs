@@ -5,7 +5,6 @@
 //! in simulation alike, so codec bugs surface in simulation. Byte-level layout: `docs/wire.md`.
 
 mod bulk;
-pub mod codec;
 pub mod kv;
 pub mod meta;
 pub mod mgmtd;
@@ -16,6 +15,7 @@ use std::collections::BTreeMap;
 use crate::ids::RoutingVersion;
 use crate::limits::{CHAIN_TARGETS_MAX, LIST_LEN_MAX};
 use crate::routing::{ChainInfo, ChainTarget, PublicState, RoutingInfo};
+use crate::wire::codec;
 use crate::wire_struct;
 use codec::{decode_frame, decode_list, encode_frame, encode_list, DecodeError, Decoder};
 use codec::{Encoder, Wire};

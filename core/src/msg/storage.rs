@@ -10,8 +10,8 @@ use crate::ids::{
     VersionedChain,
 };
 use crate::limits::CHUNK_META_PAGE_MAX;
-use crate::msg::codec::{decode_list_max, DecodeError, Decoder, Encoder, Wire};
 use crate::payload::Payload;
+use crate::wire::codec::{decode_list_max, DecodeError, Decoder, Encoder, Wire};
 use crate::wire_struct;
 
 /// The exactly-once identity of a client update (3FS `MessageTag`), carried down the chain so
@@ -33,6 +33,18 @@ wire_struct!(MessageTag {
     channel,
     seqnum
 });
+
+// Here rather than beside `UpdateTag` (chunk.rs): the chunk records are a layer below the
+// messages, so chunk.rs names no message type.
+impl From<&MessageTag> for crate::chunk::UpdateTag {
+    fn from(t: &MessageTag) -> Self {
+        Self {
+            client: t.client,
+            channel: t.channel,
+            seqnum: t.seqnum,
+        }
+    }
+}
 
 /// An update (3FS `UpdateIO`): from a client to the head (`Msg::Write`) or from a predecessor to
 /// its successor (`Msg::Update`).
@@ -263,12 +275,12 @@ pub struct SpaceInfoReply {
 impl Wire for SpaceInfoReply {
     fn encode(&self, enc: &mut Encoder) {
         self.node.encode(enc);
-        crate::msg::codec::encode_list(enc, &self.targets);
+        crate::wire::codec::encode_list(enc, &self.targets);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
             node: Wire::decode(dec)?,
-            targets: crate::msg::codec::decode_list(dec)?,
+            targets: crate::wire::codec::decode_list(dec)?,
         })
     }
 }
@@ -304,7 +316,7 @@ pub struct TargetDump {
 impl Wire for TargetDump {
     fn encode(&self, enc: &mut Encoder) {
         self.target.encode(enc);
-        crate::msg::codec::encode_list(enc, &self.chunks);
+        crate::wire::codec::encode_list(enc, &self.chunks);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         let target = Wire::decode(dec)?;
@@ -340,12 +352,12 @@ pub struct ChunkMetaDump {
 impl Wire for ChunkMetaDump {
     fn encode(&self, enc: &mut Encoder) {
         self.node.encode(enc);
-        crate::msg::codec::encode_list(enc, &self.targets);
+        crate::wire::codec::encode_list(enc, &self.targets);
         self.next.encode(enc);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         let node = Wire::decode(dec)?;
-        let targets: Vec<TargetDump> = crate::msg::codec::decode_list(dec)?;
+        let targets: Vec<TargetDump> = crate::wire::codec::decode_list(dec)?;
         let chunks: usize = targets.iter().map(|t| t.chunks.len()).sum();
         if chunks > CHUNK_META_PAGE_MAX {
             return Err(DecodeError::TooLong(chunks as u32));

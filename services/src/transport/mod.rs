@@ -59,6 +59,7 @@ pub mod net;
 mod peer;
 pub mod policy;
 pub mod rdma;
+mod rdma_ctl;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -319,7 +320,7 @@ impl Transport {
     }
 
     /// Decodes an inbound frame with the core codec; a failure is counted `malformed`.
-    pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, t3fs_core::msg::codec::DecodeError> {
+    pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, t3fs_core::wire::codec::DecodeError> {
         each!(self, t => t.decode(inb))
     }
 

@@ -31,8 +31,28 @@ use tokio::sync::{mpsc, Notify};
 use super::counters::Counters;
 use super::frame::write_batch;
 use super::handshake;
-use super::tcp::Inner;
 use super::Frame;
+
+/// What a peer's writer task needs from the transport that owns the peer: its settings and
+/// counters, whether it shut down, randomness for backoff, and a dial. A bound rather than the
+/// TCP transport's state (`tcp::Inner`, which holds the peers) so that this file does not name
+/// its owner.
+pub(crate) trait Dialer: Send + Sync + 'static {
+    /// The backoff between failed dials.
+    fn backoff(&self) -> Range<Duration>;
+    /// The transport's counters.
+    fn counters(&self) -> &Counters;
+    /// Whether the transport shut down.
+    fn is_closed(&self) -> bool;
+    /// A random number (backoff jitter).
+    fn random(&self) -> u64;
+    /// Dials `addr` for `slot`: true if a connection was established and placed.
+    fn dial(
+        self: &Arc<Self>,
+        slot: &Arc<PeerSlot>,
+        addr: SocketAddr,
+    ) -> impl std::future::Future<Output = bool> + Send;
+}
 
 /// Most frames per write batch.
 const BATCH_FRAMES: usize = 64;
@@ -205,12 +225,12 @@ impl Backoff {
 
 /// The writer task of one peer: takes frames off the queue in batches and writes them to the
 /// active connection, dialing when there is none. Ends when the transport shuts down.
-pub(crate) async fn drive(
-    inner: Arc<Inner>,
+pub(crate) async fn drive<D: Dialer>(
+    inner: Arc<D>,
     slot: Arc<PeerSlot>,
     mut queue: mpsc::Receiver<Frame>,
 ) {
-    let mut backoff = Backoff::new(inner.cfg.connect_backoff.clone());
+    let mut backoff = Backoff::new(inner.backoff());
     let mut batch: Vec<Frame> = Vec::with_capacity(BATCH_FRAMES);
     loop {
         if batch.is_empty() {
@@ -241,7 +261,7 @@ pub(crate) async fn drive(
         let Some(w) = writer.as_mut() else {
             continue; // retired meanwhile: keep the batch for the next connection
         };
-        let c = &inner.counters;
+        let c = inner.counters();
         let written = tokio::select! {
             biased;
             r = write_batch(w, &batch) => r.is_ok(),
@@ -264,8 +284,8 @@ pub(crate) async fn drive(
 
 /// The active connection, dialing (with backoff) while there is none and an address is known.
 /// `None` once the transport is shut down.
-async fn connection(
-    inner: &Arc<Inner>,
+async fn connection<D: Dialer>(
+    inner: &Arc<D>,
     slot: &Arc<PeerSlot>,
     backoff: &mut Backoff,
 ) -> Option<Arc<Conn>> {

@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use t3fs_core::ids::NodeId;
-use t3fs_core::msg::codec::DecodeError;
 use t3fs_core::msg::Msg;
+use t3fs_core::wire::codec::DecodeError;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 use tokio::time::timeout;
@@ -28,7 +29,8 @@ use super::faults::{send_faulted, Fate, Faulted, NetFaults};
 use super::frame::{FrameError, FrameReader};
 use super::handshake::{self, HandshakeError, Me};
 use super::net::{Listener, ReadHalf, Stream};
-use super::peer::{drive, Conn, PeerSlot};
+use super::peer::{drive, Conn, Dialer, PeerSlot};
+use super::rdma_ctl;
 use super::{Frame, Inbound, SendError, TransportConfig};
 use crate::vec_pool::{VecPool, CHUNK};
 
@@ -180,7 +182,7 @@ impl TcpTransport {
     /// Decodes an inbound frame (head and bulk part, which it takes) with the core codec; a
     /// failure is counted `malformed` (the caller drops the frame).
     pub fn decode(&self, inb: &mut Inbound) -> Result<Msg, DecodeError> {
-        if super::rdma::refuse(self, inb) {
+        if refuse(self, inb) {
             return Err(DecodeError::BadMagic);
         }
         let bulk = self.inner.bulk_pool.payload(std::mem::take(&mut inb.bulk));
@@ -244,6 +246,28 @@ impl Faulted for TcpTransport {
     }
     fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
         self.inner.spawn(task);
+    }
+}
+
+impl Dialer for Inner {
+    fn backoff(&self) -> std::ops::Range<std::time::Duration> {
+        self.cfg.connect_backoff.clone()
+    }
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+    fn is_closed(&self) -> bool {
+        Inner::is_closed(self)
+    }
+    fn random(&self) -> u64 {
+        Inner::random(self)
+    }
+    fn dial(
+        self: &Arc<Self>,
+        slot: &Arc<PeerSlot>,
+        addr: SocketAddr,
+    ) -> impl std::future::Future<Output = bool> + Send {
+        Inner::dial(self, slot, addr)
     }
 }
 
@@ -486,4 +510,19 @@ async fn read_loop(inner: Arc<Inner>, slot: Arc<PeerSlot>, conn: Arc<Conn>, r: R
     conn.writer.lock().await.take();
     Counters::bump(&c.disconnects);
     inner.open_conns.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// On a TCP-only transport: answers an RDMA offer (`rdma_ctl.rs`) with a refusal, so the
+/// dialer falls back to TCP. Whether `inb` was one.
+fn refuse(tcp: &TcpTransport, inb: &Inbound) -> bool {
+    if !rdma_ctl::is_ctl(&inb.frame) {
+        return false;
+    }
+    if let Some(rdma_ctl::Ctl::Connect { conn, .. }) = rdma_ctl::Ctl::decode(&inb.frame) {
+        let _ = tcp.try_send(
+            inb.from,
+            Bytes::from(rdma_ctl::Ctl::Refuse { conn }.encode()),
+        );
+    }
+    true
 }

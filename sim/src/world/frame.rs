@@ -13,9 +13,9 @@
 //! message, so the network and resource models see the bytes a real link carries. Not here:
 //! the network's fate of a frame (net.rs), the trace hash (mod.rs).
 
-use t3fs_core::msg::codec::DecodeError;
 use t3fs_core::msg::Msg;
 use t3fs_core::payload::Payload;
+use t3fs_core::wire::codec::DecodeError;
 
 /// An encoded message on the simulated network.
 #[derive(Clone, Debug)]

@@ -104,8 +104,8 @@ fn replies_over_a_page_are_rejected() {
             Err(DecodeError::TooLong(_))
         ));
     }
-    use crate::meta::request::MetaAnswer;
-    use crate::meta::{DirEntry, EntryKind};
+    use crate::wire::MetaAnswer;
+    use crate::wire::{DirEntry, EntryKind};
     let entry = DirEntry {
         inode: InodeId(3),
         kind: EntryKind::File,

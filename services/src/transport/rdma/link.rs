@@ -23,12 +23,12 @@ use std::collections::{BTreeMap, VecDeque};
 use bytes::Bytes;
 use t3fs_core::ids::NodeId;
 
-use super::ctl::Region;
 use super::msg::ChMsg;
 use super::pool::Pool;
 use crate::rdma::channel::{Channel, ChannelError};
 use crate::rdma::verbs::MrInfo;
 use crate::transport::counters::Counters;
+use crate::transport::rdma_ctl::Region;
 use crate::transport::{Frame, Inbound};
 
 /// Frames received and not yet in the inbound queue, at most.

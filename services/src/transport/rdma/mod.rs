@@ -26,7 +26,6 @@
 //! Not here: shared receive queues, completion channels, more than one queue pair per peer,
 //! and zero-copy hand-off of pool memory to the storage engine.
 
-mod ctl;
 mod link;
 mod msg;
 mod pool;
@@ -43,19 +42,18 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use t3fs_core::ids::NodeId;
-use t3fs_core::msg::codec::DecodeError;
 use t3fs_core::msg::Msg;
+use t3fs_core::wire::codec::DecodeError;
 use tokio::sync::{mpsc, Notify};
 
 use super::counters::{Counters, TransportCounters};
 use super::faults::{send_faulted, Fate, FaultLayer, Faulted, NetFaults};
+use super::rdma_ctl::Ctl;
 use super::tcp::TcpTransport;
 use super::{Frame, Inbound, SendError, TransportConfig};
 use crate::rdma::channel::{Channel, ChannelConfig};
 use crate::rdma::verbs::Verbs;
-use ctl::Ctl;
 use link::{Io, Up};
-pub(crate) use setup::refuse;
 use setup::{idle, tcp_loop};
 
 /// How the RDMA transport runs (in [`TransportConfig::rdma`]).

@@ -9,16 +9,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use t3fs_core::ids::NodeId;
 use tokio::sync::mpsc;
 
-use super::ctl::{self, Ctl, Region};
 use super::link::Up;
 use super::{lock, Inner, State};
 use crate::rdma::channel::{Channel, ChannelConfig};
 use crate::transport::counters::Counters;
-use crate::transport::tcp::TcpTransport;
+use crate::transport::rdma_ctl::{self as ctl, Ctl, Region};
 use crate::transport::Inbound;
 
 impl Inner {
@@ -182,15 +180,4 @@ pub(super) async fn tcp_loop(inner: Arc<Inner>, mut rx: mpsc::Receiver<Inbound>)
             return;
         }
     }
-}
-
-/// On a TCP-only transport: answers an RDMA offer with a refusal. Whether `inb` was one.
-pub(crate) fn refuse(tcp: &TcpTransport, inb: &Inbound) -> bool {
-    if !ctl::is_ctl(&inb.frame) {
-        return false;
-    }
-    if let Some(Ctl::Connect { conn, .. }) = Ctl::decode(&inb.frame) {
-        let _ = tcp.try_send(inb.from, Bytes::from(Ctl::Refuse { conn }.encode()));
-    }
-    true
 }

@@ -126,7 +126,7 @@ async fn a_peer_without_rdma_refuses_and_gets_its_frames_over_tcp() {
         // frames, so each fails to decode and is checked raw instead.
         for i in 0..20 {
             let mut m = recv(&mut brx).await;
-            if super::ctl::is_ctl(&m.frame) {
+            if crate::transport::rdma_ctl::is_ctl(&m.frame) {
                 assert!(b.decode(&mut m).is_err(), "the offer is refused");
                 m = recv(&mut brx).await;
             }

@@ -281,14 +281,14 @@ pub fn decode_list_max<T: Wire>(dec: &mut Decoder<'_>, max: u32) -> Result<Vec<T
 #[macro_export]
 macro_rules! wire_struct {
     ($ty:ident { $($field:ident),* $(,)? }) => {
-        impl $crate::msg::codec::Wire for $ty {
-            fn encode(&self, enc: &mut $crate::msg::codec::Encoder) {
-                $( $crate::msg::codec::Wire::encode(&self.$field, enc); )*
+        impl $crate::wire::codec::Wire for $ty {
+            fn encode(&self, enc: &mut $crate::wire::codec::Encoder) {
+                $( $crate::wire::codec::Wire::encode(&self.$field, enc); )*
             }
             fn decode(
-                dec: &mut $crate::msg::codec::Decoder<'_>,
-            ) -> Result<Self, $crate::msg::codec::DecodeError> {
-                Ok(Self { $( $field: $crate::msg::codec::Wire::decode(dec)?, )* })
+                dec: &mut $crate::wire::codec::Decoder<'_>,
+            ) -> Result<Self, $crate::wire::codec::DecodeError> {
+                Ok(Self { $( $field: $crate::wire::codec::Wire::decode(dec)?, )* })
             }
         }
     };

@@ -1,0 +1,94 @@
+//! The arguments meta requests carry: the caller ([`User`]), setattr's attributes
+//! ([`SetAttr`]), a writer's length hint ([`LengthHint`]) and `lockDirectory`'s action
+//! ([`LockAction`]).
+//!
+//! Not here: permission checks (`meta::perm`), the length rules (`meta::length`), the lock's
+//! rules (`meta::lock`).
+
+use super::codec::{DecodeError, Decoder, Encoder, Wire};
+use super::placement::DirLayout;
+use crate::wire_struct;
+
+/// Who asks (3FS `UserInfo`, without supplementary groups).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct User {
+    /// User id; 0 is root.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+wire_struct!(User { uid, gid });
+
+/// Root.
+pub const ROOT_USER: User = User { uid: 0, gid: 0 };
+/// Paths one batch stat may ask about.
+pub const BATCH_STAT_MAX: usize = 64;
+
+/// The attributes a setattr changes (`None`: keep).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct SetAttr {
+    /// New mode bits (chmod).
+    pub perm: Option<u32>,
+    /// New owner (chown).
+    pub uid: Option<u32>,
+    /// New group (chown).
+    pub gid: Option<u32>,
+    /// New modification time, seconds (utimes).
+    pub mtime: Option<u64>,
+    /// A directory's new default layout (owner or root; directories only).
+    pub layout: Option<DirLayout>,
+}
+
+crate::wire_struct!(SetAttr {
+    perm,
+    uid,
+    gid,
+    mtime,
+    layout
+});
+
+/// A writer's length hint (3FS `VersionedLength`).
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct LengthHint {
+    /// The end of the writer's acknowledged writes.
+    pub length: u64,
+    /// The file's truncate version when the writer opened it.
+    pub truncate_ver: u64,
+}
+wire_struct!(LengthHint {
+    length,
+    truncate_ver
+});
+
+/// What `lockDirectory` does.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum LockAction {
+    /// Take the lock unless another client holds it.
+    TryLock,
+    /// Take the lock from whoever holds it.
+    PreemptLock,
+    /// Release the caller's lock.
+    Unlock,
+    /// Release anyone's lock.
+    Clear,
+}
+
+impl Wire for LockAction {
+    fn encode(&self, enc: &mut Encoder) {
+        enc.u8(match self {
+            Self::TryLock => 0,
+            Self::PreemptLock => 1,
+            Self::Unlock => 2,
+            Self::Clear => 3,
+        });
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        Ok(match dec.u8()? {
+            0 => Self::TryLock,
+            1 => Self::PreemptLock,
+            2 => Self::Unlock,
+            3 => Self::Clear,
+            t => return Err(DecodeError::UnknownTag(t)),
+        })
+    }
+}

@@ -19,11 +19,12 @@
 // `unsafe` is denied crate-wide and allowed only where a system interface needs it, each use
 // with a SAFETY comment: the io_uring chunk store (`chunk_store::uring`: pushing SQEs, aligned
 // buffers), the rdma-sys verbs provider (`rdma::ibv`), and single libc calls in
-// `chunk_store::fs` (fallocate, fstatvfs) and `wal_kv::fs` (fallocate).
+// `durable::fs` (fallocate, fstatvfs).
 #![deny(unsafe_code)]
 
 pub mod chunk_store;
 pub mod config;
+pub mod durable;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
 pub mod fault_query;

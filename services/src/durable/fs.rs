@@ -170,6 +170,11 @@ pub fn free_space(f: &File) -> io::Result<u64> {
     Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
+/// Opens `path` as `how` says, for reading too, creating it if absent.
+fn open_std(path: &Path, how: &mut OpenOptions) -> io::Result<Box<dyn DurableFile>> {
+    Ok(Box::new(how.read(true).create(true).open(path)?))
+}
+
 impl DurableFs for StdFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         if dir.is_dir() {
@@ -189,31 +194,14 @@ impl DurableFs for StdFs {
         fs::read(path)
     }
     fn open(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        Ok(Box::new(f))
+        open_std(path, OpenOptions::new().write(true))
     }
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
-        let f = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)?;
-        Ok(Box::new(f))
+        open_std(path, OpenOptions::new().append(true))
     }
     fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         // Readable too: the chunk store reads back what it creates (WalKv only appends).
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
-        Ok(Box::new(f))
+        open_std(path, OpenOptions::new().write(true).truncate(true))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::rename(from, to)
@@ -225,75 +213,110 @@ impl DurableFs for StdFs {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use super::*;
 
-    /// Only what a positional file system must give: the rest is the traits' defaults.
-    struct Positional;
+    /// A file system of one file, in memory, giving only what the traits require: the rest is
+    /// their defaults.
+    #[derive(Clone, Default)]
+    struct OneFile(Arc<Mutex<Option<Vec<u8>>>>);
 
-    impl DurableFs for Positional {
-        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-            StdFs.create_dir_all(dir)
-        }
-        fn exists(&self, path: &Path) -> io::Result<bool> {
-            StdFs.exists(path)
-        }
-        fn open(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
-            Ok(Box::new(PositionalFile(StdFs.open(path)?)))
-        }
-        fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
-            Ok(Box::new(PositionalFile(StdFs.create(path)?)))
-        }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            StdFs.rename(from, to)
-        }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            StdFs.sync_dir(dir)
+    impl OneFile {
+        fn with<T>(&self, f: impl FnOnce(&mut Vec<u8>) -> T) -> io::Result<T> {
+            let mut file = self.0.lock().unwrap();
+            Ok(f(file.as_mut().ok_or(io::ErrorKind::NotFound)?))
         }
     }
 
-    struct PositionalFile(Box<dyn DurableFile>);
+    impl DurableFs for OneFile {
+        fn create_dir_all(&self, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+        fn exists(&self, _: &Path) -> io::Result<bool> {
+            Ok(self.0.lock().unwrap().is_some())
+        }
+        fn open(&self, _: &Path) -> io::Result<Box<dyn DurableFile>> {
+            self.0.lock().unwrap().get_or_insert_with(Vec::new);
+            Ok(Box::new(self.clone()))
+        }
+        fn create(&self, _: &Path) -> io::Result<Box<dyn DurableFile>> {
+            *self.0.lock().unwrap() = Some(Vec::new());
+            Ok(Box::new(self.clone()))
+        }
+        fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_dir(&self, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+    }
 
-    impl DurableFile for PositionalFile {
+    impl DurableFile for OneFile {
         fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-            self.0.read_at(buf, offset)
+            let from = offset as usize;
+            let src = self.with(|d| d.get(from..from + buf.len()).map(<[u8]>::to_vec))?;
+            buf.copy_from_slice(&src.ok_or(io::ErrorKind::UnexpectedEof)?);
+            Ok(())
         }
         fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
-            self.0.write_at(data, offset)
+            let (from, to) = (offset as usize, offset as usize + data.len());
+            self.with(|d| {
+                d.resize(d.len().max(to), 0);
+                d[from..to].copy_from_slice(data);
+            })
         }
         fn sync_data(&self) -> io::Result<()> {
-            self.0.sync_data()
+            Ok(())
         }
         fn set_len(&self, len: u64) -> io::Result<()> {
-            self.0.set_len(len)
+            self.with(|d| d.resize(len as usize, 0))
         }
         fn size(&self) -> io::Result<u64> {
-            self.0.size()
+            self.with(|d| d.len() as u64)
         }
     }
 
     #[test]
     fn the_defaults_append_and_read_whole_files() {
-        let dir = std::env::temp_dir().join(format!("t3fs-durable-fs-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        Positional.create_dir_all(&dir).unwrap();
-        let path = dir.join("log");
-        let err = Positional.read(&path).unwrap_err();
+        let (fs, path) = (OneFile::default(), Path::new("/log"));
+        let err = fs.read(path).unwrap_err();
         assert_eq!(
             err.kind(),
             io::ErrorKind::NotFound,
             "absent, and not created"
         );
-        assert!(!path.exists());
-        let f = Positional.open_append(&path).unwrap();
+        assert!(!fs.exists(path).unwrap());
+        let f = fs.open_append(path).unwrap();
         f.append(b"head").unwrap();
         f.write_at(b"HE", 0).unwrap();
         f.append(b"tail").unwrap();
+        assert_eq!(fs.read(path).unwrap(), b"HEadtail");
+        assert_eq!(
+            f.reserve(0, 1 << 20).map(|()| f.size().unwrap()).unwrap(),
+            8
+        );
+    }
+
+    #[test]
+    fn the_real_file_systems_appends_land_at_the_end() {
+        let dir = std::env::temp_dir().join(format!("t3fs-durable-fs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        StdFs.create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        assert_eq!(
+            StdFs.read(&path).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let f = StdFs.create(&path).unwrap();
+        f.append(b"head").unwrap();
+        f.append(b"tail").unwrap();
         f.sync_data().unwrap();
-        assert_eq!(Positional.read(&path).unwrap(), b"HEadtail");
-        // The real file system's own appends land at the end too.
         let f = StdFs.open_append(&path).unwrap();
         f.append(b"!").unwrap();
-        assert_eq!(StdFs.read(&path).unwrap(), b"HEadtail!");
+        f.reserve(9, 4096).unwrap();
+        assert_eq!(StdFs.read(&path).unwrap(), b"headtail!");
+        assert_eq!(f.size().unwrap(), 9, "a reservation keeps the size");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -318,11 +318,6 @@ impl DurableFs for LazyFs {
         Ok(self.handle(ino, path))
     }
 
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
-        // Every handle appends at the end: the same file either way.
-        self.open(path)
-    }
-
     fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         let mut s = self.state();
         s.step("create", path)?;

@@ -11,8 +11,8 @@ use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
-use crate::durable::fs::{StdFs, DurableFile, DurableFs};
 use super::{FileChunkStore, Options, BLOCK, DATA};
+use crate::durable::fs::{DurableFile, DurableFs, StdFs};
 
 const CHUNK: ChunkId = ChunkId::new(1, 0);
 const LEN: usize = 8 * BLOCK as usize;

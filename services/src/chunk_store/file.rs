@@ -24,10 +24,10 @@ use t3fs_core::ids::{ChunkId, IoId};
 use t3fs_core::payload::Payload;
 
 use super::catalog::{Catalog, Src, Written};
-use crate::durable::fs::{no_space, StdFs, DurableFile, DurableFs};
 use super::meta::{Claim, MetaLog};
 use super::space::Space;
 use super::DATA;
+use crate::durable::fs::{no_space, DurableFile, DurableFs, StdFs};
 
 /// Tuning of a store.
 #[derive(Clone, Copy, Debug)]

@@ -28,9 +28,9 @@
 use std::io;
 
 use super::catalog::Catalog;
-use crate::durable::fs::DurableFile;
 use super::meta::{Claim, MetaLog, RESERVE};
 use super::Extent;
+use crate::durable::fs::DurableFile;
 
 /// Free space on the data file's file system below which freed extents are punched at once.
 pub const LOW_WATER: u64 = 256 << 20;

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
-use crate::durable::fs::{StdFs, DurableFile, DurableFs};
 use super::{FileChunkStore, Options};
+use crate::durable::fs::{DurableFile, DurableFs, StdFs};
 
 #[derive(Default)]
 struct Disk {

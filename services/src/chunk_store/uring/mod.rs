@@ -44,10 +44,10 @@ use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
 use self::buf::{Buf, BufPool};
 use super::catalog::{Catalog, Src, Written};
-use crate::durable::fs::StdFs;
 use super::meta::{Claim, MetaLog};
 use super::space::Space;
 use super::{Options, BLOCK, DATA};
+use crate::durable::fs::StdFs;
 use crate::vec_pool::{VecPool, CHUNK};
 
 mod buf;

@@ -66,7 +66,7 @@ impl Tmpfs {
     /// Bytes free on it.
     fn free(&self) -> u64 {
         let dir = File::open(&self.0).expect("the mount point");
-        t3fs_real::chunk_store::fs::free_space(&dir).expect("statvfs")
+        t3fs_real::durable::fs::free_space(&dir).expect("statvfs")
     }
 }
 

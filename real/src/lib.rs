@@ -44,6 +44,6 @@ pub use t3fs_client::{client, client_ns, fuse};
 #[cfg(feature = "etcd")]
 pub use t3fs_services::etcd_kv;
 pub use t3fs_services::{
-    chunk_store, config, fault_query, kv_faults, kv_service, metrics, node, rdma, rdma_config,
-    serve, transport, vec_pool, wal_kv,
+    chunk_store, config, durable, fault_query, kv_faults, kv_service, metrics, node, rdma,
+    rdma_config, serve, transport, vec_pool, wal_kv,
 };

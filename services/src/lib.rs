@@ -14,16 +14,19 @@
 //!   default), the io_uring store, each on a thread of its own;
 //! - KV engines: the embedded persistent engine ([`wal_kv`]) served by the `kv` role
 //!   ([`kv_service`]), and behind the `etcd` feature the distributed one (`etcd_kv`);
+//! - the durable-file layer the chunk stores' metadata log and `wal_kv` share ([`durable`]):
+//!   the fs seam, the log framing, and the power-loss tests' lazy file system;
 //! - fault injection and observability of a running node: [`metrics`] (`/metrics`, `/ready`,
 //!   `/status`, the fault endpoint), [`fault_query`], [`kv_faults`]; buffer pools ([`vec_pool`]).
 // `unsafe` is denied crate-wide and allowed only where a system interface needs it, each use
 // with a SAFETY comment: the io_uring chunk store (`chunk_store::uring`: pushing SQEs, aligned
 // buffers), the rdma-sys verbs provider (`rdma::ibv`), and single libc calls in
-// `chunk_store::fs` (fallocate, fstatvfs) and `wal_kv::fs` (fallocate).
+// `durable::fs` (fallocate, fstatvfs).
 #![deny(unsafe_code)]
 
 pub mod chunk_store;
 pub mod config;
+pub mod durable;
 #[cfg(feature = "etcd")]
 pub mod etcd_kv;
 pub mod fault_query;

@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use t3fs_real::chunk_store::fs::{StoreFile, StoreFs};
+use t3fs_real::durable::fs::{DurableFile, DurableFs};
 use turmoil::fs::shim::std::fs as sfs;
 
 /// The simulated file system of the host the caller runs on.
@@ -16,7 +16,7 @@ pub struct SimFs;
 /// A simulated file.
 pub struct SimFile(sfs::File);
 
-impl StoreFile for SimFile {
+impl DurableFile for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.0.read_exact_at(buf, offset)
     }
@@ -34,7 +34,7 @@ impl StoreFile for SimFile {
     }
 }
 
-fn open(path: &Path, truncate: bool) -> io::Result<Box<dyn StoreFile>> {
+fn open(path: &Path, truncate: bool) -> io::Result<Box<dyn DurableFile>> {
     let f = sfs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -44,7 +44,7 @@ fn open(path: &Path, truncate: bool) -> io::Result<Box<dyn StoreFile>> {
     Ok(Box::new(SimFile(f)))
 }
 
-impl StoreFs for SimFs {
+impl DurableFs for SimFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         sfs::create_dir_all(dir)?;
         match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -55,10 +55,10 @@ impl StoreFs for SimFs {
     fn exists(&self, path: &Path) -> io::Result<bool> {
         Ok(sfs::exists(path))
     }
-    fn open(&self, path: &Path) -> io::Result<Box<dyn StoreFile>> {
+    fn open(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         open(path, false)
     }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn StoreFile>> {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         open(path, true)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

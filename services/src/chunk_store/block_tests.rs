@@ -1,5 +1,5 @@
 //! Per-block checksums at the store API: a read loads and verifies only the blocks it covers
-//! (counted through the [`StoreFs`] seam), rot in a block is caught by exactly the reads and
+//! (counted through the [`DurableFs`] seam), rot in a block is caught by exactly the reads and
 //! read-modify-writes that cover it, a write replacing the whole content reads nothing and
 //! heals rot, and a metadata log of format 1 is refused with a clear error.
 
@@ -11,8 +11,8 @@ use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
-use super::fs::{StdFs, StoreFile, StoreFs};
 use super::{FileChunkStore, Options, BLOCK, DATA};
+use crate::durable::fs::{DurableFile, DurableFs, StdFs};
 
 const CHUNK: ChunkId = ChunkId::new(1, 0);
 const LEN: usize = 8 * BLOCK as usize;
@@ -21,9 +21,9 @@ const LEN: usize = 8 * BLOCK as usize;
 #[derive(Default)]
 struct Counting(Arc<AtomicU64>);
 
-struct CountingFile(Box<dyn StoreFile>, Option<Arc<AtomicU64>>);
+struct CountingFile(Box<dyn DurableFile>, Option<Arc<AtomicU64>>);
 
-impl StoreFile for CountingFile {
+impl DurableFile for CountingFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         if let Some(n) = &self.1 {
             n.fetch_add(buf.len() as u64, Ordering::Relaxed);
@@ -44,18 +44,18 @@ impl StoreFile for CountingFile {
     }
 }
 
-impl StoreFs for Counting {
+impl DurableFs for Counting {
     fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
         StdFs.create_dir_all(dir)
     }
     fn exists(&self, path: &Path) -> std::io::Result<bool> {
         StdFs.exists(path)
     }
-    fn open(&self, path: &Path) -> std::io::Result<Box<dyn StoreFile>> {
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn DurableFile>> {
         let count = path.ends_with(DATA).then(|| self.0.clone());
         Ok(Box::new(CountingFile(StdFs.open(path)?, count)))
     }
-    fn create(&self, path: &Path) -> std::io::Result<Box<dyn StoreFile>> {
+    fn create(&self, path: &Path) -> std::io::Result<Box<dyn DurableFile>> {
         StdFs.create(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {

@@ -16,7 +16,7 @@
 //! submitted before it and then sees the committed state they have not changed yet, as reads of
 //! the simulator's slow disk do. A planted `tail-ack-before-commit` shows up exactly there. The modes end with the process, as a healed disk's do in the
 //! simulator. Not here: which faults a scenario sets when (scenario_run), or torn writes (the
-//! power-loss tests' `fs::StoreFs` seam).
+//! power-loss tests' `durable::fs::DurableFs` seam).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

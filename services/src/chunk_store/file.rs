@@ -1,5 +1,5 @@
 //! [`FileChunkStore`]: the chunk store on plain file I/O (pread, pwrite, fdatasync) through the
-//! [`StoreFs`] seam; layout and commit argument in the module docs of `chunk_store`.
+//! [`DurableFs`] seam; layout and commit argument in the module docs of `chunk_store`.
 //!
 //! `submit` only queues. `poll_completions` executes everything queued, in submission order
 //! (so mutations of a chunk complete in order, and a read sees every earlier operation), then
@@ -24,10 +24,10 @@ use t3fs_core::ids::{ChunkId, IoId};
 use t3fs_core::payload::Payload;
 
 use super::catalog::{Catalog, Src, Written};
-use super::fs::{no_space, StdFs, StoreFile, StoreFs};
 use super::meta::{Claim, MetaLog};
 use super::space::Space;
 use super::DATA;
+use crate::durable::fs::{no_space, DurableFile, DurableFs, StdFs};
 
 /// Tuning of a store.
 #[derive(Clone, Copy, Debug)]
@@ -49,7 +49,7 @@ type Done = (IoId, Result<ChunkDone, ChunkError>);
 
 /// A chunk store on pread/pwrite/fdatasync.
 pub struct FileChunkStore {
-    data: Box<dyn StoreFile>,
+    data: Box<dyn DurableFile>,
     log: MetaLog,
     cat: Catalog,
     queue: VecDeque<(IoId, ChunkOp)>,
@@ -65,7 +65,7 @@ impl FileChunkStore {
     }
 
     /// Opens the store in `dir` on `fs`.
-    pub fn open_with(fs: Arc<dyn StoreFs>, dir: &Path, opts: Options) -> io::Result<Self> {
+    pub fn open_with(fs: Arc<dyn DurableFs>, dir: &Path, opts: Options) -> io::Result<Self> {
         fs.create_dir_all(dir)?;
         // Created before the metadata log, whose creation fsyncs the directory.
         let data = fs.open(&dir.join(DATA))?;

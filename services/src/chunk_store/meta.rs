@@ -1,7 +1,8 @@
 //! The metadata log (`meta`): its record format, its replay at boot and its compaction.
 //!
 //! Format: the 8-byte header [`META_HEADER`], then frames `[magic u32][len u32][crc32c u32]
-//! [payload: len bytes]`, all integers little-endian. A payload is one [`Record`]: the whole new
+//! [payload: len bytes]` (magic `T3CM`, framing shared with WalKv: `durable/frame.rs`), all
+//! integers little-endian. A payload is one [`Record`]: the whole new
 //! metadata of one chunk (committed and pending versions, lengths, checksums, data extents,
 //! exactly-once records) or its removal. Records carry absolute state, not deltas, so replaying
 //! the log is just "last record per chunk wins".
@@ -34,19 +35,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use t3fs_core::chunk::{Applied, ChunkMeta, PendingMeta, UpdateTag};
-use t3fs_core::crc32c;
 use t3fs_core::ids::{ChainVersion, ChannelId, ChunkId, ChunkVersion, ClientId, SeqNum};
 
-use super::fs::{no_space, StoreFile, StoreFs};
 use super::sums::Sums;
 use super::{damaged, Extent, Rec, BLOCK};
+use crate::durable::frame::{Framing, HEAD};
+use crate::durable::fs::{no_space, DurableFile, DurableFs};
 
 /// First bytes of the metadata log (format 2: records carry per-block checksums).
 pub const META_HEADER: &[u8; 8] = b"t3fschk2";
 /// The header of format 1 (whole-chunk checksums only), refused with a clear error.
 const META_HEADER_1: &[u8; 8] = b"t3fschk1";
-const MAGIC: u32 = 0x4d43_3354; // "T3CM"
-const HEAD: usize = 12;
+const FRAMES: Framing = Framing::new(b"T3CM");
 const NONE: u64 = u64::MAX;
 /// The log's name in the store directory.
 pub const META: &str = "meta";
@@ -197,11 +197,7 @@ pub fn encode(r: &Record, out: &mut Vec<u8>) {
             w.u32(a.checksum);
         }
     }
-    let p = w.0;
-    out.extend_from_slice(&MAGIC.to_le_bytes());
-    out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::checksum(&p).to_le_bytes());
-    out.extend_from_slice(&p);
+    FRAMES.put(&w.0, out);
 }
 
 fn decode_payload(p: &[u8]) -> Option<Record> {
@@ -255,25 +251,16 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
 }
 
 /// The frame at `pos` of `buf`, if whole and intact: its record and the offset after it.
+#[cfg(test)]
 fn frame_at(buf: &[u8], pos: usize) -> Option<(Record, usize)> {
-    let head = buf.get(pos..pos + HEAD)?;
-    let word = |i: usize| u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes"));
-    if word(0) != MAGIC {
-        return None;
-    }
-    let end = pos + HEAD + word(4) as usize;
-    let payload = buf.get(pos + HEAD..end)?;
-    if crc32c::checksum(payload) != word(8) {
-        return None;
-    }
-    Some((decode_payload(payload)?, end))
+    FRAMES.decode_at(buf, pos, decode_payload)
 }
 
 /// The open metadata log.
 pub struct MetaLog {
-    fs: Arc<dyn StoreFs>,
+    fs: Arc<dyn DurableFs>,
     dir: PathBuf,
-    file: Box<dyn StoreFile>,
+    file: Box<dyn DurableFile>,
     end: u64,
     /// The file's size: zeros from `end` on, written ahead of the records (see `flush`).
     size: u64,
@@ -296,7 +283,7 @@ impl MetaLog {
     /// Opens (creating when absent) the log in `dir` and replays it. `compact_min`: records in
     /// the log below which it is never compacted.
     pub fn open(
-        fs: Arc<dyn StoreFs>,
+        fs: Arc<dyn DurableFs>,
         dir: &Path,
         compact_min: u64,
     ) -> io::Result<(Self, BTreeMap<ChunkId, Rec>)> {
@@ -319,34 +306,32 @@ impl MetaLog {
         if !buf.starts_with(META_HEADER) {
             return Err(damaged(&path, "not a t3fs chunk metadata log"));
         }
-        let mut chunks = BTreeMap::new();
-        let (mut pos, mut records) = (META_HEADER.len(), 0);
-        while pos < buf.len() {
-            let Some((rec, next)) = frame_at(&buf, pos) else {
-                if (pos + 1..buf.len()).any(|p| frame_at(&buf, p).is_some()) {
-                    return Err(damaged(
-                        &path,
-                        format!("damaged record at byte {pos} with whole records after it"),
-                    ));
-                }
-                // Zeros written ahead, possibly after a torn tail of unreported records. The
-                // zeros stay: they are room for records that needs no new space (a restart on
-                // a full file system keeps its reserve). The torn part is zeroed, durably,
-                // before anything is appended after it: zeroed in place, not cut, for the same
-                // reason.
-                let junk = buf[pos..].iter().rposition(|&b| b != 0);
-                if let Some(last) = junk {
-                    file.write_at(&vec![0; last + 1], pos as u64)?;
-                    file.sync_data()?;
-                }
-                break;
-            };
+        let (mut chunks, mut records) = (BTreeMap::new(), 0);
+        let mut frames = FRAMES.frames(&buf, META_HEADER.len(), decode_payload);
+        for (_, rec) in frames.by_ref() {
             match rec {
                 Record::Put(r) => chunks.insert(r.meta.chunk, r),
                 Record::Delete(c) => chunks.remove(&c),
             };
             records += 1;
-            pos = next;
+        }
+        let pos = frames.end();
+        // Any whole record after damage makes it damage: records carry no order to compare
+        // (WalKv, whose frames carry versions, asks for a newer one).
+        if FRAMES.whole_after(&buf, pos, |p| decode_payload(p).is_some()) {
+            return Err(damaged(
+                &path,
+                format!("damaged record at byte {pos} with whole records after it"),
+            ));
+        }
+        // Zeros written ahead, possibly after a torn tail of unreported records. The zeros
+        // stay: they are room for records that needs no new space (a restart on a full file
+        // system keeps its reserve), where WalKv cuts its torn tail. The torn part is zeroed,
+        // durably, before anything is appended after it: zeroed in place, not cut, for the same
+        // reason.
+        if let Some(last) = buf[pos..].iter().rposition(|&b| b != 0) {
+            file.write_at(&vec![0; last + 1], pos as u64)?;
+            file.sync_data()?;
         }
         let log = Self {
             fs,
@@ -365,7 +350,7 @@ impl MetaLog {
 
     /// Writes a complete log holding `recs` as `meta.tmp`, then renames it over `meta`, durably.
     fn write_whole<'a>(
-        fs: &dyn StoreFs,
+        fs: &dyn DurableFs,
         dir: &Path,
         recs: impl IntoIterator<Item = &'a Rec>,
     ) -> io::Result<()> {
@@ -390,7 +375,7 @@ impl MetaLog {
     }
 
     /// Writes `bytes` as the new file `tmp`, durably (its name is not durable yet).
-    fn write_tmp(fs: &dyn StoreFs, tmp: &Path, bytes: &(Vec<u8>, u64)) -> io::Result<()> {
+    fn write_tmp(fs: &dyn DurableFs, tmp: &Path, bytes: &(Vec<u8>, u64)) -> io::Result<()> {
         let f = fs.create(tmp)?;
         f.write_at(&bytes.0, 0)?;
         f.sync_data()
@@ -611,7 +596,7 @@ mod tests {
     fn the_log_grows_ahead_in_zeros_that_boot_keeps_as_room() {
         let dir = std::env::temp_dir().join(format!("t3fs-meta-ahead-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let fs: Arc<dyn StoreFs> = Arc::new(super::super::fs::StdFs);
+        let fs: Arc<dyn DurableFs> = Arc::new(crate::durable::fs::StdFs);
         fs.create_dir_all(&dir).unwrap();
         let (mut log, chunks) = MetaLog::open(fs.clone(), &dir, 1 << 16).unwrap();
         assert!(chunks.is_empty());

@@ -47,10 +47,10 @@
 //! Both stores run `chunk_store_suite` (the file store also reopened before every operation),
 //! a SIGKILL test (`crash_tests.rs`: a child process killed mid-stream, every acknowledged
 //! commit and every listed pending version read back byte for byte) and the thread wrapper's
-//! drain test. The power-loss test (`power_loss.rs`, on the lazy file system of `lazy_fs.rs`,
-//! with torn and dropped unsynced writes) runs the file store only: the io_uring store's data
-//! I/O bypasses the [`fs::StoreFs`] seam, and it shares the metadata layer and the
-//! data-then-record ordering that the test exercises.
+//! drain test. The power-loss test (`power_loss.rs`, on the lazy file system of
+//! `durable/lazy_fs.rs`, with torn and dropped unsynced writes) runs the file store only: the
+//! io_uring store's data I/O bypasses the [`DurableFs`](crate::durable::fs::DurableFs) seam, and
+//! it shares the metadata layer and the data-then-record ordering that the test exercises.
 //!
 //! # A full file system
 //!
@@ -73,7 +73,6 @@
 mod catalog;
 pub mod faults;
 mod file;
-pub mod fs;
 mod meta;
 pub mod rot;
 mod space;
@@ -87,8 +86,6 @@ mod uring;
 mod block_tests;
 #[cfg(test)]
 mod crash_tests;
-#[cfg(test)]
-mod lazy_fs;
 #[cfg(test)]
 mod power_loss;
 #[cfg(test)]

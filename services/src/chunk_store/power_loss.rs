@@ -17,29 +17,22 @@ use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkStore, Up
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 use t3fs_core::testing::MemChunkStore;
 
-use super::lazy_fs::LazyFs;
 use super::{FileChunkStore, Options};
+use crate::durable::lazy_fs::LazyFs;
+use crate::durable::power_loss::XorShift;
 
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-    fn bytes(&mut self, max: usize) -> Vec<u8> {
-        let n = 1 + self.below(max);
-        let b = self.below(256) as u8;
-        (0..n).map(|i| b.wrapping_add(i as u8)).collect()
-    }
+/// 1 to `max` bytes counting up from a random one.
+fn bytes(rng: &mut XorShift, max: u64) -> Vec<u8> {
+    let n = 1 + rng.below(max);
+    let b = rng.below(256) as u8;
+    (0..n).map(|i| b.wrapping_add(i as u8)).collect()
 }
 
 type Versions = BTreeMap<(ChunkId, u32), Vec<u8>>;
 
 /// Picks the next op for `c` from the reference's state: commit a pending version, else
 /// (rarely) install, else update to committed + 1.
-fn next_op(rng: &mut Rng, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
+fn next_op(rng: &mut XorShift, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
     let m = model.chunks().get(&c);
     let committed = m.map_or(0, |m| m.committed.0);
     if let Some((v, _)) = m.and_then(|m| m.pending.as_ref()) {
@@ -55,12 +48,12 @@ fn next_op(rng: &mut Rng, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
             chunk: c,
             version,
             chain_version: ChainVersion(2),
-            data: Some(rng.bytes(9000).into()),
+            data: Some(bytes(rng, 9000).into()),
         };
     }
     let kind = match rng.below(5) {
         0 => UpdateKind::Replace {
-            data: rng.bytes(12000).into(),
+            data: bytes(rng, 12000).into(),
         },
         1 => UpdateKind::Truncate {
             len: rng.below(9000) as u32,
@@ -70,7 +63,7 @@ fn next_op(rng: &mut Rng, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
         },
         _ => UpdateKind::Write {
             offset: rng.below(10000) as u32,
-            data: rng.bytes(5000).into(),
+            data: bytes(rng, 5000).into(),
         },
     };
     ChunkOp::Update {
@@ -84,7 +77,7 @@ fn next_op(rng: &mut Rng, model: &MemChunkStore, c: ChunkId) -> ChunkOp {
 /// Runs one workload and crash; returns how many reads answered `Corrupt` after it.
 /// `lie`: files whose fdatasyncs do nothing; `Corrupt` reads are accepted when it is not empty.
 fn run(seed: u64, lie: &[&str]) -> usize {
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = XorShift::new(seed);
     let fs = LazyFs::new();
     fs.state().lie_sync = lie.iter().map(|s| s.to_string()).collect();
     let lie_data = !lie.is_empty();
@@ -94,7 +87,7 @@ fn run(seed: u64, lie: &[&str]) -> usize {
     let mut store = open().expect("open");
     let w = run_workload(&mut rng, &fs, &mut store, seed);
     drop(store);
-    fs.crash(|n| rng.below(n));
+    fs.crash_writes(|n| rng.below(n as u64) as usize);
     let store = open().unwrap_or_else(|e| panic!("seed {seed}: reopen: {e}"));
     let mut r = Reopened {
         store,
@@ -121,11 +114,16 @@ struct Workload {
 
 /// Runs batches of random ops on `store` in lockstep with the reference until the power fails
 /// (at a random call) or 400 ops ran.
-fn run_workload(rng: &mut Rng, fs: &LazyFs, store: &mut FileChunkStore, seed: u64) -> Workload {
+fn run_workload(
+    rng: &mut XorShift,
+    fs: &LazyFs,
+    store: &mut FileChunkStore,
+    seed: u64,
+) -> Workload {
     let mut model = MemChunkStore::new();
     let (mut committed, mut pending) = (Versions::new(), Versions::new());
     let mut acked: BTreeMap<ChunkId, u32> = BTreeMap::new();
-    fs.fail_after(rng.below(300) as u64);
+    fs.fail_after(rng.below(300));
     let mut next_id = 0;
     while !fs.is_down() && next_id < 400 {
         let expect = submit_batch(
@@ -161,7 +159,7 @@ fn run_workload(rng: &mut Rng, fs: &LazyFs, store: &mut FileChunkStore, seed: u6
 /// Submits one to four random ops to `store`, each applied to the reference first, recording
 /// the bytes of the versions they make; returns each op's chunk and expected answer by id.
 fn submit_batch(
-    rng: &mut Rng,
+    rng: &mut XorShift,
     model: &mut MemChunkStore,
     store: &mut FileChunkStore,
     committed: &mut Versions,

@@ -28,9 +28,9 @@
 use std::io;
 
 use super::catalog::Catalog;
-use super::fs::StoreFile;
 use super::meta::{Claim, MetaLog, RESERVE};
 use super::Extent;
+use crate::durable::fs::DurableFile;
 
 /// Free space on the data file's file system below which freed extents are punched at once.
 pub const LOW_WATER: u64 = 256 << 20;
@@ -49,7 +49,7 @@ impl Space {
     pub fn admit(
         &mut self,
         log: &mut MetaLog,
-        data: &dyn StoreFile,
+        data: &dyn DurableFile,
         cat: &Catalog,
         bound: u64,
         content: bool,
@@ -66,7 +66,7 @@ impl Space {
 
     /// A data write into `ext` met ENOSPC (`ext` given back to the catalog already): what it
     /// wrote before is punched out, and space is tight.
-    pub fn write_failed(&mut self, data: &dyn StoreFile, cat: &Catalog, ext: Option<Extent>) {
+    pub fn write_failed(&mut self, data: &dyn DurableFile, cat: &Catalog, ext: Option<Extent>) {
         if let Some(e) = ext {
             self.punch(data, e);
         }
@@ -75,7 +75,7 @@ impl Space {
 
     /// The file system answered ENOSPC: space is tight from now on. Returns whether this made it
     /// so (every free extent was punched: trying again may now fit).
-    pub fn ran_out(&mut self, data: &dyn StoreFile, cat: &Catalog) -> bool {
+    pub fn ran_out(&mut self, data: &dyn DurableFile, cat: &Catalog) -> bool {
         if self.tight {
             return false;
         }
@@ -89,7 +89,7 @@ impl Space {
     }
 
     /// Punches every free extent of the data file and everything past its allocated end.
-    fn sweep(&mut self, data: &dyn StoreFile, cat: &Catalog) {
+    fn sweep(&mut self, data: &dyn DurableFile, cat: &Catalog) {
         let (free, end) = cat.free_extents();
         for e in free {
             self.punch(data, e);
@@ -108,7 +108,7 @@ impl Space {
     }
 
     /// `freed` just became reusable ([`Catalog::durable`]): punched when space is tight.
-    pub fn released(&mut self, data: &dyn StoreFile, cat: &Catalog, freed: &[Extent]) {
+    pub fn released(&mut self, data: &dyn DurableFile, cat: &Catalog, freed: &[Extent]) {
         if freed.is_empty() {
             return;
         }
@@ -128,7 +128,7 @@ impl Space {
         }
     }
 
-    fn punch(&mut self, data: &dyn StoreFile, e: Extent) {
+    fn punch(&mut self, data: &dyn DurableFile, e: Extent) {
         if let Err(err) = data.punch_hole(e.offset, e.len) {
             if !std::mem::replace(&mut self.punch_failed, true) {
                 tracing::warn!("chunk store: punching freed blocks out of the data file: {err}");

@@ -1,4 +1,4 @@
-//! A full file system, in process: the file store on a [`StoreFs`] that, once `full` is set,
+//! A full file system, in process: the file store on a [`DurableFs`] that, once `full` is set,
 //! refuses every write needing new space (past a file's end) with ENOSPC, after writing the part
 //! that fits, as a real one does. Writes within a file's size succeed (a simplification: a real
 //! file system also allocates for a punched hole; `tests/real_disk_full.rs` at the workspace
@@ -17,8 +17,8 @@ use std::sync::Arc;
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
-use super::fs::{StdFs, StoreFile, StoreFs};
 use super::{FileChunkStore, Options};
+use crate::durable::fs::{DurableFile, DurableFs, StdFs};
 
 #[derive(Default)]
 struct Disk {
@@ -30,9 +30,9 @@ struct Disk {
 #[derive(Clone, Default)]
 struct Tight(Arc<Disk>);
 
-struct TightFile(Box<dyn StoreFile>, Arc<Disk>);
+struct TightFile(Box<dyn DurableFile>, Arc<Disk>);
 
-impl StoreFile for TightFile {
+impl DurableFile for TightFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.0.read_at(buf, offset)
     }
@@ -60,17 +60,17 @@ impl StoreFile for TightFile {
     }
 }
 
-impl StoreFs for Tight {
+impl DurableFs for Tight {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         StdFs.create_dir_all(dir)
     }
     fn exists(&self, path: &Path) -> io::Result<bool> {
         StdFs.exists(path)
     }
-    fn open(&self, path: &Path) -> io::Result<Box<dyn StoreFile>> {
+    fn open(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         Ok(Box::new(TightFile(StdFs.open(path)?, self.0.clone())))
     }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn StoreFile>> {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         Ok(Box::new(TightFile(StdFs.create(path)?, self.0.clone())))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -2,25 +2,25 @@
 //!
 //! Both files start with an 8-byte header naming the format, so that a foreign or older file
 //! is refused instead of being read as a log of zero commits. After it come frames
-//! `[magic u32][len u32][crc32c u32][payload: len bytes]`, payload
+//! `[magic u32][len u32][crc32c u32][payload: len bytes]` (magic `T3WL`; the framing, and why
+//! each frame has a magic, in `durable/frame.rs`, shared with the chunk store), payload
 //! `[version u64][count u32][mutations]`; all integers little-endian. The log holds one frame
 //! per committed transaction in version order; the snapshot holds exactly one frame whose
 //! mutations are `Set`s of every live key and whose version is the commit it reflects.
 //!
-//! Why a magic per frame: after a damaged frame its length field cannot be trusted, so finding
-//! out whether whole frames (acknowledged commits) follow it means scanning byte by byte; the
-//! magic makes that scan cheap and false candidates rare (a candidate must also pass its CRC,
-//! decode, and carry a newer version than every frame before the damage).
+//! Damage in front of a whole frame is told from a torn tail by a frame after it that also
+//! carries a newer version than every frame before the damage (the chunk store's records
+//! carry no order, so any whole record counts there).
 
-use t3fs_core::crc32c;
 use t3fs_core::kv::{KeyRange, Mutation};
+
+use crate::durable::frame::{Framing, HEAD};
 
 /// First bytes of a log file.
 pub const LOG_HEADER: &[u8; 8] = b"t3fswal2";
 /// First bytes of a snapshot file.
 pub const SNAP_HEADER: &[u8; 8] = b"t3fssnp2";
-const MAGIC: u32 = 0x4c57_3354; // "T3WL"
-const HEAD: usize = 12;
+const FRAMES: Framing = Framing::new(b"T3WL");
 
 /// One decoded frame.
 #[derive(Debug)]
@@ -66,10 +66,7 @@ pub fn encode(version: u64, mutations: &[Mutation]) -> Vec<u8> {
         }
     }
     let mut f = Vec::with_capacity(p.len() + HEAD);
-    put_u32(&mut f, MAGIC);
-    put_u32(&mut f, p.len() as u32);
-    put_u32(&mut f, crc32c::checksum(&p));
-    f.extend_from_slice(&p);
+    FRAMES.put(&p, &mut f);
     f
 }
 
@@ -138,27 +135,6 @@ fn decode(payload: &[u8]) -> Option<(u64, Vec<Mutation>)> {
     c.0.is_empty().then_some((version, out))
 }
 
-/// The whole, checksummed, decodable frame starting at `at`, and where it ends.
-fn frame_at(data: &[u8], at: usize) -> Option<(Commit, usize)> {
-    let head = data.get(at..at.checked_add(HEAD)?)?;
-    let word = |i: usize| u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes"));
-    if word(0) != MAGIC {
-        return None;
-    }
-    let end = (at + HEAD).checked_add(word(4) as usize)?;
-    let payload = data.get(at + HEAD..end)?;
-    if crc32c::checksum(payload) != word(8) {
-        return None;
-    }
-    let (version, mutations) = decode(payload)?;
-    let commit = Commit {
-        offset: at,
-        version,
-        mutations,
-    };
-    Some((commit, end))
-}
-
 /// The frames of a log body starting at `start`, and the length of the good prefix they cover.
 ///
 /// Everything from the first position that is not a whole good frame on is a torn tail, and is
@@ -166,20 +142,20 @@ fn frame_at(data: &[u8], at: usize) -> Option<(Commit, usize)> {
 /// version than the last good one starts anywhere after it; otherwise the damage sits in front
 /// of commits that may have been acknowledged, and `Err` carries the damaged frame's offset.
 pub fn scan(data: &[u8], start: usize) -> Result<(Vec<Commit>, usize), usize> {
-    let (mut out, mut at) = (Vec::new(), start);
-    while at < data.len() {
-        match frame_at(data, at) {
-            Some((c, end)) => {
-                out.push(c);
-                at = end;
-            }
-            None => {
-                let last = out.last().map_or(0, |c: &Commit| c.version);
-                let later = (at + 1..data.len())
-                    .any(|p| frame_at(data, p).is_some_and(|(c, _)| c.version > last));
-                return if later { Err(at) } else { Ok((out, at)) };
-            }
-        }
+    let mut frames = FRAMES.frames(data, start, decode);
+    let out: Vec<Commit> = frames
+        .by_ref()
+        .map(|(offset, (version, mutations))| Commit {
+            offset,
+            version,
+            mutations,
+        })
+        .collect();
+    let at = frames.end();
+    let last = out.last().map_or(0, |c| c.version);
+    let newer = |p: &[u8]| decode(p).is_some_and(|(version, _)| version > last);
+    if FRAMES.whole_after(data, at, newer) {
+        return Err(at);
     }
     Ok((out, at))
 }
@@ -189,12 +165,12 @@ pub fn parse_snapshot(data: &[u8]) -> Result<(u64, Vec<Mutation>), String> {
     let Some(body) = data.strip_prefix(SNAP_HEADER.as_slice()) else {
         return Err("not a t3fs snapshot (bad header)".into());
     };
-    match frame_at(body, 0) {
-        Some((c, end)) if end == body.len() => {
-            if c.mutations.iter().any(|m| !matches!(m, Mutation::Set(..))) {
+    match FRAMES.decode_at(body, 0, decode) {
+        Some(((version, mutations), end)) if end == body.len() => {
+            if mutations.iter().any(|m| !matches!(m, Mutation::Set(..))) {
                 return Err("damaged snapshot (a mutation other than a set)".into());
             }
-            Ok((c.version, c.mutations))
+            Ok((version, mutations))
         }
         Some(_) => Err("damaged snapshot (bytes after its frame)".into()),
         None => Err("damaged snapshot (torn or failing its checksum)".into()),

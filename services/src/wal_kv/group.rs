@@ -30,8 +30,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Value};
 
-use super::fs::{Fs, StdFs};
 use super::{Core, Decided, COMPACT_AT};
+use crate::durable::fs::{DurableFs, StdFs};
 
 /// What group commit did so far.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
@@ -73,7 +73,7 @@ impl SharedWalKv {
     }
 
     /// [`SharedWalKv::open_with`] on the file system `fs`.
-    pub fn open_on(fs: Arc<dyn Fs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
+    pub fn open_on(fs: Arc<dyn DurableFs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
         Core::open(fs, dir, compact_at).map(Self::from_core)
     }
 

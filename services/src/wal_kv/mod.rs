@@ -14,6 +14,9 @@
 //! Files (formats in `frame.rs`): `wal`, one frame per committed transaction carrying its
 //! commit version; `snapshot`, one frame with every live key and the version it reflects,
 //! replaced atomically (written as `snapshot.tmp`, fdatasync'd, renamed, directory fsync'd).
+//! Both go through the durable-file layer the chunk store shares ([`crate::durable`]: the fs
+//! seam, the framing, the power-loss tests' lazy file system); the engine's policy (when to
+//! sync, what opening does with damage) stays here.
 //!
 //! Invariants:
 //! - a commit is acknowledged only after its frame (or a snapshot containing it) is durable,
@@ -63,10 +66,7 @@
 //! refuses to open (the safe side; an operator cuts the log at the reported offset).
 
 mod frame;
-pub mod fs;
 mod group;
-#[cfg(test)]
-mod lazy_fs;
 #[cfg(test)]
 mod power_loss;
 mod recover;
@@ -81,8 +81,8 @@ use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Mutation, Value};
 
 use self::frame::LOG_HEADER;
-use self::fs::{no_space, Fs, LogFile, StdFs};
 pub use self::group::{GroupStats, SharedWalKv};
+use crate::durable::fs::{no_space, DurableFile, DurableFs, StdFs};
 
 /// Commits of history the engine keeps for conflict checks and snapshot reads.
 const WINDOW: u64 = 100_000;
@@ -140,7 +140,7 @@ impl CompactError {
 
 /// The state both forms share: the in-memory engine, the open log, and the durability marks.
 struct Core {
-    fs: Arc<dyn Fs>,
+    fs: Arc<dyn DurableFs>,
     dir: PathBuf,
     mem: MemKv,
     /// The engine's versions are `mem`'s plus `base`: `mem` restarts at 0 on every open, while
@@ -149,7 +149,7 @@ struct Core {
     /// The snapshot version this open started from; older versions have no history here.
     floor: u64,
     /// Shared so that a group commit leader can sync it without holding the engine's lock.
-    wal: Arc<dyn LogFile>,
+    wal: Arc<dyn DurableFile>,
     wal_bytes: u64,
     /// The log's blocks are reserved up to here (at least `wal_bytes`).
     reserved: u64,
@@ -164,7 +164,7 @@ struct Core {
 }
 
 impl Core {
-    fn open(fs: Arc<dyn Fs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
+    fn open(fs: Arc<dyn DurableFs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
         fs.create_dir_all(dir).map_err(|e| named(dir, e))?;
         let (snap_version, mut mem) = recover::load_snapshot(&*fs, dir)?;
         let base = snap_version - mem.version().0;
@@ -470,7 +470,7 @@ impl WalKv {
     }
 
     /// [`WalKv::open_with`] on the file system `fs`.
-    pub fn open_on(fs: Arc<dyn Fs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
+    pub fn open_on(fs: Arc<dyn DurableFs>, dir: &Path, compact_at: u64) -> io::Result<Self> {
         Core::open(fs, dir, compact_at).map(|core| Self { core })
     }
 

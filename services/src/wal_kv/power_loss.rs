@@ -15,37 +15,13 @@ use std::sync::Arc;
 
 use t3fs_core::kv::{KeyRange, KvEngine, KvError, Mutation, Txn};
 
-use super::lazy_fs::{LazyFs, State};
 use super::{SharedWalKv, WalKv};
+use crate::durable::lazy_fs::{LazyFs, State};
+use crate::durable::power_loss::XorShift;
 
 /// Small enough that compactions happen every few commits, so the power fails inside them too.
 const COMPACT_AT: u64 = 400;
 const DIR: &str = "/db";
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// How much of `n` unsynced bytes a crash keeps: none, some, or all.
-    fn torn(&mut self, n: usize) -> usize {
-        match self.below(3) {
-            0 => 0,
-            1 => self.below(n as u64 + 1) as usize,
-            _ => n,
-        }
-    }
-}
 
 #[derive(Clone, Copy)]
 enum Form {
@@ -70,7 +46,7 @@ fn open_through_crashes(
     loop {
         match open(fs, form) {
             Ok(kv) => return Ok(kv),
-            Err(_) if fs.is_down() => fs.crash(|n| rng.torn(n)),
+            Err(_) if fs.is_down() => fs.crash_appends(|n| rng.torn(n)),
             Err(e) => return Err(format!("open: {e}")),
         }
     }
@@ -196,7 +172,7 @@ fn run_seed(seed: u64, form: Form, lie: fn(&mut State)) -> Result<Vec<String>, S
             }
         }
         drop(kv);
-        fs.crash(|n| rng.torn(n));
+        fs.crash_appends(|n| rng.torn(n));
     }
     let cuts = fs.state().cut_in.clone();
     Ok(cuts)
@@ -303,7 +279,7 @@ fn power_loss_with_concurrent_group_committers() {
                 acked_version = acked_version.max(v);
             }
             drop(kv);
-            fs.crash(|n| rng.torn(n));
+            fs.crash_appends(|n| rng.torn(n));
         }
     }
 }

@@ -11,8 +11,8 @@ use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::{CommitReq, KvEngine, KvError, Mutation};
 
 use super::frame::{self, LOG_HEADER};
-use super::fs::{Fs, LogFile};
 use super::{damaged, named, SNAPSHOT, WINDOW};
+use crate::durable::fs::{DurableFile, DurableFs};
 
 /// Applies recovered writes as one commit of `mem`.
 fn replay(mem: &mut MemKv, mutations: Vec<Mutation>) -> Result<(), KvError> {
@@ -26,7 +26,7 @@ fn replay(mem: &mut MemKv, mutations: Vec<Mutation>) -> Result<(), KvError> {
 
 /// Reads the snapshot in `dir` (none: version 0, no keys) into a fresh in-memory engine;
 /// returns the snapshot's version and the engine.
-pub(super) fn load_snapshot(fs: &dyn Fs, dir: &Path) -> io::Result<(u64, MemKv)> {
+pub(super) fn load_snapshot(fs: &dyn DurableFs, dir: &Path) -> io::Result<(u64, MemKv)> {
     let snap_path = dir.join(SNAPSHOT);
     let (snap_version, sets) = match fs.read(&snap_path) {
         Ok(bytes) => frame::parse_snapshot(&bytes).map_err(|why| damaged(&snap_path, why))?,
@@ -47,9 +47,12 @@ pub(super) fn load_snapshot(fs: &dyn Fs, dir: &Path) -> io::Result<(u64, MemKv)>
 
 /// Opens the log at `log_path` for appending and reads it; a log whose header a crash cut
 /// short gets its header again. Returns the log and its contents.
-pub(super) fn open_log(fs: &dyn Fs, log_path: &Path) -> io::Result<(Arc<dyn LogFile>, Vec<u8>)> {
+pub(super) fn open_log(
+    fs: &dyn DurableFs,
+    log_path: &Path,
+) -> io::Result<(Arc<dyn DurableFile>, Vec<u8>)> {
     let at_log = |e| named(log_path, e);
-    let wal: Arc<dyn LogFile> = fs.open_append(log_path).map_err(at_log)?.into();
+    let wal: Arc<dyn DurableFile> = fs.open_append(log_path).map_err(at_log)?.into();
     let mut data = fs.read(log_path).map_err(at_log)?;
     if data.len() < LOG_HEADER.len() {
         if !LOG_HEADER.starts_with(&data) {

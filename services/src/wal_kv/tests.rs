@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use t3fs_core::kv::{KvEngine, KvError, KvVersion, Mutation, Txn};
 
-use super::lazy_fs::LazyFs;
 use super::{frame, SharedWalKv, WalKv};
+use crate::durable::lazy_fs::LazyFs;
 
 /// A test's engine directory, removed when the test ends (pass or fail).
 struct Scratch(PathBuf);
@@ -221,7 +221,7 @@ fn group_commit_shares_fdatasyncs_between_threads() {
         "commits did not share fdatasyncs: {stats:?}"
     );
     drop(kv);
-    lazy.crash(|_| 0);
+    lazy.crash_appends(|_| 0);
     let mut kv = WalKv::open_on(Arc::new(lazy), Path::new("/db"), 1 << 20).unwrap();
     for t in 0..8u8 {
         for i in 0..25u8 {
@@ -470,7 +470,9 @@ fn a_compaction_that_does_not_fit_is_skipped() {
     }
     assert!(kv.wal_bytes() > 3_000, "no compaction fitted");
     assert_eq!(
-        kv.compact().map_err(|e| super::fs::no_space(&e)).err(),
+        kv.compact()
+            .map_err(|e| crate::durable::fs::no_space(&e))
+            .err(),
         Some(true)
     );
     lazy.state().full = false;

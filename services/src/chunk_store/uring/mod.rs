@@ -44,10 +44,10 @@ use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 
 use self::buf::{Buf, BufPool};
 use super::catalog::{Catalog, Src, Written};
-use super::fs::StdFs;
 use super::meta::{Claim, MetaLog};
 use super::space::Space;
 use super::{Options, BLOCK, DATA};
+use crate::durable::fs::StdFs;
 use crate::vec_pool::{VecPool, CHUNK};
 
 mod buf;
@@ -144,7 +144,7 @@ impl UringChunkStore {
     /// Opens the store in `dir` with `opts`.
     pub fn open_with(dir: &Path, opts: Options) -> io::Result<Self> {
         let fs = Arc::new(StdFs);
-        super::fs::StoreFs::create_dir_all(&*fs, dir)?;
+        crate::durable::fs::DurableFs::create_dir_all(&*fs, dir)?;
         let path = dir.join(DATA);
         let mut o = OpenOptions::new();
         o.read(true).write(true).create(true).truncate(false);

@@ -202,6 +202,16 @@ pub struct ChunkMeta {
     pub applied: Vec<Applied>,
 }
 
+impl ChunkMeta {
+    /// §3.1's version rule: a pending version, when there is one, is the committed version
+    /// plus one (the storage machine asserts it wherever it takes a chunk's metadata in).
+    pub fn versions_hold(&self) -> bool {
+        self.pending
+            .as_ref()
+            .is_none_or(|p| p.version.0 == self.committed.0 + 1)
+    }
+}
+
 /// Records kept per chunk in [`ChunkMeta::applied`]; the oldest go first.
 pub const APPLIED_PER_CHUNK_MAX: usize = 16;
 

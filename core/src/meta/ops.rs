@@ -249,6 +249,16 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     pub(super) fn put_inode(&mut self, i: &Inode) {
+        // The module's invariants, checked where a row is written (debug builds), so the
+        // simulator stops at the operation that broke one rather than at the next fsck.
+        debug_assert!(i.nlink <= NLINK_MAX, "{:?} has {} links", i.id, i.nlink);
+        debug_assert!(
+            !i.is_dir() || i.nlink <= 1,
+            "directory {:?} nlink {}",
+            i.id,
+            i.nlink
+        );
+        debug_assert!(i.perm <= 0o7777, "{:?} mode {:o}", i.id, i.perm);
         self.txn.set(&inode_key(i.id), &encode(i));
     }
 
@@ -260,6 +270,11 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     pub(super) fn put_entry(&mut self, parent: InodeId, name: &[u8], e: &DirEntry) {
+        debug_assert!(
+            !name.is_empty() && name.len() <= NAME_MAX && !name.contains(&b'/'),
+            "entry name {name:?} in {parent:?}"
+        );
+        debug_assert!(e.inode != parent, "{parent:?} names itself");
         self.txn.set(&dirent_key(parent, name), &encode(e));
     }
 

@@ -169,7 +169,13 @@ impl MetaServer {
                 .allocate(p.table, p.table_version, len, p.stripe.min(len), seed)
                 .map(|range| super::placement::Layout::new(p.chunk_size, range));
         }
-        self.running.insert(key, r);
+        let earlier = self.running.insert(key, r);
+        // At most one running attempt per (client, request): a duplicate only re-addresses.
+        debug_assert!(earlier.is_none(), "request {key:?} started twice");
+        debug_assert!(
+            self.running.len() <= REQUESTS_MAX,
+            "more than REQUESTS_MAX running"
+        );
         if need > 0 {
             self.waiting.push(key);
             return self.hand_out_ids(now, out);
@@ -193,6 +199,9 @@ impl MetaServer {
             let start = self.pool.start;
             self.pool.start += need;
             if let Some(r) = self.running.get_mut(&key) {
+                // Ids are handed out once per request and kept over its retries: a second
+                // block would leak the first and could overlap another request's.
+                debug_assert!(r.ids.is_empty(), "request {key:?} got ids twice");
                 r.ids = start..start + need;
             }
             self.step(key, now, out);

@@ -43,6 +43,10 @@ impl StorageNode {
             len: meta.len,
             checksum: meta.checksum,
         };
+        debug_assert!(
+            self.cfg.bug.is_some() || meta.versions_hold(),
+            "chunk {chunk}: pending is not committed + 1 in {meta:?}"
+        );
         if meta.committed == ChunkVersion(0) {
             t.chunks.remove(&chunk); // A committed remove deletes the chunk.
         } else {
@@ -72,7 +76,7 @@ impl StorageNode {
             // The successor committed this version (or this is the tail, which answers no one
             // before its commit): the commit must happen, so it waits for space.
             self.counters.commits_refused += 1;
-            running.phase = Phase::CommitWaiting { chain_version };
+            running.advance(Phase::CommitWaiting { chain_version });
             return out.set_timer(StorageTimer::ForwardRetry { target, chunk }, wait);
         }
         let held = t

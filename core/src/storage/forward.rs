@@ -83,7 +83,7 @@ impl StorageNode {
             .locks
             .running_mut(chunk)
             .expect("forward of a running update");
-        running.phase = Phase::Committing { chain_version };
+        running.advance(Phase::Committing { chain_version });
         let version = running.version;
         if tail_ack_early {
             running.acked = true;
@@ -121,7 +121,7 @@ impl StorageNode {
             .locks
             .running_mut(chunk)
             .expect("forward of a running update");
-        running.phase = Phase::ReadingFull;
+        running.advance(Phase::ReadingFull);
         let op = ChunkOp::Read {
             chunk,
             offset: 0,
@@ -166,9 +166,9 @@ impl StorageNode {
         };
         out.send(to.1, Msg::Update(fwd));
         if commit_early {
-            running.phase = Phase::Committing {
+            running.advance(Phase::Committing {
                 chain_version: versioned.version,
-            };
+            });
             let op = ChunkOp::Commit {
                 chunk,
                 version: running.version,
@@ -196,10 +196,10 @@ impl StorageNode {
             .locks
             .running_mut(chunk)
             .expect("forward of a running update");
-        running.phase = Phase::Forwarding {
+        running.advance(Phase::Forwarding {
             successor,
             chain_version,
-        };
+        });
         if let Some(timeout) = timeout {
             out.set_timer(StorageTimer::ForwardRetry { target, chunk }, timeout);
         }
@@ -317,9 +317,9 @@ impl StorageNode {
         if result.commit_version != running.version || result.checksum != running.pending_checksum {
             return self.fail_running(target, chunk, Status::ChecksumMismatch, out);
         }
-        running.phase = Phase::Committing {
+        running.advance(Phase::Committing {
             chain_version: result.commit_chain_version,
-        };
+        });
         let version = running.version;
         out.push(ActionOf::CancelTimer(StorageTimer::ForwardRetry {
             target,
@@ -348,7 +348,7 @@ impl StorageNode {
             return;
         };
         if let Phase::CommitWaiting { chain_version } = running.phase {
-            running.phase = Phase::Committing { chain_version };
+            running.advance(Phase::Committing { chain_version });
             let op = ChunkOp::Commit {
                 chunk,
                 version: running.version,

@@ -485,10 +485,10 @@ impl StorageNode {
             retry: running.retries,
             is_syncing: true,
         };
-        running.phase = Phase::Forwarding {
+        running.advance(Phase::Forwarding {
             successor: succ.target,
             chain_version: versioned.version,
-        };
+        });
         out.send(node, Msg::Update(fwd));
         if let Some(timeout) = timeout {
             out.set_timer(StorageTimer::ForwardRetry { target, chunk }, timeout);

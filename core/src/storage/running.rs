@@ -53,6 +53,21 @@ pub enum Phase {
     },
 }
 
+impl Phase {
+    /// Whether a running update may go from this phase to `next` (the module's order): never
+    /// back to `Updating`, and never back from committing to forwarding or reading, because
+    /// the successor has committed by then and a second forward could apply the update twice.
+    pub fn may_become(self, next: Phase) -> bool {
+        let committing =
+            |p: Phase| matches!(p, Phase::Committing { .. } | Phase::CommitWaiting { .. });
+        match (committing(self), next) {
+            (_, Phase::Updating) => false,
+            (true, n) => committing(n),
+            (false, _) => true,
+        }
+    }
+}
+
 /// The update holding a chunk's lock on a target.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct Running {
@@ -88,6 +103,19 @@ impl Running {
             sync_item: false,
             displaced: false,
         }
+    }
+
+    /// Moves to `next`. Debug builds check the phase order here, at the step that would break
+    /// it, rather than at a later whole-state check.
+    pub fn advance(&mut self, next: Phase) {
+        debug_assert!(
+            self.phase.may_become(next),
+            "update of {} v{}: {:?} may not become {next:?}",
+            self.chunk(),
+            self.version.0,
+            self.phase
+        );
+        self.phase = next;
     }
 
     /// The chunk.

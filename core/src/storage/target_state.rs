@@ -358,6 +358,10 @@ impl StorageNode {
             t.channels
                 .adopt(&a.tag, super::applied_result(a), Some(now));
         }
+        debug_assert!(
+            self.cfg.bug.is_some() || meta.versions_hold(),
+            "chunk {chunk}: pending is not committed + 1 in {meta:?}"
+        );
         if meta.committed == crate::ids::ChunkVersion(0) {
             t.chunks.remove(&chunk);
         } else {

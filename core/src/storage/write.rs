@@ -421,6 +421,10 @@ impl StorageNode {
                     "store wrote another version"
                 );
                 running.pending_checksum = pending.checksum;
+                debug_assert!(
+                    self.cfg.bug.is_some() || meta.versions_hold(),
+                    "chunk {chunk}: pending is not committed + 1 in {meta:?}"
+                );
                 t.chunks.insert(chunk, meta);
                 self.forward(target, chunk, out);
             }

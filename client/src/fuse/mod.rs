@@ -23,11 +23,23 @@ mod file_requests;
 mod fs;
 #[cfg(test)]
 mod gated_backend;
+#[cfg(test)]
+mod handle_tests;
 mod inner;
+#[cfg(test)]
+mod inode_tests;
+#[cfg(test)]
+mod mem_chunks;
+#[cfg(test)]
+mod mem_client;
 mod mount_client;
 mod names;
+#[cfg(test)]
+mod ns_request_tests;
 mod ns_requests;
 mod read_ahead;
+#[cfg(test)]
+mod test_mount;
 mod write_behind;
 
 use std::path::Path;

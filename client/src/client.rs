@@ -200,6 +200,51 @@ pub struct File {
     pub length: u64,
 }
 
+impl File {
+    /// The file meta answered as `inode` (opened with write session `session`, 0 for none),
+    /// its layout resolved against the chain table `table` gives for it.
+    pub(crate) fn of(
+        inode: Inode,
+        session: u64,
+        table: impl FnOnce(&t3fs_core::meta::placement::Layout) -> Vec<ChainId>,
+    ) -> Result<Self, ClientError> {
+        let InodeKind::File {
+            length,
+            truncate_ver,
+            layout,
+        } = inode.kind
+        else {
+            return Err(ClientError::Invalid("not a regular file".into()));
+        };
+        let layout = layout.ok_or_else(|| ClientError::Failed("file has no layout".into()))?;
+        let fl = layout
+            .file_layout(&table(&layout))
+            .ok_or_else(|| ClientError::Failed("layout does not resolve against routing".into()))?;
+        Ok(Self {
+            inode: inode.id,
+            layout: fl,
+            session,
+            truncate_ver,
+            length,
+        })
+    }
+
+    /// Whether `len` bytes may be written at `offset` (see [`File::check_end`]).
+    pub(crate) fn check_write(&self, offset: u64, len: usize) -> Result<(), ClientError> {
+        self.check_end(offset.checked_add(len as u64))
+    }
+
+    /// Whether a write or truncate may make the file reach `end` bytes (`None`: past
+    /// `u64::MAX`): the file is open for writing, and `end` is within the layout's largest
+    /// file ([`ClientError::TooLarge`] otherwise).
+    pub(crate) fn check_end(&self, end: Option<u64>) -> Result<(), ClientError> {
+        if self.session == 0 {
+            return Err(ClientError::Invalid("file not open for writing".into()));
+        }
+        ClientError::check_size(&self.layout, end)
+    }
+}
+
 tokio::task_local! {
     /// The user the current task's namespace requests act for (see [`acting_as`]).
     static ACTING: t3fs_core::meta::perm::User;
@@ -279,11 +324,10 @@ impl Client {
         f: &File,
         pieces: Vec<(u64, Vec<u8>)>,
     ) -> Result<(), ClientError> {
-        if f.session == 0 {
-            return Err(ClientError::Invalid("file not open for writing".into()));
-        }
+        // Open for writing even when there is nothing to write, and every piece fits.
+        f.check_write(0, 0)?;
         for (offset, data) in &pieces {
-            ClientError::check_size(&f.layout, offset.checked_add(data.len() as u64))?;
+            f.check_write(*offset, data.len())?;
         }
         let calls = pieces
             .into_iter()
@@ -401,35 +445,13 @@ impl Client {
     }
 
     pub(crate) fn file_of(&self, inode: Inode, session: u64) -> Result<File, ClientError> {
-        let InodeKind::File {
-            length,
-            truncate_ver,
-            layout,
-        } = inode.kind
-        else {
-            return Err(ClientError::Invalid("not a regular file".into()));
-        };
-        let layout = layout.ok_or_else(|| ClientError::Failed("file has no layout".into()))?;
-        let table = self.chain_table(&layout);
-        let fl = layout
-            .file_layout(&table)
-            .ok_or_else(|| ClientError::Failed("layout does not resolve against routing".into()))?;
-        Ok(File {
-            inode: inode.id,
-            layout: fl,
-            session,
-            truncate_ver,
-            length,
-        })
+        File::of(inode, session, |l| self.chain_table(l))
     }
 
     /// Writes `data` at `offset`; returns once every chunk committed on its whole chain.
     /// [`ClientError::TooLarge`] if it would end past the layout's largest file.
     pub async fn write(&self, f: &File, offset: u64, data: Vec<u8>) -> Result<(), ClientError> {
-        if f.session == 0 {
-            return Err(ClientError::Invalid("file not open for writing".into()));
-        }
-        ClientError::check_size(&f.layout, offset.checked_add(data.len() as u64))?;
+        f.check_write(offset, data.len())?;
         match self
             .call(ClientCall::Write {
                 inode: f.inode,

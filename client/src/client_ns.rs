@@ -16,14 +16,16 @@ use t3fs_scenario::ns_files::{Session, Step};
 
 use crate::client::{Client, ClientError, File};
 
-fn inode(a: MetaAnswer, verb: &str) -> Result<Inode, ClientError> {
+/// The inode meta answered `verb` with (any other answer is a failure).
+pub(crate) fn inode(a: MetaAnswer, verb: &str) -> Result<Inode, ClientError> {
     match a {
         MetaAnswer::Inode(i) => Ok(i),
         a => Err(ClientError::Failed(format!("{verb} answered {a:?}"))),
     }
 }
 
-fn done(a: MetaAnswer, verb: &str) -> Result<(), ClientError> {
+/// Meta did `verb` (any answer but done or an inode is a failure).
+pub(crate) fn done(a: MetaAnswer, verb: &str) -> Result<(), ClientError> {
     match a {
         MetaAnswer::Done | MetaAnswer::Inode(_) => Ok(()),
         a => Err(ClientError::Failed(format!("{verb} answered {a:?}"))),
@@ -176,10 +178,7 @@ impl Client {
     /// its close hint counts writes from there. A length past the layout's largest file is
     /// [`ClientError::TooLarge`], before anything is asked of storage.
     pub async fn truncate(&self, f: &mut File, inode: &Inode, len: u64) -> Result<(), ClientError> {
-        if f.session == 0 {
-            return Err(ClientError::Invalid("file not open for writing".into()));
-        }
-        ClientError::check_size(&f.layout, Some(len))?;
+        f.check_end(Some(len))?;
         let mut s = Session::opened(inode, f.session, vec![FileAction::Truncate(len)])
             .ok_or_else(|| ClientError::Invalid("not a regular file".into()))?;
         let table = match &inode.kind {

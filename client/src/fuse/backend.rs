@@ -1,11 +1,14 @@
 //! What write-behind and readahead need from below them: a runtime to send on, and chunk
-//! writes and reads of an open file. The mount's `Inner` is the backend in production (the
-//! native client); the unit tests give an in-memory one, so the ordering and caching logic is
-//! tested without a cluster or `/dev/fuse`.
+//! writes and reads of an open file. The mount's `Inner<C>` is the backend (its client's
+//! writes and reads, mount_client.rs: the native client in production, the in-memory one in
+//! the file system's unit tests); write-behind's and readahead's own tests give a gated one
+//! (gated_backend.rs), so the ordering and caching logic is tested without a cluster or
+//! `/dev/fuse`.
 //!
-//! A leaf: it names no other module of the mount, so write_behind.rs and read_ahead.rs depend
-//! on it instead of on `Inner` (which owns their handles). Not here: namespace calls, which
-//! the file system (fs.rs, inner.rs) makes on the client directly.
+//! Object-safe (boxed futures), unlike `MountClient`: write-behind and readahead take any
+//! backend without being generic over the client. A leaf: it names no other module of the
+//! mount, so write_behind.rs and read_ahead.rs depend on it instead of on `Inner` (which owns
+//! their handles). Not here: namespace calls (mount_client.rs).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -10,7 +10,7 @@
 //! names another inode, are looked up alone without following, and an entry whose name no
 //! longer names that inode (removed, renamed or replaced since the listing, or its directory
 //! moved by another client) is left out, as a readdir racing a removal may. Not here: the
-//! listing (inner.rs), plain readdir and the counting (fs.rs).
+//! listing (dir_handles.rs), plain readdir and the counting (fs.rs).
 
 use std::ffi::OsStr;
 
@@ -19,12 +19,13 @@ use t3fs_core::meta::BATCH_STAT_MAX;
 
 use super::attr::dot_attr;
 use super::inner::{Inner, Listing};
+use super::mount_client::MountClient;
 use super::names::{ino_of, join};
 
 /// One entry of a readdirplus page: its offset (of the entry after it), name and attributes.
 pub(super) type PlusEntry = (u64, String, FileAttr);
 
-impl Inner {
+impl<C: MountClient> Inner<C> {
     /// The entries of directory `ino` (path `dir`) from `offset` on, at most
     /// [`BATCH_STAT_MAX`], with their attributes. Offsets as readdir's: 1 is ".", 2 "..",
     /// 3 + k the k-th entry.

@@ -2,13 +2,20 @@
 //! calls the native client (meta over TCP, chunk I/O on the chains) and replies when done, so
 //! the dispatch threads never wait and many requests are in flight at once.
 //!
+//! Thin by design: a callback only copies the kernel's arguments, takes what a handle holds
+//! (on the dispatch thread, so in the order the kernel sent the requests), spawns the task,
+//! and turns the `Result<_, Errno>` of a method of the mount's state (`Inner`) into the reply.
+//! fuser's `Request` and replies cannot be made outside a mount, so everything worth testing
+//! sits in those methods (ns_requests.rs, file_requests.rs, dir_handles.rs, dir_plus.rs,
+//! inner.rs), which the unit tests run over an in-memory client.
+//!
 //! Files: `open` opens a meta session (a write session for a writable open) and keeps it by
-//! file handle; writes commit on the whole chain before they are answered; `flush` (which
-//! close(2) waits for) and `fsync` tell meta the length; `release` (which nothing waits for)
-//! closes the session with the length hint (the end of this handle's acknowledged writes since
-//! its truncate version). A
-//! file's size as this mount reports it includes writes of its open handles that meta has not
-//! been told of yet. `O_TRUNC` and `truncate(2)` run 3FS's client-driven truncate.
+//! file handle; writes are accepted by the handle's write-behind; `flush` (which close(2)
+//! waits for) and `fsync` wait for them to land and tell meta the length; `release` (which
+//! nothing waits for) closes the session with the length hint (the end of this handle's
+//! acknowledged writes since its truncate version). A file's size as this mount reports it
+//! includes writes of its open handles that meta has not been told of yet. `O_TRUNC` and
+//! `truncate(2)` run 3FS's client-driven truncate.
 //!
 //! Directories: `opendir` takes the whole listing (paged from meta), `readdir` serves it by
 //! offset, `releasedir` drops it: a listing is the directory as it was at `opendir`.
@@ -18,8 +25,8 @@
 //! reply that hands the kernel an entry counts a lookup, and `forget` (to which fuser's
 //! `batch_forget` splits) takes them back (names.rs, which also states the table's bound).
 //!
-//! Not here: mounting (mod.rs), the mount's state and shared steps (inner.rs), the errno table
-//! (errno.rs), inode numbers (names.rs).
+//! Not here: mounting (mod.rs), the requests' logic (the files above), what the mount needs of
+//! the client (mount_client.rs), the errno table (errno.rs), inode numbers (names.rs).
 
 use std::ffi::OsStr;
 use std::future::Future;
@@ -27,25 +34,25 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow,
+    Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
+    OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    TimeOrNow,
 };
 use t3fs_core::meta::perm::User;
-use t3fs_core::meta::{InodeKind, SetAttr};
+use t3fs_core::meta::SetAttr;
 use tokio::runtime::Handle;
 
 use super::attr::BLKSIZE;
-use super::errno::errno;
-use super::inner::{lock, stale, Inner};
-use super::names::{id_of, ino_of};
-use super::write_behind::{fitting, WriteBehind};
-use crate::client::{Client, File};
+use super::dir_handles::dir_entries;
+use super::inner::{lock, Inner};
+use super::mount_client::MountClient;
+use super::ns_requests::perm_of;
+use crate::client::Client;
 
 /// The mounted file system.
 pub struct T3fs {
-    inner: Arc<Inner>,
+    inner: Arc<Inner<Client>>,
     opts: super::MountOptions,
 }
 
@@ -75,7 +82,7 @@ impl T3fs {
     /// Runs `f` on the runtime, its namespace requests acting for `req`'s caller.
     fn spawn<F, Fut>(&self, req: &Request, f: F)
     where
-        F: FnOnce(Arc<Inner>) -> Fut,
+        F: FnOnce(Arc<Inner<Client>>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let user = User {
@@ -83,7 +90,9 @@ impl T3fs {
             gid: req.gid(),
         };
         let fut = f(self.inner.clone());
-        self.inner.rt.spawn(crate::client::acting_as(user, fut));
+        self.inner
+            .rt
+            .spawn(<Client as MountClient>::acting_as(user, fut));
     }
 }
 
@@ -126,15 +135,12 @@ impl Filesystem for T3fs {
     /// The kernel dropped `nlookup` lookups of `ino` (fuser's `batch_forget` comes here once
     /// per inode: its `ForgetOne` is not exported to implement it).
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        lock(&self.inner.names).forget(ino, nlookup);
+        self.inner.forget(ino, nlookup);
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         self.spawn(req, |s| async move {
-            match s.stat(ino).await {
-                Ok(a) => reply.attr(&s.ttl, &a),
-                Err(e) => reply.error(e),
-            }
+            attr(reply, &s.ttl, s.stat(ino).await);
         });
     }
 
@@ -156,7 +162,7 @@ impl Filesystem for T3fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let attr = SetAttr {
+        let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
             gid,
@@ -164,49 +170,14 @@ impl Filesystem for T3fs {
             layout: None,
         };
         self.spawn(req, |s| async move {
-            let r = async {
-                if let Some(len) = size {
-                    s.truncate(ino, fh.map(|h| h.0), len).await?;
-                }
-                if attr == SetAttr::default() {
-                    return s.stat(ino).await;
-                }
-                // Meta's setattr is by path: the inode is checked there first, and its answer
-                // after (a rename between the two is answered ESTALE, the change made).
-                let (path, before) = s.verified(ino).await?;
-                let after = s
-                    .client
-                    .set_attr(&path, attr)
-                    .await
-                    .map_err(|e| stale(&e))?;
-                if after.id == before.id {
-                    Ok(s.attr(&after))
-                } else if matches!(before.kind, InodeKind::Symlink { .. }) {
-                    // Meta's setattr follows a final symlink (lchown and utimes of a link
-                    // change its target); the link's own attributes are as they were.
-                    Ok(s.attr(&before))
-                } else {
-                    tracing::warn!("setattr of {path}: inode {ino:?} was replaced meanwhile");
-                    Err(Errno::ESTALE)
-                }
-            };
-            match r.await {
-                Ok(a) => reply.attr(&s.ttl, &a),
-                Err(e) => reply.error(e),
-            }
+            let r = s.setattr(ino, fh.map(|h| h.0), size, set).await;
+            attr(reply, &s.ttl, r);
         });
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
         self.spawn(req, |s| async move {
-            let r = async {
-                let (_, i) = s.verified(ino).await?;
-                match i.kind {
-                    InodeKind::Symlink { target } => Ok(target),
-                    _ => Err(Errno::EINVAL),
-                }
-            };
-            match r.await {
+            match s.readlink(ino).await {
                 Ok(t) => reply.data(&t),
                 Err(e) => reply.error(e),
             }
@@ -224,17 +195,8 @@ impl Filesystem for T3fs {
     ) {
         let name = name.to_os_string();
         self.spawn(req, |s| async move {
-            let r = async {
-                let path = s.child_path(parent, &name).await?;
-                let perm = mode & !umask & 0o7777;
-                let i = s
-                    .client
-                    .mkdir_mode(&path, perm)
-                    .await
-                    .map_err(|e| errno(&e))?;
-                Ok(s.entered(&i, parent, &name))
-            };
-            entry(reply, &s.ttl, r.await);
+            let r = s.mkdir(parent, &name, perm_of(mode, umask)).await;
+            entry(reply, &s.ttl, r);
         });
     }
 
@@ -257,17 +219,8 @@ impl Filesystem for T3fs {
         let name = link_name.to_os_string();
         let target = target.to_str().map(str::to_string);
         self.spawn(req, |s| async move {
-            let r = async {
-                let target = target.ok_or(Errno::EINVAL)?;
-                let path = s.child_path(parent, &name).await?;
-                let i = s
-                    .client
-                    .symlink(&path, &target)
-                    .await
-                    .map_err(|e| errno(&e))?;
-                Ok(s.entered(&i, parent, &name))
-            };
-            entry(reply, &s.ttl, r.await);
+            let r = s.symlink(parent, &name, target.as_deref()).await;
+            entry(reply, &s.ttl, r);
         });
     }
 
@@ -283,30 +236,8 @@ impl Filesystem for T3fs {
     ) {
         let (name, newname) = (name.to_os_string(), newname.to_os_string());
         self.spawn(req, |s| async move {
-            let r = async {
-                if flags.contains(RenameFlags::RENAME_EXCHANGE) {
-                    return Err(Errno::ENOTSUP);
-                }
-                let (from, to) = tokio::join!(
-                    s.child_path(parent, &name),
-                    s.child_path(newparent, &newname)
-                );
-                let (from, to) = (from?, to?);
-                // RENAME_NOREPLACE checks first: another client can still create the name in
-                // between (meta's rename replaces; a compare-and-rename is not in its API).
-                if flags.contains(RenameFlags::RENAME_NOREPLACE)
-                    && s.client.lstat(&to).await.is_ok()
-                {
-                    return Err(Errno::EEXIST);
-                }
-                s.client.rename(&from, &to).await.map_err(|e| errno(&e))?;
-                lock(&s.names).renamed(parent, &name, newparent, &newname);
-                Ok(())
-            };
-            match r.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            }
+            let r = s.rename((parent, &name), (newparent, &newname), flags);
+            answer(reply, r.await);
         });
     }
 
@@ -320,22 +251,7 @@ impl Filesystem for T3fs {
     ) {
         let name = newname.to_os_string();
         self.spawn(req, |s| async move {
-            let r = async {
-                let (existing, path) =
-                    tokio::join!(s.verified(ino), s.child_path(newparent, &name));
-                let ((existing, _), path) = (existing?, path?);
-                let i = s
-                    .client
-                    .link(&existing, &path)
-                    .await
-                    .map_err(|e| stale(&e))?;
-                if ino_of(i.id) != ino {
-                    tracing::warn!("link {existing} {path}: inode {ino:?} was replaced meanwhile");
-                    return Err(Errno::ESTALE);
-                }
-                Ok(s.entered(&i, newparent, &name))
-            };
-            entry(reply, &s.ttl, r.await);
+            entry(reply, &s.ttl, s.link(ino, newparent, &name).await);
         });
     }
 
@@ -344,9 +260,8 @@ impl Filesystem for T3fs {
         let trunc = flags.0 & libc::O_TRUNC != 0;
         let fopen = self.fopen();
         self.spawn(req, |s| async move {
-            let opened = async { s.open(&s.path(ino)?, id_of(ino), write, trunc).await };
-            match opened.await {
-                Ok((fh, _)) => reply.opened(FileHandle(fh), fopen),
+            match s.open_ino(ino, write, trunc).await {
+                Ok(fh) => reply.opened(FileHandle(fh), fopen),
                 Err(e) => reply.error(e),
             }
         });
@@ -363,24 +278,9 @@ impl Filesystem for T3fs {
         _lock_owner: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        let held = lock(&self.inner.files)
-            .get(&fh.0)
-            .map(|o| (o.file.clone(), o.inode.clone(), o.ra.clone()));
+        let held = self.inner.reading(fh.0);
         self.spawn(req, |s| async move {
-            let r = async {
-                let (file, inode, ra) = held.ok_or(Errno::EBADF)?;
-                // A read sees every write this mount accepted before it, and stops at the end
-                // of the file as this mount sees it (holes inside read as zeros, as the chains
-                // answer them).
-                s.settle_writes(inode.id.0).await;
-                let end = s.size_of(&inode).unwrap_or(file.length);
-                let len = u64::from(size).min(end.saturating_sub(offset));
-                if len == 0 {
-                    return Ok(Vec::new());
-                }
-                ra.read(&s, offset, len, end).await
-            };
-            match r.await {
+            match s.read(held, offset, size).await {
                 Ok(d) => reply.data(&d),
                 Err(e) => reply.error(e),
             }
@@ -400,26 +300,10 @@ impl Filesystem for T3fs {
         reply: ReplyWrite,
     ) {
         let held = self.inner.handle(fh.0);
-        let mut data = data.to_vec();
+        let data = data.to_vec();
         let writeback = write_flags.contains(fuser::WriteFlags::FUSE_WRITE_CACHE);
         self.spawn(req, |s| async move {
-            let r = async {
-                let (file, wb) = held.ok_or(Errno::EBADF)?;
-                // Past the layout's largest file: short, or EFBIG with nothing written.
-                let n = fitting(offset, data.len(), file.layout.size_max())?;
-                let short = n < data.len();
-                data.truncate(n);
-                s.forget_reads(file.inode.0);
-                wb.write(&s, offset, data).await?;
-                // The kernel's writeback (the writeback cache) drops the rest of a short write
-                // silently: it gets EFBIG, which fsync and close report, once the bytes that
-                // fit are written.
-                if short && writeback {
-                    return Err(Errno::EFBIG);
-                }
-                Ok(n)
-            };
-            match r.await {
+            match s.write(held, offset, data, writeback).await {
                 Ok(n) => reply.written(n as u32),
                 Err(e) => reply.error(e),
             }
@@ -434,12 +318,9 @@ impl Filesystem for T3fs {
         _lock_owner: fuser::LockOwner,
         reply: ReplyEmpty,
     ) {
-        // close(2) waits for this (the kernel does not wait for `release`): the handle's
-        // writes land on their chains, then meta learns the length, so that the next open
-        // anywhere sees them.
         let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
-            answer(reply, sync(&s, held).await);
+            answer(reply, s.flush(held).await);
         });
     }
 
@@ -453,23 +334,9 @@ impl Filesystem for T3fs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        // The kernel does not wait for this answer: until meta has the length hint, the
-        // handle's writes stay in the size this mount reports (`size_of`).
         let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
-            let r = match held {
-                Some((f, wb)) if f.session != 0 => {
-                    // A failure was reported at flush; the hint covers what landed.
-                    let _ = wb.drain(&s).await;
-                    s.client
-                        .close_file(&f, wb.acked())
-                        .await
-                        .map_err(|e| errno(&e))
-                }
-                _ => Ok(()),
-            };
-            lock(&s.files).remove(&fh.0);
-            answer(reply, r);
+            answer(reply, s.release(fh.0, held).await);
         });
     }
 
@@ -483,22 +350,13 @@ impl Filesystem for T3fs {
     ) {
         let held = self.inner.handle(fh.0);
         self.spawn(req, |s| async move {
-            match held {
-                Some(h) => answer(reply, sync(&s, Some(h)).await),
-                None => reply.error(Errno::EBADF),
-            }
+            answer(reply, s.fsync(held).await);
         });
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         self.spawn(req, |s| async move {
-            let r = async {
-                let l = s.open_dir(ino).await?;
-                let fh = s.fh();
-                lock(&s.dirs).insert(fh, Arc::new(l));
-                Ok(fh)
-            };
-            match r.await {
+            match s.opendir(ino).await {
                 Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
                 Err(e) => reply.error(e),
             }
@@ -513,18 +371,11 @@ impl Filesystem for T3fs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let Some(listing) = lock(&self.inner.dirs).get(&fh.0).cloned() else {
+        let Some(listing) = self.inner.dir_listing(fh.0) else {
             return reply.error(Errno::EBADF);
         };
-        // Offsets: 1 is ".", 2 is "..", 3 + k the k-th entry; each entry carries the offset
-        // of the one after it.
-        let dots = [
-            (".".to_string(), ino, FileType::Directory),
-            ("..".to_string(), ino, FileType::Directory),
-        ];
-        let all = dots.iter().chain(listing.iter());
-        for (k, (name, i, kind)) in all.enumerate().skip(offset as usize) {
-            if reply.add(*i, k as u64 + 1, *kind, name) {
+        for (i, next, kind, name) in dir_entries(ino, &listing, offset) {
+            if reply.add(i, next, kind, name) {
                 break;
             }
         }
@@ -539,7 +390,7 @@ impl Filesystem for T3fs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let Some(listing) = lock(&self.inner.dirs).get(&fh.0).cloned() else {
+        let Some(listing) = self.inner.dir_listing(fh.0) else {
             return reply.error(Errno::EBADF);
         };
         self.spawn(req, |s| async move {
@@ -573,28 +424,18 @@ impl Filesystem for T3fs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        lock(&self.inner.dirs).remove(&fh.0);
+        self.inner.releasedir(fh.0);
         reply.ok();
     }
 
     fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         self.spawn(req, |s| async move {
-            match s.client.statfs().await {
-                Ok(st) => {
-                    let b = u64::from(BLKSIZE);
-                    let (blocks, free) = (st.capacity / b, st.free / b);
-                    reply.statfs(
-                        blocks,
-                        free,
-                        free,
-                        u64::MAX / 2,
-                        u64::MAX / 2,
-                        BLKSIZE,
-                        255,
-                        BLKSIZE,
-                    );
+            match s.statfs().await {
+                Ok((blocks, free)) => {
+                    let (files, b) = (u64::MAX / 2, BLKSIZE);
+                    reply.statfs(blocks, free, free, files, files, b, 255, b);
                 }
-                Err(e) => reply.error(errno(&e)),
+                Err(e) => reply.error(e),
             }
         });
     }
@@ -629,19 +470,8 @@ impl Filesystem for T3fs {
         let trunc = flags & libc::O_TRUNC != 0;
         let fopen = self.fopen();
         self.spawn(req, |s| async move {
-            let r = async {
-                let path = s.child_path(parent, &name).await?;
-                let perm = mode & !umask & 0o7777;
-                let made = s
-                    .client
-                    .create_file(&path, perm, exclusive)
-                    .await
-                    .map_err(|e| errno(&e))?;
-                // What was made (or found) is what is opened, else ESTALE (a rename between).
-                let (fh, inode) = s.open(&path, made.id, true, trunc).await?;
-                Ok((fh, s.entered(&inode, parent, &name)))
-            };
-            match r.await {
+            let perm = perm_of(mode, umask);
+            match s.create(parent, &name, perm, exclusive, trunc).await {
                 Ok((fh, a)) => reply.created(&s.ttl, &a, Generation(0), FileHandle(fh), fopen),
                 Err(e) => reply.error(e),
             }
@@ -650,34 +480,13 @@ impl Filesystem for T3fs {
 }
 
 impl T3fs {
+    /// unlink and rmdir: meta's remove takes both.
     fn remove(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let name = name.to_os_string();
         self.spawn(req, |s| async move {
-            let r = async {
-                let path = s.child_path(parent, &name).await?;
-                s.client.remove(&path, false).await.map_err(|e| errno(&e))?;
-                lock(&s.names).removed(parent, &name);
-                Ok(())
-            };
-            match r.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            }
+            answer(reply, s.remove(parent, &name).await);
         });
     }
-}
-
-/// flush and fsync of a handle: its writes land (or their first failure is reported), then
-/// meta learns the length they reach.
-async fn sync(s: &Arc<Inner>, held: Option<(File, Arc<WriteBehind>)>) -> Result<(), Errno> {
-    let Some((f, wb)) = held.filter(|(f, _)| f.session != 0) else {
-        return Ok(());
-    };
-    let end = wb.drain(s).await?;
-    if end == 0 {
-        return Ok(());
-    }
-    s.client.sync_length(&f, end).await.map_err(|e| errno(&e))
 }
 
 /// Answers an empty reply with `r`'s outcome.
@@ -692,6 +501,14 @@ fn answer(reply: ReplyEmpty, r: Result<(), Errno>) {
 fn entry(reply: ReplyEntry, ttl: &std::time::Duration, r: Result<fuser::FileAttr, Errno>) {
     match r {
         Ok(a) => reply.entry(ttl, &a, Generation(0)),
+        Err(e) => reply.error(e),
+    }
+}
+
+/// Answers an attribute reply with `r`.
+fn attr(reply: ReplyAttr, ttl: &std::time::Duration, r: Result<fuser::FileAttr, Errno>) {
+    match r {
+        Ok(a) => reply.attr(ttl, &a),
         Err(e) => reply.error(e),
     }
 }

@@ -1,7 +1,7 @@
 //! The mount's state and the requests' shared steps: open handles (with the end of their
 //! acknowledged writes, which the size this mount reports includes until meta has it), open
 //! directory listings, the inode table, and the steps several requests take (find an inode,
-//! look up a name, open a file, list a directory, truncate).
+//! look up a name, open a file, truncate).
 //!
 //! Inodes by id: meta takes paths, the kernel names inodes, and another client may rename or
 //! replace anything at any time. So a request about inode `ino` builds the path `ino` was last
@@ -19,7 +19,11 @@
 //! Invariants: every write handle of a file counts its length hint from the latest truncate
 //! version this mount made, and knows the length that truncate left (reads end there, or at
 //! the end of later writes); a truncate runs after every write this mount accepted before it
-//! landed, and forgets the file's readahead. Not here: the requests (fs.rs).
+//! landed, and forgets the file's readahead.
+//!
+//! Generic over the client (`C`, mount_client.rs) so that this state and every request's logic
+//! run in the unit tests over an in-memory client. Not here: the requests (ns_requests.rs,
+//! file_requests.rs, dir_handles.rs, dir_plus.rs; fs.rs replies), the client's verbs.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -32,16 +36,14 @@ use t3fs_core::ids::InodeId;
 use t3fs_core::meta::{Inode, InodeKind, MetaError};
 use tokio::runtime::Handle;
 
-use super::attr::{attr_of, kind_of};
+use super::attr::attr_of;
 use super::backend::{Backend, Call};
 use super::errno::errno;
+use super::mount_client::MountClient;
 use super::names::{id_of, ino_of, join, Names, ROOT_INO};
 use super::read_ahead::ReadAhead;
 use super::write_behind::WriteBehind;
-use crate::client::{Client, ClientError, File};
-
-/// Names per page of a directory listing asked of meta.
-const LIST_PAGE: u32 = 512;
+use crate::client::{ClientError, File};
 
 /// One open file handle.
 pub(super) struct Open {
@@ -54,8 +56,9 @@ pub(super) struct Open {
 /// One open directory: its entries as `opendir` found them.
 pub(super) type Listing = Vec<(String, INodeNo, FileType)>;
 
-pub(super) struct Inner {
-    pub client: Client,
+/// The mount's state over client `C` (the native client in production, mount_client.rs).
+pub(super) struct Inner<C> {
+    pub client: C,
     pub rt: Handle,
     pub ttl: Duration,
     /// Pieces in flight per write handle (0: synchronous writes), see write_behind.rs.
@@ -70,7 +73,7 @@ pub(super) struct Inner {
 
 pub(super) use super::backend::lock;
 
-impl Backend for Inner {
+impl<C: MountClient> Backend for Inner<C> {
     fn runtime(&self) -> &Handle {
         &self.rt
     }
@@ -97,9 +100,9 @@ pub(super) fn stale(e: &ClientError) -> Errno {
     }
 }
 
-impl Inner {
+impl<C: MountClient> Inner<C> {
     /// Nothing open yet.
-    pub fn new(client: Client, rt: Handle, o: &super::MountOptions) -> Self {
+    pub fn new(client: C, rt: Handle, o: &super::MountOptions) -> Self {
         Self {
             client,
             rt,
@@ -144,7 +147,7 @@ impl Inner {
     }
 
     /// Checks that meta finds directory `ino` at `path` (the root always is at "/").
-    async fn check_dir(&self, ino: INodeNo, path: &str) -> Result<(), Errno> {
+    pub async fn check_dir(&self, ino: INodeNo, path: &str) -> Result<(), Errno> {
         if ino.0 == ROOT_INO {
             return Ok(());
         }
@@ -272,35 +275,6 @@ impl Inner {
         };
         lock(&self.files).insert(fh, open);
         Ok((fh, inode))
-    }
-
-    /// opendir's listing of directory `ino`, which meta must find at its path.
-    pub async fn open_dir(&self, ino: INodeNo) -> Result<Listing, Errno> {
-        let path = self.path(ino)?;
-        let (checked, listed) = tokio::join!(self.check_dir(ino, &path), self.listing(&path));
-        checked?;
-        listed.map_err(|e| stale(&e))
-    }
-
-    /// The whole listing of `path`, page by page.
-    pub async fn listing(&self, path: &str) -> Result<Listing, ClientError> {
-        let mut out = Vec::new();
-        let mut after = Vec::new();
-        loop {
-            let page = self
-                .client
-                .list_after(path, after.clone(), LIST_PAGE)
-                .await?;
-            let full = page.len() == LIST_PAGE as usize;
-            for (name, e) in page {
-                after.clone_from(&name);
-                let name = String::from_utf8_lossy(&name).into_owned();
-                out.push((name, ino_of(e.inode), kind_of(e.kind)));
-            }
-            if !full {
-                return Ok(out);
-            }
-        }
     }
 
     /// `truncate(2)` of FUSE inode `ino` to `len`: through `fh`, or any handle of this mount

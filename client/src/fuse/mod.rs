@@ -11,18 +11,35 @@
 //! and report the first that failed, as a local file system's writeback does;
 //! `write_window = 0` answers each write after its commit. A cluster failure answers EIO, or
 //! blocks until the cluster is back (`ClientOptions::outage`). Not here: the requests
-//! themselves (fs.rs), the errno table (errno.rs).
+//! themselves (fs.rs hands them to ns_requests.rs, file_requests.rs and dir_handles.rs), what
+//! they need of the client (mount_client.rs), the errno table (errno.rs).
 
 mod attr;
 mod backend;
+mod dir_handles;
 mod dir_plus;
 pub mod errno;
+mod file_requests;
 mod fs;
 #[cfg(test)]
 mod gated_backend;
+#[cfg(test)]
+mod handle_tests;
 mod inner;
+#[cfg(test)]
+mod inode_tests;
+#[cfg(test)]
+mod mem_chunks;
+#[cfg(test)]
+mod mem_client;
+mod mount_client;
 mod names;
+#[cfg(test)]
+mod ns_request_tests;
+mod ns_requests;
 mod read_ahead;
+#[cfg(test)]
+mod test_mount;
 mod write_behind;
 
 use std::path::Path;

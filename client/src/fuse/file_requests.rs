@@ -1,0 +1,165 @@
+//! The requests on files and their handles: open and create (a meta session kept by handle),
+//! read (through the handle's readahead), write (through its write-behind), flush and fsync
+//! (the writes land, then meta learns the length), release (the session closes with the
+//! length hint). Each is a method of the mount's state answering `Result<_, Errno>`, so the
+//! unit tests run it over the in-memory client; fs.rs only hands it the kernel's arguments and
+//! replies.
+//!
+//! A request that names a handle takes what it holds ([`Inner::handle`], [`Inner::reading`])
+//! when the kernel's request arrives, before its task runs, as the mount always has: a release
+//! that comes after it cannot take the handle from under it.
+//!
+//! Invariants: a read sees every write this mount accepted before it and stops at the end of
+//! the file as this mount sees it; a write forgets the file's readahead before it is accepted;
+//! flush and fsync return after every write of the handle landed (or with the first failure)
+//! and meta has their end; release closes a write session once its writes landed, with the
+//! end of those that did. Not here: the write-behind and readahead themselves
+//! (write_behind.rs, read_ahead.rs), truncate (inner.rs).
+
+use std::ffi::OsStr;
+use std::sync::Arc;
+
+use fuser::{Errno, FileAttr, INodeNo};
+use t3fs_core::meta::Inode;
+
+use super::errno::errno;
+use super::inner::{lock, Inner};
+use super::mount_client::MountClient;
+use super::names::id_of;
+use super::read_ahead::ReadAhead;
+use super::write_behind::{fitting, WriteBehind};
+use crate::client::File;
+
+/// What a read holds of its handle: the file, its inode at open, its readahead.
+pub(super) type Reading = Option<(File, Inode, Arc<ReadAhead>)>;
+
+/// What a write, flush, fsync or release holds of its handle: the file and its write-behind.
+pub(super) type Writing = Option<(File, Arc<WriteBehind>)>;
+
+impl<C: MountClient> Inner<C> {
+    /// open of inode `ino` (a write session when `write`, cut to 0 first when `trunc`): the
+    /// handle.
+    pub async fn open_ino(&self, ino: INodeNo, write: bool, trunc: bool) -> Result<u64, Errno> {
+        let (fh, _) = self
+            .open(&self.path(ino)?, id_of(ino), write, trunc)
+            .await?;
+        Ok(fh)
+    }
+
+    /// create of `name` in `parent` with mode `perm` (O_EXCL when `exclusive`), opened for
+    /// write: the handle and the entry (one lookup counted).
+    pub async fn create(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        perm: u32,
+        exclusive: bool,
+        trunc: bool,
+    ) -> Result<(u64, FileAttr), Errno> {
+        let path = self.child_path(parent, name).await?;
+        let made = self
+            .client
+            .create_file(&path, perm, exclusive)
+            .await
+            .map_err(|e| errno(&e))?;
+        // What was made (or found) is what is opened, else ESTALE (a rename between).
+        let (fh, inode) = self.open(&path, made.id, true, trunc).await?;
+        Ok((fh, self.entered(&inode, parent, name)))
+    }
+
+    /// What handle `fh` holds for a read.
+    pub fn reading(&self, fh: u64) -> Reading {
+        lock(&self.files)
+            .get(&fh)
+            .map(|o| (o.file.clone(), o.inode.clone(), o.ra.clone()))
+    }
+
+    /// read of `size` bytes at `offset` through the handle `held` (EBADF if none).
+    pub async fn read(
+        self: &Arc<Self>,
+        held: Reading,
+        offset: u64,
+        size: u32,
+    ) -> Result<Vec<u8>, Errno> {
+        let (file, inode, ra) = held.ok_or(Errno::EBADF)?;
+        // A read sees every write this mount accepted before it, and stops at the end of the
+        // file as this mount sees it (holes inside read as zeros, as the chains answer them).
+        self.settle_writes(inode.id.0).await;
+        let end = self.size_of(&inode).unwrap_or(file.length);
+        let len = u64::from(size).min(end.saturating_sub(offset));
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        ra.read(self, offset, len, end).await
+    }
+
+    /// write of `data` at `offset` through the handle `held` (EBADF if none): the bytes
+    /// accepted. `writeback`: the kernel's writeback cache sent it.
+    pub async fn write(
+        self: &Arc<Self>,
+        held: Writing,
+        offset: u64,
+        mut data: Vec<u8>,
+        writeback: bool,
+    ) -> Result<usize, Errno> {
+        let (file, wb) = held.ok_or(Errno::EBADF)?;
+        // Past the layout's largest file: short, or EFBIG with nothing written.
+        let n = fitting(offset, data.len(), file.layout.size_max())?;
+        let short = n < data.len();
+        data.truncate(n);
+        self.forget_reads(file.inode.0);
+        wb.write(self, offset, data).await?;
+        // The kernel's writeback (the writeback cache) drops the rest of a short write
+        // silently: it gets EFBIG, which fsync and close report, once the bytes that fit are
+        // written.
+        if short && writeback {
+            return Err(Errno::EFBIG);
+        }
+        Ok(n)
+    }
+
+    /// flush (what close(2) waits for; the kernel does not wait for release) of the handle
+    /// `held`: its writes land on their chains, then meta learns the length, so that the next
+    /// open anywhere sees them. Nothing to do for a read-only or unknown handle.
+    pub async fn flush(self: &Arc<Self>, held: Writing) -> Result<(), Errno> {
+        let Some((f, wb)) = held.filter(|(f, _)| f.session != 0) else {
+            return Ok(());
+        };
+        let end = wb.drain(self).await?;
+        if end == 0 {
+            return Ok(());
+        }
+        self.client
+            .sync_length(&f, end)
+            .await
+            .map_err(|e| errno(&e))
+    }
+
+    /// fsync of the handle `held`: as flush, but EBADF for an unknown handle.
+    pub async fn fsync(self: &Arc<Self>, held: Writing) -> Result<(), Errno> {
+        match held {
+            Some(h) => self.flush(Some(h)).await,
+            None => Err(Errno::EBADF),
+        }
+    }
+
+    /// release of handle `fh` (holding `held`): a write session closes once the handle's
+    /// writes landed, with the end of those that did as its hint; the handle goes either way.
+    /// Until meta has that hint, the handle's writes stay in the size this mount reports
+    /// (`size_of`).
+    pub async fn release(self: &Arc<Self>, fh: u64, held: Writing) -> Result<(), Errno> {
+        let r = match held {
+            Some((f, wb)) if f.session != 0 => {
+                // A failure was reported at flush; the hint covers what landed.
+                let _ = wb.drain(self).await;
+                self.client
+                    .close_file(&f, wb.acked())
+                    .await
+                    .map_err(|e| errno(&e))
+            }
+            _ => Ok(()),
+        };
+        lock(&self.files).remove(&fh);
+        r
+    }
+}

@@ -11,7 +11,7 @@
 //! over a third of the checker's time in profiles, mimalloc much less.
 //!
 //! Invariant: a `MIMALLOC_PURGE_DELAY` in the environment wins (mimalloc reads it itself).
-//! Not here: the data path's buffer pools (`t3fs_real::vec_pool`, the io_uring store's
+//! Not here: the data path's buffer pools (`t3fs_services::vec_pool`, the io_uring store's
 //! `BufPool`), which keep chunk buffers from leaving for other threads' heaps.
 
 #[global_allocator]

@@ -162,7 +162,7 @@ fn io(a: IoArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
-    let rt = match t3fs_real::client::bench_runtime() {
+    let rt = match t3fs_client::client::bench_runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
@@ -253,7 +253,7 @@ fn host_probe(
 /// Runs the job under a routing watcher, `p` following its progress; the report and the
 /// routing seen meanwhile.
 async fn io_load(
-    opts: t3fs_real::client::ClientOptions,
+    opts: t3fs_client::client::ClientOptions,
     job: t3fs_real::bench_io::Job,
     procs: std::collections::BTreeMap<String, i32>,
     p: ProgressBar,
@@ -350,7 +350,7 @@ fn write_io_run(
 fn mdtest(dir: &std::path::Path, job: t3fs_real::bench_mdtest::MdJob) -> ExitCode {
     let run = || -> Result<Vec<t3fs_real::bench_mdtest::Phase>, String> {
         let opts = t3fs_real::cluster::client_options(dir)?;
-        let rt = t3fs_real::client::bench_runtime()?;
+        let rt = t3fs_client::client::bench_runtime()?;
         rt.block_on(t3fs_real::bench_mdtest::run(opts, job.clone()))
     };
     match run() {

@@ -15,7 +15,7 @@ use t3fs_core::ids::{ClientId, RequestId};
 use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::{KvEngine, KvError, Txn};
 use t3fs_core::meta::{MetaError, Namespace, PathOp};
-use t3fs_real::wal_kv::{GroupStats, SharedWalKv, WalKv};
+use t3fs_services::wal_kv::{GroupStats, SharedWalKv, WalKv};
 
 /// Threads of the group commit phase.
 const GROUP_THREADS: u64 = 8;
@@ -217,7 +217,7 @@ pub fn run(files: u64, etcd: Option<String>) -> ExitCode {
 #[cfg(feature = "etcd")]
 fn on_etcd(url: &str, files: u64) -> Result<(), String> {
     let prefix = format!("t3fs-bench-meta-{}/", std::process::id());
-    let mut kv = t3fs_real::etcd_kv::EtcdKv::connect(&[url.to_string()], prefix.as_bytes())?;
+    let mut kv = t3fs_services::etcd_kv::EtcdKv::connect(&[url.to_string()], prefix.as_bytes())?;
     let figs = phases(&mut kv, files).map_err(|e| format!("on etcd at {url}: {e:?}"))?;
     println!("meta operations per second on etcd at {url}, {files} files, one transaction each:");
     for (label, n) in figs {

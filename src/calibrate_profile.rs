@@ -273,7 +273,7 @@ pub fn store_probe(dir: &Path, replicas: u32) -> Result<StoreLatencies, String> 
     let mut stores = (0..replicas.max(1))
         .map(|i| {
             let d = dir.join(format!("target-{i}"));
-            t3fs_real::chunk_store::UringChunkStore::open(&d)
+            t3fs_services::chunk_store::UringChunkStore::open(&d)
                 .map_err(|e| format!("{}: {e}", d.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -306,9 +306,9 @@ pub fn null_requests(cluster: &Path, for_: Duration) -> Result<Vec<Duration>, St
     use t3fs_core::ids::{ChainId, ChunkId};
     let opts = t3fs_real::cluster::client_options(cluster)?;
     // As `t3fs bench io` runs its client.
-    let rt = t3fs_real::client::bench_runtime()?;
+    let rt = t3fs_client::client::bench_runtime()?;
     rt.block_on(async {
-        let c = t3fs_real::client::Client::connect(opts)
+        let c = t3fs_client::client::Client::connect(opts)
             .await
             .map_err(|e| format!("null requests: {e}"))?;
         let (mut v, stop) = (Vec::new(), Instant::now() + for_);

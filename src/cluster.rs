@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Subcommand;
 
-use t3fs_real::client::Client;
+use t3fs_client::client::Client;
 use t3fs_real::cluster;
 
 /// `t3fs cluster …`.
@@ -146,7 +146,7 @@ pub enum ClusterCommand {
 
 /// A credential string for `role` from the secret of the cluster in `dir`.
 fn credential(dir: &std::path::Path, role: &str, uid: u32, gid: u32) -> Result<String, String> {
-    use t3fs_real::transport::Credential;
+    use t3fs_services::transport::Credential;
     let nodes = cluster::nodes(dir)?;
     let secret = &nodes
         .first()
@@ -301,14 +301,14 @@ async fn io_with(c: &Client, mib: u64, depth: usize) -> Result<String, String> {
 
 /// `t3fs serve ROLE --config FILE`.
 pub fn serve(role: &str, config: &std::path::Path) -> ExitCode {
-    let role: t3fs_real::serve::ServeRole = match role.parse() {
+    let role: t3fs_services::serve::ServeRole = match role.parse() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let cfg = match t3fs_real::config::NodeConfig::load(config) {
+    let cfg = match t3fs_services::config::NodeConfig::load(config) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -330,7 +330,7 @@ pub fn serve(role: &str, config: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(t3fs_real::serve::serve(role, cfg)) {
+    match rt.block_on(t3fs_services::serve::serve(role, cfg)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

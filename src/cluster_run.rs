@@ -91,7 +91,7 @@ impl PlaceArgs {
 
 /// Checks a planted bug's name; the error line says where the names are.
 pub fn known_bug(bug: Option<&str>) -> Result<(), String> {
-    match t3fs_real::config::bugs(bug) {
+    match t3fs_services::config::bugs(bug) {
         Some(_) => Ok(()),
         None => Err(format!(
             "unknown planted bug `{}` (`t3fs sim list` names them)",

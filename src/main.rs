@@ -96,7 +96,7 @@ enum Command {
         /// mgmtd, storage, meta or kv.
         #[arg(value_parser = ["mgmtd", "storage", "meta", "kv"])]
         role: String,
-        /// The node's config file (TOML; keys documented in t3fs_real::config).
+        /// The node's config file (TOML; keys documented in t3fs_services::config).
         #[arg(long)]
         config: PathBuf,
     },
@@ -162,13 +162,15 @@ fn main() -> ExitCode {
             repeats,
             out,
         }),
-        Command::Fabric { socket } => match t3fs_real::rdma::soft::remote::serve_fabric(&socket) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: fabric on {}: {e}", socket.display());
-                ExitCode::from(2)
+        Command::Fabric { socket } => {
+            match t3fs_services::rdma::soft::remote::serve_fabric(&socket) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: fabric on {}: {e}", socket.display());
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
         Command::Mount {
             mountpoint,
             cluster,
@@ -180,7 +182,7 @@ fn main() -> ExitCode {
             readahead_kib,
             on_outage,
         } => {
-            let opts = t3fs_real::fuse::MountOptions {
+            let opts = t3fs_client::fuse::MountOptions {
                 allow_other,
                 attr_ttl: std::time::Duration::from_millis(attr_ttl_ms),
                 direct_io,
@@ -190,8 +192,8 @@ fn main() -> ExitCode {
                 ..Default::default()
             };
             let outage = match on_outage.as_str() {
-                "block" => t3fs_real::client::Outage::Block,
-                _ => t3fs_real::client::Outage::Fail,
+                "block" => t3fs_client::client::Outage::Block,
+                _ => t3fs_client::client::Outage::Fail,
             };
             mount(&mountpoint, &cluster, outage, &opts)
         }
@@ -203,12 +205,12 @@ fn main() -> ExitCode {
 fn mount(
     mountpoint: &std::path::Path,
     dir: &std::path::Path,
-    outage: t3fs_real::client::Outage,
-    opts: &t3fs_real::fuse::MountOptions,
+    outage: t3fs_client::client::Outage,
+    opts: &t3fs_client::fuse::MountOptions,
 ) -> ExitCode {
     let r = t3fs_real::cluster::client_options(dir).and_then(|mut c| {
         c.outage = outage;
-        t3fs_real::fuse::mount(c, mountpoint, opts)
+        t3fs_client::fuse::mount(c, mountpoint, opts)
     });
     match r {
         Ok(()) => ExitCode::SUCCESS,

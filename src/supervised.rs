@@ -106,7 +106,7 @@ impl ClusterGuard {
             else {
                 return;
             };
-            rt.block_on(t3fs_real::serve::shutdown_signal());
+            rt.block_on(t3fs_services::serve::shutdown_signal());
             let _ = std::io::Write::write_all(
                 &mut std::io::stderr(),
                 format!(

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use t3fs_client::client::{Client, ClientOptions};
 use t3fs_core::ids::{ChainId, ChunkId, InodeId, NodeId};
-use t3fs_real::client::{Client, ClientOptions};
 use t3fs_real::cluster;
 
 const MIB: u64 = 1 << 20;

@@ -26,8 +26,8 @@ use std::time::Duration;
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
 use t3fs_core::kv::{KvEngine, KvError, Txn};
-use t3fs_real::chunk_store::{FileChunkStore, UringChunkStore};
-use t3fs_real::wal_kv::{SharedWalKv, WalKv};
+use t3fs_services::chunk_store::{FileChunkStore, UringChunkStore};
+use t3fs_services::wal_kv::{SharedWalKv, WalKv};
 
 /// A size-limited tmpfs mounted on a fresh directory; unmounted and removed on drop.
 struct Tmpfs(PathBuf);
@@ -66,7 +66,7 @@ impl Tmpfs {
     /// Bytes free on it.
     fn free(&self) -> u64 {
         let dir = File::open(&self.0).expect("the mount point");
-        t3fs_real::durable::fs::free_space(&dir).expect("statvfs")
+        t3fs_services::durable::fs::free_space(&dir).expect("statvfs")
     }
 }
 

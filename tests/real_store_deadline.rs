@@ -13,7 +13,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::{processes_under, t3fs, Scratch};
-use t3fs_real::client::{Client, ClientOptions};
+use t3fs_client::client::{Client, ClientOptions};
 use t3fs_real::cluster;
 
 const MIB: u64 = 1 << 20;
@@ -78,7 +78,7 @@ fn a_hung_store_fails_its_target_past_the_deadline_and_writes_continue() {
     assert!(st.contains("t2 SERVING"), "{st}");
     let s1 = node("storage-1");
     let hang = |on: u8| {
-        t3fs_real::metrics::put(
+        t3fs_services::metrics::put(
             s1.cfg.node.metrics.parse().unwrap(),
             &s1.cfg.cluster.token,
             &format!("/disk?hang={on}"),

@@ -13,14 +13,14 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use t3fs_client::client::{Client, ClientError, ClientOptions};
 use t3fs_core::chunk::UpdateKind;
 use t3fs_core::ids::{ChainId, ChainVersion, ChunkId, ChunkVersion, InodeId, NodeId};
 use t3fs_core::ids::{RoutingVersion, VersionedChain};
 use t3fs_core::meta::MetaError;
 use t3fs_core::msg::{HeartbeatReply, MessageTag, MgmtdStatus, Msg, UpdateReq};
-use t3fs_real::client::{Client, ClientError, ClientOptions};
 use t3fs_real::cluster::{self, NodeEntry};
-use t3fs_real::transport::{Credential, Transport, TransportConfig};
+use t3fs_services::transport::{Credential, Transport, TransportConfig};
 
 struct Cluster {
     dir: PathBuf,
@@ -44,7 +44,7 @@ fn t3fs(args: &[&str]) -> String {
 
 /// A counter from a node's `/metrics`.
 fn metric(n: &NodeEntry, line: &str) -> u64 {
-    let (_, body) = t3fs_real::metrics::get(
+    let (_, body) = t3fs_services::metrics::get(
         n.cfg.node.metrics.parse().unwrap(),
         "/metrics",
         Duration::from_secs(2),
@@ -73,7 +73,7 @@ async fn raw(id: NodeId, cred: Credential, nodes: &[NodeEntry]) -> (Transport, R
     (t, rx)
 }
 
-type Receiver = tokio::sync::mpsc::Receiver<t3fs_real::transport::Inbound>;
+type Receiver = tokio::sync::mpsc::Receiver<t3fs_services::transport::Inbound>;
 
 async fn until(what: &str, ok: impl Fn() -> bool) {
     for _ in 0..200 {

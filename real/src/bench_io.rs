@@ -23,8 +23,8 @@ use tokio::sync::mpsc;
 use t3fs_core::client::{ClientCall, ClientRet};
 
 use crate::bench_verify::{self, Ledger};
-use crate::client::{Client, ClientOptions, File};
 use crate::cpu;
+use t3fs_client::client::{Client, ClientOptions, File};
 
 pub use crate::bench_job::{Job, Rw};
 pub use crate::bench_report::{OpStats, Report};
@@ -374,7 +374,7 @@ fn io_call(ctx: &Ctx, f: &File, block: u64, read: bool, gen: u64) -> ClientCall 
 /// `due`: it holds the answer to the ledger, reports the completion, and signals `done_tx`.
 fn spawn_completion(
     ctx: &Ctx,
-    rx: crate::client::Reply,
+    rx: t3fs_client::client::Reply,
     (block, read, gen): (u64, bool, u64),
     due: Instant,
     done_tx: mpsc::UnboundedSender<()>,
@@ -384,7 +384,7 @@ fn spawn_completion(
     let (bs, start, file) = (job.bs, ctx.start, ctx.file);
     let (base, ledger) = (ctx.base.clone(), ctx.ledger.clone());
     tokio::spawn(async move {
-        let r = crate::client::answer(rx).await;
+        let r = t3fs_client::client::answer(rx).await;
         let now = Instant::now();
         let ok = matches!(
             r,

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::client::{Client, ClientOptions};
+use t3fs_client::client::{Client, ClientOptions};
 
 /// An mdtest run.
 #[derive(Clone, Debug)]

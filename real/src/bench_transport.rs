@@ -21,9 +21,9 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use t3fs_core::ids::NodeId;
 
-use crate::rdma::channel::{Channel, ChannelConfig};
-use crate::rdma::verbs::Verbs;
-use crate::transport::{Frame, RdmaWire, Transport, TransportConfig};
+use t3fs_services::rdma::channel::{Channel, ChannelConfig};
+use t3fs_services::rdma::verbs::Verbs;
+use t3fs_services::transport::{Frame, RdmaWire, Transport, TransportConfig};
 
 /// Which transport.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -114,7 +114,7 @@ pub fn run(kind: Kind, size: usize, round_trips: u32, mib: u32) -> Result<Figure
             Ok(f)
         }
         Kind::SoftRdma => {
-            let f = crate::rdma::soft::SoftFabric::new();
+            let f = t3fs_services::rdma::soft::SoftFabric::new();
             let (a, b) = (f.device("soft-a"), f.device("soft-b"));
             let (a, b): (Arc<dyn Verbs>, Arc<dyn Verbs>) = (Arc::new(a), Arc::new(b));
             let what = "software provider (in-process copies, not a network)";
@@ -152,7 +152,7 @@ fn rdma_pair(
 
 #[cfg(feature = "rdma")]
 fn rdma(size: usize, round_trips: u32, mib: u32) -> Result<Figures, String> {
-    let d = crate::rdma::ibv::IbvDevice::open(None, 1, 0).map_err(|e| e.to_string())?;
+    let d = t3fs_services::rdma::ibv::IbvDevice::open(None, 1, 0).map_err(|e| e.to_string())?;
     let what = format!("{} (two queue pairs looped back)", d.name());
     let d: Arc<dyn Verbs> = Arc::new(d);
     rdma_pair(&what, d.clone(), d, size, round_trips, mib, false)
@@ -184,7 +184,7 @@ fn channel(
         slot_bytes: size.max(1) as u32,
         bulk_bytes: 1 << 20,
     };
-    let e = |e: crate::rdma::channel::ChannelError| format!("{e:?}");
+    let e = |e: t3fs_services::rdma::channel::ChannelError| format!("{e:?}");
     let (mut a, ea) = Channel::new(da, cfg).map_err(|e| e.to_string())?;
     let (mut b, eb) = Channel::new(db, cfg).map_err(|e| e.to_string())?;
     a.connect(eb).map_err(|e| e.to_string())?;
@@ -234,15 +234,15 @@ fn memcpy_mib_s(mib: u32) -> f64 {
 fn wait(
     ch: &mut Channel,
     deadline: Instant,
-) -> Result<Vec<u8>, crate::rdma::channel::ChannelError> {
+) -> Result<Vec<u8>, t3fs_services::rdma::channel::ChannelError> {
     loop {
         ch.poll()?;
         if let Some(m) = ch.recv() {
             return Ok(m);
         }
         if Instant::now() > deadline {
-            return Err(crate::rdma::channel::ChannelError::Verbs(
-                crate::rdma::verbs::VerbsError::Device("no answer within 60 s".into()),
+            return Err(t3fs_services::rdma::channel::ChannelError::Verbs(
+                t3fs_services::rdma::verbs::VerbsError::Device("no answer within 60 s".into()),
             ));
         }
     }
@@ -255,7 +255,7 @@ fn transport(
     round_trips: u32,
     mib: u32,
 ) -> Result<Figures, String> {
-    let rt = crate::client::bench_runtime()?;
+    let rt = t3fs_client::client::bench_runtime()?;
     rt.block_on(async {
         let run = transport_async(wires, size, round_trips, mib);
         tokio::time::timeout(Duration::from_secs(120), run)
@@ -301,7 +301,7 @@ async fn transport_async(
     });
     let msg = Bytes::from(vec![7u8; size.max(1)]);
     let mut rtt = histogram();
-    let s = |e: crate::transport::SendError| e.to_string();
+    let s = |e: t3fs_services::transport::SendError| e.to_string();
     for _ in 0..round_trips {
         let t = Instant::now();
         a.send(NodeId(2), msg.clone()).await.map_err(s)?;

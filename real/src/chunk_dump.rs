@@ -17,7 +17,7 @@ use t3fs_core::ids::{NodeId, TargetId};
 use t3fs_core::msg::{ChunkSum, Msg};
 
 use crate::cluster::NodeEntry;
-use crate::transport::{Transport, TransportConfig};
+use t3fs_services::transport::{Transport, TransportConfig};
 
 /// Per target, its committed chunks in chunk order.
 pub type Dump = BTreeMap<TargetId, Vec<ChunkSum>>;

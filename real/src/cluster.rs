@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::config::NodeConfig;
+use t3fs_services::config::NodeConfig;
 
 /// What `up` builds.
 #[derive(Clone, Debug)]
@@ -253,7 +253,7 @@ fn up_text(dir: &Path, entries: &[NodeEntry]) -> R<String> {
 pub fn mgmtd_status(entries: &[NodeEntry]) -> Option<String> {
     entries.iter().filter(|n| n.role == "mgmtd").find_map(|n| {
         let addr: SocketAddr = n.cfg.node.metrics.parse().ok()?;
-        let (code, body) = crate::metrics::get_authed(
+        let (code, body) = t3fs_services::metrics::get_authed(
             addr,
             &n.cfg.cluster.token,
             "/status",
@@ -294,7 +294,7 @@ pub fn wait_serving(dir: &Path, entries: &[NodeEntry], wait: Duration) -> R<()> 
                 .metrics
                 .parse()
                 .ok()
-                .and_then(|a| crate::metrics::get(a, "/ready", Duration::from_secs(1)).ok())
+                .and_then(|a| t3fs_services::metrics::get(a, "/ready", Duration::from_secs(1)).ok())
                 .is_some_and(|(c, _)| c == 200)
         });
         if ready && mgmtd_status(entries).is_some_and(|s| all_serving(&s, chains)) {
@@ -464,14 +464,14 @@ fn stop_rank(name: &str) -> u8 {
 
 /// Client options for the cluster in `dir`: mgmtd's address, the token and the timeout profile
 /// from mgmtd's config.
-pub fn client_options(dir: &Path) -> R<crate::client::ClientOptions> {
+pub fn client_options(dir: &Path) -> R<t3fs_client::client::ClientOptions> {
     let nodes = nodes(dir)?;
     let m = nodes
         .iter()
         .find(|n| n.role == "mgmtd")
         .ok_or_else(|| format!("no cluster in {}", dir.display()))?;
     let addr = m.cfg.node.listen.parse().map_err(|e| format!("{e}"))?;
-    let mut o = crate::client::ClientOptions::new(addr, m.cfg.cluster.token.clone());
+    let mut o = t3fs_client::client::ClientOptions::new(addr, m.cfg.cluster.token.clone());
     // The plan numbers mgmtd nodes 0, 1, …: the client's node ids for them follow that order.
     let mut others: Vec<&NodeEntry> = nodes
         .iter()

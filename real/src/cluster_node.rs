@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::NodeConfig;
+use t3fs_services::config::NodeConfig;
 
 /// One node of a cluster directory.
 #[derive(Clone, Debug)]

@@ -180,7 +180,7 @@ type Driven = (crate::bench_io::Report, Vec<Seen>, Vec<Mark>, Fault);
 
 async fn drive(
     o: &DemoOptions,
-    opts: &crate::client::ClientOptions,
+    opts: &t3fs_client::client::ClientOptions,
     job: Job,
     names: &BTreeMap<u32, String>,
     say: &(dyn Fn(&str) + Sync),

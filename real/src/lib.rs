@@ -37,13 +37,3 @@ pub mod roofline;
 pub mod routing_watch;
 pub mod scenario_run;
 pub mod wire_tally;
-
-// The services and the client, under the paths the lab's modules and the CLI name
-// (`crate::transport`, `t3fs_real::client`): one place to find them, not a second copy.
-pub use t3fs_client::{client, client_ns, fuse};
-#[cfg(feature = "etcd")]
-pub use t3fs_services::etcd_kv;
-pub use t3fs_services::{
-    chunk_store, config, durable, fault_query, kv_faults, kv_service, metrics, node, rdma,
-    rdma_config, serve, transport, vec_pool, wal_kv,
-};

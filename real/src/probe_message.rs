@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use t3fs_core::ids::NodeId;
 
-use crate::transport::{Frame, Transport, TransportConfig};
+use t3fs_services::transport::{Frame, Transport, TransportConfig};
 
 /// `round_trips` round trips of a frame with a `bulk`-byte bulk part answered by a small frame
 /// (sorted latencies).
 pub fn round_trips(bulk: usize, round_trips: u32) -> Result<Vec<Duration>, String> {
-    let rt = crate::client::bench_runtime()?;
+    let rt = t3fs_client::client::bench_runtime()?;
     rt.block_on(async {
         let run = measure(bulk, round_trips);
         tokio::time::timeout(Duration::from_secs(120), run)
@@ -52,7 +52,7 @@ async fn measure(bulk: usize, round_trips: u32) -> Result<Vec<Duration>, String>
     });
     let piece = Bytes::from(vec![9u8; bulk]);
     let mut out = Vec::with_capacity(round_trips as usize);
-    let s = |e: crate::transport::SendError| e.to_string();
+    let s = |e: t3fs_services::transport::SendError| e.to_string();
     for _ in 0..round_trips {
         let f = Frame {
             head: Bytes::from_static(b"probe"),

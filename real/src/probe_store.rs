@@ -160,7 +160,8 @@ mod tests {
     fn the_store_probe_times_every_kind_of_operation_and_sorts_them() {
         let dir = std::env::temp_dir().join(format!("t3fs-probe-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let open = |i: u32| crate::chunk_store::FileChunkStore::open(&dir.join(i.to_string()));
+        let open =
+            |i: u32| t3fs_services::chunk_store::FileChunkStore::open(&dir.join(i.to_string()));
         let (mut a, mut b) = (open(0).expect("open"), open(1).expect("open"));
         let l = measure(&mut [&mut a, &mut b], Duration::from_millis(20)).expect("probe");
         std::fs::remove_dir_all(&dir).expect("cleanup");

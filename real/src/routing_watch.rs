@@ -16,7 +16,7 @@ use t3fs_core::mgmtd::chain_update::render;
 use t3fs_core::routing::{ChainInfo, PublicState, RoutingInfo};
 use t3fs_reports::{ChainPoint, EventLine};
 
-use crate::client::{Client, ClientError, ClientOptions};
+use t3fs_client::client::{Client, ClientError, ClientOptions};
 
 /// One observed chain state.
 #[derive(Clone, Debug)]

@@ -13,7 +13,7 @@ use crate::cluster_node::NodeEntry;
 /// The transport counters of one node, by name.
 pub fn node_counters(n: &NodeEntry) -> Result<BTreeMap<String, u64>, String> {
     let addr: SocketAddr = n.cfg.node.metrics.parse().map_err(|e| format!("{e}"))?;
-    let (code, body) = crate::metrics::get(addr, "/metrics", Duration::from_secs(2))
+    let (code, body) = t3fs_services::metrics::get(addr, "/metrics", Duration::from_secs(2))
         .map_err(|e| format!("{}: {e}", n.name))?;
     if code != 200 {
         return Err(format!("{}: /metrics answered {code}", n.name));

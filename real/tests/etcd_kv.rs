@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Mutation, Txn};
-use t3fs_real::etcd_kv::EtcdKv;
+use t3fs_services::etcd_kv::EtcdKv;
 
 fn endpoints() -> Vec<String> {
     let eps = std::env::var("T3FS_ETCD_ENDPOINTS").unwrap_or_else(|_| {

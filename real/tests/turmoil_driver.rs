@@ -39,13 +39,13 @@ use t3fs_core::node::{AnyCall, AnyRet, Process};
 use t3fs_core::routing::{PublicState, RoutingInfo};
 use t3fs_core::storage::{ReadMode, StorageNode};
 use t3fs_core::time::Instant;
-use t3fs_real::chunk_store::{FileChunkStore, Options};
-use t3fs_real::node::clock::{ClockLayer, TimeSource};
-use t3fs_real::node::{self, KvBackend, NodeEnv, NodeHandle, NodeParts};
-use t3fs_real::transport::{Credential, PeerRole, Transport, TransportConfig};
 use t3fs_scenario::plan::{Plan, Shape};
 use t3fs_scenario::plan_cfg::Tuning;
 use t3fs_scenario::schema::Timeouts;
+use t3fs_services::chunk_store::{FileChunkStore, Options};
+use t3fs_services::node::clock::{ClockLayer, TimeSource};
+use t3fs_services::node::{self, KvBackend, NodeEnv, NodeHandle, NodeParts};
+use t3fs_services::transport::{Credential, PeerRole, Transport, TransportConfig};
 
 /// A started driver and its task (which ends with the halt reason, if the machine halted).
 type Started = (NodeHandle, tokio::task::JoinHandle<Option<String>>);
@@ -111,7 +111,7 @@ async fn transport(
     seed: u64,
 ) -> turmoil::Result<(
     Transport,
-    tokio::sync::mpsc::Receiver<t3fs_real::transport::Inbound>,
+    tokio::sync::mpsc::Receiver<t3fs_services::transport::Inbound>,
 )> {
     let listen = (id != DUMPER).then(|| listen_any(PORT));
     // Servers prove their role (their frames are checked against it); the client and the
@@ -166,7 +166,7 @@ async fn start(id: NodeId, setup: Setup, inc: u64) -> turmoil::Result<Started> {
             let dir = format!("/data/target-{}", t.0);
             let mut s =
                 FileChunkStore::open_with(Arc::new(SimFs), Path::new(&dir), Options::default())?;
-            metas.insert(*t, t3fs_real::serve::list(&mut s)?);
+            metas.insert(*t, t3fs_services::serve::list(&mut s)?);
             stores.insert(*t, Box::new(s));
         }
         let mut cfg = plan.storage_cfg(id, &tuning);
@@ -323,7 +323,7 @@ fn chain_whole(h: &NodeHandle) -> bool {
 /// Asks every storage node for its committed chunk metadata; `None` if one did not answer.
 async fn dump(
     t: &Transport,
-    rx: &mut tokio::sync::mpsc::Receiver<t3fs_real::transport::Inbound>,
+    rx: &mut tokio::sync::mpsc::Receiver<t3fs_services::transport::Inbound>,
 ) -> Option<BTreeMap<u32, Vec<ChunkSum>>> {
     let mut waiting: std::collections::BTreeSet<_> = plan().storage.into_iter().collect();
     for n in &waiting {

@@ -22,7 +22,7 @@ use std::time::Duration;
 use sim_fs::SimFs;
 use t3fs_core::chunk::{ChunkDone, ChunkError, ChunkMeta, ChunkOp, ChunkStore, UpdateKind};
 use t3fs_core::ids::{ChainVersion, ChunkId, ChunkVersion, IoId};
-use t3fs_real::chunk_store::{FileChunkStore, Options};
+use t3fs_services::chunk_store::{FileChunkStore, Options};
 use turmoil::fs::shim::std::fs as sfs;
 
 const CHUNKS: u32 = 4;

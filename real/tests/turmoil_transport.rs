@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sim_net::{addr_of, listen_any, SimNet};
 use t3fs_core::ids::NodeId;
-use t3fs_real::transport::{SendError, Transport, TransportConfig, TransportCounters};
+use t3fs_services::transport::{SendError, Transport, TransportConfig, TransportCounters};
 
 const TOKEN: &str = "t3fs-turmoil-token-0123456789abcdef";
 const PORT: u16 = 7000;

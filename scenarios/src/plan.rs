@@ -108,7 +108,7 @@ impl Shape {
 }
 
 /// Server node ids (mgmtd, storage, meta, the kv service) lie below this; a plan of more nodes
-/// is refused. Real clients take 64-bit ids with the top bit set (`t3fs_real::client`).
+/// is refused. Real clients take 64-bit ids with the top bit set (`t3fs_client::client`).
 pub const SERVER_NODE_IDS: u64 = 1 << 24;
 
 /// Chunk size and stripe of the files meta creates (the layout policy of chain table 1).

@@ -306,7 +306,7 @@ fn run<M: Machine<Msg = Msg>>(
 /// The exactly-once and meta identity of incarnation `inc` of client node `node`: a restarted
 /// client is a new client, so storage's exactly-once records (keyed by client, channel and
 /// seqnum) never meet a reused sequence. For node ids below 2³² (servers, simulated clients):
-/// a real client draws its `ClientId` at random instead (`t3fs_real::client`).
+/// a real client draws its `ClientId` at random instead (`t3fs_client::client`).
 pub fn client_id(node: NodeId, inc: u64) -> ClientId {
     ClientId(node.0 | inc << 32)
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::{ClusterSection, NodeConfig, NodeSection};
+use t3fs_services::config::{ClusterSection, NodeConfig, NodeSection};
 
 use super::{UpOptions, R};
 
@@ -32,7 +32,7 @@ pub(super) fn write_configs(o: &UpOptions) -> R<()> {
         let d = o.dir.join(&name);
         std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
         let text = format!(
-            "# t3fs node config written by `t3fs cluster up` (keys: see t3fs_real::config)\n{}",
+            "# t3fs node config written by `t3fs cluster up` (keys: see t3fs_services::config)\n{}",
             cfg.to_toml()
         );
         std::fs::write(d.join("node.toml"), text).map_err(|e| e.to_string())?;
@@ -88,7 +88,7 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
                 },
                 cluster: section.clone(),
                 addresses: addresses.clone(),
-                rdma: crate::rdma_config::RdmaSection {
+                rdma: t3fs_services::rdma_config::RdmaSection {
                     fabric: (o.transport == "soft-rdma")
                         .then(|| dir.join(crate::cluster_rdma::FABRIC_SOCKET)),
                     pool_mib: crate::cluster_rdma::pool_mib(o.chunk_size),

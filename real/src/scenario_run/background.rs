@@ -13,7 +13,7 @@ use std::path::Path;
 use t3fs_scenario::{Faults, Rng};
 
 use super::execute::{self, Injected};
-use crate::node::clock::ClockFaults;
+use t3fs_services::node::clock::ClockFaults;
 
 /// Sets `f`'s background faults on the cluster in `dir`; returns the injected state the steps
 /// start from and one line per fault set.

@@ -76,8 +76,8 @@ fn run_op(s: &mut dyn ChunkStore, op: ChunkOp) -> Result<ChunkDone, String> {
 
 /// The committed chunks of the store in `dir` (of kind `kind`).
 pub fn content(kind: &str, dir: &std::path::Path) -> Result<Content, String> {
-    let mut s =
-        crate::serve::open_store(kind, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut s = t3fs_services::serve::open_store(kind, dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     let ChunkDone::Listed(metas) = run_op(s.as_mut(), ChunkOp::List)? else {
         return Err(format!(
             "{}: listing returned something else",

@@ -16,7 +16,7 @@ use crate::cluster;
 /// hold (every call has its bound), then for GC and session pruning.
 pub(super) async fn ns_end(
     o: &RunOptions,
-    clients: Vec<tokio::task::JoinHandle<Result<u64, crate::client::ClientError>>>,
+    clients: Vec<tokio::task::JoinHandle<Result<u64, t3fs_client::client::ClientError>>>,
     log: &namespace::NsLog,
     marks: &mut Vec<Mark>,
     say: &(dyn Fn(&str) + Sync),

@@ -17,9 +17,9 @@ use super::live::{
 };
 use super::net::Net;
 use super::pushed::PerNode;
-use crate::chunk_store::DiskFaults;
 use crate::cluster;
-use crate::node::clock::ClockFaults;
+use t3fs_services::chunk_store::DiskFaults;
+use t3fs_services::node::clock::ClockFaults;
 
 /// The faults the steps have injected so far.
 #[derive(Clone, Debug, Default)]
@@ -31,7 +31,7 @@ pub struct Injected {
     /// The nodes' clocks'.
     pub clock: PerNode<ClockFaults>,
     /// The KV service's (on the kv node).
-    pub kv: PerNode<crate::kv_faults::KvFaults>,
+    pub kv: PerNode<t3fs_services::kv_faults::KvFaults>,
     /// The clocks drawn at start from `[faults] clock_offset` and `clock_drift_ppm`, which a
     /// heal returns to (as the simulator's base clocks).
     pub clock_base: BTreeMap<String, ClockFaults>,
@@ -269,7 +269,7 @@ fn rate_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, 
         } => {
             // The runner's clients have no fault RPC: only servers' sends to them are slowed.
             let (a, b) = (names(live, a)?, names(live, b)?);
-            let link = crate::transport::Link {
+            let link = t3fs_services::transport::Link {
                 latency: (latency.start, latency.end),
                 spike: *spike,
                 spike_latency: net.spike_latency,
@@ -338,7 +338,7 @@ fn disk_step(live: &Live, f: &mut Injected, action: &Action) -> Result<(String, 
         A::FailDisk(_) => f.disk.set(&n, |d| d.eio = true),
         // Rots asked stay counted: the process compares the count with those it carried out.
         A::HealDisk(_) => f.disk.set(&n, |d| {
-            *d = crate::chunk_store::DiskFaults {
+            *d = t3fs_services::chunk_store::DiskFaults {
                 rot: d.rot,
                 ..Default::default()
             }
@@ -379,7 +379,7 @@ fn corrupt(live: &Live, f: &mut Injected, r: &NodeRef) -> Result<(String, String
 pub fn set_kv(
     dir: &Path,
     f: &mut Injected,
-    change: impl Fn(&mut crate::kv_faults::KvFaults),
+    change: impl Fn(&mut t3fs_services::kv_faults::KvFaults),
 ) -> Result<(), String> {
     for n in cluster::nodes(dir)?.iter().filter(|n| n.role == "kv") {
         f.kv.set(&n.name, &change);

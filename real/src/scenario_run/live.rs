@@ -89,7 +89,7 @@ impl Live<'_> {
 fn primary_of(entries: &[cluster::NodeEntry]) -> Option<String> {
     entries.iter().filter(|n| n.role == "mgmtd").find_map(|n| {
         let addr = n.cfg.node.metrics.parse().ok()?;
-        let (code, body) = crate::metrics::get_authed(
+        let (code, body) = t3fs_services::metrics::get_authed(
             addr,
             &n.cfg.cluster.token,
             "/status",

@@ -205,7 +205,7 @@ pub fn run(o: &RunOptions, say: &(dyn Fn(&str) + Sync)) -> Result<RealOutcome, S
     let d = rt.block_on(async {
         tokio::select! {
             d = drive(o, &opts, &planned, &names, say) => d,
-            _ = crate::serve::shutdown_signal() => Err("interrupted (SIGINT or SIGTERM); the cluster was stopped".into()),
+            _ = t3fs_services::serve::shutdown_signal() => Err("interrupted (SIGINT or SIGTERM); the cluster was stopped".into()),
         }
     })?;
     if o.transport != "tcp" {
@@ -318,7 +318,7 @@ pub(crate) fn mark(
 /// the history's recorder and the register workload's load from there.
 async fn prepare(
     o: &RunOptions,
-    opts: &crate::client::ClientOptions,
+    opts: &t3fs_client::client::ClientOptions,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<(RoutingWatch, Instant, Recorder, Load), String> {
     let sc = &o.scenario;
@@ -350,7 +350,7 @@ async fn prepare(
 /// then the end before the cluster stops (end.rs).
 async fn drive(
     o: &RunOptions,
-    opts: &crate::client::ClientOptions,
+    opts: &t3fs_client::client::ClientOptions,
     planned: &[Planned],
     names: &BTreeMap<u32, String>,
     say: &(dyn Fn(&str) + Sync),

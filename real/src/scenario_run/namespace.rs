@@ -27,7 +27,7 @@ use t3fs_scenario::ns_files::{
 use t3fs_scenario::Rng;
 
 use super::life::Life;
-use crate::client::{Client, ClientError, ClientOptions};
+use t3fs_client::client::{Client, ClientError, ClientOptions};
 
 /// Namespace request ids (and payload names) carry this bit, as in the simulator.
 pub const NS_REQUEST_BIT: u64 = 1 << 63;
@@ -405,7 +405,7 @@ pub fn wait_drained(nodes: &[crate::cluster::NodeEntry], bound: Duration) -> Res
         .listen
         .parse()
         .map_err(|e| format!("kv address: {e}"))?;
-    let mut remote = crate::kv_service::RemoteKv::connect(
+    let mut remote = t3fs_services::kv_service::RemoteKv::connect(
         RUNNER_KV_NODE,
         NodeId(kv.cfg.node.id.into()),
         addr,
@@ -428,6 +428,7 @@ pub fn wait_drained(nodes: &[crate::cluster::NodeEntry], bound: Duration) -> Res
 /// Every KV row, read from the kv service's engine on disk once every process has exited.
 pub fn rows_after_stop(nodes: &[crate::cluster::NodeEntry]) -> Result<Vec<(Key, Value)>, String> {
     let dir = kv_entry(nodes)?.cfg.node.data.join("kv");
-    let mut kv = crate::wal_kv::WalKv::open(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut kv =
+        t3fs_services::wal_kv::WalKv::open(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     all_rows(&mut kv)
 }

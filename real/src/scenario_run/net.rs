@@ -21,7 +21,7 @@ use t3fs_core::ids::NodeId;
 use crate::cluster;
 use crate::netns;
 use crate::netns_rules::Rules;
-use crate::transport::{Link, NetFaults};
+use t3fs_services::transport::{Link, NetFaults};
 
 /// The network as the steps have left it.
 #[derive(Clone, Debug, Default)]

@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::chunk_store::DiskFaults;
 use crate::cluster;
-use crate::kv_faults::KvFaults;
-use crate::node::clock::ClockFaults;
+use t3fs_services::chunk_store::DiskFaults;
+use t3fs_services::kv_faults::KvFaults;
+use t3fs_services::node::clock::ClockFaults;
 
 /// A fault a node's fault RPC takes as a whole.
 pub trait HostFault: Clone + Default + PartialEq {
@@ -134,7 +134,7 @@ pub fn push_changed<F: Clone + Default + PartialEq>(
             .parse()
             .map_err(|e| format!("{}: {e}", n.name))?;
         let put = alive.then(|| {
-            crate::metrics::put(
+            t3fs_services::metrics::put(
                 addr,
                 &n.cfg.cluster.token,
                 &path_query(&want),

@@ -41,7 +41,7 @@ pub async fn quiesce(dir: &Path, bound: Duration) -> Result<Duration, String> {
             for n in cluster::nodes(&d)?.iter().filter(|n| n.role == "storage") {
                 let addr = n.cfg.node.metrics.parse().map_err(|e| format!("{e}"))?;
                 let token = &n.cfg.cluster.token;
-                let why = match crate::metrics::get_authed(
+                let why = match t3fs_services::metrics::get_authed(
                     addr,
                     token,
                     "/status",

@@ -19,7 +19,7 @@ use super::steps::{How, Planned};
 use super::workload::{self, Load};
 use super::{background, mark, namespace, RunOptions};
 use crate::bench_run::Mark;
-use crate::client::ClientError;
+use t3fs_client::client::ClientError;
 
 /// A workload client's task: the operations it sent, or why it could not connect.
 pub(super) type ClientTask = tokio::task::JoinHandle<Result<u64, ClientError>>;
@@ -63,7 +63,7 @@ pub(super) fn spawn_clients(load: &Load, n: u32, rng: &mut Rng, lives: &Lives) -
 /// Spawns the namespace workload's clients when the scenario has one (none otherwise).
 pub(super) fn spawn_ns_clients(
     o: &RunOptions,
-    opts: &crate::client::ClientOptions,
+    opts: &t3fs_client::client::ClientOptions,
     ns_log: &namespace::NsLog,
     zero: Instant,
     rng: &mut Rng,

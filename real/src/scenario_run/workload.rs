@@ -19,7 +19,7 @@ use t3fs_scenario::workload::{decode_payload, payload, Generator, Op};
 use t3fs_scenario::{Rng, Workload};
 
 use super::life::Life;
-use crate::client::{Client, ClientError, ClientOptions};
+use t3fs_client::client::{Client, ClientError, ClientOptions};
 
 /// The inode the workload's chunks belong to: far above any inode the meta service allocates,
 /// so a cluster with meta keeps both apart.

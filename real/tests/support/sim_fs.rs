@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use t3fs_real::durable::fs::{DurableFile, DurableFs};
+use t3fs_services::durable::fs::{DurableFile, DurableFs};
 use turmoil::fs::shim::std::fs as sfs;
 
 /// The simulated file system of the host the caller runs on.

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use t3fs_real::transport::net::{stream, IoFuture, Listener, Net, Stream};
+use t3fs_services::transport::net::{stream, IoFuture, Listener, Net, Stream};
 use tokio::io::AsyncWrite;
 
 /// Simulated sockets.

@@ -4,7 +4,7 @@
 # - t3fs-sim never depends on t3fs-services, t3fs-client or t3fs-real, nor they on t3fs-sim;
 # - t3fs-services depends on neither t3fs-client nor t3fs-real (nor fuser); t3fs-client not on
 #   t3fs-real;
-# - t3fs-reports depends on no workspace crate.
+# - t3fs-reports depends on no workspace crate; only the CLI depends on t3fs-crosscheck.
 # - no import cycle between the folders of a crate beyond those in scripts/known-cycles.txt;
 # - no production function over 80 lines beyond those in scripts/long-functions.txt (at most
 #   10, each with its reason).
@@ -30,6 +30,10 @@ for banned in t3fs-client t3fs-real fuser; do
   if grep -qx "$banned" <<<"$services"; then echo "rule broken: t3fs-services depends on $banned"; fail=1; fi
 done
 if grep -qx t3fs-real <<<"$(deps t3fs-client)"; then echo "rule broken: t3fs-client depends on t3fs-real"; fail=1; fi
+# Only the CLI links crosscheck, the one crate that joins the simulator and the real side.
+for c in t3fs-core t3fs-scenario t3fs-sim t3fs-services t3fs-client t3fs-real t3fs-reports; do
+  if grep -qx t3fs-crosscheck <<<"$(deps $c)"; then echo "rule broken: $c depends on t3fs-crosscheck"; fail=1; fi
+done
 reports=$(deps t3fs-reports)
 for banned in t3fs-core t3fs-sim t3fs-services t3fs-client t3fs-real t3fs-scenario; do
   if grep -qx "$banned" <<<"$reports"; then echo "rule broken: t3fs-reports depends on $banned"; fail=1; fi

@@ -23,7 +23,7 @@ import tempfile
 
 from module_cycles import strip_test_items
 
-ROOTS = ["core/src", "sim/src", "services/src", "client/src", "real/src", "scenarios/src",
+ROOTS = ["core/src", "sim/src", "services/src", "client/src", "real/src", "crosscheck/src", "scenarios/src",
          "reports/src", "src"]
 KNOWN = "scripts/long-functions.txt"
 LIMIT = 80

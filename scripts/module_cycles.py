@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 CRATES = {"core": "core/src", "sim": "sim/src", "services": "services/src", "client": "client/src",
-          "real": "real/src", "scenario": "scenarios/src", "reports": "reports/src", "cli": "src"}
+          "real": "real/src", "crosscheck": "crosscheck/src", "scenario": "scenarios/src", "reports": "reports/src", "cli": "src"}
 KNOWN = "scripts/known-cycles.txt"
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 

@@ -344,7 +344,7 @@ fn write_io_run(
         marks: Vec::new(),
         verdicts: Vec::new(),
     };
-    crate::real_run::write(t3fs_real::bench_run::run_data(&run), &a.out)
+    t3fs_crosscheck::real_run::write(t3fs_real::bench_run::run_data(&run), &a.out)
 }
 
 fn mdtest(dir: &std::path::Path, job: t3fs_real::bench_mdtest::MdJob) -> ExitCode {

@@ -76,11 +76,11 @@ pub enum ClusterCommand {
     /// Run a scenario file (a catalog name or a path) on real processes: a cluster from its
     /// `[cluster]` section, its workload through native clients, its steps as signals and
     /// restarts, then the simulator's checkers on the real history.
-    Run(crate::cluster_run::RunArgs),
+    Run(t3fs_crosscheck::cluster_run::RunArgs),
     /// A Jepsen-style soak: a 3-replica cluster under load for N minutes while faults drawn
     /// from a seed (the swarm's generator, restricted to what runs for real) strike one after
     /// another; the whole history is checked at the end.
-    Soak(crate::cluster_soak::SoakArgs),
+    Soak(t3fs_crosscheck::cluster_soak::SoakArgs),
     /// Nodes, targets and chains of a running cluster.
     Status {
         /// The cluster directory.
@@ -220,8 +220,8 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             };
             done(cluster::up(&o))
         }
-        ClusterCommand::Run(a) => crate::cluster_run::run(a),
-        ClusterCommand::Soak(a) => crate::cluster_soak::soak(a),
+        ClusterCommand::Run(a) => t3fs_crosscheck::cluster_run::run(a),
+        ClusterCommand::Soak(a) => t3fs_crosscheck::cluster_soak::soak(a),
         ClusterCommand::Status { dir } => done(cluster::status(&dir)),
         ClusterCommand::Credential {
             dir,

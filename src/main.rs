@@ -4,19 +4,11 @@
 mod allocator;
 mod bench;
 mod bench_meta;
-mod calibrate;
-mod calibrate_profile;
 mod chains;
 mod check;
 mod cluster;
-mod cluster_agree;
-mod cluster_ns;
-mod cluster_run;
-mod cluster_soak;
-mod real_run;
 mod report;
 mod sim;
-mod supervised;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -146,7 +138,7 @@ fn main() -> ExitCode {
         Command::Check(cmd) => check::run(cmd),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Demo { out, real: false } => sim::demo(out),
-        Command::Demo { out, real: true } => real_run::demo(out),
+        Command::Demo { out, real: true } => t3fs_crosscheck::real_run::demo(out),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
@@ -156,7 +148,7 @@ fn main() -> ExitCode {
             sim_seconds,
             repeats,
             out,
-        } => calibrate::run(calibrate::Args {
+        } => t3fs_crosscheck::calibrate::run(t3fs_crosscheck::calibrate::Args {
             seconds,
             sim_seconds,
             repeats,

@@ -307,7 +307,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         };
         print_outcome(&o, &command);
         if !a.no_report {
-            match crate::report::write(&o, &sc, "sim run", &command, &a.out) {
+            match t3fs_crosscheck::provenance::write_sim(&o, &sc, "sim run", &command, &a.out) {
                 Ok(dir) => println!("run directory: {}", dir.display()),
                 Err(e) => eprintln!("warning: run directory not written: {e}"),
             }
@@ -501,7 +501,7 @@ fn replay_cmd(a: ReplayArgs) -> ExitCode {
         }
     };
     print_outcome(&o, &command);
-    match crate::report::write(&o, &sc, "sim replay", &command, &a.out) {
+    match t3fs_crosscheck::provenance::write_sim(&o, &sc, "sim replay", &command, &a.out) {
         Ok(dir) => println!("run directory: {}", dir.display()),
         Err(e) => eprintln!("warning: run directory not written: {e}"),
     }
@@ -542,7 +542,7 @@ pub fn demo(out: PathBuf) -> ExitCode {
         &o,
         &format!("t3fs sim run head_crash_mid_write --seed {seed}"),
     );
-    match crate::report::write(&o, &sc, "demo", "t3fs demo", &out) {
+    match t3fs_crosscheck::provenance::write_sim(&o, &sc, "demo", "t3fs demo", &out) {
         Ok(dir) => {
             println!("run directory: {}", dir.display());
             println!(

@@ -316,7 +316,7 @@ fn judge(a: &Args, hws: &[Hardware], j: &Job, runs: &Runs) -> Result<(bool, Stri
     let typical = runs.typical();
     let (sims, o, sc) = simulate(a, hws, j, typical)?;
     let command = format!("t3fs calibrate (job {})", j.name);
-    let sim_dir = crate::report::write(&o, &sc, "calibrate", &command, &a.out)
+    let sim_dir = crate::provenance::write_sim(&o, &sc, "calibrate", &command, &a.out)
         .map_err(|e| format!("sim run directory: {e}"))?;
     let compare = a.out.join(format!("compare-{}", j.name));
     t3fs_reports::compare(&runs.0[typical].1, &sim_dir, &compare)

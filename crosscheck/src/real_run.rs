@@ -9,9 +9,9 @@ use t3fs_reports::RunData;
 
 /// Fills the manifest's commit, host and profile, writes `dir` and renders its report.
 pub fn write(mut data: RunData, dir: &Path) -> std::io::Result<()> {
-    data.manifest.commit = crate::report::commit();
-    data.manifest.host = crate::report::host();
-    data.manifest.profile = crate::report::profile();
+    data.manifest.commit = crate::provenance::commit();
+    data.manifest.host = crate::provenance::host();
+    data.manifest.profile = crate::provenance::profile();
     t3fs_reports::rundir::write(dir, &data)?;
     t3fs_reports::render(dir)
 }

@@ -11,7 +11,7 @@ echo "== skip report"
 # nextest counts #[ignore]d tests as skipped: here those are the subprocess helpers only, which
 # their parent tests run as child processes. Say which, so the summary's count is explained.
 # Every crate's folder is searched; finding none is no error (the report says so).
-helpers=$( (grep -rl --include='*.rs' 'ignore = "subprocess helper' core sim services client real scenarios reports src tests 2>/dev/null || true) \
+helpers=$( (grep -rl --include='*.rs' 'ignore = "subprocess helper' core sim services client real crosscheck scenarios reports src tests 2>/dev/null || true) \
   | xargs -r grep -h -A1 'ignore = "subprocess helper' | sed -n 's/^fn \([a-z_0-9]*\).*/\1/p' | sort | tr '\n' ' ')
 if [ -n "$helpers" ]; then
   echo "subprocess helpers, not tests (nextest lists them as skipped): $helpers"

@@ -403,10 +403,11 @@ fn namespace_verdicts(
     let wait = m.session_timeout + m.session_timeout / 2 + core::time::Duration::from_secs(10);
     let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
     w.run_until(gc_bound, |w| w.gc_drained());
-    let extents = w.file_extents();
+    let chunks = w.file_chunks();
     let drained = w.gc_drained();
     let log = w.sim.log;
     let (h, io) = (&w.sim.ns_history, &w.sim.file_io);
+    let extents = check::ns_judge::extents(h, io, chunks);
     check::ns_judge::judge(h, io, &mut w.sim.kv.kv, drained, &extents, ns.dirs, log)
 }
 

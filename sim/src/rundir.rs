@@ -14,7 +14,7 @@ use t3fs_reports::{ChainPoint, EventLine, Manifest, OpLine, RunData, Series, Ver
 use t3fs_scenario::workload::Payload;
 use t3fs_scenario::Scenario;
 
-use crate::check::history::{History, OpKind};
+use crate::history::{History, OpKind};
 
 /// Counts per interval by operation.
 pub type Counts = BTreeMap<String, Vec<u64>>;

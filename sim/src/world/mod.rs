@@ -45,7 +45,9 @@ use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng, Scenario};
 
-use crate::check::history::History;
+use crate::history::file_io::FileIo;
+use crate::history::ns::NsHistory;
+use crate::history::History;
 pub use frame::Frame;
 use node::{AnyTimer, Layout, Life, Node, Process, Role};
 
@@ -199,9 +201,9 @@ pub struct Sim {
     /// Client history.
     pub history: History,
     /// Namespace history.
-    pub ns_history: crate::check::namespace::NsHistory,
+    pub ns_history: NsHistory,
     /// Writes and reads of namespace writers' files.
-    pub file_io: crate::check::file_reads::FileIo,
+    pub file_io: FileIo,
     /// Notable events.
     pub notes: Vec<Note>,
     /// Invariant audit.

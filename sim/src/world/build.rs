@@ -37,7 +37,6 @@ impl World {
             kv: kv::SimKv::new(&layout.initial, &faults),
             rng,
             faults,
-            gen: 0,
             trace: 0xCBF2_9CE4_8422_2325,
             events: 0,
             history: History::default(),

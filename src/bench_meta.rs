@@ -281,7 +281,7 @@ fn simulated() -> ExitCode {
     };
     let secs = sc.duration.as_secs_f64();
     let mut by_type: std::collections::BTreeMap<&str, u64> = Default::default();
-    for o in w.sim.ns_history.ops.iter().filter(|o| o.ret.is_some()) {
+    for o in w.sim.ns_history().ops.iter().filter(|o| o.ret.is_some()) {
         use t3fs_core::meta::request::MetaOp as M;
         let t = match o.op {
             M::Create { .. } => "create",

@@ -528,7 +528,7 @@ pub fn demo(out: PathBuf) -> ExitCode {
     };
     if let Some(w) = &o.world {
         println!("timeline:");
-        for n in w.sim.notes.iter().filter(|n| n.kind != "verdict") {
+        for n in w.sim.notes().iter().filter(|n| n.kind != "verdict") {
             println!(
                 "  {:>9.3}s  {:<6} {:<10} {}",
                 n.at as f64 / 1e9,

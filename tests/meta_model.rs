@@ -11,7 +11,8 @@ use t3fs_core::meta::{transact, MetaError, PathOp};
 use t3fs_scenario::namespace::{NsGenerator, NsMix, NsWorkload};
 use t3fs_scenario::Rng;
 use t3fs_sim::check::ns_listing::final_listing;
-use t3fs_sim::check::ns_model::{abstract_of, Abstract, Tree};
+use t3fs_sim::check::ns_model::Tree;
+use t3fs_sim::history::ns::{abstract_of, Abstract};
 use t3fs_sim::world::ns_client::{initial_dirs, seed_namespace};
 
 #[test]

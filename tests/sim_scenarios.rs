@@ -86,7 +86,7 @@ fn demo_shows_a_failover_resync_and_promotion() {
     let w = o.world.as_ref().expect("world kept");
     let chains: Vec<&str> = w
         .sim
-        .notes
+        .notes()
         .iter()
         .filter(|n| n.kind == "chain")
         .map(|n| n.what.as_str())
@@ -302,9 +302,9 @@ fn every_catalog_scenario_reaches_the_fault_classes_it_names() {
         let o = run_seed(&sc, seed);
         let w = o.world.as_ref().expect("world kept");
         let counters = w.counter_totals();
-        let reach = &w.sim.reach.faults;
+        let reach = &w.sim.reach().faults;
         let reached = |k: &str| reach.get(k).copied().unwrap_or(0) > 0;
-        let sites: Vec<&str> = w.sim.buggify.enabled().copied().collect();
+        let sites: Vec<&str> = w.sim.buggify_sites().collect();
         let hit = |s: &Seen| match s {
             Seen::Reach(k) => reached(k),
             Seen::Counter(k) => counters.get(*k).copied().unwrap_or(0) > 0,

@@ -126,13 +126,13 @@ fn a_double_fault_is_reported_as_loss_and_the_atlas_refusal_is_counted() {
     let w = o.world.as_ref().expect("world");
     assert!(
         w.sim
-            .reach
+            .reach()
             .faults
             .get(t3fs_sim::world::REFUSED)
             .copied()
             .unwrap_or(0)
             > 0,
         "the refusal is counted: {:?}",
-        w.sim.reach.faults
+        w.sim.reach().faults
     );
 }

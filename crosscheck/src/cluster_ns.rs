@@ -14,10 +14,10 @@ use t3fs_core::kv::{CommitReq, KvEngine, Mutation};
 use t3fs_real::scenario_run::namespace::{gc_drained, NsEvent};
 use t3fs_real::scenario_run::workload::WORKLOAD_INODE;
 use t3fs_real::scenario_run::{dump::Contents, NsOutcome};
-use t3fs_sim::check::file_reads::FileIo;
-use t3fs_sim::check::namespace::NsHistory;
 use t3fs_sim::check::verdicts::NsVerdicts;
-use t3fs_sim::check::{ns_judge, Verdict};
+use t3fs_sim::check::{file_reads, ns_judge, Verdict};
+use t3fs_sim::history::file_io::FileIo;
+use t3fs_sim::history::ns::NsHistory;
 
 /// Replays the log, in order, into the history and the file-data log.
 pub fn replay(events: &[NsEvent]) -> (NsHistory, FileIo) {
@@ -65,7 +65,7 @@ pub fn judge(ns: &NsOutcome, contents: &Result<Contents, String>, dirs: u32) -> 
     let unknown = |why: String| NsVerdicts {
         serializable: Verdict::Unknown(why.clone()),
         integrity: Verdict::Unknown(why.clone()),
-        file_reads: match io.check() {
+        file_reads: match file_reads::check(&io) {
             Ok(s) => Verdict::Pass(s),
             Err(e) => Verdict::Fail(e),
         },

@@ -133,7 +133,7 @@ pub fn measure_sim(sc: &Scenario, seed: u64) -> Result<SimFigures, String> {
     let start = WallClock::now();
     let o = crate::run::run(sc, seed, false)?;
     let wall_secs = start.elapsed().as_secs_f64();
-    let ops = o.world.as_ref().map_or(0, |w| w.sim.history.completed());
+    let ops = o.world.as_ref().map_or(0, |w| w.sim.history().completed());
     Ok(SimFigures {
         seed,
         passed: o.passed(),

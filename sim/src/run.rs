@@ -18,7 +18,7 @@ use t3fs_core::time::Instant;
 use t3fs_scenario::Scenario;
 
 use crate::check::{self, Verdict};
-use crate::world::node::{Life, Process, Role};
+use crate::world::node::{Life, Process};
 use crate::world::World;
 
 pub use crate::check::verdicts::{EXIT_ASSERTION, EXIT_CORRECTNESS, EXIT_LIVENESS, EXIT_UNDECIDED};
@@ -129,9 +129,9 @@ pub fn run(scenario: &Scenario, seed: u64, log: bool) -> Result<Outcome, String>
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "panic".into());
             let w = slot.take();
-            let (trace, events, sim_ns) = w
-                .as_ref()
-                .map_or((0, 0, 0), |w| (w.sim.trace, w.sim.events, w.sim.now().0));
+            let (trace, events, sim_ns) = w.as_ref().map_or((0, 0, 0), |w| {
+                (w.sim.trace_hash(), w.sim.events(), w.sim.now().0)
+            });
             Ok(Outcome {
                 seed,
                 verdicts: vec![("assertions", Verdict::Fail(msg.clone()))],
@@ -191,7 +191,7 @@ fn final_reads(w: &mut World, chunks: u32, within: Duration) {
         let mut done = true;
         // Highest chunk first, as the single-pass reads did (the trace hashes stay the same).
         for (chunk, t) in tries.iter_mut().enumerate().rev() {
-            let last = t.last().map(|&i| &w.sim.history.ops[i]);
+            let last = t.last().map(|&i| &w.sim.history().ops[i]);
             if last.is_some_and(|o| o.ret.is_some()) {
                 continue;
             }
@@ -200,14 +200,14 @@ fn final_reads(w: &mut World, chunks: u32, within: Duration) {
                 continue; // In flight, or given up on (the durability verdict names it).
             }
             let client = clients[(chunk + t.len()) % clients.len()];
-            let index = w.sim.history.ops.len();
+            let index = w.sim.history().ops.len();
             if !busy(w, client) && w.issue_read(client, chunk as u32) {
                 t.push(index);
             }
         }
         let gave_up = tries.iter().all(|t| {
             t.last()
-                .is_some_and(|&i| w.sim.history.ops[i].ret.is_some())
+                .is_some_and(|&i| w.sim.history().ops[i].ret.is_some())
                 || t.len() >= FINAL_READ_ATTEMPTS
         });
         (done || gave_up) && clients.iter().all(|&c| !busy(w, c))
@@ -225,7 +225,7 @@ fn phases(w: &mut World) -> Outcome {
     let (converged_at, last_reason) = run_until_converged(w, deadline);
     let checked = check_run(w, &sc, live_start, converged_at, &last_reason);
     let (verdicts, exit, reason) = check::verdicts::assemble(checked, &sc.expect);
-    sum_mgmtd_rows(w);
+    w.sum_mgmtd_rows();
     w.sim.note(
         "verdict",
         "",
@@ -240,8 +240,8 @@ fn phases(w: &mut World) -> Outcome {
         verdicts,
         exit,
         reason,
-        trace: w.sim.trace,
-        events: w.sim.events,
+        trace: w.sim.trace_hash(),
+        events: w.sim.events(),
         sim_ns: w.sim.now().0,
         converged_after: converged_at.map(|t| Duration::from_nanos(t.0 - live_start.0)),
         world: None,
@@ -256,7 +256,7 @@ fn heal_and_restart(w: &mut World) {
         "",
         "liveness: heal network, restart crashed nodes, replace failed disks".into(),
     );
-    w.sim.workload_stopped = true;
+    w.sim.stop_workload();
     w.heal();
     for i in 0..w.nodes.len() {
         let damaged = w.nodes[i]
@@ -283,16 +283,16 @@ fn check_run(
     last_reason: &str,
 ) -> check::verdicts::Checked {
     let audit = audit_verdict(w);
-    let halts = if w.sim.halts.is_empty() {
+    let halts = if w.sim.halts().is_empty() {
         Verdict::Pass("no machine halted".into())
     } else {
         // Halts are legitimate for disk failures; they are reported, not failed.
-        Verdict::Pass(w.sim.halts.join("; "))
+        Verdict::Pass(w.sim.halts().join("; "))
     };
     let liveness = liveness_verdict(sc, live_start, converged_at, last_reason);
     // Final reads: every chunk, spread over the clients, after convergence; a failed read is
     // tried again (from the next client) until one answers or the bound ends.
-    let final_from = w.sim.history.ops.len();
+    let final_from = w.sim.history().ops.len();
     if converged_at.is_some() {
         final_reads(w, sc.workload.chunks, sc.converge_within);
     }
@@ -302,7 +302,7 @@ fn check_run(
     } else {
         Verdict::Unknown("not checked: the cluster did not converge, so no final reads ran".into())
     };
-    let corruption = check::corruption(&w.sim.history);
+    let corruption = check::corruption(w.sim.history());
     let agreement = agreement_verdict(w, sc, converged_at);
     let namespace = sc
         .namespace
@@ -323,11 +323,12 @@ fn check_run(
 
 /// The audit verdict: the first chain or KV invariant violation, if any.
 fn audit_verdict(w: &World) -> Verdict {
-    match w.sim.audit.violation.as_deref().or(w.sim.kv.violation()) {
+    match w.sim.violation() {
         Some(v) => Verdict::Fail(v.to_string()),
         None => Verdict::Pass(format!(
             "{} chain publications and {} KV commits checked (§2.6.1, §2.2)",
-            w.sim.audit.routing_changes, w.sim.kv.counters.commits
+            w.sim.routing_changes(),
+            w.sim.kv_commits()
         )),
     }
 }
@@ -359,10 +360,10 @@ fn history_verdicts(w: &World, sc: &Scenario, final_from: usize) -> [(&'static s
     let stale = if sc.cluster.storage_lease {
         Default::default()
     } else {
-        check::appendix_b::stale_reads(&w.sim.history.ops[..final_from], &w.sim.audit.timeline)
+        check::appendix_b::stale_reads(&w.sim.history().ops[..final_from], w.sim.chain_timeline())
     };
     check::histories(
-        &w.sim.history,
+        w.sim.history(),
         sc.workload.chunks,
         final_from,
         sc.cluster.reject_dirty_reads,
@@ -403,20 +404,10 @@ fn namespace_verdicts(
     let wait = m.session_timeout + m.session_timeout / 2 + core::time::Duration::from_secs(10);
     let gc_bound = Instant(w.sim.now().0 + wait.as_nanos() as u64);
     w.run_until(gc_bound, |w| w.gc_drained());
-    let extents = w.file_extents();
+    let chunks = w.file_chunks();
     let drained = w.gc_drained();
-    let log = w.sim.log;
-    let (h, io) = (&w.sim.ns_history, &w.sim.file_io);
-    check::ns_judge::judge(h, io, &mut w.sim.kv.kv, drained, &extents, ns.dirs, log)
-}
-
-/// Sums the §2.6.1 rows of every live mgmtd into the reachability counters.
-fn sum_mgmtd_rows(w: &mut World) {
-    for n in &w.nodes {
-        if let (Role::Mgmtd, Process::Mgmtd(m)) = (n.ctx.role, &n.proc) {
-            for (row, c) in &m.counters().rows {
-                *w.sim.reach.rows.entry(*row).or_default() += c;
-            }
-        }
-    }
+    let log = w.sim.logging();
+    let (h, io, kv) = w.sim.namespace_evidence();
+    let extents = check::ns_judge::extents(h, io, chunks);
+    check::ns_judge::judge(h, io, kv, drained, &extents, ns.dirs, log)
 }

@@ -14,7 +14,7 @@ use t3fs_reports::{ChainPoint, EventLine, Manifest, OpLine, RunData, Series, Ver
 use t3fs_scenario::workload::Payload;
 use t3fs_scenario::Scenario;
 
-use crate::check::history::{History, OpKind};
+use crate::history::{History, OpKind};
 
 /// Counts per interval by operation.
 pub type Counts = BTreeMap<String, Vec<u64>>;
@@ -34,19 +34,19 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
         data.manifest = m;
         return data;
     };
-    for (k, v) in &w.sim.reach.faults {
+    for (k, v) in &w.sim.reach().faults {
         m.faults_reached.insert(k.to_string(), *v);
     }
     for row in Row::ALL {
         m.rows_reached.insert(
             format!("{row:?}"),
-            w.sim.reach.rows.get(&row).copied().unwrap_or(0),
+            w.sim.reach().rows.get(&row).copied().unwrap_or(0),
         );
     }
     m.counters = w.counter_totals();
     data.events = event_lines(w);
     let buckets = (o.sim_ns as f64 / 1e9 / INTERVAL).ceil() as usize + 1;
-    let (ops, lat) = history_series(&w.sim.history, o.sim_ns);
+    let (ops, lat) = history_series(w.sim.history(), o.sim_ns);
     let counters = counter_series(w, o.sim_ns, &m.counters, buckets);
     data.series = Series {
         interval: INTERVAL,
@@ -55,7 +55,7 @@ pub fn run_data(o: &Outcome, sc: &Scenario, command: &str) -> RunData {
     };
     data.latencies = lat;
     data.chains = chain_points(w);
-    data.history = history_lines(&w.sim.history);
+    data.history = history_lines(w.sim.history());
     data.manifest = m;
     data
 }
@@ -90,7 +90,7 @@ fn manifest(o: &Outcome, sc: &Scenario, command: &str) -> Manifest {
 /// The world's notes as `events.jsonl` lines.
 fn event_lines(w: &World) -> Vec<EventLine> {
     w.sim
-        .notes
+        .notes()
         .iter()
         .map(|n| EventLine {
             t: n.at as f64 / 1e9,
@@ -111,8 +111,12 @@ fn counter_series(
     // Counter increments per interval from the whole-second samples (and the final totals).
     let mut counters: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let end = (end_ns, totals.clone());
-    let points: Vec<&(u64, BTreeMap<String, u64>)> =
-        w.sim.samples.iter().chain(std::iter::once(&end)).collect();
+    let points: Vec<&(u64, BTreeMap<String, u64>)> = w
+        .sim
+        .samples()
+        .iter()
+        .chain(std::iter::once(&end))
+        .collect();
     for pair in points.windows(2) {
         let (t, before) = (pair[0].0, &pair[0].1);
         let after = &pair[1].1;
@@ -132,8 +136,7 @@ fn counter_series(
 /// The chain-state timeline the world's audit kept.
 fn chain_points(w: &World) -> Vec<ChainPoint> {
     w.sim
-        .audit
-        .timeline
+        .chain_timeline()
         .iter()
         .map(|(t, c)| ChainPoint {
             t: *t as f64 / 1e9,

@@ -3,19 +3,15 @@
 //!
 //! The rule only: [`check`] compares what each chain's serving targets hold (pure); the world
 //! gathers that from its disks (`World::serving_contents`), a real cluster from its stores'
-//! dumps, so this module names neither.
+//! dumps, so this module names neither (the shape, [`Content`], is the history leaf's).
 //! Invariant: only committed chunks (version > 0) are compared; a pending update in flight is
 //! not a disagreement. Not here: when the cluster is quiescent (the runner waits for that),
 //! which value is right (the history checkers say that).
 
-use std::collections::BTreeMap;
-
-use t3fs_core::ids::{ChainId, ChunkId, TargetId};
+use t3fs_core::ids::{ChainId, TargetId};
 
 use super::Verdict;
-
-/// One target's committed chunks: (committed version, bytes) by chunk.
-pub type Content = BTreeMap<ChunkId, (u32, Vec<u8>)>;
+use crate::history::Content;
 
 /// Per chain, its serving targets' committed contents in chain order: every one must equal the
 /// first. `Fail` names the chain, the two targets and the first chunk they differ on.
@@ -53,7 +49,7 @@ pub fn check(chains: &[(ChainId, Vec<(TargetId, Content)>)]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use t3fs_core::ids::InodeId;
+    use t3fs_core::ids::{ChunkId, InodeId};
 
     fn chunk(index: u32) -> ChunkId {
         ChunkId {

@@ -22,7 +22,7 @@ use t3fs_core::client::Served;
 use t3fs_core::ids::ChainVersion;
 use t3fs_core::routing::{ChainInfo, PublicState};
 
-use super::history::{OpKind, OpRec};
+use crate::history::{OpKind, OpRec};
 
 /// One read served by a replica that mgmtd had already moved out of its chain.
 #[derive(Clone, Debug, Eq, PartialEq)]

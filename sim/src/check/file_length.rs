@@ -36,8 +36,7 @@ use t3fs_core::ids::InodeId;
 use t3fs_core::meta::request::MetaOp;
 use t3fs_core::meta::{Inode, InodeKind};
 
-use super::namespace::NsHistory;
-use super::ns_model::Abstract;
+use crate::history::ns::{Abstract, NsHistory};
 
 /// A length hint meta acknowledged.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]

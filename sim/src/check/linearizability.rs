@@ -19,7 +19,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use t3fs_scenario::workload::Payload;
 
-use super::history::{OpKind, OpRec};
+use crate::history::{OpKind, OpRec};
 
 /// A register operation for the search.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -412,7 +412,7 @@ pub(crate) mod tests {
 
     #[test]
     fn intervals_keep_one_chunk_drop_uninformative_reads_and_open_writes_run_forever() {
-        use crate::check::history::History;
+        use crate::history::History;
         use t3fs_scenario::workload::Payload;
         // The history's clock ticks once per invocation and once per response.
         let mut h = History::default();

@@ -11,7 +11,6 @@ pub mod agreement;
 pub mod appendix_b;
 pub mod file_length;
 pub mod file_reads;
-pub use t3fs_scenario::history;
 pub mod linearizability;
 pub mod namespace;
 pub mod ns_fsck;
@@ -25,7 +24,7 @@ use std::collections::BTreeMap;
 
 use t3fs_scenario::workload::Payload;
 
-use history::{History, OpKind};
+use crate::history::{self, History, OpKind};
 use linearizability::Outcome;
 
 /// Memo entries the linearizability search may use per chunk before answering `Unknown`.

@@ -6,81 +6,15 @@
 //! Open operations (the client crashed, or every retry ended in an unknown commit) may appear
 //! anywhere after their invocation, or nowhere. The search is Wing & Gong's with a memo of
 //! (set of operations placed, tree) states, as in `linearizability.rs`; past a memo budget it
-//! answers `Unknown`, never `Pass`. Not here: running the operations (world/ns_client.rs).
+//! answers `Unknown`, never `Pass`. Not here: running the operations (world/ns_client.rs),
+//! recording them (`history::ns`).
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use t3fs_core::meta::request::{MetaOp, MetaResult};
-use t3fs_core::meta::MetaError;
-
-use super::ns_model::{abstract_of, Abstract, Tree};
+use super::ns_model::Tree;
 use super::Verdict;
-
-/// One namespace operation of a run.
-#[derive(Clone, Debug)]
-pub struct NsRec {
-    /// Client index.
-    pub client: u32,
-    /// The asking client's `ClientId` (directory locks name it; a restarted client has a new
-    /// one).
-    pub who: u64,
-    /// The user it acts for (permission checks).
-    pub user: t3fs_core::meta::perm::User,
-    /// The request.
-    pub op: MetaOp,
-    /// Logical invocation time.
-    pub invoke: u64,
-    /// Logical return time and answer (`None`: open).
-    pub ret: Option<(u64, Abstract)>,
-    /// Simulated ns at invocation.
-    pub invoke_ns: u64,
-}
-
-/// A run's namespace history.
-#[derive(Clone, Debug, Default)]
-pub struct NsHistory {
-    /// Operations in invocation order.
-    pub ops: Vec<NsRec>,
-    clock: u64,
-}
-
-impl NsHistory {
-    /// Records an invocation; returns its index.
-    pub fn invoke(
-        &mut self,
-        client: u32,
-        (who, user): (u64, t3fs_core::meta::perm::User),
-        op: MetaOp,
-        now_ns: u64,
-    ) -> usize {
-        self.clock += 1;
-        self.ops.push(NsRec {
-            client,
-            who,
-            user,
-            op,
-            invoke: self.clock,
-            ret: None,
-            invoke_ns: now_ns,
-        });
-        self.ops.len() - 1
-    }
-
-    /// Records the answer of operation `i`. A KV failure after every retry leaves it open.
-    pub fn ret(&mut self, i: usize, result: MetaResult) {
-        self.clock += 1;
-        if matches!(result, Err(MetaError::Kv(_))) {
-            return; // Unknown outcome: may or may not have taken effect.
-        }
-        self.ops[i].ret = Some((self.clock, abstract_of(&result)));
-    }
-
-    /// Answered operations.
-    pub fn answered(&self) -> usize {
-        self.ops.iter().filter(|o| o.ret.is_some()).count()
-    }
-}
+use crate::history::ns::{NsHistory, NsRec};
 
 /// Memo states the search may visit before answering `Unknown`.
 pub const NS_BUDGET: usize = 2_000_000;
@@ -220,33 +154,30 @@ fn explain(
     let mut culprit = None;
     for &end in &answered {
         let cut = h.ops[end].ret.as_ref().map_or(0, |r| r.0);
-        let prefix = NsHistory {
-            ops: h
-                .ops
-                .iter()
-                .filter(|o| o.invoke <= cut)
-                .map(|o| {
-                    let mut o = o.clone();
-                    if o.ret.as_ref().is_some_and(|r| r.0 > cut) {
-                        o.ret = None;
-                    }
-                    o
-                })
-                .collect(),
-            clock: 0,
-        };
+        let prefix: Vec<NsRec> = h
+            .ops
+            .iter()
+            .filter(|o| o.invoke <= cut)
+            .map(|o| {
+                let mut o = o.clone();
+                if o.ret.as_ref().is_some_and(|r| r.0 > cut) {
+                    o.ret = None;
+                }
+                o
+            })
+            .collect();
         let mut s = Search {
-            ops: &prefix.ops,
+            ops: &prefix,
             final_listing: None,
             memo: HashSet::new(),
-            zobrist: (0..prefix.ops.len() as u64)
+            zobrist: (0..prefix.len() as u64)
                 .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
                 .collect(),
             budget: NS_BUDGET / 4,
             order: Vec::new(),
             deepest: 0,
         };
-        let mut placed = vec![false; prefix.ops.len()];
+        let mut placed = vec![false; prefix.len()];
         if let Ok(false) = s.go(&Tree::with_dirs(initial), &mut placed, 0) {
             culprit = Some(end);
             break;
@@ -274,8 +205,8 @@ fn explain(
 mod tests {
     use super::*;
     use t3fs_core::meta::perm::ROOT_USER;
-    use t3fs_core::meta::request::MetaAnswer;
-    use t3fs_core::meta::{Inode, InodeKind};
+    use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
+    use t3fs_core::meta::{Inode, InodeKind, MetaError};
 
     fn file() -> MetaResult {
         Ok(MetaAnswer::Inode(Inode {

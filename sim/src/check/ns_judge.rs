@@ -9,10 +9,10 @@
 use t3fs_core::kv::mem::MemKv;
 
 use super::file_length::{acknowledged_hints, Extents};
-use super::file_reads::FileIo;
-use super::namespace::NsHistory;
 use super::verdicts::NsVerdicts;
 use super::Verdict;
+use crate::history::file_io::FileIo;
+use crate::history::ns::NsHistory;
 
 /// The length bounds of file chunks from `chunks` (per file, per chunk index, the longest
 /// committed length on any target) and the logs' hints and cuts.
@@ -57,7 +57,7 @@ pub fn judge(
         }
         Err(e) => Verdict::Fail(e),
     };
-    let file_reads = match io.check() {
+    let file_reads = match super::file_reads::check(io) {
         Ok(s) => Verdict::Pass(s),
         Err(e) => Verdict::Fail(e),
     };

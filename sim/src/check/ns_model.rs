@@ -4,9 +4,10 @@
 //! (which it is compared against in `tests/meta_model.rs`, and which the differential test
 //! compares against a real directory).
 //!
-//! Answers are abstract: what kind of inode a request found or made, the names and kinds of a
-//! listing, or a POSIX error. Inode numbers, times and link counts are not compared (a real
-//! run allocates ids in commit order, which a serial order need not follow).
+//! Answers are abstract (`history::ns::Abstract`, the form the history records them in): what
+//! kind of inode a request found or made, the names and kinds of a listing, or a POSIX error.
+//! Inode numbers, times and link counts are not compared (a real run allocates ids in commit
+//! order, which a serial order need not follow).
 //! Invariant: the model never panics on any request; errors follow the same precedence as the
 //! kernel's (checked by the differential test through `core::meta`). Not here: the search.
 
@@ -15,12 +16,13 @@ mod ops;
 use std::collections::BTreeMap;
 
 use t3fs_core::meta::perm::{User, MAY_EXEC, MAY_WRITE, ROOT_USER, STICKY};
-use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
+use t3fs_core::meta::request::MetaOp;
 use t3fs_core::meta::{split_path, EntryKind, MetaError, DEPTH_MAX, SYMLINKS_MAX};
+use t3fs_scenario::ns_files::INITIAL_DIR_PERM;
+
+use crate::history::ns::Abstract;
 
 const ROOT: u32 = 0;
-
-pub use t3fs_scenario::ns_files::INITIAL_DIR_PERM;
 
 /// One inode of the model.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -35,49 +37,6 @@ enum Node {
         nlink: u32,
     },
     Symlink(String),
-}
-
-/// What a checker compares.
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
-pub enum Abstract {
-    /// The request's inode kind.
-    Kind(EntryKind),
-    /// A listing: names and kinds.
-    Names(Vec<(Vec<u8>, EntryKind)>),
-    /// Done.
-    Done,
-    /// A POSIX error.
-    Error(MetaError),
-    /// A batch stat: each path's kind or error.
-    Many(Vec<Abstract>),
-    /// A statFs whose figures add up (their values depend on storage, not on the tree).
-    Space,
-    /// A statFs whose figures do not add up.
-    BadSpace,
-}
-
-/// The abstract form of a real answer.
-pub fn abstract_of(r: &MetaResult) -> Abstract {
-    match r {
-        Ok(MetaAnswer::Inode(i)) => Abstract::Kind(i.entry_kind()),
-        Ok(MetaAnswer::Entries(rows)) => {
-            Abstract::Names(rows.iter().map(|(n, e)| (n.clone(), e.kind)).collect())
-        }
-        Ok(MetaAnswer::Done) => Abstract::Done,
-        Ok(MetaAnswer::StatFs(s)) if s.used <= s.capacity && s.free == s.capacity - s.used => {
-            Abstract::Space
-        }
-        Ok(MetaAnswer::StatFs(_)) => Abstract::BadSpace,
-        Ok(MetaAnswer::Stats(rs)) => Abstract::Many(
-            rs.iter()
-                .map(|r| match r {
-                    Ok(i) => Abstract::Kind(i.entry_kind()),
-                    Err(e) => Abstract::Error(e.clone()),
-                })
-                .collect(),
-        ),
-        Err(e) => Abstract::Error(e.clone()),
-    }
 }
 
 /// The tree.

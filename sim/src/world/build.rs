@@ -15,7 +15,7 @@ use t3fs_scenario::{Faults, Rng, Scenario};
 use super::node::{Ctx, Layout, Life, Node, Process, Role};
 use super::{buggify, clock, disk, kv, net, ns_client, queue, resources};
 use super::{Audit, Ev, Reach, Sim, World};
-use crate::check::history::History;
+use crate::history::History;
 
 impl World {
     /// Builds the cluster of `scenario` for `seed` and schedules its steps and phases.
@@ -37,7 +37,6 @@ impl World {
             kv: kv::SimKv::new(&layout.initial, &faults),
             rng,
             faults,
-            gen: 0,
             trace: 0xCBF2_9CE4_8422_2325,
             events: 0,
             history: History::default(),

@@ -12,7 +12,7 @@ use t3fs_core::ids::{ChainId, RequestId};
 use t3fs_core::layout::FileLayout;
 use t3fs_scenario::workload::{decode_payload, payload, Generator, Op};
 
-use crate::check::history::{History, OpKind};
+use crate::history::{History, OpKind};
 
 /// The inode every workload chunk belongs to.
 pub const WORKLOAD_INODE: u64 = 1;

@@ -5,7 +5,7 @@ use t3fs_core::ids::{ChainId, TargetId};
 use t3fs_core::routing::PublicState;
 
 use super::World;
-use crate::check::agreement::Content;
+use crate::history::Content;
 
 impl World {
     /// Per chain of the latest published routing, what each SERVING target's disk holds

@@ -1,12 +1,14 @@
 //! Totals of every counter in the world (network, KV, history, disks, live and retired
 //! processes), for the manifest and for the samples taken every simulated second that the
-//! report draws over time.
+//! report draws over time; and, at the end of a run, the §2.6.1 rows the live mgmtd counted,
+//! summed into the reachability counters.
 //!
 //! Invariant: totals only grow within a run (retired processes keep their counts). Not here:
 //! the counters themselves (each lives with what it counts).
 
 use std::collections::BTreeMap;
 
+use super::node::{Process, Role};
 use super::World;
 
 impl World {
@@ -65,5 +67,17 @@ impl World {
             *c.entry(k.to_string()).or_default() += v;
         }
         c
+    }
+
+    /// Sums the §2.6.1 rows of every live mgmtd into the reachability counters (once, when
+    /// the run ends).
+    pub fn sum_mgmtd_rows(&mut self) {
+        for n in &self.nodes {
+            if let (Role::Mgmtd, Process::Mgmtd(m)) = (n.ctx.role, &n.proc) {
+                for (row, c) in &m.counters().rows {
+                    *self.sim.reach.rows.entry(*row).or_default() += c;
+                }
+            }
+        }
     }
 }

@@ -31,6 +31,7 @@ pub mod ns_client;
 pub use t3fs_scenario::ns_files;
 pub mod queue;
 pub mod resources;
+mod sim_api;
 mod steps;
 pub mod throughput;
 pub use steps::REFUSED;
@@ -45,7 +46,9 @@ use t3fs_core::routing::{ChainInfo, RoutingInfo};
 use t3fs_core::time::Instant;
 use t3fs_scenario::{Faults, Rng, Scenario};
 
-use crate::check::history::History;
+use crate::history::file_io::FileIo;
+use crate::history::ns::NsHistory;
+use crate::history::History;
 pub use frame::Frame;
 use node::{AnyTimer, Layout, Life, Node, Process, Role};
 
@@ -140,19 +143,19 @@ pub struct Note {
 
 /// What the world audits while it runs.
 #[derive(Default)]
-pub struct Audit {
+struct Audit {
     /// Latest chain published per chain id (by chain version).
-    pub chains: BTreeMap<ChainId, ChainInfo>,
+    chains: BTreeMap<ChainId, ChainInfo>,
     /// First invariant violation seen.
-    pub violation: Option<String>,
+    violation: Option<String>,
     /// Chain publications counted.
-    pub routing_changes: u64,
+    routing_changes: u64,
     /// Every published chain with its simulated time, for the chain-state timeline.
-    pub timeline: Vec<(u64, ChainInfo)>,
+    timeline: Vec<(u64, ChainInfo)>,
     /// Targets that may have missed writes: their node crashed, and no chain published since
     /// has promoted them back to SERVING (only a resync or a LASTSRV return does). The fault
     /// atlas does not count them as intact copies, even while routing still lists them SERVING.
-    pub stale: std::collections::BTreeSet<TargetId>,
+    stale: std::collections::BTreeSet<TargetId>,
 }
 
 /// Reachability counters: fault classes injected and §2.6.1 rows exercised.
@@ -176,56 +179,55 @@ pub struct World {
     pub sim: Sim,
 }
 
-/// The parts of the world a machine step touches besides its own node.
+/// The parts of the world a machine step touches besides its own node. Its fields are the
+/// world's alone; code outside reads and steers it through the methods of `sim_api.rs`.
 pub struct Sim {
     /// The event queue (and the clock).
-    pub queue: queue::Queue<Ev>,
+    queue: queue::Queue<Ev>,
     /// The seeded generator.
-    pub rng: Rng,
+    rng: Rng,
     /// Resources with service times (`[hardware]` scenarios only).
-    pub resources: Option<resources::Resources>,
+    resources: Option<resources::Resources>,
     /// Network model.
-    pub net: net::Net,
+    net: net::Net,
     /// The KV.
-    pub kv: kv::SimKv,
+    kv: kv::SimKv,
     /// Current background fault rates.
-    pub faults: Faults,
-    /// Timer generations.
-    pub gen: u64,
+    faults: Faults,
     /// Running hash of every event (the trace hash).
-    pub trace: u64,
+    trace: u64,
     /// Events processed.
-    pub events: u64,
+    events: u64,
     /// Client history.
-    pub history: History,
+    history: History,
     /// Namespace history.
-    pub ns_history: crate::check::namespace::NsHistory,
+    ns_history: NsHistory,
     /// Writes and reads of namespace writers' files.
-    pub file_io: crate::check::file_reads::FileIo,
+    file_io: FileIo,
     /// Notable events.
-    pub notes: Vec<Note>,
+    notes: Vec<Note>,
     /// Invariant audit.
-    pub audit: Audit,
+    audit: Audit,
     /// Reachability.
-    pub reach: Reach,
+    reach: Reach,
     /// Print one line per event.
-    pub log: bool,
+    log: bool,
     /// The safety phase is over: clients issue no new operations.
-    pub workload_stopped: bool,
+    workload_stopped: bool,
     /// The fault atlas is off (the scenario expects loss).
-    pub atlas_off: bool,
+    atlas_off: bool,
     /// Halts by reason (assertion-like conditions a machine reported).
-    pub halts: Vec<String>,
+    halts: Vec<String>,
     /// Counters of processes that crashed (a report adds the live ones).
-    pub retired: BTreeMap<&'static str, u64>,
+    retired: BTreeMap<&'static str, u64>,
     /// Counter totals at every whole simulated second (`SAMPLE_NS`): the report's counters
     /// over time. Taken between events, so they never disturb the run.
-    pub samples: Vec<(u64, BTreeMap<String, u64>)>,
+    samples: Vec<(u64, BTreeMap<String, u64>)>,
     /// BUGGIFY sites enabled for this run.
-    pub buggify: buggify::Buggify,
+    buggify: buggify::Buggify,
     /// Which storage steps walk the whole node in `check_invariants` (see [`STORAGE_CHECK_ONE_IN`]):
     /// a stream of its own, so sampling changes no other draw of the run.
-    pub check_rng: Rng,
+    check_rng: Rng,
 }
 
 /// A storage node's `check_invariants` walks every chunk of every target, and running it after
@@ -251,7 +253,7 @@ impl Sim {
     /// quarter of the simulator's time. Inputs of 64 bytes or more run four independent lanes
     /// over 32-byte blocks, folded into the trace at the end: one chain of dependent multiplies
     /// was a seventh of the time again. Only equality of traces matters, not the function.
-    pub fn hash(&mut self, bytes: &[u8]) {
+    fn hash(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
         if bytes.len() >= 64 {
             let t = self.trace;
@@ -282,31 +284,15 @@ impl Sim {
     /// CRC32C in place of the payload's bytes. The receiver verifies that CRC anyway (a replica
     /// before applying, a client before returning) and a payload computes it once, so the
     /// payload's bytes are not read again for the trace.
-    pub fn hash_frame(&mut self, frame: &Frame) {
+    fn hash_frame(&mut self, frame: &Frame) {
         self.hash(&frame.head);
         if let Some(p) = &frame.bulk {
             self.hash(&p.checksum().to_le_bytes());
         }
     }
 
-    /// Simulated time now.
-    pub fn now(&self) -> Instant {
-        self.queue.now()
-    }
-
-    /// Records a notable event.
-    pub fn note(&mut self, kind: &'static str, node: &str, what: String) {
-        let at = self.now().0;
-        self.notes.push(Note {
-            at,
-            kind,
-            node: node.to_string(),
-            what,
-        });
-    }
-
     /// Sends a frame through the network model (also used to re-inject released holds).
-    pub fn transmit(&mut self, from: NodeId, to: NodeId, frame: Frame) {
+    fn transmit(&mut self, from: NodeId, to: NodeId, frame: Frame) {
         match self.net.route(&mut self.rng, from, to, frame.len()) {
             net::Fate::Dropped => {}
             net::Fate::Held => self.net.parked.push((from, to, frame)),
@@ -336,13 +322,13 @@ impl Sim {
     }
 
     /// Schedules `ev` after `d` of simulated time.
-    pub fn schedule_in(&mut self, d: core::time::Duration, ev: Ev) {
+    fn schedule_in(&mut self, d: core::time::Duration, ev: Ev) {
         let at = Instant(self.now().0 + d.as_nanos() as u64);
         self.queue.push(at, ev);
     }
 
     /// Counts a fault class.
-    pub fn reached(&mut self, class: &'static str) {
+    fn reached(&mut self, class: &'static str) {
         *self.reach.faults.entry(class).or_default() += 1;
     }
 }

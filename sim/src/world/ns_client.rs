@@ -3,10 +3,13 @@
 //!
 //! Request ids of namespace calls have the top bit set, so they never collide with the chunk
 //! workload's calls on the same client machine. A call whose client crashes stays open in the
-//! history (its effect is unknown). Not here: the checker (check/namespace.rs).
+//! history (its effect is unknown). Not here: the checker (check/namespace.rs), the history's
+//! types (`history::ns`, `history::file_io`).
+
+use std::collections::BTreeMap;
 
 use t3fs_core::client::{ClientCall, ClientRet};
-use t3fs_core::ids::RequestId;
+use t3fs_core::ids::{InodeId, RequestId};
 use t3fs_core::kv::mem::MemKv;
 use t3fs_core::meta::request::MetaAnswer;
 use t3fs_core::meta::request::{execute, MetaOp};
@@ -71,7 +74,7 @@ pub fn seed_namespace(kv: &mut MemKv, dirs: u32) {
     for (k, path) in initial_dirs(dirs).into_iter().enumerate() {
         let op = MetaOp::Mkdirs {
             path,
-            perm: crate::check::ns_model::INITIAL_DIR_PERM,
+            perm: t3fs_scenario::ns_files::INITIAL_DIR_PERM,
             recursive: false,
         };
         let p = PathOp {
@@ -211,12 +214,10 @@ impl World {
     }
 
     /// The file chunks (not the chunk workload's) committed on any target: per file, per
-    /// chunk index, the longest committed length; with the length hints meta acknowledged and
-    /// the files truncate steps were issued to, for the lower bound of the length check.
-    pub fn file_extents(&self) -> crate::check::file_length::Extents {
-        let workload = t3fs_core::ids::InodeId(super::client::WORKLOAD_INODE);
-        let mut chunks: std::collections::BTreeMap<_, std::collections::BTreeMap<u32, u32>> =
-            Default::default();
+    /// chunk index, the longest committed length (the data the length check bounds lengths by).
+    pub fn file_chunks(&self) -> BTreeMap<InodeId, BTreeMap<u32, u32>> {
+        let workload = InodeId(super::client::WORKLOAD_INODE);
+        let mut chunks: BTreeMap<InodeId, BTreeMap<u32, u32>> = BTreeMap::new();
         for d in self.nodes.iter().flat_map(|n| n.ctx.disks.values()) {
             // Committed data only: a remove still in flight (two meta servers may purge one
             // file) leaves a pending entry behind for a moment.
@@ -231,7 +232,7 @@ impl World {
                 }
             }
         }
-        crate::check::ns_judge::extents(&self.sim.ns_history, &self.sim.file_io, chunks)
+        chunks
     }
 
     /// Whether any client still waits for a namespace answer.

@@ -6,7 +6,7 @@
 //! Invariant: only operations that returned count; a failed or open operation has no latency.
 //! Not here: the resources themselves (resources.rs).
 
-use crate::check::history::{OpKind, OpRec};
+use crate::history::{OpKind, OpRec};
 
 use super::World;
 

@@ -27,7 +27,8 @@ T3FS_PACKAGES=(
   fuse3            # fusermount3 for the `t3fs mount` tests
   fio              # verified writes through the mount
   sqlite3          # a database on the mount
-  python3          # a Python program on the mount
+  python3          # a Python program on the mount; the Python package's tests
+  python3-venv     # the cached virtual environment the Python package is installed into
   util-linux       # setpriv: requests on the mount from another user
 )
 

@@ -92,3 +92,7 @@ check_pinned mgmtd 1439 9174 726749 1439 9174 726749
 echo "== the main job and a swarm (release)"
 cargo run --release --locked -- demo --out target/runs
 cargo run --release --locked -- sim swarm --seeds 500
+
+echo "== the Python package (python/): pip install, fsspec's abstract suite, the package's tests"
+# On the release binary built above; the tests start a real cluster and stop it, pass or fail.
+T3FS_BIN=$PWD/target/release/t3fs bash scripts/python-tests.sh

@@ -30,6 +30,7 @@ use t3fs_scenario::Timeouts;
 use crate::node::NodeHandle;
 use crate::transport::Transport;
 
+mod cluster_dir;
 mod connect;
 
 /// How to connect.

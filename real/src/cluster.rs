@@ -462,30 +462,8 @@ fn stop_rank(name: &str) -> u8 {
     }
 }
 
-/// Client options for the cluster in `dir`: mgmtd's address, the token and the timeout profile
-/// from mgmtd's config.
+/// Client options for the cluster in `dir` (the client crate reads them from the nodes'
+/// configs, as a user's program does).
 pub fn client_options(dir: &Path) -> R<t3fs_client::client::ClientOptions> {
-    let nodes = nodes(dir)?;
-    let m = nodes
-        .iter()
-        .find(|n| n.role == "mgmtd")
-        .ok_or_else(|| format!("no cluster in {}", dir.display()))?;
-    let addr = m.cfg.node.listen.parse().map_err(|e| format!("{e}"))?;
-    let mut o = t3fs_client::client::ClientOptions::new(addr, m.cfg.cluster.token.clone());
-    // The plan numbers mgmtd nodes 0, 1, …: the client's node ids for them follow that order.
-    let mut others: Vec<&NodeEntry> = nodes
-        .iter()
-        .filter(|n| n.role == "mgmtd" && n.cfg.node.id != m.cfg.node.id)
-        .collect();
-    others.sort_by_key(|n| n.cfg.node.id);
-    o.standby = others
-        .iter()
-        .filter_map(|n| n.cfg.node.listen.parse().ok())
-        .collect();
-    if m.cfg.cluster.timeouts == "3fs" {
-        o.timeouts = t3fs_scenario::Timeouts::ThreeFs;
-    }
-    let me = format!("client-{}", std::process::id());
-    o.rdma = m.cfg.rdma.wire(&m.cfg.node.transport, &me)?;
-    Ok(o)
+    t3fs_client::client::ClientOptions::from_cluster_dir(dir)
 }

@@ -19,6 +19,7 @@ use t3fs_core::chunk::ChunkStore;
 use t3fs_core::ids::ChunkId;
 
 use super::catalog::Catalog;
+#[cfg(feature = "uring")]
 use super::BLOCK;
 
 /// A chunk store whose stored bytes can be damaged.

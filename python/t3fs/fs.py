@@ -1,0 +1,251 @@
+"""The fsspec file system of t3fs (protocol ``t3fs``), over the native client.
+
+Paths: ``t3fs:///a/b``, ``t3fs://a/b`` and ``/a/b`` all name ``/a/b`` of the cluster's one
+namespace (t3fs has no buckets). Files are fsspec's buffered files: reads fetch ranges of
+``block_size`` bytes straight from the chains' replicas; writes go out a block at a time, each
+returning once committed on every replica, and the close tells meta the length. ``ab`` appends
+after the file's end; ``xb`` fails with ``FileExistsError`` if the file exists. A rename is
+rename(2) on the cluster (atomic); ``rm(recursive=True)`` of a directory is one meta request.
+
+Fork safety: a DataLoader worker forked from a process with a live client gets a client of its
+own on first use; the parent's is kept, never torn down, in the child (its threads are not there).
+
+Not here: datasets and checkpoints (built on this), caching across processes.
+"""
+
+import os
+import threading
+from datetime import datetime, timezone
+
+from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.utils import stringify_path
+
+from . import _native
+
+# Clients made in a parent process, kept alive in a forked child: collecting one there would
+# shut down a runtime whose threads stayed in the parent.
+_FORKED_OFF = []
+
+# Bytes one read fetches or one write sends: several chunks of the default 1 MiB chunk size,
+# so a block spreads over several chains.
+BLOCK_SIZE = 4 * 2**20
+
+
+class T3fsFileSystem(AbstractFileSystem):
+    """fsspec's view of a t3fs cluster.
+
+    ``cluster`` is a ``t3fs cluster up`` directory; or give ``mgmtd`` (``host:port``) and
+    ``token``. With neither, ``T3FS_CLUSTER`` or ``T3FS_MGMTD``/``T3FS_TOKEN`` are used.
+    ``auto_mkdir`` (default on, as object stores behave) makes a written file's missing parent
+    directories.
+    """
+
+    protocol = "t3fs"
+    root_marker = "/"
+
+    def __init__(
+        self, cluster=None, mgmtd=None, token=None, block_size=BLOCK_SIZE, auto_mkdir=True, **kwargs
+    ):
+        super().__init__(**kwargs)
+        if cluster is None and mgmtd is None:
+            cluster = os.environ.get("T3FS_CLUSTER")
+            mgmtd = os.environ.get("T3FS_MGMTD")
+            token = token or os.environ.get("T3FS_TOKEN")
+        if cluster is None and (mgmtd is None or token is None):
+            raise ValueError(
+                "t3fs: name a cluster: storage_options cluster=DIR or mgmtd=HOST:PORT and "
+                "token, or set T3FS_CLUSTER (a `t3fs cluster up` directory)"
+            )
+        self._connect_args = (cluster, mgmtd, token)
+        self.blocksize = block_size
+        self.auto_mkdir = auto_mkdir
+        self._client = None
+        self._pid = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self):
+        """The native client of this process (a new one after a fork)."""
+        pid = os.getpid()
+        if self._client is None or self._pid != pid:
+            with self._lock:
+                if self._client is None or self._pid != pid:
+                    if self._client is not None:
+                        _FORKED_OFF.append(self._client)
+                    cluster, mgmtd, token = self._connect_args
+                    self._client = _native.Client(cluster, mgmtd=mgmtd, token=token)
+                    self._pid = pid
+        return self._client
+
+    @classmethod
+    def _strip_protocol(cls, path):
+        if isinstance(path, list):
+            return [cls._strip_protocol(p) for p in path]
+        path = stringify_path(path)
+        if path.startswith("t3fs://"):
+            path = path[len("t3fs://") :]
+        path = "/" + path.lstrip("/")
+        return path.rstrip("/") or "/"
+
+    def info(self, path, **kwargs):
+        return self.client.stat(self._strip_protocol(path))
+
+    def ls(self, path, detail=True, **kwargs):
+        path = self._strip_protocol(path)
+        info = self.info(path)
+        entries = self.client.ls(path) if info["type"] == "directory" else [info]
+        return entries if detail else [e["name"] for e in entries]
+
+    def mkdir(self, path, create_parents=True, **kwargs):
+        path = self._strip_protocol(path)
+        if create_parents:
+            if self.exists(path):
+                raise FileExistsError(path)
+            self.makedirs(path, exist_ok=True)
+        else:
+            self.client.mkdir(path)
+
+    def makedirs(self, path, exist_ok=False):
+        path = self._strip_protocol(path)
+        parts = [p for p in path.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            prefix = "/" + "/".join(parts[:i])
+            try:
+                self.client.mkdir(prefix)
+            except FileExistsError:
+                if self.info(prefix)["type"] != "directory":
+                    raise NotADirectoryError(prefix)
+                if i == len(parts) and not exist_ok:
+                    raise
+
+    def rmdir(self, path):
+        path = self._strip_protocol(path)
+        if self.info(path)["type"] != "directory":
+            raise NotADirectoryError(path)
+        self.client.remove(path)
+
+    def rm_file(self, path):
+        self.client.remove(self._strip_protocol(path))
+
+    def _rm(self, path):
+        self.rm_file(path)
+
+    def rm(self, path, recursive=False, maxdepth=None):
+        # A whole tree in one meta request (it goes to GC, which frees its chunks).
+        if isinstance(path, str) and recursive and maxdepth is None and not self._has_magic(path):
+            self.client.remove(self._strip_protocol(path), recursive=True)
+            return
+        super().rm(path, recursive=recursive, maxdepth=maxdepth)
+
+    @staticmethod
+    def _has_magic(path):
+        return any(c in path for c in "*?[")
+
+    def mv(self, path1, path2, recursive=False, maxdepth=None, **kwargs):
+        if isinstance(path1, str) and isinstance(path2, str) and not self._has_magic(path1):
+            src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
+            if self.isdir(dst) and not self.isdir(src):
+                dst = dst.rstrip("/") + "/" + src.rsplit("/", 1)[-1]
+            self.client.rename(src, dst)
+            return
+        super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
+
+    def open_native(self, path, mode):
+        """The native file of ``path`` in native ``mode`` (r, w, a, x); with ``auto_mkdir``, a
+        writer's missing parent directories are made first."""
+        path = self._strip_protocol(path)
+        try:
+            return self.client.open(path, mode)
+        except FileNotFoundError:
+            if mode == "r" or not self.auto_mkdir or path.count("/") < 2:
+                raise
+        self.makedirs(self._parent(path), exist_ok=True)
+        return self.client.open(path, mode)
+
+    def cp_file(self, path1, path2, **kwargs):
+        if self.isdir(path1):  # a recursive copy names directories too
+            self.makedirs(path2, exist_ok=True)
+            return
+        src = self.client.open(self._strip_protocol(path1), "r")
+        try:
+            dst = self.open_native(path2, "w")
+            offset = 0
+            try:
+                while offset < src.size:
+                    n = min(self.blocksize, src.size - offset)
+                    dst.write(offset, src.read(offset, n))
+                    offset += n
+            finally:
+                dst.close(offset)
+        finally:
+            src.close()
+
+    def cat_file(self, path, start=None, end=None, **kwargs):
+        f = self.client.open(self._strip_protocol(path), "r")
+        try:
+            start, end = _clamp(start, end, f.size)
+            return f.read(start, end - start) if end > start else b""
+        finally:
+            f.close()
+
+    def created(self, path):
+        return datetime.fromtimestamp(self.info(path)["ctime"], tz=timezone.utc)
+
+    def modified(self, path):
+        return datetime.fromtimestamp(self.info(path)["mtime"], tz=timezone.utc)
+
+    def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None, **kwargs):
+        return T3fsFile(
+            self,
+            self._strip_protocol(path),
+            mode,
+            block_size=block_size or self.blocksize,
+            autocommit=autocommit,
+            cache_options=cache_options,
+            **kwargs,
+        )
+
+
+def _clamp(start, end, size):
+    """fsspec's range convention (negative counts from the end; None is the edge) in [0, size]."""
+    start = 0 if start is None else (size + start if start < 0 else start)
+    end = size if end is None else (size + end if end < 0 else end)
+    return max(0, min(start, size)), max(0, min(end, size))
+
+
+class T3fsFile(AbstractBufferedFile):
+    """One open t3fs file under fsspec's buffering (modes ``rb``, ``wb``, ``ab``, ``xb``)."""
+
+    def __init__(self, fs, path, mode="rb", **kwargs):
+        native_mode = {"rb": "r", "wb": "w", "ab": "a", "xb": "x"}.get(mode)
+        if native_mode is None:
+            raise NotImplementedError(f"t3fs: mode {mode!r} (use rb, wb, ab or xb)")
+        self.handle = fs.open_native(path, native_mode)
+        size = self.handle.size
+        super().__init__(fs, path, mode, size=size if mode == "rb" else None, **kwargs)
+        # Appends start at the file's end; other writes at 0.
+        self._start = size if mode == "ab" else 0
+        if mode == "ab":
+            self.loc = size
+
+    def _fetch_range(self, start, end):
+        start, end = _clamp(start, end, self.size)
+        return self.handle.read(start, end - start) if end > start else b""
+
+    def _initiate_upload(self):
+        self.offset = self._start
+
+    def _upload_chunk(self, final=False):
+        data = self.buffer.getvalue()
+        if data:
+            self.handle.write(self.offset, data)
+        if final:
+            self.handle.close(self.offset + len(data))
+        return True
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            if self.mode == "rb":
+                self.handle.close()

@@ -12,7 +12,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 missing=()
-for p in maturin fsspec pytest; do
+# torch from PyPI brings its CUDA wheels (about 3 GB) and then runs on the CPU; lightning installs
+# on top. Both once, into the cached environment.
+for p in maturin fsspec pytest torch lightning; do
   "$VENV/bin/python" -m pip show -q "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then

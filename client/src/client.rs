@@ -32,6 +32,7 @@ use crate::transport::Transport;
 
 mod cluster_dir;
 mod connect;
+mod read_files;
 
 /// How to connect.
 #[derive(Clone, Debug)]

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use t3fs_client::client::{Client as NativeClient, ClientError, ClientOptions};
 use t3fs_core::meta::{InodeKind, BATCH_STAT_MAX};
@@ -178,6 +178,27 @@ impl Client {
             }
         }
         Ok(out)
+    }
+
+    /// The whole contents of each of `paths`, in order: 64 paths per stat request and their
+    /// reads all in flight together (small samples in few round trips). The first path that
+    /// cannot be read raises its `OSError`.
+    fn read_files<'py>(
+        &self,
+        py: Python<'py>,
+        paths: Vec<String>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let n = self.native()?;
+        let (rt, c) = n.parts()?;
+        let results = wait(py, rt, "read_files", c.read_files(paths.clone()))?;
+        paths
+            .iter()
+            .zip(results)
+            .map(|(p, r)| {
+                r.map(|data| PyBytes::new(py, &data))
+                    .map_err(|e| os_error(&e, p))
+            })
+            .collect()
     }
 
     /// mkdir of `path` with mode `mode` (its parent must exist).

@@ -249,3 +249,7 @@ class T3fsFile(AbstractBufferedFile):
         finally:
             if self.mode == "rb":
                 self.handle.close()
+
+
+# The name the fsspec registry and the issue tracker use.
+T3FileSystem = T3fsFileSystem

@@ -7,7 +7,7 @@ Not here: what Lightning puts in a checkpoint, or when it saves one.
 import torch
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 
-from .pytorch import T3fsCheckpoint
+from .torch import T3fsCheckpoint
 
 
 class T3fsLightningCheckpoint(CheckpointIO):

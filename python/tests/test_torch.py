@@ -4,7 +4,7 @@ workers, torch.save/torch.load checkpoints, torch's distributed checkpoint, and 
 import torch
 from torch.utils.data import DataLoader
 
-from t3fs.pytorch import (
+from t3fs.torch import (
     T3fsCheckpoint,
     T3fsIterableDataset,
     T3fsMapDataset,
@@ -28,11 +28,27 @@ def test_a_map_dataset_under_forked_workers(t3fs_fs, scratch):
     expected = _samples(t3fs_fs, scratch)
     ds = T3fsMapDataset.from_prefix(scratch, transform=_decode, fs=t3fs_fs)
     assert len(ds) == len(expected)
-    loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=list)
+    loader = DataLoader(ds, batch_size=4, num_workers=4, collate_fn=list)
     seen = [s for batch in loader for s in batch]
     assert [p for p, _, _ in seen] == sorted(expected)
     for path, value, size in seen:
         assert value == expected[path] and size == 4 * (value + 1)
+
+
+def test_a_batch_is_read_in_one_call_and_a_missing_file_names_itself(t3fs_fs, scratch):
+    expected = _samples(t3fs_fs, scratch, n=70)  # two stat requests of 64 and 6
+    t3fs_fs.touch(f"{scratch}/empty")
+    paths = sorted(expected) + [f"{scratch}/empty"]
+    ds = T3fsMapDataset.from_paths(paths, transform=_decode, fs=t3fs_fs)
+    got = ds.__getitems__(list(range(len(paths))))
+    assert [g[0] for g in got] == paths
+    assert all(v == expected[p] for p, v, _ in got[:-1])
+    assert t3fs_fs.client.read_files([f"{scratch}/empty"]) == [b""]
+    try:
+        t3fs_fs.client.read_files([paths[0], f"{scratch}/absent"])
+        raise AssertionError("a missing file was read")
+    except FileNotFoundError as e:
+        assert "absent" in str(e)
 
 
 def test_an_iterable_dataset_shards_over_workers(t3fs_fs, scratch):

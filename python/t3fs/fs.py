@@ -15,6 +15,7 @@ Not here: datasets and checkpoints (built on this), caching across processes.
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
@@ -213,6 +214,17 @@ def _clamp(start, end, size):
     return max(0, min(start, size)), max(0, min(end, size))
 
 
+_PREFETCH = []
+
+
+def _prefetcher():
+    """One background thread per process for readahead (made again after a fork)."""
+    pid = os.getpid()
+    if not _PREFETCH or _PREFETCH[0][0] != pid:
+        _PREFETCH[:] = [(pid, ThreadPoolExecutor(max_workers=1, thread_name_prefix="t3fs-readahead"))]
+    return _PREFETCH[0][1]
+
+
 class T3fsFile(AbstractBufferedFile):
     """One open t3fs file under fsspec's buffering (modes ``rb``, ``wb``, ``ab``, ``xb``)."""
 
@@ -225,12 +237,33 @@ class T3fsFile(AbstractBufferedFile):
         super().__init__(fs, path, mode, size=size if mode == "rb" else None, **kwargs)
         # Appends start at the file's end; other writes at 0.
         self._start = size if mode == "ab" else 0
+        # Readahead state: the block being fetched in the background, and where the last fetch
+        # ended (0, so a read from the start counts as sequential).
+        self._ahead = None
+        self._last_end = 0
         if mode == "ab":
             self.loc = size
 
     def _fetch_range(self, start, end):
         start, end = _clamp(start, end, self.size)
-        return self.handle.read(start, end - start) if end > start else b""
+        if end <= start:
+            return b""
+        # Sequential readahead: while each fetch starts where the last ended, the next block is
+        # read in the background (the native read releases the GIL) while the caller works on
+        # this one; a jump elsewhere (random access) cancels it and stops prefetching.
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0][0] == start:
+            data, have = ahead[1].result(), ahead[0][1]
+            data = data[: end - start] if have >= end else data + self.handle.read(have, end - have)
+        else:
+            if ahead is not None:
+                ahead[1].cancel()
+            data = self.handle.read(start, end - start)
+        if start == self._last_end and end < self.size:
+            nxt = (end, min(self.size, end + (end - start)))
+            self._ahead = (nxt, _prefetcher().submit(self.handle.read, nxt[0], nxt[1] - nxt[0]))
+        self._last_end = end
+        return data
 
     def _initiate_upload(self):
         self.offset = self._start
@@ -248,6 +281,9 @@ class T3fsFile(AbstractBufferedFile):
             super().close()
         finally:
             if self.mode == "rb":
+                if self._ahead is not None:
+                    self._ahead[1].cancel()
+                    self._ahead = None
                 self.handle.close()
 
 

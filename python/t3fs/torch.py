@@ -18,6 +18,11 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from .fs import T3fsFileSystem
 
 
+# Bytes a checkpoint reader or writer moves per call: checkpoints are large and read whole, so
+# a block of many chunks keeps many chunk I/Os in flight (32 at the default 1 MiB chunk size).
+CHECKPOINT_BLOCK = 32 * 2**20
+
+
 def _fs(fs=None, **storage_options):
     return fs if fs is not None else T3fsFileSystem(**storage_options)
 
@@ -97,12 +102,14 @@ class T3fsCheckpoint:
         self.fs = _fs(fs, **storage_options)
 
     def reader(self, path):
-        """A seekable, readable file object of ``path``."""
-        return self.fs.open(path, "rb")
+        """A seekable, readable file object of ``path``; it fetches ``CHECKPOINT_BLOCK`` bytes a
+        call (that many chunk reads in flight at once)."""
+        return self.fs.open(path, "rb", block_size=CHECKPOINT_BLOCK)
 
     def writer(self, path):
-        """A writable file object; the checkpoint is in place once it is closed."""
-        return self.fs.open(path, "wb")
+        """A writable file object; the checkpoint is in place once it is closed. It sends
+        ``CHECKPOINT_BLOCK`` bytes a call, each chunk of them written in parallel."""
+        return self.fs.open(path, "wb", block_size=CHECKPOINT_BLOCK)
 
 
 def _url(path):

@@ -1,0 +1,119 @@
+"""A DataLoader epoch over many small files, three ways in one run: (a) the t3fs dataset
+(`t3fs.torch.T3fsMapDataset`, a batch per call), (b) the same files through a FUSE mount of the
+cluster with plain `open()`, (c) a local directory. Samples per second of each, and the ratios
+the Python issue holds the dataset to (a/b >= 3, a/c >= 0.5).
+
+    python bench/small_files.py --cluster DIR --t3fs-bin target/release/t3fs \
+        --files 20000 --size 102400 --out runs/small-files
+
+It starts the FUSE mount itself (and unmounts it, pass or fail); the local copy goes under
+--local (default: a temporary directory). Local files were just written, so they are read from
+the page cache; the mount's were written through the native client, so its page cache starts
+cold. This host is shared and noisy: compare figures of one run only.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from t3fs.fs import T3fsFileSystem
+from t3fs.torch import T3fsMapDataset
+
+
+class LocalFiles(Dataset):
+    """Plain `open()` reads of files under a directory (the FUSE mount or a local disk)."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with open(self.paths[i], "rb") as f:
+            return len(f.read())
+
+
+def epoch(ds, batch, workers):
+    loader = DataLoader(ds, batch_size=batch, num_workers=workers, collate_fn=list)
+    start = time.perf_counter()
+    n = sum(len(b) for b in loader)
+    return n, time.perf_counter() - start
+
+
+def mount(t3fs_bin, cluster, at):
+    os.makedirs(at, exist_ok=True)
+    p = subprocess.Popen([t3fs_bin, "mount", "--cluster", cluster, at])
+    for _ in range(300):
+        if os.path.ismount(at):
+            return p
+        time.sleep(0.1)
+    p.kill()
+    raise SystemExit(f"the mount at {at} did not come up")
+
+
+def main():
+    a = argparse.ArgumentParser()
+    a.add_argument("--cluster", required=True)
+    a.add_argument("--t3fs-bin", required=True)
+    a.add_argument("--files", type=int, default=2000)
+    a.add_argument("--size", type=int, default=100 * 1024)
+    a.add_argument("--batch", type=int, default=64)
+    a.add_argument("--workers", type=int, default=2)
+    a.add_argument("--local", default=None)
+    a.add_argument("--out", default=None)
+    o = a.parse_args()
+
+    fs = T3fsFileSystem(cluster=o.cluster)
+    root = f"/bench-small-{os.getpid()}"
+    local = o.local or tempfile.mkdtemp(prefix="t3fs-bench-local-")
+    data = os.urandom(o.size)
+    names = [f"{i // 1000:03}/s{i:06}.bin" for i in range(o.files)]
+    print(f"writing {o.files} files of {o.size} bytes to t3fs and to {local}", file=sys.stderr)
+    for n in names:
+        fs.pipe_file(f"{root}/{n}", data)
+        os.makedirs(os.path.dirname(f"{local}/{n}"), exist_ok=True)
+        with open(f"{local}/{n}", "wb") as f:
+            f.write(data)
+
+    mnt = tempfile.mkdtemp(prefix="t3fs-bench-mnt-")
+    proc = mount(o.t3fs_bin, o.cluster, mnt)
+    try:
+        results = {
+            "t3fs dataset": epoch(T3fsMapDataset.from_paths([f"{root}/{n}" for n in names], fs=fs), o.batch, o.workers),
+            "FUSE mount, open()": epoch(LocalFiles([f"{mnt}{root}/{n}" for n in names]), o.batch, o.workers),
+            "local directory, open()": epoch(LocalFiles([f"{local}/{n}" for n in names]), o.batch, o.workers),
+        }
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], check=False)
+        proc.wait(timeout=30)
+        os.rmdir(mnt)
+        fs.rm(root, recursive=True)
+        if o.local is None:
+            shutil.rmtree(local)
+
+    rate = {k: n / s for k, (n, s) in results.items()}
+    a_b = rate["t3fs dataset"] / rate["FUSE mount, open()"]
+    a_c = rate["t3fs dataset"] / rate["local directory, open()"]
+    print(f"{o.files} files x {o.size} B, batch {o.batch}, {o.workers} workers, torch {torch.__version__}")
+    for k, r in rate.items():
+        print(f"  {k:26} {r:10.0f} samples/s  {r * o.size / 2**20:8.1f} MiB/s")
+    print(f"  t3fs / FUSE  = {a_b:.2f} (bound >= 3)")
+    print(f"  t3fs / local = {a_c:.2f} (bound >= 0.5)")
+    if o.out:
+        os.makedirs(o.out, exist_ok=True)
+        with open(os.path.join(o.out, "small-files.json"), "w") as f:
+            json.dump({"files": o.files, "size": o.size, "samples_per_s": rate,
+                       "t3fs_over_fuse": a_b, "t3fs_over_local": a_c}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -119,3 +119,37 @@ def test_lightning_saves_loads_and_removes_through_the_plugin(t3fs_fs, scratch, 
         assert torch.equal(loaded["state_dict"][k], v)
     io.remove_checkpoint(path)
     assert not t3fs_fs.exists(path)
+
+
+def _dcp_rank(rank, world, port, root, cluster):
+    """One rank of a two-process save and load (gloo on CPU)."""
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        torch.manual_seed(100 + rank)  # each rank holds its own tensor, and one both share
+        state = {f"rank{rank}": torch.randn(1000), "shared": torch.arange(10.0)}
+        writer = T3fsStorageWriter(f"{root}/dcp2", cluster=cluster)
+        dcp.save(state, storage_writer=writer)
+        target = {k: torch.zeros_like(v) for k, v in state.items()}
+        dcp.load(target, storage_reader=T3fsStorageReader(f"{root}/dcp2", cluster=cluster))
+        for k, v in state.items():
+            if not torch.equal(target[k], v):
+                raise AssertionError(f"rank {rank}: {k} came back different")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_distributed_checkpoint_with_two_processes_over_gloo(cluster, t3fs_fs, scratch):
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_dcp_rank, args=(2, port, scratch, cluster), nprocs=2, join=True)
+    files = t3fs_fs.ls(f"{scratch}/dcp2", detail=False)
+    assert f"{scratch}/dcp2/.metadata" in files
+    assert len([f for f in files if f.endswith(".distcp")]) == 2  # one file per rank

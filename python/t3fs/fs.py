@@ -13,6 +13,7 @@ own on first use; the parent's is kept, never torn down, in the child (its threa
 Not here: datasets and checkpoints (built on this), caching across processes.
 """
 
+import io
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -189,6 +190,32 @@ class T3fsFileSystem(AbstractFileSystem):
         finally:
             f.close()
 
+    def cat_ranges(self, paths, starts, ends, max_gap=None, on_error="return", **kwargs):
+        """Byte ranges of files, each file's ranges read in one call (all in flight at once),
+        answered in the order asked."""
+        if not (len(paths) == len(starts) == len(ends)):
+            raise ValueError("cat_ranges: paths, starts and ends differ in length")
+        out = [None] * len(paths)
+        by_path = {}
+        for k, p in enumerate(paths):
+            by_path.setdefault(self._strip_protocol(p), []).append(k)
+        for path, ks in by_path.items():
+            try:
+                f = self.client.open(path, "r")
+                try:
+                    ranges = [_clamp(starts[k], ends[k], f.size) for k in ks]
+                    pieces = f.read_ranges([(s, max(0, e - s)) for s, e in ranges])
+                finally:
+                    f.close()
+                for k, piece in zip(ks, pieces):
+                    out[k] = piece
+            except Exception as e:
+                if on_error != "return":
+                    raise
+                for k in ks:
+                    out[k] = e
+        return out
+
     def created(self, path):
         return datetime.fromtimestamp(self.info(path)["ctime"], tz=timezone.utc)
 
@@ -241,6 +268,7 @@ class T3fsFile(AbstractBufferedFile):
         # ended (0, so a read from the start counts as sequential).
         self._ahead = None
         self._last_end = 0
+        self._in_write = False
         if mode == "ab":
             self.loc = size
 
@@ -267,6 +295,31 @@ class T3fsFile(AbstractBufferedFile):
 
     def _initiate_upload(self):
         self.offset = self._start
+
+    def write(self, data):
+        # fsspec's write flushes a full buffer itself: that flush only sends the block.
+        self._in_write = True
+        try:
+            return super().write(data)
+        finally:
+            self._in_write = False
+
+    def flush(self, force=False):
+        """An explicit flush of a writer persists what was written so far: the buffer goes out
+        (committed on every replica) and meta records the length, so a reader opening the file
+        now sees it. Returns the persisted length. Reads, and the close's final flush, are
+        fsspec's own."""
+        if self.mode == "rb" or self.closed or force or self.forced or self._in_write:
+            return super().flush(force=force)
+        if self.offset is None:
+            self.offset = 0
+            self._initiate_upload()
+        if self.buffer.tell():
+            self._upload_chunk(final=False)
+            self.offset += self.buffer.seek(0, 2)
+            self.buffer = io.BytesIO()
+        self.handle.sync(self.offset)
+        return self.offset
 
     def _upload_chunk(self, final=False):
         data = self.buffer.getvalue()

@@ -106,3 +106,30 @@ def test_a_forked_child_gets_a_client_of_its_own(t3fs_fs, scratch):
     assert os.WEXITSTATUS(status) == 0
     assert t3fs_fs.cat_file(f"{scratch}/from-child") == b"child"
     assert t3fs_fs.client is parent_client  # the parent keeps its own
+
+
+def test_a_flush_persists_and_shows_the_length_before_close(t3fs_fs, scratch):
+    path = f"{scratch}/stream"
+    with t3fs_fs.open(path, "wb") as w:
+        w.write(b"a" * 1000)
+        assert w.flush() == 1000
+        assert t3fs_fs.info(path)["size"] == 1000  # a reader sees it before the close
+        assert t3fs_fs.cat_file(path) == b"a" * 1000
+        w.write(b"b" * 24)
+        assert w.flush() == 1024
+    with t3fs_fs.open(path, "ab") as w:
+        w.write(b"c")
+        assert w.flush() == 1025
+    assert t3fs_fs.cat_file(path) == b"a" * 1000 + b"b" * 24 + b"c"
+
+
+def test_many_ranges_in_one_call_answered_in_order(t3fs_fs, scratch):
+    data = os.urandom(3 * 2**20)
+    t3fs_fs.pipe_file(f"{scratch}/r", data)
+    t3fs_fs.pipe_file(f"{scratch}/s", b"0123456789")
+    starts = [i * 7919 % (3 * 2**20 - 65536) for i in range(300)]
+    paths = [f"{scratch}/r"] * 300 + [f"{scratch}/s", f"{scratch}/absent"]
+    got = t3fs_fs.cat_ranges(paths, starts + [2, 0], [s + 65536 for s in starts] + [5, 1])
+    assert all(got[i] == data[s : s + 65536] for i, s in enumerate(starts))
+    assert got[300] == b"234"
+    assert isinstance(got[301], FileNotFoundError)

@@ -30,7 +30,7 @@ use t3fs_scenario::Timeouts;
 use crate::node::NodeHandle;
 use crate::transport::Transport;
 
-mod cluster_dir;
+pub mod cluster_dir;
 mod connect;
 mod read_files;
 

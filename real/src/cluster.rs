@@ -19,8 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use t3fs_services::config::NodeConfig;
-
 /// What `up` builds.
 #[derive(Clone, Debug)]
 pub struct UpOptions {
@@ -68,25 +66,7 @@ type R<T> = Result<T, String>;
 
 /// The nodes of the cluster in `dir`, from its configs (empty if none was written).
 pub fn nodes(dir: &Path) -> R<Vec<NodeEntry>> {
-    let list = dir.join("nodes");
-    let Ok(text) = std::fs::read_to_string(&list) else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, role) = line
-            .split_once(' ')
-            .ok_or_else(|| format!("{}: bad line `{line}`", list.display()))?;
-        let config = dir.join(name).join("node.toml");
-        let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
-        out.push(NodeEntry {
-            name: name.into(),
-            role: role.into(),
-            config,
-            cfg,
-        });
-    }
-    Ok(out)
+    t3fs_client::client::cluster_dir::nodes(dir)
 }
 
 /// Running processes recorded in `DIR/pids`: name → pid.

@@ -1,21 +1,7 @@
 //! One node of a cluster directory as the lab tools see it: its name, role, config file and
-//! parsed config. A leaf, so the cluster manager (cluster.rs) and the tools beside it
-//! (cluster_rdma.rs, wire_tally.rs, chunk_dump.rs) can all name a node without naming each
-//! other. Reading a cluster directory is cluster.rs's job, not this file's.
+//! parsed config. The type is the client's (`t3fs_client::client::cluster_dir`, which reads a
+//! cluster directory for clients and the lab alike); this leaf names it for the cluster manager
+//! (cluster.rs) and the tools beside it (cluster_rdma.rs, wire_tally.rs, chunk_dump.rs), so they
+//! can all name a node without naming each other.
 
-use std::path::PathBuf;
-
-use t3fs_services::config::NodeConfig;
-
-/// One node of a cluster directory.
-#[derive(Clone, Debug)]
-pub struct NodeEntry {
-    /// Its name (`storage-1`).
-    pub name: String,
-    /// Its role on the `serve` command line.
-    pub role: String,
-    /// Its config file.
-    pub config: PathBuf,
-    /// Its parsed config.
-    pub cfg: NodeConfig,
-}
+pub use t3fs_client::client::cluster_dir::NodeEntry;

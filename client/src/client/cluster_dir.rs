@@ -1,35 +1,51 @@
-//! A client's options from a cluster directory (what `t3fs cluster up` writes): mgmtd's
-//! address and standbys, the token and the timeout profile, read from the nodes' own configs,
-//! so a user names a cluster by its directory (`T3FS_CLUSTER`) rather than copying them.
+//! A cluster directory (what `t3fs cluster up` writes) as a client reads it: its nodes, from the
+//! `nodes` list and each node's own config, and from them a client's options — mgmtd's address
+//! and standbys, the token and the timeout profile — so a user names a cluster by its directory
+//! (`T3FS_CLUSTER`) rather than copying them. The lab's tools read the directory through here
+//! too.
 //!
 //! Not here: starting or inspecting a cluster (the lab's `cluster.rs`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use t3fs_services::config::NodeConfig;
 
 use super::ClientOptions;
 
-/// The mgmtd nodes listed in `DIR/nodes` (`name role` lines), with their configs, by id.
-fn mgmtd_configs(dir: &Path) -> Result<Vec<NodeConfig>, String> {
+/// One node of a cluster directory.
+#[derive(Clone, Debug)]
+pub struct NodeEntry {
+    /// Its name (`storage-1`).
+    pub name: String,
+    /// Its role on the `serve` command line.
+    pub role: String,
+    /// Its config file.
+    pub config: PathBuf,
+    /// Its parsed config.
+    pub cfg: NodeConfig,
+}
+
+/// The nodes listed in `DIR/nodes` (`name role` lines) with their configs, in list order;
+/// empty if the directory has no list (no cluster was written there).
+pub fn nodes(dir: &Path) -> Result<Vec<NodeEntry>, String> {
     let list = dir.join("nodes");
-    let text = std::fs::read_to_string(&list).map_err(|e| {
-        format!(
-            "{}: {e} (not a `t3fs cluster up` directory?)",
-            list.display()
-        )
-    })?;
+    let Ok(text) = std::fs::read_to_string(&list) else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let (name, role) = line
             .split_once(' ')
             .ok_or_else(|| format!("{}: bad line `{line}`", list.display()))?;
-        if role.trim() == "mgmtd" {
-            let config = dir.join(name).join("node.toml");
-            out.push(NodeConfig::load(&config).map_err(|e| e.to_string())?);
-        }
+        let config = dir.join(name).join("node.toml");
+        let cfg = NodeConfig::load(&config).map_err(|e| e.to_string())?;
+        out.push(NodeEntry {
+            name: name.into(),
+            role: role.into(),
+            config,
+            cfg,
+        });
     }
-    out.sort_by_key(|c| c.node.id);
     Ok(out)
 }
 
@@ -37,10 +53,18 @@ impl ClientOptions {
     /// Options for the cluster in directory `dir`: the first mgmtd (by id) as the one asked
     /// first, the others as standbys, the cluster's token, timeout profile and transport.
     pub fn from_cluster_dir(dir: &Path) -> Result<Self, String> {
-        let mgmtd = mgmtd_configs(dir)?;
-        let first = mgmtd
-            .first()
-            .ok_or_else(|| format!("no mgmtd in {}", dir.display()))?;
+        let mut mgmtd: Vec<NodeConfig> = nodes(dir)?
+            .into_iter()
+            .filter(|n| n.role == "mgmtd")
+            .map(|n| n.cfg)
+            .collect();
+        mgmtd.sort_by_key(|c| c.node.id);
+        let first = mgmtd.first().ok_or_else(|| {
+            format!(
+                "no cluster in {} (not a `t3fs cluster up` directory?)",
+                dir.display()
+            )
+        })?;
         let addr = first
             .node
             .listen

@@ -14,7 +14,7 @@ fi
 missing=()
 # torch from PyPI brings its CUDA wheels (about 3 GB) and then runs on the CPU; lightning installs
 # on top. Both once, into the cached environment.
-for p in maturin fsspec pytest torch lightning; do
+for p in maturin fsspec pytest torch lightning pandas pyarrow; do
   "$VENV/bin/python" -m pip show -q "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then

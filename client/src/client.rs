@@ -33,6 +33,8 @@ use crate::transport::Transport;
 pub mod cluster_dir;
 mod connect;
 mod read_files;
+pub mod read_ranges;
+mod stat_many;
 
 /// How to connect.
 #[derive(Clone, Debug)]
@@ -374,12 +376,16 @@ impl Client {
         Ok(out)
     }
 
-    pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
-        let call = match ACTING.try_with(|u| *u) {
+    /// The call that sends `op` to meta as the acting user (see [`acting_as`]).
+    pub(crate) fn meta_call(op: MetaOp) -> ClientCall {
+        match ACTING.try_with(|u| *u) {
             Ok(user) => ClientCall::MetaAs { user, op },
             Err(_) => ClientCall::Meta(op),
-        };
-        match self.call(call).await? {
+        }
+    }
+
+    pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
+        match self.call(Self::meta_call(op)).await? {
             ClientRet::Meta(Ok(a)) => Ok(a),
             ClientRet::Meta(Err(e)) => Err(ClientError::Meta(e)),
             other => Err(ClientError::answered(other)),

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -50,6 +51,9 @@ def epoch(ds, batch, workers):
 
 
 def mount(t3fs_bin, cluster, at):
+    """The mount's process, or None on a host that cannot mount (no fuse3 or /dev/fuse)."""
+    if shutil.which("fusermount3") is None or not os.path.exists("/dev/fuse"):
+        return None
     os.makedirs(at, exist_ok=True)
     p = subprocess.Popen([t3fs_bin, "mount", "--cluster", cluster, at])
     for _ in range(300):
@@ -78,35 +82,42 @@ def main():
     data = os.urandom(o.size)
     names = [f"{i // 1000:03}/s{i:06}.bin" for i in range(o.files)]
     print(f"writing {o.files} files of {o.size} bytes to t3fs and to {local}", file=sys.stderr)
-    for n in names:
+    def write(n):
         fs.pipe_file(f"{root}/{n}", data)
         os.makedirs(os.path.dirname(f"{local}/{n}"), exist_ok=True)
         with open(f"{local}/{n}", "wb") as f:
             f.write(data)
 
+    with ThreadPoolExecutor(8) as pool:  # the native writes release the GIL
+        list(pool.map(write, names))
+
     mnt = tempfile.mkdtemp(prefix="t3fs-bench-mnt-")
     proc = mount(o.t3fs_bin, o.cluster, mnt)
     try:
-        results = {
-            "t3fs dataset": epoch(T3fsMapDataset.from_paths([f"{root}/{n}" for n in names], fs=fs), o.batch, o.workers),
-            "FUSE mount, open()": epoch(LocalFiles([f"{mnt}{root}/{n}" for n in names]), o.batch, o.workers),
-            "local directory, open()": epoch(LocalFiles([f"{local}/{n}" for n in names]), o.batch, o.workers),
-        }
+        results = {"t3fs dataset": epoch(T3fsMapDataset.from_paths([f"{root}/{n}" for n in names], fs=fs), o.batch, o.workers)}
+        if proc is not None:
+            results["FUSE mount, open()"] = epoch(LocalFiles([f"{mnt}{root}/{n}" for n in names]), o.batch, o.workers)
+        results["local directory, open()"] = epoch(LocalFiles([f"{local}/{n}" for n in names]), o.batch, o.workers)
     finally:
-        subprocess.run(["fusermount3", "-u", mnt], check=False)
-        proc.wait(timeout=30)
+        if proc is not None:
+            subprocess.run(["fusermount3", "-u", mnt], check=False)
+            proc.wait(timeout=30)
         os.rmdir(mnt)
         fs.rm(root, recursive=True)
         if o.local is None:
             shutil.rmtree(local)
 
     rate = {k: n / s for k, (n, s) in results.items()}
-    a_b = rate["t3fs dataset"] / rate["FUSE mount, open()"]
+    fuse = rate.get("FUSE mount, open()")
+    a_b = rate["t3fs dataset"] / fuse if fuse else None
     a_c = rate["t3fs dataset"] / rate["local directory, open()"]
-    print(f"{o.files} files x {o.size} B, batch {o.batch}, {o.workers} workers, torch {torch.__version__}")
+    print(f"{o.files} files x {o.size} B, batch {o.batch}, {o.workers} workers, {os.cpu_count()} CPUs, torch {torch.__version__}")
     for k, r in rate.items():
         print(f"  {k:26} {r:10.0f} samples/s  {r * o.size / 2**20:8.1f} MiB/s")
-    print(f"  t3fs / FUSE  = {a_b:.2f} (bound >= 3)")
+    if a_b is None:
+        print("  t3fs / FUSE  : not measured (this host cannot mount)")
+    else:
+        print(f"  t3fs / FUSE  = {a_b:.2f} (bound >= 3)")
     print(f"  t3fs / local = {a_c:.2f} (bound >= 0.5)")
     if o.out:
         os.makedirs(o.out, exist_ok=True)

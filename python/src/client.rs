@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use t3fs_client::client::{Client as NativeClient, ClientError, ClientOptions};
-use t3fs_core::meta::{InodeKind, BATCH_STAT_MAX};
+use t3fs_core::meta::InodeKind;
 
 use crate::convert::{info, length_of, os_error, os_error_code};
 use crate::file::File;
@@ -168,13 +168,12 @@ impl Client {
             .iter()
             .map(|(name, _)| format!("{dir}/{}", String::from_utf8_lossy(name)))
             .collect();
+        // Thousands of entries: their stats go many batched requests at once.
+        let stats = wait(py, rt, path, c.stat_many(full.clone()))?;
         let mut out = Vec::with_capacity(full.len());
-        for group in full.chunks(BATCH_STAT_MAX) {
-            let stats = wait(py, rt, path, c.batch_stat(group.to_vec()))?;
-            for (p, s) in group.iter().zip(stats) {
-                if let Ok(i) = s {
-                    out.push(info(py, p, &i)?);
-                }
+        for (p, s) in full.iter().zip(stats) {
+            if let Ok(i) = s {
+                out.push(info(py, p, &i)?);
             }
         }
         Ok(out)

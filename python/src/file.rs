@@ -19,9 +19,6 @@ use t3fs_client::client::File as NativeFile;
 
 use crate::client::{wait, Native};
 
-/// Ranges one `read_ranges` batch has in flight: half the client's concurrent-call bound.
-const RANGES_PER_CALL: usize = t3fs_core::limits::CLIENT_CALLS_MAX / 2;
-
 /// An open file.
 #[pyclass(module = "t3fs._native", frozen)]
 pub struct File {
@@ -97,8 +94,10 @@ impl File {
         Ok(PyBytes::new(py, &data))
     }
 
-    /// Many `(offset, length)` ranges in one call, all in flight together; the bytes in range
-    /// order (holes read as zeros).
+    /// Many `(offset, length)` ranges in one call; the bytes in range order (holes read as
+    /// zeros). Every chunk read of every range is in flight together (up to half the client's
+    /// call bound at once), each checksummed; a chunk read that fails is retried alone, so a
+    /// range resumes where it stopped.
     fn read_ranges<'py>(
         &self,
         py: Python<'py>,
@@ -106,14 +105,8 @@ impl File {
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let f = self.handle()?;
         let (rt, c) = self.native.parts()?;
-        let mut out = Vec::with_capacity(ranges.len());
-        // The client machine runs at most CLIENT_CALLS_MAX calls at once and rejects the rest:
-        // hundreds of ranges go RANGES_PER_CALL at a time, leaving room for other threads.
-        for group in ranges.chunks(RANGES_PER_CALL) {
-            let pieces = wait(py, rt, &self.path, c.read_many(&f, group.to_vec()))?;
-            out.extend(pieces.iter().map(|p| PyBytes::new(py, p)));
-        }
-        Ok(out)
+        let got = wait(py, rt, &self.path, c.read_ranges(&f, &ranges))?;
+        Ok(got.data.iter().map(|p| PyBytes::new(py, p)).collect())
     }
 
     /// Writes `data` at `offset`; returns once it is committed on every replica.

@@ -15,14 +15,15 @@ Not here: datasets and checkpoints (built on this), caching across processes.
 
 import io
 import os
+import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 from fsspec.utils import stringify_path
 
 from . import _native
+from .readahead import Readahead
 
 # Clients made in a parent process, kept alive in a forked child: collecting one there would
 # shut down a runtime whose threads stayed in the parent.
@@ -32,12 +33,17 @@ _FORKED_OFF = []
 # so a block spreads over several chains.
 BLOCK_SIZE = 4 * 2**20
 
+# Blocks a sequential reader keeps in flight ahead of where it reads.
+READAHEAD = 2
+
 
 class T3fsFileSystem(AbstractFileSystem):
     """fsspec's view of a t3fs cluster.
 
-    ``cluster`` is a ``t3fs cluster up`` directory; or give ``mgmtd`` (``host:port``) and
-    ``token``. With neither, ``T3FS_CLUSTER`` or ``T3FS_MGMTD``/``T3FS_TOKEN`` are used.
+    ``cluster`` is a ``t3fs cluster up`` directory, or mgmtd's address with the cluster's
+    credential (``TOKEN@HOST:PORT``, or ``HOST:PORT`` with ``token``); or give ``mgmtd``
+    (``HOST:PORT``) and ``token``. With neither, ``T3FS_CLUSTER`` (either form) or
+    ``T3FS_MGMTD`` with ``T3FS_TOKEN`` are used (``T3FS_TOKEN`` also completes ``HOST:PORT``).
     ``auto_mkdir`` (default on, as object stores behave) makes a written file's missing parent
     directories.
     """
@@ -52,11 +58,14 @@ class T3fsFileSystem(AbstractFileSystem):
         if cluster is None and mgmtd is None:
             cluster = os.environ.get("T3FS_CLUSTER")
             mgmtd = os.environ.get("T3FS_MGMTD")
-            token = token or os.environ.get("T3FS_TOKEN")
+        token = token or os.environ.get("T3FS_TOKEN")
+        if cluster is not None and mgmtd is None:
+            cluster, mgmtd, token = _cluster_of(cluster, token)
         if cluster is None and (mgmtd is None or token is None):
             raise ValueError(
-                "t3fs: name a cluster: storage_options cluster=DIR or mgmtd=HOST:PORT and "
-                "token, or set T3FS_CLUSTER (a `t3fs cluster up` directory)"
+                "t3fs: name a cluster: storage_options cluster=DIR or cluster=TOKEN@HOST:PORT, or "
+                "mgmtd=HOST:PORT and token; or set T3FS_CLUSTER (a `t3fs cluster up` directory or "
+                "TOKEN@HOST:PORT), or T3FS_MGMTD and T3FS_TOKEN"
             )
         self._connect_args = (cluster, mgmtd, token)
         self.blocksize = block_size
@@ -234,6 +243,18 @@ class T3fsFileSystem(AbstractFileSystem):
         )
 
 
+def _cluster_of(value, token):
+    """``(cluster dir, mgmtd address, token)`` of a cluster named as a directory or as
+    ``[TOKEN@]HOST:PORT`` (a directory wins where both could be meant)."""
+    value = os.fspath(value)
+    if os.path.isdir(value):
+        return value, None, token
+    m = re.fullmatch(r"(?:(?P<token>[^@/]+)@)?(?P<addr>[^@/\s]+:\d+)", value)
+    if m is None:
+        raise ValueError(f"t3fs: cluster {value!r} is neither a directory nor TOKEN@HOST:PORT")
+    return None, m.group("addr"), m.group("token") or token
+
+
 def _clamp(start, end, size):
     """fsspec's range convention (negative counts from the end; None is the edge) in [0, size]."""
     start = 0 if start is None else (size + start if start < 0 else start)
@@ -241,21 +262,12 @@ def _clamp(start, end, size):
     return max(0, min(start, size)), max(0, min(end, size))
 
 
-_PREFETCH = []
-
-
-def _prefetcher():
-    """One background thread per process for readahead (made again after a fork)."""
-    pid = os.getpid()
-    if not _PREFETCH or _PREFETCH[0][0] != pid:
-        _PREFETCH[:] = [(pid, ThreadPoolExecutor(max_workers=1, thread_name_prefix="t3fs-readahead"))]
-    return _PREFETCH[0][1]
-
-
 class T3fsFile(AbstractBufferedFile):
-    """One open t3fs file under fsspec's buffering (modes ``rb``, ``wb``, ``ab``, ``xb``)."""
+    """One open t3fs file under fsspec's buffering (modes ``rb``, ``wb``, ``ab``, ``xb``).
+    A reader keeps up to ``readahead`` blocks of ``block_size`` in flight ahead of sequential
+    reads (0 turns it off)."""
 
-    def __init__(self, fs, path, mode="rb", **kwargs):
+    def __init__(self, fs, path, mode="rb", readahead=READAHEAD, **kwargs):
         native_mode = {"rb": "r", "wb": "w", "ab": "a", "xb": "x"}.get(mode)
         if native_mode is None:
             raise NotImplementedError(f"t3fs: mode {mode!r} (use rb, wb, ab or xb)")
@@ -264,34 +276,27 @@ class T3fsFile(AbstractBufferedFile):
         super().__init__(fs, path, mode, size=size if mode == "rb" else None, **kwargs)
         # Appends start at the file's end; other writes at 0.
         self._start = size if mode == "ab" else 0
-        # Readahead state: the block being fetched in the background, and where the last fetch
-        # ended (0, so a read from the start counts as sequential).
-        self._ahead = None
-        self._last_end = 0
+        # Sequential readahead: a window of blocks read in the background (see readahead.py).
+        self._window = Readahead(self.handle, size, self.blocksize, readahead) if mode == "rb" else None
         self._in_write = False
         if mode == "ab":
             self.loc = size
 
     def _fetch_range(self, start, end):
         start, end = _clamp(start, end, self.size)
-        if end <= start:
-            return b""
-        # Sequential readahead: while each fetch starts where the last ended, the next block is
-        # read in the background (the native read releases the GIL) while the caller works on
-        # this one; a jump elsewhere (random access) cancels it and stops prefetching.
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0][0] == start:
-            data, have = ahead[1].result(), ahead[0][1]
-            data = data[: end - start] if have >= end else data + self.handle.read(have, end - have)
-        else:
-            if ahead is not None:
-                ahead[1].cancel()
-            data = self.handle.read(start, end - start)
-        if start == self._last_end and end < self.size:
-            nxt = (end, min(self.size, end + (end - start)))
-            self._ahead = (nxt, _prefetcher().submit(self.handle.read, nxt[0], nxt[1] - nxt[0]))
-        self._last_end = end
-        return data
+        return self._window.fetch(start, end)
+
+    def readinto(self, b):
+        """Reads into ``b`` straight from the readahead window when no fsspec cache sits above
+        it (``cache_type="none"``, as checkpoint readers open): ``torch.load`` reads tensors this
+        way, one copy each."""
+        if self.mode != "rb" or self.closed or self.cache.name != "none":
+            return super().readinto(b)
+        out = memoryview(b).cast("B")
+        n = max(0, min(len(out), self.size - self.loc))
+        self._window.fetch_into(self.loc, out[:n])
+        self.loc += n
+        return n
 
     def _initiate_upload(self):
         self.offset = self._start
@@ -334,9 +339,7 @@ class T3fsFile(AbstractBufferedFile):
             super().close()
         finally:
             if self.mode == "rb":
-                if self._ahead is not None:
-                    self._ahead[1].cancel()
-                    self._ahead = None
+                self._window.drop()
                 self.handle.close()
 
 

@@ -22,6 +22,9 @@ from .fs import T3fsFileSystem
 # a block of many chunks keeps many chunk I/Os in flight (32 at the default 1 MiB chunk size).
 CHECKPOINT_BLOCK = 32 * 2**20
 
+# Blocks a checkpoint reader keeps in flight ahead of torch.load.
+CHECKPOINT_READAHEAD = 1
+
 
 def _fs(fs=None, **storage_options):
     return fs if fs is not None else T3fsFileSystem(**storage_options)
@@ -102,9 +105,13 @@ class T3fsCheckpoint:
         self.fs = _fs(fs, **storage_options)
 
     def reader(self, path):
-        """A seekable, readable file object of ``path``; it fetches ``CHECKPOINT_BLOCK`` bytes a
-        call (that many chunk reads in flight at once)."""
-        return self.fs.open(path, "rb", block_size=CHECKPOINT_BLOCK)
+        """A seekable, readable file object of ``path``. Read front to back (as ``torch.load``
+        reads), it keeps ``CHECKPOINT_READAHEAD`` blocks of ``CHECKPOINT_BLOCK`` bytes in flight
+        ahead of the reader, each many chunk reads; with no cache above the window, a read is
+        one copy out of it."""
+        return self.fs.open(
+            path, "rb", block_size=CHECKPOINT_BLOCK, cache_type="none", readahead=CHECKPOINT_READAHEAD
+        )
 
     def writer(self, path):
         """A writable file object; the checkpoint is in place once it is closed. It sends

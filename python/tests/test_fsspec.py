@@ -133,3 +133,38 @@ def test_many_ranges_in_one_call_answered_in_order(t3fs_fs, scratch):
     assert all(got[i] == data[s : s + 65536] for i, s in enumerate(starts))
     assert got[300] == b"234"
     assert isinstance(got[301], FileNotFoundError)
+
+
+def _mgmtd_and_token(cluster):
+    """mgmtd's address and the cluster's credential, as `cluster up` wrote them."""
+    import tomllib
+
+    with open(os.path.join(cluster, "mgmtd-0", "node.toml"), "rb") as f:
+        node = tomllib.load(f)
+    return node["node"]["listen"], node["cluster"]["token"]
+
+
+@pytest.mark.parametrize("form", ["token@address", "address with T3FS_TOKEN"])
+def test_t3fs_cluster_may_name_mgmtd_and_the_credential(cluster, t3fs_fs, scratch, form):
+    t3fs_fs.pipe_file(f"{scratch}/a.txt", b"reached through mgmtd")
+    addr, token = _mgmtd_and_token(cluster)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("T3FS_")}
+    if form == "token@address":
+        env["T3FS_CLUSTER"] = f"{token}@{addr}"
+    else:
+        env.update(T3FS_CLUSTER=addr, T3FS_TOKEN=token)
+    code = f"import fsspec, sys; sys.stdout.write(fsspec.open('t3fs://{scratch}/a.txt').open().read().decode())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout == b"reached through mgmtd"
+
+
+def test_a_cluster_named_wrongly_is_a_clear_error(cluster, monkeypatch):
+    from t3fs.fs import T3fsFileSystem
+
+    with pytest.raises(ValueError, match="neither a directory nor TOKEN@HOST:PORT"):
+        T3fsFileSystem(cluster="/no/such/dir", skip_instance_cache=True)
+    monkeypatch.delenv("T3FS_TOKEN", raising=False)
+    addr, _ = _mgmtd_and_token(cluster)
+    with pytest.raises(ValueError, match="name a cluster"):  # an address without a credential
+        T3fsFileSystem(cluster=addr, skip_instance_cache=True)

@@ -121,6 +121,42 @@ def test_lightning_saves_loads_and_removes_through_the_plugin(t3fs_fs, scratch, 
     assert not t3fs_fs.exists(path)
 
 
+def test_async_lightning_checkpoints_driven_by_model_checkpoint(t3fs_fs, scratch, tmp_path):
+    import lightning.pytorch as pl
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from t3fs.lightning import T3fsAsyncLightningCheckpoint
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = _model()
+
+        def training_step(self, batch, _):
+            loss = self.net(batch[0]).pow(2).mean()
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    data = torch.utils.data.TensorDataset(torch.randn(16, 64))
+    io = T3fsAsyncLightningCheckpoint(fs=t3fs_fs)
+    every_epoch = ModelCheckpoint(dirpath=f"t3fs://{scratch}/async", save_top_k=-1, every_n_epochs=1)
+    trainer = pl.Trainer(
+        max_epochs=3, plugins=[io], callbacks=[every_epoch], default_root_dir=str(tmp_path),
+        logger=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+    )
+    model = Tiny()
+    trainer.fit(model, DataLoader(data, batch_size=4))  # teardown waits for the saves
+    names = sorted(p.rsplit("/", 1)[-1] for p in t3fs_fs.ls(f"{scratch}/async", detail=False))
+    assert names == [f"epoch={e}-step={4 * (e + 1)}.ckpt" for e in range(3)]
+    last = io.checkpoint_io.load_checkpoint(f"t3fs://{scratch}/async/{names[-1]}")
+    assert last["global_step"] == 12
+    for k, v in model.state_dict().items():
+        assert torch.equal(last["state_dict"][k], v)
+
+
 def _dcp_rank(rank, world, port, root, cluster):
     """One rank of a two-process save and load (gloo on CPU)."""
     import torch.distributed as dist

@@ -120,6 +120,10 @@ enum Command {
         /// Where the profiles, every run of each job and their comparisons go.
         #[arg(long, default_value = "runs/calibrate")]
         out: PathBuf,
+        /// Also the concurrency variants: each job with 8 streams in flight (8 clients, each
+        /// one I/O at a time), held to the same tolerances.
+        #[arg(long)]
+        concurrency: bool,
     },
     /// Re-render the report of a run directory, or compare two runs side by side.
     #[command(args_conflicts_with_subcommands = true)]
@@ -148,11 +152,13 @@ fn main() -> ExitCode {
             sim_seconds,
             repeats,
             out,
+            concurrency,
         } => t3fs_crosscheck::calibrate::run(t3fs_crosscheck::calibrate::Args {
             seconds,
             sim_seconds,
             repeats,
             out,
+            concurrency,
         }),
         Command::Fabric { socket } => {
             match t3fs_services::rdma::soft::remote::serve_fabric(&socket) {

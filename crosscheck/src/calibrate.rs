@@ -30,30 +30,39 @@ use crate::calibrate_profile::{self as profile, Measured, Sample};
 use crate::supervised::{t3fs, ClusterGuard};
 use t3fs_sim::world::throughput::KindLoad;
 
-/// One job, run both ways.
+/// One job, run both ways: `jobs` concurrent streams, each one I/O at a time (on the real
+/// side `bench io --numjobs`, each its own client and file; in the simulator as many clients).
 struct Job {
     name: &'static str,
     rw: &'static str,
     bs: u32,
+    jobs: u32,
 }
 
+const fn job(name: &'static str, rw: &'static str, bs: u32, jobs: u32) -> Job {
+    Job { name, rw, bs, jobs }
+}
+
+/// The jobs every calibration runs: one stream at a time.
 const JOBS: [Job; 3] = [
-    Job {
-        name: "seq-write-1m",
-        rw: "write",
-        bs: 1 << 20,
-    },
-    Job {
-        name: "seq-read-1m",
-        rw: "read",
-        bs: 1 << 20,
-    },
-    Job {
-        name: "randread-4k",
-        rw: "randread",
-        bs: 4096,
-    },
+    job("seq-write-1m", "write", 1 << 20, 1),
+    job("seq-read-1m", "read", 1 << 20, 1),
+    job("randread-4k", "randread", 4096, 1),
 ];
+
+/// The concurrency variants (`--concurrency`): the same three jobs with 8 streams in flight,
+/// as the benchmarks run (depth 8 through 8 clients).
+const CONCURRENT_JOBS: [Job; 3] = [
+    job("seq-write-1m-x8", "write", 1 << 20, 8),
+    job("seq-read-1m-x8", "read", 1 << 20, 8),
+    job("randread-4k-x8", "randread", 4096, 8),
+];
+
+/// The jobs a run calibrates.
+fn jobs(a: &Args) -> Vec<&'static Job> {
+    let extra: &'static [Job] = if a.concurrency { &CONCURRENT_JOBS } else { &[] };
+    JOBS.iter().chain(extra).collect()
+}
 
 /// The replicas of each chain of `cluster up`'s loopback cluster (three storage nodes).
 const REPLICAS: u32 = 3;
@@ -73,6 +82,8 @@ pub struct Args {
     pub repeats: u32,
     /// Output directory.
     pub out: PathBuf,
+    /// Also the concurrency variants of the jobs (8 streams at once).
+    pub concurrency: bool,
 }
 
 /// A job's figures: operations per second and p99 latency in seconds.
@@ -161,7 +172,7 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
     let _data = ChunkData(cluster.clone());
     let _guard = ClusterGuard::new(cluster.clone());
     let mut samples = Vec::new();
-    let mut out: Vec<Runs> = JOBS.iter().map(|_| Runs(Vec::new())).collect();
+    let mut out: Vec<Runs> = jobs(a).iter().map(|_| Runs(Vec::new())).collect();
     // Round by round, so a slow spell of this host falls on every job and on the measurements
     // of its round, not on one job alone.
     for round in 1..=a.repeats.max(1) {
@@ -171,7 +182,7 @@ fn real_jobs(a: &Args) -> Result<RealRuns, String> {
         );
         let store_dir = a.out.join("store-probe");
         samples.push(Sample::measure(&store_dir, &cluster, REPLICAS)?);
-        for (j, runs) in JOBS.iter().zip(&mut out) {
+        for (j, runs) in jobs(a).into_iter().zip(&mut out) {
             let fig = real_job(a, &c, j, round)?;
             runs.0.push(fig);
         }
@@ -203,10 +214,11 @@ impl Drop for ChunkData {
 /// Run `round` of job `j` on the cluster at `c`: its figures and run directory.
 fn real_job(a: &Args, c: &str, j: &Job, round: u32) -> Result<(Figures, PathBuf), String> {
     let dir = a.out.join(format!("real-{}-{round}", j.name));
-    let (d, secs, bs) = (
+    let (d, secs, bs, n) = (
         dir.display().to_string(),
         a.seconds.to_string(),
         j.bs.to_string(),
+        j.jobs.to_string(),
     );
     let args = [
         "bench",
@@ -217,6 +229,8 @@ fn real_job(a: &Args, c: &str, j: &Job, round: u32) -> Result<(Figures, PathBuf)
         j.rw,
         "--bs",
         &bs,
+        "--numjobs",
+        &n,
         "--size",
         "64m",
         "--runtime",
@@ -250,20 +264,30 @@ fn read_summary(path: &Path, rw: &str) -> Result<Figures, String> {
 
 /// The simulated job: the loopback cluster's shape, one client, the job's block size.
 fn sim_scenario(j: &Job, hw: &Hardware, seconds: u64) -> Scenario {
-    let text = format!(
+    let text = sim_scenario_text(j, &t3fs_scenario::write::hardware_toml(hw), seconds);
+    t3fs_scenario::parse("<calibrate>", &text).expect("a valid generated scenario")
+}
+
+/// The simulated job's scenario text, `hardware` its `[hardware]` section. A write job's
+/// streams get 64 chunks each (the real jobs write files of their own, so no two writes meet
+/// on one chunk); a read job's streams share 64 prefilled chunks, as the real ones read files
+/// laid out before the clock starts.
+fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
+    format!(
         "name = \"calibrate-{name}\"\n\
          about = \"t3fs calibrate: {name} on the this-host profile\"\n\
          duration = \"{seconds}s\"\n\n[cluster]\nmgmtd = 1\nstorage_nodes = 3\n\
-         replicas = {REPLICAS}\nclients = 1\n\n[workload]\nchunks = 64\nwrite_size = {bs}\n\
+         replicas = {REPLICAS}\nclients = {clients}\n\n[workload]\nchunks = {chunks}\nwrite_size = {bs}\n\
          read_fraction = {rf}\n\
          think = \"0us..1us\"\nprefill = {prefill}\n\n[faults]\nnet_latency = \"0us..1us\"\n{hw}",
         name = j.name,
         bs = j.bs,
+        clients = j.jobs,
+        chunks = if j.rw == "write" { 64 * j.jobs } else { 64 },
         rf = if j.rw == "write" { 0.0 } else { 1.0 },
         prefill = j.rw != "write",
-        hw = t3fs_scenario::write::hardware_toml(hw),
-    );
-    t3fs_scenario::parse("<calibrate>", &text).expect("a valid generated scenario")
+        hw = hardware,
+    )
 }
 
 fn sim_figures(k: &KindLoad) -> Figures {
@@ -405,7 +429,7 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     );
     let mut ok = true;
     let mut ranges = Vec::new();
-    for (j, runs) in JOBS.iter().zip(&real) {
+    for (j, runs) in jobs(a).into_iter().zip(&real) {
         let (within, range) = judge(a, &hws, j, runs)?;
         ok &= within;
         ranges.push(range);
@@ -475,6 +499,9 @@ fn write_profile(path: &Path, p: &(Hardware, Vec<String>)) -> Result<(), String>
     );
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod pinned;
 
 #[cfg(test)]
 mod tests {

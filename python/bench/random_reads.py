@@ -10,6 +10,7 @@ blocks). This host is shared and noisy: compare figures of one run only.
 """
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -40,6 +41,7 @@ def main():
     a.add_argument("--t3fs-bin", required=True)
     a.add_argument("--mib", type=int, default=256)
     a.add_argument("--reads", type=int, default=1000)
+    a.add_argument("--out", default=None)
     o = a.parse_args()
 
     fs = T3fsFileSystem(cluster=o.cluster)
@@ -88,6 +90,10 @@ def main():
     print(f"  time to first byte: t3fs {res['ttfb t3fs'] * 1e3:.2f} ms, FUSE {res['ttfb FUSE'] * 1e3:.2f} ms (median of 20)")
     for k in ("random t3fs (one at a time)", "random t3fs (cat_ranges, one call)", "random FUSE (pread, one at a time)"):
         print(f"  {k:36} {res[k]:8.0f} reads/s  {res[k] * BLOCK / 2**20:7.1f} MiB/s")
+    if o.out:
+        os.makedirs(o.out, exist_ok=True)
+        with open(os.path.join(o.out, "random-reads.json"), "w") as f:
+            json.dump({"mib": o.mib, "reads": o.reads, "block": BLOCK, "results": res}, f, indent=2)
 
 
 if __name__ == "__main__":

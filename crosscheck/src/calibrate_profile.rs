@@ -43,19 +43,39 @@ pub struct Sample {
     /// Round trips through the TCP transport of a frame with an empty and with a 1 MiB bulk
     /// part, each answered by a small frame.
     pub message: (Vec<Duration>, Vec<Duration>),
+    /// CPU seconds null requests `NULL_DEPTH_FOR_CPU` at a time cost every process of the
+    /// cluster and this one, and how many there were.
+    pub null_cpu: f64,
+    /// Null requests the CPU time was measured over.
+    pub null_cpu_reads: usize,
+    /// CPU seconds each set of round trips cost this process (both ends run here).
+    pub message_cpu: (f64, f64),
 }
 
 impl Sample {
     /// One round's measurements: the stores of a chain of `replicas` targets under `dir`, the
     /// TCP transport, and null requests through the running cluster at `cluster`.
     pub fn measure(dir: &Path, cluster: &Path, replicas: u32) -> Result<Sample, String> {
+        use crate::calibrate_cpu::{cluster_cpu_of, self_cpu_of};
+        use t3fs_real::probe_message::round_trips;
+        let store = store_probe(dir, replicas)?;
+        let (m0, c0) = self_cpu_of(|| round_trips(0, 2000));
+        let (m1, c1) = self_cpu_of(|| round_trips(1 << 20, 600));
+        let second = Duration::from_secs(1);
+        let null = null_requests(cluster, second, 1)?;
+        // The CPU a request costs when the host is busy: with one at a time, much of the
+        // processes' CPU is per wake-up, not per request (their CPU over a second of single
+        // null reads exceeds a second on two cores), so depth 1 would overstate it.
+        let (busy, null_cpu) = cluster_cpu_of(cluster, || {
+            null_requests(cluster, second, NULL_DEPTH_FOR_CPU)
+        });
         Ok(Sample {
-            store: store_probe(dir, replicas)?,
-            message: (
-                t3fs_real::probe_message::round_trips(0, 2000)?,
-                t3fs_real::probe_message::round_trips(1 << 20, 300)?,
-            ),
-            null: null_requests(cluster, Duration::from_secs(1))?,
+            store,
+            message: (m0?, m1?),
+            null,
+            null_cpu,
+            null_cpu_reads: busy?.len(),
+            message_cpu: (c0, c1),
         })
     }
 
@@ -77,9 +97,19 @@ impl Sample {
             },
             null: join(|s| &s.null),
             message: (join(|s| &s.message.0), join(|s| &s.message.1)),
+            null_cpu: all.iter().map(|s| s.null_cpu).sum(),
+            null_cpu_reads: all.iter().map(|s| s.null_cpu_reads).sum(),
+            message_cpu: (
+                all.iter().map(|s| s.message_cpu.0).sum(),
+                all.iter().map(|s| s.message_cpu.1).sum(),
+            ),
         }
     }
 }
+
+/// Null requests in flight while their CPU time is measured: as deep as the concurrency
+/// variants of the jobs run.
+const NULL_DEPTH_FOR_CPU: usize = 8;
 
 /// Passes over a message's bytes the receiving service makes in user space: building the
 /// payload's block checksums. The kernel's copies are in the loopback line rate, the payload
@@ -122,6 +152,14 @@ struct Figures {
     sync99: Duration,
     /// An update's transfer: its median less the sync median.
     transfer_w: Duration,
+    /// CPU time per message on the whole host: the null requests' CPU over their messages
+    /// (a request and its reply each).
+    cpu_msg: Duration,
+    /// CPU nanoseconds per byte a 1 MiB bulk part costs the transport's receiving end: half
+    /// of what it costs both ends beyond an empty frame's round trip (the sender's half runs
+    /// at the same time on another core, and the model charges a message's CPU at its
+    /// receiver).
+    transport_byte_ns: f64,
 }
 
 impl Figures {
@@ -141,6 +179,15 @@ impl Figures {
         let sync50 = c50.saturating_sub(r4k50);
         let sync99 = c99.saturating_sub(r4k50).max(sync50);
         let transfer_w = u50.saturating_sub(sync50).max(Duration::from_micros(1));
+        let sm = &m.sample;
+        let cpu_msg = Duration::from_secs_f64(sm.null_cpu / (2 * sm.null_cpu_reads).max(1) as f64);
+        let per_trip = |cpu: f64, n: usize| cpu / n.max(1) as f64;
+        let transport_byte_ns = ((per_trip(sm.message_cpu.1, sm.message.1.len())
+            - per_trip(sm.message_cpu.0, sm.message.0.len()))
+            * 1e9
+            / (1u64 << 20) as f64
+            / 2.0)
+            .max(0.0);
         Figures {
             null50,
             null99,
@@ -159,7 +206,24 @@ impl Figures {
             sync50,
             sync99,
             transfer_w,
+            cpu_msg,
+            transport_byte_ns,
         }
+    }
+
+    /// The part of a message's half-read that is not CPU work: the latency concurrent
+    /// messages overlap (median, p99).
+    fn latency(&self) -> (Duration, Duration) {
+        let l50 = (self.null50 / 2).saturating_sub(self.cpu_msg);
+        let l99 = (self.null99 / 2).saturating_sub(self.cpu_msg).max(l50);
+        (l50, l99)
+    }
+
+    /// The loopback line's time for 1 MiB less the CPU the transport spends on it (counted on
+    /// the cores): what the NIC's bytes term keeps.
+    fn wire_1m(&self) -> Duration {
+        let cpu = Duration::from_secs_f64(self.transport_byte_ns * (1u64 << 20) as f64 / 1e9);
+        self.lone.saturating_sub(cpu).max(Duration::from_micros(1))
     }
 }
 
@@ -175,9 +239,13 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
     let mib = (1u64 << 20) as f64;
     Hardware {
         profile: THIS_HOST.into(),
-        nic_bytes: mib / f.lone.as_secs_f64(),
-        nic_message: f.null50 / 2,
-        nic_message_p99: f.null99 / 2,
+        nic_bytes: mib / f.wire_1m().as_secs_f64(),
+        // On one host a message's stack work is CPU (cpu_request) and its wait is latency
+        // (nic_latency); nothing is left to queue on a NIC per message.
+        nic_message: Duration::ZERO,
+        nic_message_p99: Duration::ZERO,
+        nic_latency: f.latency().0,
+        nic_latency_p99: f.latency().1,
         ssd_bytes: mib / f.r1m50.as_secs_f64().max(1e-9),
         ssd_write_bytes: mib / f.transfer_w.as_secs_f64(),
         ssd_iops: p.rand_read_iops,
@@ -193,8 +261,8 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
             / f.transfer_w.as_secs_f64())
         .max(1.0),
         cpu_cores: m.cores,
-        cpu_request: Duration::ZERO,
-        cpu_byte_ns: m.crc_ns_per_byte * PASSES_PER_HOP,
+        cpu_request: f.cpu_msg,
+        cpu_byte_ns: m.crc_ns_per_byte * PASSES_PER_HOP + f.transport_byte_ns,
         shared_host: true,
     }
 }
@@ -206,17 +274,24 @@ fn provenance(m: &Measured, f: &Figures) -> Vec<String> {
         format!(
             "nic_gbps: what 1 MiB adds to a lone message through the TCP transport, {:.0} us \
              (round trip p50 {:.0} us with a 1 MiB bulk part, p99 {:.0} us; {:.0} us without; \
-             the jobs run one I/O at a time; streams reach {:.0} MiB/s, probe)",
+             streams reach {:.0} MiB/s, probe), less the CPU the transport spends on it \
+             ({:.0} us, in cpu_byte_ns): {:.0} us",
             us(f.lone),
             us(f.m1),
             us(f.m1_99),
             us(f.m0),
-            p.loopback_mibs
+            p.loopback_mibs,
+            us(f.lone.saturating_sub(f.wire_1m())),
+            us(f.wire_1m())
         ),
+        "nic_message_us, nic_message_p99_us: 0 (on one host a message's stack work is CPU, \
+         cpu_request_us, and its wait is latency, nic_latency_us)"
+            .into(),
         format!(
-            "nic_message_us, nic_message_p99_us: half a read of an absent chunk through the \
+            "nic_latency_us, nic_latency_p99_us: half a read of an absent chunk through the \
              running cluster (client, transport both ways, storage service and its store \
-             thread; no disk), {} reads one at a time: p50 {:.0} us, p99 {:.0} us",
+             thread; no disk), {} reads one at a time: p50 {:.0} us, p99 {:.0} us, each less \
+             the CPU per message (cpu_request_us)",
             m.sample.null.len(),
             us(f.null50),
             us(f.null99)
@@ -257,10 +332,19 @@ fn provenance(m: &Measured, f: &Figures) -> Vec<String> {
         format!("cpu_cores: {} (this host)", m.cores),
         format!(
             "cpu_byte_ns: {PASSES_PER_HOP} pass per received byte (the payload's block \
-             checksums) at this CPU's CRC32C speed, {:.3} ns/byte",
-            m.crc_ns_per_byte
+             checksums) at this CPU's CRC32C speed, {:.3} ns/byte, plus the receiving end's half \
+             of the transport's CPU per byte of a 1 MiB bulk part beyond an empty frame (both \
+             ends run here: this process's CPU time over the round trips), {:.3} ns/byte",
+            m.crc_ns_per_byte, f.transport_byte_ns
         ),
-        "cpu_request_us: 0 (a request's fixed cost is in nic_message_us)".into(),
+        format!(
+            "cpu_request_us: CPU per message on the busy host: every cluster process's and \
+             this one's CPU time over {} null reads {NULL_DEPTH_FOR_CPU} at a time, {:.3} s, \
+             over their {} messages",
+            m.sample.null_cpu_reads,
+            m.sample.null_cpu,
+            2 * m.sample.null_cpu_reads
+        ),
         "shared_host: every node and target of a loopback cluster on one host".into(),
     ]
 }
@@ -300,28 +384,49 @@ pub fn crc_speed() -> f64 {
     best
 }
 
-/// Reads of absent chunks through the cluster in `cluster`, one at a time for `for_`: a
+/// Reads of absent chunks through the cluster in `cluster` for `for_`, `depth` at a time: a
 /// request's round trip through the whole stack with no disk under it (sorted).
-pub fn null_requests(cluster: &Path, for_: Duration) -> Result<Vec<Duration>, String> {
+pub fn null_requests(
+    cluster: &Path,
+    for_: Duration,
+    depth: usize,
+) -> Result<Vec<Duration>, String> {
+    use std::sync::Arc;
     use t3fs_core::ids::{ChainId, ChunkId};
     let opts = t3fs_real::cluster::client_options(cluster)?;
     // As `t3fs bench io` runs its client.
     let rt = t3fs_client::client::bench_runtime()?;
     rt.block_on(async {
-        let c = t3fs_client::client::Client::connect(opts)
-            .await
-            .map_err(|e| format!("null requests: {e}"))?;
-        let (mut v, stop) = (Vec::new(), Instant::now() + for_);
-        // Inodes no file has: the meta service numbers from 1 up.
-        let mut k = 1u64 << 41;
-        while Instant::now() < stop {
-            k += 1;
-            let t = Instant::now();
-            let read = c.read_chunk(ChainId(1), ChunkId::new(k, 0), 1 << 20, 0, 4096);
-            read.await.map_err(|e| format!("null request: {e}"))?;
-            v.push(t.elapsed());
+        let c = Arc::new(
+            t3fs_client::client::Client::connect(opts)
+                .await
+                .map_err(|e| format!("null requests: {e}"))?,
+        );
+        let stop = Instant::now() + for_;
+        let mut streams = tokio::task::JoinSet::new();
+        for s in 0..depth.max(1) as u64 {
+            let c = c.clone();
+            streams.spawn(async move {
+                let mut v = Vec::new();
+                // Inodes no file has: the meta service numbers from 1 up.
+                let mut k = (1u64 << 41) + (s << 32);
+                while Instant::now() < stop {
+                    k += 1;
+                    let t = Instant::now();
+                    let read = c.read_chunk(ChainId(1), ChunkId::new(k, 0), 1 << 20, 0, 4096);
+                    read.await.map_err(|e| format!("null request: {e}"))?;
+                    v.push(t.elapsed());
+                }
+                Ok::<_, String>(v)
+            });
         }
-        c.close().await;
+        let mut v = Vec::new();
+        while let Some(done) = streams.join_next().await {
+            v.extend(done.map_err(|e| format!("null requests: {e}"))??);
+        }
+        if let Ok(c) = Arc::try_unwrap(c) {
+            c.close().await;
+        }
         v.sort();
         Ok(v)
     })
@@ -353,10 +458,17 @@ mod tests {
             update_1m: lat(1300, 3000),
             commit: lat(380, 880),
         };
+        // The null reads cost 20 us of CPU per message (two a read); a 1 MiB bulk part costs the
+        // transport's two ends 0.2 ns of CPU per byte beyond an empty frame's 10 us, the
+        // receiver half of it.
+        let mib = (1u64 << 20) as f64;
         let sample = Sample {
             store,
             null: lat(100, 300),
             message: (lat(60, 90), lat(1060, 2000)),
+            null_cpu: 100.0 * 2.0 * 20e-6,
+            null_cpu_reads: 100,
+            message_cpu: (100.0 * 10e-6, 100.0 * (10e-6 + 0.2e-9 * mib)),
         };
         let m = Measured {
             probe,
@@ -365,13 +477,19 @@ mod tests {
             cores: 2,
         };
         let (hw, why) = this_host(&m);
-        let mib = (1u64 << 20) as f64;
-        assert_eq!(
-            hw.nic_bytes,
-            mib / 1000e-6,
-            "1 MiB's share of a lone message"
+        let wire = 1000e-6 - 0.1e-9 * mib;
+        assert!(
+            (hw.nic_bytes / (mib / wire) - 1.0).abs() < 1e-6,
+            "1 MiB's share of a lone message, less the transport's CPU on it: {}",
+            hw.nic_bytes
         );
-        assert_eq!((hw.nic_message, hw.nic_message_p99), (d(50), d(150)));
+        assert_eq!((hw.nic_message, hw.nic_message_p99), (d(0), d(0)));
+        assert_eq!(hw.cpu_request, d(20), "the null reads' CPU per message");
+        assert_eq!(
+            (hw.nic_latency, hw.nic_latency_p99),
+            (d(30), d(130)),
+            "half a null read less its CPU"
+        );
         assert_eq!((hw.ssd_p50, hw.ssd_p99), (d(80), d(400)));
         assert_eq!(hw.ssd_bytes, mib / 1000e-6);
         assert!((hw.ssd_transfer_spread - 1.5).abs() < 1e-12);
@@ -385,7 +503,11 @@ mod tests {
             (hw.ssd_write_spread - 2.7).abs() < 1e-12,
             "the update's p99 less the sync, over its median less the sync"
         );
-        assert!((hw.cpu_byte_ns - 0.1).abs() < 1e-12);
+        assert!(
+            (hw.cpu_byte_ns - 0.2).abs() < 1e-9,
+            "CRC32C and the transport's receiving half: {}",
+            hw.cpu_byte_ns
+        );
         assert!(hw.shared_host);
         assert!(
             why.iter().any(|w| w.contains("ASSUMED")),
@@ -403,8 +525,16 @@ mod tests {
             },
             null: vec![d(a)],
             message: (vec![d(b)], Vec::new()),
+            null_cpu: a as f64,
+            null_cpu_reads: 2,
+            message_cpu: (b as f64, 0.5),
         };
         let p = Sample::pooled(&[&round(5, 9), &round(1, 7)]);
+        assert_eq!(
+            (p.null_cpu, p.message_cpu),
+            (6.0, (16.0, 1.0)),
+            "CPU times add up"
+        );
         assert_eq!(p.store.read_4k, vec![d(1), d(5), d(7), d(9)]);
         assert_eq!((p.null, p.message.0), (vec![d(1), d(5)], vec![d(7), d(9)]));
         assert!(p.store.commit.is_empty() && p.message.1.is_empty());

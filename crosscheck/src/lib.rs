@@ -19,6 +19,7 @@
 //! the checkers themselves (t3fs-sim), the real services (t3fs-services, t3fs-client).
 
 pub mod calibrate;
+pub mod calibrate_cpu;
 pub mod calibrate_profile;
 pub mod cluster_agree;
 pub mod cluster_ns;

@@ -1,6 +1,6 @@
 //! `[hardware]` of a correctness scenario: the resources the message-level world models when a
-//! scenario names them (sim/src/world/resources.rs): each node's NIC (a bandwidth per direction
-//! and a cost per message), each target's SSD (bandwidth, IOPS, queue depth and a latency
+//! scenario names them (sim/src/world/resources.rs): each node's NIC (a bandwidth per direction,
+//! a cost per message and a latency per message that occupies nothing), each target's SSD (bandwidth, IOPS, queue depth and a latency
 //! distribution) and, optionally, each node's CPU (cores, a cost per request and per byte).
 //!
 //! A scenario without `[hardware]` keeps the fault model's size-blind latencies, so its runs and
@@ -30,6 +30,14 @@ pub struct Hardware {
     /// 99th percentile of the time per message: with the median, a log-normal distribution
     /// (equal to the median: every message pays the median, and nothing is drawn).
     pub nic_message_p99: Duration,
+    /// Time a message takes that occupies no resource (its median): the wake-ups and hand-offs
+    /// between threads and processes of a software stack, which concurrent messages overlap,
+    /// unlike `nic_message` (queued on the NIC) and `cpu_request` (queued on a core). 0 in the
+    /// built-in profiles, and nothing is drawn.
+    pub nic_latency: Duration,
+    /// 99th percentile of `nic_latency`: with the median, a log-normal distribution (equal to
+    /// it: nothing is drawn).
+    pub nic_latency_p99: Duration,
     /// SSD read bandwidth per target, bytes per second (reads and writes share one queue).
     pub ssd_bytes: f64,
     /// SSD write bandwidth per target, bytes per second (durable writes).
@@ -81,6 +89,8 @@ impl Hardware {
                 nic_bytes: gbps(200.0),
                 nic_message: us(1),
                 nic_message_p99: us(1),
+                nic_latency: Duration::ZERO,
+                nic_latency_p99: Duration::ZERO,
                 ssd_bytes: 7.0e9,
                 ssd_write_bytes: 5.0e9,
                 ssd_iops: 1.0e6,
@@ -102,6 +112,8 @@ impl Hardware {
                 nic_bytes: gbps(10.0),
                 nic_message: us(5),
                 nic_message_p99: us(5),
+                nic_latency: Duration::ZERO,
+                nic_latency_p99: Duration::ZERO,
                 ssd_bytes: 500e6,
                 ssd_write_bytes: 450e6,
                 ssd_iops: 80e3,
@@ -137,6 +149,8 @@ pub(crate) struct RawHardware {
     nic_gbps: Option<f64>,
     nic_message_us: Option<f64>,
     nic_message_p99_us: Option<f64>,
+    nic_latency_us: Option<f64>,
+    nic_latency_p99_us: Option<f64>,
     ssd_mb_s: Option<f64>,
     ssd_write_mb_s: Option<f64>,
     ssd_iops: Option<f64>,
@@ -221,6 +235,15 @@ impl RawHardware {
             self.nic_message_p99_us,
             h.nic_message,
             "nic_message_us",
+        )?;
+        if let Some(v) = at_least_zero("nic_latency_us", self.nic_latency_us)? {
+            h.nic_latency = us(v);
+        }
+        h.nic_latency_p99 = p99(
+            "nic_latency_p99_us",
+            self.nic_latency_p99_us,
+            h.nic_latency,
+            "nic_latency_us",
         )?;
         Ok(())
     }
@@ -367,6 +390,16 @@ mod tests {
         let text = with("profile = \"gbe-sata\"\nssd_transfer_spread = 1.25");
         let h = parse("h.toml", &text).unwrap().hardware.expect("hardware");
         assert_eq!(h.ssd_write_spread, 1.25);
+        // A message latency is written back where set, and not at all where it is not.
+        let text = with("profile = \"gbe-sata\"\nnic_latency_us = 30\nnic_latency_p99_us = 90");
+        let s = parse("h.toml", &text).unwrap();
+        let h = s.hardware.clone().expect("hardware");
+        let us = core::time::Duration::from_micros;
+        assert_eq!((h.nic_latency, h.nic_latency_p99), (us(30), us(90)));
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
+        let plain = crate::write::hardware_toml(&super::Hardware::profile("gbe-sata").unwrap());
+        assert!(!plain.contains("nic_latency"), "{plain}");
     }
 
     #[test]
@@ -386,6 +419,11 @@ mod tests {
         assert_eq!(e.field, "hardware.ssd_p99_us");
         for (bad, key) in [
             ("nic_message_p99_us = 1", "nic_message_p99_us"),
+            (
+                "nic_latency_us = 50\nnic_latency_p99_us = 10",
+                "nic_latency_p99_us",
+            ),
+            ("nic_latency_us = -1", "nic_latency_us"),
             ("ssd_sync_p99_us = 10", "ssd_sync_p99_us"),
             ("ssd_transfer_spread = 0.5", "ssd_transfer_spread"),
             ("ssd_write_spread = 0.9", "ssd_write_spread"),

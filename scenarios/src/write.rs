@@ -53,7 +53,7 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
          ssd_p99_us = {:?}\nssd_sync_us = {:?}\nssd_sync_p99_us = {:?}\n\
          ssd_transfer_spread = {:?}\nssd_write_spread = {:?}\ncpu_cores = {}\n\
          cpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
-         shared_host = {}\n",
+         shared_host = {}\n{}",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,
         us(h.nic_message),
@@ -71,7 +71,17 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
         h.cpu_cores,
         us(h.cpu_request),
         h.cpu_byte_ns,
-        h.shared_host
+        h.shared_host,
+        // Written only where set, so profiles without it write as they always did.
+        if h.nic_latency.is_zero() && h.nic_latency_p99.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "nic_latency_us = {:?}\nnic_latency_p99_us = {:?}\n",
+                us(h.nic_latency),
+                us(h.nic_latency_p99)
+            )
+        }
     )
 }
 

@@ -1,33 +1,49 @@
-//! The model's prediction for a fixed profile, pinned: calibrate's three jobs simulated on a
-//! committed, dated profile (`docs/calibration/2026-11-27-h100-16core/this-host.toml`, measured
-//! by `t3fs calibrate` on a 16-core host) must give exactly these figures. A change to the
-//! performance model or the resources that moves them fails here, so it is made deliberately:
-//! rerun this test, check the new figures against calibrate on a real host, and pin them anew.
-//! Not a timing test: the simulator is deterministic, so the figures are exact for a seed.
+//! The model's prediction for fixed profiles, pinned: calibrate's six jobs simulated on two
+//! committed, dated profiles measured by `t3fs calibrate` must give exactly these figures —
+//! one from a 16-core host (every message's cost queued on the NIC, as profiles were measured
+//! before 2026-11-27) and one from the 2-core host with the CPU split (a message's CPU queued
+//! on the cores, its wait overlapped as `nic_latency`). A change to the performance model or the
+//! resources that moves them fails here, so it is made deliberately: check the new figures
+//! against calibrate on a real host, then pin them anew. Not a timing test: the simulator is
+//! deterministic, so the figures are exact for a seed.
 
 use super::*;
-
-/// The committed profile this test simulates on.
-const PROFILE: &str =
-    include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml");
 
 /// Simulated seconds of each job: calibrate's default, which leaves the 8-stream read job time
 /// to read after its clients' prefill.
 const SIM_SECONDS: u64 = 3;
 
-/// (job, simulated IOPS, simulated p99 in microseconds), pinned: the three jobs, then their
-/// concurrency variants.
-const PINNED: [(&str, f64, f64); 6] = [
-    ("seq-write-1m", 205.7, 7061.7),
-    ("seq-read-1m", 633.2, 3516.3),
-    ("randread-4k", 7468.2, 206.6),
-    ("seq-write-1m-x8", 433.7, 21225.2),
-    ("seq-read-1m-x8", 1261.1, 6213.7),
-    ("randread-4k-x8", 10726.7, 922.8),
+/// (job, simulated IOPS, simulated p99 in microseconds) on each committed profile: the three
+/// jobs, then their concurrency variants.
+const PINNED: [(&str, &str, [(&str, f64, f64); 6]); 2] = [
+    (
+        "2026-11-27-h100-16core",
+        include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml"),
+        [
+            ("seq-write-1m", 205.7, 7061.7),
+            ("seq-read-1m", 633.2, 3516.3),
+            ("randread-4k", 7468.2, 206.6),
+            ("seq-write-1m-x8", 433.7, 21225.2),
+            ("seq-read-1m-x8", 1261.1, 6213.7),
+            ("randread-4k-x8", 10726.7, 922.8),
+        ],
+    ),
+    (
+        "2026-11-27-2core-cpu-split",
+        include_str!("../../../docs/calibration/2026-11-27-2core-cpu-split/this-host.toml"),
+        [
+            ("seq-write-1m", 220.7, 5640.9),
+            ("seq-read-1m", 762.6, 1691.2),
+            ("randread-4k", 5688.4, 244.0),
+            ("seq-write-1m-x8", 480.0, 18160.4),
+            ("seq-read-1m-x8", 1367.0, 5751.5),
+            ("randread-4k-x8", 13639.5, 652.9),
+        ],
+    ),
 ];
 
-fn predict(j: &Job) -> Figures {
-    let text = sim_scenario_text(j, PROFILE, SIM_SECONDS);
+fn predict(j: &Job, profile: &str) -> Figures {
+    let text = sim_scenario_text(j, profile, SIM_SECONDS);
     let sc = t3fs_scenario::parse("<pinned>", &text).expect("the pinned profile parses");
     let o = t3fs_sim::run::run(&sc, 1, false).expect("the simulation runs");
     let load = o.world.as_ref().expect("a world").load();
@@ -38,27 +54,25 @@ fn predict(j: &Job) -> Figures {
     })
 }
 
+fn row(name: &str, iops: f64, p99_us: f64) -> String {
+    format!("(\"{name}\", {iops:.1}, {p99_us:.1})")
+}
+
 #[test]
-fn the_models_prediction_for_a_committed_profile_is_pinned() {
-    let mut got = Vec::new();
-    for (j, pin) in JOBS.iter().chain(&CONCURRENT_JOBS).zip(PINNED) {
-        assert_eq!(j.name, pin.0);
-        let f = predict(j);
-        got.push(format!(
-            "(\"{}\", {:.1}, {:.1})",
-            j.name,
-            f.iops,
-            f.p99 * 1e6
-        ));
+fn the_models_predictions_for_committed_profiles_are_pinned() {
+    for (host, profile, pinned) in PINNED {
+        let mut got = Vec::new();
+        for (j, pin) in JOBS.iter().chain(&CONCURRENT_JOBS).zip(pinned) {
+            assert_eq!(j.name, pin.0);
+            let f = predict(j, profile);
+            got.push(row(j.name, f.iops, f.p99 * 1e6));
+        }
+        let want: Vec<String> = pinned.iter().map(|&(n, i, p)| row(n, i, p)).collect();
+        assert_eq!(
+            got,
+            want,
+            "the model's prediction on {host} moved: if deliberate, pin the new figures in {}",
+            file!()
+        );
     }
-    let want: Vec<String> = PINNED
-        .iter()
-        .map(|(n, iops, p99)| format!("(\"{n}\", {iops:.1}, {p99:.1})"))
-        .collect();
-    assert_eq!(
-        got,
-        want,
-        "the model's prediction moved: if deliberate, pin the new figures in {}",
-        file!()
-    );
 }

@@ -7,7 +7,8 @@
 //! The model, per message of `b` bytes from `a` to `z` sent at `t` with propagation `p` (the
 //! fault model's drawn latency): `a`'s transmit queue serves it in `message + b / nic` from when
 //! it is free (`message` drawn log-normal between the profile's median and p99 where it gives
-//! a spread); it arrives `p` later; `z`'s receive side is a second queue of the same rate (so
+//! a spread); it arrives `p + latency` later (`latency`, the profile's `nic_latency`, drawn the
+//! same way, holds no resource: concurrent messages overlap it); `z`'s receive side is a second queue of the same rate (so
 //! many senders to one node share its line rate; one sender alone pays the bytes once); then the
 //! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. With
 //! `shared_host` (a loopback cluster) all nodes share one NIC pair and one set of cores, and all
@@ -147,7 +148,14 @@ impl Resources {
         let wire = bytes_ns(bytes, self.hw.nic_bytes);
         let fixed = lognormal(rng, self.hw.nic_message, self.hw.nic_message_p99);
         let sent = self.tx[a].serve(now, ns(fixed) + wire);
-        let arrived = Instant(sent.0 + ns(propagation));
+        // Latency that holds nothing: concurrent messages overlap it (drawn only where set, so
+        // profiles without it draw as before).
+        let waited = if self.hw.nic_latency.is_zero() {
+            0
+        } else {
+            ns(lognormal(rng, self.hw.nic_latency, self.hw.nic_latency_p99))
+        };
+        let arrived = Instant(sent.0 + ns(propagation) + waited);
         // The receive queue ends the message no sooner than its arrival: alone, it adds nothing
         // (the bytes were paid at the sender); behind others, it waits for the line.
         let received = self.rx[z].serve(Instant(arrived.0.saturating_sub(wire)), wire);
@@ -319,6 +327,39 @@ mod tests {
             big.0 > 100 * (small.0 - 15_000),
             "1 MiB takes ~256x the wire time of 4 KiB"
         );
+    }
+
+    #[test]
+    fn a_messages_latency_overlaps_where_its_nic_cost_queues() {
+        // Eight empty messages sent at once on one host: 40 us each on the NIC queue serialize
+        // (the last arrives after 8 x 40 us); 40 us of latency that holds nothing overlaps
+        // (every one arrives at 40 us).
+        let send_all = |h: Hardware| {
+            let mut r = Resources::new(h, 2);
+            (0..8)
+                .map(|_| {
+                    let at = r.message(
+                        Instant::ZERO,
+                        (NodeId(0), NodeId(1)),
+                        0,
+                        Duration::ZERO,
+                        &mut Rng::new(1),
+                    );
+                    at.0
+                })
+                .max()
+                .unwrap()
+        };
+        let mut queued = hw();
+        queued.nic_message = Duration::from_micros(40);
+        queued.nic_message_p99 = queued.nic_message;
+        let mut overlapped = hw();
+        overlapped.nic_message = Duration::ZERO;
+        overlapped.nic_message_p99 = Duration::ZERO;
+        overlapped.nic_latency = Duration::from_micros(40);
+        overlapped.nic_latency_p99 = overlapped.nic_latency;
+        assert_eq!(send_all(queued), 8 * 40_000);
+        assert_eq!(send_all(overlapped), 40_000);
     }
 
     #[test]

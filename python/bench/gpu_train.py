@@ -21,7 +21,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, Dataset
 
+from mount import mount, unmount
 from t3fs.fs import T3fsFileSystem
 from t3fs.torch import T3fsMapDataset
 
@@ -130,20 +130,6 @@ def train_epoch(ds, o, device):
     }
 
 
-def mount(t3fs_bin, cluster, at):
-    if shutil.which("fusermount3") is None or not os.path.exists("/dev/fuse"):
-        return None
-    os.makedirs(at, exist_ok=True)
-    p = subprocess.Popen([t3fs_bin, "mount", "--cluster", cluster, at])
-    for _ in range(300):
-        if os.path.ismount(at):
-            return p
-        time.sleep(0.1)
-    p.kill()
-    p.wait()
-    return None
-
-
 def main():
     a = argparse.ArgumentParser()
     a.add_argument("--cluster", required=True)
@@ -182,9 +168,7 @@ def main():
             results["FUSE mount, open()"] = train_epoch(Files([f"{mnt}{root}/{n}" for n in names], side), o, device)
         results["local directory, open()"] = train_epoch(Files([f"{local}/{n}" for n in names], side), o, device)
     finally:
-        if proc is not None:
-            subprocess.run(["fusermount3", "-u", mnt], check=False)
-            proc.wait(timeout=30)
+        unmount(proc, mnt)
         os.rmdir(mnt)
         fs.rm(root, recursive=True)
         shutil.rmtree(local)

@@ -10,28 +10,13 @@ Entries per second of each; the files are empty (made by 8 threads, not timed as
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from mount import mount, unmount
 from t3fs.fs import T3fsFileSystem
-
-
-def mount(t3fs_bin, cluster, at):
-    if shutil.which("fusermount3") is None or not os.path.exists("/dev/fuse"):
-        return None
-    os.makedirs(at, exist_ok=True)
-    p = subprocess.Popen([t3fs_bin, "mount", "--cluster", cluster, at])
-    for _ in range(300):
-        if os.path.ismount(at):
-            return p
-        time.sleep(0.1)
-    p.kill()
-    p.wait()
-    return None
 
 
 def timed(f):
@@ -71,9 +56,7 @@ def main():
             assert len(sizes) == o.files
             rates["FUSE scandir + stat"] = o.files / t
     finally:
-        if proc is not None:
-            subprocess.run(["fusermount3", "-u", mnt], check=False)
-            proc.wait(timeout=30)
+        unmount(proc, mnt)
         os.rmdir(mnt)
         fs.rm(root, recursive=True)
     print(f"{o.files} entries in one directory ({o.files / made:.0f} creates/s with 8 threads), {os.cpu_count()} CPUs")

@@ -14,13 +14,12 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import tempfile
 import time
 
 from t3fs.fs import T3fsFileSystem
 
-from small_files import mount  # the same mount helper as the small-file benchmark
+from mount import mount, unmount
 
 BLOCK = 64 * 1024
 
@@ -54,6 +53,9 @@ def main():
     offsets = [rng.randrange(size // BLOCK) * BLOCK for _ in range(o.reads)]
     mnt = tempfile.mkdtemp(prefix="t3fs-bench-mnt-")
     proc = mount(o.t3fs_bin, o.cluster, mnt)
+    if proc is None:
+        os.rmdir(mnt)
+        raise SystemExit("random_reads.py compares with the FUSE mount: this host cannot mount")
     try:
         def native_first():
             f = fs.client.open(path, "r")
@@ -82,8 +84,7 @@ def main():
         res["random FUSE (pread, one at a time)"] = o.reads / (time.perf_counter() - start)
         os.close(fd)
     finally:
-        subprocess.run(["fusermount3", "-u", mnt], check=False)
-        proc.wait(timeout=30)
+        unmount(proc, mnt)
         os.rmdir(mnt)
         fs.rm(path)
     print(f"{o.mib} MiB file, {o.reads} random 64 KiB reads")

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from mount import mount, unmount
 from t3fs.fs import T3fsFileSystem
 from t3fs.torch import T3fsMapDataset
 
@@ -54,20 +54,6 @@ def epoch(ds, batch, workers):
     start = time.perf_counter()
     n = sum(len(b) for b in loader)
     return n, time.perf_counter() - start
-
-
-def mount(t3fs_bin, cluster, at):
-    """The mount's process, or None on a host that cannot mount (no fuse3 or /dev/fuse)."""
-    if shutil.which("fusermount3") is None or not os.path.exists("/dev/fuse"):
-        return None
-    os.makedirs(at, exist_ok=True)
-    p = subprocess.Popen([t3fs_bin, "mount", "--cluster", cluster, at])
-    for _ in range(300):
-        if os.path.ismount(at):
-            return p
-        time.sleep(0.1)
-    p.kill()
-    raise SystemExit(f"the mount at {at} did not come up")
 
 
 def main():
@@ -108,9 +94,7 @@ def main():
             results["FUSE mount, open()"] = epoch(LocalFiles([f"{mnt}{root}/{n}" for n in names]), o.batch, o.workers)
         results["local directory, open()"] = epoch(LocalFiles([f"{local}/{n}" for n in names]), o.batch, o.workers)
     finally:
-        if proc is not None:
-            subprocess.run(["fusermount3", "-u", mnt], check=False)
-            proc.wait(timeout=30)
+        unmount(proc, mnt)
         os.rmdir(mnt)
         fs.rm(root, recursive=True)
         if o.local is None:

@@ -24,12 +24,12 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, Dataset
 
+import samples
 from mount import mount, unmount
 from t3fs.fs import T3fsFileSystem
 from t3fs.torch import T3fsMapDataset
@@ -148,17 +148,9 @@ def main():
     root = f"/bench-train-{os.getpid()}"
     local = tempfile.mkdtemp(prefix="t3fs-train-local-")
     side = side_of(o.size)
-    names = [f"{i // 1000:03}/s{i:06}.bin" for i in range(o.files)]
+    names = samples.names(o.files)
     print(f"writing {o.files} samples of {o.size} B ({side}x{side} RGB) to t3fs and {local}", file=sys.stderr)
-    def write(n):
-        data = os.urandom(o.size)
-        fs.pipe_file(f"{root}/{n}", data)
-        os.makedirs(os.path.dirname(f"{local}/{n}"), exist_ok=True)
-        with open(f"{local}/{n}", "wb") as f:
-            f.write(data)
-
-    with ThreadPoolExecutor(8) as pool:  # the native writes release the GIL
-        list(pool.map(write, names))
+    samples.write(fs, root, local, names, lambda _: os.urandom(o.size))
     mnt = tempfile.mkdtemp(prefix="t3fs-train-mnt-")
     proc = mount(o.t3fs_bin, o.cluster, mnt)
     results = {}

@@ -19,11 +19,11 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+import samples
 from mount import mount, unmount
 from t3fs.fs import T3fsFileSystem
 from t3fs.torch import T3fsMapDataset
@@ -72,16 +72,9 @@ def main():
     root = f"/bench-small-{os.getpid()}"
     local = o.local or tempfile.mkdtemp(prefix="t3fs-bench-local-")
     data = os.urandom(o.size)
-    names = [f"{i // 1000:03}/s{i:06}.bin" for i in range(o.files)]
+    names = samples.names(o.files)
     print(f"writing {o.files} files of {o.size} bytes to t3fs and to {local}", file=sys.stderr)
-    def write(n):
-        fs.pipe_file(f"{root}/{n}", data)
-        os.makedirs(os.path.dirname(f"{local}/{n}"), exist_ok=True)
-        with open(f"{local}/{n}", "wb") as f:
-            f.write(data)
-
-    with ThreadPoolExecutor(8) as pool:  # the native writes release the GIL
-        list(pool.map(write, names))
+    samples.write(fs, root, local, names, lambda _: data)
 
     mnt = tempfile.mkdtemp(prefix="t3fs-bench-mnt-")
     proc = mount(o.t3fs_bin, o.cluster, mnt)

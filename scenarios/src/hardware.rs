@@ -227,23 +227,15 @@ impl RawHardware {
         if let Some(v) = positive("nic_gbps", self.nic_gbps)? {
             h.nic_bytes = gbps(v);
         }
-        if let Some(v) = at_least_zero("nic_message_us", self.nic_message_us)? {
-            h.nic_message = us(v);
-        }
-        h.nic_message_p99 = p99(
-            "nic_message_p99_us",
-            self.nic_message_p99_us,
+        (h.nic_message, h.nic_message_p99) = median_and_p99(
+            ("nic_message_us", "nic_message_p99_us"),
+            (self.nic_message_us, self.nic_message_p99_us),
             h.nic_message,
-            "nic_message_us",
         )?;
-        if let Some(v) = at_least_zero("nic_latency_us", self.nic_latency_us)? {
-            h.nic_latency = us(v);
-        }
-        h.nic_latency_p99 = p99(
-            "nic_latency_p99_us",
-            self.nic_latency_p99_us,
+        (h.nic_latency, h.nic_latency_p99) = median_and_p99(
+            ("nic_latency_us", "nic_latency_p99_us"),
+            (self.nic_latency_us, self.nic_latency_p99_us),
             h.nic_latency,
-            "nic_latency_us",
         )?;
         Ok(())
     }
@@ -270,14 +262,10 @@ impl RawHardware {
         if let Some(v) = positive("ssd_p99_us", self.ssd_p99_us)? {
             h.ssd_p99 = us(v);
         }
-        if let Some(v) = at_least_zero("ssd_sync_us", self.ssd_sync_us)? {
-            h.ssd_sync = us(v);
-        }
-        h.ssd_sync_p99 = p99(
-            "ssd_sync_p99_us",
-            self.ssd_sync_p99_us,
+        (h.ssd_sync, h.ssd_sync_p99) = median_and_p99(
+            ("ssd_sync_us", "ssd_sync_p99_us"),
+            (self.ssd_sync_us, self.ssd_sync_p99_us),
             h.ssd_sync,
-            "ssd_sync_us",
         )?;
         match self.ssd_transfer_spread {
             Some(v) if !(v.is_finite() && v >= 1.0) => {
@@ -340,6 +328,17 @@ fn us(v: f64) -> Duration {
 
 /// A p99 key (microseconds) of a distribution whose median is `p50` (the key `of`). A spread
 /// left out is none: the p99 follows the median given.
+/// A distribution given by a median key and a p99 key (microseconds), over the profile's
+/// `median`: the median where given, and the p99 where given, else the median (nothing drawn).
+fn median_and_p99(
+    (key, p99_key): (&'static str, &'static str),
+    (median_us, p99_us): (Option<f64>, Option<f64>),
+    median: Duration,
+) -> Result<(Duration, Duration), (&'static str, String)> {
+    let m = at_least_zero(key, median_us)?.map_or(median, us);
+    Ok((m, p99(p99_key, p99_us, m, key)?))
+}
+
 fn p99(
     key: &'static str,
     v: Option<f64>,

@@ -357,6 +357,15 @@ impl Client {
         f: &File,
         pieces: Vec<(u64, u64)>,
     ) -> Result<Vec<Vec<u8>>, ClientError> {
+        self.read_each(f, pieces).await.into_iter().collect()
+    }
+
+    /// Reads many (offset, len) pieces of `f` at once, each answered on its own, in order.
+    pub async fn read_each(
+        &self,
+        f: &File,
+        pieces: Vec<(u64, u64)>,
+    ) -> Vec<Result<Vec<u8>, ClientError>> {
         let calls = pieces
             .into_iter()
             .map(|(offset, len)| ClientCall::Read {
@@ -366,14 +375,14 @@ impl Client {
                 len,
             })
             .collect();
-        let mut out = Vec::new();
-        for r in self.batch(calls).await {
-            match r? {
-                ClientRet::Read { data, .. } => out.push(data.into_vec()),
-                other => return Err(ClientError::answered(other)),
-            }
-        }
-        Ok(out)
+        self.batch(calls)
+            .await
+            .into_iter()
+            .map(|r| match r? {
+                ClientRet::Read { data, .. } => Ok(data.into_vec()),
+                other => Err(ClientError::answered(other)),
+            })
+            .collect()
     }
 
     /// The call that sends `op` to meta as the acting user (see [`acting_as`]).

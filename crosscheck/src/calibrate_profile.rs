@@ -237,6 +237,7 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
 fn hardware(m: &Measured, f: &Figures) -> Hardware {
     let p = &m.probe;
     let mib = (1u64 << 20) as f64;
+    let (nic_latency, nic_latency_p99) = f.latency();
     Hardware {
         profile: THIS_HOST.into(),
         nic_bytes: mib / f.wire_1m().as_secs_f64(),
@@ -244,8 +245,8 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
         // (nic_latency); nothing is left to queue on a NIC per message.
         nic_message: Duration::ZERO,
         nic_message_p99: Duration::ZERO,
-        nic_latency: f.latency().0,
-        nic_latency_p99: f.latency().1,
+        nic_latency,
+        nic_latency_p99,
         ssd_bytes: mib / f.r1m50.as_secs_f64().max(1e-9),
         ssd_write_bytes: mib / f.transfer_w.as_secs_f64(),
         ssd_iops: p.rand_read_iops,

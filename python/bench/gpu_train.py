@@ -7,7 +7,7 @@ mount), (c) a local directory, in one run.
         --files 20000 --size 102400 --out runs/gpu-train
 
 Each sample is a file of raw uint8 pixels (3 x H x W, the largest square image in --size
-bytes) with a label from its index; the model is torchvision's ResNet-18 when torchvision is
+bytes) with a label from its number; the model is torchvision's ResNet-18 when torchvision is
 installed (a small CNN otherwise), trained with bf16 autocast on the GPU (the CPU when there is
 none). Per step, "data wait" is the time the loop blocks in the DataLoader for the next batch,
 "compute" the step's time to a device synchronise; the first --warmup steps (CUDA start-up,
@@ -17,6 +17,7 @@ written, so they come from the page cache.
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -27,7 +28,7 @@ import time
 
 import torch
 import torch.nn as nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import samples
 from mount import mount, unmount
@@ -39,39 +40,11 @@ def side_of(size):
     return int(math.isqrt(size // 3))
 
 
-def to_sample(index_and_bytes, side):
-    i, data = index_and_bytes
+def to_sample(path_and_bytes, side):
+    """(path, bytes) -> (a 3 x side x side uint8 image, a label from the sample's number)."""
+    path, data = path_and_bytes
     pixels = torch.frombuffer(bytearray(data[: 3 * side * side]), dtype=torch.uint8)
-    return pixels.view(3, side, side), i % 10
-
-
-class Files(Dataset):
-    """Plain `open()` reads of files (the FUSE mount or a local directory)."""
-
-    def __init__(self, paths, side):
-        self.paths, self.side = paths, side
-
-    def __len__(self):
-        return len(self.paths)
-
-    def __getitem__(self, i):
-        with open(self.paths[i], "rb") as f:
-            return to_sample((i, f.read()), self.side)
-
-
-class T3fsSamples(T3fsMapDataset):
-    """The t3fs dataset with the same decoding (the transform sees (index, bytes))."""
-
-    def __init__(self, paths, side, fs):
-        super().__init__(paths, fs=fs)
-        self.side = side
-
-    def __getitem__(self, i):
-        return to_sample((i, self.fs.cat_file(self.paths[i])), self.side)
-
-    def __getitems__(self, indices):
-        data = self.fs.client.read_files([self.paths[i] for i in indices])
-        return [to_sample((i, d), self.side) for i, d in zip(indices, data)]
+    return pixels.view(3, side, side), int(os.path.basename(path)[1:7]) % 10
 
 
 def model_for(device):
@@ -95,7 +68,7 @@ def train_epoch(ds, o, device):
     loader = DataLoader(ds, batch_size=o.batch, num_workers=o.workers, shuffle=True,
                         pin_memory=device.type == "cuda", persistent_workers=False,
                         prefetch_factor=o.prefetch, drop_last=True)
-    waits, computes, samples = [], [], 0
+    waits, computes, seen = [], [], 0
     it = iter(loader)
     start = time.perf_counter()
     while True:
@@ -117,12 +90,12 @@ def train_epoch(ds, o, device):
         t2 = time.perf_counter()
         waits.append(t1 - t0)
         computes.append(t2 - t1)
-        samples += len(y)
+        seen += len(y)
     total = time.perf_counter() - start
     w, c = sum(waits[o.warmup:]), sum(computes[o.warmup:])
     n = max(0, len(waits) - o.warmup) * o.batch
     return {
-        "model": name, "steps": len(waits), "samples": samples, "seconds": total,
+        "model": name, "steps": len(waits), "samples": seen, "seconds": total,
         "samples_per_s": n / (w + c) if w + c > 0 else 0.0,
         "data_wait_s": w, "compute_s": c,
         "accelerator_busy": c / (w + c) if w + c > 0 else 0.0,
@@ -155,10 +128,12 @@ def main():
     proc = mount(o.t3fs_bin, o.cluster, mnt)
     results = {}
     try:
-        results["t3fs dataset"] = train_epoch(T3fsSamples([f"{root}/{n}" for n in names], side, fs), o, device)
+        decode = functools.partial(to_sample, side=side)
+        t3fs_ds = T3fsMapDataset([f"{root}/{n}" for n in names], transform=decode, fs=fs)
+        results["t3fs dataset"] = train_epoch(t3fs_ds, o, device)
         if proc is not None:
-            results["FUSE mount, open()"] = train_epoch(Files([f"{mnt}{root}/{n}" for n in names], side), o, device)
-        results["local directory, open()"] = train_epoch(Files([f"{local}/{n}" for n in names], side), o, device)
+            results["FUSE mount, open()"] = train_epoch(samples.LocalFiles([f"{mnt}{root}/{n}" for n in names], decode), o, device)
+        results["local directory, open()"] = train_epoch(samples.LocalFiles([f"{local}/{n}" for n in names], decode), o, device)
     finally:
         unmount(proc, mnt)
         os.rmdir(mnt)

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import samples
 from mount import mount, unmount
@@ -29,23 +29,8 @@ from t3fs.fs import T3fsFileSystem
 from t3fs.torch import T3fsMapDataset
 
 
-class LocalFiles(Dataset):
-    """Plain `open()` reads of files under a directory (the FUSE mount or a local disk)."""
-
-    def __init__(self, paths):
-        self.paths = paths
-
-    def __len__(self):
-        return len(self.paths)
-
-    def __getitem__(self, i):
-        with open(self.paths[i], "rb") as f:
-            return len(f.read())
-
-
 def _length(sample):
-    """The t3fs dataset's transform here: (path, bytes) -> the sample's length, what
-    `LocalFiles` answers too."""
+    """Every path's transform here: (path, bytes) -> the sample's length."""
     return len(sample[1])
 
 
@@ -84,8 +69,8 @@ def main():
         ds = T3fsMapDataset.from_paths([f"{root}/{n}" for n in names], transform=_length, fs=fs)
         results = {"t3fs dataset": epoch(ds, o.batch, o.workers)}
         if proc is not None:
-            results["FUSE mount, open()"] = epoch(LocalFiles([f"{mnt}{root}/{n}" for n in names]), o.batch, o.workers)
-        results["local directory, open()"] = epoch(LocalFiles([f"{local}/{n}" for n in names]), o.batch, o.workers)
+            results["FUSE mount, open()"] = epoch(samples.LocalFiles([f"{mnt}{root}/{n}" for n in names], _length), o.batch, o.workers)
+        results["local directory, open()"] = epoch(samples.LocalFiles([f"{local}/{n}" for n in names], _length), o.batch, o.workers)
     finally:
         unmount(proc, mnt)
         os.rmdir(mnt)

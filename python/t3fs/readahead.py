@@ -53,15 +53,7 @@ class Readahead:
 
     def fetch(self, start, end):
         """The bytes ``[start, end)``."""
-        if end <= start:
-            return b""
-        if start != self.last_end:
-            self.drop()
-            parts = [self.handle.read(start, end - start)]
-        else:
-            parts = self._sequential(start, end)
-            self._refill(end)
-        self.last_end = end
+        parts = self._parts(start, end)
         if len(parts) == 1 and isinstance(parts[0], bytes):
             return parts[0]
         return b"".join(parts)
@@ -70,18 +62,25 @@ class Readahead:
         """Fills ``out`` (a writable byte buffer) with the bytes from ``start``: one copy from
         the window, none through an intermediate ``bytes``."""
         out = memoryview(out).cast("B")
-        end = start + len(out)
-        if end <= start:
-            return
-        if start != self.last_end:
-            self.drop()
-        parts = self._sequential(start, end)
-        self._refill(end)
-        self.last_end = end
         at = 0
-        for p in parts:
+        for p in self._parts(start, start + len(out)):
             out[at : at + len(p)] = p
             at += len(p)
+
+    def _parts(self, start, end):
+        """The pieces of ``[start, end)`` in order: from the window while reads run on from
+        where the last ended (and the window moves on), else read directly (and the window
+        is dropped)."""
+        if end <= start:
+            return []
+        if start != self.last_end:
+            self.drop()
+            parts = [self.handle.read(start, end - start)]
+        else:
+            parts = self._sequential(start, end)
+            self._refill(end)
+        self.last_end = end
+        return parts
 
     def _sequential(self, start, end):
         parts = []

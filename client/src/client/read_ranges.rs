@@ -15,8 +15,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use t3fs_core::client::{ClientCall, ClientRet};
-
 use super::{Client, ClientError, File};
 
 /// Rounds a failed piece is tried in, the first included.
@@ -139,27 +137,8 @@ impl Client {
         ranges: &[(u64, u64)],
     ) -> Result<RangesRead, ClientError> {
         let chunk_size = u64::from(f.layout.chunk_size);
-        let read = |wave: Vec<Piece>| {
-            let calls = wave
-                .iter()
-                .map(|p| ClientCall::Read {
-                    inode: f.inode,
-                    layout: f.layout.clone(),
-                    offset: p.offset,
-                    len: p.len,
-                })
-                .collect();
-            async move {
-                self.batch(calls)
-                    .await
-                    .into_iter()
-                    .map(|r| match r? {
-                        ClientRet::Read { data, .. } => Ok(data.into_vec()),
-                        other => Err(ClientError::answered(other)),
-                    })
-                    .collect()
-            }
-        };
+        let read =
+            |wave: Vec<Piece>| self.read_each(f, wave.iter().map(|p| (p.offset, p.len)).collect());
         read_ranges_with(ranges, chunk_size, read, Duration::from_millis(200)).await
     }
 }

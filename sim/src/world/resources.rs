@@ -148,13 +148,9 @@ impl Resources {
         let wire = bytes_ns(bytes, self.hw.nic_bytes);
         let fixed = lognormal(rng, self.hw.nic_message, self.hw.nic_message_p99);
         let sent = self.tx[a].serve(now, ns(fixed) + wire);
-        // Latency that holds nothing: concurrent messages overlap it (drawn only where set, so
-        // profiles without it draw as before).
-        let waited = if self.hw.nic_latency.is_zero() {
-            0
-        } else {
-            ns(lognormal(rng, self.hw.nic_latency, self.hw.nic_latency_p99))
-        };
+        // Latency that holds nothing: concurrent messages overlap it (`lognormal` draws nothing
+        // for a zero median, so profiles without it draw as before).
+        let waited = ns(lognormal(rng, self.hw.nic_latency, self.hw.nic_latency_p99));
         let arrived = Instant(sent.0 + ns(propagation) + waited);
         // The receive queue ends the message no sooner than its arrival: alone, it adds nothing
         // (the bytes were paid at the sender); behind others, it waits for the line.

@@ -96,9 +96,12 @@ cargo run --release --locked -- sim swarm --seeds 500
 echo "== calibrate at its smallest size: the model against this host, published, not judged"
 # The comparison is printed for the record: on a shared 2-core host its figures are noise-bound,
 # so exit 1 (a figure outside its tolerance) does not fail CI; any other failure does. The
-# model's prediction itself is pinned by a unit test (crosscheck/src/calibrate/pinned.rs).
+# model's prediction itself is pinned by a unit test (crosscheck/src/calibrate/pinned.rs). With
+# the concurrency variants, whose simulated 8 clients need 3 simulated seconds to read after
+# their prefill.
 set +e
-cargo run --release --locked -- calibrate --seconds 2 --sim-seconds 1 --repeats 1 --out target/runs/calibrate
+cargo run --release --locked -- calibrate --concurrency --seconds 2 --sim-seconds 3 --repeats 1 \
+  --out target/runs/calibrate
 rc=$?
 set -e
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then

@@ -37,10 +37,34 @@ struct Job {
     rw: &'static str,
     bs: u32,
     jobs: u32,
+    /// The side judged: "read" or "write" (a mixed job is judged on each side as two jobs).
+    side: &'static str,
 }
 
 const fn job(name: &'static str, rw: &'static str, bs: u32, jobs: u32) -> Job {
-    Job { name, rw, bs, jobs }
+    let side = if matches!(rw.as_bytes(), [b'w', ..]) {
+        "write"
+    } else {
+        "read"
+    };
+    Job {
+        name,
+        rw,
+        bs,
+        jobs,
+        side,
+    }
+}
+
+/// A mixed job (half reads, half writes), judged on `side`.
+const fn mixed(name: &'static str, bs: u32, jobs: u32, side: &'static str) -> Job {
+    Job {
+        name,
+        rw: "randrw",
+        bs,
+        jobs,
+        side,
+    }
 }
 
 /// The jobs every calibration runs: one stream at a time.
@@ -51,11 +75,14 @@ const JOBS: [Job; 3] = [
 ];
 
 /// The concurrency variants (`--concurrency`): the same three jobs with 8 streams in flight,
-/// as the benchmarks run (depth 8 through 8 clients).
-const CONCURRENT_JOBS: [Job; 3] = [
+/// as the benchmarks run (depth 8 through 8 clients), and a mixed one: 1 MiB random reads and
+/// writes, half each, judged on its reads and on its writes (a run each).
+const CONCURRENT_JOBS: [Job; 5] = [
     job("seq-write-1m-x8", "write", 1 << 20, 8),
     job("seq-read-1m-x8", "read", 1 << 20, 8),
     job("randread-4k-x8", "randread", 4096, 8),
+    mixed("randrw-1m-x8-r", 1 << 20, 8, "read"),
+    mixed("randrw-1m-x8-w", 1 << 20, 8, "write"),
 ];
 
 /// The jobs a run calibrates.
@@ -241,15 +268,14 @@ fn real_job(a: &Args, c: &str, j: &Job, round: u32) -> Result<(Figures, PathBuf)
     ];
     eprintln!("round {round}: {} ({} s) ...", j.name, a.seconds);
     t3fs(&args, &a.out.join(format!("real-{}-{round}.log", j.name)))?;
-    Ok((read_summary(&dir.join("summary.json"), j.rw)?, dir))
+    Ok((read_summary(&dir.join("summary.json"), j.side)?, dir))
 }
 
-/// IOPS and p99 of `summary.json`'s read or write side.
-fn read_summary(path: &Path, rw: &str) -> Result<Figures, String> {
+/// IOPS and p99 of `summary.json`'s `side` ("read" or "write").
+fn read_summary(path: &Path, side: &str) -> Result<Figures, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let side = if rw.contains("read") { "read" } else { "write" };
     let s = &v["jobs"][0][side];
     let iops = s["iops"].as_f64();
     let p99 = s["clat_ns"]["percentile"]["99.000000"].as_f64();
@@ -271,7 +297,8 @@ fn sim_scenario(j: &Job, hw: &Hardware, seconds: u64) -> Scenario {
 /// The simulated job's scenario text, `hardware` its `[hardware]` section. A write job's
 /// streams get 64 chunks each (the real jobs write files of their own, so no two writes meet
 /// on one chunk); a read job's streams share 64 prefilled chunks, as the real ones read files
-/// laid out before the clock starts.
+/// laid out before the clock starts; so do a mixed job's, whose writes may then meet on a
+/// chunk (which the real job's files never do), about one in ten with four writes in flight.
 fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
     format!(
         "name = \"calibrate-{name}\"\n\
@@ -284,7 +311,11 @@ fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
         bs = j.bs,
         clients = j.jobs,
         chunks = if j.rw == "write" { 64 * j.jobs } else { 64 },
-        rf = if j.rw == "write" { 0.0 } else { 1.0 },
+        rf = match j.rw {
+            "write" => 0.0,
+            "randrw" => 0.5,
+            _ => 1.0,
+        },
         prefill = j.rw != "write",
         hw = hardware,
     )
@@ -319,7 +350,7 @@ fn simulate(
             .as_ref()
             .ok_or("the simulation kept no world")?
             .load();
-        sims.push(sim_figures(if j.rw == "write" {
+        sims.push(sim_figures(if j.side == "write" {
             &load.writes
         } else {
             &load.reads
@@ -410,10 +441,15 @@ fn calibrate(a: &Args) -> Result<bool, String> {
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     eprintln!("measuring this host's bounds (disk and loopback probe, CRC32C speed) ...");
     // Never an earlier run's probe: this host's disk drifts within the hour.
-    let probe =
-        t3fs_real::probe::load_or_measure(&a.out.join("probe.json"), &a.out, 1, 1, Duration::ZERO)
-            .map_err(|e| format!("host probe: {e}"))?;
-    let crc_ns_per_byte = profile::crc_speed();
+    let probe = t3fs_real::probe::load_or_measure(
+        &a.out.join("probe.json"),
+        &a.out,
+        profile::PROBE_DEPTH,
+        1,
+        Duration::ZERO,
+    )
+    .map_err(|e| format!("host probe: {e}"))?;
+    let crc_ns_per_byte = crate::calibrate_probes::crc_speed();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let (samples, real) = real_jobs(a)?;
     let measured = |sample| Measured {
@@ -535,6 +571,34 @@ mod tests {
     }
 
     #[test]
+    fn every_job_is_judged_on_the_side_it_runs() {
+        let sides: Vec<(&str, &str)> = JOBS
+            .iter()
+            .chain(&CONCURRENT_JOBS)
+            .map(|j| (j.name, j.side))
+            .collect();
+        assert_eq!(
+            sides,
+            [
+                ("seq-write-1m", "write"),
+                ("seq-read-1m", "read"),
+                ("randread-4k", "read"),
+                ("seq-write-1m-x8", "write"),
+                ("seq-read-1m-x8", "read"),
+                ("randread-4k-x8", "read"),
+                ("randrw-1m-x8-r", "read"),
+                ("randrw-1m-x8-w", "write"),
+            ]
+        );
+        // A mixed job's simulated clients read half the time, on chunks laid out first.
+        let mixed = sim_scenario_text(&CONCURRENT_JOBS[3], "", 3);
+        assert!(
+            mixed.contains("read_fraction = 0.5") && mixed.contains("prefill = true"),
+            "{mixed}"
+        );
+    }
+
+    #[test]
     fn summaries_give_their_sides_iops_and_p99() {
         let dir = std::env::temp_dir().join(format!("t3fs-cal-sum-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
@@ -544,7 +608,7 @@ mod tests {
             r#"{"jobs": [{"read": {"iops": 5000.5, "clat_ns": {"percentile": {"99.000000": 250000}}}}]}"#,
         )
         .expect("write");
-        let f = read_summary(&path, "randread").expect("figures");
+        let f = read_summary(&path, "read").expect("figures");
         assert_eq!((f.iops, f.p99), (5000.5, 250e-6));
         assert!(read_summary(&path, "write").is_err(), "no write side");
         let _ = std::fs::remove_dir_all(&dir);

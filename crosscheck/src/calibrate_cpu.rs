@@ -9,23 +9,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-/// This process's user and system CPU time so far.
-pub fn self_cpu() -> Duration {
-    rusage(libc::RUSAGE_SELF)
-}
-
-/// User and system CPU time of `who` (this process, or this thread) so far.
-fn rusage(who: libc::c_int) -> Duration {
-    // SAFETY: getrusage writes the struct it is given and nothing else.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(who, &mut u) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
+use t3fs_real::cpu::self_cpu;
 
 /// CPU seconds `f` cost this process.
 pub fn self_cpu_of<T>(f: impl FnOnce() -> T) -> (T, f64) {
@@ -47,6 +32,8 @@ pub fn cluster_cpu_of<T>(cluster: &Path, f: impl FnOnce() -> T) -> (T, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use t3fs_real::cpu::rusage;
 
     #[test]
     fn spinning_costs_cpu_and_sleeping_does_not() {

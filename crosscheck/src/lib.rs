@@ -20,6 +20,8 @@
 
 pub mod calibrate;
 pub mod calibrate_cpu;
+pub mod calibrate_load;
+pub mod calibrate_probes;
 pub mod calibrate_profile;
 pub mod cluster_agree;
 pub mod cluster_ns;

@@ -7,6 +7,25 @@
 //! what binds (roofline.rs).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// This process's user and system CPU time so far, to the microsecond (getrusage), every
+/// thread's together (io_uring's workers are this process's threads).
+pub fn self_cpu() -> Duration {
+    rusage(libc::RUSAGE_SELF)
+}
+
+/// User and system CPU time of `who` (`RUSAGE_SELF` or `RUSAGE_THREAD`) so far.
+#[allow(unsafe_code)]
+pub fn rusage(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut u) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
 
 /// Clock ticks per second of /proc's CPU times: USER_HZ, which Linux fixes at 100 in its ABI
 /// on every architecture we run on (sysconf(_SC_CLK_TCK) reports the same).

@@ -1,7 +1,8 @@
 //! `[hardware]` of a correctness scenario: the resources the message-level world models when a
 //! scenario names them (sim/src/world/resources.rs): each node's NIC (a bandwidth per direction,
 //! a cost per message and a latency per message that occupies nothing), each target's SSD (bandwidth, IOPS, queue depth and a latency
-//! distribution) and, optionally, each node's CPU (cores, a cost per request and per byte).
+//! distribution) and, optionally, each node's CPU (cores, a cost per request and per byte on a
+//! message's path, and one beside it per message and per byte a chunk store moves).
 //!
 //! A scenario without `[hardware]` keeps the fault model's size-blind latencies, so its runs and
 //! trace hashes do not change. A profile gives every value; keys after it override one each.
@@ -42,6 +43,12 @@ pub struct Hardware {
     pub ssd_bytes: f64,
     /// SSD write bandwidth per target, bytes per second (durable writes).
     pub ssd_write_bytes: f64,
+    /// The read rate one operation alone sees (its own transfer time), bytes per second:
+    /// `ssd_bytes` unless given (a device that serves several at once has a bandwidth above
+    /// what one operation gets).
+    pub ssd_lone_bytes: f64,
+    /// The same for a write: `ssd_write_bytes` unless given.
+    pub ssd_write_lone_bytes: f64,
     /// SSD operations per second per target.
     pub ssd_iops: f64,
     /// Operations one SSD serves at once.
@@ -50,6 +57,12 @@ pub struct Hardware {
     pub ssd_p50: Duration,
     /// 99th percentile SSD access latency: with the median, a log-normal distribution.
     pub ssd_p99: Duration,
+    /// Time from an SSD operation's completion until its node has it (its median), holding
+    /// nothing: a store thread's sleep in its wait and its wake-up, beyond what a request's
+    /// message latency holds. 0 in the built-in profiles, and nothing is drawn.
+    pub ssd_wake: Duration,
+    /// 99th percentile of `ssd_wake`: with the median, a log-normal distribution.
+    pub ssd_wake_p99: Duration,
     /// Time a mutation's durability point adds (a metadata fdatasync; 0 for a drive with
     /// power-loss protection, whose flush returns at once).
     pub ssd_sync: Duration,
@@ -69,6 +82,17 @@ pub struct Hardware {
     pub cpu_request: Duration,
     /// CPU time per received byte, nanoseconds.
     pub cpu_byte_ns: f64,
+    /// CPU time per received message that runs beside its path rather than on it: work a lone
+    /// message does not wait for (the sender's half, hand-offs between a service's threads)
+    /// but that holds a core, so it bounds throughput under load. 0 in the built-in profiles.
+    pub cpu_overlap: Duration,
+    /// CPU time beside the path per byte a chunk store operation reads, nanoseconds, on the
+    /// target's node: the store's copies and checksums and the sender's copies of the bytes,
+    /// which overlap the transfer. 0 in the built-in profiles.
+    pub cpu_overlap_read_byte_ns: f64,
+    /// The same per byte an update writes (copies, checksums, the write and its durability
+    /// point's system calls). 0 in the built-in profiles.
+    pub cpu_overlap_write_byte_ns: f64,
     /// Every node on one host (a loopback cluster): one NIC pair, one set of CPU cores and one
     /// SSD shared by all nodes and targets, instead of one of each per node and per target.
     pub shared_host: bool,
@@ -93,17 +117,24 @@ impl Hardware {
                 nic_latency_p99: Duration::ZERO,
                 ssd_bytes: 7.0e9,
                 ssd_write_bytes: 5.0e9,
+                ssd_lone_bytes: 7.0e9,
+                ssd_write_lone_bytes: 5.0e9,
                 ssd_iops: 1.0e6,
                 ssd_queue_depth: 128,
                 ssd_p50: us(80),
                 ssd_p99: us(300),
                 ssd_sync: Duration::ZERO,
                 ssd_sync_p99: Duration::ZERO,
+                ssd_wake: Duration::ZERO,
+                ssd_wake_p99: Duration::ZERO,
                 ssd_transfer_spread: 1.0,
                 ssd_write_spread: 1.0,
                 cpu_cores: 0,
                 cpu_request: Duration::ZERO,
                 cpu_byte_ns: 0.0,
+                cpu_overlap: Duration::ZERO,
+                cpu_overlap_read_byte_ns: 0.0,
+                cpu_overlap_write_byte_ns: 0.0,
                 shared_host: false,
             }),
             // A 10 GbE TCP node: a kernel stack costs CPU per message and per byte copied.
@@ -116,17 +147,24 @@ impl Hardware {
                 nic_latency_p99: Duration::ZERO,
                 ssd_bytes: 500e6,
                 ssd_write_bytes: 450e6,
+                ssd_lone_bytes: 500e6,
+                ssd_write_lone_bytes: 450e6,
                 ssd_iops: 80e3,
                 ssd_queue_depth: 32,
                 ssd_p50: us(150),
                 ssd_p99: us(1500),
                 ssd_sync: us(200),
                 ssd_sync_p99: us(200),
+                ssd_wake: Duration::ZERO,
+                ssd_wake_p99: Duration::ZERO,
                 ssd_transfer_spread: 1.0,
                 ssd_write_spread: 1.0,
                 cpu_cores: 4,
                 cpu_request: us(10),
                 cpu_byte_ns: 0.25,
+                cpu_overlap: Duration::ZERO,
+                cpu_overlap_read_byte_ns: 0.0,
+                cpu_overlap_write_byte_ns: 0.0,
                 shared_host: false,
             }),
             _ => None,
@@ -153,17 +191,24 @@ pub(crate) struct RawHardware {
     nic_latency_p99_us: Option<f64>,
     ssd_mb_s: Option<f64>,
     ssd_write_mb_s: Option<f64>,
+    ssd_lone_mb_s: Option<f64>,
+    ssd_write_lone_mb_s: Option<f64>,
     ssd_iops: Option<f64>,
     ssd_queue_depth: Option<u32>,
     ssd_p50_us: Option<f64>,
     ssd_p99_us: Option<f64>,
     ssd_sync_us: Option<f64>,
     ssd_sync_p99_us: Option<f64>,
+    ssd_wake_us: Option<f64>,
+    ssd_wake_p99_us: Option<f64>,
     ssd_transfer_spread: Option<f64>,
     ssd_write_spread: Option<f64>,
     cpu_cores: Option<u32>,
     cpu_request_us: Option<f64>,
     cpu_byte_ns: Option<f64>,
+    cpu_overlap_us: Option<f64>,
+    cpu_overlap_read_byte_ns: Option<f64>,
+    cpu_overlap_write_byte_ns: Option<f64>,
     shared_host: Option<bool>,
 }
 
@@ -248,6 +293,14 @@ impl RawHardware {
         if let Some(v) = positive("ssd_write_mb_s", self.ssd_write_mb_s)? {
             h.ssd_write_bytes = v * 1e6;
         }
+        h.ssd_lone_bytes = match positive("ssd_lone_mb_s", self.ssd_lone_mb_s)? {
+            Some(v) => v * 1e6,
+            None => h.ssd_bytes,
+        };
+        h.ssd_write_lone_bytes = match positive("ssd_write_lone_mb_s", self.ssd_write_lone_mb_s)? {
+            Some(v) => v * 1e6,
+            None => h.ssd_write_bytes,
+        };
         if let Some(v) = positive("ssd_iops", self.ssd_iops)? {
             h.ssd_iops = v;
         }
@@ -266,6 +319,11 @@ impl RawHardware {
             ("ssd_sync_us", "ssd_sync_p99_us"),
             (self.ssd_sync_us, self.ssd_sync_p99_us),
             h.ssd_sync,
+        )?;
+        (h.ssd_wake, h.ssd_wake_p99) = median_and_p99(
+            ("ssd_wake_us", "ssd_wake_p99_us"),
+            (self.ssd_wake_us, self.ssd_wake_p99_us),
+            h.ssd_wake,
         )?;
         match self.ssd_transfer_spread {
             Some(v) if !(v.is_finite() && v >= 1.0) => {
@@ -297,6 +355,19 @@ impl RawHardware {
         }
         if let Some(v) = at_least_zero("cpu_byte_ns", self.cpu_byte_ns)? {
             h.cpu_byte_ns = v;
+        }
+        if let Some(v) = at_least_zero("cpu_overlap_us", self.cpu_overlap_us)? {
+            h.cpu_overlap = us(v);
+        }
+        let (read, write) = (
+            self.cpu_overlap_read_byte_ns,
+            self.cpu_overlap_write_byte_ns,
+        );
+        if let Some(v) = at_least_zero("cpu_overlap_read_byte_ns", read)? {
+            h.cpu_overlap_read_byte_ns = v;
+        }
+        if let Some(v) = at_least_zero("cpu_overlap_write_byte_ns", write)? {
+            h.cpu_overlap_write_byte_ns = v;
         }
         if let Some(v) = self.shared_host {
             h.shared_host = v;
@@ -397,8 +468,40 @@ mod tests {
         assert_eq!((h.nic_latency, h.nic_latency_p99), (us(30), us(90)));
         let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
         assert_eq!(again.hardware, s.hardware);
+        // So is the wake-up after a store's completion.
+        let text = with("profile = \"gbe-sata\"\nssd_wake_us = 40\nssd_wake_p99_us = 90");
+        let s = parse("h.toml", &text).unwrap();
+        let h = s.hardware.clone().expect("hardware");
+        assert_eq!((h.ssd_wake, h.ssd_wake_p99), (us(40), us(90)));
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
+        // So are lone rates apart from the bandwidths; absent, they follow the bandwidths.
+        let text = with("profile = \"gbe-sata\"\nssd_mb_s = 900\nssd_lone_mb_s = 300");
+        let s = parse("h.toml", &text).unwrap();
+        let h = s.hardware.clone().expect("hardware");
+        assert_eq!((h.ssd_bytes, h.ssd_lone_bytes), (900e6, 300e6));
+        assert_eq!((h.ssd_write_bytes, h.ssd_write_lone_bytes), (450e6, 450e6));
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
+        // So is the CPU beside a message's path.
+        let text = with(
+            "profile = \"gbe-sata\"\ncpu_overlap_us = 12.5\ncpu_overlap_read_byte_ns = 0.6\n\
+             cpu_overlap_write_byte_ns = 1.1",
+        );
+        let s = parse("h.toml", &text).unwrap();
+        let h = s.hardware.clone().expect("hardware");
+        assert_eq!(h.cpu_overlap, us(12) + us(1) / 2);
+        let by_byte = (h.cpu_overlap_read_byte_ns, h.cpu_overlap_write_byte_ns);
+        assert_eq!(by_byte, (0.6, 1.1));
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
         let plain = crate::write::hardware_toml(&super::Hardware::profile("gbe-sata").unwrap());
         assert!(!plain.contains("nic_latency"), "{plain}");
+        assert!(!plain.contains("cpu_overlap"), "{plain}");
+        assert!(
+            !plain.contains("lone") && !plain.contains("wake"),
+            "{plain}"
+        );
     }
 
     #[test]
@@ -426,6 +529,14 @@ mod tests {
             ("ssd_sync_p99_us = 10", "ssd_sync_p99_us"),
             ("ssd_transfer_spread = 0.5", "ssd_transfer_spread"),
             ("ssd_write_spread = 0.9", "ssd_write_spread"),
+            ("cpu_overlap_us = -2", "cpu_overlap_us"),
+            ("ssd_lone_mb_s = 0", "ssd_lone_mb_s"),
+            ("ssd_wake_us = 50\nssd_wake_p99_us = 10", "ssd_wake_p99_us"),
+            ("cpu_overlap_read_byte_ns = nan", "cpu_overlap_read_byte_ns"),
+            (
+                "cpu_overlap_write_byte_ns = -1",
+                "cpu_overlap_write_byte_ns",
+            ),
         ] {
             let e = parse("h.toml", &with(&format!("profile = \"gbe-sata\"\n{bad}"))).unwrap_err();
             assert_eq!(e.field, format!("hardware.{key}"), "{bad}");

@@ -53,7 +53,7 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
          ssd_p99_us = {:?}\nssd_sync_us = {:?}\nssd_sync_p99_us = {:?}\n\
          ssd_transfer_spread = {:?}\nssd_write_spread = {:?}\ncpu_cores = {}\n\
          cpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
-         shared_host = {}\n{}",
+         shared_host = {}\n{}{}{}{}",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,
         us(h.nic_message),
@@ -80,6 +80,39 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
                 "nic_latency_us = {:?}\nnic_latency_p99_us = {:?}\n",
                 us(h.nic_latency),
                 us(h.nic_latency_p99)
+            )
+        },
+        if h.ssd_wake.is_zero() && h.ssd_wake_p99.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "ssd_wake_us = {:?}\nssd_wake_p99_us = {:?}\n",
+                us(h.ssd_wake),
+                us(h.ssd_wake_p99)
+            )
+        },
+        // Lone rates only where they are not the bandwidths.
+        if h.ssd_lone_bytes == h.ssd_bytes && h.ssd_write_lone_bytes == h.ssd_write_bytes {
+            String::new()
+        } else {
+            format!(
+                "ssd_lone_mb_s = {:?}\nssd_write_lone_mb_s = {:?}\n",
+                h.ssd_lone_bytes / 1e6,
+                h.ssd_write_lone_bytes / 1e6
+            )
+        },
+        if h.cpu_overlap.is_zero()
+            && h.cpu_overlap_read_byte_ns == 0.0
+            && h.cpu_overlap_write_byte_ns == 0.0
+        {
+            String::new()
+        } else {
+            format!(
+                "cpu_overlap_us = {:?}\ncpu_overlap_read_byte_ns = {:?}\n\
+                 cpu_overlap_write_byte_ns = {:?}\n",
+                us(h.cpu_overlap),
+                h.cpu_overlap_read_byte_ns,
+                h.cpu_overlap_write_byte_ns
             )
         }
     )

@@ -102,14 +102,14 @@ fn chunk_of(op: &ChunkOp) -> Option<ChunkId> {
 
 /// Bytes an operation moves through the SSD: a read's length (at most; it may be trimmed), an
 /// update's or install's data; a commit or a list moves metadata only.
-fn op_bytes(op: &ChunkOp) -> usize {
+pub(crate) fn op_bytes(op: &ChunkOp) -> usize {
     match op {
         ChunkOp::Read { len, .. } => *len as usize,
         _ => op_span(op).1,
     }
 }
 
-fn is_mutation(op: &ChunkOp) -> bool {
+pub(crate) fn is_mutation(op: &ChunkOp) -> bool {
     !matches!(op, ChunkOp::Read { .. } | ChunkOp::List)
 }
 

@@ -10,7 +10,10 @@
 //! a spread); it arrives `p + latency` later (`latency`, the profile's `nic_latency`, drawn the
 //! same way, holds no resource: concurrent messages overlap it); `z`'s receive side is a second queue of the same rate (so
 //! many senders to one node share its line rate; one sender alone pays the bytes once); then the
-//! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it. With
+//! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it; the
+//! earliest free core then also spends `overlap` (the profile's CPU beside the path), which the
+//! machine does not wait for but later work queues behind. A chunk store operation of `b`
+//! bytes costs its node `b × overlap_read_byte` (or `overlap_write_byte`) beside its path. With
 //! `shared_host` (a loopback cluster) all nodes share one NIC pair and one set of cores, and all
 //! targets one SSD.
 //!
@@ -18,9 +21,10 @@
 //! after the previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations)
 //! on the SSD's one transfer queue, and it completes at the latest of its start plus the drawn
 //! access latency, the end of its queued transfer and its start plus its own transfer time
-//! times a drawn factor (the profile's transfer spread, or its write spread for a mutation; the
+//! (`b / lone rate`, the bandwidth unless the profile gives one alone sees) times a drawn factor (the profile's transfer spread, or its write spread for a mutation; the
 //! queue keeps the median, so the spread lengthens a lone operation without lowering the
-//! bandwidth bound), plus the sync time for a mutation (drawn between its median and p99).
+//! bandwidth bound), plus the sync time for a mutation (drawn between its median and p99); its
+//! node has it a drawn wake-up later (the profile's `ssd_wake`), which holds no slot.
 //!
 //! A spread the profile does not give draws nothing, so profiles without spreads run exactly as
 //! before spreads existed. Everything is a function of the seed (draws come from the world's
@@ -157,10 +161,34 @@ impl Resources {
         let received = self.rx[z].serve(Instant(arrived.0.saturating_sub(wire)), wire);
         let received = received.max(arrived);
         let work = ns(self.hw.cpu_request) + (bytes as f64 * self.hw.cpu_byte_ns).ceil() as u64;
-        match self.cpu[z].iter_mut().min_by_key(|c| c.free) {
+        let done = match self.cpu[z].iter_mut().min_by_key(|c| c.free) {
             Some(core) => core.serve(received, work),
             None => received,
+        };
+        self.beside(z, received, ns(self.hw.cpu_overlap));
+        done
+    }
+
+    /// Work beside a path on host `h`'s cores from `at`: it holds the earliest free core, but
+    /// nothing waits for it; a lone operation pays nothing, a busy host queues behind it.
+    fn beside(&mut self, h: usize, at: Instant, work: u64) {
+        if work > 0 {
+            if let Some(core) = self.cpu[h].iter_mut().min_by_key(|c| c.free) {
+                core.serve(at, work);
+            }
         }
+    }
+
+    /// A chunk store operation of `bytes` (a write when `write`) submitted on `node` at `now`:
+    /// the CPU it costs beside its path, per byte.
+    pub fn store_cpu(&mut self, (node, now): (NodeId, Instant), bytes: usize, write: bool) {
+        let byte_ns = if write {
+            self.hw.cpu_overlap_write_byte_ns
+        } else {
+            self.hw.cpu_overlap_read_byte_ns
+        };
+        let h = self.node(node);
+        self.beside(h, now, (bytes as f64 * byte_ns).ceil() as u64);
     }
 
     /// The index of `n`'s NIC and CPU: its own, or the one host's.
@@ -207,15 +235,21 @@ impl Resources {
         let start = now.max(free).max(ssd.next_start);
         ssd.next_start = Instant(start.0 + (1e9 / hw.ssd_iops).ceil() as u64);
         let transfer = bytes_ns(bytes, rate);
-        // The transfer queue holds the median time (the bandwidth bound under load); alone, an
-        // operation's own transfer may take longer by its drawn factor.
+        // The transfer queue holds the bandwidth's time (the bound under load); alone, an
+        // operation's own transfer takes its lone rate's time, longer by its drawn factor.
         let moved = ssd.transfer.serve(start, transfer);
+        let lone = if write {
+            hw.ssd_write_lone_bytes
+        } else {
+            hw.ssd_lone_bytes
+        };
         let spread_of = if write {
             hw.ssd_write_spread
         } else {
             hw.ssd_transfer_spread
         };
-        let slow = Instant(start.0 + (transfer as f64 * spread(rng, spread_of)) as u64);
+        let own = bytes_ns(bytes, lone) as f64;
+        let slow = Instant(start.0 + (own * spread(rng, spread_of)) as u64);
         // A mutation is done at its durability point, a sync after its bytes.
         let sync = if write {
             ns(lognormal(rng, hw.ssd_sync, hw.ssd_sync_p99))
@@ -224,6 +258,9 @@ impl Resources {
         };
         let done = Instant(Instant(start.0 + ns(latency)).max(moved).max(slow).0 + sync);
         ssd.slots[slot] = done;
+        // The node has it after the store's wake-up, which holds no slot (`lognormal` draws
+        // nothing for a zero median, so profiles without it draw as before).
+        let done = Instant(done.0 + ns(lognormal(rng, hw.ssd_wake, hw.ssd_wake_p99)));
         ssd.ops += 1;
         done
     }
@@ -447,6 +484,48 @@ mod tests {
             [105_000, 105_000, 205_000],
             "two at once, the third waits"
         );
+    }
+
+    #[test]
+    fn cpu_beside_a_path_delays_no_lone_message_but_bounds_a_busy_host() {
+        let mut h = hw();
+        h.cpu_cores = 2;
+        h.cpu_request = Duration::from_micros(100);
+        h.cpu_byte_ns = 0.0;
+        h.cpu_overlap = Duration::from_micros(300);
+        let arrivals = |h: Hardware, n: u16| {
+            let mut r = Resources::new(h, 4);
+            let mut rng = Rng::new(1);
+            (1..=n)
+                .map(|s| {
+                    let pair = (NodeId(s.into()), NodeId(0));
+                    r.message(Instant::ZERO, pair, 0, Duration::ZERO, &mut rng)
+                        .0
+                })
+                .collect::<Vec<u64>>()
+        };
+        assert_eq!(arrivals(h.clone(), 1), [105_000], "alone, as without it");
+        // The first message's work beside its path holds the second core until 305 us; the
+        // second's holds the first from 205 us, so the third waits for the second core.
+        assert_eq!(arrivals(h.clone(), 3), [105_000, 205_000, 405_000]);
+        // A store's work beside its path is per byte, a write's at its own rate.
+        h.cpu_overlap = Duration::ZERO;
+        h.cpu_overlap_write_byte_ns = 0.5;
+        let mut r = Resources::new(h, 4);
+        let at = (NodeId(0), Instant::ZERO);
+        r.store_cpu(at, 200_000, false);
+        r.store_cpu(at, 200_000, true);
+        r.store_cpu(at, 400_000, true);
+        let m = r.message(
+            Instant::ZERO,
+            (NodeId(1), NodeId(0)),
+            0,
+            Duration::ZERO,
+            &mut Rng::new(1),
+        );
+        // Reads cost nothing here; the writes hold the cores for 100 and 200 us, so the
+        // message's 100 us start when the first is free.
+        assert_eq!(m.0, 200_000);
     }
 
     #[test]

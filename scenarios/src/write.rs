@@ -53,7 +53,7 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
          ssd_p99_us = {:?}\nssd_sync_us = {:?}\nssd_sync_p99_us = {:?}\n\
          ssd_transfer_spread = {:?}\nssd_write_spread = {:?}\ncpu_cores = {}\n\
          cpu_request_us = {:?}\ncpu_byte_ns = {:?}\n\
-         shared_host = {}\n{}{}{}{}",
+         shared_host = {}\n{}",
         quote(&h.profile),
         h.nic_bytes * 8.0 / 1e9,
         us(h.nic_message),
@@ -72,50 +72,56 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
         us(h.cpu_request),
         h.cpu_byte_ns,
         h.shared_host,
-        // Written only where set, so profiles without it write as they always did.
-        if h.nic_latency.is_zero() && h.nic_latency_p99.is_zero() {
-            String::new()
-        } else {
-            format!(
-                "nic_latency_us = {:?}\nnic_latency_p99_us = {:?}\n",
-                us(h.nic_latency),
-                us(h.nic_latency_p99)
-            )
-        },
-        if h.ssd_wake.is_zero() && h.ssd_wake_p99.is_zero() {
-            String::new()
-        } else {
-            format!(
-                "ssd_wake_us = {:?}\nssd_wake_p99_us = {:?}\n",
-                us(h.ssd_wake),
-                us(h.ssd_wake_p99)
-            )
-        },
-        // Lone rates only where they are not the bandwidths.
-        if h.ssd_lone_bytes == h.ssd_bytes && h.ssd_write_lone_bytes == h.ssd_write_bytes {
-            String::new()
-        } else {
-            format!(
-                "ssd_lone_mb_s = {:?}\nssd_write_lone_mb_s = {:?}\n",
-                h.ssd_lone_bytes / 1e6,
-                h.ssd_write_lone_bytes / 1e6
-            )
-        },
-        if h.cpu_overlap.is_zero()
-            && h.cpu_overlap_read_byte_ns == 0.0
-            && h.cpu_overlap_write_byte_ns == 0.0
-        {
-            String::new()
-        } else {
-            format!(
-                "cpu_overlap_us = {:?}\ncpu_overlap_read_byte_ns = {:?}\n\
-                 cpu_overlap_write_byte_ns = {:?}\n",
-                us(h.cpu_overlap),
-                h.cpu_overlap_read_byte_ns,
-                h.cpu_overlap_write_byte_ns
-            )
-        }
+        optional_keys(h),
     )
+}
+
+/// The keys written only where set (the lone rates: where they are not the bandwidths), so
+/// profiles without them write as they always did: each group whole or not at all.
+fn optional_keys(h: &crate::Hardware) -> String {
+    let us = |d: Duration| d.as_nanos() as f64 / 1e3;
+    let groups: [(bool, &[(&str, f64)]); 4] = [
+        (
+            h.nic_latency.is_zero() && h.nic_latency_p99.is_zero(),
+            &[
+                ("nic_latency_us", us(h.nic_latency)),
+                ("nic_latency_p99_us", us(h.nic_latency_p99)),
+            ],
+        ),
+        (
+            h.ssd_wake.is_zero() && h.ssd_wake_p99.is_zero(),
+            &[
+                ("ssd_wake_us", us(h.ssd_wake)),
+                ("ssd_wake_p99_us", us(h.ssd_wake_p99)),
+            ],
+        ),
+        (
+            h.ssd_lone_bytes == h.ssd_bytes && h.ssd_write_lone_bytes == h.ssd_write_bytes,
+            &[
+                ("ssd_lone_mb_s", h.ssd_lone_bytes / 1e6),
+                ("ssd_write_lone_mb_s", h.ssd_write_lone_bytes / 1e6),
+            ],
+        ),
+        (
+            h.cpu_overlap.is_zero()
+                && h.cpu_overlap_read_byte_ns == 0.0
+                && h.cpu_overlap_write_byte_ns == 0.0,
+            &[
+                ("cpu_overlap_us", us(h.cpu_overlap)),
+                ("cpu_overlap_read_byte_ns", h.cpu_overlap_read_byte_ns),
+                ("cpu_overlap_write_byte_ns", h.cpu_overlap_write_byte_ns),
+            ],
+        ),
+    ];
+    let mut out = String::new();
+    for (absent, keys) in groups {
+        if !absent {
+            for (k, v) in keys {
+                out.push_str(&format!("{k} = {v:?}\n"));
+            }
+        }
+    }
+    out
 }
 
 /// The scenario as TOML.

@@ -8,7 +8,12 @@ use super::{us, Figures, Measured, PASSES_PER_HOP, PROBE_DEPTH};
 
 /// Where each of the profile's values comes from, one line per value (or group of values).
 pub(super) fn provenance(m: &Measured, f: &Figures) -> Vec<String> {
-    let (p, s) = (&m.probe, &m.sample.store);
+    [nic(m, f), ssd(m, f), cpu(m, f)].concat()
+}
+
+/// The NIC's values: the line, the message's cost and its latency.
+fn nic(m: &Measured, f: &Figures) -> Vec<String> {
+    let p = &m.probe;
     vec![
         format!(
             "nic_gbps: what 1 MiB adds to a lone message through the TCP transport, {:.0} us \
@@ -35,6 +40,13 @@ pub(super) fn provenance(m: &Measured, f: &Figures) -> Vec<String> {
             us(f.null50),
             us(f.null99)
         ),
+    ]
+}
+
+/// The SSD's values: the chunk stores' operations alone, several at a time and on a thread.
+fn ssd(m: &Measured, f: &Figures) -> Vec<String> {
+    let (p, s) = (&m.probe, &m.sample.store);
+    vec![
         format!(
             "ssd_p50_us, ssd_p99_us: the io_uring chunk store's 4 KiB reads, one at a time, p50 \
              {:.0} us, p99 {:.0} us ({} reads)",
@@ -88,6 +100,12 @@ pub(super) fn provenance(m: &Measured, f: &Figures) -> Vec<String> {
             p.rand_read_iops, p.qd
         ),
         "ssd_queue_depth: 32, ASSUMED (the jobs run at most 8 at a time, and never reach it)".into(),
+    ]
+}
+
+/// The CPU's values and the host's shape.
+fn cpu(m: &Measured, f: &Figures) -> Vec<String> {
+    vec![
         format!("cpu_cores: {} (this host)", m.cores),
         format!(
             "cpu_byte_ns: {PASSES_PER_HOP} pass per received byte (the payload's block \

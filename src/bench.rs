@@ -291,6 +291,10 @@ fn print_usage_and_limits(report: &t3fs_real::bench_io::Report, rows: &[t3fs_rea
         report.usage.host_iowait * 100.0,
         per.join(", ")
     );
+    let ops: u64 = report.ops.values().map(|s| s.hist.len()).sum();
+    if let Some(line) = report.usage.run_queue_line(ops) {
+        println!("scheduling: {line}");
+    }
     for r in rows {
         let limit =
             t3fs_real::cpu::limit(r.percent(), r.binding().0, &report.usage) + &r.context_text();

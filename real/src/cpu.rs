@@ -38,7 +38,31 @@ pub struct Sample {
     host: (u64, u64, u64),
     /// utime + stime ticks by name (`client`, `storage-0`, …).
     procs: BTreeMap<String, u64>,
+    /// Nanoseconds every thread of each process waited on a run queue, and its timeslices
+    /// (/proc/PID/task/*/schedstat), by name.
+    sched: BTreeMap<String, (u64, u64)>,
     at: Option<std::time::Instant>,
+}
+
+/// Run-queue wait (ns) and timeslices of every thread of `pid` so far: the time its threads
+/// were ready to run but waited for a core (a wake-up on an idle virtual core counts, since the
+/// core has to be woken first). A thread that ended is not counted.
+fn proc_sched(pid: i32) -> Option<(u64, u64)> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut sum = (0, 0);
+    for t in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        let v: Vec<u64> = text
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if let [_, wait, slices] = v[..] {
+            sum = (sum.0 + wait, sum.1 + slices);
+        }
+    }
+    Some(sum)
 }
 
 fn host_ticks() -> (u64, u64, u64) {
@@ -73,15 +97,16 @@ impl Sample {
     pub fn take(procs: &BTreeMap<String, i32>) -> Self {
         let mut out = Self {
             host: host_ticks(),
-            procs: BTreeMap::new(),
             at: Some(std::time::Instant::now()),
+            ..Self::default()
         };
-        if let Some(t) = proc_ticks(std::process::id() as i32) {
-            out.procs.insert("client".into(), t);
-        }
-        for (name, pid) in procs {
-            if let Some(t) = proc_ticks(*pid) {
+        let me = (String::from("client"), std::process::id() as i32);
+        for (name, pid) in procs.iter().map(|(n, p)| (n.clone(), *p)).chain([me]) {
+            if let Some(t) = proc_ticks(pid) {
                 out.procs.insert(name.clone(), t);
+            }
+            if let Some(w) = proc_sched(pid) {
+                out.sched.insert(name, w);
             }
         }
         out
@@ -102,6 +127,9 @@ pub struct Usage {
     /// CPU seconds by process name, for processes alive at both samples (a process killed or
     /// restarted in between is left out rather than guessed).
     pub seconds: BTreeMap<String, f64>,
+    /// Seconds the threads of those processes waited on run queues for a core, and their
+    /// timeslices (each a wake-up or a preemption), all processes together.
+    pub run_queue: (f64, u64),
 }
 
 impl Usage {
@@ -118,7 +146,18 @@ impl Usage {
                 Some((n.clone(), t.saturating_sub(*before) as f64 / HZ))
             })
             .collect();
+        let run_queue = b
+            .sched
+            .iter()
+            .fold((0.0, 0), |acc, (n, (w, k))| match a.sched.get(n) {
+                Some((w0, k0)) => (
+                    acc.0 + w.saturating_sub(*w0) as f64 / 1e9,
+                    acc.1 + k.saturating_sub(*k0),
+                ),
+                None => acc,
+            });
         Self {
+            run_queue,
             host_busy: if total > 0.0 { busy / total } else { 0.0 },
             host_iowait: if total > 0.0 { iowait / total } else { 0.0 },
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -148,6 +187,20 @@ impl Usage {
             .filter(|(_, s)| *s > 0.0)
             .map(|(r, s)| (r, if gib > 0.0 { s / gib } else { 0.0 }))
             .collect()
+    }
+
+    /// The threads' waits for a core per operation of `ops`, in words (none without
+    /// operations or without /proc's scheduler statistics).
+    pub fn run_queue_line(&self, ops: u64) -> Option<String> {
+        let (wait, slices) = self.run_queue;
+        (ops > 0 && slices > 0).then(|| {
+            format!(
+                "threads waited {:.1} us per operation for a core (run queues, over {:.1} \
+                 timeslices per operation)",
+                wait * 1e6 / ops as f64,
+                slices as f64 / ops as f64
+            )
+        })
     }
 
     /// A sentence naming the CPU as the saturated resource when the host was at least 90% busy.
@@ -227,6 +280,11 @@ mod tests {
         );
         let per = u.per_gib(1 << 30);
         assert!((per["client"] - u.of("client")).abs() < 1e-9);
+        // This process ran in timeslices meanwhile, each counted once.
+        assert!(u.run_queue.1 > 0 && u.run_queue.0 >= 0.0, "{u:?}");
+        let line = u.run_queue_line(u.run_queue.1).expect("a line");
+        assert!(line.contains("1.0 timeslices per operation"), "{line}");
+        assert!(u.run_queue_line(0).is_none());
     }
 
     #[test]
@@ -237,6 +295,7 @@ mod tests {
             cores: 2,
             wall: 1.0,
             seconds: BTreeMap::from([("storage-0".to_string(), 0.5)]),
+            run_queue: (0.0, 0),
         };
         assert!(limit(95.0, "loopback", &u(0.5)).starts_with("loopback (reached 95%)"));
         assert!(limit(70.0, "disk", &u(0.95)).starts_with("host CPU 95% busy"));

@@ -124,7 +124,7 @@ struct Figures {
 struct Runs(Vec<(Figures, PathBuf)>);
 
 /// The median of `v` (the mean of the middle two when even; 0 when empty).
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => 0.0,

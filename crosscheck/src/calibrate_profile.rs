@@ -109,11 +109,13 @@ impl Sample {
                 threaded_read_4k: join(|s| &s.store.threaded_read_4k),
                 read_depth_mib_s: all
                     .iter()
-                    .flat_map(|s| s.store.read_depth_mib_s.clone())
+                    .flat_map(|s| &s.store.read_depth_mib_s)
+                    .copied()
                     .collect(),
                 write_depth_mib_s: all
                     .iter()
-                    .flat_map(|s| s.store.write_depth_mib_s.clone())
+                    .flat_map(|s| &s.store.write_depth_mib_s)
+                    .copied()
                     .collect(),
             },
             null: join(|s| &s.null),
@@ -189,6 +191,9 @@ struct Figures {
     /// at the same time on another core, and the model charges a message's CPU at its
     /// receiver).
     transport_byte_ns: f64,
+    /// CPU per received byte on a message's path: the CRC32C passes and the transport's
+    /// receiving half (the profile's `cpu_byte_ns`).
+    on_path_byte_ns: f64,
     /// CPU beside a message's path, per message, and per byte a chunk store reads or writes:
     /// what real reads and writes several at a time cost the host beyond the CPU on their path.
     overlap: Beside,
@@ -204,9 +209,7 @@ struct Figures {
 
 /// The median of `v` (none if empty).
 fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
+    (!v.is_empty()).then(|| crate::calibrate::median(v.to_vec()))
 }
 
 /// CPU beside the path (see `Hardware::cpu_overlap`).
@@ -265,6 +268,7 @@ impl Figures {
             transfer_w,
             cpu_msg,
             transport_byte_ns,
+            on_path_byte_ns,
             overlap,
             t_null50: p50_p99(&s.threaded_null).0,
             t_r4k50: p50_p99(&s.threaded_read_4k).0,
@@ -348,6 +352,7 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
     let (nic_latency, nic_latency_p99) = f.latency();
     let lone_read = mib / f.r1m50.as_secs_f64().max(1e-9);
     let lone_write = mib / f.transfer_w.as_secs_f64();
+    let (ssd_wake, ssd_wake_p99) = f.wake();
     Hardware {
         profile: THIS_HOST.into(),
         nic_bytes: mib / f.wire_1m().as_secs_f64(),
@@ -368,8 +373,8 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
         ssd_p99: f.r4k99.max(f.r4k50).max(Duration::from_nanos(1)),
         ssd_sync: f.sync50,
         ssd_sync_p99: f.sync99,
-        ssd_wake: f.wake().0,
-        ssd_wake_p99: f.wake().1,
+        ssd_wake,
+        ssd_wake_p99,
         ssd_transfer_spread: (f.r1m99.as_secs_f64() / f.r1m50.as_secs_f64().max(1e-9)).max(1.0),
         // The update's tail beyond its median, all of it on the transfer (the sync draws its
         // own spread on top, from the commits).
@@ -378,7 +383,7 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
         .max(1.0),
         cpu_cores: m.cores,
         cpu_request: f.cpu_msg,
-        cpu_byte_ns: m.crc_ns_per_byte * PASSES_PER_HOP + f.transport_byte_ns,
+        cpu_byte_ns: f.on_path_byte_ns,
         cpu_overlap: f.overlap.per_msg,
         cpu_overlap_read_byte_ns: f.overlap.read_byte_ns,
         cpu_overlap_write_byte_ns: f.overlap.write_byte_ns,

@@ -166,7 +166,7 @@ pub fn measure_depth(
     let slots: Vec<(usize, ChunkId)> = (0..depth.max(1))
         .map(|i| (i % n, ChunkId::new((1 << 40) + 1, i as u32)))
         .collect();
-    let mut version = vec![0u64; slots.len()];
+    let mut version = vec![0u32; slots.len()];
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let read = |x: &mut u64| ChunkOp::Read {
         chunk: ChunkId::new(1 << 40, next(x) as u32 % CHUNKS),
@@ -175,10 +175,11 @@ pub fn measure_depth(
         uncommitted: false,
         unverified: false,
     };
-    let reads = in_flight(stores, &slots, each, |_, _, _| Some(read(&mut x)), &mut ids)?;
-    let update = |slot: usize, last: Option<&ChunkOp>, version: &mut Vec<u64>| {
+    let reads = in_flight(stores, &slots, each, |_, _| read(&mut x), &mut ids)?;
+    // Each slot's update, then that update's commit, then the next version's update.
+    let write = |slot: usize, last: Option<&ChunkOp>| {
         let chunk = slots[slot].1;
-        Some(match last {
+        match last {
             Some(ChunkOp::Update { version: v, .. }) => ChunkOp::Commit {
                 chunk,
                 version: *v,
@@ -188,16 +189,14 @@ pub fn measure_depth(
                 version[slot] += 1;
                 ChunkOp::Update {
                     chunk,
-                    version: ChunkVersion(version[slot] as u32),
+                    version: ChunkVersion(version[slot]),
                     kind: UpdateKind::Replace { data: data.clone() },
                     tag: None,
                 }
             }
-        })
+        }
     };
-    let mut next_write =
-        |slot: usize, last: Option<&ChunkOp>, _: usize| update(slot, last, &mut version);
-    let writes = in_flight(stores, &slots, each, &mut next_write, &mut ids)?;
+    let writes = in_flight(stores, &slots, each, write, &mut ids)?;
     // A write is an update and its commit: half the operations completed.
     Ok((reads.0 as f64 / reads.1, writes.0 as f64 / 2.0 / writes.1))
 }
@@ -212,10 +211,9 @@ pub fn measure_threaded(
 ) -> Result<(Vec<Duration>, Vec<Duration>), String> {
     use t3fs_services::chunk_store::StoreThread;
     let (tx, rx) = std::sync::mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
     let done = Box::new(
         move |id: IoId, r: Result<ChunkDone, t3fs_core::chunk::ChunkError>| {
-            let _ = tx.lock().map(|tx| tx.send((id, r)));
+            let _ = tx.send((id, r));
         },
     );
     let handle =
@@ -257,13 +255,13 @@ pub fn measure_threaded(
 }
 
 /// Keeps one operation in flight per slot (on its store) for about `each`, each slot's next
-/// made by `next_op` from the one it just completed: how many completed, over how many
-/// seconds (the in-flight ones drained at the end count).
+/// made by `next_op` from the one it just completed (`None` for its first): how many
+/// completed, over how many seconds (the in-flight ones drained at the end count).
 fn in_flight(
     stores: &mut [&mut dyn ChunkStore],
     slots: &[(usize, ChunkId)],
     each: Duration,
-    mut next_op: impl FnMut(usize, Option<&ChunkOp>, usize) -> Option<ChunkOp>,
+    mut next_op: impl FnMut(usize, Option<&ChunkOp>) -> ChunkOp,
     ids: &mut u64,
 ) -> Result<(usize, f64), String> {
     let t = Instant::now();
@@ -278,9 +276,8 @@ fn in_flight(
         running.insert(*ids, (slot, op));
     };
     for slot in 0..slots.len() {
-        if let Some(op) = next_op(slot, None, 0) {
-            submit(stores, &mut running, slot, op);
-        }
+        let op = next_op(slot, None);
+        submit(stores, &mut running, slot, op);
     }
     let (mut done_ops, mut done) = (0, Vec::new());
     while !running.is_empty() {
@@ -298,9 +295,8 @@ fn in_flight(
                 done_ops += 1;
                 progressed = true;
                 if t.elapsed() < each {
-                    if let Some(next) = next_op(slot, Some(&op), done_ops) {
-                        submit(stores, &mut running, slot, next);
-                    }
+                    let next = next_op(slot, Some(&op));
+                    submit(stores, &mut running, slot, next);
                 }
             }
         }
@@ -364,10 +360,7 @@ mod tests {
         let open =
             |i: u32| t3fs_services::chunk_store::FileChunkStore::open(&dir.join(i.to_string()));
         let (mut a, mut b) = (open(0).expect("open"), open(1).expect("open"));
-        let each = std::env::var("T3FS_PROBE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok());
-        let each = Duration::from_millis(each.unwrap_or(20));
+        let each = Duration::from_millis(20);
         let l = measure(&mut [&mut a, &mut b], each).expect("probe");
         let (read, write) = measure_depth(&mut [&mut a, &mut b], each, DEPTH).expect("at depth");
         drop(a);
@@ -377,9 +370,6 @@ mod tests {
         assert!(!null.is_empty() && !read_4k.is_empty());
         assert!(null.windows(2).all(|w| w[0] <= w[1]) && read_4k.windows(2).all(|w| w[0] <= w[1]));
         assert!(read > 0.0 && write > 0.0, "{read} {write} MiB/s");
-        if std::env::var_os("T3FS_PRINT_STORE_CPU").is_some() {
-            eprintln!("at depth {DEPTH}: read {read:.0} MiB/s, write {write:.0} MiB/s");
-        }
         let writes = 2 * CHUNKS as usize;
         assert!(l.update_1m.len() >= writes && l.commit.len() == l.update_1m.len());
         for v in [&l.read_4k, &l.read_1m, &l.update_1m, &l.commit] {

@@ -18,13 +18,14 @@
 //! targets one SSD.
 //!
 //! Per SSD operation: it waits for one of `queue_depth` slots, starts no sooner than `1 / iops`
-//! after the previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations)
-//! on the SSD's one transfer queue, and it completes at the latest of its start plus the drawn
-//! access latency, the end of its queued transfer and its start plus its own transfer time
-//! (`b / lone rate`, the bandwidth unless the profile gives one alone sees) times a drawn factor (the profile's transfer spread, or its write spread for a mutation; the
-//! queue keeps the median, so the spread lengthens a lone operation without lowering the
-//! bandwidth bound), plus the sync time for a mutation (drawn between its median and p99); its
-//! node has it a drawn wake-up later (the profile's `ssd_wake`), which holds no slot.
+//! after the previous start, its bytes take `b / bandwidth` (the write bandwidth for mutations) on
+//! the SSD's one transfer queue, and it completes at the latest of its start plus the drawn access
+//! latency, the end of its queued transfer and its start plus its own transfer time (`b / lone
+//! rate`, the bandwidth unless the profile gives one alone sees) times a drawn factor (the
+//! profile's transfer spread, or its write spread for a mutation; the queue keeps the median, so
+//! the spread lengthens a lone operation without lowering the bandwidth bound), plus the sync time
+//! for a mutation (drawn between its median and p99); its node has it a drawn wake-up later (the
+//! profile's `ssd_wake`), which holds no slot.
 //!
 //! A spread the profile does not give draws nothing, so profiles without spreads run exactly as
 //! before spreads existed. Everything is a function of the seed (draws come from the world's

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use t3fs_scenario::{Hardware, Scenario};
 
-use crate::calibrate_profile::{self as profile, Measured, Sample};
+use crate::calibrate_profile::{self as profile, median, Measured, Sample};
 use crate::supervised::{t3fs, ClusterGuard};
 use t3fs_sim::world::throughput::KindLoad;
 
@@ -122,16 +122,6 @@ struct Figures {
 
 /// One job's runs on one side, a run per round: figures, and the run directory (real side).
 struct Runs(Vec<(Figures, PathBuf)>);
-
-/// The median of `v` (the mean of the middle two when even; 0 when empty).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
 
 impl Runs {
     /// Runs without directories (the simulated side's).

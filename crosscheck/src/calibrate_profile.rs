@@ -207,9 +207,19 @@ struct Figures {
     t_r4k99: Duration,
 }
 
-/// The median of `v` (none if empty).
-fn median(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| crate::calibrate::median(v.to_vec()))
+/// The median of `v` (the mean of the middle two when even; 0 when empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The median of `v`, none if empty.
+fn median_of(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| median(v.to_vec()))
 }
 
 /// CPU beside the path (see `Hardware::cpu_overlap`).
@@ -273,8 +283,8 @@ impl Figures {
             t_null50: p50_p99(&s.threaded_null).0,
             t_r4k50: p50_p99(&s.threaded_read_4k).0,
             t_r4k99: p50_p99(&s.threaded_read_4k).1,
-            read_depth_mib_s: median(&s.read_depth_mib_s),
-            write_depth_mib_s: median(&s.write_depth_mib_s),
+            read_depth_mib_s: median_of(&s.read_depth_mib_s),
+            write_depth_mib_s: median_of(&s.write_depth_mib_s),
         }
     }
 

@@ -139,6 +139,34 @@ pub(super) async fn converge(
     converged().then(|| live_start.elapsed())
 }
 
+/// Why a run did not converge, for its output: what the routing watcher last saw of each chain,
+/// what mgmtd answers now (asked afresh, in case the watcher fell behind), which processes run,
+/// and the last lines of the wiped nodes' logs. A liveness failure on a machine whose cluster
+/// directory is gone (a CI run) is otherwise a bare "not within 60s".
+pub(super) fn why_not_converged(live: &Live<'_>, wiped: &[String]) -> String {
+    let mut out = String::from("the routing watcher last saw:");
+    let mut last = BTreeMap::new();
+    for s in live.watch.seen() {
+        last.insert(s.chain.chain, s.chain);
+    }
+    for c in last.values() {
+        let members = t3fs_core::mgmtd::chain_update::render(&c.targets);
+        out.push_str(&format!("\n  {} v{}: {members}", c.chain, c.version.0));
+    }
+    out.push_str("\nnow (cluster status):\n");
+    let status = crate::cluster::status(live.dir).unwrap_or_else(|e| format!("no status: {e}\n"));
+    out.push_str(&status);
+    for name in wiped {
+        let log = std::fs::read_to_string(live.dir.join(name).join("log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        out.push_str(&format!("last lines of {name}'s log:\n"));
+        for l in &lines[lines.len().saturating_sub(12)..] {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    out.trim_end().to_string()
+}
+
 /// Marks whether the cluster converged and, when it did, reads every chunk back; the chunks no
 /// final read answered.
 pub(super) async fn final_reads(

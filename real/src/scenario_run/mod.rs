@@ -378,6 +378,10 @@ async fn drive(
         liveness::heal(&live, &mut injected, &killed, &mut marks, say)?;
     let wiped = liveness::mark_restarts(&lives, replaced, &mut step_failures, &mut marks, say);
     let converged_after = liveness::converge(&live, &wiped, live_start, sc.converge_within).await;
+    if converged_after.is_none() {
+        let why = liveness::why_not_converged(&live, &wiped);
+        mark(&mut marks, say, "phase", "", why);
+    }
     let final_from = rec.len();
     let unread = liveness::final_reads(&load, sc, converged_after, &mut marks, say).await?;
     let ns = match &sc.namespace {

@@ -291,6 +291,7 @@ fn simulated() -> ExitCode {
             M::Remove { .. } => "remove",
             M::Mkdirs { .. } => "mkdir",
             M::Symlink { .. } => "symlink",
+            M::Mknod { .. } => "mknod",
             M::Hardlink { .. } => "link",
             M::Open { .. } => "open",
             M::Close { .. } => "close",

@@ -11,8 +11,11 @@
 //! and leave the file alone, writes reaching it are cut short there, and a sparse far chunk is
 //! emptied by `truncate -s 0` (shell tools: truncate, dd, tail).
 //!
-//! One known difference is not drawn: hard-linking a symlink (Linux links the symlink; the
-//! meta service hard-links regular files only and answers EPERM).
+//! FIFOs and UNIX sockets (mkfifo, and bind of a listening socket) are drawn like the rest,
+//! and every open is non-blocking so that one on a FIFO answers at once (ENXIO for a writer
+//! without a reader) on both sides. Devices are not drawn (a FUSE mount is `nodev`, so opening
+//! one differs by design); they have their own test below, with a FIFO carrying data and a
+//! socket answering through the mount.
 //!
 //! Reproduce: `cargo nextest run -p t3fs --test fuse_posix` (the seeds are in the test).
 //! The random sequences run as the test's user (root in CI) and, when that is root, as an
@@ -26,7 +29,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::{mount, processes_under, t3fs};
+use support::{become_nobody, mount, processes_under, t3fs, NOBODY};
 
 /// xorshift64*, seeded.
 struct Rng(u64);
@@ -66,7 +69,7 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
     let off = r.below(3 * 4096 + 7);
     let len = 1 + r.below(6000) as usize;
     let byte = r.below(250) as u8 + 1;
-    match r.below(12) {
+    match r.below(14) {
         0 => {
             let excl = r.below(2) == 0;
             let trunc = r.below(2) == 0;
@@ -75,13 +78,15 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
                 .create(!excl)
                 .create_new(excl)
                 .truncate(trunc)
-                .mode(0o640);
+                .mode(0o640)
+                .custom_flags(libc::O_NONBLOCK);
             let out = o.open(p(a)).map(|_| String::new()).map_err(code);
             (format!("open {a} excl={excl} trunc={trunc}"), out)
         }
         1 | 2 => {
             let out = OpenOptions::new()
                 .write(true)
+                .custom_flags(libc::O_NONBLOCK)
                 .open(p(a))
                 .and_then(|mut f| {
                     f.seek(SeekFrom::Start(off))?;
@@ -92,7 +97,10 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
             (format!("write {a} {off}+{len}"), out)
         }
         3 => {
-            let out = fs::File::open(p(a))
+            let out = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(p(a))
                 .and_then(|mut f| {
                     f.seek(SeekFrom::Start(off))?;
                     let mut buf = vec![0; len];
@@ -109,6 +117,7 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
             let to = r.below(10_000);
             let out = OpenOptions::new()
                 .write(true)
+                .custom_flags(libc::O_NONBLOCK)
                 .open(p(a))
                 .and_then(|f| f.set_len(to))
                 .map(|_| String::new())
@@ -118,12 +127,6 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
         5 => (
             format!("rename {a} {b}"),
             fs::rename(p(a), p(b)).map(|_| String::new()).map_err(code),
-        ),
-        // A known difference, not drawn: Linux hard-links a symlink itself; the meta service
-        // hard-links regular files only (EPERM).
-        6 if fs::symlink_metadata(p(a)).is_ok_and(|m| m.file_type().is_symlink()) => (
-            format!("link {a} {b}: skipped, {a} is a symlink"),
-            Ok(String::new()),
         ),
         6 => (
             format!("link {a} {b}"),
@@ -150,6 +153,14 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
                 .map_err(code);
             (format!("chmod {a} {mode:o}"), out)
         }
+        12 => (format!("mkfifo {a}"), mkfifo(&p(a), 0o640)),
+        13 => {
+            // The socket's inode stays when the listener closes, as on any file system.
+            let out = std::os::unix::net::UnixListener::bind(p(a))
+                .map(|_| String::new())
+                .map_err(code);
+            (format!("bind a UNIX socket at {a}"), out)
+        }
         _ => {
             let made = std::os::unix::fs::symlink(b, p(a))
                 .map(|_| String::new())
@@ -159,6 +170,29 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
                 .map_err(code);
             (format!("symlink {a} -> {b}; readlink"), made.and(read))
         }
+    }
+}
+
+/// mkfifo(3) of `path` with `mode` (less the umask).
+fn mkfifo(path: &Path, mode: u32) -> Outcome {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    match unsafe { libc::mkfifo(c.as_ptr(), mode) } {
+        0 => Ok(String::new()),
+        _ => Err(code(std::io::Error::last_os_error())),
+    }
+}
+
+/// The kind of a special file, by its metadata.
+fn special_type(m: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    match () {
+        _ if t.is_fifo() => "fifo",
+        _ if t.is_socket() => "socket",
+        _ if t.is_char_device() => "char device",
+        _ if t.is_block_device() => "block device",
+        _ => "unknown",
     }
 }
 
@@ -181,6 +215,15 @@ fn tree(root: &Path) -> Vec<String> {
             } else if m.is_dir() {
                 stack.push(r.clone());
                 format!("dir {:o}", m.mode() & 0o7777)
+            } else if !m.is_file() {
+                // Never opened: a FIFO would block, a socket refuses.
+                format!(
+                    "{:?} {:o} links {} rdev {:x}",
+                    special_type(&m),
+                    m.mode() & 0o7777,
+                    m.nlink(),
+                    m.rdev()
+                )
             } else {
                 let data = fs::read(&full).unwrap();
                 let sum: u64 = data.iter().map(|x| u64::from(*x)).sum();
@@ -256,28 +299,6 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
     assert!(processes_under(&tmp.0).is_empty(), "processes left");
-}
-
-/// The uid and gid the unprivileged runs act as.
-const NOBODY: u32 = 65534;
-
-/// Makes the calling thread act as [`NOBODY`] on file systems: fsuid and fsgid (per thread on
-/// Linux; the kernel drops the file capabilities of a thread whose fsuid leaves 0, and FUSE
-/// sends the fsuid as the caller), with no supplementary groups (the raw syscall: glibc's
-/// wrapper would change every thread of the test).
-fn become_nobody() {
-    // SAFETY: plain syscalls on this thread's credentials; no memory is passed.
-    unsafe {
-        assert_eq!(
-            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()),
-            0
-        );
-        libc::setfsgid(NOBODY);
-        libc::setfsuid(NOBODY);
-        // Called with an invalid id, each answers the current one.
-        assert_eq!(libc::setfsuid(u32::MAX) as u32, NOBODY);
-        assert_eq!(libc::setfsgid(u32::MAX) as u32, NOBODY);
-    }
 }
 
 /// 300 seeded random calls on `mine` (the mount) and `theirs` (local): each the same outcome,

@@ -6,19 +6,23 @@
 //!
 //! The universe is tiny on purpose (three names, depth three) so names collide and every
 //! error path is hit. Symlink targets are relative names in the link's own directory, so the
-//! real side never leaves its temporary directory. Hard links of symlinks are skipped: Linux
-//! links the symlink itself, 3FS links files only.
+//! real side never leaves its temporary directory. Special files (FIFOs and sockets, and
+//! character devices when the test runs as root, as mknod needs) are made, linked, renamed and
+//! removed like the rest; hard links of symlinks link the symlink itself, as Linux does.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::CString;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use t3fs_core::ids::{ClientId, InodeId, RequestId};
 use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::Txn;
 use t3fs_core::meta::{EntryKind, Inode, MetaError, Namespace, PathOp, GC_ROOT, ROOT};
+use t3fs_core::wire::SpecialKind;
 use t3fs_scenario::Rng;
 
 /// The errno a result stands for (0 for success).
@@ -72,6 +76,12 @@ fn real_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, EntryKind>) {
             EntryKind::Symlink
         } else if t.is_dir() {
             EntryKind::Directory
+        } else if t.is_fifo() {
+            EntryKind::Special(SpecialKind::Fifo)
+        } else if t.is_socket() {
+            EntryKind::Special(SpecialKind::Socket)
+        } else if t.is_char_device() {
+            EntryKind::Special(SpecialKind::CharDevice)
         } else {
             EntryKind::File
         };
@@ -110,6 +120,41 @@ fn named_inodes(ns: &mut Namespace<'_, '_, MemKv>, dir: InodeId, out: &mut BTree
     }
 }
 
+/// The device number mknod is given for character devices: /dev/null's (1, 3), in the
+/// kernel's `new_encode_dev` form (the same here: small numbers).
+const DEV_NULL: u64 = (1 << 8) | 3;
+
+/// A kind of special file to make: a FIFO or socket, or, as root, a character device.
+fn special_for(rng: &mut Rng) -> SpecialKind {
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    #[allow(unsafe_code)]
+    let root = unsafe { libc::geteuid() } == 0;
+    let kinds: &[SpecialKind] = if root {
+        &[
+            SpecialKind::Fifo,
+            SpecialKind::Socket,
+            SpecialKind::CharDevice,
+        ]
+    } else {
+        &[SpecialKind::Fifo, SpecialKind::Socket]
+    };
+    kinds[rng.below(kinds.len() as u64) as usize]
+}
+
+/// mknod(2) of `kind` at `path` with mode 0644 in the kernel's file system.
+fn real_mknod(path: &Path, kind: SpecialKind) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_bytes()).expect("no NUL in test paths");
+    let mode = kind.mode_bits() | 0o644;
+    let dev = libc::makedev(1, 3);
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::mknod(c.as_ptr(), mode as libc::mode_t, dev) };
+    match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
 /// Runs `steps` random operations from `seed`; returns how many inodes went under GC.
 fn run(seed: u64, steps: u64) -> usize {
     let root = scratch(seed);
@@ -132,7 +177,7 @@ fn run(seed: u64, steps: u64) -> usize {
             now: step,
         };
         let (a, b) = (random_path(&mut rng), random_path(&mut rng));
-        let what = rng.below(8);
+        let what = rng.below(10);
         let mut t = Txn::new(&mut kv);
         let mut ns = Namespace::new(&mut t);
         // Per operation: its name, t3fs's errno, the kernel's, the inode t3fs made (if any) and
@@ -210,18 +255,24 @@ fn run(seed: u64, steps: u64) -> usize {
                     0,
                 )
             }
-            _ => {
-                if fs::symlink_metadata(real(&a)).is_ok_and(|m| m.file_type().is_symlink()) {
-                    continue;
-                }
+            8 | 9 => {
+                let kind = special_for(&mut rng);
+                let r = ns.mknod(&a, kind, 0o644, DEV_NULL, op);
                 (
-                    format!("link {a} {b}"),
-                    errno_of_meta(&ns.hardlink(&a, &b, op)),
-                    errno_of_io(&fs::hard_link(real(&a), real(&b))),
-                    None,
+                    format!("mknod {kind:?} {a}"),
+                    errno_of_meta(&r),
+                    errno_of_io(&real_mknod(&real(&a), kind)),
+                    made(&r),
                     0,
                 )
             }
+            _ => (
+                format!("link {a} {b}"),
+                errno_of_meta(&ns.hardlink(&a, &b, op)),
+                errno_of_io(&fs::hard_link(real(&a), real(&b))),
+                None,
+                0,
+            ),
         };
         assert_eq!(
             got,

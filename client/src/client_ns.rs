@@ -11,6 +11,7 @@ use t3fs_core::limits::DIR_LIST_PAGE_MAX;
 use t3fs_core::meta::request::{FsStat, MetaAnswer, MetaOp};
 use t3fs_core::meta::SetAttr;
 use t3fs_core::meta::{DirEntry, Inode, InodeKind, MetaError};
+use t3fs_core::wire::SpecialKind;
 use t3fs_scenario::namespace::FileAction;
 use t3fs_scenario::ns_files::{Session, Step};
 
@@ -143,7 +144,26 @@ impl Client {
         inode(self.meta(op).await?, "symlink")
     }
 
-    /// link(2): `path` becomes another name of the file at `existing`.
+    /// mknod(2) of a FIFO, a device (root only) or a UNIX socket's inode at `path`, with mode
+    /// bits `perm` (the umask applied) and, for a device, `rdev`.
+    pub async fn mknod(
+        &self,
+        path: &str,
+        kind: SpecialKind,
+        perm: u32,
+        rdev: u64,
+    ) -> Result<Inode, ClientError> {
+        Self::check_path(path)?;
+        let op = MetaOp::Mknod {
+            path: path.into(),
+            kind,
+            perm,
+            rdev,
+        };
+        inode(self.meta(op).await?, "mknod")
+    }
+
+    /// link(2): `path` becomes another name of what `existing` names (not a directory).
     pub async fn link(&self, existing: &str, path: &str) -> Result<Inode, ClientError> {
         Self::check_path(existing)?;
         Self::check_path(path)?;

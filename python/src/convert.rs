@@ -37,6 +37,7 @@ pub fn info<'py>(py: Python<'py>, path: &str, i: &Inode) -> PyResult<Bound<'py, 
         InodeKind::File { .. } => ("file", 0o100000),
         InodeKind::Directory { .. } => ("directory", 0o040000),
         InodeKind::Symlink { .. } => ("other", 0o120000),
+        InodeKind::Special { kind, .. } => ("other", kind.mode_bits()),
     };
     d.set_item("name", path)?;
     d.set_item("size", length_of(i))?;

@@ -44,8 +44,8 @@ pub enum FileAction {
 /// Bytes of one read of a plan.
 pub const FILE_READ_BYTES: u64 = 256;
 
-/// Modes drawn for new directories and chmod: shared, private, sticky.
-const DIR_PERMS: [u32; 5] = [0o755, 0o777, 0o1777, 0o700, 0o750];
+/// Modes drawn for new directories and chmod: shared, private, sticky, setgid.
+const DIR_PERMS: [u32; 6] = [0o755, 0o777, 0o1777, 0o700, 0o750, 0o2777];
 
 /// Offsets and lengths of file actions stay below this many bytes (four 4 KiB chunks of the
 /// simulator's layout).
@@ -359,7 +359,7 @@ impl NsGenerator {
         match roll {
             0..=19 => MetaOp::Create {
                 path: self.path(depth),
-                perm: [0o644, 0o600, 0o666][self.rng.below(3) as usize],
+                perm: [0o644, 0o600, 0o666, 0o640][self.rng.below(4) as usize],
                 exclusive: self.rng.chance(0.5),
             },
             20..=29 => MetaOp::Mkdirs {
@@ -375,9 +375,16 @@ impl NsGenerator {
                 from: self.path(depth),
                 to: self.path(depth),
             },
-            65..=69 => MetaOp::Symlink {
+            65..=67 => MetaOp::Symlink {
                 path: self.path(depth),
                 target: self.path(depth),
+            },
+            // FIFOs, sockets and devices: the users' device nodes are refused (EPERM).
+            68..=69 => MetaOp::Mknod {
+                path: self.path(depth),
+                kind: t3fs_core::wire::SpecialKind::ALL[self.rng.below(4) as usize],
+                perm: 0o644,
+                rdev: (1 << 8) | 3,
             },
             70..=74 => MetaOp::Hardlink {
                 existing: self.path(depth),

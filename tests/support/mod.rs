@@ -237,3 +237,25 @@ pub fn stop_cluster(dir: &Path) {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The uid and gid the unprivileged runs act as.
+pub const NOBODY: u32 = 65534;
+
+/// Makes the calling thread act as [`NOBODY`] on file systems: fsuid and fsgid (per thread on
+/// Linux; the kernel drops the file capabilities of a thread whose fsuid leaves 0, and FUSE
+/// sends the fsuid as the caller), with no supplementary groups (the raw syscall: glibc's
+/// wrapper would change every thread of the test).
+pub fn become_nobody() {
+    // SAFETY: plain syscalls on this thread's credentials; no memory is passed.
+    unsafe {
+        assert_eq!(
+            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()),
+            0
+        );
+        libc::setfsgid(NOBODY);
+        libc::setfsuid(NOBODY);
+        // Called with an invalid id, each answers the current one.
+        assert_eq!(libc::setfsuid(u32::MAX) as u32, NOBODY);
+        assert_eq!(libc::setfsgid(u32::MAX) as u32, NOBODY);
+    }
+}

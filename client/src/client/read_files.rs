@@ -43,6 +43,9 @@ impl Client {
                     InodeKind::File { .. } => self.file_of(i, 0),
                     InodeKind::Directory { .. } => Err(ClientError::Meta(MetaError::IsDir)),
                     InodeKind::Symlink { .. } => Err(ClientError::Meta(MetaError::Loop)),
+                    InodeKind::Special { .. } => Err(ClientError::Meta(MetaError::Invalid(
+                        "a FIFO, device or socket has no data in the file system",
+                    ))),
                 }
             })
             .collect();

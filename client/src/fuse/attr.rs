@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{FileAttr, FileType, INodeNo};
 use t3fs_core::meta::{EntryKind, Inode, InodeKind};
+use t3fs_core::wire::SpecialKind;
 
 use super::names::ino_of;
 
@@ -18,6 +19,17 @@ pub fn kind_of(k: EntryKind) -> FileType {
         EntryKind::File => FileType::RegularFile,
         EntryKind::Directory => FileType::Directory,
         EntryKind::Symlink => FileType::Symlink,
+        EntryKind::Special(s) => special_type(s),
+    }
+}
+
+/// The kernel's kind for a special file.
+pub fn special_type(s: SpecialKind) -> FileType {
+    match s {
+        SpecialKind::Fifo => FileType::NamedPipe,
+        SpecialKind::CharDevice => FileType::CharDevice,
+        SpecialKind::BlockDevice => FileType::BlockDevice,
+        SpecialKind::Socket => FileType::Socket,
     }
 }
 
@@ -28,6 +40,12 @@ pub fn attr_of(i: &Inode, size: Option<u64>) -> FileAttr {
         InodeKind::File { length, .. } => (FileType::RegularFile, size.unwrap_or(*length)),
         InodeKind::Directory { .. } => (FileType::Directory, 4096),
         InodeKind::Symlink { target } => (FileType::Symlink, target.len() as u64),
+        InodeKind::Special { kind, .. } => (special_type(*kind), 0),
+    };
+    let rdev = match i.kind {
+        // Stored as FUSE carried it to mknod (the kernel's 32-bit `new_encode_dev` form).
+        InodeKind::Special { rdev, .. } => rdev as u32,
+        _ => 0,
     };
     let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
     FileAttr {
@@ -43,7 +61,7 @@ pub fn attr_of(i: &Inode, size: Option<u64>) -> FileAttr {
         nlink: i.nlink.max(1),
         uid: i.uid,
         gid: i.gid,
-        rdev: 0,
+        rdev,
         blksize: BLKSIZE,
         flags: 0,
     }

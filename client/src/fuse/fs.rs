@@ -200,6 +200,25 @@ impl Filesystem for T3fs {
         });
     }
 
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let name = name.to_os_string();
+        self.spawn(req, |s| async move {
+            let r = s
+                .mknod(parent, &name, mode, perm_of(mode, umask), rdev)
+                .await;
+            entry(reply, &s.ttl, r);
+        });
+    }
+
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         self.remove(req, parent, name, reply);
     }

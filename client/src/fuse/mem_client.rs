@@ -29,6 +29,7 @@ use t3fs_core::meta::perm::{User, ROOT_USER};
 use t3fs_core::meta::placement::{ChainAllocator, Layout};
 use t3fs_core::meta::request::{execute, FsStat, MetaAnswer, MetaOp};
 use t3fs_core::meta::{transact, DirEntry, Inode, InodeKind, MetaError, PathOp, SetAttr};
+use t3fs_core::wire::SpecialKind;
 use tokio::sync::watch;
 
 use super::backend::lock;
@@ -296,6 +297,16 @@ impl MountClient for MemClient {
             target: target.into(),
         };
         self.inode_op("symlink", &[path], op)
+    }
+
+    async fn mknod(&self, path: &str, kind: SpecialKind, perm: u32, rdev: u64) -> Answer<Inode> {
+        let op = MetaOp::Mknod {
+            path: path.into(),
+            kind,
+            perm,
+            rdev,
+        };
+        self.inode_op("mknod", &[path], op)
     }
 
     async fn link(&self, existing: &str, path: &str) -> Answer<Inode> {

@@ -25,6 +25,7 @@ use std::future::Future;
 use t3fs_core::meta::perm::User;
 use t3fs_core::meta::request::FsStat;
 use t3fs_core::meta::{DirEntry, Inode, MetaError, SetAttr};
+use t3fs_core::wire::SpecialKind;
 
 use crate::client::{Client, ClientError, File};
 
@@ -66,7 +67,15 @@ pub(super) trait MountClient: Send + Sync + 'static {
     fn mkdir_mode(&self, path: &str, perm: u32) -> impl Future<Output = Answer<Inode>> + Send;
     /// symlink(2): `path` → `target`.
     fn symlink(&self, path: &str, target: &str) -> impl Future<Output = Answer<Inode>> + Send;
-    /// link(2): `path` becomes another name of the file at `existing`.
+    /// mknod(2) of a FIFO, device or socket.
+    fn mknod(
+        &self,
+        path: &str,
+        kind: SpecialKind,
+        perm: u32,
+        rdev: u64,
+    ) -> impl Future<Output = Answer<Inode>> + Send;
+    /// link(2): `path` becomes another name of what `existing` names (not a directory).
     fn link(&self, existing: &str, path: &str) -> impl Future<Output = Answer<Inode>> + Send;
     /// rename(2), replacing what `to` names as POSIX allows.
     fn rename(&self, from: &str, to: &str) -> impl Future<Output = Answer<()>> + Send;
@@ -149,6 +158,16 @@ impl MountClient for Client {
 
     fn symlink(&self, path: &str, target: &str) -> impl Future<Output = Answer<Inode>> + Send {
         Client::symlink(self, path, target)
+    }
+
+    fn mknod(
+        &self,
+        path: &str,
+        kind: SpecialKind,
+        perm: u32,
+        rdev: u64,
+    ) -> impl Future<Output = Answer<Inode>> + Send {
+        Client::mknod(self, path, kind, perm, rdev)
     }
 
     fn link(&self, existing: &str, path: &str) -> impl Future<Output = Answer<Inode>> + Send {

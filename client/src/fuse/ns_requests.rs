@@ -1,4 +1,5 @@
-//! The namespace requests: setattr, readlink, mkdir, symlink, rename, link, unlink and rmdir,
+//! The namespace requests: setattr, readlink, mkdir, mknod, symlink, rename, link, unlink and
+//! rmdir,
 //! statfs and forget. Each is a method of the mount's state answering `Result<_, Errno>`, so
 //! the unit tests run it over the in-memory client; fs.rs only hands it the kernel's arguments
 //! and replies.
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use fuser::{Errno, FileAttr, INodeNo, RenameFlags};
 use t3fs_core::meta::{Inode, InodeKind, SetAttr};
+use t3fs_core::wire::SpecialKind;
 
 use super::attr::BLKSIZE;
 use super::errno::errno;
@@ -88,6 +90,29 @@ impl<C: MountClient> Inner<C> {
     ) -> Result<FileAttr, Errno> {
         let target = target.ok_or(Errno::EINVAL)?;
         let make = |path: String| async move { self.client.symlink(&path, target).await };
+        self.make(parent, name, make).await
+    }
+
+    /// mknod of `name` in `parent`: a FIFO, device or socket by `mode`'s file type, or a
+    /// regular file (made, not opened; EEXIST if the name exists); the entry.
+    pub async fn mknod(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        perm: u32,
+        rdev: u32,
+    ) -> Result<FileAttr, Errno> {
+        let kind = SpecialKind::from_mode(mode);
+        if kind.is_none() && mode & 0o170000 != 0o100000 && mode & 0o170000 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let make = |path: String| async move {
+            match kind {
+                Some(k) => self.client.mknod(&path, k, perm, u64::from(rdev)).await,
+                None => self.client.create_file(&path, perm, true).await,
+            }
+        };
         self.make(parent, name, make).await
     }
 

@@ -102,7 +102,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                     stats.busy += 1;
                 }
                 InodeKind::File { .. } if policy.purge_files => purge.push((name, inode)),
-                InodeKind::File { .. } | InodeKind::Symlink { .. } => {
+                InodeKind::File { .. } | InodeKind::Symlink { .. } | InodeKind::Special { .. } => {
                     self.txn().clear(&dirent_key(GC_ROOT, &name));
                     self.txn().clear(&inode_key(inode.id));
                     stats.freed += 1;

@@ -11,12 +11,13 @@
 use super::keys::{self, dirent_key, dirent_range, inode_key, ID_BLOCK, INODE_ALLOC};
 use super::perm::{self, User, MAY_EXEC, MAY_READ, MAY_WRITE};
 use super::{
-    DirEntry, EntryKind, Inode, InodeKind, MetaError, DEPTH_MAX, GC_ROOT, NAME_MAX, NLINK_MAX,
-    ROOT, SYMLINKS_MAX,
+    DirEntry, Inode, InodeKind, MetaError, DEPTH_MAX, GC_ROOT, NAME_MAX, NLINK_MAX, ROOT,
+    SYMLINKS_MAX,
 };
 use crate::ids::{ClientId, InodeId, RequestId};
 use crate::kv::{KvEngine, Txn};
 use crate::mgmtd::store::{decode, encode};
+use crate::wire::SpecialKind;
 
 /// Who asks and when: the identity idempotency is keyed on, and the caller's clock.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -418,6 +419,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         };
         let mut inode = new_inode(id, kind, perm, op.now);
         (inode.uid, inode.gid) = (self.user.uid, self.user.gid);
+        perm::inherit_setgid(&parent, &mut inode, self.user);
         self.put_inode(&inode);
         let entry = DirEntry {
             inode: id,
@@ -484,7 +486,34 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         }
     }
 
-    /// hardlink: `new_path` names the file `existing` (files only).
+    /// mknod of a FIFO, device or socket. Devices need root (Linux: `CAP_MKNOD`); FIFOs and
+    /// sockets need only write access to the directory, like any new name.
+    pub fn mknod(
+        &mut self,
+        path: &str,
+        kind: SpecialKind,
+        perm: u32,
+        rdev: u64,
+        op: PathOp,
+    ) -> R<Inode> {
+        if kind.is_device() && !self.user.is_root() {
+            // Linux judges the name and the directory's permissions first, the privilege last.
+            let (parent, name) = self.parent_of(path)?;
+            perm::check(&parent, self.user, MAY_EXEC)?;
+            if self.entry(parent.id, name)?.is_some() {
+                return Err(MetaError::Exists);
+            }
+            perm::check(&parent, self.user, MAY_WRITE | MAY_EXEC)?;
+            return Err(MetaError::NotPermitted);
+        }
+        let rdev = if kind.is_device() { rdev } else { 0 };
+        match self.make(path, InodeKind::Special { kind, rdev }, perm, op)? {
+            (inode, true) => Ok(inode),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    /// hardlink: `new_path` names `existing`, anything but a directory (Linux: EPERM).
     pub fn hardlink(&mut self, existing: &str, new_path: &str, op: PathOp) -> R<Inode> {
         let mut target = self.resolve(existing, false)?;
         let (parent, name) = self.parent_of(new_path)?;
@@ -495,7 +524,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         }
         perm::check(&parent, self.user, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(&parent, op.client)?;
-        if !matches!(target.kind, InodeKind::File { .. }) {
+        if target.is_dir() {
             return Err(MetaError::NotPermitted);
         }
         if target.nlink >= NLINK_MAX {
@@ -506,7 +535,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.put_inode(&target);
         let entry = DirEntry {
             inode: target.id,
-            kind: EntryKind::File,
+            kind: target.entry_kind(),
             request: op.request,
         };
         self.put_entry(parent.id, name, &entry);

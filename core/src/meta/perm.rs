@@ -11,8 +11,10 @@
 //!   may remove or rename the entry, or replace it by a rename (`NotPermitted`, as Linux);
 //! - chmod and utimes need the owner or root, chown needs root (`NotPermitted`).
 //!
-//! Not here: supplementary groups, ACLs, setgid inheritance, the write permission Linux wants
-//! on a directory moved to another parent (its `..` changes).
+//! - a new inode in a setgid directory takes its group; a new directory there is setgid too.
+//!
+//! Not here: supplementary groups, ACLs, the write permission Linux wants on a directory moved
+//! to another parent (its `..` changes).
 
 use super::{Inode, MetaError};
 pub use crate::wire::{User, ROOT_USER};
@@ -64,6 +66,27 @@ pub fn check_sticky(dir: &Inode, entry: &Inode, user: User) -> Result<(), MetaEr
     match sticky && !user.is_root() && user.uid != dir.uid && user.uid != entry.uid {
         true => Err(MetaError::NotPermitted),
         false => Ok(()),
+    }
+}
+
+/// The setgid bit.
+pub const SETGID: u32 = 0o2000;
+
+/// A new inode in a setgid directory (Linux `inode_init_owner` and `mode_strip_sgid`): it takes
+/// the directory's group, a new directory stays setgid, and a new executable-by-group file
+/// loses a setgid bit its creator could not set on a file of that group (not root, not in it).
+pub fn inherit_setgid(dir: &Inode, new: &mut Inode, user: User) {
+    if dir.perm & SETGID == 0 {
+        return;
+    }
+    new.gid = dir.gid;
+    if new.is_dir() {
+        new.perm |= SETGID;
+    } else if new.perm & (SETGID | 0o010) == SETGID | 0o010
+        && !user.is_root()
+        && user.gid != new.gid
+    {
+        new.perm &= !SETGID;
     }
 }
 

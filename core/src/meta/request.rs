@@ -28,7 +28,7 @@ impl MetaOp {
     /// The most inodes the request can make: the ids a server reserves for it.
     pub fn ids_needed(&self) -> u64 {
         match self {
-            Self::Create { .. } | Self::Symlink { .. } => 1,
+            Self::Create { .. } | Self::Symlink { .. } | Self::Mknod { .. } => 1,
             Self::Mkdirs { path, .. } => super::split_path(path).map_or(0, |p| p.len() as u64),
             _ => 0,
         }
@@ -102,6 +102,12 @@ fn apply<E: KvEngine + ?Sized>(
             recursive,
         } => I(ns.mkdirs(path, *perm, *recursive, p)?),
         MetaOp::Symlink { path, target } => I(ns.symlink(path, target, p)?),
+        MetaOp::Mknod {
+            path,
+            kind,
+            perm,
+            rdev,
+        } => I(ns.mknod(path, *kind, *perm, *rdev, p)?),
         MetaOp::Hardlink { existing, path } => I(ns.hardlink(existing, path, p)?),
         MetaOp::Remove { path, recursive } => {
             ns.remove(path, *recursive, p)?;

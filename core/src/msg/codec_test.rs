@@ -105,7 +105,13 @@ fn update(r: &mut Rng) -> UpdateReq {
 fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
     use crate::wire::MetaOp;
     let path = |r: &mut Rng| format!("/d{}/n{}", r.below(4), r.below(4));
-    match r.below(13) {
+    match r.below(14) {
+        13 => MetaOp::Mknod {
+            path: path(r),
+            kind: crate::wire::SpecialKind::ALL[r.below(4) as usize],
+            perm: r.next() as u32,
+            rdev: r.next(),
+        },
         10 => MetaOp::LockDirectory {
             path: path(r),
             action: [
@@ -184,7 +190,7 @@ fn meta_result(r: &mut Rng) -> crate::wire::MetaResult {
     use crate::wire::{DirEntry, EntryKind, Inode, InodeKind, MetaError};
     let inode = |r: &mut Rng| Inode {
         id: InodeId(r.next()),
-        kind: match r.below(3) {
+        kind: match r.below(4) {
             0 => InodeKind::File {
                 length: r.next(),
                 truncate_ver: r.next(),
@@ -209,7 +215,11 @@ fn meta_result(r: &mut Rng) -> crate::wire::MetaResult {
                     stripe: r.next() as u32,
                 }),
             },
-            _ => InodeKind::Symlink { target: r.bytes(8) },
+            2 => InodeKind::Symlink { target: r.bytes(8) },
+            _ => InodeKind::Special {
+                kind: crate::wire::SpecialKind::ALL[r.below(4) as usize],
+                rdev: r.next(),
+            },
         },
         uid: r.next() as u32,
         gid: r.next() as u32,
@@ -225,8 +235,13 @@ fn meta_result(r: &mut Rng) -> crate::wire::MetaResult {
                 .map(|_| {
                     let e = DirEntry {
                         inode: InodeId(r.next()),
-                        kind: [EntryKind::File, EntryKind::Directory, EntryKind::Symlink]
-                            [r.below(3) as usize],
+                        kind: [
+                            EntryKind::File,
+                            EntryKind::Directory,
+                            EntryKind::Symlink,
+                            EntryKind::Special(crate::wire::SpecialKind::Fifo),
+                            EntryKind::Special(crate::wire::SpecialKind::Socket),
+                        ][r.below(5) as usize],
                         request: RequestId(r.next()),
                     };
                     (r.bytes(8), e)

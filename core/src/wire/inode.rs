@@ -1,5 +1,5 @@
 //! Inodes and directory entries as they are stored and answered: [`Inode`], [`InodeKind`],
-//! [`DirEntry`], [`EntryKind`], and their wire encoding (which is also their KV row encoding).
+//! [`SpecialKind`], [`DirEntry`], [`EntryKind`], and their wire encoding (which is also their KV row encoding).
 //!
 //! Invariant: an entry's kind is the kind of the inode it names ([`Inode::entry_kind`]), so a
 //! listing needs no inode reads. Not here: the namespace rules over them (`meta`).
@@ -37,6 +37,65 @@ pub enum InodeKind {
         /// The target path.
         target: Vec<u8>,
     },
+    /// A FIFO, a character or block device, or a UNIX socket: a name and its attributes only.
+    /// Meta keeps no data for it; the kernel of whoever opens it supplies the pipe, the driver
+    /// (`rdev`) or the bound socket.
+    Special {
+        /// Which kind.
+        kind: SpecialKind,
+        /// The device number of a device, as the kernel's FUSE requests carry it (its 32-bit
+        /// `new_encode_dev` form); 0 otherwise.
+        rdev: u64,
+    },
+}
+
+/// The kinds of [`InodeKind::Special`] inodes (mknod's file types other than a regular file).
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub enum SpecialKind {
+    /// A named pipe (`S_IFIFO`).
+    Fifo,
+    /// A character device (`S_IFCHR`).
+    CharDevice,
+    /// A block device (`S_IFBLK`).
+    BlockDevice,
+    /// A UNIX domain socket (`S_IFSOCK`).
+    Socket,
+}
+
+impl SpecialKind {
+    /// Every kind, in tag order.
+    pub const ALL: [Self; 4] = [
+        Self::Fifo,
+        Self::CharDevice,
+        Self::BlockDevice,
+        Self::Socket,
+    ];
+
+    /// The kind of a mode's file-type bits (`S_IFMT`), if it is one of these.
+    pub fn from_mode(mode: u32) -> Option<Self> {
+        match mode & 0o170000 {
+            0o010000 => Some(Self::Fifo),
+            0o020000 => Some(Self::CharDevice),
+            0o060000 => Some(Self::BlockDevice),
+            0o140000 => Some(Self::Socket),
+            _ => None,
+        }
+    }
+
+    /// The file-type bits (`S_IFMT`) of this kind.
+    pub fn mode_bits(self) -> u32 {
+        match self {
+            Self::Fifo => 0o010000,
+            Self::CharDevice => 0o020000,
+            Self::BlockDevice => 0o060000,
+            Self::Socket => 0o140000,
+        }
+    }
+
+    /// Whether it names a device (its `rdev` matters, and making one needs privilege).
+    pub fn is_device(self) -> bool {
+        matches!(self, Self::CharDevice | Self::BlockDevice)
+    }
 }
 
 /// One inode row (3FS `InodeData`, reduced).
@@ -69,6 +128,8 @@ pub enum EntryKind {
     Directory,
     /// A symlink.
     Symlink,
+    /// A special file of this kind.
+    Special(SpecialKind),
 }
 
 /// One directory entry (3FS `DirEntryData`, reduced).
@@ -111,6 +172,11 @@ impl Wire for InodeKind {
                 2u8.encode(enc);
                 target.encode(enc);
             }
+            Self::Special { kind, rdev } => {
+                3u8.encode(enc);
+                kind.encode(enc);
+                rdev.encode(enc);
+            }
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
@@ -129,20 +195,45 @@ impl Wire for InodeKind {
             2 => Self::Symlink {
                 target: Wire::decode(dec)?,
             },
+            3 => Self::Special {
+                kind: Wire::decode(dec)?,
+                rdev: Wire::decode(dec)?,
+            },
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }
 }
 
-impl Wire for EntryKind {
+impl Wire for SpecialKind {
     fn encode(&self, enc: &mut Encoder) {
         (*self as u8).encode(enc);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let t = u8::decode(dec)?;
+        Self::ALL
+            .get(usize::from(t))
+            .copied()
+            .ok_or(DecodeError::UnknownTag(t))
+    }
+}
+
+impl Wire for EntryKind {
+    // A special entry's tag is 3 + its kind's, so the tags of the first three never moved.
+    fn encode(&self, enc: &mut Encoder) {
+        let tag = match self {
+            Self::File => 0u8,
+            Self::Directory => 1,
+            Self::Symlink => 2,
+            Self::Special(k) => 3 + *k as u8,
+        };
+        tag.encode(enc);
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
         Ok(match u8::decode(dec)? {
             0 => Self::File,
             1 => Self::Directory,
             2 => Self::Symlink,
+            t @ 3..=6 => Self::Special(SpecialKind::ALL[usize::from(t - 3)]),
             t => return Err(DecodeError::UnknownTag(t)),
         })
     }
@@ -171,6 +262,7 @@ impl Inode {
             InodeKind::File { .. } => EntryKind::File,
             InodeKind::Directory { .. } => EntryKind::Directory,
             InodeKind::Symlink { .. } => EntryKind::Symlink,
+            InodeKind::Special { kind, .. } => EntryKind::Special(kind),
         }
     }
 

@@ -58,12 +58,13 @@ impl From<DecodeError> for MetaError {
 
 /// The `Invalid` messages, by wire code (an unknown code decodes as a generic message, so a
 /// newer server's new message never makes an answer undecodable).
-const INVALID: [&str; 5] = [
+const INVALID: [&str; 6] = [
     "invalid argument",
     "paths are absolute",
     "the root has no parent",
     "`..` names no entry",
     "a directory cannot move into itself",
+    "a FIFO, device or socket has no data in the file system",
 ];
 
 fn kv_code(e: KvError) -> u8 {

@@ -8,6 +8,7 @@
 
 use super::args::{LengthHint, LockAction, SetAttr, BATCH_STAT_MAX};
 use super::codec::{DecodeError, Decoder, Encoder, Wire};
+use super::inode::SpecialKind;
 use crate::ids::InodeId;
 
 /// One namespace request (paths are absolute).
@@ -54,6 +55,17 @@ pub enum MetaOp {
         path: String,
         /// What it points at.
         target: String,
+    },
+    /// mknod: a FIFO, device or socket at `path`.
+    Mknod {
+        /// The new name.
+        path: String,
+        /// Which kind of special file.
+        kind: SpecialKind,
+        /// Mode bits (the caller's umask applied).
+        perm: u32,
+        /// The device number of a device; 0 otherwise.
+        rdev: u64,
     },
     /// link: `path` becomes another name of the file `existing`.
     Hardlink {
@@ -207,6 +219,18 @@ impl Wire for MetaOp {
                 put_str(enc, path);
                 put_str(enc, target);
             }
+            Self::Mknod {
+                path,
+                kind,
+                perm,
+                rdev,
+            } => {
+                enc.u8(16);
+                put_str(enc, path);
+                kind.encode(enc);
+                perm.encode(enc);
+                rdev.encode(enc);
+            }
             Self::Hardlink { existing, path } => {
                 enc.u8(5);
                 put_str(enc, existing);
@@ -278,79 +302,102 @@ impl Wire for MetaOp {
         }
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Self, DecodeError> {
-        Ok(match dec.u8()? {
-            0 => Self::Stat {
-                path: get_str(dec)?,
-                follow: Wire::decode(dec)?,
-            },
-            1 => Self::List {
-                path: get_str(dec)?,
-                after: Wire::decode(dec)?,
-                limit: Wire::decode(dec)?,
-            },
-            2 => Self::Create {
-                path: get_str(dec)?,
-                perm: Wire::decode(dec)?,
-                exclusive: Wire::decode(dec)?,
-            },
-            3 => Self::Mkdirs {
-                path: get_str(dec)?,
-                perm: Wire::decode(dec)?,
-                recursive: Wire::decode(dec)?,
-            },
-            4 => Self::Symlink {
-                path: get_str(dec)?,
-                target: get_str(dec)?,
-            },
-            5 => Self::Hardlink {
-                existing: get_str(dec)?,
-                path: get_str(dec)?,
-            },
-            6 => Self::Remove {
-                path: get_str(dec)?,
-                recursive: Wire::decode(dec)?,
-            },
-            7 => Self::Rename {
-                from: get_str(dec)?,
-                to: get_str(dec)?,
-            },
-            8 => Self::Open {
-                path: get_str(dec)?,
-                write: Wire::decode(dec)?,
-                session: Wire::decode(dec)?,
-            },
-            9 => Self::Close {
-                inode: Wire::decode(dec)?,
-                session: Wire::decode(dec)?,
-                length: Wire::decode(dec)?,
-            },
-            10 => Self::ExtendStripe {
-                inode: Wire::decode(dec)?,
-                chunk: Wire::decode(dec)?,
-            },
-            11 => Self::SetAttr {
-                path: get_str(dec)?,
-                attr: Wire::decode(dec)?,
-            },
-            15 => Self::StatFs,
-            14 => Self::LockDirectory {
-                path: get_str(dec)?,
-                action: Wire::decode(dec)?,
-            },
-            13 => Self::Sync {
-                inode: Wire::decode(dec)?,
-                length: Wire::decode(dec)?,
-                truncated: Wire::decode(dec)?,
-            },
-            12 => {
-                let n = dec.len(BATCH_STAT_MAX as u32, 4)?;
-                let mut paths = Vec::with_capacity(n);
-                for _ in 0..n {
-                    paths.push(get_str(dec)?);
-                }
-                Self::BatchStat { paths }
-            }
-            t => return Err(DecodeError::UnknownTag(t)),
-        })
+        match dec.u8()? {
+            t @ (0..=7 | 16) => decode_names(t, dec),
+            t => decode_rest(t, dec),
+        }
     }
+}
+
+/// The operations on names (stat, list, create, mkdir, symlink, link, remove, rename, mknod).
+fn decode_names(tag: u8, dec: &mut Decoder<'_>) -> Result<MetaOp, DecodeError> {
+    use MetaOp as M;
+    Ok(match tag {
+        0 => M::Stat {
+            path: get_str(dec)?,
+            follow: Wire::decode(dec)?,
+        },
+        1 => M::List {
+            path: get_str(dec)?,
+            after: Wire::decode(dec)?,
+            limit: Wire::decode(dec)?,
+        },
+        2 => M::Create {
+            path: get_str(dec)?,
+            perm: Wire::decode(dec)?,
+            exclusive: Wire::decode(dec)?,
+        },
+        3 => M::Mkdirs {
+            path: get_str(dec)?,
+            perm: Wire::decode(dec)?,
+            recursive: Wire::decode(dec)?,
+        },
+        4 => M::Symlink {
+            path: get_str(dec)?,
+            target: get_str(dec)?,
+        },
+        5 => M::Hardlink {
+            existing: get_str(dec)?,
+            path: get_str(dec)?,
+        },
+        6 => M::Remove {
+            path: get_str(dec)?,
+            recursive: Wire::decode(dec)?,
+        },
+        7 => M::Rename {
+            from: get_str(dec)?,
+            to: get_str(dec)?,
+        },
+        16 => M::Mknod {
+            path: get_str(dec)?,
+            kind: Wire::decode(dec)?,
+            perm: Wire::decode(dec)?,
+            rdev: Wire::decode(dec)?,
+        },
+        t => return Err(DecodeError::UnknownTag(t)),
+    })
+}
+
+/// The rest: sessions, attributes, locks, batches and the file system's statistics.
+fn decode_rest(tag: u8, dec: &mut Decoder<'_>) -> Result<MetaOp, DecodeError> {
+    use MetaOp as M;
+    Ok(match tag {
+        8 => M::Open {
+            path: get_str(dec)?,
+            write: Wire::decode(dec)?,
+            session: Wire::decode(dec)?,
+        },
+        9 => M::Close {
+            inode: Wire::decode(dec)?,
+            session: Wire::decode(dec)?,
+            length: Wire::decode(dec)?,
+        },
+        10 => M::ExtendStripe {
+            inode: Wire::decode(dec)?,
+            chunk: Wire::decode(dec)?,
+        },
+        11 => M::SetAttr {
+            path: get_str(dec)?,
+            attr: Wire::decode(dec)?,
+        },
+        15 => M::StatFs,
+        14 => M::LockDirectory {
+            path: get_str(dec)?,
+            action: Wire::decode(dec)?,
+        },
+        13 => M::Sync {
+            inode: Wire::decode(dec)?,
+            length: Wire::decode(dec)?,
+            truncated: Wire::decode(dec)?,
+        },
+        12 => {
+            let n = dec.len(BATCH_STAT_MAX as u32, 4)?;
+            let mut paths = Vec::with_capacity(n);
+            for _ in 0..n {
+                paths.push(get_str(dec)?);
+            }
+            M::BatchStat { paths }
+        }
+        t => return Err(DecodeError::UnknownTag(t)),
+    })
 }

@@ -27,7 +27,7 @@ pub mod meta_op;
 pub mod placement;
 
 pub use args::{LengthHint, LockAction, SetAttr, User, BATCH_STAT_MAX, ROOT_USER};
-pub use inode::{DirEntry, EntryKind, Inode, InodeKind};
+pub use inode::{DirEntry, EntryKind, Inode, InodeKind, SpecialKind};
 pub use meta_answer::{FsStat, MetaAnswer, MetaResult};
 pub use meta_error::MetaError;
 pub use meta_op::MetaOp;

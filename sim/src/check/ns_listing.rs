@@ -24,6 +24,7 @@ pub fn final_listing(kv: &mut MemKv) -> Result<Vec<(String, String)>, String> {
                     format!("symlink -> {}", String::from_utf8_lossy(target))
                 }
                 InodeKind::File { .. } => "file".to_string(),
+                InodeKind::Special { kind, .. } => format!("{kind:?}"),
             };
             out.push((path.clone(), what));
             if inode.is_dir() && depth < t3fs_core::meta::DEPTH_MAX {

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use t3fs_core::meta::perm::{User, MAY_EXEC, MAY_WRITE, ROOT_USER, STICKY};
 use t3fs_core::meta::request::MetaOp;
 use t3fs_core::meta::{split_path, EntryKind, MetaError, DEPTH_MAX, SYMLINKS_MAX};
+use t3fs_core::wire::SpecialKind;
 use t3fs_scenario::ns_files::INITIAL_DIR_PERM;
 
 use crate::history::ns::Abstract;
@@ -36,7 +37,27 @@ enum Node {
     File {
         nlink: u32,
     },
-    Symlink(String),
+    Symlink {
+        target: String,
+        nlink: u32,
+    },
+    /// A FIFO, device or socket: a name and attributes, nothing else.
+    Special {
+        kind: SpecialKind,
+        nlink: u32,
+    },
+}
+
+impl Node {
+    /// The link count of anything but a directory (which cannot be hard-linked).
+    fn nlink_mut(&mut self) -> Option<&mut u32> {
+        match self {
+            Node::Dir { .. } => None,
+            Node::File { nlink } | Node::Symlink { nlink, .. } | Node::Special { nlink, .. } => {
+                Some(nlink)
+            }
+        }
+    }
 }
 
 /// The tree.
@@ -88,7 +109,8 @@ impl Tree {
     fn kind(&self, id: u32) -> EntryKind {
         match self.nodes.get(&id) {
             Some(Node::Dir { .. }) => EntryKind::Directory,
-            Some(Node::Symlink(_)) => EntryKind::Symlink,
+            Some(Node::Symlink { .. }) => EntryKind::Symlink,
+            Some(Node::Special { kind, .. }) => EntryKind::Special(*kind),
             _ => EntryKind::File,
         }
     }
@@ -146,7 +168,7 @@ impl Tree {
             }
             let next = *entries.get(*name).ok_or(MetaError::NotFound)?;
             cur = match self.nodes.get(&next) {
-                Some(Node::Symlink(target)) if !last || follow => {
+                Some(Node::Symlink { target, .. }) if !last || follow => {
                     *links += 1;
                     if *links > SYMLINKS_MAX {
                         return Err(MetaError::Loop);
@@ -224,8 +246,10 @@ impl Tree {
             },
             n => n,
         };
+        let is_dir = matches!(node, Node::Dir { .. });
         self.nodes.insert(id, node);
-        self.attrs.insert(id, (u.uid, u.gid, perm & 0o7777));
+        let attrs = self.new_attrs(parent, is_dir, perm, u);
+        self.attrs.insert(id, attrs);
         self.entries_mut(parent).insert(name.to_vec(), id);
         Ok((id, true))
     }
@@ -253,8 +277,8 @@ impl Tree {
 
     /// Drops one name of `id` (its inode goes to "GC": out of the model once unnamed).
     fn unlink(&mut self, id: u32) {
-        match self.nodes.get_mut(&id) {
-            Some(Node::File { nlink }) if *nlink > 1 => *nlink -= 1,
+        match self.nodes.get_mut(&id).and_then(Node::nlink_mut) {
+            Some(nlink) if *nlink > 1 => *nlink -= 1,
             _ => {
                 self.nodes.remove(&id);
                 self.attrs.remove(&id);
@@ -292,11 +316,18 @@ impl Tree {
                 perm,
             } => self.mkdirs(path, *recursive, *perm, who, u),
             MetaOp::Symlink { path, target } => {
-                match self.make(path, Node::Symlink(target.clone()), 0o777, who, u)? {
+                let node = Node::Symlink {
+                    target: target.clone(),
+                    nlink: 1,
+                };
+                match self.make(path, node, 0o777, who, u)? {
                     (_, true) => Ok(Abstract::Kind(EntryKind::Symlink)),
                     _ => Err(MetaError::Exists),
                 }
             }
+            MetaOp::Mknod {
+                path, kind, perm, ..
+            } => self.mknod(path, *kind, *perm, who, u),
             MetaOp::Hardlink { existing, path } => self.hardlink(existing, path, who, u),
             MetaOp::Remove { path, recursive } => self.remove(path, *recursive, who, u),
             MetaOp::Open { path, write, .. } => self.open(path, *write, u),
@@ -341,7 +372,8 @@ impl Tree {
             let path = format!("{prefix}/{}", String::from_utf8_lossy(name));
             let what = match self.nodes.get(id) {
                 Some(Node::Dir { .. }) => "dir".to_string(),
-                Some(Node::Symlink(t)) => format!("symlink -> {t}"),
+                Some(Node::Symlink { target, .. }) => format!("symlink -> {target}"),
+                Some(Node::Special { kind, .. }) => format!("{kind:?}"),
                 _ => "file".to_string(),
             };
             out.push((path.clone(), what));

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use t3fs_core::meta::lock::LockAction;
 use t3fs_core::meta::perm::{User, MAY_EXEC, MAY_READ, MAY_WRITE};
 use t3fs_core::meta::{prefix_path, split_path, EntryKind, MetaError, SetAttr, NLINK_MAX};
+use t3fs_core::wire::SpecialKind;
 
 use super::{Abstract, Node, Tree, R, ROOT};
 
@@ -96,7 +97,8 @@ impl Tree {
         }
         self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(parent, who)?;
-        let Some(Node::File { nlink }) = self.nodes.get_mut(&target) else {
+        let kind = self.kind(target);
+        let Some(nlink) = self.nodes.get_mut(&target).and_then(Node::nlink_mut) else {
             return Err(MetaError::NotPermitted);
         };
         if *nlink >= NLINK_MAX {
@@ -104,7 +106,50 @@ impl Tree {
         }
         *nlink += 1;
         self.entries_mut(parent).insert(name.to_vec(), target);
-        Ok(Abstract::Kind(EntryKind::File))
+        Ok(Abstract::Kind(kind))
+    }
+
+    /// `Mknod`: a new FIFO, device (root only) or socket at `path`.
+    pub(super) fn mknod(
+        &mut self,
+        path: &str,
+        kind: SpecialKind,
+        perm: u32,
+        who: u64,
+        u: User,
+    ) -> R<Abstract> {
+        let device = matches!(kind, SpecialKind::CharDevice | SpecialKind::BlockDevice);
+        if device && !u.is_root() {
+            // The name and the directory's permissions are judged first (Linux).
+            let (parent, name) = self.parent_of(path, u)?;
+            self.may(parent, u, MAY_EXEC)?;
+            if self.entry(parent, name).is_some() {
+                return Err(MetaError::Exists);
+            }
+            self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
+            return Err(MetaError::NotPermitted);
+        }
+        match self.make(path, Node::Special { kind, nlink: 1 }, perm, who, u)? {
+            (_, true) => Ok(Abstract::Kind(EntryKind::Special(kind))),
+            _ => Err(MetaError::Exists),
+        }
+    }
+
+    /// Owner, group and mode of a new inode in `parent`: the caller's, except that a setgid
+    /// parent gives its group (and its setgid bit to a new directory), and a group-executable
+    /// setgid file made there by a non-member, non-root caller loses the bit (Linux).
+    pub(super) fn new_attrs(&self, parent: u32, dir: bool, perm: u32, u: User) -> (u32, u32, u32) {
+        let (_, pgid, pperm) = self.attrs.get(&parent).copied().unwrap_or((0, 0, 0));
+        let mut perm = perm & 0o7777;
+        if pperm & 0o2000 == 0 {
+            return (u.uid, u.gid, perm);
+        }
+        if dir {
+            perm |= 0o2000;
+        } else if perm & 0o2010 == 0o2010 && !u.is_root() && u.gid != pgid {
+            perm &= !0o2000;
+        }
+        (u.uid, pgid, perm)
     }
 
     /// `Remove`: drops the name `path` (a non-empty directory only if `recursive`).

@@ -199,6 +199,16 @@ fn setgid_directories_and_special_files_agree_with_the_model() {
             stat("/d0/p2"),
             Abstract::Kind(K::Special(SpecialKind::Fifo)),
         ),
+        // No write session may hold one: a close could not end it (swarm seed 39 found that).
+        (
+            alice,
+            MetaOp::Open {
+                path: "/d0/p2".into(),
+                write: true,
+                session: 7,
+            },
+            Abstract::Error(E::Invalid(t3fs_core::wire::NO_DATA)),
+        ),
     ];
     let mut kv = MemKv::new(100_000);
     seed_namespace(&mut kv, 2);

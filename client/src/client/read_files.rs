@@ -10,6 +10,7 @@
 
 use t3fs_core::client::{ClientCall, ClientRet};
 use t3fs_core::meta::{InodeKind, MetaError, BATCH_STAT_MAX};
+use t3fs_core::wire::NO_DATA;
 
 use super::{Client, ClientError, File};
 
@@ -43,9 +44,9 @@ impl Client {
                     InodeKind::File { .. } => self.file_of(i, 0),
                     InodeKind::Directory { .. } => Err(ClientError::Meta(MetaError::IsDir)),
                     InodeKind::Symlink { .. } => Err(ClientError::Meta(MetaError::Loop)),
-                    InodeKind::Special { .. } => Err(ClientError::Meta(MetaError::Invalid(
-                        "a FIFO, device or socket has no data in the file system",
-                    ))),
+                    InodeKind::Special { .. } => {
+                        Err(ClientError::Meta(MetaError::Invalid(NO_DATA)))
+                    }
                 }
             })
             .collect();

@@ -17,6 +17,7 @@ use crate::ids::{ClientId, InodeId};
 use crate::kv::KvEngine;
 use crate::mgmtd::store::decode;
 use crate::mgmtd::store::encode;
+use crate::wire::NO_DATA;
 use crate::wire_struct;
 
 /// A write session (3FS `FileSession`).
@@ -42,13 +43,22 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// the asking client. A directory cannot be opened for write (EISDIR).
     pub fn open(&mut self, path: &str, write: bool, session: u64, op: PathOp) -> R<Inode> {
         let inode = self.resolve(path, true)?;
+        // A special file passes the permission checks as Linux makes them, then is refused:
+        // its data is never chunks, so no session may hold it (a close could not end one).
+        let special = matches!(inode.kind, InodeKind::Special { .. });
         if !write {
             super::perm::check(&inode, self.user(), super::perm::MAY_READ)?;
+            if special {
+                return Err(MetaError::Invalid(NO_DATA));
+            }
         } else {
             if inode.is_dir() {
                 return Err(MetaError::IsDir);
             }
             super::perm::check(&inode, self.user(), super::perm::MAY_WRITE)?;
+            if special {
+                return Err(MetaError::Invalid(NO_DATA));
+            }
             let s = FileSession {
                 client: op.client,
                 session,

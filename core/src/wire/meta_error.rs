@@ -56,6 +56,10 @@ impl From<DecodeError> for MetaError {
     }
 }
 
+/// The `Invalid` message for data I/O on a FIFO, device or socket: the kernel of whoever opens
+/// one supplies its data, never the file system's chunks.
+pub const NO_DATA: &str = "a FIFO, device or socket has no data in the file system";
+
 /// The `Invalid` messages, by wire code (an unknown code decodes as a generic message, so a
 /// newer server's new message never makes an answer undecodable).
 const INVALID: [&str; 6] = [
@@ -64,7 +68,7 @@ const INVALID: [&str; 6] = [
     "the root has no parent",
     "`..` names no entry",
     "a directory cannot move into itself",
-    "a FIFO, device or socket has no data in the file system",
+    NO_DATA,
 ];
 
 fn kv_code(e: KvError) -> u8 {

@@ -29,6 +29,6 @@ pub mod placement;
 pub use args::{LengthHint, LockAction, SetAttr, User, BATCH_STAT_MAX, ROOT_USER};
 pub use inode::{DirEntry, EntryKind, Inode, InodeKind, SpecialKind};
 pub use meta_answer::{FsStat, MetaAnswer, MetaResult};
-pub use meta_error::MetaError;
+pub use meta_error::{MetaError, NO_DATA};
 pub use meta_op::MetaOp;
 pub use placement::{ChainRange, DirLayout, Layout};

@@ -180,6 +180,10 @@ impl Tree {
         if write {
             self.may(id, u, MAY_WRITE)?;
         }
+        // A special file's data is its opener's kernel's, never the file system's.
+        if let EntryKind::Special(_) = self.kind(id) {
+            return Err(MetaError::Invalid(t3fs_core::wire::NO_DATA));
+        }
         Ok(Abstract::Kind(self.kind(id)))
     }
 

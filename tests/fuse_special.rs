@@ -3,8 +3,9 @@
 //! the mount answers a client, a character device made by `mknod` keeps its major and minor
 //! numbers (and, the mount being `nodev` like every FUSE mount, does not open), `ls -l` shows
 //! each type, and links, renames and removals treat them like any inode. An unprivileged
-//! caller may make FIFOs and sockets but no device (EPERM, as the kernel answers it), and a
-//! new entry in a setgid directory takes the directory's group.
+//! caller may make FIFOs and sockets but no device (EPERM, as the kernel answers it), a new
+//! entry in a setgid directory takes the directory's group, a caller's supplementary groups
+//! count for permissions and chgrp, and utimes to now needs only write access.
 //!
 //! Reproduce: `cargo nextest run -p t3fs --test fuse_special`. Needs /dev/fuse and fusermount3
 //! (the README's test command installs them); the unprivileged part needs root to drop from.
@@ -18,7 +19,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::process::Command;
 
-use support::{become_nobody, mount, processes_under, t3fs, NOBODY};
+use support::{become_nobody, become_nobody_in, mount, processes_under, t3fs, NOBODY};
 
 fn sh(dir: &Path, script: &str) -> (bool, String) {
     let out = Command::new("sh")
@@ -182,6 +183,50 @@ fn unprivileged_rules(mnt: &Path) {
             sub.mode() & 0o2000,
             0o2000,
             "a new directory there is setgid"
+        );
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    supplementary_groups(mnt);
+}
+
+/// As nobody in supplementary group 4242 (the mount reads it from /proc): the group class of
+/// a 4242 directory, chgrp of its own file to 4242 but not to 4243, and utimes to now of a
+/// file it may write but does not own (not to an explicit time).
+fn supplementary_groups(mnt: &Path) {
+    let team = mnt.join("team");
+    fs::create_dir(&team).unwrap();
+    std::os::unix::fs::chown(&team, None, Some(4242)).unwrap();
+    fs::set_permissions(&team, fs::Permissions::from_mode(0o770)).unwrap();
+    let shared = mnt.join("writable");
+    fs::write(&shared, b"x").unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o666)).unwrap();
+    let mnt = mnt.to_path_buf();
+    std::thread::spawn(move || {
+        become_nobody_in(&[4242]);
+        let mine = team.join("mine");
+        fs::write(&mine, b"ok").expect("the group class lets a member of 4242 write in it");
+        std::os::unix::fs::chown(&mine, None, Some(4242)).unwrap();
+        assert_eq!(fs::metadata(&mine).unwrap().gid(), 4242);
+        let err = std::os::unix::fs::chown(&mine, None, Some(4243)).unwrap_err();
+        assert_eq!(
+            err.raw_os_error(),
+            Some(libc::EPERM),
+            "chgrp to a group not mine"
+        );
+        let f = fs::File::options().write(true).open(&shared).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH)
+            .expect_err("explicit times need the owner");
+        // utimensat(path, NULL): this thread's call (a child process would exec as root).
+        let c = std::ffi::CString::new(mnt.join("writable").as_os_str().as_encoded_bytes());
+        let c = c.unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path; a null `times` means now.
+        let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), std::ptr::null(), 0) };
+        assert_eq!(
+            rc,
+            0,
+            "utimes to now by a writer: {}",
+            std::io::Error::last_os_error()
         );
     })
     .join()

@@ -43,16 +43,11 @@ fn the_reference_tree_answers_like_the_meta_service() {
             let mut n = 0;
             while let Some(op) = gen.next_op() {
                 n += 1;
-                // Three clients take turns, as root and two users of one group, so that
-                // directory locks, permissions and the sticky bit decide some answers.
+                // Three clients take turns, as root and two users of one group (one also in
+                // group 200), so that directory locks, permissions, chown's group rule and the
+                // sticky bit decide some answers.
                 let who = 1 + n % 3;
-                let user = match who {
-                    1 => t3fs_core::meta::perm::ROOT_USER,
-                    k => t3fs_core::meta::perm::User {
-                        uid: 998 + k as u32,
-                        gid: 100,
-                    },
-                };
+                let user = t3fs_scenario::ns_files::client_user(who - 1);
                 let p = PathOp {
                     client: ClientId(who),
                     request: RequestId(n),
@@ -100,11 +95,43 @@ fn setgid_directories_and_special_files_agree_with_the_model() {
     use t3fs_core::meta::perm::{User, ROOT_USER};
     use t3fs_core::meta::SetAttr;
     use t3fs_core::wire::SpecialKind;
-    let alice = User { uid: 999, gid: 100 };
-    let bob = User {
-        uid: 1000,
-        gid: 100,
+    let alice = User::new(999, 100);
+    let carol = User {
+        groups: t3fs_core::wire::Groups::of(&[50]),
+        ..User::new(1002, 100)
     };
+    let set = |path: &str, attr: SetAttr| MetaOp::SetAttr {
+        path: path.into(),
+        attr,
+    };
+    let touch = |path: &str| {
+        set(
+            path,
+            SetAttr {
+                touch: true,
+                ..Default::default()
+            },
+        )
+    };
+    let utimes = |path: &str, t| {
+        set(
+            path,
+            SetAttr {
+                mtime: Some(t),
+                ..Default::default()
+            },
+        )
+    };
+    let chmod = |path: &str, p| {
+        set(
+            path,
+            SetAttr {
+                perm: Some(p),
+                ..Default::default()
+            },
+        )
+    };
+    let bob = User::new(1000, 100);
     let mkdir = |path: &str, perm| MetaOp::Mkdirs {
         path: path.into(),
         perm,
@@ -199,6 +226,33 @@ fn setgid_directories_and_special_files_agree_with_the_model() {
             stat("/d0/p2"),
             Abstract::Kind(K::Special(SpecialKind::Fifo)),
         ),
+        // Supplementary groups: Carol is in 50 besides her primary 100.
+        (
+            ROOT_USER,
+            mkdir("/d0/g", 0o770),
+            Abstract::Kind(K::Directory),
+        ),
+        (ROOT_USER, chgrp("/d0/g", 50), Abstract::Kind(K::Directory)),
+        (
+            carol,
+            mkdir("/d0/g/in", 0o755),
+            Abstract::Kind(K::Directory),
+        ),
+        (bob, mkdir("/d0/g/in2", 0o755), Abstract::Error(E::Access)),
+        // The owner may change the group to one of hers, no other; nobody else may.
+        (carol, mkdir("/d0/cf", 0o755), Abstract::Kind(K::Directory)),
+        (carol, chgrp("/d0/cf", 50), Abstract::Kind(K::Directory)),
+        (
+            carol,
+            chgrp("/d0/cf", 300),
+            Abstract::Error(E::NotPermitted),
+        ),
+        (bob, chgrp("/d0/cf", 100), Abstract::Error(E::NotPermitted)),
+        // utimes to now: the owner or a writer (EACCES otherwise); explicit times: the owner.
+        (bob, touch("/d0/cf"), Abstract::Error(E::Access)),
+        (carol, chmod("/d0/cf", 0o777), Abstract::Kind(K::Directory)),
+        (bob, touch("/d0/cf"), Abstract::Kind(K::Directory)),
+        (bob, utimes("/d0/cf", 5), Abstract::Error(E::NotPermitted)),
         // No write session may hold one: a close could not end it (swarm seed 39 found that).
         (
             alice,

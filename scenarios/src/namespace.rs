@@ -432,7 +432,13 @@ impl NsGenerator {
                     .rng
                     .chance(0.2)
                     .then(|| [0, 1000, 1001][self.rng.below(3) as usize]),
+                // chgrp among the users' groups (100, and 200 for one) and one of no one's.
+                gid: self
+                    .rng
+                    .chance(0.2)
+                    .then(|| [100, 200, 300][self.rng.below(3) as usize]),
                 mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
+                touch: self.rng.chance(0.2),
                 // A directory's default layout: 4 or 8 KiB chunks over 1 to 4 chains.
                 layout: self
                     .rng

@@ -54,13 +54,16 @@ pub fn initial_dirs(dirs: u32) -> Vec<String> {
 }
 
 /// The user client `k` acts for: every third is root, the others two ordinary users of one
-/// group, so permission checks and the sticky bit meet both kinds.
+/// group, the second also in supplementary group 200, so permission checks, chown's group
+/// rule and the sticky bit meet every kind of caller.
 pub fn client_user(k: u64) -> t3fs_core::meta::perm::User {
+    use t3fs_core::meta::perm::User;
     match (k % 3) as u32 {
         0 => t3fs_core::meta::perm::ROOT_USER,
-        k => t3fs_core::meta::perm::User {
-            uid: 999 + k,
-            gid: 100,
+        1 => User::new(1000, 100),
+        k => User {
+            groups: t3fs_core::wire::Groups::of(&[200]),
+            ..User::new(999 + k, 100)
         },
     }
 }

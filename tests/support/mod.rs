@@ -246,10 +246,15 @@ pub const NOBODY: u32 = 65534;
 /// sends the fsuid as the caller), with no supplementary groups (the raw syscall: glibc's
 /// wrapper would change every thread of the test).
 pub fn become_nobody() {
-    // SAFETY: plain syscalls on this thread's credentials; no memory is passed.
+    become_nobody_in(&[]);
+}
+
+/// [`become_nobody`], in the supplementary `groups`.
+pub fn become_nobody_in(groups: &[u32]) {
+    // SAFETY: plain syscalls on this thread's credentials; `groups` outlives the call.
     unsafe {
         assert_eq!(
-            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()),
+            libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()),
             0
         );
         libc::setfsgid(NOBODY);

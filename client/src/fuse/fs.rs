@@ -45,6 +45,7 @@ use tokio::runtime::Handle;
 
 use super::attr::BLKSIZE;
 use super::dir_handles::dir_entries;
+use super::groups::GroupCache;
 use super::inner::{lock, Inner};
 use super::mount_client::MountClient;
 use super::ns_requests::perm_of;
@@ -54,6 +55,7 @@ use crate::client::Client;
 pub struct T3fs {
     inner: Arc<Inner<Client>>,
     opts: super::MountOptions,
+    groups: GroupCache,
 }
 
 impl T3fs {
@@ -62,6 +64,7 @@ impl T3fs {
         Self {
             inner: Arc::new(Inner::new(client, rt, &opts)),
             opts,
+            groups: GroupCache::default(),
         }
     }
 
@@ -86,8 +89,8 @@ impl T3fs {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let user = User {
-            uid: req.uid(),
-            gid: req.gid(),
+            groups: self.groups.of(req.pid()),
+            ..User::new(req.uid(), req.gid())
         };
         let fut = f(self.inner.clone());
         self.inner
@@ -96,12 +99,8 @@ impl T3fs {
     }
 }
 
-fn secs(t: TimeOrNow) -> u64 {
-    let at = match t {
-        TimeOrNow::SpecificTime(t) => t,
-        TimeOrNow::Now => SystemTime::now(),
-    };
-    at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+fn secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
 }
 
 impl Filesystem for T3fs {
@@ -166,8 +165,12 @@ impl Filesystem for T3fs {
             perm: mode.map(|m| m & 0o7777),
             uid,
             gid,
-            mtime: mtime.map(secs),
+            mtime: match mtime {
+                Some(TimeOrNow::SpecificTime(t)) => Some(secs(t)),
+                _ => None,
+            },
             layout: None,
+            touch: matches!(mtime, Some(TimeOrNow::Now)),
         };
         self.spawn(req, |s| async move {
             let r = s.setattr(ino, fh.map(|h| h.0), size, set).await;

@@ -23,6 +23,7 @@ mod file_requests;
 mod fs;
 #[cfg(test)]
 mod gated_backend;
+mod groups;
 #[cfg(test)]
 mod handle_tests;
 mod inner;

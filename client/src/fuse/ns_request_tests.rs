@@ -99,10 +99,7 @@ fn permissions_are_the_callers_and_what_it_makes_is_its_own() {
             .await
             .unwrap();
         assert_eq!(m.release(fh).await, Ok(()));
-        let bob = User {
-            uid: 1001,
-            gid: 1001,
-        };
+        let bob = User::new(1001, 1001);
         let r = as_user(bob, s.remove(sticky, n("a"))).await;
         assert_eq!(code(r), Err(libc::EPERM));
         assert_eq!(code(as_user(ALICE, s.remove(sticky, n("a"))).await), Ok(()));
@@ -178,6 +175,7 @@ fn setattr_changes_what_it_is_asked_and_a_symlink_keeps_its_own_attributes() {
             gid: Some(8),
             mtime: Some(12345),
             layout: None,
+            touch: false,
         };
         let a = s.setattr(f, None, None, set).await.unwrap();
         assert_eq!((a.perm, a.uid, a.gid, a.size), (0o640, 7, 8, 3));

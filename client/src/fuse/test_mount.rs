@@ -29,10 +29,7 @@ pub(super) const ROOT: INodeNo = INodeNo(1);
 pub(super) const CHUNK: u32 = 16;
 
 /// An ordinary user (the tests' `acting_as`).
-pub(super) const ALICE: User = User {
-    uid: 1000,
-    gid: 1000,
-};
+pub(super) const ALICE: User = User::new(1000, 1000);
 
 /// A mount over an in-memory cluster.
 pub(super) struct Mount {

@@ -1,12 +1,12 @@
 //! Attribute operations of §4.3: setattr (chmod, chown, utimes) and batch stat.
 //!
-//! Invariant: setattr changes only the attributes it is given and stamps ctime with the
-//! caller's clock (mtime only when asked: utimes); a batch stat answers each path on its own,
-//! all from one snapshot. Not here: permission checks (no users yet), iflags, directory
-//! layouts.
+//! Invariant: setattr changes only the attributes it is given (and, as Linux, the setuid and
+//! setgid bits a chown of a non-directory drops) and stamps ctime with the caller's clock
+//! (mtime only when asked: utimes); a batch stat answers each path on its own, all from one
+//! snapshot. Not here: the permission rules themselves (perm.rs), iflags, access times.
 
 use super::ops::Namespace;
-use super::{Inode, MetaError, PathOp};
+use super::{perm, Inode, MetaError, PathOp};
 use crate::kv::KvEngine;
 pub use crate::wire::{SetAttr, BATCH_STAT_MAX};
 
@@ -17,13 +17,17 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     pub fn setattr(&mut self, path: &str, attr: SetAttr, op: PathOp) -> R<Inode> {
         let mut i = self.resolve(path, true)?;
         let user = self.user();
-        // chmod and utimes: the owner or root; chown: root (perm.rs).
+        // chmod and explicit times: the owner or root; chown: perm.rs's rule; a touch: also
+        // anyone who may write the file (EACCES otherwise, as utimensat answers).
         let owner = user.is_root() || user.uid == i.uid;
         if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
             return Err(MetaError::NotPermitted);
         }
-        if (attr.uid.is_some() || attr.gid.is_some()) && !user.is_root() {
-            return Err(MetaError::NotPermitted);
+        if attr.uid.is_some() || attr.gid.is_some() {
+            perm::check_chown(&i, user, attr.uid, attr.gid)?;
+        }
+        if attr.touch && !owner {
+            perm::check(&i, user, perm::MAY_WRITE)?;
         }
         if let Some(l) = attr.layout {
             match &mut i.kind {
@@ -32,16 +36,14 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
             }
         }
         if let Some(p) = attr.perm {
-            i.perm = p & 0o7777;
+            i.perm = perm::chmod_bits(&i, user, p);
         }
-        if let Some(u) = attr.uid {
-            i.uid = u;
-        }
-        if let Some(g) = attr.gid {
-            i.gid = g;
-        }
+        chown(&mut i, attr.uid, attr.gid);
         if let Some(m) = attr.mtime {
             i.mtime = m;
+        }
+        if attr.touch {
+            i.mtime = op.now;
         }
         i.ctime = op.now;
         self.put_inode(&i);
@@ -62,5 +64,25 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
             }
         }
         Ok(out)
+    }
+}
+
+/// chown's changes: the new owner and group, and, on anything but a directory, the setuid bit
+/// and a group-executable setgid bit dropped (Linux does so for every chown, root's too).
+fn chown(i: &mut Inode, uid: Option<u32>, gid: Option<u32>) {
+    if uid.is_none() && gid.is_none() {
+        return;
+    }
+    if let Some(u) = uid {
+        i.uid = u;
+    }
+    if let Some(g) = gid {
+        i.gid = g;
+    }
+    if !i.is_dir() {
+        i.perm &= !0o4000;
+        if i.perm & 0o010 != 0 {
+            i.perm &= !perm::SETGID;
+        }
     }
 }

@@ -5,16 +5,19 @@
 //! sticky-bit rule for removing and renaming, and ownership for chmod, chown and utimes.
 //!
 //! The rules (the reference model of the namespace checker applies the same ones):
-//! - a caller is the owner class if its uid owns the inode, else the group class if its gid
-//!   matches, else other; root (uid 0) passes every mode check;
+//! - a caller is the owner class if its uid owns the inode, else the group class if the
+//!   inode's group is its primary or one of its supplementary groups, else other; root (uid 0)
+//!   passes every mode check;
 //! - in a sticky directory (mode 0o1000) only root, the directory's owner or the entry's owner
 //!   may remove or rename the entry, or replace it by a rename (`NotPermitted`, as Linux);
-//! - chmod and utimes need the owner or root, chown needs root (`NotPermitted`).
+//! - chmod and utimes need the owner or root; changing the owner needs root, and the group
+//!   root or the owner changing it to a group it is in (`NotPermitted`, as Linux); a chmod by
+//!   a caller not in the file's group (and not root) drops the setgid bit it asks for;
 //!
 //! - a new inode in a setgid directory takes its group; a new directory there is setgid too.
 //!
-//! Not here: supplementary groups, ACLs, the write permission Linux wants on a directory moved
-//! to another parent (its `..` changes).
+//! Not here: ACLs, the write permission Linux wants on a directory moved to another parent
+//! (its `..` changes).
 
 use super::{Inode, MetaError};
 pub use crate::wire::{User, ROOT_USER};
@@ -42,7 +45,7 @@ impl User {
         }
         let class = if self.uid == uid {
             perm >> 6
-        } else if self.gid == gid {
+        } else if self.in_group(gid) {
             perm >> 3
         } else {
             perm
@@ -72,6 +75,35 @@ pub fn check_sticky(dir: &Inode, entry: &Inode, user: User) -> Result<(), MetaEr
 /// The setgid bit.
 pub const SETGID: u32 = 0o2000;
 
+/// The chown rule: `NotPermitted` unless `user` is root, or owns `i`, keeps its owner and
+/// changes its group to one it is in (Linux `chown_ok`/`chgrp_ok` without capabilities).
+pub fn check_chown(
+    i: &Inode,
+    user: User,
+    uid: Option<u32>,
+    gid: Option<u32>,
+) -> Result<(), MetaError> {
+    if user.is_root() {
+        return Ok(());
+    }
+    let owner_kept = uid.is_none_or(|u| u == i.uid) && user.uid == i.uid;
+    let group_ok = gid.is_none_or(|g| g == i.gid || user.in_group(g));
+    match owner_kept && group_ok {
+        true => Ok(()),
+        false => Err(MetaError::NotPermitted),
+    }
+}
+
+/// The mode bits a chmod to `perm` leaves on `i`: the setgid bit is dropped when the caller is
+/// neither root nor in the file's group (Linux `setattr_should_drop_sgid`).
+pub fn chmod_bits(i: &Inode, user: User, perm: u32) -> u32 {
+    let perm = perm & 0o7777;
+    match user.is_root() || user.in_group(i.gid) {
+        true => perm,
+        false => perm & !SETGID,
+    }
+}
+
 /// A new inode in a setgid directory (Linux `inode_init_owner` and `mode_strip_sgid`): it takes
 /// the directory's group, a new directory stays setgid, and a new executable-by-group file
 /// loses a setgid bit its creator could not set on a file of that group (not root, not in it).
@@ -84,7 +116,7 @@ pub fn inherit_setgid(dir: &Inode, new: &mut Inode, user: User) {
         new.perm |= SETGID;
     } else if new.perm & (SETGID | 0o010) == SETGID | 0o010
         && !user.is_root()
-        && user.gid != new.gid
+        && !user.in_group(new.gid)
     {
         new.perm &= !SETGID;
     }
@@ -96,7 +128,7 @@ mod tests {
 
     #[test]
     fn classes_pick_the_owner_group_or_other_bits_and_root_passes() {
-        let u = User { uid: 5, gid: 7 };
+        let u = User::new(5, 7);
         assert!(u.may(5, 0, 0o700, MAY_READ | MAY_WRITE | MAY_EXEC));
         // The owner class applies even when the group or other bits would grant more.
         assert!(!u.may(5, 7, 0o077, MAY_READ));

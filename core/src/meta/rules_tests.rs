@@ -173,16 +173,7 @@ fn a_locked_directory_changes_only_for_its_holder() {
 fn permissions_and_the_sticky_bit_decide_who_changes_what() {
     use perm::User;
     let mut kv = fresh();
-    let (alice, bob) = (
-        User {
-            uid: 1000,
-            gid: 100,
-        },
-        User {
-            uid: 1001,
-            gid: 100,
-        },
-    );
+    let (alice, bob) = (User::new(1000, 100), User::new(1001, 100));
     let as_user =
         |kv: &mut MemKv,
          u: User,
@@ -325,7 +316,7 @@ fn directories_pass_their_default_layout_to_what_is_made_in_them() {
         Err(MetaError::Invalid("invalid argument"))
     );
     let stranger = tx(&mut kv, |ns| {
-        ns.set_user(perm::User { uid: 5, gid: 5 });
+        ns.set_user(perm::User::new(5, 5));
         ns.setattr("/d", set, op(8))
     });
     assert_eq!(stranger, Err(MetaError::NotPermitted));

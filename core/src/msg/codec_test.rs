@@ -142,6 +142,7 @@ fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
                 gid: Some(r.next() as u32),
                 mtime: Some(r.next()),
                 layout: None,
+                touch: r.below(2) == 1,
             },
         },
         9 => MetaOp::BatchStat {
@@ -314,8 +315,10 @@ fn message(r: &mut Rng) -> Msg {
             client: ClientId(r.next()),
             request: RequestId(r.next()),
             user: crate::wire::User {
-                uid: r.next() as u32,
-                gid: r.next() as u32,
+                groups: crate::wire::Groups::of(
+                    &(0..r.below(4)).map(|_| r.next() as u32).collect::<Vec<_>>(),
+                ),
+                ..crate::wire::User::new(r.next() as u32, r.next() as u32)
             },
             op: meta_op(r),
         }),

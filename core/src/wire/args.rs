@@ -1,4 +1,4 @@
-//! The arguments meta requests carry: the caller ([`User`]), setattr's attributes
+//! The arguments meta requests carry (the caller, [`super::User`], has its own module): setattr's attributes
 //! ([`SetAttr`]), a writer's length hint ([`LengthHint`]) and `lockDirectory`'s action
 //! ([`LockAction`]).
 //!
@@ -9,18 +9,6 @@ use super::codec::{DecodeError, Decoder, Encoder, Wire};
 use super::placement::DirLayout;
 use crate::wire_struct;
 
-/// Who asks (3FS `UserInfo`, without supplementary groups).
-#[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub struct User {
-    /// User id; 0 is root.
-    pub uid: u32,
-    /// Group id.
-    pub gid: u32,
-}
-wire_struct!(User { uid, gid });
-
-/// Root.
-pub const ROOT_USER: User = User { uid: 0, gid: 0 };
 /// Paths one batch stat may ask about.
 pub const BATCH_STAT_MAX: usize = 64;
 
@@ -33,10 +21,13 @@ pub struct SetAttr {
     pub uid: Option<u32>,
     /// New group (chown).
     pub gid: Option<u32>,
-    /// New modification time, seconds (utimes).
+    /// New modification time, seconds (utimes with an explicit time: the owner or root).
     pub mtime: Option<u64>,
     /// A directory's new default layout (owner or root; directories only).
     pub layout: Option<DirLayout>,
+    /// Set the modification time to the server's now (utimes with `UTIME_NOW`, or no times):
+    /// the owner, root, or anyone who may write the file.
+    pub touch: bool,
 }
 
 crate::wire_struct!(SetAttr {
@@ -44,7 +35,8 @@ crate::wire_struct!(SetAttr {
     uid,
     gid,
     mtime,
-    layout
+    layout,
+    touch
 });
 
 /// A writer's length hint (3FS `VersionedLength`).

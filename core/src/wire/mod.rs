@@ -25,10 +25,12 @@ pub mod meta_answer;
 pub mod meta_error;
 pub mod meta_op;
 pub mod placement;
+pub mod user;
 
-pub use args::{LengthHint, LockAction, SetAttr, User, BATCH_STAT_MAX, ROOT_USER};
+pub use args::{LengthHint, LockAction, SetAttr, BATCH_STAT_MAX};
 pub use inode::{DirEntry, EntryKind, Inode, InodeKind, SpecialKind};
 pub use meta_answer::{FsStat, MetaAnswer, MetaResult};
 pub use meta_error::{MetaError, NO_DATA};
 pub use meta_op::MetaOp;
 pub use placement::{ChainRange, DirLayout, Layout};
+pub use user::{Groups, User, GROUPS_MAX, ROOT_USER};

@@ -63,10 +63,7 @@ pub fn allowed(from: Identity, msg: &Msg) -> bool {
 /// users (a trusted mount, like NFS AUTH_SYS from a trusted host), else its credential's own.
 pub fn user_of(from: Identity, named: User) -> User {
     match from.role {
-        Client => User {
-            uid: from.uid,
-            gid: from.gid,
-        },
+        Client => User::new(from.uid, from.gid),
         _ => named,
     }
 }
@@ -114,13 +111,7 @@ mod tests {
     #[test]
     fn a_client_acts_for_its_credentials_user_and_a_mount_for_the_named_one() {
         let root = t3fs_core::meta::perm::ROOT_USER;
-        assert_eq!(
-            user_of(who(Client), root),
-            User {
-                uid: 1000,
-                gid: 100
-            }
-        );
+        assert_eq!(user_of(who(Client), root), User::new(1000, 100));
         assert_eq!(user_of(who(Mount), root), root);
     }
 }

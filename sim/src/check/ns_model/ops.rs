@@ -195,18 +195,35 @@ impl Tree {
         if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
             return Err(MetaError::NotPermitted);
         }
-        if (attr.uid.is_some() || attr.gid.is_some()) && !u.is_root() {
+        // chown: root; or the owner, keeping the owner, to a group it is in.
+        let chown = attr.uid.is_some() || attr.gid.is_some();
+        let keeps_owner = attr.uid.is_none_or(|n| n == uid) && u.uid == uid;
+        let group_ok = attr.gid.is_none_or(|g| g == gid || u.in_group(g));
+        if chown && !u.is_root() && !(keeps_owner && group_ok) {
             return Err(MetaError::NotPermitted);
+        }
+        // A touch (utimes to now): the owner, or anyone who may write.
+        if attr.touch && !owner {
+            self.may(id, u, MAY_WRITE)?;
         }
         // Layouts are not modelled, only where they may be set.
         if attr.layout.is_some_and(|l| !l.valid() || !self.is_dir(id)) {
             return Err(MetaError::Invalid("invalid argument"));
         }
-        let new = (
-            attr.uid.unwrap_or(uid),
-            attr.gid.unwrap_or(gid),
-            attr.perm.map_or(perm, |p| p & 0o7777),
-        );
+        // A chmod by someone outside the file's group drops setgid; a chown of a non-directory
+        // drops setuid and a group-executable setgid.
+        let mut bits = match attr.perm {
+            Some(p) if u.is_root() || u.in_group(gid) => p & 0o7777,
+            Some(p) => p & 0o5777,
+            None => perm,
+        };
+        if chown && !self.is_dir(id) {
+            bits &= !0o4000;
+            if bits & 0o010 != 0 {
+                bits &= !0o2000;
+            }
+        }
+        let new = (attr.uid.unwrap_or(uid), attr.gid.unwrap_or(gid), bits);
         self.attrs.insert(id, new);
         Ok(Abstract::Kind(self.kind(id)))
     }

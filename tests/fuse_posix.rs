@@ -1,8 +1,9 @@
 //! The mount against the kernel's own file system: the same seeded random sequences of system
 //! calls (create with flags, write and read at offsets, truncate, rename, link, unlink, mkdir,
-//! rmdir, chmod, symlink, readlink, readdir) run on a `t3fs mount` and on a local directory, and
-//! every call must give the same result or the same errno, and the two trees the same names,
-//! kinds, modes, link counts and contents at the end. Names come from a small pool, so calls
+//! rmdir, chmod, chgrp, utimes to now, mkfifo, socket bind, symlink, readlink, readdir) run on
+//! a `t3fs mount` and on a local directory, and every call must give the same result or the
+//! same errno, and the two trees the same names, kinds, modes, owners, groups, link counts and
+//! contents at the end. Names come from a small pool, so calls
 //! collide (EEXIST, ENOENT, ENOTEMPTY, EISDIR, ENOTDIR...). An fsx-style run then hammers one
 //! file with writes, truncates and reads at random offsets and lengths, checked against an
 //! in-memory model, on the default mount, through the writeback cache, and with `direct_io`.
@@ -14,12 +15,12 @@
 //! FIFOs and UNIX sockets (mkfifo, and bind of a listening socket) are drawn like the rest,
 //! and every open is non-blocking so that one on a FIFO answers at once (ENXIO for a writer
 //! without a reader) on both sides. Devices are not drawn (a FUSE mount is `nodev`, so opening
-//! one differs by design); they have their own test below, with a FIFO carrying data and a
-//! socket answering through the mount.
+//! one differs by design); they have their own test (fuse_special.rs), with a FIFO carrying
+//! data and a socket answering through the mount.
 //!
 //! Reproduce: `cargo nextest run -p t3fs --test fuse_posix` (the seeds are in the test).
 //! The random sequences run as the test's user (root in CI) and, when that is root, as an
-//! unprivileged user too. Needs /dev/fuse and fusermount3.
+//! unprivileged user in a supplementary group too. Needs /dev/fuse and fusermount3.
 
 mod support;
 
@@ -29,7 +30,10 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::{become_nobody, mount, processes_under, t3fs, NOBODY};
+use support::{become_nobody_in, mount, processes_under, t3fs, NOBODY};
+
+/// The supplementary group of the unprivileged runs' user.
+const TEAM: u32 = 4242;
 
 /// xorshift64*, seeded.
 struct Rng(u64);
@@ -69,7 +73,7 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
     let off = r.below(3 * 4096 + 7);
     let len = 1 + r.below(6000) as usize;
     let byte = r.below(250) as u8 + 1;
-    match r.below(14) {
+    match r.below(16) {
         0 => {
             let excl = r.below(2) == 0;
             let trunc = r.below(2) == 0;
@@ -147,13 +151,22 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
             fs::remove_dir(p(a)).map(|_| String::new()).map_err(code),
         ),
         10 => {
-            let mode = [0o600, 0o644, 0o755, 0o700][r.below(4) as usize];
+            let mode = [0o600, 0o644, 0o755, 0o700, 0o2755][r.below(5) as usize];
             let out = fs::set_permissions(p(a), fs::Permissions::from_mode(mode))
                 .map(|_| String::new())
                 .map_err(code);
             (format!("chmod {a} {mode:o}"), out)
         }
         12 => (format!("mkfifo {a}"), mkfifo(&p(a), 0o640)),
+        14 => {
+            // Root may give any group; the unprivileged run's user only its own two.
+            let g = [0, NOBODY, TEAM][r.below(3) as usize];
+            let out = std::os::unix::fs::chown(p(a), None, Some(g))
+                .map(|_| String::new())
+                .map_err(code);
+            (format!("chgrp {g} {a}"), out)
+        }
+        15 => (format!("touch {a} (utimensat to now)"), touch_now(&p(a))),
         13 => {
             // The socket's inode stays when the listener closes, as on any file system.
             let out = std::os::unix::net::UnixListener::bind(p(a))
@@ -170,6 +183,16 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
                 .map_err(code);
             (format!("symlink {a} -> {b}; readlink"), made.and(read))
         }
+    }
+}
+
+/// utimensat(2) of `path` to now (what `touch` does): the owner or a writer may.
+fn touch_now(path: &Path) -> Outcome {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path; null times mean now.
+    match unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), std::ptr::null(), 0) } {
+        0 => Ok(String::new()),
+        _ => Err(code(std::io::Error::last_os_error())),
     }
 }
 
@@ -201,26 +224,44 @@ fn tree(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
-        let mut names: Vec<String> = fs::read_dir(root.join(&rel))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        // A directory the caller may not list (its own chmod took the bits) is a line too.
+        let names: Result<Vec<String>, i32> = fs::read_dir(root.join(&rel))
+            .and_then(|d| {
+                d.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .map_err(code);
+        let mut names = match names {
+            Ok(n) => n,
+            Err(e) => {
+                out.push(format!("{} not listed: errno {e}", rel.display()));
+                continue;
+            }
+        };
         names.sort();
         for n in names {
             let r = rel.join(&n);
             let full = root.join(&r);
-            let m = fs::symlink_metadata(&full).unwrap();
+            let m = match fs::symlink_metadata(&full) {
+                Ok(m) => m,
+                Err(e) => {
+                    out.push(format!("{} no stat: errno {}", r.display(), code(e)));
+                    continue;
+                }
+            };
             let what = if m.file_type().is_symlink() {
                 format!("-> {}", fs::read_link(&full).unwrap().display())
             } else if m.is_dir() {
                 stack.push(r.clone());
-                format!("dir {:o}", m.mode() & 0o7777)
+                format!("dir {:o} {}:{}", m.mode() & 0o7777, m.uid(), m.gid())
             } else if !m.is_file() {
                 // Never opened: a FIFO would block, a socket refuses.
                 format!(
-                    "{:?} {:o} links {} rdev {:x}",
+                    "{:?} {:o} {}:{} links {} rdev {:x}",
                     special_type(&m),
                     m.mode() & 0o7777,
+                    m.uid(),
+                    m.gid(),
                     m.nlink(),
                     m.rdev()
                 )
@@ -228,8 +269,10 @@ fn tree(root: &Path) -> Vec<String> {
                 let data = fs::read(&full).unwrap();
                 let sum: u64 = data.iter().map(|x| u64::from(*x)).sum();
                 format!(
-                    "file {:o} links {} len {} sum {sum}",
+                    "file {:o} {}:{} links {} len {} sum {sum}",
                     m.mode() & 0o7777,
+                    m.uid(),
+                    m.gid(),
                     m.nlink(),
                     data.len()
                 )
@@ -274,7 +317,7 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
         }
         let root_owned = tmp.0.clone();
         let h = std::thread::spawn(move || {
-            become_nobody();
+            become_nobody_in(&[TEAM]);
             assert_eq!(
                 fs::write(root_owned.join("denied"), b"x").map_err(code),
                 Err(libc::EACCES),

@@ -67,6 +67,18 @@ pub fn attr_of(i: &Inode, size: Option<u64>) -> FileAttr {
     }
 }
 
+/// The attributes of an entry known only by its listing (inode number and kind): what a
+/// readdirplus page gives for entries the caller may not stat, with no lifetime.
+pub fn blind_attr(ino: INodeNo, kind: FileType) -> FileAttr {
+    FileAttr {
+        kind,
+        perm: 0,
+        size: 0,
+        blocks: 0,
+        ..dot_attr(ino)
+    }
+}
+
 /// The attributes a readdirplus page gives its dots (`.` and `..` of directory `ino`): the
 /// kernel reads only their inode number and kind.
 pub fn dot_attr(ino: INodeNo) -> FileAttr {

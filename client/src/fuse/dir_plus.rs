@@ -9,7 +9,8 @@
 //! at its name: a batch stat follows final symlinks, so symlinks, and any entry whose answer
 //! names another inode, are looked up alone without following, and an entry whose name no
 //! longer names that inode (removed, renamed or replaced since the listing, or its directory
-//! moved by another client) is left out, as a readdir racing a removal may. Not here: the
+//! moved by another client) is left out, as a readdir racing a removal may; an entry of a
+//! directory the caller may read but not search goes with its number and kind only. Not here: the
 //! listing (dir_handles.rs), plain readdir and the counting (fs.rs).
 
 use std::ffi::OsStr;
@@ -17,13 +18,15 @@ use std::ffi::OsStr;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 use t3fs_core::meta::BATCH_STAT_MAX;
 
-use super::attr::dot_attr;
+use super::attr::{blind_attr, dot_attr};
 use super::inner::{Inner, Listing};
 use super::mount_client::MountClient;
 use super::names::{ino_of, join};
 
-/// One entry of a readdirplus page: its offset (of the entry after it), name and attributes.
-pub(super) type PlusEntry = (u64, String, FileAttr);
+/// One entry of a readdirplus page: its offset (of the entry after it), name, attributes, and
+/// whether those were read (false: the caller may list the directory but not search it, so
+/// only the listing's inode number and kind are known, to be given with no lifetime).
+pub(super) type PlusEntry = (u64, String, FileAttr, bool);
 
 impl<C: MountClient> Inner<C> {
     /// The entries of directory `ino` (path `dir`) from `offset` on, at most
@@ -39,7 +42,7 @@ impl<C: MountClient> Inner<C> {
         let mut out = Vec::new();
         // The kernel makes no dentries of the dots and reads only their number and kind.
         for (k, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
-            out.push((k as u64 + 1, name.to_string(), dot_attr(ino)));
+            out.push((k as u64 + 1, name.to_string(), dot_attr(ino), true));
         }
         let skip = (offset as usize).saturating_sub(2);
         let page: Vec<_> = listing
@@ -80,10 +83,17 @@ impl<C: MountClient> Inner<C> {
                     Ok(i) if ino_of(i.id) == *want => i,
                     Ok(_) => continue,
                     Err(e) if super::inner::stale(&e).code() == libc::ESTALE => continue,
+                    // Readable but not searchable: Linux lists the names and refuses each
+                    // stat, so the entry goes with what the listing knows, and its stat, asked
+                    // again at once, answers EACCES.
+                    Err(e) if super::errno::errno(&e).code() == libc::EACCES => {
+                        out.push((off, name.clone(), blind_attr(*want, *kind), false));
+                        continue;
+                    }
                     Err(e) => return Err(super::errno::errno(&e)),
                 },
             };
-            out.push((off, name.clone(), self.attr(&found)));
+            out.push((off, name.clone(), self.attr(&found), true));
         }
         Ok(out)
     }

@@ -31,7 +31,7 @@
 use std::ffi::OsStr;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
@@ -422,8 +422,9 @@ impl Filesystem for T3fs {
                     // Each entry in the reply is a lookup to the kernel (the dots are not),
                     // counted before the reply goes.
                     let mut names = lock(&s.names);
-                    for (off, name, attr) in page {
-                        if reply.add(attr.ino, off, &name, &s.ttl, &attr, Generation(0)) {
+                    for (off, name, attr, known) in page {
+                        let ttl = if known { s.ttl } else { Duration::ZERO };
+                        if reply.add(attr.ino, off, &name, &ttl, &attr, Generation(0)) {
                             break;
                         }
                         if name != "." && name != ".." {

@@ -306,7 +306,7 @@ fn readdirplus_gives_each_listed_inode_its_attributes_and_leaves_out_what_change
         let page = s.plus_page(d, "/d", &listing, 0).await.unwrap();
         let got: Vec<_> = page
             .iter()
-            .map(|(o, name, a)| (*o, name.as_str(), a.ino))
+            .map(|(o, name, a, _)| (*o, name.as_str(), a.ino))
             .collect();
         // Listed in name order: f 3, gone 4, l 5, replaced 6, sub 7; gone and replaced (now
         // another inode) are left out.

@@ -101,8 +101,12 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                 }
             },
         }
-        // mtime only: GC times an unlinked file's delay from its ctime (the unlink).
+        // A truncate moves ctime too (Linux), except on an unlinked file: GC times its delay
+        // from its ctime (the unlink). A length update from writes moves mtime only.
         i.mtime = now;
+        if truncated && i.nlink > 0 {
+            i.ctime = now;
+        }
         self.put_inode(i);
         Ok(true)
     }

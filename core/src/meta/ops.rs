@@ -640,11 +640,12 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         }
         src.ctime = op.now;
         self.put_inode(&src);
-        src_parent.mtime = op.now;
+        // Both directories' entries changed: mtime and ctime move, as Linux moves them.
+        (src_parent.mtime, src_parent.ctime) = (op.now, op.now);
         self.put_inode(&src_parent);
         if dst_parent.id != src_parent.id {
             dst_parent = self.inode(dst_parent.id)?; // Unchanged by the writes above.
-            dst_parent.mtime = op.now;
+            (dst_parent.mtime, dst_parent.ctime) = (op.now, op.now);
             self.put_inode(&dst_parent);
         }
         Ok(())

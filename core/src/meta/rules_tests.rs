@@ -321,3 +321,39 @@ fn directories_pass_their_default_layout_to_what_is_made_in_them() {
     });
     assert_eq!(stranger, Err(MetaError::NotPermitted));
 }
+
+#[test]
+fn ctime_moves_where_linux_moves_it() {
+    let mut kv = fresh();
+    tx(&mut kv, |ns| ns.mkdirs("/a", 0o755, false, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.mkdirs("/b", 0o755, false, op(2))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/a/f", 0o644, false, op(3))).unwrap();
+    let times = |kv: &mut MemKv, p: &str| {
+        let i = tx(kv, |ns| ns.resolve(p, false)).unwrap();
+        (i.mtime, i.ctime)
+    };
+    // A rename moves the inode's ctime and both directories' mtime and ctime.
+    tx(&mut kv, |ns| ns.rename("/a/f", "/b/f", op(10))).unwrap();
+    assert_eq!(times(&mut kv, "/a"), (110, 110));
+    assert_eq!(times(&mut kv, "/b"), (110, 110));
+    assert_eq!(times(&mut kv, "/b/f").1, 110);
+    // chmod moves ctime only; a truncate both; a link the inode's ctime.
+    let chmod = SetAttr {
+        perm: Some(0o600),
+        ..Default::default()
+    };
+    tx(&mut kv, |ns| ns.setattr("/b/f", chmod, op(20))).unwrap();
+    assert_eq!(times(&mut kv, "/b/f"), (103, 120));
+    tx(&mut kv, |ns| {
+        ns.length_ctx().queried = Some(length::QueriedLength {
+            inode: f.id,
+            length: 0,
+            seen: (0, 0),
+        });
+        ns.sync(f.id, None, true, 130)
+    })
+    .unwrap();
+    assert_eq!(times(&mut kv, "/b/f"), (130, 130));
+    tx(&mut kv, |ns| ns.hardlink("/b/f", "/a/g", op(40))).unwrap();
+    assert_eq!(times(&mut kv, "/b/f"), (130, 140));
+}

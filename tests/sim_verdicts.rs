@@ -61,14 +61,16 @@ fn a_stale_read_is_attributed_to_its_replica_and_the_lease_removes_it() {
 
 #[test]
 fn with_the_lease_on_a_stale_read_fails_the_run() {
-    // The lease-ignored bug serves stale reads under the lease; nothing may excuse them.
-    let caught = (1..=200).find_map(|seed| {
+    // The lease-ignored bug serves stale reads under the lease; nothing may excuse them. The
+    // first seed to show one is 342 since the namespace workload draws special files (the
+    // bound sim_bugs.rs gives it, with the reason).
+    let caught = (1..=400).find_map(|seed| {
         let sc = t3fs_sim::swarm::scenario(seed, Some("lease-ignored"));
         assert!(sc.cluster.storage_lease);
         let o = run::run(&sc, seed, false).expect("runs");
         (!o.passed()).then_some(o)
     });
-    let o = caught.expect("the swarm catches lease-ignored within 200 seeds");
+    let o = caught.expect("the swarm catches lease-ignored within 400 seeds");
     assert_eq!(o.exit, run::EXIT_CORRECTNESS, "{:?}", o.verdicts);
     assert!(!o
         .verdicts

@@ -89,7 +89,7 @@ impl T3fs {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let user = User {
-            groups: self.groups.of(req.pid()),
+            groups: self.groups.of(req.pid(), req.uid(), req.gid()),
             ..User::new(req.uid(), req.gid())
         };
         let fut = f(self.inner.clone());

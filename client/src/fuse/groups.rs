@@ -6,7 +6,9 @@
 //!
 //! Invariant: a lookup never fails a request: an unreadable status (the caller exited, or a
 //! pid in another namespace) gives no supplementary groups, which can only deny, never grant.
-//! A change of a live thread's groups is seen within [`KEEP`]. Not here: the permission rules
+//! A change of a live thread's groups is seen within [`KEEP`]. Entries are keyed by pid, uid
+//! and gid, so a pid reused within [`KEEP`] inherits nothing unless it is the same user in the
+//! same primary group (whose groups are then almost always the same ones). Not here: the permission rules
 //! (meta's perm.rs) or who may name groups at all (the transport's policy: a plain client
 //! credential is refused them).
 
@@ -25,15 +27,17 @@ const SWEEP_AT: usize = 4096;
 /// Groups by pid, each with when it was read.
 #[derive(Default)]
 pub struct GroupCache {
-    by_pid: Mutex<BTreeMap<u32, (Instant, Groups)>>,
+    by_pid: Mutex<BTreeMap<(u32, u32, u32), (Instant, Groups)>>,
 }
 
 impl GroupCache {
-    /// The supplementary groups of `pid` (read at most once per [`KEEP`]).
-    pub fn of(&self, pid: u32) -> Groups {
+    /// The supplementary groups of `pid`, acting as `uid` and `gid` (read at most once per
+    /// [`KEEP`]).
+    pub fn of(&self, pid: u32, uid: u32, gid: u32) -> Groups {
+        let key = (pid, uid, gid);
         let now = Instant::now();
         let mut m = self.by_pid.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, g)) = m.get(&pid) {
+        if let Some((at, g)) = m.get(&key) {
             if now.duration_since(*at) < KEEP {
                 return *g;
             }
@@ -42,7 +46,7 @@ impl GroupCache {
         if m.len() >= SWEEP_AT {
             m.retain(|_, (at, _)| now.duration_since(*at) < KEEP);
         }
-        m.insert(pid, (now, g));
+        m.insert(key, (now, g));
         g
     }
 }
@@ -82,6 +86,9 @@ mod tests {
         assert!(std::fs::read_to_string(format!("/proc/{me}/status"))
             .unwrap()
             .contains("Groups:"));
-        assert_eq!(GroupCache::default().of(u32::MAX).as_slice(), &[] as &[u32]);
+        assert_eq!(
+            GroupCache::default().of(u32::MAX, 0, 0).as_slice(),
+            &[] as &[u32]
+        );
     }
 }

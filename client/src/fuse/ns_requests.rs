@@ -103,10 +103,11 @@ impl<C: MountClient> Inner<C> {
         perm: u32,
         rdev: u32,
     ) -> Result<FileAttr, Errno> {
-        let kind = SpecialKind::from_mode(mode);
-        if kind.is_none() && mode & 0o170000 != 0o100000 && mode & 0o170000 != 0 {
-            return Err(Errno::EINVAL);
-        }
+        // A regular file (S_IFREG, or no type at all), else one of the special kinds.
+        let kind = match mode & 0o170000 {
+            0 | 0o100000 => None,
+            _ => Some(SpecialKind::from_mode(mode).ok_or(Errno::EINVAL)?),
+        };
         let make = |path: String| async move {
             match kind {
                 Some(k) => self.client.mknod(&path, k, perm, u64::from(rdev)).await,

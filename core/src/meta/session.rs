@@ -43,22 +43,20 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// the asking client. A directory cannot be opened for write (EISDIR).
     pub fn open(&mut self, path: &str, write: bool, session: u64, op: PathOp) -> R<Inode> {
         let inode = self.resolve(path, true)?;
+        if write && inode.is_dir() {
+            return Err(MetaError::IsDir);
+        }
+        let want = match write {
+            true => super::perm::MAY_WRITE,
+            false => super::perm::MAY_READ,
+        };
+        super::perm::check(&inode, self.user(), want)?;
         // A special file passes the permission checks as Linux makes them, then is refused:
         // its data is never chunks, so no session may hold it (a close could not end one).
-        let special = matches!(inode.kind, InodeKind::Special { .. });
-        if !write {
-            super::perm::check(&inode, self.user(), super::perm::MAY_READ)?;
-            if special {
-                return Err(MetaError::Invalid(NO_DATA));
-            }
-        } else {
-            if inode.is_dir() {
-                return Err(MetaError::IsDir);
-            }
-            super::perm::check(&inode, self.user(), super::perm::MAY_WRITE)?;
-            if special {
-                return Err(MetaError::Invalid(NO_DATA));
-            }
+        if matches!(inode.kind, InodeKind::Special { .. }) {
+            return Err(MetaError::Invalid(NO_DATA));
+        }
+        if write {
             let s = FileSession {
                 client: op.client,
                 session,

@@ -73,13 +73,9 @@ impl SpecialKind {
 
     /// The kind of a mode's file-type bits (`S_IFMT`), if it is one of these.
     pub fn from_mode(mode: u32) -> Option<Self> {
-        match mode & 0o170000 {
-            0o010000 => Some(Self::Fifo),
-            0o020000 => Some(Self::CharDevice),
-            0o060000 => Some(Self::BlockDevice),
-            0o140000 => Some(Self::Socket),
-            _ => None,
-        }
+        Self::ALL
+            .into_iter()
+            .find(|k| k.mode_bits() == mode & 0o170000)
     }
 
     /// The file-type bits (`S_IFMT`) of this kind.

@@ -235,6 +235,17 @@ impl Tree {
             return Ok((e, false));
         }
         self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
+        // Devices are root's (Linux), judged after the name and the directory's permissions.
+        let device = matches!(
+            node,
+            Node::Special {
+                kind: SpecialKind::CharDevice | SpecialKind::BlockDevice,
+                ..
+            }
+        );
+        if device && !u.is_root() {
+            return Err(MetaError::NotPermitted);
+        }
         self.check_lock(parent, who)?;
         let id = self.next;
         self.next += 1;

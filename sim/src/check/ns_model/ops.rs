@@ -118,17 +118,6 @@ impl Tree {
         who: u64,
         u: User,
     ) -> R<Abstract> {
-        let device = matches!(kind, SpecialKind::CharDevice | SpecialKind::BlockDevice);
-        if device && !u.is_root() {
-            // The name and the directory's permissions are judged first (Linux).
-            let (parent, name) = self.parent_of(path, u)?;
-            self.may(parent, u, MAY_EXEC)?;
-            if self.entry(parent, name).is_some() {
-                return Err(MetaError::Exists);
-            }
-            self.may(parent, u, MAY_WRITE | MAY_EXEC)?;
-            return Err(MetaError::NotPermitted);
-        }
         match self.make(path, Node::Special { kind, nlink: 1 }, perm, who, u)? {
             (_, true) => Ok(Abstract::Kind(EntryKind::Special(kind))),
             _ => Err(MetaError::Exists),
@@ -146,7 +135,7 @@ impl Tree {
         }
         if dir {
             perm |= 0o2000;
-        } else if perm & 0o2010 == 0o2010 && !u.is_root() && u.gid != pgid {
+        } else if perm & 0o2010 == 0o2010 && !u.is_root() && !u.in_group(pgid) {
             perm &= !0o2000;
         }
         (u.uid, pgid, perm)

@@ -34,6 +34,13 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         divide: usize,
     },
+    /// A distributed checkpoint (torch.distributed.checkpoint's layout: a shard per rank,
+    /// fsynced, the manifest last) saved by N ranks and loaded back by N ranks, checked byte
+    /// for byte, through the native client, the FUSE mount or a local directory (`--on`).
+    Checkpoint(crate::bench_checkpoint::CheckpointArgs),
+    /// 3FS's KVCache: clients read KV blocks with a skewed popularity and high concurrency,
+    /// write new ones, and a GC removes expired blocks in bursts; every read is checked.
+    Kvcache(crate::bench_kvcache::KvcacheArgs),
     /// fio-style I/O load on a running cluster (`t3fs cluster up`) through the native client:
     /// bandwidth, IOPS and completion-latency percentiles, written as fio-vocabulary JSON and
     /// HdrHistogram interval logs.
@@ -414,6 +421,8 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         ),
         BenchCommand::Meta { files, etcd, .. } => crate::bench_meta::run(files, etcd),
         BenchCommand::Io(a) => io(a),
+        BenchCommand::Checkpoint(a) => crate::bench_checkpoint::run(a),
+        BenchCommand::Kvcache(a) => crate::bench_kvcache::run(a),
         BenchCommand::Transport {
             transport,
             size,

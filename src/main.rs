@@ -3,10 +3,14 @@
 
 mod allocator;
 mod bench;
+mod bench_ai;
+mod bench_checkpoint;
+mod bench_kvcache;
 mod bench_meta;
 mod chains;
 mod check;
 mod cluster;
+mod graysort;
 mod report;
 mod sim;
 
@@ -45,6 +49,9 @@ enum Command {
     /// Wall-clock benchmarks of the simulator and the checkers (figures, not tests).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// GraySort's records (gensort's ASCII format) and valsort's checks.
+    #[command(subcommand)]
+    Graysort(graysort::GraysortCommand),
     /// A real cluster on this host: up, status, kill, restart, down, io.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
@@ -144,6 +151,7 @@ fn main() -> ExitCode {
         Command::Demo { out, real: false } => sim::demo(out),
         Command::Demo { out, real: true } => t3fs_crosscheck::real_run::demo(out),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Graysort(cmd) => graysort::run(cmd),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Serve { role, config } => cluster::serve(&role, &config),
         Command::Chains(cmd) => chains::run(cmd),

@@ -53,7 +53,10 @@ fn fifos_sockets_and_devices_work_through_the_mount_and_setgid_directories_pass_
         devices_keep_their_numbers(&d);
         unprivileged_rules(&m.at);
     } else {
-        support::skip("root (mknod of devices, acting as another user)", "host:root");
+        support::skip(
+            "root (mknod of devices, acting as another user)",
+            "host:root",
+        );
     }
     let (ok, ls) = sh(&d, "ls -l");
     assert!(ok, "{ls}");

@@ -123,7 +123,11 @@ pub fn verify_verdict(r: &Report) -> Option<VerdictLine> {
     })
 }
 
-fn probe_map(probe: Option<&Probe>, usage: Option<&Usage>, bytes: u64) -> BTreeMap<String, f64> {
+pub(crate) fn probe_map(
+    probe: Option<&Probe>,
+    usage: Option<&Usage>,
+    bytes: u64,
+) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     if let Some(p) = probe {
         m.insert(
@@ -151,7 +155,7 @@ fn probe_map(probe: Option<&Probe>, usage: Option<&Usage>, bytes: u64) -> BTreeM
     m
 }
 
-fn roofline(rows: &[Row], usage: Option<&Usage>) -> Vec<RooflineLine> {
+pub(crate) fn roofline(rows: &[Row], usage: Option<&Usage>) -> Vec<RooflineLine> {
     rows.iter()
         .map(|r| {
             let (binding, _) = r.binding();

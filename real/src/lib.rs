@@ -37,3 +37,4 @@ pub mod roofline;
 pub mod routing_watch;
 pub mod scenario_run;
 pub mod wire_tally;
+pub mod workload;

@@ -7,6 +7,7 @@
 //! real runs share one report. Not here: producing the data.
 #![forbid(unsafe_code)]
 
+mod bandwidth_chart;
 pub mod charts;
 mod compare;
 mod compare_charts;

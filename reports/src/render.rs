@@ -190,6 +190,9 @@ pub fn render(dir: &Path) -> std::io::Result<()> {
         ("latency.svg", crate::charts::latency(&d)),
         ("chains.svg", crate::charts::chain_timeline(&d)),
     ];
+    if let Some(svg) = crate::bandwidth_chart::bandwidth(&d) {
+        charts.insert(0, ("bandwidth.svg", svg));
+    }
     if let Some(svg) = crate::roofline_chart::roofline(&d.manifest.roofline) {
         charts.insert(0, ("roofline.svg", svg));
     }

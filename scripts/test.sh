@@ -112,3 +112,6 @@ fi
 echo "== the Python package (python/): pip install, fsspec's abstract suite, the package's tests"
 # On the release binary built above; the tests start a real cluster and stop it, pass or fail.
 T3FS_BIN=$PWD/target/release/t3fs bash scripts/python-tests.sh
+
+echo "== GraySort with the real smallpond on a t3fs mount and a local directory (valsort must pass)"
+T3FS_BIN=$PWD/target/release/t3fs bash scripts/graysort-test.sh

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# GraySort through the real smallpond on a t3fs FUSE mount and, in the same run, a local
+# directory, at a size of seconds (issue 40, item 7): smallpond 0.15 (with duckdb < 1.5, which
+# it needs) goes into a cached environment of its own, because it pins pyarrow 16 and the
+# package's environment has a newer one. Starts a cluster and a mount, runs
+# python/bench/graysort.py (which fails unless valsort passes on both), and stops both, pass or
+# fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${T3FS_WORKLOADS_VENV:-$HOME/.cache/t3fs/workloads-venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "creating the workloads' Python environment $VENV"
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -m pip show -q smallpond >/dev/null 2>&1 \
+  || ! "$VENV/bin/python" -m pip show -q duckdb >/dev/null 2>&1; then
+  echo "installing into $VENV: smallpond==0.15.0 duckdb<1.5"
+  "$VENV/bin/python" -m pip install -q "smallpond==0.15.0" "duckdb<1.5"
+fi
+
+T3FS_BIN=${T3FS_BIN:-$PWD/target/release/t3fs}
+[ -x "$T3FS_BIN" ] || cargo build --release --locked
+tmp=$(mktemp -d /tmp/t3fs-graysort.XXXXXX)
+mount_pid=
+cleanup() {
+  fusermount3 -uz "$tmp/mnt" 2>/dev/null || true
+  [ -n "$mount_pid" ] && kill "$mount_pid" 2>/dev/null || true
+  "$T3FS_BIN" cluster down --dir "$tmp/cluster" >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+"$T3FS_BIN" cluster up --dir "$tmp/cluster" >/dev/null
+mkdir -p "$tmp/mnt" "$tmp/local"
+"$T3FS_BIN" mount --cluster "$tmp/cluster" "$tmp/mnt" 2>"$tmp/mount.log" &
+mount_pid=$!
+for _ in $(seq 300); do
+  grep -q " $tmp/mnt fuse" /proc/mounts && break
+  sleep 0.1
+done
+grep -q " $tmp/mnt fuse" /proc/mounts || { echo "error: the mount did not come up" >&2; cat "$tmp/mount.log" >&2; exit 1; }
+# smallpond's executors start `python` from PATH.
+PATH="$VENV/bin:$PATH" timeout 600 "$VENV/bin/python" python/bench/graysort.py \
+  --t3fs-bin "$T3FS_BIN" --root "$tmp/mnt" --root "$tmp/local" --records 100000 \
+  --gen-tasks 2 --sort-partitions 2 --executors 2 --out target/runs/graysort 2>"$tmp/smallpond.log" \
+  || { echo "error: graysort failed; smallpond's log:" >&2; tail -40 "$tmp/smallpond.log" >&2; exit 1; }

@@ -30,6 +30,8 @@ T3FS_PACKAGES=(
   python3          # a Python program on the mount; the Python package's tests
   python3-venv     # the cached virtual environment the Python package is installed into
   util-linux       # setpriv: requests on the mount from another user
+  openmpi-bin      # mpirun for DLIO's simulated accelerators (scripts/dlio-test.sh)
+  libopenmpi-dev   # the MPI library mpi4py (DLIO's) loads
 )
 
 # Packages of T3FS_PACKAGES that dpkg does not list as installed.

@@ -115,3 +115,6 @@ T3FS_BIN=$PWD/target/release/t3fs bash scripts/python-tests.sh
 
 echo "== GraySort with the real smallpond on a t3fs mount and a local directory (valsort must pass)"
 T3FS_BIN=$PWD/target/release/t3fs bash scripts/graysort-test.sh
+
+echo "== MLPerf Storage's unet3d with the real DLIO on a t3fs mount and a local directory"
+T3FS_BIN=$PWD/target/release/t3fs bash scripts/dlio-test.sh

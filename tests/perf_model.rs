@@ -167,3 +167,33 @@ concurrency = 8
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("small_read.toml:4:"), "{text}");
 }
+
+#[test]
+fn the_kvcache_scenario_predicts_3fs_per_client_peak_within_15_percent() {
+    let tmp = scratch("perf-kvcache");
+    let out = tmp.0.join("runs");
+    let (ok, text) = t3fs(
+        &[
+            "sim",
+            "run",
+            "3fs_kvcache_read",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &tmp.0,
+    );
+    assert!(ok, "{text}");
+    // The clients' NICs bind (the storage side of 180 nodes idles), and the per-client
+    // prediction is the published peak's within issue 40's tolerance.
+    assert!(text.contains("client NICs bound"), "{text}");
+    let err: f64 = text
+        .split("published 40 GiB/s (")
+        .nth(1)
+        .and_then(|r| r.split('%').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no per-client comparison in: {text}"));
+    assert!(
+        err.abs() <= 15.0,
+        "{err}% from the published 40 GiB/s: {text}"
+    );
+}

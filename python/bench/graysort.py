@@ -308,7 +308,7 @@ def write_run(o, r, name, bound):
     config = "\n".join(f"{k} = {json.dumps(getattr(o, k))}" for k in
                        ("records", "gen_tasks", "sort_partitions", "executors")) + "\n"
     manifest = {
-        "commit": "", "scenario": f"graysort on {name}", "seed": 0, "mode": "real",
+        "commit": commit(), "scenario": f"graysort on {name}", "seed": 0, "mode": "real",
         "about": f"smallpond GraySort of {o.records} records ({gib:.2f} GiB) with {o.executors} "
                  f"executors on {r['root']}",
         "command": " ".join(sys.argv), "host": os.uname().nodename, "profile": "",
@@ -330,6 +330,14 @@ def write_run(o, r, name, bound):
         json.dump(series(r), f)
     subprocess.run([o.t3fs_bin, "report", d], check=True, capture_output=True)
     return d, rate, pio
+
+
+def commit():
+    """The checkout's commit (the report's provenance), or empty outside a git checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
 
 
 def main():

@@ -40,6 +40,9 @@ fn hardware(sc: &PerfScenario) -> Hardware {
         hw.storage.nic_bytes = super::hardware::gbps(g);
         hw.client.nic_bytes = super::hardware::gbps(g);
     }
+    if let Some(g) = sc.hardware.client_nic_gbps {
+        hw.client.nic_bytes = super::hardware::gbps(g);
+    }
     hw
 }
 
@@ -88,9 +91,25 @@ pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Out
 }
 
 /// The published figure the scenario compares with, if it names one.
-fn published(sc: &PerfScenario) -> String {
-    sc.published_tib_s
-        .map_or(String::new(), |p| format!(" Published: {p} TiB/s."))
+/// The published figures beside the prediction `mean` (TiB/s aggregate), with the error.
+fn published(sc: &PerfScenario, mean: f64) -> String {
+    let mut s = sc.published_tib_s.map_or(String::new(), |p| {
+        format!(" Published: {p} TiB/s ({:+.1}%).", 100.0 * (mean / p - 1.0))
+    });
+    if let Some(p) = sc.published_client_gib_s {
+        let per = client_gib_s(sc, mean);
+        let _ = write!(
+            s,
+            " Per client: predicted {per:.1} GiB/s, published {p} GiB/s ({:+.1}%).",
+            100.0 * (per / p - 1.0)
+        );
+    }
+    s
+}
+
+/// Read GiB/s per client of an aggregate `mean` TiB/s.
+pub fn client_gib_s(sc: &PerfScenario, mean: f64) -> f64 {
+    mean * TIB / GIB / f64::from(sc.cluster.clients)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), String> {
@@ -294,7 +313,7 @@ fn peak_report(
          {:.1}% of the binding bound ({bind}, {:.2} TiB/s).{}\n",
         100.0 * mean * TIB / bound,
         bound / TIB,
-        published(sc)
+        published(sc, mean)
     );
     md.push_str("| bound | TiB/s | model's share of it |\n|---|---|---|\n");
     for &(n, v) in bounds {
@@ -338,7 +357,7 @@ fn peak_summary(
         100.0 * mean * TIB / bound,
         bound / TIB,
         others.join(", "),
-        published(sc)
+        published(sc, mean)
     )
 }
 

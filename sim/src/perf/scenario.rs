@@ -39,6 +39,9 @@ pub struct PerfScenario {
     pub recovery: Option<RecoverySection>,
     /// A published figure to compare the prediction with, TiB/s (peak_read).
     pub published_tib_s: Option<f64>,
+    /// A published per-client read figure to compare the prediction with, GiB/s (peak_read;
+    /// 3FS's KVCache clients).
+    pub published_client_gib_s: Option<f64>,
 }
 
 fn one() -> u64 {
@@ -66,6 +69,8 @@ pub struct HwSection {
     pub ssds: Option<u32>,
     /// Line rate of every NIC (storage and client), Gbps, instead of the profile's.
     pub nic_gbps: Option<f64>,
+    /// Line rate of the clients' NIC, Gbps, instead of the profile's (after `nic_gbps`).
+    pub client_nic_gbps: Option<f64>,
 }
 
 /// `[cluster]`.
@@ -209,6 +214,11 @@ impl PerfScenario {
         }
         if h.nic_gbps.is_some_and(|g| !(g.is_finite() && g > 0.0)) {
             return Err(("hardware.nic_gbps", "must be positive".into()));
+        }
+        if h.client_nic_gbps
+            .is_some_and(|g| !(g.is_finite() && g > 0.0))
+        {
+            return Err(("hardware.client_nic_gbps", "must be positive".into()));
         }
         if h.oversubscription
             .is_some_and(|o| !(o.is_finite() && o >= 1.0))

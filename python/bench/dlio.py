@@ -1,0 +1,247 @@
+"""MLPerf Storage's training workload with the real DLIO (dlio-benchmark 2.0) on directories: the
+t3fs FUSE mount and, in the same run, a local directory. For each directory DLIO generates the
+unet3d dataset (npz files, scaled to fit this host), then trains with 1, 2, ... simulated
+accelerators (MPI ranks) until the accelerator utilisation (AU) falls below 90%, DLIO's own rule
+for how many accelerators a storage system keeps busy. DLIO's own outputs (summary.json,
+per_epoch_stats.json, its log) are kept beside a t3fs run directory per root, whose report gives
+the largest accelerator count held at AU >= 90% (for the mount, against the local directory's in
+the same run) and au.svg draws AU against accelerators with the 90% floor.
+
+    python bench/dlio.py --t3fs-bin target/release/t3fs --root /mnt/t3fs --root /tmp/local \
+        --out runs/dlio
+
+DLIO needs its own environment (scripts/dlio-env.sh makes it: dlio-benchmark with --no-deps and
+its requirements but NVIDIA DALI, plus tensorflow-cpu and torch) and Open MPI's mpirun.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+AU_FLOOR = 90.0
+# DLIO leaves a rank's first step out of AU; fewer steps than this say nothing.
+MIN_STEPS = 3
+
+
+def dlio(o, np_, root, outdir, generate, reader=None):
+    """One DLIO run with `np_` ranks; its summary (train runs) or None (generation). `reader`:
+    (class name, environment) of a custom reader."""
+    os.makedirs(outdir, exist_ok=True)
+    args = [
+        "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np_),
+        "dlio_benchmark", f"workload={o.workload}",
+        f"++workload.workflow.generate_data={generate}", f"++workload.workflow.train={not generate}",
+        "++workload.workflow.checkpoint=False",
+        f"++workload.dataset.data_folder={os.path.join(root, 'data')}",
+        f"++workload.dataset.num_files_train={o.files}",
+        f"++workload.dataset.record_length={o.record_bytes}",
+        "++workload.dataset.record_length_stdev=0",
+        f"++workload.dataset.record_length_resize={o.record_bytes}",
+        f"++workload.train.epochs={o.epochs}",
+        f"++workload.reader.batch_size={o.batch_size}",
+        f"++workload.output.folder={outdir}", f"hydra.run.dir={outdir}",
+    ]
+    env = dict(os.environ)
+    if reader and not generate:
+        args.append(f"++workload.reader.reader_classname={reader[0]}")
+        env.update(reader[1])
+        # mpirun passes only the variables it is told to.
+        for k in reader[1]:
+            args[1:1] = ["-x", k]
+    with open(os.path.join(outdir, "stdout.log"), "w") as log:
+        r = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=o.timeout, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"DLIO exited {r.returncode}; its log: {outdir}/stdout.log")
+    if generate:
+        return None
+    with open(os.path.join(outdir, "summary.json")) as f:
+        return json.load(f)
+
+
+def sweep(o, name, root, reader=None):
+    """Generation, then training at each accelerator count until AU < 90%."""
+    work = os.path.join(os.path.abspath(root), f"dlio-{os.getpid()}")
+    os.makedirs(work, exist_ok=True)
+    out = os.path.join(o.out, name)
+    points = []
+    try:
+        t = time.time()
+        dlio(o, 2, work, os.path.join(out, "dlio-generate"), True)
+        gen_secs = time.time() - t
+        for n in o.accelerators:
+            if n > (os.cpu_count() or 1) and not o.oversubscribe:
+                print(f"  {name}: stopping before {n} accelerators: more MPI ranks than this "
+                      f"host's {os.cpu_count()} cores measure the ranks' contention for cores "
+                      f"(Open MPI busy-polls), not storage (--oversubscribe to run them anyway)")
+                break
+            steps = o.files // (o.batch_size * n)
+            if steps < MIN_STEPS:
+                print(f"  {name}: stopping before {n} accelerators: {o.files} files give each "
+                      f"rank {steps} steps per epoch (DLIO's AU needs at least {MIN_STEPS})")
+                break
+            s = dlio(o, n, work, os.path.join(out, f"dlio-train-{n}"), False, reader)
+            m = s["metric"]
+            points.append({"accelerators": n, "au": m["train_au_mean_percentage"],
+                           "au_stdev": m["train_au_stdev_percentage"],
+                           "samples_s": m["train_throughput_mean_samples_per_second"],
+                           "mb_s": m["train_io_mean_MB_per_second"]})
+            print(f"  {name}: {n} accelerators: AU {m['train_au_mean_percentage']:.1f}%, "
+                  f"{m['train_throughput_mean_samples_per_second']:.1f} samples/s, "
+                  f"{m['train_io_mean_MB_per_second']:.0f} MB/s", flush=True)
+            if m["train_au_mean_percentage"] < AU_FLOOR:
+                break
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    held = max([p["accelerators"] for p in points if p["au"] >= AU_FLOOR], default=0)
+    return {"root": root, "points": points, "held": held, "generate_secs": gen_secs}
+
+
+def au_svg(points_by_name):
+    """AU against accelerators, one line per root, the 90% floor dashed."""
+    w, h, m = 640, 320, 50
+    xs = [p["accelerators"] for pts in points_by_name.values() for p in pts] or [1]
+    xmax = max(xs) + 1
+    x = lambda a: m + (w - 2 * m) * a / xmax
+    y = lambda au: h - m - (h - 2 * m) * min(au, 100) / 100
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c"]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}">',
+             f'<rect width="{w}" height="{h}" fill="white"/>',
+             f'<text x="{w / 2}" y="20" text-anchor="middle" font-family="sans-serif" '
+             f'font-size="15">DLIO accelerator utilisation against simulated accelerators</text>',
+             f'<line x1="{m}" y1="{h - m}" x2="{w - m}" y2="{h - m}" stroke="black"/>',
+             f'<line x1="{m}" y1="{m}" x2="{m}" y2="{h - m}" stroke="black"/>',
+             f'<line x1="{m}" y1="{y(AU_FLOOR)}" x2="{w - m}" y2="{y(AU_FLOOR)}" stroke="red" '
+             f'stroke-dasharray="5,4"/>',
+             f'<text x="{w - m}" y="{y(AU_FLOOR) - 4}" text-anchor="end" font-family="sans-serif" '
+             f'font-size="11" fill="red">AU 90%</text>']
+    for au in (0, 50, 100):
+        parts.append(f'<text x="{m - 6}" y="{y(au) + 4}" text-anchor="end" '
+                     f'font-family="sans-serif" font-size="11">{au}%</text>')
+    for a in sorted(set(xs)):
+        parts.append(f'<text x="{x(a)}" y="{h - m + 16}" text-anchor="middle" '
+                     f'font-family="sans-serif" font-size="11">{a}</text>')
+    for k, (name, pts) in enumerate(points_by_name.items()):
+        c = colors[k % len(colors)]
+        line = " ".join(f"{x(p['accelerators'])},{y(p['au'])}" for p in pts)
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{c}" stroke-width="2"/>')
+        parts += [f'<circle cx="{x(p["accelerators"])}" cy="{y(p["au"])}" r="3" fill="{c}"/>'
+                  for p in pts]
+        parts.append(f'<text x="{m + 10}" y="{m + 14 + 14 * k}" font-family="sans-serif" '
+                     f'font-size="12" fill="{c}">{name}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def write_run(o, name, r, bound, svg):
+    d = os.path.join(o.out, name)
+    os.makedirs(os.path.join(d, "hist"), exist_ok=True)
+    # DLIO trained and measured: every count it ran moved samples and kept its accelerators busy
+    # some of the time.
+    ran = bool(r["points"]) and all(p["samples_s"] > 0 and p["au"] > 0 for p in r["points"])
+    table = "; ".join(f"{p['accelerators']}: AU {p['au']:.1f}% {p['samples_s']:.1f} samples/s"
+                      for p in r["points"])
+    verdicts = [{"name": "DLIO trained and reported at every accelerator count",
+                 "label": "PASS" if ran else "FAIL", "detail": table or "no training run"}]
+    bounds = [{"name": bound[0], "value": bound[1]}] if bound else []
+    roofline = [{"op": "accelerators at AU >= 90%", "unit": "accelerators",
+                 "measured": r["held"], "bounds": bounds, "binding": bound[0] if bound else "",
+                 "percent": 100 * r["held"] / bound[1] if bound and bound[1] else 0,
+                 "saturated": ""}]
+    manifest = {
+        "commit": commit(), "scenario": f"dlio {o.workload} on {name}", "seed": 0, "mode": "real",
+        "about": f"MLPerf Storage training ({o.workload}, {o.files} files of {o.record_bytes} "
+                 f"bytes, {o.epochs} epochs) with the real DLIO on {r['root']}; au.svg draws AU",
+        "command": " ".join(sys.argv), "host": os.uname().nodename, "profile": "",
+        "config": json.dumps(vars(o), indent=1), "exit": 0 if ran else 1,
+        "reason": "" if ran else "DLIO did not train", "trace": "", "events": 0,
+        "seconds": 0.0, "verdicts": verdicts,
+        "counters": {f"au_pct_x100.{p['accelerators']}": int(p["au"] * 100) for p in r["points"]},
+        "faults_reached": {}, "rows_reached": {}, "shape": f"{name}: {r['root']}",
+        "probe": {}, "roofline": roofline,
+    }
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    for fname, text in (("events.jsonl", ""), ("history.jsonl", ""), ("chains.json", "[]"),
+                        ("series.json", json.dumps({"interval": 1.0, "ops": {}, "counters": {}})),
+                        ("au.svg", svg), ("points.json", json.dumps(r["points"], indent=1))):
+        with open(os.path.join(d, fname), "w") as f:
+            f.write(text)
+    subprocess.run([o.t3fs_bin, "report", d], check=True, capture_output=True)
+    return d
+
+
+def commit():
+    """The checkout's commit (the report's provenance), or empty outside a git checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    a.add_argument("--t3fs-bin", required=True)
+    a.add_argument("--root", action="append", required=True)
+    a.add_argument("--workload", default="unet3d_h100")
+    a.add_argument("--files", type=int, default=168, help="unet3d's own count")
+    a.add_argument("--record-bytes", type=int, default=4 << 20,
+                   help="bytes per sample (unet3d's are ~140 MB; scaled to fit here)")
+    a.add_argument("--epochs", type=int, default=3)
+    a.add_argument("--batch-size", type=int, default=7, help="unet3d's own")
+    a.add_argument("--accelerators", default="1,2,3,4,6,8,12,16")
+    a.add_argument("--timeout", type=int, default=900)
+    a.add_argument("--oversubscribe", action="store_true",
+                   help="run more accelerators (MPI ranks) than the host has cores")
+    a.add_argument("--out", default="runs/dlio")
+    a.add_argument("--native-cluster", default=None,
+                   help="also train on the mount's data read by the native client (DLIO's "
+                        "custom reader t3fs.dlio.T3fsNpzReader; needs the t3fs package): the "
+                        "cluster directory")
+    o = a.parse_args()
+    o.accelerators = [int(x) for x in o.accelerators.split(",")]
+    if shutil.which("dlio_benchmark") is None or shutil.which("mpirun") is None:
+        sys.exit("error: dlio_benchmark and mpirun must be on PATH (scripts/dlio-env.sh)")
+    results = {}
+    for root in o.root:
+        name = "mount" if is_mount(root) else "local"
+        print(f"DLIO {o.workload} on {name} ({root}) ...", flush=True)
+        results[name] = sweep(o, name, root)
+        if name == "mount" and o.native_cluster:
+            env = {"T3FS_CLUSTER": os.path.abspath(o.native_cluster), "T3FS_DLIO_MOUNT": root}
+            print(f"DLIO {o.workload} on the mount's data through the native client ...",
+                  flush=True)
+            results["native"] = sweep(o, "native", root, ("t3fs.dlio.T3fsNpzReader", env))
+    svg = au_svg({n: r["points"] for n, r in results.items()})
+    local = results.get("local")
+    ok = True
+    for name, r in results.items():
+        bound = ("local directory, same run", local["held"]) if name != "local" and local else None
+        d = write_run(o, name, r, bound, svg)
+        ok &= manifest_ok(d)
+        ratio = f"; {r['held'] / bound[1]:.2f}x the local directory" if bound and bound[1] else ""
+        print(f"{name}: {r['held']} accelerators held at AU >= 90%{ratio}; run directory {d}")
+    sys.exit(0 if ok else 1)
+
+
+def manifest_ok(d):
+    with open(os.path.join(d, "manifest.json")) as f:
+        return json.load(f)["exit"] == 0
+
+
+def is_mount(path):
+    best, fstype = "", ""
+    real = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split(" ")[4]
+            if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+                best, fstype = point, line.split(" - ")[1].split(" ")[0]
+    return fstype.startswith("fuse")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,24 +12,10 @@ VENV=${T3FS_DLIO_VENV:-${T3FS_PY_VENV:-$HOME/.cache/t3fs/py-venv}}
 bash scripts/dlio-env.sh "$VENV"
 T3FS_BIN=${T3FS_BIN:-$PWD/target/release/t3fs}
 [ -x "$T3FS_BIN" ] || cargo build --release --locked
-tmp=$(mktemp -d /tmp/t3fs-dlio.XXXXXX)
-mount_pid=
-cleanup() {
-  fusermount3 -uz "$tmp/mnt" 2>/dev/null || true
-  [ -n "$mount_pid" ] && kill "$mount_pid" 2>/dev/null || true
-  "$T3FS_BIN" cluster down --dir "$tmp/cluster" >/dev/null 2>&1 || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$T3FS_BIN" cluster up --dir "$tmp/cluster" >/dev/null
-mkdir -p "$tmp/mnt" "$tmp/local"
-"$T3FS_BIN" mount --cluster "$tmp/cluster" "$tmp/mnt" 2>"$tmp/mount.log" &
-mount_pid=$!
-for _ in $(seq 300); do
-  grep -q " $tmp/mnt fuse" /proc/mounts && break
-  sleep 0.1
-done
-grep -q " $tmp/mnt fuse" /proc/mounts || { echo "error: the mount did not come up" >&2; cat "$tmp/mount.log" >&2; exit 1; }
+# shellcheck source=lib/cluster-mount.sh
+source scripts/lib/cluster-mount.sh
+t3fs_cluster_and_mount dlio
+tmp=$T3FS_TMP
 # DLIO's ranks start `dlio_benchmark` from PATH.
 PATH="$VENV/bin:$PATH" timeout 900 "$VENV/bin/python" python/bench/dlio.py \
   --t3fs-bin "$T3FS_BIN" --root "$tmp/mnt" --root "$tmp/local" --files 42 \

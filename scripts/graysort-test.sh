@@ -21,24 +21,10 @@ fi
 
 T3FS_BIN=${T3FS_BIN:-$PWD/target/release/t3fs}
 [ -x "$T3FS_BIN" ] || cargo build --release --locked
-tmp=$(mktemp -d /tmp/t3fs-graysort.XXXXXX)
-mount_pid=
-cleanup() {
-  fusermount3 -uz "$tmp/mnt" 2>/dev/null || true
-  [ -n "$mount_pid" ] && kill "$mount_pid" 2>/dev/null || true
-  "$T3FS_BIN" cluster down --dir "$tmp/cluster" >/dev/null 2>&1 || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$T3FS_BIN" cluster up --dir "$tmp/cluster" >/dev/null
-mkdir -p "$tmp/mnt" "$tmp/local"
-"$T3FS_BIN" mount --cluster "$tmp/cluster" "$tmp/mnt" 2>"$tmp/mount.log" &
-mount_pid=$!
-for _ in $(seq 300); do
-  grep -q " $tmp/mnt fuse" /proc/mounts && break
-  sleep 0.1
-done
-grep -q " $tmp/mnt fuse" /proc/mounts || { echo "error: the mount did not come up" >&2; cat "$tmp/mount.log" >&2; exit 1; }
+# shellcheck source=lib/cluster-mount.sh
+source scripts/lib/cluster-mount.sh
+t3fs_cluster_and_mount graysort
+tmp=$T3FS_TMP
 # smallpond's executors start `python` from PATH.
 PATH="$VENV/bin:$PATH" timeout 600 "$VENV/bin/python" python/bench/graysort.py \
   --t3fs-bin "$T3FS_BIN" --root "$tmp/mnt" --root "$tmp/local" --records 100000 \

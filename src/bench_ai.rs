@@ -89,6 +89,16 @@ pub fn targets(c: &Common, replicas: u32) -> Result<Vec<Target>, String> {
         .collect()
 }
 
+/// The targets `c` names and the host's bounds at `streams` streams, or why not.
+pub fn setup(c: &Common, streams: usize) -> Result<(Vec<Target>, Option<Probe>), String> {
+    let replicas = match t3fs_real::cluster::nodes(&c.cluster) {
+        Ok(n) if !n.is_empty() => n[0].cfg.cluster.replicas,
+        _ => return Err(format!("no cluster in {}", c.cluster.display())),
+    };
+    let targets = targets(c, replicas)?;
+    Ok((targets, probe(c, streams, replicas)?))
+}
+
 /// `n` stores on `t`: a native client each, or the directory.
 pub async fn stores(
     t: &Target,

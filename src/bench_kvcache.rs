@@ -199,16 +199,8 @@ pub fn run(a: KvcacheArgs) -> ExitCode {
         eprintln!("error: t3fs bench kvcache: {e}");
         ExitCode::from(2)
     };
-    let replicas = match t3fs_real::cluster::nodes(&a.common.cluster) {
-        Ok(n) if !n.is_empty() => n[0].cfg.cluster.replicas,
-        _ => return fail(format!("no cluster in {}", a.common.cluster.display())),
-    };
-    let targets = match bench_ai::targets(&a.common, replicas) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
-    let probe = match bench_ai::probe(&a.common, a.clients * a.depth, replicas) {
-        Ok(p) => p,
+    let (targets, probe) = match bench_ai::setup(&a.common, a.clients * a.depth) {
+        Ok(x) => x,
         Err(e) => return fail(e),
     };
     let mut all_ok = true;

@@ -28,6 +28,17 @@ fn manifest_verdicts(dir: &Path) -> (Vec<String>, i64) {
     (labels, m["exit"].as_i64().unwrap())
 }
 
+/// `t3fs bench KIND --cluster C --no-probe --out OUT ARGS…` in `tmp`; its output, or the test
+/// fails with it.
+fn bench(tmp: &Path, kind: &str, cluster: &Path, out: &Path, args: &[&str]) -> String {
+    let (c, o) = (cluster.to_string_lossy(), out.to_string_lossy());
+    let mut all = vec!["bench", kind, "--cluster", &c, "--no-probe", "--out", &o];
+    all.extend_from_slice(args);
+    let (ok, text) = t3fs(&all, tmp);
+    assert!(ok, "{text}");
+    text
+}
+
 fn assert_run_dir(dir: &Path) {
     let (labels, exit) = manifest_verdicts(dir);
     assert_eq!(labels, vec!["PASS".to_string()], "{}", dir.display());
@@ -48,37 +59,18 @@ fn checkpoints_and_kvcache_validate_on_the_native_client_the_mount_and_a_local_d
     let local = tmp.0.join("local");
     std::fs::create_dir_all(&local).unwrap();
     let _m = mount(&cluster, &at, &[], &tmp.0.join("mount.log"));
-    let (c, a, l) = (
-        cluster.to_string_lossy().to_string(),
-        at.to_string_lossy().to_string(),
-        local.to_string_lossy().to_string(),
-    );
+    let (a, l) = (at.to_string_lossy(), local.to_string_lossy());
     let ck = tmp.0.join("ck");
-    let (ok, text) = t3fs(
-        &[
-            "bench",
-            "checkpoint",
-            "--cluster",
-            &c,
-            "--on",
-            "native",
-            "--on",
-            &a,
-            "--on",
-            &l,
-            "--ranks",
-            "3",
-            "--size",
-            "6m",
-            "--piece",
-            "1m",
-            "--no-probe",
-            "--out",
-            &ck.to_string_lossy(),
-        ],
+    let text = bench(
         &tmp.0,
+        "checkpoint",
+        &cluster,
+        &ck,
+        &[
+            "--on", "native", "--on", &a, "--on", &l, "--ranks", "3", "--size", "6m", "--piece",
+            "1m",
+        ],
     );
-    assert!(ok, "{text}");
     for target in ["native", "mount", "local"] {
         assert!(
             text.lines()
@@ -92,12 +84,12 @@ fn checkpoints_and_kvcache_validate_on_the_native_client_the_mount_and_a_local_d
     assert_eq!(left, 0);
 
     let kv = tmp.0.join("kv");
-    let (ok, text) = t3fs(
+    let text = bench(
+        &tmp.0,
+        "kvcache",
+        &cluster,
+        &kv,
         &[
-            "bench",
-            "kvcache",
-            "--cluster",
-            &c,
             "--on",
             "native",
             "--on",
@@ -116,13 +108,8 @@ fn checkpoints_and_kvcache_validate_on_the_native_client_the_mount_and_a_local_d
             "0.5",
             "--gc-interval",
             "0.5",
-            "--no-probe",
-            "--out",
-            &kv.to_string_lossy(),
         ],
-        &tmp.0,
     );
-    assert!(ok, "{text}");
     for target in ["native", "mount"] {
         assert_run_dir(&kv.join(target));
     }

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import rundir
+
 AU_FLOOR = 90.0
 # DLIO leaves a rank's first step out of AU; fewer steps than this say nothing.
 MIN_STEPS = 3
@@ -130,7 +132,9 @@ def au_svg(points_by_name):
         parts.append(f'<polyline points="{line}" fill="none" stroke="{c}" stroke-width="2"/>')
         parts += [f'<circle cx="{x(p["accelerators"])}" cy="{y(p["au"])}" r="3" fill="{c}"/>'
                   for p in pts]
-        parts.append(f'<text x="{m + 10}" y="{m + 14 + 14 * k}" font-family="sans-serif" '
+        # The legend sits low on the chart: AU near 100% and the 90% floor fill the top.
+        legend_y = h - m - 10 - 14 * (len(points_by_name) - 1 - k)
+        parts.append(f'<text x="{m + 10}" y="{legend_y}" font-family="sans-serif" '
                      f'font-size="12" fill="{c}">{name}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
@@ -138,7 +142,6 @@ def au_svg(points_by_name):
 
 def write_run(o, name, r, bound, svg):
     d = os.path.join(o.out, name)
-    os.makedirs(os.path.join(d, "hist"), exist_ok=True)
     # DLIO trained and measured: every count it ran moved samples and kept its accelerators busy
     # some of the time.
     ran = bool(r["points"]) and all(p["samples_s"] > 0 and p["au"] > 0 for p in r["points"])
@@ -152,34 +155,16 @@ def write_run(o, name, r, bound, svg):
                  "percent": 100 * r["held"] / bound[1] if bound and bound[1] else 0,
                  "saturated": ""}]
     manifest = {
-        "commit": commit(), "scenario": f"dlio {o.workload} on {name}", "seed": 0, "mode": "real",
+        "scenario": f"dlio {o.workload} on {name}",
         "about": f"MLPerf Storage training ({o.workload}, {o.files} files of {o.record_bytes} "
                  f"bytes, {o.epochs} epochs) with the real DLIO on {r['root']}; au.svg draws AU",
-        "command": " ".join(sys.argv), "host": os.uname().nodename, "profile": "",
         "config": json.dumps(vars(o), indent=1), "exit": 0 if ran else 1,
-        "reason": "" if ran else "DLIO did not train", "trace": "", "events": 0,
-        "seconds": 0.0, "verdicts": verdicts,
+        "reason": "" if ran else "DLIO did not train", "seconds": 0.0, "verdicts": verdicts,
         "counters": {f"au_pct_x100.{p['accelerators']}": int(p["au"] * 100) for p in r["points"]},
-        "faults_reached": {}, "rows_reached": {}, "shape": f"{name}: {r['root']}",
-        "probe": {}, "roofline": roofline,
+        "shape": f"{name}: {r['root']}", "roofline": roofline,
     }
-    with open(os.path.join(d, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-    for fname, text in (("events.jsonl", ""), ("history.jsonl", ""), ("chains.json", "[]"),
-                        ("series.json", json.dumps({"interval": 1.0, "ops": {}, "counters": {}})),
-                        ("au.svg", svg), ("points.json", json.dumps(r["points"], indent=1))):
-        with open(os.path.join(d, fname), "w") as f:
-            f.write(text)
-    subprocess.run([o.t3fs_bin, "report", d], check=True, capture_output=True)
-    return d
-
-
-def commit():
-    """The checkout's commit (the report's provenance), or empty outside a git checkout."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
-                       capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else ""
+    files = {"au.svg": svg, "points.json": json.dumps(r["points"], indent=1)}
+    return rundir.write(d, o.t3fs_bin, manifest, files=files)
 
 
 def main():
@@ -207,7 +192,7 @@ def main():
         sys.exit("error: dlio_benchmark and mpirun must be on PATH (scripts/dlio-env.sh)")
     results = {}
     for root in o.root:
-        name = "mount" if is_mount(root) else "local"
+        name = "mount" if rundir.is_mount(root) else "local"
         print(f"DLIO {o.workload} on {name} ({root}) ...", flush=True)
         results[name] = sweep(o, name, root)
         if name == "mount" and o.native_cluster:
@@ -230,17 +215,6 @@ def main():
 def manifest_ok(d):
     with open(os.path.join(d, "manifest.json")) as f:
         return json.load(f)["exit"] == 0
-
-
-def is_mount(path):
-    best, fstype = "", ""
-    real = os.path.realpath(path)
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split(" ")[4]
-            if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
-                best, fstype = point, line.split(" - ")[1].split(" ")[0]
-    return fstype.startswith("fuse")
 
 
 if __name__ == "__main__":

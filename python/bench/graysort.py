@@ -49,6 +49,8 @@ from smallpond.logical.node import (Context, DataSetPartitionNode, DataSourceNod
                                     PythonScriptNode, ShuffleNode)
 from smallpond.logical.planner import Planner
 
+import rundir
+
 RECORD = 100
 
 
@@ -247,17 +249,6 @@ def one_root(o, root):
             "phase_secs": {"generate": t1 - t0, "shuffle": t_sort - t1, "sort": t2 - t_sort}}
 
 
-def is_mount(path):
-    best, fstype = "", ""
-    real = os.path.realpath(path)
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split(" ")[4]
-            if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
-                best, fstype = point, line.split(" - ")[1].split(" ")[0]
-    return fstype.startswith("fuse")
-
-
 def phase_io(r):
     """Per phase: (seconds, MiB/s read, MiB/s written) from the sampler."""
     out = {}
@@ -290,7 +281,6 @@ def series(r, interval=0.25):
 def write_run(o, r, name, bound):
     """`r` as a run directory of t3fs's format under o.out/name, rendered by `t3fs report`."""
     d = os.path.join(o.out, name)
-    os.makedirs(os.path.join(d, "hist"), exist_ok=True)
     v = r["valsort"]
     gib = o.records * RECORD / 2**30
     rate = gib / (r["seconds"] / 60)
@@ -308,36 +298,17 @@ def write_run(o, r, name, bound):
     config = "\n".join(f"{k} = {json.dumps(getattr(o, k))}" for k in
                        ("records", "gen_tasks", "sort_partitions", "executors")) + "\n"
     manifest = {
-        "commit": commit(), "scenario": f"graysort on {name}", "seed": 0, "mode": "real",
+        "scenario": f"graysort on {name}",
         "about": f"smallpond GraySort of {o.records} records ({gib:.2f} GiB) with {o.executors} "
                  f"executors on {r['root']}",
-        "command": " ".join(sys.argv), "host": os.uname().nodename, "profile": "",
         "config": config, "exit": 0 if v.get("ok") else 1,
-        "reason": "" if v.get("ok") else "valsort failed", "trace": "", "events": 0,
+        "reason": "" if v.get("ok") else "valsort failed",
         "seconds": r["seconds"], "verdicts": verdicts, "counters": counters,
-        "faults_reached": {}, "rows_reached": {}, "shape": f"{name}: {r['root']}",
-        "probe": {}, "roofline": roofline,
+        "shape": f"{name}: {r['root']}", "roofline": roofline,
     }
-    with open(os.path.join(d, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-    with open(os.path.join(d, "events.jsonl"), "w") as f:
-        for pname, at in r["phases"]:
-            f.write(json.dumps({"t": at, "kind": "phase", "node": "", "what": pname}) + "\n")
-    open(os.path.join(d, "history.jsonl"), "w").close()
-    with open(os.path.join(d, "chains.json"), "w") as f:
-        f.write("[]")
-    with open(os.path.join(d, "series.json"), "w") as f:
-        json.dump(series(r), f)
-    subprocess.run([o.t3fs_bin, "report", d], check=True, capture_output=True)
+    events = [{"t": at, "kind": "phase", "node": "", "what": pname} for pname, at in r["phases"]]
+    rundir.write(d, o.t3fs_bin, manifest, events, series(r))
     return d, rate, pio
-
-
-def commit():
-    """The checkout's commit (the report's provenance), or empty outside a git checkout."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
-                       capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else ""
 
 
 def main():
@@ -354,7 +325,7 @@ def main():
     o = a.parse_args()
     results = []
     for root in o.root:
-        name = "mount" if is_mount(root) else "local"
+        name = "mount" if rundir.is_mount(root) else "local"
         print(f"graysort on {name} ({root}): {o.records} records, {o.executors} executors ...",
               flush=True)
         results.append((name, one_root(o, root)))

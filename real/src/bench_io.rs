@@ -65,14 +65,20 @@ struct Ctx {
     ledger: Option<Arc<Mutex<Ledger>>>,
 }
 
-struct Rng(u64);
+/// xorshift64: the benchmarks' draws (offsets, popularity); seeded, never zero.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
+    }
+
+    /// A draw in [0, 1).
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

@@ -96,6 +96,23 @@ fn per_second(
     y_desc: &str,
     lines: Vec<(&String, &Vec<u64>)>,
 ) -> Result<String, String> {
+    let iv = d.series.interval.max(1e-9);
+    let rates: Vec<(String, Vec<f64>)> = lines
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.iter().map(|c| *c as f64 / iv).collect()))
+        .collect();
+    rate_chart(d, title, y_desc, &rates, false)
+}
+
+/// One line per named series of per-interval rates over time, with the run's faults and phase
+/// starts as red rules; `name_phases` writes each phase's name at the top of its rule.
+pub(crate) fn rate_chart(
+    d: &RunData,
+    title: &str,
+    y_desc: &str,
+    lines: &[(String, Vec<f64>)],
+    name_phases: bool,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
@@ -105,7 +122,7 @@ fn per_second(
         let t_max = (n as f64 * iv).max(1.0);
         let y_max = lines
             .iter()
-            .flat_map(|(_, v)| v.iter().map(|c| *c as f64 / iv))
+            .flat_map(|(_, v)| v.iter().copied())
             .fold(1.0, f64::max)
             * 1.1;
         let mut chart = ChartBuilder::on(&root)
@@ -126,12 +143,26 @@ fn per_second(
                 .draw_series(LineSeries::new(vec![(t, 0.0), (t, y_max)], RED.mix(0.35)))
                 .map_err(err)?;
         }
-        for (k, (name, counts)) in lines.iter().enumerate() {
+        if name_phases {
+            let grey = BLACK.mix(0.6);
+            let style = TextStyle::from(("sans-serif", 12).into_font()).color(&grey);
+            for e in d.events.iter().filter(|e| e.kind == "phase") {
+                let at = (e.t + t_max * 0.005, y_max * 0.97);
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        e.what.clone(),
+                        at,
+                        style.clone(),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        for (k, (name, rates)) in lines.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
-            let pts: Vec<(f64, f64)> = counts
+            let pts: Vec<(f64, f64)> = rates
                 .iter()
                 .enumerate()
-                .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / iv))
+                .map(|(i, r)| ((i as f64 + 0.5) * iv, *r))
                 .collect();
             chart
                 .draw_series(LineSeries::new(pts, color.stroke_width(2)))

@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 
 use super::recorder::Recorder;
 use super::store::Store;
+use crate::bench_io::Rng;
 use crate::bench_verify;
 
 /// The workload's knobs.
@@ -81,17 +82,6 @@ struct Shared {
     base: Vec<u8>,
     rec: Recorder,
     out: Mutex<KvcacheOutcome>,
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 /// The rank (0 = most popular) of a draw `u` in [0, 1) among `n` items.

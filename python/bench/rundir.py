@@ -1,0 +1,56 @@
+"""A t3fs run directory written from Python (the format of t3fs-reports: manifest.json,
+events.jsonl, series.json, chains.json, history.jsonl, hist/), rendered by ``t3fs report``; and
+what the workload scripts share about where they run: the checkout's commit and whether a
+directory is a FUSE mount.
+
+Not here: what a run measured (graysort.py, dlio.py).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+
+def commit():
+    """The checkout's commit (the report's provenance), or empty outside a git checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def is_mount(path):
+    """Whether `path` lies on a FUSE file system (the t3fs mount), from /proc/self/mountinfo."""
+    best, fstype = "", ""
+    real = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split(" ")[4]
+            inside = real == point or real.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best):
+                best, fstype = point, line.split(" - ")[1].split(" ")[0]
+    return fstype.startswith("fuse")
+
+
+def write(d, t3fs_bin, manifest, events=(), series=None, files=None):
+    """Writes run directory `d` (manifest fields beyond the defaults in `manifest`), then renders
+    its report with `t3fs report`."""
+    os.makedirs(os.path.join(d, "hist"), exist_ok=True)
+    m = {"commit": commit(), "seed": 0, "mode": "real", "command": " ".join(sys.argv),
+         "host": os.uname().nodename, "profile": "", "trace": "", "events": 0,
+         "faults_reached": {}, "rows_reached": {}, "probe": {}, "reason": ""}
+    m.update(manifest)
+    texts = {
+        "manifest.json": json.dumps(m, indent=1),
+        "events.jsonl": "".join(json.dumps(e) + "\n" for e in events),
+        "history.jsonl": "",
+        "chains.json": "[]",
+        "series.json": json.dumps(series or {"interval": 1.0, "ops": {}, "counters": {}}),
+    }
+    texts.update(files or {})
+    for name, text in texts.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    subprocess.run([t3fs_bin, "report", d], check=True, capture_output=True)
+    return d

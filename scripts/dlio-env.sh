@@ -17,6 +17,15 @@ have() { "$VENV/bin/python" -m pip show -q "$1" >/dev/null 2>&1; }
 if ! have dlio-benchmark; then
   "$VENV/bin/python" -m pip install -q --no-deps "dlio-benchmark==2.0.0"
 fi
+# pip's resolver then reports dlio-benchmark's skipped requirements (DALI, torchvision,
+# torchaudio, and `tensorflow`, which tensorflow-cpu provides) as conflicts; those lines are
+# expected and dropped, anything else pip says is kept.
+quiet_pip() {
+  "$VENV/bin/python" -m pip "$@" 2>&1 \
+    | grep -v -e "dependency resolver does not currently take into account" \
+      -e "dlio-benchmark 2.0.0 requires" || true
+  "$VENV/bin/python" -m pip check 2>/dev/null | grep -v "^dlio-benchmark 2.0.0 requires" || true
+}
 need=()
 for spec in "Pillow>=9.3.0" "PyYAML>=6.0.0" "h5py>=3.11.0" "mpi4py>=3.1.4" "numpy>=1.23.5" \
   "omegaconf>=2.2.0" "pandas>=1.5.1" "psutil>=5.9.8" "pydftracer==1.0.2" "hydra-core>=1.3.2" \
@@ -26,5 +35,8 @@ for spec in "Pillow>=9.3.0" "PyYAML>=6.0.0" "h5py>=3.11.0" "mpi4py>=3.1.4" "nump
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing into $VENV: ${need[*]}"
-  "$VENV/bin/python" -m pip install -q "${need[@]}"
+  quiet_pip install -q "${need[@]}"
 fi
+for name in dlio-benchmark tensorflow-cpu torch mpi4py hydra-core; do
+  have "$name" || { echo "error: $name did not install into $VENV" >&2; exit 1; }
+done

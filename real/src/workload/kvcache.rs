@@ -164,13 +164,17 @@ pub async fn run(
     Ok(out)
 }
 
-/// Writes a new block with the next id on `store` and makes it live.
-async fn write_block(sh: &Shared, store: &Store) -> Result<(), String> {
-    let id = {
-        let mut l = sh.live.lock().expect("live");
+/// The next block id, if fewer than `limit` were handed out.
+fn next_id(sh: &Shared, limit: u64) -> Option<u64> {
+    let mut l = sh.live.lock().expect("live");
+    (l.next < limit).then(|| {
         l.next += 1;
         l.next - 1
-    };
+    })
+}
+
+/// Writes block `id` on `store` and makes it live.
+async fn write_block(sh: &Shared, store: &Store, id: u64) -> Result<(), String> {
     let t = Instant::now();
     let h = store.create(&sh.job.path(id)).await?;
     store
@@ -185,19 +189,12 @@ async fn write_block(sh: &Shared, store: &Store) -> Result<(), String> {
 
 async fn prefill(sh: &Arc<Shared>, stores: &[Store]) -> Result<(), String> {
     let mut set = JoinSet::new();
-    let per = sh.job.blocks.div_ceil(stores.len() as u64);
     for s in stores {
         let (sh, s) = (sh.clone(), s.clone());
         set.spawn(async move {
-            for _ in 0..per {
-                let left = {
-                    let l = sh.live.lock().expect("live");
-                    l.next < sh.job.blocks
-                };
-                if !left {
-                    break;
-                }
-                write_block(&sh, &s).await?;
+            // Ids are taken and checked under one lock: exactly `blocks` are written.
+            while let Some(id) = next_id(&sh, sh.job.blocks) {
+                write_block(&sh, &s, id).await?;
             }
             Ok::<(), String>(())
         });
@@ -218,7 +215,8 @@ async fn client_loop(
 ) -> Result<(), String> {
     while Instant::now() < end {
         if rng.unit() * 100.0 < f64::from(sh.job.write_percent) {
-            write_block(&sh, &store).await?;
+            let id = next_id(&sh, u64::MAX).expect("ids left");
+            write_block(&sh, &store, id).await?;
             sh.out.lock().expect("outcome").writes += 1;
             continue;
         }

@@ -167,7 +167,7 @@ pub fn run(a: CheckpointArgs) -> ExitCode {
             Ok(x) => x,
             Err(e) => return fail(format!("on {}: {e}", t.name)),
         };
-        let ok = o.mismatch.is_none() && o.verified.0 == o.verified.1;
+        let ok = verdict_of(&o).0;
         all_ok &= ok;
         println!(
             "{:<8} {:>12.1} {:>12.1}  {}     save {}; load {}",

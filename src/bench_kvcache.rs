@@ -136,11 +136,35 @@ fn rows(f: &Figures, probe: Option<&t3fs_real::probe::Probe>, t: &Target) -> Vec
     ]
 }
 
+/// Whether every block read was what its writer wrote (and something was read), and the
+/// evidence.
+fn verdict_of(o: &KvcacheOutcome) -> (bool, String) {
+    let detail = format!(
+        "{} reads equal to what was written, {} misses (removed by GC first), {} wrong{}",
+        o.reads_ok,
+        o.misses,
+        o.corrupt_reads,
+        o.corrupt
+            .as_ref()
+            .map_or_else(String::new, |c| format!("; first: {c}"))
+    );
+    (o.corrupt.is_none() && o.reads_ok > 0, detail)
+}
+
 fn one(
     a: &KvcacheArgs,
     t: &Target,
     probe: Option<&t3fs_real::probe::Probe>,
-) -> Result<(KvcacheOutcome, Figures, std::path::PathBuf, String), String> {
+) -> Result<
+    (
+        KvcacheOutcome,
+        Figures,
+        Vec<Row>,
+        std::path::PathBuf,
+        String,
+    ),
+    String,
+> {
     let j = job(a, t)?;
     let opts = t3fs_real::cluster::client_options(&a.common.cluster)?;
     let rt = t3fs_client::client::bench_runtime()?;
@@ -158,16 +182,8 @@ fn one(
     let o = r?;
     let tally = rec.tally();
     let f = figures(&tally, &o, j.clients);
-    let ok = o.corrupt.is_none() && o.reads_ok > 0;
-    let detail = format!(
-        "{} reads equal to what was written, {} misses (removed by GC first), {} wrong{}",
-        o.reads_ok,
-        o.misses,
-        o.corrupt_reads,
-        o.corrupt
-            .as_ref()
-            .map_or_else(String::new, |c| format!("; first: {c}"))
-    );
+    let rows = rows(&f, probe, t);
+    let (ok, detail) = verdict_of(&o);
     let run = WorkloadRun {
         name: format!("bench kvcache on {}", t.name),
         about: format!(
@@ -180,7 +196,7 @@ fn one(
         tally: &tally,
         probe,
         usage: Some(&usage),
-        rows: rows(&f, probe, t),
+        rows: rows.clone(),
         verdicts: vec![verdict("KV blocks read equal to what was written", ok, detail)],
     };
     let out = a
@@ -189,8 +205,8 @@ fn one(
         .clone()
         .unwrap_or_else(|| "runs/bench-kvcache".into());
     let dir = bench_ai::write_run(&out, t, &run)?;
-    let limits = bench_ai::limits(&rows(&f, probe, t), &usage);
-    Ok((o, f, dir, limits))
+    let limits = bench_ai::limits(&rows, &usage);
+    Ok((o, f, rows, dir, limits))
 }
 
 /// Runs `t3fs bench kvcache`.
@@ -209,11 +225,11 @@ pub fn run(a: KvcacheArgs) -> ExitCode {
         "target", "client mean MiB/s", "client peak MiB/s", "all MiB/s", "GC rm/s", "rm/s unloaded"
     );
     for t in &targets {
-        let (o, f, dir, limits) = match one(&a, t, probe.as_ref()) {
+        let (o, f, rows, dir, limits) = match one(&a, t, probe.as_ref()) {
             Ok(x) => x,
             Err(e) => return fail(format!("on {}: {e}", t.name)),
         };
-        let ok = o.corrupt.is_none() && o.reads_ok > 0;
+        let ok = verdict_of(&o).0;
         all_ok &= ok;
         println!(
             "{:<8} {:>16.1} {:>16.1} {:>12.1} {:>12.0} {:>14.0}  {}",
@@ -225,7 +241,6 @@ pub fn run(a: KvcacheArgs) -> ExitCode {
             f.remove_bound,
             if ok { "PASS" } else { "FAIL" }
         );
-        let rows = rows(&f, probe.as_ref(), t);
         println!(
             "         reads {} ok, {} misses, {} GC bursts; read {}; GC {}; run directory {}",
             o.reads_ok,

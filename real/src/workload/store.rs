@@ -53,14 +53,6 @@ impl Store {
         Ok(Self::Native(Arc::new(c)))
     }
 
-    /// Which kind of store, in words (`native client`, `POSIX /mnt/t3fs`).
-    pub fn describe(&self) -> String {
-        match self {
-            Self::Native(_) => "the native client".into(),
-            Self::Posix(d) => format!("POSIX files under {}", d.display()),
-        }
-    }
-
     fn local(dir: &Path, path: &str) -> PathBuf {
         dir.join(path.trim_start_matches('/'))
     }

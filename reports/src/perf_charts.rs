@@ -131,6 +131,65 @@ pub fn lines(
     Ok(svg)
 }
 
+/// Lines over simulated time (seconds), one colour each, with a grey rule at each phase's start
+/// and its name at the top, as 3FS's GraySort charts mark their phases.
+pub fn series_with_phases(
+    title: &str,
+    unit: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    phases: &[(String, f64)],
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let pts = || series.iter().flat_map(|s| s.1.iter());
+        let x_max = pts().map(|p| p.0).fold(0.0, f64::max).max(1e-3);
+        let y_max = pts().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.15;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time (s)")
+            .y_desc(unit)
+            .draw()
+            .map_err(err)?;
+        let grey = BLACK.mix(0.5);
+        let text = TextStyle::from(("sans-serif", 12).into_font()).color(&grey);
+        for (name, t) in phases {
+            chart
+                .draw_series(LineSeries::new(vec![(*t, 0.0), (*t, y_max)], grey))
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    name.clone(),
+                    (*t + x_max / 200.0, y_max * 0.97),
+                    text.clone(),
+                )))
+                .map_err(err)?;
+        }
+        for (k, (name, pts)) in series.iter().enumerate() {
+            let c = if k == 0 {
+                LINE
+            } else {
+                BOUNDS[(k - 1) % BOUNDS.len()]
+            };
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], c));
+        }
+        finish(chart, &root)?;
+    }
+    Ok(svg)
+}
+
 /// One point per node (x: node index, y in `unit`) and a line at their mean.
 pub fn scatter_with_mean(title: &str, unit: &str, ys: &[f64]) -> Result<String, String> {
     let mut svg = String::new();

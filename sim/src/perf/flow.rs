@@ -18,7 +18,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Most resources on one flow's path.
-pub const PATH_MAX: usize = 5;
+pub const PATH_MAX: usize = 16;
 
 /// One flow: its path and, after [`allocate`], its rate.
 #[derive(Clone, Debug)]

@@ -7,8 +7,8 @@
 //! own headers (InfiniBand: 4 KiB MTU, ~1.5% of headers per packet; RDMA's request messages are
 //! not counted). Nothing here is fitted to a published result.
 //!
-//! Not here: CPU costs (the model has none yet), per-SSD queue depth and latency distributions
-//! (a fixed access latency per request stands for them).
+//! Not here: CPU costs (a pipeline scenario brings its own per-core rates), per-SSD queue depth
+//! and latency distributions (a fixed access latency per request stands for them).
 
 /// Gbps in bytes per second.
 pub const fn gbps(g: f64) -> f64 {

@@ -3,6 +3,9 @@
 //! core; the chain table built per disk index, as 3FS builds it (one table over the nodes,
 //! replicated over each node's SSDs).
 //!
+//! Scenarios may add resources of their own after these (`add`: a task's CPU), so nothing
+//! here assumes which resource is last.
+//!
 //! Not here: what flows over them (the scenarios).
 
 use t3fs_scenario::chain_table::ChainTable;
@@ -23,8 +26,8 @@ pub struct Layout {
     pub table: ChainTable,
     /// Capacities, bytes per second, by resource id.
     pub caps: Vec<f64>,
-    /// Whether the fabric core is a resource (oversubscribed fabric).
-    core: bool,
+    /// The fabric core's resource, if the fabric is oversubscribed.
+    core: Option<u32>,
 }
 
 impl Layout {
@@ -47,10 +50,10 @@ impl Layout {
             hw.storage.ssd_bytes,
             (storage * disks) as usize,
         ));
-        let core = hw.oversubscription > 1.0;
-        if core {
+        let core = (hw.oversubscription > 1.0).then(|| {
             caps.push(f64::from(storage) * s_nic / hw.oversubscription);
-        }
+            caps.len() as u32 - 1
+        });
         Self {
             storage,
             clients,
@@ -63,8 +66,13 @@ impl Layout {
 
     /// The fabric core's capacity, if the fabric is oversubscribed.
     pub fn core_capacity(&self) -> Option<f64> {
-        self.core
-            .then(|| *self.caps.last().expect("the core is the last resource"))
+        self.core.map(|c| self.caps[c as usize])
+    }
+
+    /// Adds a resource of `capacity` bytes per second (a scenario's own: a task's CPU); its id.
+    pub fn add(&mut self, capacity: f64) -> u32 {
+        self.caps.push(capacity);
+        self.caps.len() as u32 - 1
     }
 
     /// Storage node `s`'s NIC, sending.
@@ -91,19 +99,34 @@ impl Layout {
     /// The path of bytes read from SSD `d` of node `s` to client `c`.
     pub fn read_path(&self, s: u32, d: u32, c: u32) -> Vec<u32> {
         let mut p = vec![self.ssd(s, d), self.storage_out(s)];
-        if self.core {
-            p.push(self.caps.len() as u32 - 1);
-        }
+        p.extend(self.core);
         p.push(self.client_in(c));
+        p
+    }
+
+    /// The path of bytes client `c` writes to chain `k`, as chain replication moves them:
+    /// client → head, then each replica forwards to the next, every replica writing its SSD.
+    /// The fabric core, if any, is listed once (a path lists a resource once), so the model
+    /// counts one core crossing per write, not one per hop.
+    pub fn write_path(&self, c: u32, k: u32) -> Vec<u32> {
+        let (nodes, d) = self.chain(k);
+        let mut p = vec![self.client_out(c)];
+        p.extend(self.core);
+        let mut prev: Option<u32> = None;
+        for &n in nodes {
+            if let Some(from) = prev {
+                p.push(self.storage_out(from));
+            }
+            p.extend([self.storage_in(n), self.ssd(n, d)]);
+            prev = Some(n);
+        }
         p
     }
 
     /// The path of bytes copied from SSD `d` of node `from` to the same SSD of node `to`.
     pub fn copy_path(&self, from: u32, to: u32, d: u32) -> Vec<u32> {
         let mut p = vec![self.ssd(from, d), self.storage_out(from)];
-        if self.core {
-            p.push(self.caps.len() as u32 - 1);
-        }
+        p.extend(self.core);
         p.push(self.storage_in(to));
         p.push(self.ssd(to, d));
         p

@@ -28,7 +28,7 @@ pub struct Outcome {
     pub dir: PathBuf,
 }
 
-fn hardware(sc: &PerfScenario) -> Hardware {
+pub(super) fn hardware(sc: &PerfScenario) -> Hardware {
     let mut hw = Hardware::profile(&sc.hardware.profile).expect("checked at load");
     if let Some(o) = sc.hardware.oversubscription {
         hw.oversubscription = o;
@@ -47,7 +47,7 @@ fn hardware(sc: &PerfScenario) -> Hardware {
 }
 
 /// The scenario's cluster laid out with chain table `kind`.
-fn layout(sc: &PerfScenario, hw: &Hardware, kind: &str) -> Result<Layout, String> {
+pub(super) fn layout(sc: &PerfScenario, hw: &Hardware, kind: &str) -> Result<Layout, String> {
     let c = &sc.cluster;
     let t = table(sc, kind)?;
     Ok(Layout::new(
@@ -60,7 +60,7 @@ fn layout(sc: &PerfScenario, hw: &Hardware, kind: &str) -> Result<Layout, String
 }
 
 /// Runs `src` on `layout` for the scenario's duration, sampling and quantum.
-fn simulate(
+pub(super) fn simulate(
     sc: &PerfScenario,
     layout: &Layout,
     src: &mut dyn engine::Source,
@@ -85,6 +85,8 @@ pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Out
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let summary = match sc.kind.as_str() {
         "peak_read" => peak_read(&sc, &dir, progress)?.0,
+        "pipeline" => super::pipeline_run::pipeline(&sc, &dir, progress)?.0,
+        "training" => super::training_run::training(&sc, &dir, progress)?.0,
         _ => recovery(&sc, &dir, progress)?,
     };
     Ok(Outcome { summary, dir })
@@ -112,11 +114,11 @@ pub fn client_gib_s(sc: &PerfScenario, mean: f64) -> f64 {
     mean * TIB / GIB / f64::from(sc.cluster.clients)
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> Result<(), String> {
+pub(super) fn write(dir: &Path, name: &str, text: &str) -> Result<(), String> {
     std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
 }
 
-fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
+pub(super) fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
     let mut s = String::from("## Model and assumptions\n\n");
     let q = sc.quantum_us * 1e-6;
     let _ = writeln!(
@@ -134,9 +136,34 @@ fn assumptions(sc: &PerfScenario, hw: &Hardware, stats: &Stats) -> String {
     s.push_str(
         "- A flow gets its fair share at once (no congestion control dynamics); a request \
          costs a fixed latency before its bytes flow; NICs are full duplex; an SSD's reads and \
-         writes share its bandwidth; no CPU costs.\n",
+         writes share its bandwidth.\n",
     );
+    s.push_str(if sc.kind == "pipeline" {
+        "- CPU: each task slot is a resource of the phase's per-core rate times its cores' \
+         Amdahl speedup (pipeline.rs); a task reads, computes and writes at one pace.\n"
+    } else {
+        "- No CPU costs.\n"
+    });
     let _ = writeln!(s, "- Hardware profile `{}`:", hw.name);
+    let h = &sc.hardware;
+    let overrides: Vec<String> = [
+        h.nic_gbps.map(|g| format!("every NIC {g} Gbps")),
+        h.client_nic_gbps.map(|g| format!("client NICs {g} Gbps")),
+        h.ssds.map(|d| format!("{d} SSDs per storage node")),
+        h.oversubscription
+            .map(|o| format!("fabric oversubscription {o}")),
+        h.client_cores.map(|c| format!("{c} cores per client")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !overrides.is_empty() {
+        let _ = writeln!(
+            s,
+            "  - the scenario's overrides (its file says where each comes from): {}",
+            overrides.join(", ")
+        );
+    }
     for src in &hw.sources {
         let _ = writeln!(s, "  - {src}");
     }

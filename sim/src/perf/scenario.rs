@@ -16,7 +16,7 @@ pub struct PerfScenario {
     pub name: String,
     /// One line saying what it shows.
     pub about: String,
-    /// `peak_read` or `recovery`.
+    /// `peak_read`, `recovery` or `pipeline`.
     pub kind: String,
     /// Seed of the random chain and replica choices.
     #[serde(default = "one")]
@@ -33,15 +33,64 @@ pub struct PerfScenario {
     pub hardware: HwSection,
     /// Cluster shape.
     pub cluster: ClusterSection,
-    /// Client reads.
+    /// Client reads (peak_read and recovery; a pipeline's phases say what moves).
+    #[serde(default)]
     pub workload: WorkloadSection,
     /// `recovery`: what fails and how much it held.
     pub recovery: Option<RecoverySection>,
+    /// `training`: what each simulated accelerator reads and computes.
+    pub training: Option<TrainingSection>,
     /// A published figure to compare the prediction with, TiB/s (peak_read).
     pub published_tib_s: Option<f64>,
     /// A published per-client read figure to compare the prediction with, GiB/s (peak_read;
     /// 3FS's KVCache clients).
     pub published_client_gib_s: Option<f64>,
+    /// `pipeline`: its phases, run one after another.
+    #[serde(default, rename = "phase")]
+    pub phases: Vec<PhaseSection>,
+    /// `pipeline`: a published rate to compare with, TiB/min of the first phase's data over the
+    /// whole run (GraySort's figure).
+    pub published_tib_min: Option<f64>,
+}
+
+/// `[[phase]]` of a pipeline: equal tasks on task slots of the clients' cores.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSection {
+    /// Its name.
+    pub name: String,
+    /// Data through the phase, TiB (each task moves `tib / tasks`).
+    pub tib: f64,
+    /// Whether its tasks read their data from storage.
+    #[serde(default)]
+    pub read: bool,
+    /// Whether its tasks write their data to storage, replicated down a chain.
+    #[serde(default)]
+    pub write: bool,
+    /// Tasks in the phase.
+    pub tasks: u32,
+    /// Cores each task holds: a client runs `client_cores / task_cores` tasks at once.
+    #[serde(default = "one_u32")]
+    pub task_cores: u32,
+    /// Data one core processes per second, MiB/s (the CPU cost per byte); absent: no CPU bound,
+    /// and `slots_per_client` says how many tasks a client runs at once.
+    pub core_mib_s: Option<f64>,
+    /// Amdahl's serial share of a task (0 ..= 1): a task of k cores runs at
+    /// `core_mib_s / (s + (1 - s) / k)`, not k times one core.
+    #[serde(default)]
+    pub serial_fraction: f64,
+    /// Tasks a client runs at once when the phase has no CPU rate (a checkpoint's writers).
+    pub slots_per_client: Option<u32>,
+    /// Bytes per flow, MiB (a task moves its data in units of this).
+    #[serde(default = "sixty_four")]
+    pub unit_mib: f64,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn sixty_four() -> f64 {
+    64.0
 }
 
 fn one() -> u64 {
@@ -71,6 +120,8 @@ pub struct HwSection {
     pub nic_gbps: Option<f64>,
     /// Line rate of the clients' NIC, Gbps, instead of the profile's (after `nic_gbps`).
     pub client_nic_gbps: Option<f64>,
+    /// Cores per client node (pipeline phases with a per-core rate).
+    pub client_cores: Option<u32>,
 }
 
 /// `[cluster]`.
@@ -89,14 +140,36 @@ pub struct ClusterSection {
     pub table: String,
 }
 
-/// `[workload]`.
-#[derive(Clone, Debug, Deserialize)]
+/// `[workload]` (peak_read and recovery).
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSection {
     /// Bytes per read, KiB.
+    #[serde(default)]
     pub read_kib: u32,
     /// Reads each client keeps in flight.
+    #[serde(default)]
     pub concurrency: u32,
+}
+
+/// `[training]`: MLPerf Storage's training workload (DLIO) on `accelerators_per_client`
+/// accelerators per client node; the run finds how many client nodes keep every accelerator at
+/// or above `au_floor`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSection {
+    /// Bytes per sample (one file, read whole).
+    pub sample_bytes: f64,
+    /// Samples per batch.
+    pub batch: u32,
+    /// Seconds of computation per batch.
+    pub compute_s: f64,
+    /// Batches the loader reads ahead.
+    pub prefetch: u32,
+    /// Accelerators per client node.
+    pub accelerators_per_client: u32,
+    /// The accelerator utilisation a run must hold (MLPerf Storage: 0.9 for unet3d).
+    pub au_floor: f64,
 }
 
 /// `[recovery]`.
@@ -195,13 +268,8 @@ impl PerfScenario {
             .map_err(|(k, m)| format!("{key}={value}: {k}: {m}"))
     }
 
-    fn check(&self) -> Result<(), (&'static str, String)> {
-        if !matches!(self.kind.as_str(), "peak_read" | "recovery") {
-            return Err((
-                "kind",
-                format!("`{}`: expected peak_read or recovery", self.kind),
-            ));
-        }
+    /// `[hardware]`: a known profile and overrides in range.
+    fn check_hardware(&self) -> Result<(), (&'static str, String)> {
         if super::hardware::Hardware::profile(&self.hardware.profile).is_none() {
             return Err((
                 "hardware.profile",
@@ -228,6 +296,23 @@ impl PerfScenario {
                 "must be 1 (non-blocking) or more".into(),
             ));
         }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        if !matches!(
+            self.kind.as_str(),
+            "peak_read" | "recovery" | "pipeline" | "training"
+        ) {
+            return Err((
+                "kind",
+                format!(
+                    "`{}`: expected peak_read, recovery, pipeline or training",
+                    self.kind
+                ),
+            ));
+        }
+        self.check_hardware()?;
         let c = &self.cluster;
         if c.replicas == 0 || c.storage_nodes < c.replicas {
             return Err(("cluster.replicas", "1 ..= storage_nodes".into()));
@@ -242,7 +327,7 @@ impl PerfScenario {
             self.duration_s,
             self.sample_ms,
             self.quantum_us,
-            h.background,
+            self.hardware.background,
         ]
         .iter()
         .all(|v| v.is_finite());
@@ -252,11 +337,23 @@ impl PerfScenario {
                 "duration, sample and quantum must be positive".into(),
             ));
         }
-        if self.workload.read_kib == 0 || self.cluster.clients == 0 {
+        if self.cluster.clients == 0 {
+            return Err(("cluster.clients", "must be positive".into()));
+        }
+        if self.kind == "pipeline" {
+            return self.check_pipeline();
+        }
+        if self.kind == "training" {
+            return self.check_training();
+        }
+        if self.workload.read_kib == 0 || self.workload.concurrency == 0 {
             return Err((
                 "workload.read_kib",
-                "reads and clients must be positive".into(),
+                "[workload] needs read_kib and concurrency, both positive".into(),
             ));
+        }
+        if !self.phases.is_empty() {
+            return Err(("phase", "only a pipeline has phases".into()));
         }
         match (&self.recovery, self.kind.as_str()) {
             (None, "recovery") => Err(("recovery", "a recovery scenario needs [recovery]".into())),
@@ -272,5 +369,93 @@ impl PerfScenario {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+impl PerfScenario {
+    /// A pipeline's own rules: phases that move data, a CPU rate or a slot count for each, the
+    /// clients' cores where a rate needs them, and no `[workload]`.
+    fn check_pipeline(&self) -> Result<(), (&'static str, String)> {
+        if self.workload.read_kib != 0 || self.workload.concurrency != 0 {
+            return Err((
+                "workload",
+                "a pipeline's phases say what moves: leave [workload] out".into(),
+            ));
+        }
+        if self.phases.is_empty() {
+            return Err(("phase", "a pipeline needs at least one [[phase]]".into()));
+        }
+        for p in &self.phases {
+            if !(p.tib.is_finite() && p.tib > 0.0) || p.tasks == 0 || p.task_cores == 0 {
+                return Err((
+                    "tib",
+                    format!(
+                        "phase `{}`: tib, tasks and task_cores must be positive",
+                        p.name
+                    ),
+                ));
+            }
+            if !(p.read || p.write || p.core_mib_s.is_some()) {
+                return Err((
+                    "read",
+                    format!("phase `{}` neither reads, writes nor computes", p.name),
+                ));
+            }
+            if !(0.0..=1.0).contains(&p.serial_fraction) {
+                return Err((
+                    "serial_fraction",
+                    format!("phase `{}`: must be in 0 ..= 1", p.name),
+                ));
+            }
+            if !(p.unit_mib.is_finite() && p.unit_mib > 0.0) {
+                return Err(("unit_mib", format!("phase `{}`: must be positive", p.name)));
+            }
+            match (p.core_mib_s, p.slots_per_client) {
+                (Some(r), None) if r.is_finite() && r > 0.0 => {
+                    let cores = self.hardware.client_cores.unwrap_or(0);
+                    if cores < p.task_cores {
+                        return Err((
+                            "hardware.client_cores",
+                            format!(
+                                "phase `{}` needs at least task_cores ({}) cores per client",
+                                p.name, p.task_cores
+                            ),
+                        ));
+                    }
+                }
+                (None, Some(s)) if s > 0 => {}
+                _ => {
+                    return Err(("core_mib_s", format!("phase `{}`: give either a positive core_mib_s (CPU-bound tasks on the clients' cores) or a positive slots_per_client", p.name)));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PerfScenario {
+    /// A training run's rules: a `[training]` section of positive sizes and times, an AU floor
+    /// in (0, 1], and no `[workload]`.
+    fn check_training(&self) -> Result<(), (&'static str, String)> {
+        if self.workload.read_kib != 0 || self.workload.concurrency != 0 {
+            return Err((
+                "workload",
+                "[training] says what is read: leave [workload] out".into(),
+            ));
+        }
+        let Some(t) = &self.training else {
+            return Err(("training", "a training scenario needs [training]".into()));
+        };
+        let positive = t.sample_bytes.is_finite()
+            && t.sample_bytes > 0.0
+            && t.compute_s.is_finite()
+            && t.compute_s > 0.0;
+        if !positive || t.batch == 0 || t.prefetch == 0 || t.accelerators_per_client == 0 {
+            return Err(("training.batch", "sample_bytes, batch, compute_s, prefetch and accelerators_per_client must be positive".into()));
+        }
+        if !(t.au_floor > 0.0 && t.au_floor <= 1.0) {
+            return Err(("training.au_floor", "must be in (0, 1]".into()));
+        }
+        Ok(())
     }
 }

@@ -129,3 +129,40 @@ fn catalog_scenarios_load_and_a_bad_one_names_its_line_and_key() {
     assert!(e.contains(":21:"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_pipeline_names_what_its_phases_lack() {
+    let dir = std::env::temp_dir().join(format!("t3fs-perf-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = std::fs::read_to_string(scenario::perf_dir().join("3fs_graysort.toml")).unwrap();
+    let f = dir.join("p.toml");
+    let cases = [
+        // A rate with no cores to run it on.
+        ("client_cores = 192", "", "hardware.client_cores"),
+        // Neither a rate nor a slot count.
+        ("core_mib_s = 27.7", "", "give either a positive core_mib_s"),
+        // Amdahl's share outside 0..=1.
+        (
+            "serial_fraction = 0.34",
+            "serial_fraction = 1.5",
+            "serial_fraction",
+        ),
+        // A pipeline's phases say what moves: no [workload].
+        (
+            "[cluster]",
+            "[workload]\nread_kib = 4\n\n[cluster]",
+            "leave [workload] out",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(good.contains(from), "{from}");
+        std::fs::write(&f, good.replace(from, to)).unwrap();
+        let e = PerfScenario::load(&f).expect_err(from);
+        assert!(e.contains(want), "{from} -> {to}: {e}");
+    }
+    let peak = std::fs::read_to_string(scenario::perf_dir().join("3fs_peak_read.toml")).unwrap();
+    std::fs::write(&f, peak.replace("concurrency = 8", "")).unwrap();
+    let e = PerfScenario::load(&f).unwrap_err();
+    assert!(e.contains("read_kib and concurrency"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

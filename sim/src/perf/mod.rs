@@ -22,6 +22,7 @@ pub mod pipeline_run;
 pub mod recovery;
 pub mod run;
 pub mod scenario;
+pub mod setup;
 pub mod sweep;
 #[cfg(test)]
 mod tests;

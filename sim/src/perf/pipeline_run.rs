@@ -13,8 +13,8 @@ use super::engine::{Sample, Stats};
 use super::hardware::Hardware;
 use super::layout::Layout;
 use super::pipeline::{Phase, Pipeline};
-use super::run::{assumptions, hardware, layout, simulate, write};
 use super::scenario::{PerfScenario, PhaseSection};
+use super::setup::{assumptions, hardware, layout, simulate, write};
 
 const TIB: f64 = (1u64 << 40) as f64;
 const GIB: f64 = (1u64 << 30) as f64;

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use super::engine::{Sample, Stats};
 use super::hardware::Hardware;
-use super::run::{assumptions, hardware, layout, simulate, write};
 use super::scenario::{PerfScenario, TrainingSection};
+use super::setup::{assumptions, hardware, layout, simulate, write};
 use super::training::{Trainer, Training};
 
 const GIB: f64 = (1u64 << 30) as f64;

@@ -18,27 +18,14 @@ use t3fs_scenario::rng::Rng;
 
 use super::engine::{Request, Source};
 use super::layout::Layout;
-
-/// What one accelerator does.
-#[derive(Clone, Debug)]
-pub struct Trainer {
-    /// Bytes per sample (one file, read whole).
-    pub sample_bytes: f64,
-    /// Samples per batch.
-    pub batch: u32,
-    /// Seconds of computation per batch.
-    pub compute_s: f64,
-    /// Batches the loader may hold or read ahead.
-    pub prefetch: u32,
-}
+use super::scenario::TrainingSection;
 
 #[derive(Clone, Default)]
 struct Accel {
     client: u32,
     /// Batches read and waiting.
     ready: u32,
-    /// Batches being read, and the samples of the oldest still in flight.
-    reading: u32,
+    /// Samples still in flight of each batch being read, oldest first.
     samples_left: Vec<u32>,
     /// When the computation under way began, if one is.
     computing: Option<f64>,
@@ -50,7 +37,7 @@ const TIMER: u64 = 1;
 /// Accelerators on every client, training.
 pub struct Training<'a> {
     layout: &'a Layout,
-    t: Trainer,
+    t: TrainingSection,
     rng: Rng,
     latency: f64,
     /// A resource no flow fills: computations are zero-byte requests over it, due after
@@ -61,23 +48,21 @@ pub struct Training<'a> {
     window: f64,
     /// Computation seconds inside the window, over all accelerators.
     pub computed: f64,
-    /// Samples whose batch finished computing inside the window.
-    pub samples: u64,
     /// Batches whose last sample arrived inside the window.
     pub arrived: u64,
 }
 
 impl<'a> Training<'a> {
-    /// `per_client` accelerators on each of `layout`'s clients; `clock` is a resource of
-    /// unbounded capacity; AU counts from `window` seconds on.
+    /// `t.accelerators_per_client` accelerators on each of `layout`'s clients; `clock` is a
+    /// resource of unbounded capacity; AU counts from `window` seconds on.
     pub fn new(
         layout: &'a Layout,
-        t: Trainer,
-        per_client: u32,
+        t: TrainingSection,
         (seed, latency): (u64, f64),
         clock: u32,
         window: f64,
     ) -> Self {
+        let per_client = t.accelerators_per_client;
         let accels = (0..layout.clients)
             .flat_map(|c| (0..per_client).map(move |_| c))
             .map(|client| Accel {
@@ -94,7 +79,6 @@ impl<'a> Training<'a> {
             accels,
             window,
             computed: 0.0,
-            samples: 0,
             arrived: 0,
         }
     }
@@ -106,8 +90,7 @@ impl<'a> Training<'a> {
 
     /// Accelerator `a` reads ahead while its loader has room.
     fn read_ahead(&mut self, a: usize, out: &mut Vec<Request>) {
-        while self.accels[a].ready + self.accels[a].reading < self.t.prefetch {
-            self.accels[a].reading += 1;
+        while self.accels[a].ready + (self.accels[a].samples_left.len() as u32) < self.t.prefetch {
             self.accels[a].samples_left.push(self.t.batch);
             for _ in 0..self.t.batch {
                 let (node, disk) = self.layout.random_replica(&mut self.rng, None);
@@ -154,9 +137,6 @@ impl Source for Training<'_> {
                 .take()
                 .expect("a computation was under way");
             self.computed += (now - self.window.max(began)).max(0.0);
-            if now > self.window {
-                self.samples += u64::from(self.t.batch);
-            }
         } else {
             // A sample arrived; batches complete in order, as a loader hands them over.
             let acc = &mut self.accels[a];
@@ -168,7 +148,6 @@ impl Source for Training<'_> {
             *oldest -= 1;
             while acc.samples_left.first() == Some(&0) {
                 acc.samples_left.remove(0);
-                acc.reading -= 1;
                 acc.ready += 1;
                 if now > self.window {
                     self.arrived += 1;
@@ -212,13 +191,15 @@ mod tests {
         let hw = Hardware::threefs_2025();
         let mut l = Layout::new(&hw, 3, 1, ChainTable::balanced(3, 1, 3).unwrap(), 0.0);
         let clock = l.add(1e30);
-        let t = Trainer {
+        let t = TrainingSection {
             sample_bytes: 1e8,
             batch: 4,
             compute_s,
             prefetch: 2,
+            accelerators_per_client: per_client,
+            au_floor: 0.9,
         };
-        let mut src = Training::new(&l, t, per_client, (1, 0.0), clock, 1.0);
+        let mut src = Training::new(&l, t, (1, 0.0), clock, 1.0);
         engine::run(&l.caps, &mut src, 3.0, 0.1, 0.0, |_| {});
         src.finish(3.0);
         src.au(3.0)

@@ -13,7 +13,7 @@ use super::engine::{Sample, Stats};
 use super::hardware::Hardware;
 use super::scenario::{PerfScenario, TrainingSection};
 use super::setup::{assumptions, hardware, layout, simulate, write};
-use super::training::{Trainer, Training};
+use super::training::Training;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -54,23 +54,10 @@ fn trial(
     sc.cluster.clients = clients;
     let mut l = layout(&sc, hw, &sc.cluster.table)?;
     let clock = l.add(1e30);
-    let trainer = Trainer {
-        sample_bytes: t.sample_bytes,
-        batch: t.batch,
-        compute_s: t.compute_s,
-        prefetch: t.prefetch,
-    };
     let window = sc.duration_s / 2.0;
     let mut read = 0.0;
     let (au, accels, stats) = {
-        let mut src = Training::new(
-            &l,
-            trainer,
-            t.accelerators_per_client,
-            (sc.seed, hw.request_latency),
-            clock,
-            window,
-        );
+        let mut src = Training::new(&l, t.clone(), (sc.seed, hw.request_latency), clock, window);
         let stats = simulate(&sc, &l, &mut src, |s: &Sample| {
             if s.t > window + 1e-9 {
                 read += (0..clients)

@@ -58,7 +58,7 @@ fn phases<E: KvEngine>(kv: &mut E, files: u64) -> Result<Vec<(&'static str, f64)
         };
     time("create", files, &mut |i| {
         let o = op();
-        tx(kv, |ns| ns.create(&name(i), 0o644, true, o)).map(|_| ())
+        tx(kv, |ns| ns.create(&name(i), 0o644, true, None, o)).map(|_| ())
     })?;
     time("stat", files, &mut |i| {
         tx(kv, |ns| ns.stat(&name(i), true)).map(|_| ())
@@ -124,7 +124,7 @@ fn group_creates(dir: &Path, files: u64) -> Result<(f64, GroupStats), String> {
                 }
                 let mut txn = Txn::new(&mut kv);
                 let made = Namespace::with_ids(&mut txn, ids.start..ids.start + 1)
-                    .create(&path, 0o644, true, op)
+                    .create(&path, 0o644, true, None, op)
                     .map(|_| ());
                 match made.and_then(|()| Ok(txn.commit()?)) {
                     Ok(_) => {

@@ -412,14 +412,34 @@ impl Client {
 
     /// Creates a file (exclusive) and opens it for writing.
     pub async fn create(&self, path: &str, perm: u32) -> Result<File, ClientError> {
+        self.create_open(path, perm, true).await.map(|(f, _)| f)
+    }
+
+    /// open(2) with `O_CREAT` for write (`O_EXCL` when `exclusive`) in one meta transaction:
+    /// the file made or found, with its write session (closed by [`Client::close`]). What it
+    /// made is its caller's to write whatever `perm` says, as POSIX gives the creator its
+    /// descriptor; what it found, only if the caller may write it.
+    pub async fn create_open(
+        &self,
+        path: &str,
+        perm: u32,
+        exclusive: bool,
+    ) -> Result<(File, Inode), ClientError> {
         Self::check_path(path)?;
-        self.meta(MetaOp::Create {
+        let session = self
+            .next_session
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let op = MetaOp::Create {
             path: path.into(),
             perm,
-            exclusive: true,
-        })
-        .await?;
-        self.open(path, true).await
+            exclusive,
+            session: Some(session),
+        };
+        let inode = match self.meta(op).await? {
+            MetaAnswer::Inode(i) => i,
+            a => return Err(ClientError::Failed(format!("create answered {a:?}"))),
+        };
+        Ok((self.file_of(inode.clone(), session)?, inode))
     }
 
     /// Opens a file; `write` opens a write session (closed by [`Client::close`]).

@@ -108,6 +108,7 @@ impl Client {
             path: path.into(),
             perm,
             exclusive,
+            session: None,
         };
         inode(self.meta(op).await?, "create")
     }

@@ -342,6 +342,7 @@ impl NsGenerator {
                 path: format!("/d0/n{}", self.rng.below(3)),
                 perm: 0o644,
                 exclusive: false,
+                session: None,
             },
             70..=79 => MetaOp::Remove {
                 path: format!("/d0/n{}", self.rng.below(3)),
@@ -359,8 +360,11 @@ impl NsGenerator {
         match roll {
             0..=19 => MetaOp::Create {
                 path: self.path(depth),
-                perm: [0o644, 0o600, 0o666, 0o640][self.rng.below(4) as usize],
+                perm: [0o644, 0o600, 0o666, 0o640, 0o400][self.rng.below(5) as usize],
                 exclusive: self.rng.chance(0.5),
+                // Opened for write in the same request, as the mount's create does; the
+                // driver fills in the session id and writes and closes it as an open's.
+                session: self.rng.chance(0.5).then_some(0),
             },
             20..=29 => MetaOp::Mkdirs {
                 path: self.path(depth),
@@ -447,7 +451,8 @@ impl NsGenerator {
                         chunk_size: 4096 << self.rng.below(2),
                         stripe: 1 + self.rng.below(4) as u32,
                     }),
-                ..Default::default()
+                // lchown and utimensat(AT_SYMLINK_NOFOLLOW): a final symlink itself.
+                nofollow: self.rng.chance(0.3),
             },
         }
     }

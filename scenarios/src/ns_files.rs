@@ -70,7 +70,8 @@ pub fn client_user(k: u64) -> t3fs_core::meta::perm::User {
 
 /// A client's next meta request when none of its open files has a step to take: a close of
 /// its oldest session (always once the workload `stopped`, sometimes before), else the
-/// generator's next request (a write open names session `req`). `None`: nothing is left.
+/// generator's next request (a write open, or a create that opens, names session `req`).
+/// `None`: nothing is left.
 pub fn next_request(
     gen: &mut crate::namespace::NsGenerator,
     open: &mut Vec<Session>,
@@ -86,11 +87,30 @@ pub fn next_request(
             write,
             session: req,
         }),
+        Some(MetaOp::Create {
+            path,
+            perm,
+            exclusive,
+            session: Some(_),
+        }) => Some(MetaOp::Create {
+            path,
+            perm,
+            exclusive,
+            session: Some(req),
+        }),
         Some(op) => Some(op),
         // Budget spent: a writer still closes what it opened.
         None if !open.is_empty() => Some(open.remove(0).close()),
         None => None,
     }
+}
+
+/// Whether `op`'s answer starts a write session: an open for write, or a create that opens.
+pub fn opens_session(op: &MetaOp) -> bool {
+    matches!(
+        op,
+        MetaOp::Open { write: true, .. } | MetaOp::Create { session: Some(_), .. }
+    )
 }
 
 /// Bytes of one write of a plan.

@@ -57,13 +57,14 @@ impl<C: MountClient> Inner<C> {
         trunc: bool,
     ) -> Result<(u64, FileAttr), Errno> {
         let path = self.child_path(parent, name).await?;
-        let made = self
+        // Made (or found) and opened in one transaction: nothing can come between, and a
+        // file made with a mode that forbids writing is still its creator's to write.
+        let (file, inode) = self
             .client
-            .create_file(&path, perm, exclusive)
+            .create_open(&path, perm, exclusive)
             .await
             .map_err(|e| errno(&e))?;
-        // What was made (or found) is what is opened, else ESTALE (a rename between).
-        let (fh, inode) = self.open(&path, made.id, true, trunc).await?;
+        let (fh, inode) = self.opened(file, inode, trunc).await?;
         Ok((fh, self.entered(&inode, parent, name)))
     }
 

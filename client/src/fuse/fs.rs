@@ -171,6 +171,7 @@ impl Filesystem for T3fs {
             },
             layout: None,
             touch: matches!(mtime, Some(TimeOrNow::Now)),
+            nofollow: true,
         };
         self.spawn(req, |s| async move {
             let r = s.setattr(ino, fh.map(|h| h.0), size, set).await;

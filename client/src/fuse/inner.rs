@@ -250,7 +250,7 @@ impl<C: MountClient> Inner<C> {
         trunc: bool,
     ) -> Result<(u64, Inode), Errno> {
         let c = &self.client;
-        let (mut file, mut inode) = c
+        let (file, inode) = c
             .open_with_inode(path, write)
             .await
             .map_err(|e| stale(&e))?;
@@ -260,12 +260,34 @@ impl<C: MountClient> Inner<C> {
             }
             return Err(Errno::ESTALE);
         }
-        if trunc && write && file.length > 0 {
-            c.truncate(&mut file, &inode, 0)
-                .await
-                .map_err(|e| errno(&e))?;
+        match write {
+            true => self.opened(file, inode, trunc).await,
+            false => Ok(self.keep(file, inode)),
+        }
+    }
+
+    /// A write session `file` on `inode` just opened: cut to 0 first when `trunc`, then kept
+    /// as a handle.
+    pub async fn opened(
+        &self,
+        mut file: File,
+        mut inode: Inode,
+        trunc: bool,
+    ) -> Result<(u64, Inode), Errno> {
+        if trunc && file.length > 0 {
+            let cut = self.client.truncate(&mut file, &inode, 0).await;
+            if let Err(e) = cut {
+                // The session is ours to end: a failed open holds nothing.
+                let _ = self.client.close_file(&file, 0).await;
+                return Err(errno(&e));
+            }
             set_length(&mut inode, 0);
         }
+        Ok(self.keep(file, inode))
+    }
+
+    /// Keeps `file` (opened as `inode`) as a new handle: its number and the inode.
+    fn keep(&self, file: File, inode: Inode) -> (u64, Inode) {
         let fh = self.fh();
         let open = Open {
             wb: WriteBehind::new(file.clone(), self.write_window),
@@ -274,7 +296,7 @@ impl<C: MountClient> Inner<C> {
             inode: inode.clone(),
         };
         lock(&self.files).insert(fh, open);
-        Ok((fh, inode))
+        (fh, inode)
     }
 
     /// `truncate(2)` of FUSE inode `ino` to `len`: through `fh`, or any handle of this mount

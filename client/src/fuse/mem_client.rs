@@ -278,8 +278,22 @@ impl MountClient for MemClient {
             path: path.into(),
             perm,
             exclusive,
+            session: None,
         };
         self.inode_op("create_file", &[path], op)
+    }
+
+    async fn create_open(&self, path: &str, perm: u32, exclusive: bool) -> Answer<(File, Inode)> {
+        let session = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let op = MetaOp::Create {
+            path: path.into(),
+            perm,
+            exclusive,
+            session: Some(session),
+        };
+        let i = self.inode_op("create_open", &[path], op)?;
+        lock(&self.st).sessions.insert((i.id, session));
+        Ok((File::of(i.clone(), session, |_| vec![CHAIN])?, i))
     }
 
     async fn mkdir_mode(&self, path: &str, perm: u32) -> Answer<Inode> {

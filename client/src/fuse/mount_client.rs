@@ -63,6 +63,13 @@ pub(super) trait MountClient: Send + Sync + 'static {
         perm: u32,
         exclusive: bool,
     ) -> impl Future<Output = Answer<Inode>> + Send;
+    /// Creates a file and opens it for write in one meta transaction (`Client::create_open`).
+    fn create_open(
+        &self,
+        path: &str,
+        perm: u32,
+        exclusive: bool,
+    ) -> impl Future<Output = Answer<(File, Inode)>> + Send;
     /// Makes a directory with mode `perm`.
     fn mkdir_mode(&self, path: &str, perm: u32) -> impl Future<Output = Answer<Inode>> + Send;
     /// symlink(2): `path` → `target`.
@@ -150,6 +157,15 @@ impl MountClient for Client {
         exclusive: bool,
     ) -> impl Future<Output = Answer<Inode>> + Send {
         Client::create_file(self, path, perm, exclusive)
+    }
+
+    fn create_open(
+        &self,
+        path: &str,
+        perm: u32,
+        exclusive: bool,
+    ) -> impl Future<Output = Answer<(File, Inode)>> + Send {
+        Client::create_open(self, path, perm, exclusive)
     }
 
     fn mkdir_mode(&self, path: &str, perm: u32) -> impl Future<Output = Answer<Inode>> + Send {

@@ -89,6 +89,16 @@ fn permissions_are_the_callers_and_what_it_makes_is_its_own() {
         let (fh, a) = made.await.unwrap();
         assert_eq!((a.uid, a.perm), (1000, 0o600));
         assert_eq!(m.release(fh).await, Ok(()));
+        // open(O_CREAT | O_RDWR, 0): the creator's handle writes, as POSIX has it; a second
+        // open of the file for write is refused.
+        let (fh, a) = as_user(ALICE, s.create(tmp, n("zero"), 0, true, false))
+            .await
+            .unwrap();
+        assert_eq!(a.perm, 0);
+        assert_eq!(as_user(ALICE, m.write(fh, 0, b"x")).await, Ok(1));
+        assert_eq!(m.release(fh).await, Ok(()));
+        let again = as_user(ALICE, s.create(tmp, n("zero"), 0, false, false)).await;
+        assert_eq!(code(again.map(|_| ())), Err(libc::EACCES));
         let l = as_user(ALICE, s.symlink(tmp, n("l"), Some("f")))
             .await
             .unwrap();
@@ -164,7 +174,7 @@ fn past_the_largest_file_a_write_is_cut_short_or_efbig_and_a_truncate_efbig() {
 }
 
 #[test]
-fn setattr_changes_what_it_is_asked_and_a_symlink_keeps_its_own_attributes() {
+fn setattr_changes_what_it_is_asked_and_of_a_symlink_the_link_itself() {
     let m = mount();
     let s = &m.s;
     m.run(async {
@@ -176,6 +186,7 @@ fn setattr_changes_what_it_is_asked_and_a_symlink_keeps_its_own_attributes() {
             mtime: Some(12345),
             layout: None,
             touch: false,
+            nofollow: false,
         };
         let a = s.setattr(f, None, None, set).await.unwrap();
         assert_eq!((a.perm, a.uid, a.gid, a.size), (0o640, 7, 8, 3));
@@ -186,15 +197,18 @@ fn setattr_changes_what_it_is_asked_and_a_symlink_keeps_its_own_attributes() {
         // Nothing to change: the attributes as they are.
         let same = s.setattr(f, None, None, SetAttr::default()).await.unwrap();
         assert_eq!((same.perm, same.uid), (0o640, 7));
-        // Meta follows a final symlink: the target changes, the link is answered as it was.
+        // The kernel's setattr of a link (lchown, utimensat with AT_SYMLINK_NOFOLLOW) changes
+        // the link, never its target.
         let l = s.symlink(ROOT, n("l"), Some("/f")).await.unwrap();
-        let chmod = SetAttr {
-            perm: Some(0o600),
+        let lchown = SetAttr {
+            uid: Some(65534),
+            gid: Some(65533),
             ..SetAttr::default()
         };
-        let a = s.setattr(l.ino, None, None, chmod).await.unwrap();
-        assert_eq!((a.ino, a.kind, a.perm), (l.ino, FileType::Symlink, l.perm));
-        assert_eq!(s.stat(f).await.unwrap().perm, 0o600);
+        let a = s.setattr(l.ino, None, None, lchown).await.unwrap();
+        assert_eq!((a.ino, a.kind, a.uid, a.gid), (l.ino, FileType::Symlink, 65534, 65533));
+        let target = s.stat(f).await.unwrap();
+        assert_eq!((target.uid, target.gid), (7, 8));
         assert_eq!(s.readlink(l.ino).await.unwrap(), b"/f");
     });
 }

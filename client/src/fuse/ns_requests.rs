@@ -46,6 +46,12 @@ impl<C: MountClient> Inner<C> {
         if attr == SetAttr::default() {
             return self.stat(ino).await;
         }
+        // The kernel names the inode itself: lchown and utimensat of a link reach here, and
+        // change the link.
+        let attr = SetAttr {
+            nofollow: true,
+            ..attr
+        };
         // Meta's setattr is by path: the inode is checked there first, and its answer after
         // (a rename between the two is answered ESTALE, the change made).
         let (path, before) = self.verified(ino).await?;
@@ -56,10 +62,6 @@ impl<C: MountClient> Inner<C> {
             .map_err(|e| stale(&e))?;
         if after.id == before.id {
             Ok(self.attr(&after))
-        } else if matches!(before.kind, InodeKind::Symlink { .. }) {
-            // Meta's setattr follows a final symlink (lchown and utimes of a link change its
-            // target); the link's own attributes are as they were.
-            Ok(self.attr(&before))
         } else {
             tracing::warn!("setattr of {path}: inode {ino:?} was replaced meanwhile");
             Err(Errno::ESTALE)

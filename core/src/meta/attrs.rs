@@ -13,20 +13,23 @@ pub use crate::wire::{SetAttr, BATCH_STAT_MAX};
 type R<T> = Result<T, MetaError>;
 
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
-    /// setattr on `path` (symlinks followed).
+    /// setattr on `path` (a final symlink followed unless `attr.nofollow`).
     pub fn setattr(&mut self, path: &str, attr: SetAttr, op: PathOp) -> R<Inode> {
-        let mut i = self.resolve(path, true)?;
+        let mut i = self.resolve(path, !attr.nofollow)?;
         let user = self.user();
-        // chmod and explicit times: the owner or root; chown: perm.rs's rule; a touch: also
-        // anyone who may write the file (EACCES otherwise, as utimensat answers).
+        // chmod and explicit times: the owner or root; chown: perm.rs's rule; a touch, or a
+        // chmod that only drops setuid/setgid (a writer's): also anyone who may write the
+        // file (EACCES otherwise, as utimensat answers).
         let owner = user.is_root() || user.uid == i.uid;
-        if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
+        let writers = attr.perm.is_none_or(|p| perm::drops_only_setid(i.perm, p));
+        let owners = attr.perm.is_some() && !writers;
+        if (owners || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
             return Err(MetaError::NotPermitted);
         }
         if attr.uid.is_some() || attr.gid.is_some() {
             perm::check_chown(&i, user, attr.uid, attr.gid)?;
         }
-        if attr.touch && !owner {
+        if (attr.touch || attr.perm.is_some()) && !owner {
             perm::check(&i, user, perm::MAY_WRITE)?;
         }
         if let Some(l) = attr.layout {

@@ -35,6 +35,7 @@ pub mod placement;
 pub mod purge;
 #[cfg(test)]
 mod purge_tests;
+mod rename;
 mod replay;
 pub mod request;
 #[cfg(test)]

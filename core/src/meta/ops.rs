@@ -183,7 +183,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     /// The sticky-bit rule for removing or replacing `entry` of `dir` (`perm.rs`).
-    fn check_sticky(&self, dir: &Inode, entry: &Inode) -> R<()> {
+    pub(super) fn check_sticky(&self, dir: &Inode, entry: &Inode) -> R<()> {
         match self.ignore_sticky {
             true => Ok(()),
             false => perm::check_sticky(dir, entry, self.user),
@@ -253,8 +253,9 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         // The module's invariants, checked where a row is written (debug builds), so the
         // simulator stops at the operation that broke one rather than at the next fsck.
         debug_assert!(i.nlink <= NLINK_MAX, "{:?} has {} links", i.id, i.nlink);
+        // A directory has 2 links and one per subdirectory; 0 once removed.
         debug_assert!(
-            !i.is_dir() || i.nlink <= 1,
+            !i.is_dir() || i.nlink != 1,
             "directory {:?} nlink {}",
             i.id,
             i.nlink
@@ -327,7 +328,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     }
 
     /// The parent directory of `path` and the last name (which must be a real name).
-    fn parent_of<'p>(&mut self, path: &'p str) -> R<(Inode, &'p [u8])> {
+    pub(super) fn parent_of<'p>(&mut self, path: &'p str) -> R<(Inode, &'p [u8])> {
         let parts = split_path(path)?;
         let Some((last, dirs)) = parts.split_last() else {
             return Err(MetaError::Invalid("the root has no parent"));
@@ -393,6 +394,11 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         }
         perm::check(&parent, self.user, MAY_WRITE | MAY_EXEC)?;
         self.check_lock(&parent, op.client)?;
+        // A new directory's ".." is a link of its parent's (Linux: EMLINK at the limit).
+        let is_dir = matches!(kind, InodeKind::Directory { .. });
+        if is_dir && parent.nlink >= NLINK_MAX {
+            return Err(MetaError::TooManyLinks);
+        }
         let id = self.alloc_id()?;
         let kind = match kind {
             // A new directory inherits its parent's default layout.
@@ -429,25 +435,51 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.put_entry(parent.id, name, &entry);
         parent.mtime = op.now;
         parent.ctime = op.now;
+        parent.nlink += u32::from(is_dir);
         self.put_inode(&parent);
         Ok((inode, true))
     }
 
     /// create/open of a file: an existing file is opened; with `exclusive` any existing name is
     /// EEXIST; without it an existing directory is EISDIR.
-    pub fn create(&mut self, path: &str, perm: u32, exclusive: bool, op: PathOp) -> R<Inode> {
+    pub fn create(
+        &mut self,
+        path: &str,
+        perm: u32,
+        exclusive: bool,
+        session: Option<u64>,
+        op: PathOp,
+    ) -> R<Inode> {
         let file = InodeKind::File {
             length: 0,
             truncate_ver: 0,
             layout: self.new_layout,
         };
-        let (inode, ours) = self.make(path, file, perm, op)?;
-        match inode.kind {
-            // O_CREAT|O_EXCL fails on any existing name, a directory included (POSIX).
-            _ if exclusive && !ours => Err(MetaError::Exists),
-            InodeKind::Directory { .. } => Err(MetaError::IsDir),
-            _ => Ok(inode),
+        let (mut inode, ours) = self.make(path, file, perm, op)?;
+        // O_CREAT|O_EXCL fails on any existing name, a directory included (POSIX).
+        if exclusive && !ours {
+            return Err(MetaError::Exists);
         }
+        let Some(session) = session else {
+            return match inode.kind {
+                InodeKind::Directory { .. } => Err(MetaError::IsDir),
+                _ => Ok(inode),
+            };
+        };
+        // Opened: what an existing name names, through a final symlink, as open finds it
+        // (a dangling one is ENOENT: creating its target is not supported).
+        if !ours {
+            inode = self.resolve(path, true)?;
+        }
+        if inode.is_dir() {
+            return Err(MetaError::IsDir);
+        }
+        // What this call made is its creator's to write, whatever its mode.
+        if !ours {
+            perm::check(&inode, self.user, MAY_WRITE)?;
+        }
+        self.start_session(&inode, session, op)?;
+        Ok(inode)
     }
 
     /// mkdir, or mkdir -p when `recursive` (existing directories on the way are fine).
@@ -539,6 +571,10 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             request: op.request,
         };
         self.put_entry(parent.id, name, &entry);
+        // The new name's directory changed: its mtime and ctime move, as Linux moves them.
+        let mut parent = parent;
+        (parent.mtime, parent.ctime) = (op.now, op.now);
+        self.put_inode(&parent);
         Ok(target)
     }
 
@@ -582,94 +618,13 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             return Err(MetaError::NotEmpty);
         }
         self.txn.clear(&dirent_key(parent.id, name));
+        let was_dir = inode.is_dir();
         self.unlink_inode(inode, op.now);
         parent.mtime = op.now;
         parent.ctime = op.now;
+        parent.nlink -= u32::from(was_dir);
         self.put_inode(&parent);
         Ok(())
-    }
-
-    /// rename `from` → `to` with POSIX replace rules: a file may replace a file, a directory an
-    /// empty directory; never a directory into itself or a descendant.
-    pub fn rename(&mut self, from: &str, to: &str, op: PathOp) -> R<()> {
-        let (mut src_parent, src_name) = self.parent_of(from)?;
-        let (mut dst_parent, dst_name) = self.parent_of(to)?;
-        perm::check(&src_parent, self.user, MAY_EXEC)?;
-        let src_entry = self
-            .entry(src_parent.id, src_name)?
-            .ok_or(MetaError::NotFound)?;
-        perm::check(&dst_parent, self.user, MAY_EXEC)?;
-        perm::check(&src_parent, self.user, MAY_WRITE | MAY_EXEC)?;
-        perm::check(&dst_parent, self.user, MAY_WRITE | MAY_EXEC)?;
-        self.check_lock(&src_parent, op.client)?;
-        self.check_lock(&dst_parent, op.client)?;
-        let mut src = self.inode(src_entry.inode)?;
-        self.check_sticky(&src_parent, &src)?;
-        // The loop check: the destination's ancestors must not include the source.
-        if src.is_dir() && self.is_ancestor(src.id, &dst_parent)? {
-            return Err(MetaError::Invalid("a directory cannot move into itself"));
-        }
-        if let Some(dst_entry) = self.entry(dst_parent.id, dst_name)? {
-            if dst_entry.inode == src.id {
-                return Ok(()); // Two names of one inode: POSIX says do nothing.
-            }
-            let dst = self.inode(dst_entry.inode)?;
-            self.check_sticky(&dst_parent, &dst)?;
-            // Linux's order: a destination that is an ancestor of the source is ENOTEMPTY
-            // before any type check (it cannot be empty: the source is inside it).
-            if dst.is_dir() && self.is_ancestor(dst.id, &src_parent)? {
-                return Err(MetaError::NotEmpty);
-            }
-            match (src.is_dir(), dst.is_dir()) {
-                (true, false) => return Err(MetaError::NotDir),
-                (false, true) => return Err(MetaError::IsDir),
-                (true, true) if !self.is_empty_dir(dst.id)? => return Err(MetaError::NotEmpty),
-                _ => {}
-            }
-            self.unlink_inode(dst, op.now);
-        }
-        self.txn.clear(&dirent_key(src_parent.id, src_name));
-        let entry = DirEntry {
-            request: op.request,
-            ..src_entry
-        };
-        self.put_entry(dst_parent.id, dst_name, &entry);
-        if let InodeKind::Directory { parent, name, .. } = &mut src.kind {
-            *parent = dst_parent.id;
-            *name = dst_name.to_vec();
-        }
-        src.ctime = op.now;
-        self.put_inode(&src);
-        // Both directories' entries changed: mtime and ctime move, as Linux moves them.
-        (src_parent.mtime, src_parent.ctime) = (op.now, op.now);
-        self.put_inode(&src_parent);
-        if dst_parent.id != src_parent.id {
-            dst_parent = self.inode(dst_parent.id)?; // Unchanged by the writes above.
-            (dst_parent.mtime, dst_parent.ctime) = (op.now, op.now);
-            self.put_inode(&dst_parent);
-        }
-        Ok(())
-    }
-}
-
-impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
-    /// Whether `id` is `dir` or one of its ancestors (walking parent pointers, each read with
-    /// a conflict range so a concurrent move of an ancestor aborts this transaction).
-    fn is_ancestor(&mut self, id: InodeId, dir: &Inode) -> R<bool> {
-        let mut at = dir.clone();
-        for _ in 0..=DEPTH_MAX {
-            if at.id == id {
-                return Ok(true);
-            }
-            let InodeKind::Directory { parent, .. } = at.kind else {
-                return Ok(false);
-            };
-            if at.id == ROOT {
-                return Ok(false);
-            }
-            at = self.inode(parent)?;
-        }
-        Err(MetaError::Loop)
     }
 }
 
@@ -682,13 +637,15 @@ fn dir_layout(dir: &Inode) -> Option<super::placement::DirLayout> {
 }
 
 fn new_inode(id: InodeId, kind: InodeKind, perm: u32, now: u64) -> Inode {
+    // A directory: its entry and its own "."; each subdirectory's ".." adds one.
+    let nlink = if matches!(kind, InodeKind::Directory { .. }) { 2 } else { 1 };
     Inode {
         id,
         kind,
         uid: 0,
         gid: 0,
         perm: perm & 0o7777,
-        nlink: 1,
+        nlink,
         ctime: now,
         mtime: now,
     }

@@ -94,6 +94,15 @@ pub fn check_chown(
     }
 }
 
+/// Whether a chmod from `old` to `new` only drops setuid or setgid bits: what the kernel asks
+/// for on behalf of a writer who is not the owner (Linux `file_remove_privs`, which a FUSE
+/// kernel sends as a setattr of the mode from the writer). Anyone who may write the file may
+/// make this change, as a write by them would.
+pub fn drops_only_setid(old: u32, new: u32) -> bool {
+    let (old, new) = (old & 0o7777, new & 0o7777);
+    new != old && new & !old == 0 && (old & !new) & !(0o4000 | SETGID) == 0
+}
+
 /// The mode bits a chmod to `perm` leaves on `i`: the setgid bit is dropped when the caller is
 /// neither root nor in the file's group (Linux `setattr_should_drop_sgid`).
 pub fn chmod_bits(i: &Inode, user: User, perm: u32) -> u32 {
@@ -136,5 +145,16 @@ mod tests {
         assert!(!u.may(9, 8, 0o770, MAY_EXEC));
         assert!(u.may(9, 8, 0o001, MAY_EXEC));
         assert!(ROOT_USER.may(9, 8, 0, MAY_WRITE));
+    }
+
+    #[test]
+    fn only_dropping_setuid_or_setgid_is_a_writers_change() {
+        assert!(drops_only_setid(0o4777, 0o777));
+        assert!(drops_only_setid(0o6777, 0o2777));
+        assert!(drops_only_setid(0o6755, 0o755));
+        assert!(!drops_only_setid(0o777, 0o777), "no change is a plain chmod");
+        assert!(!drops_only_setid(0o4777, 0o755), "other bits dropped too");
+        assert!(!drops_only_setid(0o777, 0o4777), "a bit added");
+        assert!(!drops_only_setid(0o5777, 0o4777), "the sticky bit is not the writer's");
     }
 }

@@ -95,7 +95,8 @@ fn apply<E: KvEngine + ?Sized>(
             path,
             perm,
             exclusive,
-        } => I(ns.create(path, *perm, *exclusive, p)?),
+            session,
+        } => I(ns.create(path, *perm, *exclusive, *session, p)?),
         MetaOp::Mkdirs {
             path,
             perm,

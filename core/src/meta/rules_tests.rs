@@ -12,7 +12,7 @@ use request::{MetaAnswer, MetaOp};
 fn length_updates_follow_truncate_versions() {
     use length::{LengthHint, QueriedLength};
     let mut kv = fresh();
-    let f = tx(&mut kv, |ns| ns.create("/f", 0o644, false, op(1))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/f", 0o644, false, None, op(1))).unwrap();
     let len = |kv: &mut MemKv| match tx(kv, |ns| ns.inode(f.id)).unwrap().kind {
         InodeKind::File {
             length,
@@ -87,6 +87,7 @@ fn idempotency_records_expire_after_their_age_and_cleaning_resumes_in_batches() 
         path: format!("/f{n}"),
         perm: 0o644,
         exclusive: true,
+        session: None,
     };
     // Requests 1..=5 recorded at 101..=105.
     for n in 1..=5 {
@@ -118,7 +119,7 @@ fn a_locked_directory_changes_only_for_its_holder() {
         now: 100 + request,
     };
     tx(&mut kv, |ns| ns.mkdirs("/d", 0o755, false, by(1, 1))).unwrap();
-    tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, by(1, 2))).unwrap();
+    tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, None, by(1, 2))).unwrap();
     let lock = |kv: &mut MemKv, client, action| {
         tx(kv, |ns| {
             ns.lock_directory("/d", action, ClientId(client), 3)
@@ -130,7 +131,7 @@ fn a_locked_directory_changes_only_for_its_holder() {
     assert_eq!(lock(&mut kv, 2, Unlock), Err(MetaError::NoLock));
     let other = by(2, 4);
     assert_eq!(
-        tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, other)),
+        tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, None, other)),
         Err(MetaError::NoLock)
     );
     assert_eq!(
@@ -146,13 +147,13 @@ fn a_locked_directory_changes_only_for_its_holder() {
         Err(MetaError::NotFound)
     );
     // ...but opening an existing file needs no lock, and a missing name is still ENOENT.
-    assert!(tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, other)).is_ok());
+    assert!(tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, None, other)).is_ok());
     assert_eq!(
         tx(&mut kv, |ns| ns.remove("/d/nope", false, other)),
         Err(MetaError::NotFound)
     );
     // The holder changes it freely; a re-lock by the holder is fine.
-    tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, by(1, 5))).unwrap();
+    tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, None, by(1, 5))).unwrap();
     lock(&mut kv, 1, TryLock).unwrap();
     // Preempt moves the lock; clear frees it for everyone.
     lock(&mut kv, 2, PreemptLock).unwrap();
@@ -194,14 +195,14 @@ fn permissions_and_the_sticky_bit_decide_who_changes_what() {
     .unwrap();
     // What alice creates is hers.
     as_user(&mut kv, alice, &|ns| {
-        ns.create("/tmp/a", 0o644, true, op(3)).map(|_| ())
+        ns.create("/tmp/a", 0o644, true, None, op(3)).map(|_| ())
     })
     .unwrap();
     let a = tx(&mut kv, |ns| ns.stat("/tmp/a", false)).unwrap();
     assert_eq!((a.uid, a.gid), (1000, 100));
     // Sticky: bob may create in /tmp but not remove or rename alice's file.
     as_user(&mut kv, bob, &|ns| {
-        ns.create("/tmp/b", 0o644, true, op(4)).map(|_| ())
+        ns.create("/tmp/b", 0o644, true, None, op(4)).map(|_| ())
     })
     .unwrap();
     let r = as_user(&mut kv, bob, &|ns| ns.remove("/tmp/a", false, op(5)));
@@ -283,7 +284,7 @@ fn directories_pass_their_default_layout_to_what_is_made_in_them() {
     tx(&mut kv, |ns| ns.setattr("/d", set, op(2))).unwrap();
     // A file made in /d gets its chunk size, and its stripe clamped to the 6-chain table, over
     // the chains the server allocated; a file elsewhere keeps the allocation as it is.
-    let f = in_tx(&mut kv, &|ns| ns.create("/d/f", 0o644, false, op(3))).unwrap();
+    let f = in_tx(&mut kv, &|ns| ns.create("/d/f", 0o644, false, None, op(3))).unwrap();
     let InodeKind::File {
         layout: Some(l), ..
     } = f.kind
@@ -294,7 +295,7 @@ fn directories_pass_their_default_layout_to_what_is_made_in_them() {
         (l.chunk_size, l.range.stripe, l.range.base, l.range.seed),
         (1 << 20, 6, 3, 9)
     );
-    let g = in_tx(&mut kv, &|ns| ns.create("/g", 0o644, false, op(4))).unwrap();
+    let g = in_tx(&mut kv, &|ns| ns.create("/g", 0o644, false, None, op(4))).unwrap();
     assert!(matches!(g.kind, InodeKind::File { layout: Some(l), .. } if l == allocated));
     // Subdirectories inherit the default.
     let sub = tx(&mut kv, |ns| ns.mkdirs("/d/sub", 0o755, false, op(5))).unwrap();
@@ -327,7 +328,7 @@ fn ctime_moves_where_linux_moves_it() {
     let mut kv = fresh();
     tx(&mut kv, |ns| ns.mkdirs("/a", 0o755, false, op(1))).unwrap();
     tx(&mut kv, |ns| ns.mkdirs("/b", 0o755, false, op(2))).unwrap();
-    let f = tx(&mut kv, |ns| ns.create("/a/f", 0o644, false, op(3))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/a/f", 0o644, false, None, op(3))).unwrap();
     let times = |kv: &mut MemKv, p: &str| {
         let i = tx(kv, |ns| ns.resolve(p, false)).unwrap();
         (i.mtime, i.ctime)
@@ -356,4 +357,80 @@ fn ctime_moves_where_linux_moves_it() {
     assert_eq!(times(&mut kv, "/b/f"), (130, 130));
     tx(&mut kv, |ns| ns.hardlink("/b/f", "/a/g", op(40))).unwrap();
     assert_eq!(times(&mut kv, "/b/f"), (130, 140));
+}
+
+#[test]
+fn create_opens_for_write_in_the_same_request_whatever_the_new_files_mode() {
+    let mut kv = fresh();
+    let nobody = perm::User::new(65534, 65534);
+    let as_nobody = |kv: &mut MemKv, f: &dyn Fn(&mut Namespace<'_, '_, MemKv>) -> Result<Inode, MetaError>| {
+        tx(kv, |ns| {
+            ns.set_user(nobody);
+            f(ns)
+        })
+    };
+    let sessions = |kv: &mut MemKv, f: &Inode| {
+        let rows = tx(kv, |ns| Ok(ns.txn().range(&keys::session_range(f.id), 8)?));
+        rows.unwrap().len()
+    };
+    tx(&mut kv, |ns| ns.mkdirs("/t", 0o1777, false, op(1))).unwrap();
+    // open("/t/f", O_CREAT | O_RDWR, 0): the creator's descriptor writes, as POSIX has it.
+    let f = as_nobody(&mut kv, &|ns| ns.create("/t/f", 0, true, Some(7), op(2))).unwrap();
+    assert_eq!((f.uid, f.perm), (65534, 0));
+    assert_eq!(sessions(&mut kv, &f), 1, "the write session is in the same transaction");
+    // Found rather than made, it is opened only after the write check, as open checks.
+    let again = as_nobody(&mut kv, &|ns| ns.create("/t/f", 0o644, false, Some(8), op(3)));
+    assert_eq!(again, Err(MetaError::Access));
+    assert_eq!(sessions(&mut kv, &f), 1);
+    // Without a session nothing is opened.
+    let g = as_nobody(&mut kv, &|ns| ns.create("/t/g", 0o644, true, None, op(4))).unwrap();
+    assert_eq!(sessions(&mut kv, &g), 0);
+    // A special file found by an O_CREAT open is refused like any open of one.
+    tx(&mut kv, |ns| {
+        ns.mknod("/t/p", crate::wire::SpecialKind::Fifo, 0o666, 0, op(5))
+    })
+    .unwrap();
+    let fifo = tx(&mut kv, |ns| ns.create("/t/p", 0o644, false, Some(9), op(6)));
+    assert_eq!(fifo, Err(MetaError::Invalid(crate::wire::NO_DATA)));
+}
+
+#[test]
+fn nofollow_changes_the_link_and_a_writer_may_only_drop_setuid_and_setgid() {
+    let mut kv = fresh();
+    let nobody = perm::User::new(65534, 65534);
+    tx(&mut kv, |ns| ns.create("/f", 0o6777, true, None, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.symlink("/l", "/f", op(2))).unwrap();
+    let lchown = SetAttr {
+        uid: Some(65534),
+        gid: Some(65534),
+        nofollow: true,
+        ..Default::default()
+    };
+    tx(&mut kv, |ns| ns.setattr("/l", lchown, op(3))).unwrap();
+    let link = tx(&mut kv, |ns| ns.stat("/l", false)).unwrap();
+    let file = tx(&mut kv, |ns| ns.stat("/f", false)).unwrap();
+    assert_eq!((link.uid, link.gid), (65534, 65534), "lchown changes the link");
+    assert_eq!((file.uid, file.gid, file.perm), (0, 0, 0o6777), "not its target");
+    // The kernel clears setuid/setgid for a writer who is not the owner with a setattr of the
+    // mode: allowed to anyone who may write, and nothing else is.
+    let as_nobody = |kv: &mut MemKv, perm: u32| {
+        let set = SetAttr {
+            perm: Some(perm),
+            ..Default::default()
+        };
+        tx(kv, |ns| {
+            ns.set_user(nobody);
+            ns.setattr("/f", set, op(4)).map(|i| i.perm)
+        })
+    };
+    // Outside the file's group, setgid goes with it (as any chmod by one outside the group).
+    assert_eq!(as_nobody(&mut kv, 0o2777), Ok(0o777), "setuid dropped");
+    assert_eq!(as_nobody(&mut kv, 0o777), Err(MetaError::NotPermitted), "no change");
+    assert_eq!(as_nobody(&mut kv, 0o755), Err(MetaError::NotPermitted));
+    let set = SetAttr {
+        perm: Some(0o4600),
+        ..Default::default()
+    };
+    tx(&mut kv, |ns| ns.setattr("/f", set, op(5))).unwrap();
+    assert_eq!(as_nobody(&mut kv, 0o600), Err(MetaError::Access), "no write access");
 }

@@ -119,6 +119,7 @@ fn every_kv_failure_still_gives_one_effect_and_one_answer() {
             path: "/f".into(),
             perm: 0o644,
             exclusive: true,
+            session: None,
         };
         let r = run(&mut m, &mut kv, request(1, create.clone()), |n, kv| {
             if n == 1 {
@@ -267,6 +268,7 @@ fn one_block_of_inode_ids_serves_many_creates() {
             path: format!("/f{i}"),
             perm: 0o644,
             exclusive: true,
+            session: None,
         };
         match run(&mut m, &mut kv, request(i + 1, create), |_, _| {}).as_slice() {
             [Ok(MetaAnswer::Inode(inode))] => ids.push(inode.id.0),
@@ -390,6 +392,7 @@ fn closes_of_one_file_queued_behind_a_running_one_commit_together() {
         path: "/f".into(),
         perm: 0o644,
         exclusive: true,
+        session: None,
     };
     let Ok(MetaAnswer::Inode(f)) = run(&mut m, &mut kv, request(1, create), |_, _| {}).remove(0)
     else {

@@ -38,6 +38,15 @@ wire_struct!(FileSession {
 
 type R<T> = Result<T, MetaError>;
 
+/// A special file passes the permission checks as Linux makes them, then is refused: its data
+/// is never chunks, so no session may hold it (a close could not end one).
+fn refuse_special(inode: &Inode) -> R<()> {
+    match inode.kind {
+        InodeKind::Special { .. } => Err(MetaError::Invalid(NO_DATA)),
+        _ => Ok(()),
+    }
+}
+
 impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     /// open of an existing path (following symlinks); for write, a session row `session` of
     /// the asking client. A directory cannot be opened for write (EISDIR).
@@ -51,21 +60,25 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
             false => super::perm::MAY_READ,
         };
         super::perm::check(&inode, self.user(), want)?;
-        // A special file passes the permission checks as Linux makes them, then is refused:
-        // its data is never chunks, so no session may hold it (a close could not end one).
-        if matches!(inode.kind, InodeKind::Special { .. }) {
-            return Err(MetaError::Invalid(NO_DATA));
-        }
-        if write {
-            let s = FileSession {
-                client: op.client,
-                session,
-                opened: op.now,
-            };
-            self.txn()
-                .set(&session_key(inode.id, op.client, session), &encode(&s));
+        match write {
+            true => self.start_session(&inode, session, op)?,
+            false => refuse_special(&inode)?,
         }
         Ok(inode)
+    }
+
+    /// Stores write session `session` of this client on `inode` (its permission checked by
+    /// the caller); refuses a special file.
+    pub(super) fn start_session(&mut self, inode: &Inode, session: u64, op: PathOp) -> R<()> {
+        refuse_special(inode)?;
+        let s = FileSession {
+            client: op.client,
+            session,
+            opened: op.now,
+        };
+        self.txn()
+            .set(&session_key(inode.id, op.client, session), &encode(&s));
+        Ok(())
     }
 
     /// extendStripe (3FS setAttr): before writing chunk index `chunk`, a writer makes sure the

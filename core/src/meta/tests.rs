@@ -51,8 +51,8 @@ fn create_mkdirs_stat_and_list() {
     let mut kv = fresh();
     let d = tx(&mut kv, |ns| ns.mkdirs("/a/b/c", 0o755, true, op(1))).unwrap();
     assert!(d.is_dir());
-    tx(&mut kv, |ns| ns.create("/a/b/f2", 0o644, false, op(2))).unwrap();
-    tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, op(3))).unwrap();
+    tx(&mut kv, |ns| ns.create("/a/b/f2", 0o644, false, None, op(2))).unwrap();
+    tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, None, op(3))).unwrap();
     assert_eq!(names(&mut kv, "/a/b"), ["c", "f1", "f2"], "name order");
     let f = tx(&mut kv, |ns| ns.stat("/a/./b/../b/f1", true)).unwrap();
     assert!(matches!(f.kind, InodeKind::File { length: 0, .. }) && f.nlink == 1);
@@ -68,17 +68,17 @@ fn create_mkdirs_stat_and_list() {
     assert_eq!(e(&mut kv, r), MetaError::Exists);
     let r = tx(&mut kv, |ns| ns.mkdirs("/x/y", 0o755, false, op(5)));
     assert_eq!(e(&mut kv, r), MetaError::NotFound);
-    let r = tx(&mut kv, |ns| ns.create("/a/b/f1/z", 0o644, false, op(6)));
+    let r = tx(&mut kv, |ns| ns.create("/a/b/f1/z", 0o644, false, None, op(6)));
     assert_eq!(e(&mut kv, r), MetaError::NotDir);
-    let r = tx(&mut kv, |ns| ns.create("/a/b", 0o644, false, op(7)));
+    let r = tx(&mut kv, |ns| ns.create("/a/b", 0o644, false, None, op(7)));
     assert_eq!(e(&mut kv, r), MetaError::IsDir);
-    let r = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, true, op(8)));
+    let r = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, true, None, op(8)));
     assert_eq!(e(&mut kv, r), MetaError::Exists);
     let long = format!("/{}", "n".repeat(NAME_MAX + 1));
-    let r = tx(&mut kv, |ns| ns.create(&long, 0o644, false, op(9)));
+    let r = tx(&mut kv, |ns| ns.create(&long, 0o644, false, None, op(9)));
     assert_eq!(e(&mut kv, r), MetaError::NameTooLong);
     // Open of an existing file without O_EXCL is the file.
-    let again = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, op(10))).unwrap();
+    let again = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, None, op(10))).unwrap();
     assert_eq!(again.id, f.id);
 }
 
@@ -99,6 +99,7 @@ fn retries_are_answered_from_the_idempotency_record() {
         path: "/f".into(),
         perm: 0o644,
         exclusive: true,
+        session: None,
     };
     let Ok(MetaAnswer::Inode(f)) = req(&mut kv, 7, 1, create.clone()) else {
         panic!("create failed");
@@ -145,7 +146,7 @@ fn retries_are_answered_from_the_idempotency_record() {
 fn remove_links_and_gc() {
     let mut kv = fresh();
     tx(&mut kv, |ns| ns.mkdirs("/d/e", 0o755, true, op(1))).unwrap();
-    let f = tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, op(2))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, None, op(2))).unwrap();
     let l = tx(&mut kv, |ns| ns.hardlink("/d/f", "/d/g", op(3))).unwrap();
     assert_eq!(l.nlink, 2);
     assert_eq!(
@@ -184,8 +185,8 @@ fn rename_follows_posix_replace_rules_and_refuses_loops() {
     tx(&mut kv, |ns| ns.mkdirs("/a/sub", 0o755, true, op(1))).unwrap();
     tx(&mut kv, |ns| ns.mkdirs("/full/x", 0o755, true, op(2))).unwrap();
     tx(&mut kv, |ns| ns.mkdirs("/empty", 0o755, false, op(3))).unwrap();
-    let f1 = tx(&mut kv, |ns| ns.create("/f1", 0o644, false, op(4))).unwrap();
-    let f2 = tx(&mut kv, |ns| ns.create("/f2", 0o644, false, op(5))).unwrap();
+    let f1 = tx(&mut kv, |ns| ns.create("/f1", 0o644, false, None, op(4))).unwrap();
+    let f2 = tx(&mut kv, |ns| ns.create("/f2", 0o644, false, None, op(5))).unwrap();
     let rn = |kv: &mut MemKv, a: &str, b: &str, r: u64| tx(kv, |ns| ns.rename(a, b, op(r)));
     assert_eq!(
         rn(&mut kv, "/a", "/a/sub/in", 6),
@@ -242,14 +243,14 @@ fn concurrent_creates_of_one_name_serialize() {
     let req_a = {
         let mut t = Txn::new(&mut a_kv);
         Namespace::new(&mut t)
-            .create("/same", 0o644, true, op(1))
+            .create("/same", 0o644, true, None, op(1))
             .unwrap();
         t.to_commit_req().unwrap()
     };
     let req_b = {
         let mut t = Txn::new(&mut kv);
         Namespace::new(&mut t)
-            .create("/same", 0o644, true, op(2))
+            .create("/same", 0o644, true, None, op(2))
             .unwrap();
         t.to_commit_req().unwrap()
     };
@@ -257,7 +258,7 @@ fn concurrent_creates_of_one_name_serialize() {
     kv.commit(req_a).unwrap();
     assert_eq!(kv.commit(req_b), Err(crate::kv::KvError::Conflict));
     assert_eq!(
-        tx(&mut kv, |ns| ns.create("/same", 0o644, true, op(2))),
+        tx(&mut kv, |ns| ns.create("/same", 0o644, true, None, op(2))),
         Err(MetaError::Exists),
         "the retry sees the winner's file"
     );
@@ -276,8 +277,8 @@ fn policy(batch: usize) -> GcPolicy {
 fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
     let mut kv = fresh();
     tx(&mut kv, |ns| ns.mkdirs("/d/e", 0o755, true, op(1))).unwrap();
-    let f = tx(&mut kv, |ns| ns.create("/d/e/f", 0o644, false, op(2))).unwrap();
-    let g = tx(&mut kv, |ns| ns.create("/g", 0o644, false, op(3))).unwrap();
+    let f = tx(&mut kv, |ns| ns.create("/d/e/f", 0o644, false, None, op(2))).unwrap();
+    let g = tx(&mut kv, |ns| ns.create("/g", 0o644, false, None, op(3))).unwrap();
     let link = tx(&mut kv, |ns| ns.hardlink("/d/e/f", "/f2", op(4)));
     assert!(link.is_ok());
     tx(&mut kv, |ns| ns.open("/g", true, 77, op(5))).unwrap();
@@ -331,7 +332,7 @@ fn gc_defers_files_held_by_a_write_session_and_empties_directories() {
 #[test]
 fn sessions_of_dead_clients_are_pruned_once_old_enough() {
     let mut kv = fresh();
-    tx(&mut kv, |ns| ns.create("/f", 0o644, false, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.create("/f", 0o644, false, None, op(1))).unwrap();
     let live = PathOp {
         client: ClientId(1),
         ..op(2)
@@ -362,7 +363,7 @@ fn sessions_of_dead_clients_are_pruned_once_old_enough() {
 #[test]
 fn setattr_changes_only_what_it_is_given_and_batch_stat_answers_each_path() {
     let mut kv = fresh();
-    tx(&mut kv, |ns| ns.create("/f", 0o644, false, op(1))).unwrap();
+    tx(&mut kv, |ns| ns.create("/f", 0o644, false, None, op(1))).unwrap();
     tx(&mut kv, |ns| ns.symlink("/l", "/f", op(2))).unwrap();
     let attr = SetAttr {
         perm: Some(0o100_600),
@@ -393,7 +394,7 @@ fn a_listing_page_is_capped() {
     let n = DIR_LIST_PAGE_MAX + 3;
     tx(&mut kv, |ns| {
         (0..n).try_for_each(|i| {
-            ns.create(&format!("/f{i:05}"), 0o644, false, op(1))
+            ns.create(&format!("/f{i:05}"), 0o644, false, None, op(1))
                 .map(|_| ())
         })
     })
@@ -419,4 +420,29 @@ fn a_listing_page_is_capped() {
     let rest = list(&mut kv, first.last().unwrap().0.clone());
     assert_eq!(rest.len(), 3);
     assert_eq!(rest[2].0, format!("f{:05}", n - 1).into_bytes());
+}
+
+#[test]
+fn a_directory_counts_two_links_and_one_per_subdirectory() {
+    let mut kv = fresh();
+    let nlink = |kv: &mut MemKv, p: &str| tx(kv, |ns| ns.stat(p, false)).unwrap().nlink;
+    for (n, p) in ["/a", "/b", "/a/x", "/a/y", "/b/z"].into_iter().enumerate() {
+        tx(&mut kv, |ns| ns.mkdirs(p, 0o755, false, op(n as u64 + 1))).unwrap();
+    }
+    tx(&mut kv, |ns| ns.create("/a/f", 0o644, true, None, op(9))).unwrap();
+    assert_eq!((nlink(&mut kv, "/"), nlink(&mut kv, "/a"), nlink(&mut kv, "/b")), (4, 4, 3));
+    // A directory moved to another parent moves its ".." with it.
+    tx(&mut kv, |ns| ns.rename("/a/x", "/b/x", op(10))).unwrap();
+    assert_eq!((nlink(&mut kv, "/a"), nlink(&mut kv, "/b")), (3, 4));
+    // Replacing an empty directory: the source's parent loses one, the destination's keeps
+    // its count (one replaced, one arrived); in one directory, one fewer.
+    tx(&mut kv, |ns| ns.rename("/a/y", "/b/z", op(11))).unwrap();
+    assert_eq!((nlink(&mut kv, "/a"), nlink(&mut kv, "/b")), (2, 4));
+    tx(&mut kv, |ns| ns.rename("/b/x", "/b/z", op(12))).unwrap();
+    assert_eq!(nlink(&mut kv, "/b"), 3);
+    // A file's rename changes no directory's count; rmdir takes one away.
+    tx(&mut kv, |ns| ns.rename("/a/f", "/b/f", op(13))).unwrap();
+    assert_eq!((nlink(&mut kv, "/a"), nlink(&mut kv, "/b")), (2, 3));
+    tx(&mut kv, |ns| ns.remove("/b/z", false, op(14))).unwrap();
+    assert_eq!(nlink(&mut kv, "/b"), 2);
 }

@@ -143,6 +143,7 @@ fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
                 mtime: Some(r.next()),
                 layout: None,
                 touch: r.below(2) == 1,
+                nofollow: r.below(2) == 1,
             },
         },
         9 => MetaOp::BatchStat {
@@ -161,6 +162,7 @@ fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
             path: path(r),
             perm: r.next() as u32,
             exclusive: r.below(2) == 1,
+            session: (r.below(2) == 1).then(|| r.below(1 << 40)),
         },
         3 => MetaOp::Mkdirs {
             path: path(r),

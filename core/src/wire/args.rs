@@ -28,6 +28,9 @@ pub struct SetAttr {
     /// Set the modification time to the server's now (utimes with `UTIME_NOW`, or no times):
     /// the owner, root, or anyone who may write the file.
     pub touch: bool,
+    /// Change a final symlink itself rather than its target (lchown, utimensat with
+    /// `AT_SYMLINK_NOFOLLOW`; a FUSE setattr always names the inode itself).
+    pub nofollow: bool,
 }
 
 crate::wire_struct!(SetAttr {
@@ -36,7 +39,8 @@ crate::wire_struct!(SetAttr {
     gid,
     mtime,
     layout,
-    touch
+    touch,
+    nofollow
 });
 
 /// A writer's length hint (3FS `VersionedLength`).

@@ -39,6 +39,11 @@ pub enum MetaOp {
         perm: u32,
         /// O_EXCL.
         exclusive: bool,
+        /// Open it for write in the same transaction (3FS's create with a session): a write
+        /// session under this id on what was made or found. A file this call made is opened
+        /// whatever its mode (its creator's descriptor, as POSIX has it); one it found after
+        /// the write check, as `Open` checks.
+        session: Option<u64>,
     },
     /// mkdir, or mkdir -p when `recursive`.
     Mkdirs {
@@ -198,11 +203,13 @@ impl Wire for MetaOp {
                 path,
                 perm,
                 exclusive,
+                session,
             } => {
                 enc.u8(2);
                 put_str(enc, path);
                 perm.encode(enc);
                 exclusive.encode(enc);
+                session.encode(enc);
             }
             Self::Mkdirs {
                 path,
@@ -326,6 +333,7 @@ fn decode_names(tag: u8, dec: &mut Decoder<'_>) -> Result<MetaOp, DecodeError> {
             path: get_str(dec)?,
             perm: Wire::decode(dec)?,
             exclusive: Wire::decode(dec)?,
+            session: Wire::decode(dec)?,
         },
         3 => M::Mkdirs {
             path: get_str(dec)?,

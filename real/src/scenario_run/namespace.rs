@@ -22,7 +22,7 @@ use t3fs_core::meta::perm::User;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
 use t3fs_scenario::ns_files::{
-    client_user, initial_dirs, next_request, Session, Step, FILE_WRITE_BYTES, INITIAL_DIR_PERM,
+    client_user, initial_dirs, next_request, opens_session, Session, Step, FILE_WRITE_BYTES, INITIAL_DIR_PERM,
 };
 use t3fs_scenario::Rng;
 
@@ -305,7 +305,7 @@ async fn next(
     let Some(op) = next_request(&mut d.gen, &mut d.open, stopped, req.0) else {
         return Ok(None);
     };
-    let write_open = matches!(op, MetaOp::Open { write: true, .. });
+    let write_open = opens_session(&op);
     let result = meta(c, load, d, op, life).await?;
     if let (true, Ok(MetaAnswer::Inode(inode))) = (write_open, &result) {
         let plan = d.gen.file_plan(FILE_WRITE_BYTES.into());

@@ -230,6 +230,7 @@ mod tests {
             path: path.into(),
             perm: 0o644,
             exclusive: true,
+            session: None,
         }
     }
 

@@ -40,6 +40,7 @@ fn check(kv: &MemKv, gc_done: bool, extents: &Extents) -> Result<String, String>
     } = rows(kv)?;
     let (names, in_gc) = entry_names(&inodes, &entries)?;
     check_names(&inodes, &names, &in_gc)?;
+    check_dir_links(&inodes, &names, &in_gc)?;
     for c in extents.chunks.keys() {
         if !inodes
             .get(c)
@@ -182,6 +183,36 @@ fn check_names(
     Ok(())
 }
 
+/// Checks every named directory's link count: 2 and one for each subdirectory (its "..").
+fn check_dir_links(
+    inodes: &BTreeMap<InodeId, Inode>,
+    names: &Names<'_>,
+    in_gc: &BTreeSet<InodeId>,
+) -> Result<(), String> {
+    let mut subdirs: BTreeMap<InodeId, u32> = BTreeMap::new();
+    for (id, at) in names {
+        if inodes.get(id).is_some_and(Inode::is_dir) {
+            for (parent, _) in at {
+                *subdirs.entry(*parent).or_default() += 1;
+            }
+        }
+    }
+    for (id, i) in inodes {
+        if !i.is_dir() || *id == GC_ROOT || in_gc.contains(id) {
+            continue;
+        }
+        let want = 2 + subdirs.get(id).copied().unwrap_or(0);
+        if i.nlink != want {
+            return Err(format!(
+                "directory {id:?} has nlink {} but {} subdirectories",
+                i.nlink,
+                want - 2
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,10 +234,10 @@ mod tests {
         let mut kv = MemKv::new(1_000_000);
         transact(&mut kv, |ns| ns.init(0)).unwrap();
         transact(&mut kv, |ns| ns.mkdirs("/d", 0o755, false, op(1))).unwrap();
-        let f = transact(&mut kv, |ns| ns.create("/d/f", 0o644, true, op(2))).unwrap();
+        let f = transact(&mut kv, |ns| ns.create("/d/f", 0o644, true, None, op(2))).unwrap();
         transact(&mut kv, |ns| ns.hardlink("/d/f", "/d/g", op(3))).unwrap();
         transact(&mut kv, |ns| ns.symlink("/d/s", "f", op(4))).unwrap();
-        transact(&mut kv, |ns| ns.create("/d/x", 0o644, true, op(5))).unwrap();
+        transact(&mut kv, |ns| ns.create("/d/x", 0o644, true, None, op(5))).unwrap();
         transact(&mut kv, |ns| ns.remove("/d/x", false, op(6))).unwrap();
         let f = transact(&mut kv, |ns| ns.inode(f.id)).unwrap();
         (kv, f)
@@ -258,6 +289,14 @@ mod tests {
         t.commit().unwrap();
         let v = fsck(&kv, true, &Extents::default());
         assert!(v.detail().ends_with("is named nowhere: leaked"), "{v:?}");
+        // A directory counts 2 and one per subdirectory.
+        let (mut kv, _) = tree();
+        let mut d = transact(&mut kv, |ns| ns.stat("/d", false)).unwrap();
+        assert_eq!(d.nlink, 2);
+        d.nlink = 3;
+        put(&mut kv, &d);
+        let v = fsck(&kv, true, &Extents::default());
+        assert!(v.detail().ends_with("has nlink 3 but 0 subdirectories"), "{v:?}");
     }
 
     #[test]

@@ -320,7 +320,8 @@ impl Tree {
                 path,
                 exclusive,
                 perm,
-            } => self.create(path, *exclusive, *perm, who, u),
+                session,
+            } => self.create(path, (*exclusive, session.is_some()), *perm, who, u),
             MetaOp::Mkdirs {
                 path,
                 recursive,

@@ -30,7 +30,7 @@ pub const NS_REQUEST_BIT: u64 = 1 << 63;
 pub enum MetaFor {
     /// Only the history.
     Plain,
-    /// An open for write: the answer starts a session.
+    /// An open for write (or a create that opens): the answer starts a session.
     OpenWrite,
     /// The sync ending open session `k`'s truncate.
     Sync(usize),
@@ -139,9 +139,9 @@ impl World {
         else {
             return;
         };
-        let why = match op {
-            MetaOp::Open { write: true, .. } => MetaFor::OpenWrite,
-            _ => MetaFor::Plain,
+        let why = match t3fs_scenario::ns_files::opens_session(&op) {
+            true => MetaFor::OpenWrite,
+            false => MetaFor::Plain,
         };
         let now = self.sim.now().0;
         let index = self

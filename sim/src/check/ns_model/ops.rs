@@ -33,20 +33,40 @@ impl Tree {
     }
 
     /// `Create`: the file at `path`, made unless it exists (an error if `exclusive`).
+    /// `(exclusive, open)`: O_EXCL, and opened for write in the same request (what it made
+    /// whatever its mode, what it found if `u` may write it).
     pub(super) fn create(
         &mut self,
         path: &str,
-        exclusive: bool,
+        (exclusive, open): (bool, bool),
         perm: u32,
         who: u64,
         u: User,
     ) -> R<Abstract> {
-        let (id, ours) = self.make(path, Node::File { nlink: 1 }, perm, who, u)?;
-        match self.kind(id) {
-            _ if exclusive && !ours => Err(MetaError::Exists),
-            EntryKind::Directory => Err(MetaError::IsDir),
-            k => Ok(Abstract::Kind(k)),
+        let (mut id, ours) = self.make(path, Node::File { nlink: 1 }, perm, who, u)?;
+        if exclusive && !ours {
+            return Err(MetaError::Exists);
         }
+        if !open {
+            return match self.kind(id) {
+                EntryKind::Directory => Err(MetaError::IsDir),
+                k => Ok(Abstract::Kind(k)),
+            };
+        }
+        // Opened: an existing name through a final symlink, as open finds it.
+        if !ours {
+            id = self.resolve(path, true, u)?;
+        }
+        if self.is_dir(id) {
+            return Err(MetaError::IsDir);
+        }
+        if !ours {
+            self.may(id, u, MAY_WRITE)?;
+        }
+        if let EntryKind::Special(_) = self.kind(id) {
+            return Err(MetaError::Invalid(t3fs_core::wire::NO_DATA));
+        }
+        Ok(Abstract::Kind(self.kind(id)))
     }
 
     /// `Mkdirs`: the directory at `path`, and with `recursive` every missing one above it.
@@ -178,10 +198,17 @@ impl Tree {
 
     /// `SetAttr`: new owner and mode bits for what `path` names, if `u` may set them.
     pub(super) fn set_attr(&mut self, path: &str, attr: &SetAttr, u: User) -> R<Abstract> {
-        let id = self.resolve(path, true, u)?;
+        let id = self.resolve(path, !attr.nofollow, u)?;
         let (uid, gid, perm) = self.attrs.get(&id).copied().unwrap_or((0, 0, 0));
         let owner = u.is_root() || u.uid == uid;
-        if (attr.perm.is_some() || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
+        // Dropping only setuid/setgid is a writer's change (the kernel's, for a write by a
+        // non-owner); any other mode change is the owner's.
+        let drops_setid = attr.perm.is_some_and(|p| {
+            let p = p & 0o7777;
+            p != perm && p & !perm == 0 && (perm & !p) & !0o6000 == 0
+        });
+        let owners = attr.perm.is_some() && !drops_setid;
+        if (owners || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
             return Err(MetaError::NotPermitted);
         }
         // chown: root; or the owner, keeping the owner, to a group it is in.
@@ -191,8 +218,8 @@ impl Tree {
         if chown && !u.is_root() && !(keeps_owner && group_ok) {
             return Err(MetaError::NotPermitted);
         }
-        // A touch (utimes to now): the owner, or anyone who may write.
-        if attr.touch && !owner {
+        // A touch (utimes to now) or a writer's mode change: the owner, or anyone who may write.
+        if (attr.touch || drops_setid) && !owner {
             self.may(id, u, MAY_WRITE)?;
         }
         // Layouts are not modelled, only where they may be set.

@@ -253,7 +253,14 @@ fn tree(root: &Path) -> Vec<String> {
                 format!("-> {}", fs::read_link(&full).unwrap().display())
             } else if m.is_dir() {
                 stack.push(r.clone());
-                format!("dir {:o} {}:{}", m.mode() & 0o7777, m.uid(), m.gid())
+                // A directory's links: 2 and one per subdirectory, as the kernel counts them.
+                format!(
+                    "dir {:o} {}:{} links {}",
+                    m.mode() & 0o7777,
+                    m.uid(),
+                    m.gid(),
+                    m.nlink()
+                )
             } else if !m.is_file() {
                 // Never opened: a FIFO would block, a socket refuses.
                 format!(

@@ -196,7 +196,7 @@ fn run(seed: u64, steps: u64) -> usize {
                 )
             }
             1 | 2 => {
-                let r = ns.create(&a, 0o644, true, op);
+                let r = ns.create(&a, 0o644, true, None, op);
                 (
                     format!("create O_EXCL {a}"),
                     errno_of_meta(&r),

@@ -442,6 +442,11 @@ impl NsGenerator {
                     .chance(0.2)
                     .then(|| [100, 200, 300][self.rng.below(3) as usize]),
                 mtime: self.rng.chance(0.5).then(|| self.rng.below(1000)),
+                mtime_ns: self.rng.below(1_000_000_000) as u32,
+                // utimensat's atime: explicit, to now, or omitted.
+                atime: self.rng.chance(0.3).then(|| self.rng.below(1000)),
+                atime_ns: 0,
+                atime_now: self.rng.chance(0.2),
                 touch: self.rng.chance(0.2),
                 // A directory's default layout: 4 or 8 KiB chunks over 1 to 4 chains.
                 layout: self

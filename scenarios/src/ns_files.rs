@@ -109,7 +109,11 @@ pub fn next_request(
 pub fn opens_session(op: &MetaOp) -> bool {
     matches!(
         op,
-        MetaOp::Open { write: true, .. } | MetaOp::Create { session: Some(_), .. }
+        MetaOp::Open { write: true, .. }
+            | MetaOp::Create {
+                session: Some(_),
+                ..
+            }
     )
 }
 

@@ -47,18 +47,18 @@ pub fn attr_of(i: &Inode, size: Option<u64>) -> FileAttr {
         InodeKind::Special { rdev, .. } => rdev as u32,
         _ => 0,
     };
-    let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
+    let at = |s: u64, ns: u32| UNIX_EPOCH + Duration::new(s, ns.min(999_999_999));
     FileAttr {
         ino: ino_of(i.id),
         size: len,
         blocks: len.div_ceil(512),
-        atime: at(i.mtime),
-        mtime: at(i.mtime),
-        ctime: at(i.ctime),
+        atime: at(i.atime, i.atime_ns),
+        mtime: at(i.mtime, i.mtime_ns),
+        ctime: at(i.ctime, 0),
         crtime: SystemTime::UNIX_EPOCH,
         kind,
         perm: (i.perm & 0o7777) as u16,
-        nlink: i.nlink.max(1),
+        nlink: i.nlink,
         uid: i.uid,
         gid: i.gid,
         rdev,

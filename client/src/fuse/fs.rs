@@ -99,8 +99,15 @@ impl T3fs {
     }
 }
 
-fn secs(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+/// An explicit time of utimensat as seconds and nanoseconds (before the epoch: the epoch).
+fn explicit(t: Option<TimeOrNow>) -> Option<(u64, u32)> {
+    match t {
+        Some(TimeOrNow::SpecificTime(t)) => {
+            let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+            Some((d.as_secs(), d.subsec_nanos()))
+        }
+        _ => None,
+    }
 }
 
 impl Filesystem for T3fs {
@@ -151,7 +158,7 @@ impl Filesystem for T3fs {
         uid: Option<u32>,
         gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<TimeOrNow>,
+        atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
@@ -165,10 +172,11 @@ impl Filesystem for T3fs {
             perm: mode.map(|m| m & 0o7777),
             uid,
             gid,
-            mtime: match mtime {
-                Some(TimeOrNow::SpecificTime(t)) => Some(secs(t)),
-                _ => None,
-            },
+            mtime: explicit(mtime).map(|(s, _)| s),
+            mtime_ns: explicit(mtime).map_or(0, |(_, ns)| ns),
+            atime: explicit(atime).map(|(s, _)| s),
+            atime_ns: explicit(atime).map_or(0, |(_, ns)| ns),
+            atime_now: matches!(atime, Some(TimeOrNow::Now)),
             layout: None,
             touch: matches!(mtime, Some(TimeOrNow::Now)),
             nofollow: true,

@@ -143,7 +143,19 @@ impl<C: MountClient> Inner<C> {
         if ino_of(i.id) != ino {
             return Err(Errno::ESTALE);
         }
+        self.links_seen(&i);
         Ok((path, i))
+    }
+
+    /// Meta answered `i`: the handles holding it open take its link count (what they answer
+    /// once no name of it is known here).
+    pub fn links_seen(&self, i: &Inode) {
+        for o in lock(&self.files)
+            .values_mut()
+            .filter(|o| o.inode.id == i.id)
+        {
+            o.inode.nlink = i.nlink;
+        }
     }
 
     /// Checks that meta finds directory `ino` at `path` (the root always is at "/").
@@ -194,6 +206,7 @@ impl<C: MountClient> Inner<C> {
     /// goes, so its forget never comes first), and its attributes.
     pub fn entered(&self, i: &Inode, parent: INodeNo, name: &OsStr) -> FileAttr {
         lock(&self.names).looked_up(ino_of(i.id), parent, name);
+        self.links_seen(i);
         self.attr(i)
     }
 

@@ -156,10 +156,22 @@ fn an_unlinked_file_open_here_is_answered_from_its_handle_until_released() {
     m.run(async {
         let (fh, a) = m.created(ROOT, "f").await;
         assert_eq!(m.write(fh, 0, b"hello").await, Ok(5));
+        assert_eq!(s.link(a.ino, ROOT, n("g")).await.unwrap().nlink, 2);
         assert_eq!(code(s.remove(ROOT, n("f")).await), Ok(()));
-        // No path: the handle's inode, its size this mount's accepted writes.
+        assert_eq!(s.stat(a.ino).await.unwrap().nlink, 1, "g still names it");
+        // Replaced by a rename: no name left. No path: the handle's inode, its size this
+        // mount's accepted writes, its links none.
+        let (h, _) = m.created(ROOT, "h").await;
+        assert_eq!(m.release(h).await, Ok(()));
+        assert_eq!(
+            code(
+                s.rename((ROOT, n("h")), (ROOT, n("g")), RenameFlags::empty())
+                    .await
+            ),
+            Ok(())
+        );
         let st = s.stat(a.ino).await.unwrap();
-        assert_eq!((st.ino, st.size), (a.ino, 5));
+        assert_eq!((st.ino, st.size, st.nlink), (a.ino, 5, 0));
         // Its writes and reads still go to the inode.
         assert_eq!(m.read(fh, 0, 10).await, Ok(b"hello".to_vec()));
         assert_eq!(m.flush(fh).await, Ok(()));

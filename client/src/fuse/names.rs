@@ -189,12 +189,20 @@ impl Names {
     }
 
     /// `name` in `parent` was renamed (through this mount) to `newname` in `newparent`: what
-    /// was there moves (and everything under it with it), what it replaced has no name.
-    pub fn renamed(&mut self, parent: INodeNo, name: &OsStr, newparent: INodeNo, newname: &OsStr) {
+    /// was there moves (and everything under it with it), what it replaced has no name. The
+    /// replaced inode, if this table knew it there.
+    pub fn renamed(
+        &mut self,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+    ) -> Option<INodeNo> {
         let (Ok(name), Ok(newname)) = (component(name), component(newname)) else {
-            return;
+            return None;
         };
         let to = (newparent.0, newname.to_string());
+        let replaced = self.by_name.get(&to).copied();
         let moved = self.by_name.remove(&(parent.0, name.to_string()));
         if let Some(ino) = moved {
             if let Some(r) = self.rows.get_mut(&ino) {
@@ -206,18 +214,18 @@ impl Names {
                 r.at = None;
             }
         }
+        replaced.filter(|&r| Some(r) != moved).map(INodeNo)
     }
 
     /// `name` in `parent` was removed (through this mount): what it named has no name here.
-    pub fn removed(&mut self, parent: INodeNo, name: &OsStr) {
-        let Ok(name) = component(name) else {
-            return;
-        };
-        if let Some(ino) = self.by_name.remove(&(parent.0, name.to_string())) {
-            if let Some(r) = self.rows.get_mut(&ino) {
-                r.at = None;
-            }
+    /// That inode, if this table knew it there.
+    pub fn removed(&mut self, parent: INodeNo, name: &OsStr) -> Option<INodeNo> {
+        let name = component(name).ok()?;
+        let ino = self.by_name.remove(&(parent.0, name.to_string()))?;
+        if let Some(r) = self.rows.get_mut(&ino) {
+            r.at = None;
         }
+        Some(INodeNo(ino))
     }
 
     /// Rows (the root's included).

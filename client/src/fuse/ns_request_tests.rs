@@ -184,16 +184,18 @@ fn setattr_changes_what_it_is_asked_and_of_a_symlink_the_link_itself() {
             uid: Some(7),
             gid: Some(8),
             mtime: Some(12345),
+            mtime_ns: 6,
+            atime: Some(999),
+            atime_ns: 7,
+            atime_now: false,
             layout: None,
             touch: false,
             nofollow: false,
         };
         let a = s.setattr(f, None, None, set).await.unwrap();
         assert_eq!((a.perm, a.uid, a.gid, a.size), (0o640, 7, 8, 3));
-        assert_eq!(
-            a.mtime,
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(12345)
-        );
+        let at = |s, ns| std::time::UNIX_EPOCH + std::time::Duration::new(s, ns);
+        assert_eq!((a.mtime, a.atime), (at(12345, 6), at(999, 7)));
         // Nothing to change: the attributes as they are.
         let same = s.setattr(f, None, None, SetAttr::default()).await.unwrap();
         assert_eq!((same.perm, same.uid), (0o640, 7));
@@ -206,7 +208,10 @@ fn setattr_changes_what_it_is_asked_and_of_a_symlink_the_link_itself() {
             ..SetAttr::default()
         };
         let a = s.setattr(l.ino, None, None, lchown).await.unwrap();
-        assert_eq!((a.ino, a.kind, a.uid, a.gid), (l.ino, FileType::Symlink, 65534, 65533));
+        assert_eq!(
+            (a.ino, a.kind, a.uid, a.gid),
+            (l.ino, FileType::Symlink, 65534, 65533)
+        );
         let target = s.stat(f).await.unwrap();
         assert_eq!((target.uid, target.gid), (7, 8));
         assert_eq!(s.readlink(l.ino).await.unwrap(), b"/f");

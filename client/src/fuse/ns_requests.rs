@@ -155,7 +155,8 @@ impl<C: MountClient> Inner<C> {
             .rename(&from, &to)
             .await
             .map_err(|e| errno(&e))?;
-        lock(&self.names).renamed(parent, name, newparent, newname);
+        let replaced = lock(&self.names).renamed(parent, name, newparent, newname);
+        self.unlinked(replaced);
         Ok(())
     }
 
@@ -184,8 +185,21 @@ impl<C: MountClient> Inner<C> {
     pub async fn remove(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
         let path = self.child_path(parent, name).await?;
         self.client.remove(&path).await.map_err(|e| errno(&e))?;
-        lock(&self.names).removed(parent, name);
+        let gone = lock(&self.names).removed(parent, name);
+        self.unlinked(gone);
         Ok(())
+    }
+
+    /// This mount took a name of `ino` away: the handles holding it open count one link
+    /// fewer, so fstat of a file unlinked while open says 0 (another client's unlink is seen
+    /// only at its next lookup).
+    fn unlinked(&self, ino: Option<INodeNo>) {
+        let Some(id) = ino.map(super::names::id_of) else {
+            return;
+        };
+        for o in lock(&self.files).values_mut().filter(|o| o.inode.id == id) {
+            o.inode.nlink = o.inode.nlink.saturating_sub(1);
+        }
     }
 
     /// statfs: (blocks, free blocks) of [`BLKSIZE`] bytes.

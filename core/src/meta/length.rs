@@ -103,7 +103,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         }
         // A truncate moves ctime too (Linux), except on an unlinked file: GC times its delay
         // from its ctime (the unlink). A length update from writes moves mtime only.
-        i.mtime = now;
+        (i.mtime, i.mtime_ns) = (now, 0);
         if truncated && i.nlink > 0 {
             i.ctime = now;
         }

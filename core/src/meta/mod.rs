@@ -22,6 +22,8 @@
 //! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
 
 mod attrs;
+#[cfg(test)]
+mod attrs_tests;
 mod batch;
 mod gc;
 pub mod idem;

@@ -433,8 +433,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             request: op.request,
         };
         self.put_entry(parent.id, name, &entry);
-        parent.mtime = op.now;
-        parent.ctime = op.now;
+        parent.stamp_mtime(op.now);
         parent.nlink += u32::from(is_dir);
         self.put_inode(&parent);
         Ok((inode, true))
@@ -573,7 +572,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.put_entry(parent.id, name, &entry);
         // The new name's directory changed: its mtime and ctime move, as Linux moves them.
         let mut parent = parent;
-        (parent.mtime, parent.ctime) = (op.now, op.now);
+        parent.stamp_mtime(op.now);
         self.put_inode(&parent);
         Ok(target)
     }
@@ -620,8 +619,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         self.txn.clear(&dirent_key(parent.id, name));
         let was_dir = inode.is_dir();
         self.unlink_inode(inode, op.now);
-        parent.mtime = op.now;
-        parent.ctime = op.now;
+        parent.stamp_mtime(op.now);
         parent.nlink -= u32::from(was_dir);
         self.put_inode(&parent);
         Ok(())
@@ -638,7 +636,11 @@ fn dir_layout(dir: &Inode) -> Option<super::placement::DirLayout> {
 
 fn new_inode(id: InodeId, kind: InodeKind, perm: u32, now: u64) -> Inode {
     // A directory: its entry and its own "."; each subdirectory's ".." adds one.
-    let nlink = if matches!(kind, InodeKind::Directory { .. }) { 2 } else { 1 };
+    let nlink = if matches!(kind, InodeKind::Directory { .. }) {
+        2
+    } else {
+        1
+    };
     Inode {
         id,
         kind,
@@ -648,5 +650,8 @@ fn new_inode(id: InodeId, kind: InodeKind, perm: u32, now: u64) -> Inode {
         nlink,
         ctime: now,
         mtime: now,
+        atime: now,
+        atime_ns: 0,
+        mtime_ns: 0,
     }
 }

@@ -152,9 +152,15 @@ mod tests {
         assert!(drops_only_setid(0o4777, 0o777));
         assert!(drops_only_setid(0o6777, 0o2777));
         assert!(drops_only_setid(0o6755, 0o755));
-        assert!(!drops_only_setid(0o777, 0o777), "no change is a plain chmod");
+        assert!(
+            !drops_only_setid(0o777, 0o777),
+            "no change is a plain chmod"
+        );
         assert!(!drops_only_setid(0o4777, 0o755), "other bits dropped too");
         assert!(!drops_only_setid(0o777, 0o4777), "a bit added");
-        assert!(!drops_only_setid(0o5777, 0o4777), "the sticky bit is not the writer's");
+        assert!(
+            !drops_only_setid(0o5777, 0o4777),
+            "the sticky bit is not the writer's"
+        );
     }
 }

@@ -50,6 +50,9 @@ fn file() -> Inode {
         nlink: 0,
         ctime: 0,
         mtime: 0,
+        atime: 0,
+        atime_ns: 0,
+        mtime_ns: 0,
     }
 }
 

@@ -87,7 +87,13 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     }
 
     /// Whether `dst` may be replaced by `src` (POSIX's and Linux's rules, in Linux's order).
-    fn check_replace(&mut self, src: &Inode, dst: &Inode, dst_parent: &Inode, src_parent: &Inode) -> R<()> {
+    fn check_replace(
+        &mut self,
+        src: &Inode,
+        dst: &Inode,
+        dst_parent: &Inode,
+        src_parent: &Inode,
+    ) -> R<()> {
         self.check_sticky(dst_parent, dst)?;
         // Linux's order: a destination that is an ancestor of the source is ENOTEMPTY before
         // any type check (it cannot be empty: the source is inside it).
@@ -124,6 +130,6 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
 
 /// A directory whose entries changed: its mtime and ctime move, and its link count by `links`.
 fn stamp(dir: &mut Inode, links: i64, now: u64) {
-    (dir.mtime, dir.ctime) = (now, now);
+    dir.stamp_mtime(now);
     dir.nlink = (i64::from(dir.nlink) + links).max(0) as u32;
 }

@@ -119,7 +119,10 @@ fn a_locked_directory_changes_only_for_its_holder() {
         now: 100 + request,
     };
     tx(&mut kv, |ns| ns.mkdirs("/d", 0o755, false, by(1, 1))).unwrap();
-    tx(&mut kv, |ns| ns.create("/d/f", 0o644, false, None, by(1, 2))).unwrap();
+    tx(&mut kv, |ns| {
+        ns.create("/d/f", 0o644, false, None, by(1, 2))
+    })
+    .unwrap();
     let lock = |kv: &mut MemKv, client, action| {
         tx(kv, |ns| {
             ns.lock_directory("/d", action, ClientId(client), 3)
@@ -153,7 +156,10 @@ fn a_locked_directory_changes_only_for_its_holder() {
         Err(MetaError::NotFound)
     );
     // The holder changes it freely; a re-lock by the holder is fine.
-    tx(&mut kv, |ns| ns.create("/d/g", 0o644, false, None, by(1, 5))).unwrap();
+    tx(&mut kv, |ns| {
+        ns.create("/d/g", 0o644, false, None, by(1, 5))
+    })
+    .unwrap();
     lock(&mut kv, 1, TryLock).unwrap();
     // Preempt moves the lock; clear frees it for everyone.
     lock(&mut kv, 2, PreemptLock).unwrap();
@@ -363,23 +369,32 @@ fn ctime_moves_where_linux_moves_it() {
 fn create_opens_for_write_in_the_same_request_whatever_the_new_files_mode() {
     let mut kv = fresh();
     let nobody = perm::User::new(65534, 65534);
-    let as_nobody = |kv: &mut MemKv, f: &dyn Fn(&mut Namespace<'_, '_, MemKv>) -> Result<Inode, MetaError>| {
-        tx(kv, |ns| {
-            ns.set_user(nobody);
-            f(ns)
-        })
-    };
+    let as_nobody =
+        |kv: &mut MemKv, f: &dyn Fn(&mut Namespace<'_, '_, MemKv>) -> Result<Inode, MetaError>| {
+            tx(kv, |ns| {
+                ns.set_user(nobody);
+                f(ns)
+            })
+        };
     let sessions = |kv: &mut MemKv, f: &Inode| {
-        let rows = tx(kv, |ns| Ok(ns.txn().range(&keys::session_range(f.id), 8)?));
+        let rows = tx(kv, |ns| {
+            Ok(ns.txn().range(&keys::session_range(f.id), 8)?)
+        });
         rows.unwrap().len()
     };
     tx(&mut kv, |ns| ns.mkdirs("/t", 0o1777, false, op(1))).unwrap();
     // open("/t/f", O_CREAT | O_RDWR, 0): the creator's descriptor writes, as POSIX has it.
     let f = as_nobody(&mut kv, &|ns| ns.create("/t/f", 0, true, Some(7), op(2))).unwrap();
     assert_eq!((f.uid, f.perm), (65534, 0));
-    assert_eq!(sessions(&mut kv, &f), 1, "the write session is in the same transaction");
+    assert_eq!(
+        sessions(&mut kv, &f),
+        1,
+        "the write session is in the same transaction"
+    );
     // Found rather than made, it is opened only after the write check, as open checks.
-    let again = as_nobody(&mut kv, &|ns| ns.create("/t/f", 0o644, false, Some(8), op(3)));
+    let again = as_nobody(&mut kv, &|ns| {
+        ns.create("/t/f", 0o644, false, Some(8), op(3))
+    });
     assert_eq!(again, Err(MetaError::Access));
     assert_eq!(sessions(&mut kv, &f), 1);
     // Without a session nothing is opened.
@@ -390,47 +405,8 @@ fn create_opens_for_write_in_the_same_request_whatever_the_new_files_mode() {
         ns.mknod("/t/p", crate::wire::SpecialKind::Fifo, 0o666, 0, op(5))
     })
     .unwrap();
-    let fifo = tx(&mut kv, |ns| ns.create("/t/p", 0o644, false, Some(9), op(6)));
+    let fifo = tx(&mut kv, |ns| {
+        ns.create("/t/p", 0o644, false, Some(9), op(6))
+    });
     assert_eq!(fifo, Err(MetaError::Invalid(crate::wire::NO_DATA)));
-}
-
-#[test]
-fn nofollow_changes_the_link_and_a_writer_may_only_drop_setuid_and_setgid() {
-    let mut kv = fresh();
-    let nobody = perm::User::new(65534, 65534);
-    tx(&mut kv, |ns| ns.create("/f", 0o6777, true, None, op(1))).unwrap();
-    tx(&mut kv, |ns| ns.symlink("/l", "/f", op(2))).unwrap();
-    let lchown = SetAttr {
-        uid: Some(65534),
-        gid: Some(65534),
-        nofollow: true,
-        ..Default::default()
-    };
-    tx(&mut kv, |ns| ns.setattr("/l", lchown, op(3))).unwrap();
-    let link = tx(&mut kv, |ns| ns.stat("/l", false)).unwrap();
-    let file = tx(&mut kv, |ns| ns.stat("/f", false)).unwrap();
-    assert_eq!((link.uid, link.gid), (65534, 65534), "lchown changes the link");
-    assert_eq!((file.uid, file.gid, file.perm), (0, 0, 0o6777), "not its target");
-    // The kernel clears setuid/setgid for a writer who is not the owner with a setattr of the
-    // mode: allowed to anyone who may write, and nothing else is.
-    let as_nobody = |kv: &mut MemKv, perm: u32| {
-        let set = SetAttr {
-            perm: Some(perm),
-            ..Default::default()
-        };
-        tx(kv, |ns| {
-            ns.set_user(nobody);
-            ns.setattr("/f", set, op(4)).map(|i| i.perm)
-        })
-    };
-    // Outside the file's group, setgid goes with it (as any chmod by one outside the group).
-    assert_eq!(as_nobody(&mut kv, 0o2777), Ok(0o777), "setuid dropped");
-    assert_eq!(as_nobody(&mut kv, 0o777), Err(MetaError::NotPermitted), "no change");
-    assert_eq!(as_nobody(&mut kv, 0o755), Err(MetaError::NotPermitted));
-    let set = SetAttr {
-        perm: Some(0o4600),
-        ..Default::default()
-    };
-    tx(&mut kv, |ns| ns.setattr("/f", set, op(5))).unwrap();
-    assert_eq!(as_nobody(&mut kv, 0o600), Err(MetaError::Access), "no write access");
 }

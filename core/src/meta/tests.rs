@@ -51,8 +51,14 @@ fn create_mkdirs_stat_and_list() {
     let mut kv = fresh();
     let d = tx(&mut kv, |ns| ns.mkdirs("/a/b/c", 0o755, true, op(1))).unwrap();
     assert!(d.is_dir());
-    tx(&mut kv, |ns| ns.create("/a/b/f2", 0o644, false, None, op(2))).unwrap();
-    tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, None, op(3))).unwrap();
+    tx(&mut kv, |ns| {
+        ns.create("/a/b/f2", 0o644, false, None, op(2))
+    })
+    .unwrap();
+    tx(&mut kv, |ns| {
+        ns.create("/a/b/f1", 0o644, false, None, op(3))
+    })
+    .unwrap();
     assert_eq!(names(&mut kv, "/a/b"), ["c", "f1", "f2"], "name order");
     let f = tx(&mut kv, |ns| ns.stat("/a/./b/../b/f1", true)).unwrap();
     assert!(matches!(f.kind, InodeKind::File { length: 0, .. }) && f.nlink == 1);
@@ -68,7 +74,9 @@ fn create_mkdirs_stat_and_list() {
     assert_eq!(e(&mut kv, r), MetaError::Exists);
     let r = tx(&mut kv, |ns| ns.mkdirs("/x/y", 0o755, false, op(5)));
     assert_eq!(e(&mut kv, r), MetaError::NotFound);
-    let r = tx(&mut kv, |ns| ns.create("/a/b/f1/z", 0o644, false, None, op(6)));
+    let r = tx(&mut kv, |ns| {
+        ns.create("/a/b/f1/z", 0o644, false, None, op(6))
+    });
     assert_eq!(e(&mut kv, r), MetaError::NotDir);
     let r = tx(&mut kv, |ns| ns.create("/a/b", 0o644, false, None, op(7)));
     assert_eq!(e(&mut kv, r), MetaError::IsDir);
@@ -78,7 +86,10 @@ fn create_mkdirs_stat_and_list() {
     let r = tx(&mut kv, |ns| ns.create(&long, 0o644, false, None, op(9)));
     assert_eq!(e(&mut kv, r), MetaError::NameTooLong);
     // Open of an existing file without O_EXCL is the file.
-    let again = tx(&mut kv, |ns| ns.create("/a/b/f1", 0o644, false, None, op(10))).unwrap();
+    let again = tx(&mut kv, |ns| {
+        ns.create("/a/b/f1", 0o644, false, None, op(10))
+    })
+    .unwrap();
     assert_eq!(again.id, f.id);
 }
 
@@ -430,7 +441,14 @@ fn a_directory_counts_two_links_and_one_per_subdirectory() {
         tx(&mut kv, |ns| ns.mkdirs(p, 0o755, false, op(n as u64 + 1))).unwrap();
     }
     tx(&mut kv, |ns| ns.create("/a/f", 0o644, true, None, op(9))).unwrap();
-    assert_eq!((nlink(&mut kv, "/"), nlink(&mut kv, "/a"), nlink(&mut kv, "/b")), (4, 4, 3));
+    assert_eq!(
+        (
+            nlink(&mut kv, "/"),
+            nlink(&mut kv, "/a"),
+            nlink(&mut kv, "/b")
+        ),
+        (4, 4, 3)
+    );
     // A directory moved to another parent moves its ".." with it.
     tx(&mut kv, |ns| ns.rename("/a/x", "/b/x", op(10))).unwrap();
     assert_eq!((nlink(&mut kv, "/a"), nlink(&mut kv, "/b")), (3, 4));

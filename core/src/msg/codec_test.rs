@@ -144,6 +144,10 @@ fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
                 layout: None,
                 touch: r.below(2) == 1,
                 nofollow: r.below(2) == 1,
+                mtime_ns: r.next() as u32,
+                atime: (r.below(2) == 1).then(|| r.next()),
+                atime_ns: r.next() as u32,
+                atime_now: r.below(2) == 1,
             },
         },
         9 => MetaOp::BatchStat {
@@ -230,6 +234,9 @@ fn meta_result(r: &mut Rng) -> crate::wire::MetaResult {
         nlink: r.next() as u32,
         ctime: r.next(),
         mtime: r.next(),
+        atime: r.next(),
+        atime_ns: r.next() as u32,
+        mtime_ns: r.next() as u32,
     };
     match r.below(5) {
         0 => Ok(MetaAnswer::Inode(inode(r))),

@@ -23,6 +23,15 @@ pub struct SetAttr {
     pub gid: Option<u32>,
     /// New modification time, seconds (utimes with an explicit time: the owner or root).
     pub mtime: Option<u64>,
+    /// Its nanoseconds (with `mtime`).
+    pub mtime_ns: u32,
+    /// New access time, seconds (an explicit time: the owner or root).
+    pub atime: Option<u64>,
+    /// Its nanoseconds (with `atime`).
+    pub atime_ns: u32,
+    /// Set the access time to the server's now (`UTIME_NOW`): as `touch`, the owner, root or
+    /// anyone who may write the file.
+    pub atime_now: bool,
     /// A directory's new default layout (owner or root; directories only).
     pub layout: Option<DirLayout>,
     /// Set the modification time to the server's now (utimes with `UTIME_NOW`, or no times):
@@ -38,6 +47,10 @@ crate::wire_struct!(SetAttr {
     uid,
     gid,
     mtime,
+    mtime_ns,
+    atime,
+    atime_ns,
+    atime_now,
     layout,
     touch,
     nofollow

@@ -113,6 +113,13 @@ pub struct Inode {
     pub ctime: u64,
     /// Modification time, seconds.
     pub mtime: u64,
+    /// Access time, seconds: set at creation and by utimensat (the mount is `noatime`: reads
+    /// never move it, which spares every read a meta transaction).
+    pub atime: u64,
+    /// The nanoseconds of `atime`, as utimensat gave them (the server stamps whole seconds).
+    pub atime_ns: u32,
+    /// The nanoseconds of `mtime`, likewise; 0 whenever the server stamps `mtime`.
+    pub mtime_ns: u32,
 }
 
 /// The kind of an entry, cached in it so `list` needs no inode reads.
@@ -243,7 +250,10 @@ wire_struct!(Inode {
     perm,
     nlink,
     ctime,
-    mtime
+    mtime,
+    atime,
+    atime_ns,
+    mtime_ns
 });
 wire_struct!(DirEntry {
     inode,
@@ -252,6 +262,11 @@ wire_struct!(DirEntry {
 });
 
 impl Inode {
+    /// The server's stamp of a change of content or entries: mtime (whole seconds) and ctime.
+    pub fn stamp_mtime(&mut self, now: u64) {
+        (self.mtime, self.mtime_ns, self.ctime) = (now, 0, now);
+    }
+
     /// The entry kind naming this inode.
     pub fn entry_kind(&self) -> EntryKind {
         match self.kind {

@@ -22,7 +22,8 @@ use t3fs_core::meta::perm::User;
 use t3fs_core::meta::request::{MetaAnswer, MetaOp, MetaResult};
 use t3fs_scenario::namespace::{NsGenerator, NsWorkload};
 use t3fs_scenario::ns_files::{
-    client_user, initial_dirs, next_request, opens_session, Session, Step, FILE_WRITE_BYTES, INITIAL_DIR_PERM,
+    client_user, initial_dirs, next_request, opens_session, Session, Step, FILE_WRITE_BYTES,
+    INITIAL_DIR_PERM,
 };
 use t3fs_scenario::Rng;
 

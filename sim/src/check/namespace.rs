@@ -222,6 +222,9 @@ mod tests {
             nlink: 1,
             ctime: 0,
             mtime: 0,
+            atime: 0,
+            atime_ns: 0,
+            mtime_ns: 0,
         }))
     }
 

@@ -296,7 +296,10 @@ mod tests {
         d.nlink = 3;
         put(&mut kv, &d);
         let v = fsck(&kv, true, &Extents::default());
-        assert!(v.detail().ends_with("has nlink 3 but 0 subdirectories"), "{v:?}");
+        assert!(
+            v.detail().ends_with("has nlink 3 but 0 subdirectories"),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -208,7 +208,8 @@ impl Tree {
             p != perm && p & !perm == 0 && (perm & !p) & !0o6000 == 0
         });
         let owners = attr.perm.is_some() && !drops_setid;
-        if (owners || attr.mtime.is_some() || attr.layout.is_some()) && !owner {
+        let explicit_times = attr.mtime.is_some() || attr.atime.is_some();
+        if (owners || explicit_times || attr.layout.is_some()) && !owner {
             return Err(MetaError::NotPermitted);
         }
         // chown: root; or the owner, keeping the owner, to a group it is in.
@@ -218,8 +219,8 @@ impl Tree {
         if chown && !u.is_root() && !(keeps_owner && group_ok) {
             return Err(MetaError::NotPermitted);
         }
-        // A touch (utimes to now) or a writer's mode change: the owner, or anyone who may write.
-        if (attr.touch || drops_setid) && !owner {
+        // Times to now or a writer's mode change: the owner, or anyone who may write.
+        if (attr.touch || attr.atime_now || drops_setid) && !owner {
             self.may(id, u, MAY_WRITE)?;
         }
         // Layouts are not modelled, only where they may be set.

@@ -36,8 +36,9 @@ rc=0
 {
   echo "pjdfstest $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?') on t3fs $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   grep -E "^Files=|^Result:" "$OUT/prove.log" || true
-  total=$(grep -oE "Tests=[0-9]+" "$OUT/prove.log" | cut -d= -f2)
-  failed=$(grep -oE "Failed: [0-9]+\)" "$OUT/prove.log" | tr -dc '0-9\n' | awk '{s+=$1} END {print s+0}')
+  total=$({ grep -oE "Tests=[0-9]+" "$OUT/prove.log" || true; } | cut -d= -f2)
+  failed=$({ grep -oE "Failed: [0-9]+\)" "$OUT/prove.log" || true; } | tr -dc '0-9\n' |
+    awk '{s+=$1} END {print s+0}')
   echo "failing cases: $failed of ${total:-?}"
   grep -E "^/.*\(Wstat" "$OUT/prove.log" | sed "s|$SRC/tests/||" || true
 } | tee "$OUT/summary.txt"

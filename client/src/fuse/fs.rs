@@ -179,7 +179,8 @@ impl Filesystem for T3fs {
             atime_now: matches!(atime, Some(TimeOrNow::Now)),
             layout: None,
             touch: matches!(mtime, Some(TimeOrNow::Now)),
-            nofollow: true,
+            // The inode itself, never a link's target: Inner::setattr sets it.
+            nofollow: false,
         };
         self.spawn(req, |s| async move {
             let r = s.setattr(ino, fh.map(|h| h.0), size, set).await;

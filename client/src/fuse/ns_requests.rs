@@ -43,7 +43,13 @@ impl<C: MountClient> Inner<C> {
         if let Some(len) = size {
             self.truncate(ino, fh, len).await?;
         }
-        if attr == SetAttr::default() {
+        // Nothing to change but the length (ftruncate of a held file another client renamed
+        // needs no path); `nofollow` alone changes nothing.
+        if (SetAttr {
+            nofollow: false,
+            ..attr
+        }) == SetAttr::default()
+        {
             return self.stat(ino).await;
         }
         // The kernel names the inode itself: lchown and utimensat of a link reach here, and

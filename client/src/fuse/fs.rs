@@ -168,14 +168,15 @@ impl Filesystem for T3fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let (m, a) = (explicit(mtime), explicit(atime));
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
             gid,
-            mtime: explicit(mtime).map(|(s, _)| s),
-            mtime_ns: explicit(mtime).map_or(0, |(_, ns)| ns),
-            atime: explicit(atime).map(|(s, _)| s),
-            atime_ns: explicit(atime).map_or(0, |(_, ns)| ns),
+            mtime: m.map(|(s, _)| s),
+            mtime_ns: m.map_or(0, |(_, ns)| ns),
+            atime: a.map(|(s, _)| s),
+            atime_ns: a.map_or(0, |(_, ns)| ns),
             atime_now: matches!(atime, Some(TimeOrNow::Now)),
             layout: None,
             touch: matches!(mtime, Some(TimeOrNow::Now)),

@@ -44,12 +44,8 @@ impl<C: MountClient> Inner<C> {
             self.truncate(ino, fh, len).await?;
         }
         // Nothing to change but the length (ftruncate of a held file another client renamed
-        // needs no path); `nofollow` alone changes nothing.
-        if (SetAttr {
-            nofollow: false,
-            ..attr
-        }) == SetAttr::default()
-        {
+        // needs no path).
+        if attr.changes_nothing() {
             return self.stat(ino).await;
         }
         // The kernel names the inode itself: lchown and utimensat of a link reach here, and

@@ -454,7 +454,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             truncate_ver: 0,
             layout: self.new_layout,
         };
-        let (mut inode, ours) = self.make(path, file, perm, op)?;
+        let (inode, ours) = self.make(path, file, perm, op)?;
         // O_CREAT|O_EXCL fails on any existing name, a directory included (POSIX).
         if exclusive && !ours {
             return Err(MetaError::Exists);
@@ -465,17 +465,11 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
                 _ => Ok(inode),
             };
         };
-        // Opened: what an existing name names, through a final symlink, as open finds it
-        // (a dangling one is ENOENT: creating its target is not supported).
+        // An existing name is opened as open opens it (through a final symlink, a dangling one
+        // ENOENT: creating its target is not supported); what this call made is its
+        // creator's to write, whatever its mode.
         if !ours {
-            inode = self.resolve(path, true)?;
-        }
-        if inode.is_dir() {
-            return Err(MetaError::IsDir);
-        }
-        // What this call made is its creator's to write, whatever its mode.
-        if !ours {
-            perm::check(&inode, self.user, MAY_WRITE)?;
+            return self.open(path, true, session, op);
         }
         self.start_session(&inode, session, op)?;
         Ok(inode)

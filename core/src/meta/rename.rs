@@ -68,11 +68,8 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         src.ctime = op.now;
         self.put_inode(&src);
         // Both directories' entries changed: mtime and ctime move, as Linux moves them.
-        let (src_links, dst_links) = match (across, replaces_dir) {
-            (true, _) => (-1, 1 - i64::from(replaces_dir)),
-            (false, true) => (0, -1),
-            (false, false) => (0, 0),
-        };
+        let src_links = -i64::from(across);
+        let dst_links = i64::from(across) - i64::from(replaces_dir);
         if dst_parent.id == src_parent.id {
             stamp(&mut src_parent, src_links + dst_links, op.now);
             self.put_inode(&src_parent);

@@ -56,6 +56,16 @@ crate::wire_struct!(SetAttr {
     nofollow
 });
 
+impl SetAttr {
+    /// Whether it changes nothing (`nofollow` says which inode, not what changes).
+    pub fn changes_nothing(&self) -> bool {
+        Self {
+            nofollow: false,
+            ..*self
+        } == Self::default()
+    }
+}
+
 /// A writer's length hint (3FS `VersionedLength`).
 #[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct LengthHint {

@@ -43,7 +43,7 @@ impl Tree {
         who: u64,
         u: User,
     ) -> R<Abstract> {
-        let (mut id, ours) = self.make(path, Node::File { nlink: 1 }, perm, who, u)?;
+        let (id, ours) = self.make(path, Node::File { nlink: 1 }, perm, who, u)?;
         if exclusive && !ours {
             return Err(MetaError::Exists);
         }
@@ -53,18 +53,9 @@ impl Tree {
                 k => Ok(Abstract::Kind(k)),
             };
         }
-        // Opened: an existing name through a final symlink, as open finds it.
+        // Opened: an existing name as open opens it; what it made is a new file.
         if !ours {
-            id = self.resolve(path, true, u)?;
-        }
-        if self.is_dir(id) {
-            return Err(MetaError::IsDir);
-        }
-        if !ours {
-            self.may(id, u, MAY_WRITE)?;
-        }
-        if let EntryKind::Special(_) = self.kind(id) {
-            return Err(MetaError::Invalid(t3fs_core::wire::NO_DATA));
+            return self.open(path, true, u);
         }
         Ok(Abstract::Kind(self.kind(id)))
     }

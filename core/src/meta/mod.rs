@@ -34,6 +34,7 @@ pub mod lock;
 mod ops;
 pub mod perm;
 pub mod placement;
+pub mod prefetch;
 pub mod purge;
 #[cfg(test)]
 mod purge_tests;
@@ -46,6 +47,7 @@ pub mod server;
 mod server_batch;
 mod server_cfg;
 mod server_own;
+mod server_replay;
 #[cfg(test)]
 mod server_tests;
 mod server_work;

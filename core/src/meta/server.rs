@@ -40,12 +40,13 @@
 
 use std::collections::BTreeMap;
 
-use super::replay::{Fetched, Missing, ReplayKv};
-use super::request::{execute_with, MetaAnswer, MetaOp, MetaResult};
-use super::{MetaError, Namespace, PathOp};
-use crate::bugs::MetaBug;
+use super::prefetch::{answers, speculate, RowHints};
+use super::replay::{Missing, ReplayKv};
+use super::request::{MetaOp, MetaResult};
+use super::server_replay::{replay_on, Cursors, Replayed};
+use super::MetaError;
 use crate::ids::{ClientId, IoId, NodeId, RequestId};
-use crate::kv::{KvDone, KvError, KvOp, Txn};
+use crate::kv::{KvDone, KvError, KvOp};
 use crate::machine::{EventOf, IoOp, IoResult, Machine, NoCall, Outbox, Unobserved};
 use crate::msg::meta::{MetaReply, MetaReq};
 use crate::msg::Msg;
@@ -89,6 +90,8 @@ pub struct MetaServer {
     /// The running batch of each member of one.
     pub(super) batch_of: BTreeMap<Key, Key>,
     pub(super) counters: Unobserved<MetaCounters>,
+    /// What this server last saw of each row, to prefetch by (`prefetch.rs`).
+    pub(super) hints: RowHints,
 }
 
 impl MetaServer {
@@ -120,6 +123,7 @@ impl MetaServer {
             gc_after: Vec::new(),
             allocator: Default::default(),
             counters: Default::default(),
+            hints: RowHints::default(),
         }
     }
 
@@ -208,7 +212,7 @@ impl MetaServer {
         }
     }
 
-    /// Replays the request on its rows: fetch the next missing row, commit, or answer.
+    /// Replays the request on its rows: fetch the next missing rows, commit, or answer.
     pub(super) fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
         // Summed only for a statFs: every other request would discard it.
         let space = match self.running.get(&key).map(|r| &r.work) {
@@ -218,15 +222,6 @@ impl MetaServer {
         let Some(r) = self.running.get_mut(&key) else {
             return;
         };
-        let p = PathOp {
-            client: key.0,
-            request: key.1,
-            now: r.now,
-        };
-        let mut txn = Txn::new(&mut r.rows);
-        let exactly_once = self.cfg.bug != Some(MetaBug::SkipIdempotency);
-        let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
-        configure(&mut ns, &self.cfg, (r.layout, r.queried, r.user), space);
         let cursors = Cursors {
             cfg: &self.cfg,
             gc_after: &self.gc_after,
@@ -234,71 +229,75 @@ impl MetaServer {
             idem_after: &self.idem_after,
             purging: self.purger.is_some(),
         };
-        let replayed = replay_work(&mut ns, &r.work, &mut r.own, &cursors, p, exactly_once);
-        let wants = ns.length_ctx().wants.take();
-        let answer = match replayed {
+        let (mut rows, mut own) = (std::mem::take(&mut r.rows), r.own.take());
+        let done = replay_on(&cursors, space, key, r, &mut rows, &mut own);
+        (r.rows, r.own) = (rows, own);
+        let answer = match done.replayed {
             Replayed::Answer(answer) => answer,
             // A batch member whose POSIX error discarded the batch's writes so far
             // (`request.rs`): never answered, the batch replays without the member.
             Replayed::Split(k) => {
-                drop(txn);
                 self.leave_batch(key, k);
                 return self.step(key, now, out);
             }
         };
-        let mut commit = txn.to_commit_req();
-        if self.cfg.bug == Some(MetaBug::SnapshotReads) {
-            if let Ok(req) = &mut commit {
-                req.read_conflicts.clear();
-            }
-        }
-        drop(txn);
         if let Some(miss) = r.rows.take_missing() {
             return self.fetch(key, miss, out);
         }
-        if let (Err(MetaError::LengthUnknown), Some(file)) = (&answer, wants) {
+        if let (Err(MetaError::LengthUnknown), Some(file)) = (&answer, done.wants) {
             return self.ask_length(key, file, now, out);
         }
-        match commit {
+        match done.commit {
             // Mutating requests always read their idempotency record first, so the read
             // version is real; were it not, version 0 would only make the commit conflict.
             // A failed request commits too: its record holds the error (`request.rs`).
             Ok(req) if !req.mutations.is_empty() => {
                 r.answer = Some(answer);
-                self.submit(key, KvOp::Commit(req), None, out);
+                self.hints.learn_writes(&req.mutations);
+                self.submit(key, KvOp::Commit(req), Vec::new(), out);
             }
             // A read-only request writes nothing: answer at once.
             _ => self.answer(key, answer, now, out),
         }
     }
 
-    /// Reads the row or range the replay of `key` missed, at the attempt's read version.
+    /// Reads the row or range the replay of `key` missed, with the rows its replay would read
+    /// next as far as the hints tell (`prefetch.rs`), in one read at the attempt's version.
     fn fetch(&mut self, key: Key, miss: Missing, out: &mut Outbox<Self>) {
         let Some(r) = self.running.get(&key) else {
             return;
         };
-        let op = match &miss {
-            Missing::Key(k) => KvOp::Read {
-                at: r.rows.version(),
-                keys: vec![k.clone()],
-                ranges: Vec::new(),
-            },
-            Missing::Range(range, limit) => KvOp::Read {
-                at: r.rows.version(),
-                keys: Vec::new(),
-                ranges: vec![(range.clone(), *limit)],
-            },
+        let cursors = Cursors {
+            cfg: &self.cfg,
+            gc_after: &self.gc_after,
+            prune_after: &self.prune_after,
+            idem_after: &self.idem_after,
+            purging: self.purger.is_some(),
         };
+        let misses = speculate(miss, &r.rows, &self.hints, |rows| {
+            let mut own = r.own.clone();
+            replay_on(&cursors, Default::default(), key, r, rows, &mut own);
+        });
+        let (mut keys, mut ranges) = (Vec::new(), Vec::new());
+        for m in &misses {
+            match m {
+                Missing::Key(k) => keys.push(k.clone()),
+                Missing::Range(range, limit) => ranges.push((range.clone(), *limit)),
+            }
+        }
+        let at = r.rows.version();
         self.counters.0.reads += 1;
-        self.submit(key, op, Some(miss), out);
+        self.counters.0.rows_fetched += misses.len() as u64;
+        self.submit(key, KvOp::Read { at, keys, ranges }, misses, out);
     }
 
-    fn submit(&mut self, key: Key, op: KvOp, miss: Option<Missing>, out: &mut Outbox<Self>) {
+    /// Sends `op` for `key`; `misses` are the rows a read asks for (empty for a commit).
+    fn submit(&mut self, key: Key, op: KvOp, misses: Vec<Missing>, out: &mut Outbox<Self>) {
         self.next_io += 1;
         let id = IoId(self.next_io);
         self.ios.insert(id, key);
         if let Some(r) = self.running.get_mut(&key) {
-            r.io = Some((id, miss));
+            r.io = Some((id, misses));
         }
         out.io(id, IoOp::Kv(op));
     }
@@ -388,30 +387,28 @@ impl MetaServer {
         let Some(r) = self.running.get_mut(&key) else {
             return;
         };
-        let Some((_, miss)) = r.io.take() else {
+        let Some((_, misses)) = r.io.take() else {
             return;
         };
         let IoResult::Kv(result) = result else {
             return;
         };
-        match (result, miss) {
+        match (result, misses.is_empty()) {
             (
                 Ok(KvDone::Read {
                     version,
                     values,
                     ranges,
                 }),
-                Some(miss),
+                false,
             ) => {
-                let fetched = match (values.into_iter().next(), ranges.into_iter().next()) {
-                    (Some(v), _) => Fetched::Value(v),
-                    (None, Some(rows)) => Fetched::Rows(rows),
-                    (None, None) => Fetched::Rows(Vec::new()),
-                };
-                r.rows.fill(version, miss, fetched);
+                self.hints.learn_read(&misses, &values, &ranges);
+                for (miss, fetched) in answers(misses, values, ranges) {
+                    r.rows.fill(version, miss, fetched);
+                }
                 self.step(key, now, out);
             }
-            (Ok(KvDone::Committed(_)), None) => {
+            (Ok(KvDone::Committed(_)), true) => {
                 let answer = r.answer.take().expect("a commit follows a final replay");
                 self.answer(key, answer, now, out);
             }
@@ -606,91 +603,4 @@ impl Machine for MetaServer {
             );
         }
     }
-}
-
-/// What the server's own work reads from the server beside its request: the configuration and
-/// where each scan continues.
-struct Cursors<'a> {
-    cfg: &'a MetaConfig,
-    gc_after: &'a [u8],
-    prune_after: &'a [u8],
-    idem_after: &'a [u8],
-    /// Whether GC purges files' chunks (the server has a storage client).
-    purging: bool,
-}
-
-/// How one replay of a request's work ended.
-enum Replayed {
-    /// Its answer (or error), with what its writes are in the transaction.
-    Answer(MetaResult),
-    /// Batch member `k` failed with a POSIX error that discards the batch's writes so far.
-    Split(usize),
-}
-
-/// Sets up a replay's namespace: the new file's layout, a length storage answered, the
-/// planted bugs, the user the request acts for, and (for a statFs) the space.
-fn configure(
-    ns: &mut Namespace<'_, '_, ReplayKv>,
-    cfg: &MetaConfig,
-    (layout, queried, user): (
-        Option<super::placement::Layout>,
-        Option<super::length::QueriedLength>,
-        super::perm::User,
-    ),
-    space: super::request::FsStat,
-) {
-    let table_len = cfg.layout.as_ref().map_or(0, |p| p.chains.len() as u32);
-    ns.set_new_layout(layout, table_len);
-    ns.length_ctx().queried = queried;
-    ns.length_ctx().trust_stale = cfg.bug == Some(MetaBug::StaleLengthHint);
-    ns.set_ignore_locks(cfg.bug == Some(MetaBug::IgnoresDirLocks));
-    ns.set_ignore_sticky(cfg.bug == Some(MetaBug::IgnoresStickyBit));
-    ns.set_user(user);
-    ns.set_space(space);
-}
-
-/// Replays `work` on `ns`; the server's own work leaves what it found in `own`.
-fn replay_work(
-    ns: &mut Namespace<'_, '_, ReplayKv>,
-    work: &Work,
-    own: &mut Option<Own>,
-    c: &Cursors<'_>,
-    p: PathOp,
-    exactly_once: bool,
-) -> Replayed {
-    let done = |found: Own, own: &mut Option<Own>| {
-        *own = Some(found);
-        MetaAnswer::Done
-    };
-    Replayed::Answer(match work {
-        Work::Request(op) => execute_with(ns, op, p, exactly_once),
-        Work::Batch(members) => match super::batch::run_batch(ns, members, p.now, exactly_once) {
-            Ok(results) => Ok(done(Own::Batch(results), own)),
-            Err(super::batch::BatchStop::Failed(e)) => Err(e),
-            Err(super::batch::BatchStop::Split(k)) => return Replayed::Split(k),
-        },
-        Work::Prune(live) => ns
-            .prune_sessions(live, c.prune_after, 256, p.now, c.cfg.prune_min_age)
-            .map(|(n, next, files)| done(Own::Pruned(n, next, files), own)),
-        Work::Sync(inode) => ns
-            .sync(*inode, None, false, p.now)
-            .map(|_| MetaAnswer::Done),
-        Work::IdemClean => ns
-            .clean_idem(c.idem_after, IDEM_CLEAN_BATCH, p.now, c.cfg.idem_expire)
-            .map(|(n, next)| done(Own::IdemCleaned(n, next), own)),
-        Work::Free(entry, inode) => ns
-            .gc_free(entry, *inode)
-            .map(|freed| done(Own::Freed(freed), own)),
-        Work::AllocIds => ns.allocate_block().map(|ids| done(Own::Ids(ids), own)),
-        Work::Gc => {
-            let policy = super::GcPolicy {
-                batch: c.cfg.gc_batch,
-                file_delay: c.cfg.gc_file_delay,
-                respect_sessions: c.cfg.bug != Some(MetaBug::GcIgnoresSessions),
-                purge_files: c.purging && c.cfg.bug != Some(MetaBug::GcSkipsChunks),
-            };
-            ns.gc_step(c.gc_after, p.now, policy)
-                .map(|out| done(Own::Gc(out), own))
-        }
-    })
 }

@@ -118,8 +118,10 @@ pub struct MetaCounters {
     pub retries: u64,
     /// Commits whose outcome was unknown.
     pub commit_unknown: u64,
-    /// KV reads issued.
+    /// KV reads issued (round trips).
     pub reads: u64,
+    /// Rows those reads fetched (more than `reads` where the prefetch batched them).
+    pub rows_fetched: u64,
     /// Inodes (files, symlinks, directories) freed by GC.
     pub gc_freed: u64,
     /// GC entries skipped because a write session held the file.

@@ -4,7 +4,7 @@
 
 use super::request::{MetaAnswer, MetaOp, MetaResult};
 use super::server::{MetaConfig, MetaServer, MetaTimer};
-use super::{transact, MetaError};
+use super::{transact, MetaError, PathOp};
 use crate::ids::{ClientId, NodeId, RequestId};
 use crate::kv::mem::{MemKv, MemKvFault};
 use crate::kv::{execute, KvOp};
@@ -95,7 +95,9 @@ fn a_request_replays_its_reads_then_commits_once() {
         matches!(r.as_slice(), [Ok(MetaAnswer::Inode(i))] if i.is_dir()),
         "{r:?}"
     );
-    assert!(m.counters().reads >= 6, "each level's rows were fetched");
+    let c = m.counters().clone();
+    assert!(c.rows_fetched >= 6, "each level's rows were fetched: {c:?}");
+    assert!(c.reads < c.rows_fetched, "some were fetched together: {c:?}");
     let list = MetaOp::List {
         path: "/a/b".into(),
         after: Vec::new(),
@@ -104,6 +106,36 @@ fn a_request_replays_its_reads_then_commits_once() {
     let r = run(&mut m, &mut kv, request(2, list), |_, _| {});
     assert!(matches!(r.as_slice(), [Ok(MetaAnswer::Entries(e))] if e.len() == 1 && e[0].0 == b"c"));
     assert_eq!(m.running(), 0);
+}
+
+/// What the server saw of a path prefetches the next walk of it: a stat of a directory just
+/// made, and of a name under it never seen, each take one KV round trip; the answers are the
+/// KV's, not the hints' (a row changed behind the server's back is read as it is now).
+#[test]
+fn a_walk_the_server_has_seen_is_fetched_in_one_round_trip() {
+    let (mut m, mut kv) = setup();
+    run(&mut m, &mut kv, request(1, mkdir("/a/b/c")), |_, _| {});
+    let stat = |path: &str| MetaOp::Stat {
+        path: path.into(),
+        follow: false,
+    };
+    for (i, path) in ["/a/b/c", "/a/b/none"].iter().enumerate() {
+        let before = m.counters().reads;
+        let r = run(&mut m, &mut kv, request(10 + i as u64, stat(path)), |_, _| {});
+        assert_eq!(m.counters().reads - before, 1, "{path}: {r:?}");
+    }
+    // Another server removes /a/b/c: this one's hints still name it, its answer does not.
+    transact(&mut kv, |ns| {
+        let op = PathOp {
+            client: ClientId(9),
+            request: RequestId(1),
+            now: 0,
+        };
+        ns.remove("/a/b/c", false, op)
+    })
+    .unwrap();
+    let r = run(&mut m, &mut kv, request(20, stat("/a/b/c")), |_, _| {});
+    assert_eq!(r, vec![Err(MetaError::NotFound)]);
 }
 
 #[test]

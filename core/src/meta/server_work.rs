@@ -67,7 +67,8 @@ pub(super) struct Running {
     pub(super) querying: Option<(crate::ids::InodeId, (u64, u64))>,
     /// Length queries made.
     pub(super) queries: u32,
-    pub(super) io: Option<(IoId, Option<Missing>)>,
+    /// The KV step in flight: a read of these rows, or a commit (no rows).
+    pub(super) io: Option<(IoId, Vec<Missing>)>,
 }
 
 /// The result of the server's own work (not sent to anyone).

@@ -59,6 +59,8 @@ pub fn counters_of(p: &Process) -> ProcessCounters {
             vec![
                 ("meta.answered", m.counters().answered),
                 ("meta.retries", m.counters().retries),
+                ("meta.kv_reads", m.counters().reads),
+                ("meta.rows_fetched", m.counters().rows_fetched),
                 ("meta.commit_unknown", m.counters().commit_unknown),
                 ("meta.gc_freed", m.counters().gc_freed),
                 ("meta.gc_busy", m.counters().gc_busy),

@@ -47,10 +47,9 @@ impl<C: MountClient> Inner<C> {
 
     /// opendir's listing of directory `ino`, which meta must find at its path.
     async fn open_dir(&self, ino: INodeNo) -> Result<Listing, Errno> {
-        let path = self.path(ino)?;
-        let (checked, listed) = tokio::join!(self.check_dir(ino, &path), self.listing(&path));
-        checked?;
-        listed.map_err(|e| stale(&e))
+        self.listing(&self.path(ino)?)
+            .await
+            .map_err(|e| stale(&e))
     }
 
     /// The whole listing of `path`, page by page.

@@ -56,7 +56,7 @@ impl<C: MountClient> Inner<C> {
         exclusive: bool,
         trunc: bool,
     ) -> Result<(u64, FileAttr), Errno> {
-        let path = self.child_path(parent, name).await?;
+        let path = self.child_path(parent, name)?;
         // Made (or found) and opened in one transaction: nothing can come between, and a
         // file made with a mode that forbids writing is still its creator's to write.
         let (file, inode) = self

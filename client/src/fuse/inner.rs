@@ -3,18 +3,23 @@
 //! directory listings, the inode table, and the steps several requests take (find an inode,
 //! look up a name, open a file, truncate).
 //!
-//! Inodes by id: meta takes paths, the kernel names inodes, and another client may rename or
-//! replace anything at any time. So a request about inode `ino` builds the path `ino` was last
-//! looked up at (names.rs) and checks that what meta finds there is inode `ino` (`verified`;
-//! for a request naming an entry of a directory, the directory is checked: `dir_path`), and
-//! answers ESTALE when it is not: the kernel then looks the path its caller gave up again
-//! (`LOOKUP_REVAL`) and retries once, so the caller gets the file its path names now. What
-//! meta opens, truncates or answers is checked the same way (the ids in its answer), so no
-//! request reads, writes, truncates or reports another file than the one the kernel asked
-//! about. An open handle holds its inode's id and layout: its reads, writes, syncs, closes
-//! and truncates go to that inode whatever its names are now; the attributes of an inode that
-//! has no checked path but is open here are the handle's (its size the largest of what meta
-//! said at open and this mount's writes).
+//! Inodes by id: the kernel names inodes, and another client may rename or replace anything at
+//! any time. Meta's paths may start at an inode (`//ino:<id>`, meta's anchor.rs, 3FS's
+//! `PathAt`). A request naming an entry of a directory sends the name anchored at the
+//! directory's inode: meta walks from exactly the directory the kernel named, wherever it is
+//! now. A request about an inode sends the name the kernel looked it up under, anchored at
+//! that name's directory (names.rs), and checks that meta finds the inode it was asked about
+//! there (`verified`): if another client replaced the name, the answer is ESTALE and the kernel
+//! looks the caller's path up again (`LOOKUP_REVAL`) and retries once, so the caller gets the
+//! file its path names now. Before anchors, every path started at the root and each request
+//! was preceded by a second one checking that the directory's remembered path still led to
+//! it. Search permission on the ancestors is the kernel's to check (`default_permissions`), as
+//! for any file system. What meta opens, truncates or answers is checked against the ids in
+//! its answer, so no request reads, writes, truncates or reports another file than the one the
+//! kernel asked about. An open handle holds its inode's id and layout: its reads, writes,
+//! syncs, closes and truncates go to that inode whatever its names are now; the attributes of
+//! an inode that has no checked path but is open here are the handle's (its size the largest
+//! of what meta said at open and this mount's writes).
 //!
 //! Invariants: every write handle of a file counts its length hint from the latest truncate
 //! version this mount made, and knows the length that truncate left (reads end there, or at
@@ -40,7 +45,8 @@ use super::attr::attr_of;
 use super::backend::{Backend, Call};
 use super::errno::errno;
 use super::mount_client::MountClient;
-use super::names::{id_of, ino_of, join, Names, ROOT_INO};
+use super::names::{id_of, ino_of, join, Names};
+use t3fs_core::meta::anchor::anchored;
 use super::read_ahead::ReadAhead;
 use super::write_behind::WriteBehind;
 use crate::client::{ClientError, File};
@@ -130,13 +136,20 @@ impl<C: MountClient> Inner<C> {
         attr_of(i, self.size_of(i))
     }
 
-    /// The path inode `ino` was last looked up at (unchecked).
+    /// The path a request about inode `ino` goes by: the name the kernel looked it up under,
+    /// anchored at that directory's inode, so the request meets what the name holds now and
+    /// the ids tell whether that is still `ino` (else ESTALE, and the kernel looks the name up
+    /// again: an open after another client replaced a file opens the new one); the inode
+    /// itself when no name of it is known here (the root is `/`).
     pub fn path(&self, ino: INodeNo) -> Result<String, Errno> {
-        lock(&self.names).path(ino)
+        match lock(&self.names).at(ino) {
+            Some((dir, name)) => Ok(anchored(id_of(dir), name)),
+            None => Ok(anchored(id_of(ino), "")),
+        }
     }
 
-    /// Inode `ino` and the path it is at: its remembered path, where meta's lstat answers
-    /// inode `ino`; else ESTALE.
+    /// Inode `ino` as meta has it, and the path it is reached by; ESTALE when meta has it no
+    /// more.
     pub async fn verified(&self, ino: INodeNo) -> Result<(String, Inode), Errno> {
         let path = self.path(ino)?;
         let i = self.client.lstat(&path).await.map_err(|e| stale(&e))?;
@@ -158,28 +171,15 @@ impl<C: MountClient> Inner<C> {
         }
     }
 
-    /// Checks that meta finds directory `ino` at `path` (the root always is at "/").
-    pub async fn check_dir(&self, ino: INodeNo, path: &str) -> Result<(), Errno> {
-        if ino.0 == ROOT_INO {
-            return Ok(());
-        }
-        let i = self.client.lstat(path).await.map_err(|e| stale(&e))?;
-        if ino_of(i.id) != ino {
-            return Err(Errno::ESTALE);
-        }
-        Ok(())
+    /// The path of directory `ino` when a request names an entry in it: anchored at the
+    /// directory itself, wherever it is now.
+    pub fn dir_path(&self, ino: INodeNo) -> Result<String, Errno> {
+        Ok(anchored(id_of(ino), ""))
     }
 
-    /// The path of directory `ino`, checked (a request then names an entry in it).
-    pub async fn dir_path(&self, ino: INodeNo) -> Result<String, Errno> {
-        let path = self.path(ino)?;
-        self.check_dir(ino, &path).await?;
-        Ok(path)
-    }
-
-    /// The path of `name` in directory `parent`, the directory checked.
-    pub async fn child_path(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
-        join(&self.dir_path(parent).await?, name)
+    /// The path of `name` in directory `parent`.
+    pub fn child_path(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        join(&self.dir_path(parent)?, name)
     }
 
     /// The inode an open handle of this mount holds as `id`, if one does.
@@ -210,13 +210,10 @@ impl<C: MountClient> Inner<C> {
         self.attr(i)
     }
 
-    /// lookup of `name` in directory `parent`, the directory checked alongside.
+    /// lookup of `name` in directory `parent`.
     pub async fn lookup(&self, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
-        let dir = self.path(parent)?;
-        let path = join(&dir, name)?;
-        let (checked, found) = tokio::join!(self.check_dir(parent, &dir), self.client.lstat(&path));
-        checked?;
-        let i = found.map_err(|e| errno(&e))?;
+        let path = self.child_path(parent, name)?;
+        let i = self.client.lstat(&path).await.map_err(|e| errno(&e))?;
         Ok(self.entered(&i, parent, name))
     }
 

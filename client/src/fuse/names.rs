@@ -1,10 +1,11 @@
 //! The mount's inode table: for each FUSE inode number the kernel holds, the directory and name
 //! it was last looked up under (its path is that of the directory plus the name) and the
 //! kernel's lookup count. A FUSE inode number is the meta inode id plus one (the root, meta
-//! inode 0, is FUSE's 1), so it is stable across mounts. The meta service takes paths: a path
-//! built here is only where the inode was, and every request checks the inode meta finds there
-//! against the number it was asked about (inner.rs); another client may have renamed or
-//! replaced anything since.
+//! inode 0, is FUSE's 1), so it is stable across mounts. A request about an inode reaches meta
+//! by the name kept here, anchored at its directory's inode (inner.rs), and checks that the name
+//! still holds that inode: another client may have replaced it since. The table also says which
+//! inode a name this mount renamed or removed took away (so open handles learn their link
+//! counts) and keeps the kernel's lookup counts.
 //!
 //! Lookup counts follow the kernel's: every reply that hands the kernel an entry (lookup,
 //! create, mkdir, symlink, link, each readdirplus entry but the dots) counts one, before it is
@@ -28,6 +29,7 @@ use std::ffi::OsStr;
 
 use fuser::{Errno, INodeNo};
 use t3fs_core::ids::InodeId;
+#[cfg(test)]
 use t3fs_core::meta::DEPTH_MAX;
 
 /// The FUSE inode number of meta inode `id`.
@@ -97,7 +99,9 @@ fn component(name: &OsStr) -> Result<&str, Errno> {
 
 impl Names {
     /// The path `ino` was last looked up at: ESTALE if the kernel never handed it out, its
-    /// row has no name any more, or a directory above it is not known.
+    /// row has no name any more, or a directory above it is not known. (Tests read the table
+    /// through it; requests use anchored paths.)
+    #[cfg(test)]
     pub fn path(&self, ino: INodeNo) -> Result<String, Errno> {
         let mut parts = Vec::new();
         let mut at = ino.0;
@@ -120,6 +124,12 @@ impl Names {
             p.push_str(name);
         }
         Ok(p)
+    }
+
+    /// The directory and name `ino` was last looked up under, if it still has that name here.
+    pub fn at(&self, ino: INodeNo) -> Option<(INodeNo, &str)> {
+        let (dir, name) = self.rows.get(&ino.0)?.at.as_ref()?;
+        Some((INodeNo(*dir), name.as_str()))
     }
 
     /// The path of `name` in directory `parent`.

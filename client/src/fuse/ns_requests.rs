@@ -128,7 +128,7 @@ impl<C: MountClient> Inner<C> {
         F: FnOnce(String) -> Fut,
         Fut: Future<Output = Answer<Inode>>,
     {
-        let path = self.child_path(parent, name).await?;
+        let path = self.child_path(parent, name)?;
         let i = make(path).await.map_err(|e| errno(&e))?;
         Ok(self.entered(&i, parent, name))
     }
@@ -143,11 +143,10 @@ impl<C: MountClient> Inner<C> {
         if flags.contains(RenameFlags::RENAME_EXCHANGE) {
             return Err(Errno::ENOTSUP);
         }
-        let (from, to) = tokio::join!(
-            self.child_path(parent, name),
-            self.child_path(newparent, newname)
+        let (from, to) = (
+            self.child_path(parent, name)?,
+            self.child_path(newparent, newname)?,
         );
-        let (from, to) = (from?, to?);
         // RENAME_NOREPLACE checks first: another client can still create the name in between
         // (meta's rename replaces; a compare-and-rename is not in its API).
         if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.client.lstat(&to).await.is_ok() {
@@ -169,8 +168,8 @@ impl<C: MountClient> Inner<C> {
         newparent: INodeNo,
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
-        let (existing, path) = tokio::join!(self.verified(ino), self.child_path(newparent, name));
-        let ((existing, _), path) = (existing?, path?);
+        let path = self.child_path(newparent, name)?;
+        let (existing, _) = self.verified(ino).await?;
         let i = self
             .client
             .link(&existing, &path)
@@ -185,7 +184,7 @@ impl<C: MountClient> Inner<C> {
 
     /// unlink or rmdir of `name` in `parent`.
     pub async fn remove(&self, parent: INodeNo, name: &OsStr) -> Result<(), Errno> {
-        let path = self.child_path(parent, name).await?;
+        let path = self.child_path(parent, name)?;
         self.client.remove(&path).await.map_err(|e| errno(&e))?;
         let gone = lock(&self.names).removed(parent, name);
         self.unlinked(gone);

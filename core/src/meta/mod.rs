@@ -21,6 +21,7 @@
 //! Not here: storing layouts in inodes (the chain-range placement itself is [`placement`]), file
 //! length (§4.4), sessions, GC of chunks, permissions beyond the owner's mode bits.
 
+pub mod anchor;
 mod attrs;
 #[cfg(test)]
 mod attrs_tests;

@@ -8,6 +8,7 @@
 //! concurrent operations serialize (SSI, as 3FS adds the parent and entries to the conflict set).
 //! Not here: retries, batching, permissions beyond existence and type checks.
 
+use super::anchor::{anchor_of, anchor_part};
 use super::keys::{self, dirent_key, dirent_range, inode_key, ID_BLOCK, INODE_ALLOC};
 use super::perm::{self, User, MAY_EXEC, MAY_READ, MAY_WRITE};
 use super::{
@@ -283,7 +284,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
     /// Resolves `path` to its inode; a final symlink is followed when `follow`.
     pub fn resolve(&mut self, path: &str, follow: bool) -> R<Inode> {
         let mut links = 0;
-        self.walk(ROOT, &split_path(path)?, follow, &mut links)
+        let (start, rest) = anchor_of(path)?;
+        self.walk(start, &split_path(rest)?, follow, &mut links)
     }
 
     fn walk(
@@ -294,6 +296,11 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
         links: &mut usize,
     ) -> R<Inode> {
         let mut cur = self.inode(start)?;
+        // A walk starts at the root, a directory it walked through, or an anchor (anchor.rs);
+        // only an anchor can be removed (its row waits for GC): removed, it names nothing.
+        if cur.nlink == 0 {
+            return Err(MetaError::NotFound);
+        }
         for (k, name) in parts.iter().enumerate() {
             let last = k + 1 == parts.len();
             let InodeKind::Directory { parent, .. } = cur.kind else {
@@ -329,7 +336,8 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
 
     /// The parent directory of `path` and the last name (which must be a real name).
     pub(super) fn parent_of<'p>(&mut self, path: &'p str) -> R<(Inode, &'p [u8])> {
-        let parts = split_path(path)?;
+        let (start, rest) = anchor_of(path)?;
+        let parts = split_path(rest)?;
         let Some((last, dirs)) = parts.split_last() else {
             return Err(MetaError::Invalid("the root has no parent"));
         };
@@ -337,7 +345,7 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
             return Err(MetaError::Invalid("`..` names no entry"));
         }
         let mut links = 0;
-        let parent = self.walk(ROOT, dirs, true, &mut links)?;
+        let parent = self.walk(start, dirs, true, &mut links)?;
         if !parent.is_dir() {
             return Err(MetaError::NotDir);
         }
@@ -477,11 +485,12 @@ impl<'t, 'e, E: KvEngine + ?Sized> Namespace<'t, 'e, E> {
 
     /// mkdir, or mkdir -p when `recursive` (existing directories on the way are fine).
     pub fn mkdirs(&mut self, path: &str, perm: u32, recursive: bool, op: PathOp) -> R<Inode> {
-        let parts = split_path(path)?;
+        let (anchor, rest) = (anchor_part(path), anchor_of(path)?.1);
+        let parts = split_path(rest)?;
         let upto = if recursive { 1 } else { parts.len() };
         let mut made = None;
         for n in upto..=parts.len() {
-            let sub = prefix_path(&parts, n);
+            let sub = format!("{anchor}{}", prefix_path(&parts, n));
             let dir = InodeKind::Directory {
                 parent: ROOT,
                 name: Vec::new(),

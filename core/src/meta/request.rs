@@ -29,7 +29,9 @@ impl MetaOp {
     pub fn ids_needed(&self) -> u64 {
         match self {
             Self::Create { .. } | Self::Symlink { .. } | Self::Mknod { .. } => 1,
-            Self::Mkdirs { path, .. } => super::split_path(path).map_or(0, |p| p.len() as u64),
+            Self::Mkdirs { path, .. } => super::anchor::anchor_of(path)
+                .and_then(|(_, rest)| super::split_path(rest))
+                .map_or(0, |p| p.len() as u64),
             _ => 0,
         }
     }

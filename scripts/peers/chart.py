@@ -4,7 +4,7 @@ labelled with the value. No plotting library: plain SVG text."""
 import sys
 
 FIGS = ["seq write MiB/s", "seq read MiB/s", "4k randread IOPS", "create/s", "stat/s",
-        "rename/s", "unlink/s"]
+        "rename/s", "unlink/s", "create/s x8", "stat/s x8", "rename/s x8", "unlink/s x8"]
 COLORS = ["#1f77b4", "#6baed6", "#ff7f0e", "#2ca02c", "#d62728"]
 rows = [l.split() for l in sys.stdin if l.strip()]
 names = [r[0] for r in rows]

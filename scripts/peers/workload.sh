@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One workload, the same on every mount: fio 1 MiB sequential write with an fsync at the end,
 # 1 MiB sequential read with cold caches, 4 KiB random read with 4 jobs (reads with O_DIRECT, so
-# the page cache answers none of them), and a metadata loop
-# (create, stat, rename, unlink over N files). Prints one line: SYSTEM write_MiBs read_MiBs
-# randread_iops create_ops stat_ops rename_ops unlink_ops.
+# the page cache answers none of them), and mdtest-style metadata phases (meta.py: create,
+# stat, rename, unlink) with one rank over N files and with 8 ranks over N/8 files each.
+# Prints one line: SYSTEM write_MiBs read_MiBs randread_iops, then create stat rename unlink
+# per second with 1 rank, then the same with 8.
 # usage: workload.sh SYSTEM MOUNT [SIZE_MIB] [FILES]
 set -euo pipefail
 SYS=$1; M=$2; SIZE=${3:-256}; N=${4:-1000}
@@ -26,22 +27,9 @@ fio --name=lay --filename="$D/rand" --rw=write --bs=1M --size=64M --ioengine=psy
 sync; echo 3 > /proc/sys/vm/drop_caches
 FIO_FIELD=iops fio_json >/tmp/peers-i.$$ --name=randr --filename="$D/rand" --rw=randread --bs=4k \
   --size=64M --numjobs=4 --time_based --runtime=15 --ioengine=psync --direct=1
-META=$(python3 - "$D" "$N" <<'P'
-import os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
-names = [os.path.join(d, f"f{i}") for i in range(n)]
-def rate(f):
-    t = time.perf_counter()
-    for x in names: f(x)
-    return round(n / (time.perf_counter() - t))
-c = rate(lambda x: os.close(os.open(x, os.O_CREAT | os.O_WRONLY, 0o644)))
-s = rate(os.stat)
-r = rate(lambda x: os.rename(x, x + ".r"))
-names = [x + ".r" for x in names]
-u = rate(os.unlink)
-print(c, s, r, u)
-P
-)
+# mdtest-style phases (meta.py): one rank over N files, then 8 ranks over N/8 files each.
+META1=$(python3 "$(dirname "$0")/meta.py" "$D" "$N" 1)
+META8=$(python3 "$(dirname "$0")/meta.py" "$D" "$(( (N + 7) / 8 ))" 8)
 rm -rf "$D"
-echo "$SYS $(cat /tmp/peers-w.$$) $(cat /tmp/peers-r.$$) $(cat /tmp/peers-i.$$) $META"
+echo "$SYS $(cat /tmp/peers-w.$$) $(cat /tmp/peers-r.$$) $(cat /tmp/peers-i.$$) $META1 $META8"
 rm -f /tmp/peers-?.$$

@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 use super::prefetch::{answers, speculate, RowHints};
 use super::replay::{Missing, ReplayKv};
 use super::request::{MetaOp, MetaResult};
-use super::server_replay::{replay_on, Cursors, Replayed};
+use super::server_replay::{replay_guess, replay_on, Cursors, Replayed};
 use super::MetaError;
 use crate::ids::{ClientId, IoId, NodeId, RequestId};
 use crate::kv::{KvDone, KvError, KvOp};
@@ -275,8 +275,7 @@ impl MetaServer {
             purging: self.purger.is_some(),
         };
         let misses = speculate(miss, &r.rows, &self.hints, |rows| {
-            let mut own = r.own.clone();
-            replay_on(&cursors, Default::default(), key, r, rows, &mut own);
+            replay_guess(&cursors, key, r, rows)
         });
         let (mut keys, mut ranges) = (Vec::new(), Vec::new());
         for m in &misses {

@@ -34,6 +34,30 @@ pub(super) fn replay_on(
     rows: &mut ReplayKv,
     own: &mut Option<Own>,
 ) -> ReplayOut {
+    replay_rows(c, space, key, r, rows, own, false)
+}
+
+/// [`replay_on`] over rows that are guesses (prefetch.rs): what it would read next is all
+/// that counts; its writes are never committed or checked.
+pub(super) fn replay_guess(
+    c: &Cursors<'_>,
+    key: Key,
+    r: &Running,
+    rows: &mut ReplayKv,
+) {
+    let mut own = r.own.clone();
+    replay_rows(c, Default::default(), key, r, rows, &mut own, true);
+}
+
+fn replay_rows(
+    c: &Cursors<'_>,
+    space: super::request::FsStat,
+    key: Key,
+    r: &Running,
+    rows: &mut ReplayKv,
+    own: &mut Option<Own>,
+    guessing: bool,
+) -> ReplayOut {
     let p = PathOp {
         client: key.0,
         request: key.1,
@@ -43,6 +67,7 @@ pub(super) fn replay_on(
     let exactly_once = c.cfg.bug != Some(MetaBug::SkipIdempotency);
     let mut ns = Namespace::with_ids(&mut txn, r.ids.clone());
     configure(&mut ns, c.cfg, (r.layout, r.queried, r.user), space);
+    ns.set_guessing(guessing);
     let replayed = replay_work(&mut ns, &r.work, own, c, p, exactly_once);
     let wants = ns.length_ctx().wants.take();
     drop(ns);

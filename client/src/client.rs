@@ -32,6 +32,7 @@ use crate::transport::Transport;
 
 pub mod cluster_dir;
 mod connect;
+pub mod dirs_watch;
 mod read_files;
 pub mod read_ranges;
 mod stat_many;
@@ -272,6 +273,7 @@ pub struct Client {
     pub id: ClientId,
     node: NodeId,
     next_session: std::sync::atomic::AtomicU64,
+    dirs_watch: dirs_watch::DirsWatch,
 }
 
 impl Client {
@@ -395,8 +397,10 @@ impl Client {
 
     pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaAnswer, ClientError> {
         match self.call(Self::meta_call(op)).await? {
-            ClientRet::Meta(Ok(a)) => Ok(a),
-            ClientRet::Meta(Err(e)) => Err(ClientError::Meta(e)),
+            ClientRet::Meta(r, dirs) => {
+                self.dirs_watch.tell(&dirs);
+                r.map_err(ClientError::Meta)
+            }
             other => Err(ClientError::answered(other)),
         }
     }

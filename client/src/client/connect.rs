@@ -95,6 +95,7 @@ impl Client {
             id,
             node,
             next_session: std::sync::atomic::AtomicU64::new(1),
+            dirs_watch: Default::default(),
         };
         c.wait_for_routing(deadline).await?;
         Ok(c)

@@ -33,8 +33,8 @@ impl Client {
                 .collect();
             for answer in self.batch(calls).await {
                 match answer? {
-                    ClientRet::Meta(Ok(MetaAnswer::Stats(v))) => out.extend(v),
-                    ClientRet::Meta(Err(e)) => return Err(ClientError::Meta(e)),
+                    ClientRet::Meta(Ok(MetaAnswer::Stats(v)), _) => out.extend(v),
+                    ClientRet::Meta(Err(e), _) => return Err(ClientError::Meta(e)),
                     other => return Err(ClientError::answered(other)),
                 }
             }

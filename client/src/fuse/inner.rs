@@ -43,6 +43,7 @@ use tokio::runtime::Handle;
 
 use super::attr::attr_of;
 use super::backend::{Backend, Call};
+use super::dir_attrs::DirAttrs;
 use super::errno::errno;
 use super::mount_client::MountClient;
 use super::names::{id_of, ino_of, join, Names};
@@ -75,6 +76,8 @@ pub(super) struct Inner<C> {
     pub files: Mutex<BTreeMap<u64, Open>>,
     pub dirs: Mutex<BTreeMap<u64, Arc<Listing>>>,
     pub next_fh: AtomicU64,
+    /// Directories as the commits of this mount's requests left them (dir_attrs.rs).
+    pub dir_attrs: Arc<DirAttrs>,
 }
 
 pub(super) use super::backend::lock;
@@ -109,7 +112,11 @@ pub(super) fn stale(e: &ClientError) -> Errno {
 impl<C: MountClient> Inner<C> {
     /// Nothing open yet.
     pub fn new(client: C, rt: Handle, o: &super::MountOptions) -> Self {
+        let dir_attrs = Arc::new(DirAttrs::new(o.attr_ttl));
+        let learn = dir_attrs.clone();
+        client.watch_dirs(Box::new(move |changed| learn.learn(changed)));
         Self {
+            dir_attrs,
             client,
             rt,
             ttl: o.attr_ttl,
@@ -189,9 +196,14 @@ impl<C: MountClient> Inner<C> {
         of.next().map(|o| o.inode.clone())
     }
 
-    /// getattr of `ino`: at its checked path, else (renamed or removed by another client, or
-    /// removed while open) as an open handle of this mount holds it, else ESTALE.
+    /// getattr of `ino`: a directory this mount's requests just changed as their newest commit
+    /// left it (dir_attrs.rs, within the attribute TTL); else at its checked path, else
+    /// (renamed or removed by another client, or removed while open) as an open handle of this
+    /// mount holds it, else ESTALE.
     pub async fn stat(&self, ino: INodeNo) -> Result<FileAttr, Errno> {
+        if let Some(d) = self.dir_attrs.fresh(id_of(ino)) {
+            return Ok(self.attr(&d));
+        }
         match self.verified(ino).await {
             Ok((_, i)) => Ok(self.attr(&i)),
             Err(e) if e.code() == libc::ESTALE => {

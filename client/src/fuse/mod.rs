@@ -16,6 +16,7 @@
 
 mod attr;
 mod backend;
+mod dir_attrs;
 mod dir_handles;
 mod dir_plus;
 pub mod errno;

@@ -27,6 +27,7 @@ use t3fs_core::meta::request::FsStat;
 use t3fs_core::meta::{DirEntry, Inode, MetaError, SetAttr};
 use t3fs_core::wire::SpecialKind;
 
+use crate::client::dirs_watch::DirsWatcher;
 use crate::client::{Client, ClientError, File};
 
 /// The answer of one client call.
@@ -37,6 +38,11 @@ pub(super) type Answer<T> = Result<T, ClientError>;
 pub(super) trait MountClient: Send + Sync + 'static {
     /// stat without following a final symlink.
     fn lstat(&self, path: &str) -> impl Future<Output = Answer<Inode>> + Send;
+    /// Has `watcher` told of the directories each namespace answer says its request changed
+    /// (`Client::watch_dirs`); a client without such answers never calls it.
+    fn watch_dirs(&self, watcher: DirsWatcher) {
+        let _ = watcher;
+    }
     /// stat of many paths at once (final symlinks followed), each answered on its own.
     fn batch_stat(
         &self,
@@ -122,6 +128,10 @@ pub(super) trait MountClient: Send + Sync + 'static {
 }
 
 impl MountClient for Client {
+    fn watch_dirs(&self, watcher: DirsWatcher) {
+        Client::watch_dirs(self, watcher);
+    }
+
     fn lstat(&self, path: &str) -> impl Future<Output = Answer<Inode>> + Send {
         Client::lstat(self, path)
     }

@@ -180,8 +180,9 @@ pub enum ClientRet {
         /// Per-chunk commit results.
         results: Vec<(ChunkId, UpdateResult)>,
     },
-    /// A namespace request's answer (`Kv(CommitUnknown)`: unknown outcome after every retry).
-    Meta(crate::wire::MetaResult),
+    /// A namespace request's answer (`Kv(CommitUnknown)`: unknown outcome after every retry),
+    /// and the directories its commit changed (`msg/meta.rs`).
+    Meta(crate::wire::MetaResult, crate::msg::meta::DirsChanged),
     /// The answer to `QueryLastChunk`: per chain asked, in chain order, its last committed
     /// chunk of the file (`None`: none).
     LastChunks(Vec<(ChainId, Option<crate::msg::LastChunk>)>),

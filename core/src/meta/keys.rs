@@ -22,6 +22,11 @@ pub const INODE_ALLOC: &[u8] = b"SING-inode-alloc";
 /// Ids per allocated block.
 pub const ID_BLOCK: u64 = 4096;
 
+/// Whether `key` is an inode's row.
+pub fn is_inode_key(key: &[u8]) -> bool {
+    key.len() == INODE.len() + 8 && key.starts_with(INODE)
+}
+
 /// The row of inode `id`.
 pub fn inode_key(id: InodeId) -> Key {
     let mut k = INODE.to_vec();

@@ -58,6 +58,18 @@ pub use super::server_cfg::{
 
 pub(super) use super::server_work::{Key, Own, Running, Work, SELF, SYNC_KEY_BIT};
 
+/// The directories among the rows `mutations` write (module docs of `msg/meta.rs`).
+fn dirs_written(mutations: &[crate::kv::Mutation]) -> Vec<super::Inode> {
+    let inode = |m: &crate::kv::Mutation| match m {
+        crate::kv::Mutation::Set(k, v) if super::keys::is_inode_key(k) => {
+            crate::mgmtd::store::decode::<super::Inode>(v).ok()
+        }
+        _ => None,
+    };
+    let dirs = mutations.iter().filter_map(inode).filter(|i| i.is_dir());
+    dirs.take(crate::msg::meta::DIRS_CHANGED_MAX).collect()
+}
+
 /// The meta server.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
 pub struct MetaServer {
@@ -158,6 +170,7 @@ impl MetaServer {
             let reply = MetaReply {
                 request: req.request,
                 result,
+                dirs: Default::default(),
             };
             return out.send(from, Msg::MetaReply(reply));
         }
@@ -253,6 +266,7 @@ impl MetaServer {
             // A failed request commits too: its record holds the error (`request.rs`).
             Ok(req) if !req.mutations.is_empty() => {
                 r.answer = Some(answer);
+                r.dirs.dirs = dirs_written(&req.mutations);
                 self.hints.learn_writes(&req.mutations);
                 self.submit(key, KvOp::Commit(req), Vec::new(), out);
             }
@@ -373,6 +387,7 @@ impl MetaServer {
         let reply = MetaReply {
             request: key.1,
             result,
+            dirs: r.dirs,
         };
         if let Some(to) = r.reply_to {
             out.send(to, Msg::MetaReply(reply));
@@ -407,7 +422,8 @@ impl MetaServer {
                 }
                 self.step(key, now, out);
             }
-            (Ok(KvDone::Committed(_)), true) => {
+            (Ok(KvDone::Committed(version)), true) => {
+                r.dirs.version = version.0;
                 let answer = r.answer.take().expect("a commit follows a final replay");
                 self.answer(key, answer, now, out);
             }

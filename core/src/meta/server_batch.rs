@@ -152,6 +152,7 @@ fn reply(out: &mut Outbox<MetaServer>, m: &Member, result: MetaResult) {
         let reply = MetaReply {
             request: m.key.1,
             result,
+            dirs: Default::default(),
         };
         out.send(to, Msg::MetaReply(reply));
     }

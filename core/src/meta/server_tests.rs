@@ -21,8 +21,18 @@ fn run(
     m: &mut MetaServer,
     kv: &mut MemKv,
     first: EventOf<Msg, MetaTimer, crate::machine::NoCall>,
-    mut fault: impl FnMut(u32, &mut MemKv),
+    fault: impl FnMut(u32, &mut MemKv),
 ) -> Vec<MetaResult> {
+    let replies = run_replies(m, kv, first, fault);
+    replies.into_iter().map(|r| r.result).collect()
+}
+
+fn run_replies(
+    m: &mut MetaServer,
+    kv: &mut MemKv,
+    first: EventOf<Msg, MetaTimer, crate::machine::NoCall>,
+    mut fault: impl FnMut(u32, &mut MemKv),
+) -> Vec<MetaReply> {
     let mut events = vec![first];
     let mut replies = Vec::new();
     let mut commits = 0;
@@ -48,7 +58,7 @@ fn run(
                     msg: Msg::MetaReply(r),
                 } => {
                     assert_eq!(to, CLIENT);
-                    replies.push(r.result);
+                    replies.push(r);
                 }
                 ActionOf::SetTimer { timer, .. } => {
                     kv.set_unavailable(false);
@@ -136,6 +146,47 @@ fn a_walk_the_server_has_seen_is_fetched_in_one_round_trip() {
     .unwrap();
     let r = run(&mut m, &mut kv, request(20, stat("/a/b/c")), |_, _| {});
     assert_eq!(r, vec![Err(MetaError::NotFound)]);
+}
+
+/// A reply carries the directories its commit changed, as the commit left them, with the
+/// commit's version; a read-only request, and a retry answered from its record, carry none.
+#[test]
+fn a_reply_carries_the_directories_its_commit_changed() {
+    let (mut m, mut kv) = setup();
+    let made = run_replies(&mut m, &mut kv, request(1, mkdir("/a")), |_, _| {});
+    let root = &made[0].dirs;
+    let mut ids: Vec<_> = root.dirs.iter().map(|d| d.id).collect();
+    ids.sort();
+    assert_eq!(ids, [super::ROOT, a_id(&made[0])], "the parent and the new directory");
+    let create = MetaOp::Create {
+        path: "/a/f".into(),
+        perm: 0o644,
+        exclusive: true,
+        session: None,
+    };
+    let r = run_replies(&mut m, &mut kv, request(2, create.clone()), |_, _| {});
+    let stat_a = || MetaOp::Stat {
+        path: "/a".into(),
+        follow: false,
+    };
+    let stat = run(&mut m, &mut kv, request(3, stat_a()), |_, _| {});
+    let [Ok(MetaAnswer::Inode(a))] = stat.as_slice() else {
+        panic!("{stat:?}")
+    };
+    assert_eq!(r[0].dirs.dirs, vec![a.clone()], "/a as the create left it");
+    assert!(r[0].dirs.version > root.version);
+    let again = run_replies(&mut m, &mut kv, request(2, create), |_, _| {});
+    assert_eq!(again[0].result, r[0].result);
+    assert!(again[0].dirs.dirs.is_empty(), "answered from the record");
+    let read = run_replies(&mut m, &mut kv, request(4, stat_a()), |_, _| {});
+    assert!(read[0].dirs.dirs.is_empty());
+}
+
+fn a_id(r: &MetaReply) -> crate::ids::InodeId {
+    match &r.result {
+        Ok(MetaAnswer::Inode(i)) => i.id,
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

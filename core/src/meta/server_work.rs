@@ -67,6 +67,8 @@ pub(super) struct Running {
     pub(super) querying: Option<(crate::ids::InodeId, (u64, u64))>,
     /// Length queries made.
     pub(super) queries: u32,
+    /// The directories the attempt's commit changes, and (once committed) its version.
+    pub(super) dirs: crate::msg::meta::DirsChanged,
     /// The KV step in flight: a read of these rows, or a commit (no rows).
     pub(super) io: Option<(IoId, Vec<Missing>)>,
 }
@@ -105,6 +107,7 @@ impl Running {
             queried: None,
             querying: None,
             queries: 0,
+            dirs: Default::default(),
             io: None,
         }
     }

@@ -426,6 +426,7 @@ fn a_listing_page_is_capped() {
     let reply = crate::msg::Msg::MetaReply(crate::msg::meta::MetaReply {
         request: RequestId(2),
         result: Ok(MetaAnswer::Entries(first.clone())),
+        dirs: Default::default(),
     });
     assert_eq!(crate::msg::Msg::decode(&reply.encode()), Ok(reply));
     let rest = list(&mut kv, first.last().unwrap().0.clone());

@@ -334,6 +334,15 @@ fn message(r: &mut Rng) -> Msg {
         16 => Msg::MetaReply(crate::msg::meta::MetaReply {
             request: RequestId(r.next()),
             result: meta_result(r),
+            dirs: crate::msg::meta::DirsChanged {
+                version: r.next(),
+                dirs: (0..r.below(5))
+                    .filter_map(|_| match meta_result(r) {
+                        Ok(crate::wire::MetaAnswer::Inode(i)) => Some(i),
+                        _ => None,
+                    })
+                    .collect(),
+            },
         }),
         0 => Msg::GetRouting {
             known: RoutingVersion(r.next()),

@@ -168,7 +168,7 @@ pub async fn seed_dirs(opts: &ClientOptions, dirs: u32, bound: Duration) -> Resu
             let answer = tokio::time::timeout(left, c.call(ClientCall::Meta(op.clone()))).await;
             match answer {
                 // Exists: an earlier attempt that timed out here committed after all.
-                Ok(Ok(ClientRet::Meta(Ok(_) | Err(t3fs_core::meta::MetaError::Exists)))) => {
+                Ok(Ok(ClientRet::Meta(Ok(_) | Err(t3fs_core::meta::MetaError::Exists), _))) => {
                     break Ok(())
                 }
                 _ if left.is_zero() => break Err(format!("making {path}: no answer in {bound:?}")),
@@ -325,7 +325,7 @@ async fn meta(
 ) -> Result<MetaResult, Cut> {
     let index = load.log.invoke(d.index, d.who, op.clone());
     match answer(c, ClientCall::Meta(op), load.call_bound, life).await? {
-        ClientRet::Meta(result) => {
+        ClientRet::Meta(result, _) => {
             load.log.push(NsEvent::Ret {
                 index,
                 result: result.clone(),

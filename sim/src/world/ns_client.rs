@@ -165,7 +165,7 @@ impl World {
             return true;
         };
         match (d.running, ret) {
-            (Some(NsRunning::Meta(running, index, why)), ClientRet::Meta(result))
+            (Some(NsRunning::Meta(running, index, why)), ClientRet::Meta(result, _))
                 if running == req =>
             {
                 match (why, result) {

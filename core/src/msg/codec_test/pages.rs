@@ -119,6 +119,7 @@ fn replies_over_a_page_are_rejected() {
                     .map(|i| (i.to_be_bytes().to_vec(), entry.clone()))
                     .collect(),
             )),
+            dirs: Default::default(),
         })
     };
     let max = crate::limits::DIR_LIST_PAGE_MAX;

@@ -21,7 +21,7 @@ use t3fs_core::ids::InodeId;
 use t3fs_core::meta::Inode;
 use t3fs_core::msg::meta::DirsChanged;
 
-use super::inner::lock;
+use super::backend::lock;
 
 /// Directories kept at most.
 pub const DIR_ATTRS_MAX: usize = 4096;

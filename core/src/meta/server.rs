@@ -225,6 +225,17 @@ impl MetaServer {
         }
     }
 
+    /// What a replay reads of the server beside the request (`server_replay.rs`).
+    fn cursors(&self) -> Cursors<'_> {
+        Cursors {
+            cfg: &self.cfg,
+            gc_after: &self.gc_after,
+            prune_after: &self.prune_after,
+            idem_after: &self.idem_after,
+            purging: self.purger.is_some(),
+        }
+    }
+
     /// Replays the request on its rows: fetch the next missing rows, commit, or answer.
     pub(super) fn step(&mut self, key: Key, now: Instant, out: &mut Outbox<Self>) {
         // Summed only for a statFs: every other request would discard it.
@@ -235,15 +246,14 @@ impl MetaServer {
         let Some(r) = self.running.get_mut(&key) else {
             return;
         };
-        let cursors = Cursors {
-            cfg: &self.cfg,
-            gc_after: &self.gc_after,
-            prune_after: &self.prune_after,
-            idem_after: &self.idem_after,
-            purging: self.purger.is_some(),
-        };
         let (mut rows, mut own) = (std::mem::take(&mut r.rows), r.own.take());
-        let done = replay_on(&cursors, space, key, r, &mut rows, &mut own);
+        let Some(r) = self.running.get(&key) else {
+            return;
+        };
+        let done = replay_on(&self.cursors(), space, key, r, &mut rows, &mut own);
+        let Some(r) = self.running.get_mut(&key) else {
+            return;
+        };
         (r.rows, r.own) = (rows, own);
         let answer = match done.replayed {
             Replayed::Answer(answer) => answer,
@@ -281,13 +291,7 @@ impl MetaServer {
         let Some(r) = self.running.get(&key) else {
             return;
         };
-        let cursors = Cursors {
-            cfg: &self.cfg,
-            gc_after: &self.gc_after,
-            prune_after: &self.prune_after,
-            idem_after: &self.idem_after,
-            purging: self.purger.is_some(),
-        };
+        let cursors = self.cursors();
         let misses = speculate(miss, &r.rows, &self.hints, |rows| {
             replay_guess(&cursors, key, r, rows)
         });

@@ -34,29 +34,23 @@ pub(super) fn replay_on(
     rows: &mut ReplayKv,
     own: &mut Option<Own>,
 ) -> ReplayOut {
-    replay_rows(c, space, key, r, rows, own, false)
+    replay_rows(c, (space, key, false), r, rows, own)
 }
 
 /// [`replay_on`] over rows that are guesses (prefetch.rs): what it would read next is all
 /// that counts; its writes are never committed or checked.
-pub(super) fn replay_guess(
-    c: &Cursors<'_>,
-    key: Key,
-    r: &Running,
-    rows: &mut ReplayKv,
-) {
+pub(super) fn replay_guess(c: &Cursors<'_>, key: Key, r: &Running, rows: &mut ReplayKv) {
     let mut own = r.own.clone();
-    replay_rows(c, Default::default(), key, r, rows, &mut own, true);
+    replay_rows(c, (Default::default(), key, true), r, rows, &mut own);
 }
 
+/// The replay itself; `guessing` turns off the write-time invariant checks.
 fn replay_rows(
     c: &Cursors<'_>,
-    space: super::request::FsStat,
-    key: Key,
+    (space, key, guessing): (super::request::FsStat, Key, bool),
     r: &Running,
     rows: &mut ReplayKv,
     own: &mut Option<Own>,
-    guessing: bool,
 ) -> ReplayOut {
     let p = PathOp {
         client: key.0,

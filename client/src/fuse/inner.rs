@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 use t3fs_core::ids::InodeId;
+use t3fs_core::meta::anchor::anchored;
 use t3fs_core::meta::{Inode, InodeKind, MetaError};
 use tokio::runtime::Handle;
 
@@ -47,7 +48,6 @@ use super::dir_attrs::DirAttrs;
 use super::errno::errno;
 use super::mount_client::MountClient;
 use super::names::{id_of, ino_of, join, Names};
-use t3fs_core::meta::anchor::anchored;
 use super::read_ahead::ReadAhead;
 use super::write_behind::WriteBehind;
 use crate::client::{ClientError, File};

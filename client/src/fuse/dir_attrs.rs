@@ -59,7 +59,10 @@ impl DirAttrs {
             by_id.retain(|_, (_, at, _)| now.duration_since(*at) < self.ttl);
         }
         while by_id.len() > DIR_ATTRS_MAX {
-            let oldest = by_id.iter().min_by_key(|(_, (_, at, _))| *at).map(|(id, _)| *id);
+            let oldest = by_id
+                .iter()
+                .min_by_key(|(_, (_, at, _))| *at)
+                .map(|(id, _)| *id);
             let Some(id) = oldest else { break };
             by_id.remove(&id);
         }
@@ -127,12 +130,20 @@ mod tests {
         let a = DirAttrs::new(Duration::from_secs(1));
         let t = Instant::now();
         a.learn_at(&changed(1, vec![dir(5, 2)]), t);
-        assert!(a.fresh_at(InodeId(5), t + Duration::from_millis(999)).is_some());
+        assert!(a
+            .fresh_at(InodeId(5), t + Duration::from_millis(999))
+            .is_some());
         assert!(a.fresh_at(InodeId(5), t + Duration::from_secs(1)).is_none());
         for k in 0..DIR_ATTRS_MAX as u64 + 10 {
-            a.learn_at(&changed(2, vec![dir(100 + k, 2)]), t + Duration::from_secs(2));
+            a.learn_at(
+                &changed(2, vec![dir(100 + k, 2)]),
+                t + Duration::from_secs(2),
+            );
         }
         assert_eq!(lock(&a.by_id).len(), DIR_ATTRS_MAX);
-        assert!(a.fresh_at(InodeId(5), t).is_none(), "the expired entry went first");
+        assert!(
+            a.fresh_at(InodeId(5), t).is_none(),
+            "the expired entry went first"
+        );
     }
 }

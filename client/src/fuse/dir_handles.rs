@@ -47,9 +47,7 @@ impl<C: MountClient> Inner<C> {
 
     /// opendir's listing of directory `ino`, which meta must find at its path.
     async fn open_dir(&self, ino: INodeNo) -> Result<Listing, Errno> {
-        self.listing(&self.path(ino)?)
-            .await
-            .map_err(|e| stale(&e))
+        self.listing(&self.path(ino)?).await.map_err(|e| stale(&e))
     }
 
     /// The whole listing of `path`, page by page.

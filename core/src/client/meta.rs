@@ -39,7 +39,10 @@ impl Client {
         out: &mut Outbox<Self>,
     ) {
         if self.cfg.meta.is_empty() {
-            let ret = ClientRet::Meta(Err(MetaError::Invalid("invalid argument")), Default::default());
+            let ret = ClientRet::Meta(
+                Err(MetaError::Invalid("invalid argument")),
+                Default::default(),
+            );
             return out.push(ActionOf::Return { req, ret });
         }
         self.meta_calls.insert(req, MetaCall { op, user, sends: 0 });
@@ -54,7 +57,10 @@ impl Client {
         if call.sends >= self.cfg.meta_attempts_max {
             self.meta_calls.remove(&req);
             out.push(ActionOf::CancelTimer(ClientTimer::Meta(req)));
-            let ret = ClientRet::Meta(Err(MetaError::Kv(KvError::CommitUnknown)), Default::default());
+            let ret = ClientRet::Meta(
+                Err(MetaError::Kv(KvError::CommitUnknown)),
+                Default::default(),
+            );
             return out.push(ActionOf::Return { req, ret });
         }
         if call.sends > 0 {

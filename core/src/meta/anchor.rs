@@ -76,10 +76,17 @@ mod tests {
     #[test]
     fn anchors_parse_and_other_paths_keep_their_meaning() {
         assert_eq!(anchor_of("/a/b"), Ok((ROOT, "/a/b")));
-        assert_eq!(anchor_of("//a/b"), Ok((ROOT, "//a/b")), "only //ino: is an anchor");
+        assert_eq!(
+            anchor_of("//a/b"),
+            Ok((ROOT, "//a/b")),
+            "only //ino: is an anchor"
+        );
         assert_eq!(anchor_of("//ino:1f/a"), Ok((InodeId(0x1f), "/a")));
         assert_eq!(anchor_of("//ino:1F"), Ok((InodeId(0x1f), "/")));
-        assert!(matches!(anchor_of("//ino:zz/a"), Err(MetaError::Invalid(_))));
+        assert!(matches!(
+            anchor_of("//ino:zz/a"),
+            Err(MetaError::Invalid(_))
+        ));
         assert!(matches!(anchor_of("//ino:/a"), Err(MetaError::Invalid(_))));
         let gc = anchored(GC_ROOT, "x");
         assert!(matches!(anchor_of(&gc), Err(MetaError::Invalid(_))));
@@ -87,7 +94,12 @@ mod tests {
 
     #[test]
     fn anchored_paths_round_trip() {
-        for (dir, name) in [(ROOT, ""), (ROOT, "f"), (InodeId(0x2a), ""), (InodeId(7), "f")] {
+        for (dir, name) in [
+            (ROOT, ""),
+            (ROOT, "f"),
+            (InodeId(0x2a), ""),
+            (InodeId(7), "f"),
+        ] {
             let p = anchored(dir, name);
             let (at, rest) = anchor_of(&p).unwrap();
             assert_eq!(at, dir, "{p}");
@@ -120,7 +132,10 @@ mod walk_tests {
         tx(&mut kv, |ns| ns.rename(&at("f"), &at("g"), op(5))).unwrap();
         assert_eq!(tx(&mut kv, |ns| ns.stat("/b/g", false)).unwrap().id, f.id);
         // `..` from the anchor is its parent now.
-        assert_eq!(tx(&mut kv, |ns| ns.stat(&at(".."), false)).unwrap().id, ROOT);
+        assert_eq!(
+            tx(&mut kv, |ns| ns.stat(&at(".."), false)).unwrap().id,
+            ROOT
+        );
     }
 
     #[test]
@@ -134,7 +149,9 @@ mod walk_tests {
         let stat = |kv: &mut _, id| tx(kv, |ns| ns.stat(&anchored(id, ""), false));
         assert_eq!(stat(&mut kv, f.id), Err(MetaError::NotFound));
         assert_eq!(stat(&mut kv, d.id), Err(MetaError::NotFound));
-        let made = tx(&mut kv, |ns| ns.create(&anchored(d.id, "n"), 0o644, true, None, op(5)));
+        let made = tx(&mut kv, |ns| {
+            ns.create(&anchored(d.id, "n"), 0o644, true, None, op(5))
+        });
         assert_eq!(made.err(), Some(MetaError::NotFound));
     }
 }

@@ -181,7 +181,11 @@ mod tests {
         assert_eq!(h.get(b"INODa"), Some(&Some(b"2".to_vec())));
         assert_eq!(h.len(), 1);
         h.learn(b"IDEMx".to_vec(), Some(b"r".to_vec()));
-        assert_eq!(h.get(b"IDEMx"), None, "idempotency records are never hinted");
+        assert_eq!(
+            h.get(b"IDEMx"),
+            None,
+            "idempotency records are never hinted"
+        );
         for i in 0..HINTS_MAX as u32 {
             h.learn(i.to_be_bytes().to_vec(), None);
         }
@@ -249,12 +253,19 @@ mod tests {
     #[test]
     fn answers_pair_keys_with_values_and_ranges_with_rows() {
         let r = Missing::Range(KeyRange::single(b"DENTr"), 4);
-        let misses = vec![Missing::Key(b"a".to_vec()), r.clone(), Missing::Key(b"b".to_vec())];
+        let misses = vec![
+            Missing::Key(b"a".to_vec()),
+            r.clone(),
+            Missing::Key(b"b".to_vec()),
+        ];
         let values = vec![Some(b"1".to_vec()), None];
         let ranges = vec![vec![(b"DENTr".to_vec(), b"2".to_vec())]];
         let got = answers(misses, values, ranges);
         assert_eq!(got.len(), 3);
-        assert_eq!(got[1], (r, Fetched::Rows(vec![(b"DENTr".to_vec(), b"2".to_vec())])));
+        assert_eq!(
+            got[1],
+            (r, Fetched::Rows(vec![(b"DENTr".to_vec(), b"2".to_vec())]))
+        );
         assert_eq!(got[2], (Missing::Key(b"b".to_vec()), Fetched::Value(None)));
     }
 }

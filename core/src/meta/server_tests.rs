@@ -107,7 +107,10 @@ fn a_request_replays_its_reads_then_commits_once() {
     );
     let c = m.counters().clone();
     assert!(c.rows_fetched >= 6, "each level's rows were fetched: {c:?}");
-    assert!(c.reads < c.rows_fetched, "some were fetched together: {c:?}");
+    assert!(
+        c.reads < c.rows_fetched,
+        "some were fetched together: {c:?}"
+    );
     let list = MetaOp::List {
         path: "/a/b".into(),
         after: Vec::new(),
@@ -131,7 +134,12 @@ fn a_walk_the_server_has_seen_is_fetched_in_one_round_trip() {
     };
     for (i, path) in ["/a/b/c", "/a/b/none"].iter().enumerate() {
         let before = m.counters().reads;
-        let r = run(&mut m, &mut kv, request(10 + i as u64, stat(path)), |_, _| {});
+        let r = run(
+            &mut m,
+            &mut kv,
+            request(10 + i as u64, stat(path)),
+            |_, _| {},
+        );
         assert_eq!(m.counters().reads - before, 1, "{path}: {r:?}");
     }
     // Another server removes /a/b/c: this one's hints still name it, its answer does not.
@@ -157,7 +165,11 @@ fn a_reply_carries_the_directories_its_commit_changed() {
     let root = &made[0].dirs;
     let mut ids: Vec<_> = root.dirs.iter().map(|d| d.id).collect();
     ids.sort();
-    assert_eq!(ids, [super::ROOT, a_id(&made[0])], "the parent and the new directory");
+    assert_eq!(
+        ids,
+        [super::ROOT, a_id(&made[0])],
+        "the parent and the new directory"
+    );
     let create = MetaOp::Create {
         path: "/a/f".into(),
         perm: 0o644,

@@ -27,6 +27,9 @@ impl StorageNode {
     /// locally if this target is now the tail (§3.5 #1: a predecessor left without a successor
     /// commits as tail).
     pub(super) fn forward(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
+        if self.defer_forward(target, chunk) {
+            return; // Pipelined, its local update still in the store: resumed when it lands.
+        }
         let chain = self
             .chain_of
             .get(&target)
@@ -52,6 +55,20 @@ impl StorageNode {
         let successor = chain.successor_of(target).map(|s| (s.target, s.state));
         let succ_node = successor.and_then(|(s, _)| self.routing.node_of(s));
         let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
+        let serving_successor = matches!(
+            (successor, succ_node),
+            (Some((_, PublicState::Serving)), Some(_))
+        );
+        let refusal = self.targets[&target]
+            .locks
+            .running(chunk)
+            .and_then(|r| r.local_refusal);
+        if let (false, Some(refusal)) = (serving_successor, refusal) {
+            // Pipelined, refused by this store, and no SERVING successor left to have committed
+            // it under this chain version (this target is now the tail, or the successor is
+            // SYNCING and gets the chain's chunks by resync): given up as the serial path does.
+            return self.give_up_refused(target, chunk, refusal, out);
+        }
         match (successor, succ_node) {
             (None, _) => self.commit_as_tail(target, chunk, versioned.version, out),
             (Some((_, PublicState::Syncing)), Some(_)) if !commit_early => {
@@ -138,7 +155,7 @@ impl StorageNode {
 
     /// Sends the running update to successor target `to.0` on node `to.1` and waits for its
     /// answer (or, under the planted `CommitBeforeSuccessorAck`, commits at once).
-    fn send_to_successor(
+    pub(super) fn send_to_successor(
         &mut self,
         target: TargetId,
         chunk: ChunkId,
@@ -244,6 +261,10 @@ impl StorageNode {
             return; // A reply meant for another update: ignore.
         }
         let chunk = rep.chunk;
+        if running.local_running {
+            self.hold_early_answer(target, &rep);
+            return; // Pipelined: answered once the local update lands (`pipeline.rs`).
+        }
         if running.sync_item {
             let ok = rep.status == Status::Ok
                 && rep.result.is_some_and(|r| {
@@ -256,7 +277,7 @@ impl StorageNode {
 
     /// The successor answered the running update on `chunk` (its attempt under chain version
     /// `sent`): commit, give up, or retry.
-    fn on_successor_answer(
+    pub(super) fn on_successor_answer(
         &mut self,
         target: TargetId,
         chunk: ChunkId,
@@ -300,7 +321,7 @@ impl StorageNode {
 
     /// The successor committed the running update: it commits here too, unless the successor's
     /// version or bytes differ (the replicas diverged).
-    fn commit_after_successor(
+    pub(super) fn commit_after_successor(
         &mut self,
         target: TargetId,
         chunk: ChunkId,
@@ -312,6 +333,10 @@ impl StorageNode {
             .locks
             .running_mut(chunk)
             .expect("an answer to a running update");
+        if running.local_refusal.is_some() {
+            // Pipelined: the successor committed what this store refused.
+            return self.await_local_retry(target, chunk, result, out);
+        }
         // The successor must have committed exactly this version with the same bytes;
         // anything else means the replicas diverged.
         if result.commit_version != running.version || result.checksum != running.pending_checksum {
@@ -347,6 +372,9 @@ impl StorageNode {
         let Some(running) = t.locks.running_mut(chunk) else {
             return;
         };
+        if let Phase::UpdateWaiting { .. } = running.phase {
+            return self.retry_local_update(target, chunk, out);
+        }
         if let Phase::CommitWaiting { chain_version } = running.phase {
             running.advance(Phase::Committing { chain_version });
             let op = ChunkOp::Commit {

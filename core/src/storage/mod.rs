@@ -32,6 +32,7 @@ pub mod exactly_once;
 mod forward;
 pub mod lease;
 pub mod no_space;
+mod pipeline;
 mod query;
 mod read;
 pub mod resync;
@@ -100,6 +101,10 @@ pub struct StorageConfig {
     /// How long after an update finished its client or predecessor may still retry it: an
     /// exactly-once record is never evicted younger (`exactly_once.rs`).
     pub retry_horizon: Duration,
+    /// Forward an update to a SERVING successor as soon as its local update is submitted,
+    /// not after it lands (`pipeline.rs`), so a chain's store updates overlap instead of
+    /// running one after another. Off: the serial path 3FS §3.2 describes.
+    pub pipeline: bool,
 }
 
 impl StorageConfig {
@@ -122,6 +127,7 @@ impl StorageConfig {
             capacity: TARGET_CAPACITY,
             lease: None,
             retry_horizon: crate::limits::RETRY_HORIZON,
+            pipeline: true,
         }
     }
 }

@@ -53,10 +53,15 @@ impl StorageNode {
             return reply(out, from, &req, Status::TargetNotServing, None);
         }
         let read_pending = self.bug(PlantedBug::ReadPending);
+        // A pipelined update ahead of this store (`pipeline.rs`) is as dirty as a pending
+        // version: a successor may have committed it already.
         let dirty = t
             .chunks
             .get(&req.chunk)
-            .is_some_and(|m| m.pending.is_some());
+            .is_some_and(|m| m.pending.is_some())
+            || t.locks
+                .running(req.chunk)
+                .is_some_and(|r| r.ahead_of_local());
         if dirty && t.read_mode == ReadMode::RejectDirty && !read_pending {
             return reply(out, from, &req, Status::NotCommitted, None);
         }

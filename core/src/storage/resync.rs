@@ -375,14 +375,8 @@ impl StorageNode {
         t.locks.lock(
             chunk,
             Running {
-                waiter: w,
-                version: committed,
-                phase: Phase::ReadingFull,
-                retries: 0,
-                pending_checksum: 0,
-                acked: false,
                 sync_item: true,
-                displaced: false,
+                ..Running::new(w, committed, Phase::ReadingFull)
             },
         );
         if remove {

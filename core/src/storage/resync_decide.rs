@@ -37,6 +37,13 @@ pub enum Decision {
 ///   stays SYNCING forever: 3FS issue #229). Here identical bytes are skipped whatever their chain
 ///   versions, the predecessor's copy is shipped when it is at least as new, and only a successor
 ///   really ahead of a committed local copy is fatal.
+///
+/// One version ahead is not "really ahead": with pipelined forwarding (`pipeline.rs`) a
+/// successor may commit an update whose predecessor then crashed before its own local update
+/// landed. That update was never acknowledged (the head answers only after its own commit,
+/// which follows every replica's), so the predecessor's copy is shipped over it, as 3FS's
+/// "the predecessor is authoritative" says; a gap of two or more versions cannot come from one
+/// lost in-flight update and stays fatal.
 pub fn decide(
     local: Option<&ChunkMeta>,
     remote: Option<&ChunkMeta>,
@@ -58,7 +65,7 @@ pub fn decide(
     if l.committed == r.committed && l.checksum == r.checksum {
         return Decision::Skip;
     }
-    if l.committed >= r.committed {
+    if l.committed >= r.committed || r.committed == l.committed.next() {
         Decision::Write
     } else {
         Decision::Fatal
@@ -171,6 +178,11 @@ mod tests {
         );
         assert_eq!(
             d(Some(meta(2, 3, 1, false)), Some(meta(3, 4, 1, false))),
+            Write,
+            "remote one ahead: a pipelined update its crashed predecessor lost, never acknowledged"
+        );
+        assert_eq!(
+            d(Some(meta(2, 3, 1, false)), Some(meta(4, 4, 1, false))),
             Fatal,
             "remote really ahead of a committed local"
         );

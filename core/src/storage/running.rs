@@ -7,12 +7,16 @@
 //! Invariant: one `Running` per locked chunk. Its phases go `Updating` → `Forwarding` ⇄
 //! `ReadingFull` (a retry re-resolves the successor, which may have become SYNCING) →
 //! `Committing` ⇄ `CommitWaiting`, and never back from `Committing`; an install at a SYNCING
-//! successor starts at `Committing`.
+//! successor starts at `Committing`. A pipelined update (`pipeline.rs`) starts at `Forwarding`
+//! with its local update still in the store (`local_running`), and may pass through
+//! `UpdateWaiting` (its successor committed, its own store refused it for space) on its way to
+//! `Committing`.
 //!
 //! Not here: the lock queue (`chunk_lock.rs`) or what moves a phase.
 
+use crate::chunk::ChunkError;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
-use crate::msg::UpdateReq;
+use crate::msg::{UpdateReply, UpdateReq, UpdateResult};
 
 /// An update waiting for (or holding) a chunk lock: who sent it and what it is.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -51,6 +55,13 @@ pub enum Phase {
         /// The chain version the commit records.
         chain_version: ChainVersion,
     },
+    /// A pipelined update whose successor committed while this replica's store refused the
+    /// local update (no space, a transient refusal): the local update is retried when the
+    /// forward-retry timer fires, then committed (never given up, like `CommitWaiting`).
+    UpdateWaiting {
+        /// The chain version the commit will record (the successor's).
+        chain_version: ChainVersion,
+    },
 }
 
 impl Phase {
@@ -58,8 +69,14 @@ impl Phase {
     /// back to `Updating`, and never back from committing to forwarding or reading, because
     /// the successor has committed by then and a second forward could apply the update twice.
     pub fn may_become(self, next: Phase) -> bool {
-        let committing =
-            |p: Phase| matches!(p, Phase::Committing { .. } | Phase::CommitWaiting { .. });
+        let committing = |p: Phase| {
+            matches!(
+                p,
+                Phase::Committing { .. }
+                    | Phase::CommitWaiting { .. }
+                    | Phase::UpdateWaiting { .. }
+            )
+        };
         match (committing(self), next) {
             (_, Phase::Updating) => false,
             (true, n) => committing(n),
@@ -88,6 +105,20 @@ pub struct Running {
     /// The target left UPTODATE while this update ran (mgmtd took it out of SERVING, maybe
     /// already back): it must not forward or commit as tail (`forward`).
     pub displaced: bool,
+    /// Pipelined (`pipeline.rs`): forwarded while the local update is still in the store, so
+    /// nothing may read the local pending version, commit or unlock until it lands.
+    pub local_running: bool,
+    /// Pipelined: the store refused the local update without a medium failure (no space, a
+    /// transient refusal) after it was forwarded; the successor's answer decides whether the
+    /// chain gives it up or this replica retries until its store takes it.
+    pub local_refusal: Option<ChunkError>,
+    /// Pipelined: the successor's answer that came while `local_running`, with the chain
+    /// version of the attempt it answers; handled once the local update lands.
+    pub early_answer: Option<(ChainVersion, UpdateReply)>,
+    /// Pipelined: a re-forward (retry timer, routing change) asked for while `local_running`.
+    pub reforward: bool,
+    /// `UpdateWaiting`: the successor's commit, checked against the local update once it lands.
+    pub successor_result: Option<UpdateResult>,
 }
 
 impl Running {
@@ -102,6 +133,11 @@ impl Running {
             acked: false,
             sync_item: false,
             displaced: false,
+            local_running: false,
+            local_refusal: None,
+            early_answer: None,
+            reforward: false,
+            successor_result: None,
         }
     }
 
@@ -116,6 +152,16 @@ impl Running {
             self.phase
         );
         self.phase = next;
+    }
+
+    /// Whether a replica after this one may hold (even have committed) this update while this
+    /// replica has no pending version of it yet: a pipelined update before its local update
+    /// landed. A read that must not miss a version a successor committed treats the chunk as
+    /// dirty then (`read.rs`).
+    pub fn ahead_of_local(&self) -> bool {
+        self.local_running
+            || self.local_refusal.is_some()
+            || matches!(self.phase, Phase::UpdateWaiting { .. })
     }
 
     /// The chunk.

@@ -31,7 +31,7 @@
 use std::collections::VecDeque;
 
 use crate::bugs::PlantedBug;
-use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind, UpdateTag};
+use crate::chunk::{ChunkError, ChunkMeta, ChunkOp, UpdateKind};
 use crate::ids::{ChunkId, ChunkVersion, NodeId, TargetId, VersionedChain};
 use crate::limits::CHUNK_SIZE_MAX;
 use crate::machine::Outbox;
@@ -239,20 +239,10 @@ impl StorageNode {
         };
         let t = self.targets.get_mut(&target).expect("hosted target");
         let chunk = w.req.chunk;
-        let kind = w.req.kind.clone();
-        let tag = (w.req.tag.channel != SYNC_CHANNEL).then(|| UpdateTag::from(&w.req.tag));
         t.locks
             .lock(chunk, Running::new(w, version, Phase::Updating));
-        self.submit(
-            out,
-            IoPurpose::Update { target, chunk },
-            ChunkOp::Update {
-                chunk,
-                version,
-                kind,
-                tag,
-            },
-        );
+        self.submit_local_update(target, chunk, out);
+        self.forward_early(target, chunk, out);
         true
     }
 
@@ -401,33 +391,34 @@ impl StorageNode {
         result: Result<ChunkMeta, ChunkError>,
         out: &mut Outbox<Self>,
     ) {
-        match result {
+        let meta = match result {
+            Err(e) if self.pipelined_update_done(target, chunk, Some(e), out) => return,
             // Nothing of the update was written here: the chain gives it up (module docs).
-            Err(ChunkError::NoSpace) => self.refuse_no_space(target, chunk, out),
-            Err(_) => self.fail_running(target, chunk, Status::DiskError, out),
-            Ok(meta) => {
-                let t = self.targets.get_mut(&target).expect("hosted target");
-                let running = t
-                    .locks
-                    .running_mut(chunk)
-                    .expect("update I/O implies a running update");
-                assert_eq!(running.phase, Phase::Updating);
-                let pending = meta
-                    .pending
-                    .clone()
-                    .expect("Updated meta carries the pending version");
-                assert_eq!(
-                    pending.version, running.version,
-                    "store wrote another version"
-                );
-                running.pending_checksum = pending.checksum;
-                debug_assert!(
-                    self.cfg.bug.is_some() || meta.versions_hold(),
-                    "chunk {chunk}: pending is not committed + 1 in {meta:?}"
-                );
-                t.chunks.insert(chunk, meta);
-                self.forward(target, chunk, out);
-            }
+            Err(ChunkError::NoSpace) => return self.refuse_no_space(target, chunk, out),
+            Err(_) => return self.fail_running(target, chunk, Status::DiskError, out),
+            Ok(meta) => meta,
+        };
+        let t = self.targets.get_mut(&target).expect("hosted target");
+        let running = t
+            .locks
+            .running_mut(chunk)
+            .expect("update I/O implies a running update");
+        let pending = meta
+            .pending
+            .clone()
+            .expect("Updated meta carries the pending version");
+        assert_eq!(
+            pending.version, running.version,
+            "store wrote another version"
+        );
+        running.pending_checksum = pending.checksum;
+        debug_assert!(
+            self.cfg.bug.is_some() || meta.versions_hold(),
+            "chunk {chunk}: pending is not committed + 1 in {meta:?}"
+        );
+        t.chunks.insert(chunk, meta);
+        if !self.pipelined_update_done(target, chunk, None, out) {
+            self.forward(target, chunk, out);
         }
     }
 

@@ -5,7 +5,7 @@
 //! each test walks the protocol one step at a time.
 
 use super::*;
-use crate::chunk::UpdateKind;
+use crate::chunk::{ChunkError, UpdateKind};
 use crate::crc32c;
 use crate::ids::{
     ChainVersion, ChannelId, ChunkVersion, ClientId, RequestId, RoutingVersion, SeqNum,
@@ -39,8 +39,20 @@ struct Harness {
 }
 
 impl Harness {
+    /// A node on the serial update path (3FS §3.2: forward after the local update), which
+    /// these tests walk step by step; `pipelined` is the default configuration's.
     fn new(n: u32, mode: ReadMode, retries: u32) -> Self {
+        Self::build(n, mode, retries, false)
+    }
+
+    /// A node that forwards an update while its local update runs (`pipeline.rs`).
+    fn pipelined(n: u32, mode: ReadMode, retries: u32) -> Self {
+        Self::build(n, mode, retries, true)
+    }
+
+    fn build(n: u32, mode: ReadMode, retries: u32, pipeline: bool) -> Self {
         let mut cfg = StorageConfig::new(NodeId(n.into()), vec![(TargetId(n), mode)]);
+        cfg.pipeline = pipeline;
         cfg.forward_retries_max = retries;
         if retries == 0 {
             cfg.forward_timeout = None;
@@ -87,6 +99,35 @@ impl Harness {
             id: *id,
             result: IoResult::Chunk(result),
         })
+    }
+}
+
+/// Completes I/O action `a` with the store failure `e`.
+pub(super) fn fail(
+    h: &mut Harness,
+    a: &Action<StorageNode>,
+    e: ChunkError,
+) -> Vec<Action<StorageNode>> {
+    let ActionOf::Io { id, .. } = a else {
+        panic!("not an I/O: {a:?}")
+    };
+    h.handle(EventOf::IoDone {
+        id: *id,
+        result: IoResult::Chunk(Err(e)),
+    })
+}
+
+pub(super) fn send(to: NodeId, req: &UpdateReq) -> Action<StorageNode> {
+    ActionOf::Send {
+        to,
+        msg: Msg::Update(req.clone()),
+    }
+}
+
+pub(super) fn forward_timer(h: &Harness, target: u32) -> Action<StorageNode> {
+    ActionOf::SetTimer {
+        timer: retry_timer(target),
+        after: h.node.cfg.forward_timeout.clone().expect("configured"),
     }
 }
 
@@ -679,5 +720,6 @@ mod lease;
 mod metadata;
 mod no_space;
 mod pages;
+mod pipeline;
 mod senders;
 mod swarm;

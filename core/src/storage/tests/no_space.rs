@@ -5,33 +5,7 @@
 //! target keeps serving reads throughout.
 
 use super::*;
-use crate::chunk::ChunkError;
 use crate::msg::ReadReq;
-
-/// Completes I/O action `a` with the store failure `e`.
-fn fail(h: &mut Harness, a: &Action<StorageNode>, e: ChunkError) -> Vec<Action<StorageNode>> {
-    let ActionOf::Io { id, .. } = a else {
-        panic!("not an I/O: {a:?}")
-    };
-    h.handle(EventOf::IoDone {
-        id: *id,
-        result: IoResult::Chunk(Err(e)),
-    })
-}
-
-fn send(to: NodeId, req: &UpdateReq) -> Action<StorageNode> {
-    ActionOf::Send {
-        to,
-        msg: Msg::Update(req.clone()),
-    }
-}
-
-fn forward_timer(h: &Harness, target: u32) -> Action<StorageNode> {
-    ActionOf::SetTimer {
-        timer: retry_timer(target),
-        after: h.node.cfg.forward_timeout.clone().expect("configured"),
-    }
-}
 
 /// The target is SERVING-ready, holds no lock on the chunk and no disk error.
 fn assert_still_serving(h: &Harness, target: u32) {

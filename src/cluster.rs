@@ -55,6 +55,10 @@ pub enum ClusterCommand {
         /// The storage-side lease (a t3fs improvement; off is 3FS's behaviour).
         #[arg(long)]
         storage_lease: bool,
+        /// Storage forwards an update only after its local update landed (3FS's serial path)
+        /// instead of beside it (pipelined, the default): for comparing the two.
+        #[arg(long)]
+        serial_forwarding: bool,
         /// Run every node with a planted bug (for showing that checkers fail; see `t3fs sim
         /// run --help` for the names).
         #[arg(long)]
@@ -194,6 +198,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             store,
             hosts,
             storage_lease,
+            serial_forwarding,
             bug,
             transport,
             chunk_io_deadline_ms,
@@ -213,6 +218,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 store,
                 hosts,
                 storage_lease,
+                serial_forwarding,
                 bug,
                 transport,
                 chunk_io_deadline_ms,

@@ -48,6 +48,8 @@ pub struct UpOptions {
     pub hosts: String,
     /// The storage-side lease (off: 3FS's behaviour).
     pub storage_lease: bool,
+    /// Storage forwards only after the local update (3FS's serial path), not beside it.
+    pub serial_forwarding: bool,
     /// A planted bug every node runs with (checker tests only).
     pub bug: Option<String>,
     /// `tcp`, `rdma` or `soft-rdma` (every node; `soft-rdma` starts the software fabric).

@@ -77,6 +77,7 @@ fn up_options(dir: &std::path::Path) -> UpOptions {
         store: "file".into(),
         hosts: "loopback".into(),
         storage_lease: false,
+        serial_forwarding: false,
         bug: None,
         transport: "tcp".into(),
         chunk_io_deadline_ms: 30_000,

@@ -91,6 +91,7 @@ fn tuning() -> Tuning {
             chunk_size: CHUNK,
             stripe: 1,
         },
+        serial_forwarding: false,
     }
 }
 

@@ -33,6 +33,9 @@ pub struct Tuning {
     pub idem_expire: Option<Duration>,
     /// The layout of new files.
     pub file_layout: FileLayout,
+    /// Storage forwards an update only after its local update landed (3FS §3.2's serial
+    /// path) instead of beside it (`t3fs_core::storage` pipelining, the default).
+    pub serial_forwarding: bool,
 }
 
 impl Tuning {
@@ -54,6 +57,7 @@ impl Tuning {
                 chunk_size: 4096,
                 stripe: 4,
             },
+            serial_forwarding: false,
         }
     }
 }
@@ -94,6 +98,7 @@ impl Plan {
             .map(|x| (*x, t.read_mode))
             .collect();
         let mut s = StorageConfig::new(node, targets);
+        s.pipeline = !t.serial_forwarding;
         s.mgmtd = self.mgmtd.clone();
         s.heartbeat_interval = Some(Self::jitter(t, limits::HEARTBEAT_INTERVAL));
         if let Some(f) = &s.forward_timeout {

@@ -25,6 +25,7 @@
 //! chunk_size = 1048576            # chunk size of new files
 //! stripe = 1                      # chains a new file stripes over
 //! storage_lease = false           # the storage-side lease (see core storage::lease)
+//! serial_forwarding = false       # optional: forward only after the local update (3FS's path)
 //! # bug = "tail-ack-before-commit" # optional: a planted bug (t3fs_core::bugs), for checker tests
 //!
 //! [addresses]                     # every server's listen address, by node id
@@ -142,6 +143,10 @@ pub struct ClusterSection {
     pub stripe: u32,
     /// The storage-side lease.
     pub storage_lease: bool,
+    /// Storage forwards an update only after its local update landed (3FS §3.2) instead of
+    /// beside it (pipelined, the default); for comparing the two on one host.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serial_forwarding: bool,
     /// A planted bug every node runs with (`t3fs_core::bugs`: a storage, mgmtd or meta bug by
     /// name), so real-process runs can show that their checkers fail. Absent: the protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -433,6 +438,7 @@ impl NodeConfig {
                 chunk_size: c.chunk_size,
                 stripe: c.stripe,
             },
+            serial_forwarding: c.serial_forwarding,
         }
     }
 

@@ -115,6 +115,7 @@ fn cluster_section(o: &UpOptions, chains: u32) -> R<ClusterSection> {
         chunk_size: o.chunk_size,
         stripe: chains.max(1),
         storage_lease: o.storage_lease,
+        serial_forwarding: o.serial_forwarding,
         bug: o.bug.clone(),
     })
 }

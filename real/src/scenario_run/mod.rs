@@ -151,6 +151,7 @@ fn up_options(o: &RunOptions) -> UpOptions {
         store: o.store.clone(),
         hosts: o.hosts.clone(),
         storage_lease: c.storage_lease,
+        serial_forwarding: false,
         bug: o.bug.clone(),
         transport: o.transport.clone(),
         chunk_io_deadline_ms: 30_000,

@@ -55,19 +55,15 @@ impl StorageNode {
         let successor = chain.successor_of(target).map(|s| (s.target, s.state));
         let succ_node = successor.and_then(|(s, _)| self.routing.node_of(s));
         let commit_early = self.bug(PlantedBug::CommitBeforeSuccessorAck);
-        let serving_successor = matches!(
-            (successor, succ_node),
-            (Some((_, PublicState::Serving)), Some(_))
-        );
-        let refusal = self.targets[&target]
+        let refused = self.targets[&target]
             .locks
             .running(chunk)
-            .and_then(|r| r.local_refusal);
-        if let (false, Some(refusal)) = (serving_successor, refusal) {
-            // Pipelined, refused by this store, and no SERVING successor left to have committed
-            // it under this chain version (this target is now the tail, or the successor is
-            // SYNCING and gets the chain's chunks by resync): given up as the serial path does.
-            return self.give_up_refused(target, chunk, refusal, out);
+            .is_some_and(|r| r.local_refusal.is_some());
+        if refused && !matches!(successor, Some((_, PublicState::Serving))) {
+            // Pipelined and refused by this store, and the successor it went to left (this
+            // target is the tail now, or the next one is SYNCING): that successor may have
+            // committed it, so the local update is retried and the update goes on from there.
+            return self.await_local_retry(target, chunk, None, out);
         }
         match (successor, succ_node) {
             (None, _) => self.commit_as_tail(target, chunk, versioned.version, out),
@@ -335,7 +331,7 @@ impl StorageNode {
             .expect("an answer to a running update");
         if running.local_refusal.is_some() {
             // Pipelined: the successor committed what this store refused.
-            return self.await_local_retry(target, chunk, result, out);
+            return self.await_local_retry(target, chunk, Some(result), out);
         }
         // The successor must have committed exactly this version with the same bytes;
         // anything else means the replicas diverged.
@@ -372,8 +368,14 @@ impl StorageNode {
         let Some(running) = t.locks.running_mut(chunk) else {
             return;
         };
-        if let Phase::UpdateWaiting { .. } = running.phase {
+        if running.phase == Phase::UpdateWaiting {
             return self.retry_local_update(target, chunk, out);
+        }
+        if running.local_running {
+            // Pipelined, the local update still in the store: the retry runs once it lands,
+            // and does not count against the budget before then.
+            running.reforward = true;
+            return;
         }
         if let Phase::CommitWaiting { chain_version } = running.phase {
             running.advance(Phase::Committing { chain_version });

@@ -18,13 +18,15 @@
 //! - A local update that fails after the update was forwarded: on EIO or corruption the target
 //!   goes OFFLINE (`on_io_done`) and leaves the chain, as a displaced target does (`forward.rs`
 //!   says why that is safe). A refusal that wrote nothing (no space, or the store's transient
-//!   refusal) must not be given up while a successor may commit the version, or the chunk's
-//!   next update would reuse it for other bytes; so the successor's answer decides. If it
-//!   refused too, or the chain has no SERVING successor left, the update is given up as the
-//!   serial path gives it up (`NoSpace` upstream with `no_space.rs`'s record, else the
-//!   transient `DiskError`); if it committed, this replica retries its local update until the
-//!   store takes it (`Phase::UpdateWaiting`) and then commits, never giving it up, as a refused
-//!   commit waits (`commit.rs`).
+//!   refusal) must not be given up while a successor may have committed the version, or the
+//!   chunk's next update would reuse it for other bytes (and readers of the successor would
+//!   have seen a write answered as failed). Only the successor's own refusal under the chain
+//!   version last sent gives it up, as on the serial path (`NoSpace` upstream with
+//!   `no_space.rs`'s record). If the successor committed it, or left the chain before saying
+//!   (it may have committed), this replica retries its local update until the store takes it
+//!   (`Phase::UpdateWaiting`) and then commits after the successor's commit, or forwards it
+//!   afresh (committing as the tail if none is left), never giving it up, as a refused commit
+//!   waits (`commit.rs`).
 //!
 //! Not here: the serial path (`write.rs`, `forward.rs`), which sync items, installs at a
 //! SYNCING successor, the tail and the planted `CommitBeforeSuccessorAck` keep.
@@ -150,15 +152,19 @@ impl StorageNode {
         };
         match (phase, error) {
             (Phase::Updating, _) => return false,
-            (Phase::UpdateWaiting { .. }, None) => {
-                self.commit_after_local_retry(target, chunk, out)
-            }
+            (Phase::UpdateWaiting, None) => self.local_retry_landed(target, chunk, out),
             (_, Some(ChunkError::Failed | ChunkError::Corrupt)) => {
                 // The target went OFFLINE with its disk (`on_io_done`): out of the chain.
                 self.fail_running(target, chunk, Status::DiskError, out)
             }
-            (Phase::UpdateWaiting { .. }, Some(_)) => self.wait_for_store(target, chunk, out),
-            (_, refusal) => self.resume_forward(target, chunk, refusal, out),
+            (Phase::UpdateWaiting, Some(_)) => self.wait_for_store(target, chunk, out),
+            (_, refusal) => {
+                debug_assert!(
+                    matches!(phase, Phase::Forwarding { .. }),
+                    "a pipelined update's store answered in {phase:?}"
+                );
+                self.resume_forward(target, chunk, refusal, out)
+            }
         }
         true
     }
@@ -193,26 +199,25 @@ impl StorageNode {
         }
     }
 
-    /// The successor committed an update whose local update this store refused: waits
-    /// (`UpdateWaiting`) and retries the local update on the forward-retry timer.
+    /// This store refused an update already forwarded, and the successor committed it
+    /// (`result`) or left the chain without saying (`None`): waits (`UpdateWaiting`) and
+    /// retries the local update on the forward-retry timer, never giving it up.
     pub(super) fn await_local_retry(
         &mut self,
         target: TargetId,
         chunk: ChunkId,
-        result: UpdateResult,
+        result: Option<UpdateResult>,
         out: &mut Outbox<Self>,
     ) {
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t.locks.running_mut(chunk).expect("a running update");
-        running.advance(Phase::UpdateWaiting {
-            chain_version: result.commit_chain_version,
-        });
-        running.successor_result = Some(result);
+        running.advance(Phase::UpdateWaiting);
+        running.successor_result = result;
         self.wait_for_store(target, chunk, out);
     }
 
-    /// An update this store refused although its successor committed it: counted with the
-    /// refused commits (both wait for the store), retried after the backoff.
+    /// An update this store refused although a successor committed it or may have: counted
+    /// with the refused commits (both wait for the store), retried after the backoff.
     fn wait_for_store(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
         self.counters.commits_refused += 1;
         let wait = self.cfg.forward_retry_wait.clone();
@@ -237,36 +242,16 @@ impl StorageNode {
         self.submit_local_update(target, chunk, out);
     }
 
-    /// The retried local update landed: commits as the successor did, if the bytes agree.
-    fn commit_after_local_retry(
-        &mut self,
-        target: TargetId,
-        chunk: ChunkId,
-        out: &mut Outbox<Self>,
-    ) {
+    /// The retried local update landed: commits as the successor did (if the bytes agree), or,
+    /// with no answer from one, goes on as any landed update does (`forward`: to the current
+    /// successor, or committed as the tail).
+    fn local_retry_landed(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t.locks.running_mut(chunk).expect("a running update");
         running.local_refusal = None;
-        let result = running
-            .successor_result
-            .take()
-            .expect("UpdateWaiting holds the successor's commit");
-        self.commit_after_successor(target, chunk, result, out);
-    }
-
-    /// Gives up a pipelined update this store refused (`refusal`), where no successor can have
-    /// committed it: `NoSpace` as the serial path answers a full disk, else the transient
-    /// `DiskError` its predecessor or client retries.
-    pub(super) fn give_up_refused(
-        &mut self,
-        target: TargetId,
-        chunk: ChunkId,
-        refusal: ChunkError,
-        out: &mut Outbox<Self>,
-    ) {
-        match refusal {
-            ChunkError::NoSpace => self.refuse_no_space(target, chunk, out),
-            _ => self.fail_running(target, chunk, Status::DiskError, out),
+        match running.successor_result.take() {
+            Some(result) => self.commit_after_successor(target, chunk, result, out),
+            None => self.forward(target, chunk, out),
         }
     }
 }

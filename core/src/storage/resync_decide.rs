@@ -40,10 +40,13 @@ pub enum Decision {
 ///
 /// One version ahead is not "really ahead": with pipelined forwarding (`pipeline.rs`) a
 /// successor may commit an update whose predecessor then crashed before its own local update
-/// landed. That update was never acknowledged (the head answers only after its own commit,
-/// which follows every replica's), so the predecessor's copy is shipped over it, as 3FS's
-/// "the predecessor is authoritative" says; a gap of two or more versions cannot come from one
-/// lost in-flight update and stays fatal.
+/// landed. While that predecessor is in the chain the update is not acknowledged (the head
+/// answers only after its own commit, which follows every replica's); the successor may answer
+/// a retry of it from its exactly-once record only as head, after the predecessor left the
+/// chain, and then mgmtd's LASTSRV rule makes the successor, not the predecessor, the one that
+/// resyncs the other. So the predecessor's copy is shipped over it, as 3FS's "the predecessor
+/// is authoritative" says; a gap of two or more versions cannot come from one lost in-flight
+/// update and stays fatal.
 pub fn decide(
     local: Option<&ChunkMeta>,
     remote: Option<&ChunkMeta>,

@@ -9,8 +9,8 @@
 //! `Committing` ⇄ `CommitWaiting`, and never back from `Committing`; an install at a SYNCING
 //! successor starts at `Committing`. A pipelined update (`pipeline.rs`) starts at `Forwarding`
 //! with its local update still in the store (`local_running`), and may pass through
-//! `UpdateWaiting` (its successor committed, its own store refused it for space) on its way to
-//! `Committing`.
+//! `UpdateWaiting` (its own store refused it after the forward, and its successor committed it
+//! or may have) before `Committing`, or before `Forwarding` again when no successor answered.
 //!
 //! Not here: the lock queue (`chunk_lock.rs`) or what moves a phase.
 
@@ -55,13 +55,12 @@ pub enum Phase {
         /// The chain version the commit records.
         chain_version: ChainVersion,
     },
-    /// A pipelined update whose successor committed while this replica's store refused the
-    /// local update (no space, a transient refusal): the local update is retried when the
-    /// forward-retry timer fires, then committed (never given up, like `CommitWaiting`).
-    UpdateWaiting {
-        /// The chain version the commit will record (the successor's).
-        chain_version: ChainVersion,
-    },
+    /// A pipelined update whose local update this replica's store refused (no space, a
+    /// transient refusal) after a successor committed it, or left the chain before saying
+    /// whether it had: the local update is retried when the forward-retry timer fires, then
+    /// committed after the successor's commit, or forwarded afresh (never given up, like
+    /// `CommitWaiting`).
+    UpdateWaiting,
 }
 
 impl Phase {
@@ -69,14 +68,8 @@ impl Phase {
     /// back to `Updating`, and never back from committing to forwarding or reading, because
     /// the successor has committed by then and a second forward could apply the update twice.
     pub fn may_become(self, next: Phase) -> bool {
-        let committing = |p: Phase| {
-            matches!(
-                p,
-                Phase::Committing { .. }
-                    | Phase::CommitWaiting { .. }
-                    | Phase::UpdateWaiting { .. }
-            )
-        };
+        let committing =
+            |p: Phase| matches!(p, Phase::Committing { .. } | Phase::CommitWaiting { .. });
         match (committing(self), next) {
             (_, Phase::Updating) => false,
             (true, n) => committing(n),
@@ -117,7 +110,8 @@ pub struct Running {
     pub early_answer: Option<(ChainVersion, UpdateReply)>,
     /// Pipelined: a re-forward (retry timer, routing change) asked for while `local_running`.
     pub reforward: bool,
-    /// `UpdateWaiting`: the successor's commit, checked against the local update once it lands.
+    /// `UpdateWaiting`: the successor's commit, if it answered, checked against the local update
+    /// once it lands.
     pub successor_result: Option<UpdateResult>,
 }
 
@@ -159,9 +153,7 @@ impl Running {
     /// landed. A read that must not miss a version a successor committed treats the chunk as
     /// dirty then (`read.rs`).
     pub fn ahead_of_local(&self) -> bool {
-        self.local_running
-            || self.local_refusal.is_some()
-            || matches!(self.phase, Phase::UpdateWaiting { .. })
+        self.local_running || self.local_refusal.is_some() || self.phase == Phase::UpdateWaiting
     }
 
     /// The chunk.

@@ -91,13 +91,10 @@ fn a_retry_that_fires_before_the_local_update_lands_is_sent_after_it() {
     let mut h = Harness::pipelined(1, ReadMode::Committed, 3);
     let req = write(1, 1, b"ab");
     let acts = admitted(&mut h, CLIENT, &req, 2);
-    // Nothing is re-sent while the store still has the update: a SYNCING successor or a new
-    // tail would need the landed version.
+    // Nothing is re-sent while the store still has the update (a SYNCING successor or a new
+    // tail would need the landed version), and the wait does not count against the budget.
     assert_eq!(h.handle(EventOf::Timer(retry_timer(1))), vec![]);
-    let again = UpdateReq {
-        retry: 1,
-        ..forwarded(1, 1, 1, b"ab")
-    };
+    let again = forwarded(1, 1, 1, b"ab");
     assert_eq!(
         h.complete(&acts[0]),
         vec![send(NodeId(2), &again), forward_timer(&h, 1)]
@@ -209,20 +206,40 @@ fn a_transient_refusal_after_forwarding_is_retried_once_the_successor_committed(
 }
 
 #[test]
-fn a_transient_refusal_is_given_up_when_no_serving_successor_can_hold_the_update() {
-    let mut h = Harness::pipelined(1, ReadMode::Committed, 3);
-    let req = write(1, 1, b"ab");
-    let acts = admitted(&mut h, CLIENT, &req, 2);
-    assert_eq!(fail(&mut h, &acts[0], ChunkError::VersionConflict), vec![]);
-    // The successor leaves the chain: this target is the tail and no one else can have the
-    // update, so it fails upstream as the serial path would (the client retries).
-    use PublicState::{Offline, Serving};
-    let routing = routing(2, 2, &[(1, Serving), (2, Offline), (3, Offline)]);
-    let acts = h.recv(NodeId(0), Msg::Routing(routing));
-    assert!(
-        acts.contains(&reply(CLIENT, &req, Status::DiskError, None)),
-        "{acts:?}"
-    );
-    let t = h.node.target(TargetId(1)).unwrap();
-    assert!(t.locks.running(chunk()).is_none(), "lock released");
+fn a_refused_update_whose_successor_left_without_answering_is_retried_and_committed() {
+    for refusal in [ChunkError::NoSpace, ChunkError::VersionConflict] {
+        let mut h = Harness::pipelined(1, ReadMode::Committed, 3);
+        let req = write(1, 1, b"ab");
+        let acts = admitted(&mut h, CLIENT, &req, 2);
+        assert_eq!(fail(&mut h, &acts[0], refusal), vec![]);
+        // The successor leaves the chain before answering: it may have committed the update
+        // (and served it to readers), so giving it up would retract a visible write. This
+        // target, now the tail, retries its local update until the store takes it.
+        use PublicState::{Offline, Serving};
+        let routing = routing(2, 2, &[(1, Serving), (2, Offline), (3, Offline)]);
+        let wait = ActionOf::SetTimer {
+            timer: retry_timer(1),
+            after: h.node.cfg.forward_retry_wait.clone(),
+        };
+        let acts = h.recv(NodeId(0), Msg::Routing(routing));
+        assert!(acts.contains(&wait), "{refusal:?}: {acts:?}");
+        assert!(
+            !acts
+                .iter()
+                .any(|a| matches!(a, ActionOf::Send { to, .. } if *to == CLIENT)),
+            "{refusal:?}: not answered yet: {acts:?}"
+        );
+        let again = h.handle(EventOf::Timer(retry_timer(1)));
+        assert_eq!(again, vec![update_io(2, 1, 1, b"ab", tag(1))]);
+        let acts = h.complete(&again[0]);
+        assert_eq!(
+            acts,
+            vec![ActionOf::CancelTimer(retry_timer(1)), commit_io(3, 1, 1, 2)],
+            "{refusal:?}: committed as the tail under the new chain version"
+        );
+        assert_eq!(
+            h.complete(&acts[1]),
+            vec![reply(CLIENT, &req, Status::Ok, Some(result(1, 2, b"ab")))]
+        );
+    }
 }

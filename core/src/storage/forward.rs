@@ -30,10 +30,7 @@ impl StorageNode {
         if self.defer_forward(target, chunk) {
             return; // Pipelined, its local update still in the store: resumed when it lands.
         }
-        let chain = self
-            .chain_of
-            .get(&target)
-            .and_then(|c| self.routing.chain(*c));
+        let chain = self.chain_info(target);
         let Some(chain) = chain else {
             return self.fail_running(target, chunk, Status::NoTarget, out);
         };

@@ -443,6 +443,13 @@ impl StorageNode {
     }
 
     /// This node's place in `chain` under the current routing, if it hosts a target of it.
+    /// The chain hosted `target` is in, as current routing has it.
+    fn chain_info(&self, target: TargetId) -> Option<&crate::routing::ChainInfo> {
+        self.chain_of
+            .get(&target)
+            .and_then(|c| self.routing.chain(*c))
+    }
+
     fn local_view(&self, chain: ChainId) -> Option<LocalView> {
         let info = self.routing.chain(chain)?;
         let t = info
@@ -508,11 +515,7 @@ impl StorageNode {
         // tail, `forward` commits locally.
         let mut stale = Vec::new();
         for (tid, t) in &self.targets {
-            let current = self
-                .chain_of
-                .get(tid)
-                .and_then(|c| self.routing.chain(*c))
-                .map(|c| c.version);
+            let current = self.chain_info(*tid).map(|c| c.version);
             for (chunk, running, _) in t.locks.iter() {
                 if let running::Phase::Forwarding { chain_version, .. } = running.phase {
                     if Some(chain_version) != current {

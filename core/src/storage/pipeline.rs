@@ -76,10 +76,7 @@ impl StorageNode {
         if !self.cfg.pipeline || self.bug(PlantedBug::CommitBeforeSuccessorAck) {
             return;
         }
-        let chain = self
-            .chain_of
-            .get(&target)
-            .and_then(|c| self.routing.chain(*c));
+        let chain = self.chain_info(target);
         let Some(chain) = chain else { return };
         if self.left_serving(target, chunk, Some(chain)) {
             return;
@@ -232,10 +229,7 @@ impl StorageNode {
         chunk: ChunkId,
         out: &mut Outbox<Self>,
     ) {
-        let chain = self
-            .chain_of
-            .get(&target)
-            .and_then(|c| self.routing.chain(*c));
+        let chain = self.chain_info(target);
         if self.left_serving(target, chunk, chain) {
             return self.fail_running(target, chunk, Status::TargetNotServing, out);
         }

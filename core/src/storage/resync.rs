@@ -98,7 +98,7 @@ impl StorageNode {
     pub(super) fn maybe_start_resyncs(&mut self, out: &mut Outbox<Self>) {
         let mut start = Vec::new();
         for (&tid, t) in &self.targets {
-            let Some(chain) = self.chain_of.get(&tid).and_then(|c| self.routing.chain(*c)) else {
+            let Some(chain) = self.chain_info(tid) else {
                 continue;
             };
             let succ = chain
@@ -433,10 +433,7 @@ impl StorageNode {
         data: Option<Payload>,
         out: &mut Outbox<Self>,
     ) {
-        let chain = self
-            .chain_of
-            .get(&target)
-            .and_then(|c| self.routing.chain(*c));
+        let chain = self.chain_info(target);
         // An update (not a sync item) whose target left SERVING while its chunk was read goes
         // back through `forward`, which fails it: it must not ship its pending version.
         if self.left_serving(target, chunk, chain) {

@@ -75,9 +75,7 @@ impl StorageNode {
     fn report(&self, target: TargetId) -> LocalTargetInfo {
         let t = &self.targets[&target];
         let chain_version = self
-            .chain_of
-            .get(&target)
-            .and_then(|c| self.routing.chain(*c))
+            .chain_info(target)
             .map_or(ChainVersion(0), |c| c.version);
         LocalTargetInfo {
             target,

@@ -68,6 +68,8 @@ struct RawCluster {
     #[serde(default)]
     storage_lease: bool,
     #[serde(default)]
+    serial_forwarding: bool,
+    #[serde(default)]
     client_boot_empty: bool,
 }
 
@@ -412,6 +414,7 @@ impl Cx<'_> {
             timeouts,
             reject_dirty_reads: c.reject_dirty_reads,
             storage_lease: c.storage_lease,
+            serial_forwarding: c.serial_forwarding,
             client_boot_empty: c.client_boot_empty,
         })
     }

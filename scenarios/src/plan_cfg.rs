@@ -57,7 +57,7 @@ impl Tuning {
                 chunk_size: 4096,
                 stripe: 4,
             },
-            serial_forwarding: false,
+            serial_forwarding: c.serial_forwarding,
         }
     }
 }

@@ -75,6 +75,10 @@ pub struct Cluster {
     /// storage node serves reads and accepts updates only while the primary mgmtd's heartbeat
     /// replies keep its lease current, so no stale read of Appendix B #1/#4 is possible.
     pub storage_lease: bool,
+    /// Storage forwards an update only after its local update landed (3FS §3.2's serial path)
+    /// instead of beside it (pipelined, the default). Catalog scenarios recorded from swarm
+    /// seeds before pipelining keep the interleaving they were found with this way.
+    pub serial_forwarding: bool,
     /// Clients boot from empty routing info and learn it from mgmtd, as real clients do (the
     /// default hands them the deployed routing, like a client started from a cached copy).
     pub client_boot_empty: bool,

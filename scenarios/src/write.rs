@@ -198,6 +198,9 @@ fn write_cluster(o: &mut String, c: &Cluster) {
     if c.storage_lease {
         let _ = writeln!(o, "storage_lease = true");
     }
+    if c.serial_forwarding {
+        let _ = writeln!(o, "serial_forwarding = true");
+    }
     if c.meta > 0 {
         let _ = writeln!(o, "meta = {}", c.meta);
     }

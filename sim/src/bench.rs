@@ -47,6 +47,7 @@ pub fn ten_host_scenario(duration: Duration) -> Scenario {
             timeouts: Timeouts::Fast,
             reject_dirty_reads: true,
             storage_lease: false,
+            serial_forwarding: false,
             client_boot_empty: false,
         },
         namespace: None,

@@ -63,6 +63,7 @@ pub fn scenario(seed: u64, duration: Duration, keep: &dyn Fn(&Action) -> bool) -
         timeouts: Timeouts::Fast,
         reject_dirty_reads: false,
         storage_lease: false,
+        serial_forwarding: false,
         client_boot_empty: false,
     };
     let shape = Shape {

@@ -309,6 +309,7 @@ fn draw_cluster(r: &mut Rng) -> Cluster {
         timeouts: Timeouts::Fast,
         reject_dirty_reads: r.chance(0.3),
         storage_lease: false, // Drawn last, below.
+        serial_forwarding: false,
         client_boot_empty: false,
     }
 }

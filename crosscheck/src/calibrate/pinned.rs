@@ -18,48 +18,50 @@ const SIM_SECONDS: u64 = 3;
 type Pin = (&'static str, f64, f64);
 
 /// Each committed profile's host, text and pins: the three jobs, then their concurrency
-/// variants (the mixed job's reads and writes last).
+/// variants (the mixed job's reads and writes last). Re-pinned 2026-11-29 for pipelined
+/// forwarding: a simulated 1 MiB write's store updates now overlap down the chain, as on a real
+/// cluster (seq-write-1m 205.7 -> 311.3 IOPS on the 16-core profile).
 const PINNED: [(&str, &str, [Pin; 8]); 3] = [
     (
         "2026-11-27-h100-16core",
         include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml"),
         [
-            ("seq-write-1m", 205.7, 7061.7),
-            ("seq-read-1m", 633.2, 3516.3),
-            ("randread-4k", 7468.2, 206.6),
-            ("seq-write-1m-x8", 433.7, 21225.2),
-            ("seq-read-1m-x8", 1261.1, 6213.7),
-            ("randread-4k-x8", 10726.7, 922.8),
-            ("randrw-1m-x8-r", 347.4, 5908.8),
-            ("randrw-1m-x8-w", 327.8, 33711.2),
+            ("seq-write-1m", 311.3, 4687.9),
+            ("seq-read-1m", 643.2, 3168.4),
+            ("randread-4k", 7466.0, 208.5),
+            ("seq-write-1m-x8", 434.0, 20984.9),
+            ("seq-read-1m-x8", 1261.1, 7275.3),
+            ("randread-4k-x8", 10728.9, 926.1),
+            ("randrw-1m-x8-r", 340.6, 8616.5),
+            ("randrw-1m-x8-w", 324.8, 33301.9),
         ],
     ),
     (
         "2026-11-27-2core-cpu-split",
         include_str!("../../../docs/calibration/2026-11-27-2core-cpu-split/this-host.toml"),
         [
-            ("seq-write-1m", 220.7, 5640.9),
-            ("seq-read-1m", 762.6, 1691.2),
-            ("randread-4k", 5688.4, 244.0),
-            ("seq-write-1m-x8", 480.0, 18160.4),
-            ("seq-read-1m-x8", 1367.0, 5751.5),
-            ("randread-4k-x8", 13639.5, 652.9),
-            ("randrw-1m-x8-r", 375.5, 5438.9),
-            ("randrw-1m-x8-w", 365.2, 33354.6),
+            ("seq-write-1m", 321.0, 3690.7),
+            ("seq-read-1m", 764.8, 1691.4),
+            ("randread-4k", 5688.8, 244.0),
+            ("seq-write-1m-x8", 476.7, 19070.1),
+            ("seq-read-1m-x8", 1366.1, 6270.3),
+            ("randread-4k-x8", 13649.9, 654.1),
+            ("randrw-1m-x8-r", 369.5, 10199.2),
+            ("randrw-1m-x8-w", 359.7, 31846.1),
         ],
     ),
     (
         "2026-11-27-2core-cpu-overlap",
         include_str!("../../../docs/calibration/2026-11-27-2core-cpu-overlap/this-host.toml"),
         [
-            ("seq-write-1m", 250.3, 4631.5),
-            ("seq-read-1m", 737.0, 1741.1),
-            ("randread-4k", 5599.6, 267.4),
-            ("seq-write-1m-x8", 558.0, 19733.7),
-            ("seq-read-1m-x8", 1234.6, 6379.1),
-            ("randread-4k-x8", 23713.7, 396.6),
-            ("randrw-1m-x8-r", 405.1, 5231.8),
-            ("randrw-1m-x8-w", 397.7, 28246.1),
+            ("seq-write-1m", 355.7, 3413.5),
+            ("seq-read-1m", 737.1, 1791.0),
+            ("randread-4k", 5594.1, 265.9),
+            ("seq-write-1m-x8", 559.3, 18017.4),
+            ("seq-read-1m-x8", 1244.0, 6403.1),
+            ("randread-4k-x8", 23715.8, 396.0),
+            ("randrw-1m-x8-r", 407.2, 7065.0),
+            ("randrw-1m-x8-w", 401.8, 25961.1),
         ],
     ),
 ];
@@ -82,6 +84,8 @@ fn row(name: &str, iops: f64, p99_us: f64) -> String {
 
 #[test]
 fn the_models_predictions_for_committed_profiles_are_pinned() {
+    // Every host's figures first, so that a deliberate change is re-pinned in one pass.
+    let mut moved = Vec::new();
     for (host, profile, pinned) in PINNED {
         let mut got = Vec::new();
         for (j, pin) in JOBS.iter().chain(&CONCURRENT_JOBS).zip(pinned) {
@@ -90,11 +94,14 @@ fn the_models_predictions_for_committed_profiles_are_pinned() {
             got.push(row(j.name, f.iops, f.p99 * 1e6));
         }
         let want: Vec<String> = pinned.iter().map(|&(n, i, p)| row(n, i, p)).collect();
-        assert_eq!(
-            got,
-            want,
-            "the model's prediction on {host} moved: if deliberate, pin the new figures in {}",
-            file!()
-        );
+        if got != want {
+            moved.push(format!("{host}:\n  {}", got.join(",\n  ")));
+        }
     }
+    assert!(
+        moved.is_empty(),
+        "the model's prediction moved: if deliberate, pin the new figures in {}\n{}",
+        file!(),
+        moved.join("\n")
+    );
 }

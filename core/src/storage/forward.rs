@@ -55,7 +55,7 @@ impl StorageNode {
         let refused = self.targets[&target]
             .locks
             .running(chunk)
-            .is_some_and(|r| r.local_refusal.is_some());
+            .is_some_and(|r| r.local_refused);
         if refused && !matches!(successor, Some((_, PublicState::Serving))) {
             // Pipelined and refused by this store, and the successor it went to left (this
             // target is the tail now, or the next one is SYNCING): that successor may have
@@ -255,7 +255,7 @@ impl StorageNode {
         }
         let chunk = rep.chunk;
         if running.local_running {
-            self.hold_early_answer(target, &rep);
+            running.hold_answer(sent, &rep);
             return; // Pipelined: answered once the local update lands (`pipeline.rs`).
         }
         if running.sync_item {
@@ -326,7 +326,7 @@ impl StorageNode {
             .locks
             .running_mut(chunk)
             .expect("an answer to a running update");
-        if running.local_refusal.is_some() {
+        if running.local_refused {
             // Pipelined: the successor committed what this store refused.
             return self.await_local_retry(target, chunk, Some(result), out);
         }

@@ -35,7 +35,7 @@ use crate::bugs::PlantedBug;
 use crate::chunk::{ChunkError, ChunkOp, UpdateTag};
 use crate::ids::{ChunkId, TargetId};
 use crate::machine::Outbox;
-use crate::msg::{Status, UpdateReply, UpdateResult};
+use crate::msg::{Status, UpdateResult};
 use crate::routing::PublicState;
 use crate::storage::resync::SYNC_CHANNEL;
 use crate::storage::running::Phase;
@@ -76,8 +76,9 @@ impl StorageNode {
         if !self.cfg.pipeline || self.bug(PlantedBug::CommitBeforeSuccessorAck) {
             return;
         }
-        let chain = self.chain_info(target);
-        let Some(chain) = chain else { return };
+        let Some(chain) = self.chain_info(target) else {
+            return;
+        };
         if self.left_serving(target, chunk, Some(chain)) {
             return;
         }
@@ -113,27 +114,6 @@ impl StorageNode {
         }
     }
 
-    /// Holds a successor's answer that came before the local update landed; true if held.
-    pub(super) fn hold_early_answer(&mut self, target: TargetId, rep: &UpdateReply) -> bool {
-        let t = self.targets.get_mut(&target).expect("hosted target");
-        let Some(running) = t.locks.running_mut(rep.chunk) else {
-            return false;
-        };
-        let Phase::Forwarding { chain_version, .. } = running.phase else {
-            return false;
-        };
-        if !running.local_running {
-            return false;
-        }
-        // A successor's commit is never replaced by a later answer (a duplicate or a reply to a
-        // re-send): the commit is what must not be lost.
-        let held_ok = matches!(&running.early_answer, Some((_, r)) if r.status == Status::Ok);
-        if !held_ok {
-            running.early_answer = Some((chain_version, rep.clone()));
-        }
-        true
-    }
-
     /// The local update of a pipelined update finished (`update_done`): Ok, or the store's
     /// error. Returns false if the update on `chunk` is not pipelined (the serial path goes on).
     pub(super) fn pipelined_update_done(
@@ -155,30 +135,30 @@ impl StorageNode {
                 self.fail_running(target, chunk, Status::DiskError, out)
             }
             (Phase::UpdateWaiting, Some(_)) => self.wait_for_store(target, chunk, out),
-            (_, refusal) => {
+            (_, error) => {
                 debug_assert!(
                     matches!(phase, Phase::Forwarding { .. }),
                     "a pipelined update's store answered in {phase:?}"
                 );
-                self.resume_forward(target, chunk, refusal, out)
+                self.resume_forward(target, chunk, error.is_some(), out)
             }
         }
         true
     }
 
-    /// The local update landed (or the store refused it: `refusal`) after the update was
+    /// The local update landed (or the store refused it: `refused`) after the update was
     /// forwarded: handles the successor's held answer, then a deferred re-forward.
     fn resume_forward(
         &mut self,
         target: TargetId,
         chunk: ChunkId,
-        refusal: Option<ChunkError>,
+        refused: bool,
         out: &mut Outbox<Self>,
     ) {
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t.locks.running_mut(chunk).expect("a running update");
         running.local_running = false;
-        running.local_refusal = refusal;
+        running.local_refused = refused;
         let (version, tag) = (running.version, running.waiter.req.tag);
         let reforward = std::mem::take(&mut running.reforward);
         if let Some((sent, rep)) = running.early_answer.take() {
@@ -242,7 +222,7 @@ impl StorageNode {
     fn local_retry_landed(&mut self, target: TargetId, chunk: ChunkId, out: &mut Outbox<Self>) {
         let t = self.targets.get_mut(&target).expect("hosted target");
         let running = t.locks.running_mut(chunk).expect("a running update");
-        running.local_refusal = None;
+        running.local_refused = false;
         match running.successor_result.take() {
             Some(result) => self.commit_after_successor(target, chunk, result, out),
             None => self.forward(target, chunk, out),

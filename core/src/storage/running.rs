@@ -14,9 +14,8 @@
 //!
 //! Not here: the lock queue (`chunk_lock.rs`) or what moves a phase.
 
-use crate::chunk::ChunkError;
 use crate::ids::{ChainVersion, ChunkId, ChunkVersion, NodeId, TargetId};
-use crate::msg::{UpdateReply, UpdateReq, UpdateResult};
+use crate::msg::{Status, UpdateReply, UpdateReq, UpdateResult};
 
 /// An update waiting for (or holding) a chunk lock: who sent it and what it is.
 #[derive(Clone, Debug, Eq, Hash, PartialEq)]
@@ -104,7 +103,7 @@ pub struct Running {
     /// Pipelined: the store refused the local update without a medium failure (no space, a
     /// transient refusal) after it was forwarded; the successor's answer decides whether the
     /// chain gives it up or this replica retries until its store takes it.
-    pub local_refusal: Option<ChunkError>,
+    pub local_refused: bool,
     /// Pipelined: the successor's answer that came while `local_running`, with the chain
     /// version of the attempt it answers; handled once the local update lands.
     pub early_answer: Option<(ChainVersion, UpdateReply)>,
@@ -128,7 +127,7 @@ impl Running {
             sync_item: false,
             displaced: false,
             local_running: false,
-            local_refusal: None,
+            local_refused: false,
             early_answer: None,
             reforward: false,
             successor_result: None,
@@ -153,7 +152,17 @@ impl Running {
     /// landed. A read that must not miss a version a successor committed treats the chunk as
     /// dirty then (`read.rs`).
     pub fn ahead_of_local(&self) -> bool {
-        self.local_running || self.local_refusal.is_some() || self.phase == Phase::UpdateWaiting
+        self.local_running || self.local_refused || self.phase == Phase::UpdateWaiting
+    }
+
+    /// Holds a successor's answer (to the attempt sent under `sent`) that came before the
+    /// local update landed. A held commit is never replaced by a later answer (a duplicate, or
+    /// a reply to a re-send): the commit is what must not be lost.
+    pub fn hold_answer(&mut self, sent: ChainVersion, rep: &UpdateReply) {
+        let held_ok = matches!(&self.early_answer, Some((_, r)) if r.status == Status::Ok);
+        if !held_ok {
+            self.early_answer = Some((sent, rep.clone()));
+        }
     }
 
     /// The chunk.

@@ -18,7 +18,21 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 
-echo "== dependency rules (scripts/check-deps.sh)"
+# Each phase's wall time, printed as it ends and listed at the end, so CI's budget (under 40
+# minutes on a 2-core machine) can be watched phase by phase.
+PHASE_NAME=setup
+PHASE_START=$SECONDS
+PHASE_TIMES=""
+phase() { # phase TITLE: ends the running phase, starts the next
+  local took=$((SECONDS - PHASE_START))
+  PHASE_TIMES+=$(printf '%6ss  %s' "$took" "$PHASE_NAME")$'\n'
+  echo "   (${PHASE_NAME}: ${took}s)"
+  PHASE_NAME=$1
+  PHASE_START=$SECONDS
+  echo "== $1"
+}
+
+phase "dependency rules (scripts/check-deps.sh)"
 bash scripts/check-deps.sh
 
 # The etcd engine and the RDMA hardware provider are cargo features (off by default, so the
@@ -37,7 +51,7 @@ T3FS_SKIP_REPORT=$PWD/target/skip-report.tsv
 export T3FS_SKIP_REPORT
 rm -f "$T3FS_SKIP_REPORT"
 
-echo "== build"
+phase "build"
 # The test profile, which nextest builds with too: built under the dev profile, every test
 # binary existed twice (unoptimised, then optimised) and a clean CI machine ran out of disk.
 cargo build --workspace --all-targets --locked --profile test "${FEATURES[@]}"
@@ -45,7 +59,7 @@ cargo build --workspace --all-targets --locked --profile test "${FEATURES[@]}"
 # Three clippy lints, not the whole set: incompatible_msrv (no API newer than the workspace's
 # rust-version) and core's determinism bans (core/clippy.toml: no clocks, threads or hashed
 # collections in the machines), which only clippy's disallowed_* lints enforce.
-echo "== clippy: MSRV and core's determinism bans"
+phase "clippy: MSRV and core's determinism bans"
 if ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add clippy >/dev/null 2>&1 || true
 fi
@@ -57,7 +71,7 @@ else
   printf 'scripts/test.sh clippy lints\tclippy\trustup component add clippy\n' >>"$T3FS_SKIP_REPORT"
 fi
 
-echo "== tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
+phase "tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
 T3FS_ETCD_ENDPOINTS=$(bash scripts/etcd.sh start)
 export T3FS_ETCD_ENDPOINTS
 trap 'bash scripts/etcd.sh stop >/dev/null' EXIT
@@ -68,10 +82,10 @@ trap - EXIT
 bash scripts/skip-report.sh "$T3FS_SKIP_REPORT" || status=$((status ? status : 1))
 [ "$status" -eq 0 ] || exit "$status"
 
-echo "== criterion benchmarks compile (run them with: cargo bench -p t3fs-core --features testing)"
+phase "criterion benchmarks compile (run them with: cargo bench -p t3fs-core --features testing)"
 cargo bench -p t3fs-core --features testing --locked --no-run
 
-echo "== model check (release binary, the command users run)"
+phase "model check (release binary, the command users run)"
 # One thread, so the unique state counts are exact (with several they vary by a fraction of a
 # percent) and can be pinned here: the largest shapes are too big for the test suite. One count
 # per model of the standard set, in the order printed (reject-dirty read mode, then committed).
@@ -92,11 +106,11 @@ check_pinned() { # check_pinned MODEL COUNT...
 check_pinned craq 15835 22722 84644485 8961 22484 69441099
 check_pinned mgmtd 1439 10081 963529 1439 10081 963529
 
-echo "== the main job and a swarm (release)"
+phase "the main job and a swarm (release)"
 cargo run --release --locked -- demo --out target/runs
 cargo run --release --locked -- sim swarm --seeds 500
 
-echo "== calibrate at its smallest size: the model against this host, published, not judged"
+phase "calibrate at its smallest size: the model against this host, published, not judged"
 # The comparison is printed for the record: on a shared 2-core host its figures are noise-bound,
 # so exit 1 (a figure outside its tolerance) does not fail CI; any other failure does. The
 # model's prediction itself is pinned by a unit test (crosscheck/src/calibrate/pinned.rs). With
@@ -112,12 +126,16 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
   exit 1
 fi
 
-echo "== the Python package (python/): pip install, fsspec's abstract suite, the package's tests"
+phase "the Python package (python/): pip install, fsspec's abstract suite, the package's tests"
 # On the release binary built above; the tests start a real cluster and stop it, pass or fail.
 T3FS_BIN=$PWD/target/release/t3fs bash scripts/python-tests.sh
 
-echo "== GraySort with the real smallpond on a t3fs mount and a local directory (valsort must pass)"
+phase "GraySort with the real smallpond on a t3fs mount and a local directory (valsort must pass)"
 T3FS_BIN=$PWD/target/release/t3fs bash scripts/graysort-test.sh
 
-echo "== MLPerf Storage's unet3d with the real DLIO on a t3fs mount and a local directory"
+phase "MLPerf Storage's unet3d with the real DLIO on a t3fs mount and a local directory"
 T3FS_BIN=$PWD/target/release/t3fs bash scripts/dlio-test.sh
+
+phase "done"
+echo "phase times (total ${SECONDS}s):"
+printf '%s' "$PHASE_TIMES"

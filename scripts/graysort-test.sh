@@ -30,3 +30,17 @@ PATH="$VENV/bin:$PATH" timeout 600 "$VENV/bin/python" python/bench/graysort.py \
   --t3fs-bin "$T3FS_BIN" --root "$tmp/mnt" --root "$tmp/local" --records 100000 \
   --gen-tasks 2 --sort-partitions 2 --executors 2 --out target/runs/graysort 2>"$tmp/smallpond.log" \
   || { echo "error: graysort failed; smallpond's log:" >&2; tail -40 "$tmp/smallpond.log" >&2; exit 1; }
+
+# The run's simulated twin (issue 40 item 6): this host's per-core costs at a size of seconds
+# (noise-bound at this size: the path is what CI checks, not the figure), the performance
+# model's pipeline run of the same shape, and each real run beside it in `t3fs report compare`.
+"$VENV/bin/python" python/bench/graysort_costs.py --t3fs-bin "$T3FS_BIN" --rows 100000,200000 \
+  --partitions 2,8 --repeat 1 --scaling-rows 100000 --dir "$tmp" >"$tmp/costs.json" \
+  2>"$tmp/costs.log" \
+  || { echo "error: graysort_costs.py failed:" >&2; tail -20 "$tmp/costs.log" >&2; exit 1; }
+"$VENV/bin/python" python/bench/graysort_twin.py --t3fs-bin "$T3FS_BIN" --costs "$tmp/costs.json" \
+  --run target/runs/graysort/mount --run target/runs/graysort/local --out target/runs/graysort/twin
+for side in mount local; do
+  test -s "target/runs/graysort/twin/compare-$side/compare.md" \
+    || { echo "error: no comparison of the $side run with its twin" >&2; exit 1; }
+done

@@ -54,6 +54,9 @@ rm -f "$T3FS_SKIP_REPORT"
 phase "build"
 # The test profile, which nextest builds with too: built under the dev profile, every test
 # binary existed twice (unoptimised, then optimised) and a clean CI machine ran out of disk.
+# --all-targets includes the criterion benchmarks (run them with: cargo bench -p t3fs-core
+# --features testing), so they are known to compile; building them again under the bench
+# profile (fat LTO) took 88 s of CI's budget and checked nothing more.
 cargo build --workspace --all-targets --locked --profile test "${FEATURES[@]}"
 
 # Three clippy lints, not the whole set: incompatible_msrv (no API newer than the workspace's
@@ -82,8 +85,6 @@ trap - EXIT
 bash scripts/skip-report.sh "$T3FS_SKIP_REPORT" || status=$((status ? status : 1))
 [ "$status" -eq 0 ] || exit "$status"
 
-phase "criterion benchmarks compile (run them with: cargo bench -p t3fs-core --features testing)"
-cargo bench -p t3fs-core --features testing --locked --no-run
 
 phase "model check (release binary, the command users run)"
 # One thread, so the unique state counts are exact (with several they vary by a fraction of a
@@ -115,10 +116,10 @@ phase "calibrate at its smallest size: the model against this host, published, n
 # so exit 1 (a figure outside its tolerance) does not fail CI; any other failure does. The
 # model's prediction itself is pinned by a unit test (crosscheck/src/calibrate/pinned.rs). With
 # the concurrency variants, whose simulated 8 clients need 3 simulated seconds to read after
-# their prefill.
+# their prefill, and the AI workloads beside their twins (issue 40 item 6).
 set +e
-cargo run --release --locked -- calibrate --concurrency --seconds 2 --sim-seconds 3 --repeats 1 \
-  --out target/runs/calibrate
+cargo run --release --locked -- calibrate --concurrency --workloads --seconds 2 --sim-seconds 3 \
+  --repeats 1 --out target/runs/calibrate
 rc=$?
 set -e
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then

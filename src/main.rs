@@ -131,6 +131,11 @@ enum Command {
         /// one I/O at a time), held to the same tolerances.
         #[arg(long)]
         concurrency: bool,
+        /// Also the AI workloads: `bench checkpoint` (save and load, 4 ranks) and `bench
+        /// kvcache` (reads, 32 in flight) on the native client, each beside a simulated twin of
+        /// its shape, held to the same tolerances.
+        #[arg(long)]
+        workloads: bool,
     },
     /// Re-render the report of a run directory, or compare two runs side by side.
     #[command(args_conflicts_with_subcommands = true)]
@@ -161,12 +166,14 @@ fn main() -> ExitCode {
             repeats,
             out,
             concurrency,
+            workloads,
         } => t3fs_crosscheck::calibrate::run(t3fs_crosscheck::calibrate::Args {
             seconds,
             sim_seconds,
             repeats,
             out,
             concurrency,
+            workloads,
         }),
         Command::Fabric { socket } => {
             match t3fs_services::rdma::soft::remote::serve_fabric(&socket) {

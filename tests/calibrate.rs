@@ -3,7 +3,8 @@
 //! simulator (two rounds, each measuring the host, then running every job on the cluster and in
 //! the simulator on that round's profile: the paired errors judged, both sides' ranges
 //! printed), writes a comparison of each pair, judges each figure against its tolerance (exit
-//! 0 or 1, never an error) and leaves no process behind. The figures themselves are not
+//! 0 or 1, never an error) and leaves no process behind; with `--workloads`, the same for the
+//! checkpoint and KVCache benchmarks beside their simulated twins. The figures themselves are not
 //! asserted: they are measurements of a shared machine (the closing notes report them).
 
 use std::process::Command;
@@ -21,6 +22,7 @@ fn calibrate_runs_both_sides_and_compares_them() {
             "1",
             "--repeats",
             "2",
+            "--workloads",
             "--out",
         ])
         .arg(&out)
@@ -50,7 +52,11 @@ fn calibrate_runs_both_sides_and_compares_them() {
             "{node}'s logs are kept"
         );
     }
-    for job in ["seq-write-1m", "seq-read-1m", "randread-4k"] {
+    let workloads = ["checkpoint-save", "checkpoint-load", "kvcache-read"];
+    for job in ["seq-write-1m", "seq-read-1m", "randread-4k"]
+        .into_iter()
+        .chain(workloads)
+    {
         let row = text
             .lines()
             .find(|l| l.starts_with(job))
@@ -77,7 +83,13 @@ fn calibrate_runs_both_sides_and_compares_them() {
             "{errors}"
         );
         for round in [1, 2] {
-            let summary = out.join(format!("real-{job}-{round}/summary.json"));
+            // A workload's benchmark writes its run directory under the target it ran on.
+            let summary = if workloads.contains(&job) {
+                format!("real-{job}-{round}/native/manifest.json")
+            } else {
+                format!("real-{job}-{round}/summary.json")
+            };
+            let summary = out.join(summary);
             assert!(summary.is_file(), "{} missing", summary.display());
         }
     }

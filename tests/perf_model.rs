@@ -215,6 +215,43 @@ fn the_graysort_scenario_is_cpu_bound_and_predicts_3fs_within_20_percent() {
     let report = std::fs::read_to_string(out.join("3fs_graysort-flow-seed1/report.md")).unwrap();
     assert!(report.contains("| sort | 110.5 | 8192 |"), "{report}");
     assert!(out.join("3fs_graysort-flow-seed1/throughput.svg").exists());
+    // The run is also a run directory: its phases, and the clients' bytes, which add up to
+    // what the phases moved (each reads and writes the 110.5 TiB once).
+    let dir = out.join("3fs_graysort-flow-seed1");
+    let run = t3fs_reports::rundir::read(&dir).expect("a run directory");
+    let m = &run.manifest;
+    assert_eq!(m.mode, "sim");
+    let (shuffle, sort) = (m.counters["phase.shuffle.ms"], m.counters["phase.sort.ms"]);
+    assert!(
+        ((shuffle + sort) as f64 / 1e3 - m.seconds).abs() < 0.01,
+        "{shuffle} + {sort} ms against {} s",
+        m.seconds
+    );
+    let phases: Vec<(&str, f64)> = (run.events.iter())
+        .map(|e| (e.what.as_str(), e.t))
+        .collect();
+    assert!(
+        matches!(phases[..], [("shuffle", t0), ("sort", t1)]
+            if t0 == 0.0 && (t1 - shuffle as f64 / 1e3).abs() < 1e-3),
+        "{phases:?}"
+    );
+    let moved = |k: &str| run.series.counters[k].iter().sum::<u64>() as f64 / (1u64 << 40) as f64;
+    for k in ["bytes.read", "bytes.write"] {
+        assert!(
+            (moved(k) / (2.0 * 110.5) - 1.0).abs() < 0.01,
+            "{k}: {} TiB",
+            moved(k)
+        );
+    }
+    // Compared with itself, the phases stand side by side, each B / A = 1.
+    let cmp = tmp.0.join("compare");
+    t3fs_reports::compare(&dir, &dir, &cmp).expect("compare");
+    let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap();
+    assert!(
+        md.contains("## Phases (s)") && md.contains("| sort |"),
+        "{md}"
+    );
+    assert!(md.contains("| 1.00 |") && cmp.join("compare-bandwidth.svg").exists());
 }
 
 #[test]

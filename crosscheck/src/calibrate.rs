@@ -11,7 +11,10 @@
 //! by the median over rounds of the paired errors, held to ±10% (throughput) and ±25% (p99);
 //! the report shows both sides' ranges (this host's noise), each round's errors, and `t3fs
 //! report compare` of the round whose real run is nearest the median (it says which).
-//! `this-host.toml` is the profile of every round's measurements pooled. The disk and loopback
+//! `this-host.toml` is the profile of every round's measurements pooled. With `--workloads` the
+//! rounds also run the AI workloads' own benchmarks (a checkpoint saved and loaded, KVCache's
+//! reads; `calibrate/workloads.rs`) beside simulated twins of their shape (`calibrate/jobs.rs`),
+//! judged the same way. The disk and loopback
 //! bounds, the CRC32C speed and the core count are measured once, before the rounds.
 //!
 //! Invariant: nothing in a profile is fitted to the jobs it predicts; every value comes from a
@@ -28,68 +31,11 @@ use t3fs_scenario::{Hardware, Scenario};
 
 use crate::calibrate_profile::{self as profile, median, Measured, Sample};
 use crate::supervised::{t3fs, ClusterGuard};
+use jobs::{jobs, Job, Real};
 use t3fs_sim::world::throughput::KindLoad;
 
-/// One job, run both ways: `jobs` concurrent streams, each one I/O at a time (on the real
-/// side `bench io --numjobs`, each its own client and file; in the simulator as many clients).
-struct Job {
-    name: &'static str,
-    rw: &'static str,
-    bs: u32,
-    jobs: u32,
-    /// The side judged: "read" or "write" (a mixed job is judged on each side as two jobs).
-    side: &'static str,
-}
-
-const fn job(name: &'static str, rw: &'static str, bs: u32, jobs: u32) -> Job {
-    let side = if matches!(rw.as_bytes(), [b'w', ..]) {
-        "write"
-    } else {
-        "read"
-    };
-    Job {
-        name,
-        rw,
-        bs,
-        jobs,
-        side,
-    }
-}
-
-/// A mixed job (half reads, half writes), judged on `side`.
-const fn mixed(name: &'static str, bs: u32, jobs: u32, side: &'static str) -> Job {
-    Job {
-        name,
-        rw: "randrw",
-        bs,
-        jobs,
-        side,
-    }
-}
-
-/// The jobs every calibration runs: one stream at a time.
-const JOBS: [Job; 3] = [
-    job("seq-write-1m", "write", 1 << 20, 1),
-    job("seq-read-1m", "read", 1 << 20, 1),
-    job("randread-4k", "randread", 4096, 1),
-];
-
-/// The concurrency variants (`--concurrency`): the same three jobs with 8 streams in flight,
-/// as the benchmarks run (depth 8 through 8 clients), and a mixed one: 1 MiB random reads and
-/// writes, half each, judged on its reads and on its writes (a run each).
-const CONCURRENT_JOBS: [Job; 5] = [
-    job("seq-write-1m-x8", "write", 1 << 20, 8),
-    job("seq-read-1m-x8", "read", 1 << 20, 8),
-    job("randread-4k-x8", "randread", 4096, 8),
-    mixed("randrw-1m-x8-r", 1 << 20, 8, "read"),
-    mixed("randrw-1m-x8-w", 1 << 20, 8, "write"),
-];
-
-/// The jobs a run calibrates.
-fn jobs(a: &Args) -> Vec<&'static Job> {
-    let extra: &'static [Job] = if a.concurrency { &CONCURRENT_JOBS } else { &[] };
-    JOBS.iter().chain(extra).collect()
-}
+mod jobs;
+mod workloads;
 
 /// The replicas of each chain of `cluster up`'s loopback cluster (three storage nodes).
 const REPLICAS: u32 = 3;
@@ -111,6 +57,9 @@ pub struct Args {
     pub out: PathBuf,
     /// Also the concurrency variants of the jobs (8 streams at once).
     pub concurrency: bool,
+    /// Also the AI workloads' benchmarks (checkpoint save and load, KVCache reads) beside
+    /// their simulated twins.
+    pub workloads: bool,
 }
 
 /// A job's figures: operations per second and p99 latency in seconds.
@@ -230,6 +179,9 @@ impl Drop for ChunkData {
 
 /// Run `round` of job `j` on the cluster at `c`: its figures and run directory.
 fn real_job(a: &Args, c: &str, j: &Job, round: u32) -> Result<(Figures, PathBuf), String> {
+    if j.real != Real::Io {
+        return workloads::real_job(a, c, j, round);
+    }
     let dir = a.out.join(format!("real-{}-{round}", j.name));
     let (d, secs, bs, n) = (
         dir.display().to_string(),
@@ -289,6 +241,9 @@ fn sim_scenario(j: &Job, hw: &Hardware, seconds: u64) -> Scenario {
 /// on one chunk); a read job's streams share 64 prefilled chunks, as the real ones read files
 /// laid out before the clock starts; so do a mixed job's, whose writes may then meet on a
 /// chunk (which the real job's files never do), about one in ten with four writes in flight.
+/// Every simulated client writes each chunk in the prefill, so a read job of more than 8
+/// streams shares fewer (at least 8): its prefill stays at the 8-stream jobs' 512 writes,
+/// which would otherwise outlast the simulated seconds (the KVCache twin's 32 streams).
 fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
     format!(
         "name = \"calibrate-{name}\"\n\
@@ -300,7 +255,11 @@ fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
         name = j.name,
         bs = j.bs,
         clients = j.jobs,
-        chunks = if j.rw == "write" { 64 * j.jobs } else { 64 },
+        chunks = if j.rw == "write" {
+            64 * j.jobs
+        } else {
+            (512 / j.jobs).clamp(8, 64)
+        },
         rf = match j.rw {
             "write" => 0.0,
             "randrw" => 0.5,
@@ -562,9 +521,11 @@ mod tests {
 
     #[test]
     fn every_job_is_judged_on_the_side_it_runs() {
+        use jobs::{CONCURRENT_JOBS, JOBS, WORKLOAD_JOBS};
         let sides: Vec<(&str, &str)> = JOBS
             .iter()
             .chain(&CONCURRENT_JOBS)
+            .chain(&WORKLOAD_JOBS)
             .map(|j| (j.name, j.side))
             .collect();
         assert_eq!(
@@ -578,6 +539,9 @@ mod tests {
                 ("randread-4k-x8", "read"),
                 ("randrw-1m-x8-r", "read"),
                 ("randrw-1m-x8-w", "write"),
+                ("checkpoint-save", "write"),
+                ("checkpoint-load", "read"),
+                ("kvcache-read", "read"),
             ]
         );
         // A mixed job's simulated clients read half the time, on chunks laid out first.

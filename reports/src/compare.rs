@@ -1,8 +1,9 @@
 //! Compares two run directories, A and B, into compare.md (charts as linked SVG files) and
 //! compare.html (charts inline): what ran where and the verdicts, latency percentiles per
-//! operation, the probed host bounds and the roofline, side by side; then throughput over time
-//! and the latency spectra of both runs overlaid, and each run's chain-state timeline, A above
-//! B.
+//! operation, each phase's length (workload runs), the probed host bounds and the roofline,
+//! side by side; then throughput over time (operations, and storage MiB/s where a run counted
+//! bytes) and the latency spectra of both runs overlaid, and each run's chain-state timeline, A
+//! above B.
 //!
 //! Invariant: only `out` is written; both run directories are read and left as they are, so a
 //! comparison can be redone at any time, also of a run against itself. Where one run has no
@@ -125,6 +126,53 @@ fn latency(md: &mut String, runs: [&RunData; 2]) {
     }
 }
 
+/// Each phase's length in a run, from its `phase` events: until the next phase starts, the
+/// last until the run ends. In order of their starts.
+fn phase_lengths(d: &RunData) -> Vec<(String, f64)> {
+    let starts: Vec<(&str, f64)> = (d.events.iter())
+        .filter(|e| e.kind == "phase")
+        .map(|e| (e.what.as_str(), e.t))
+        .collect();
+    let ends = (starts.iter().skip(1).map(|p| p.1)).chain([d.manifest.seconds]);
+    (starts.iter().zip(ends))
+        .map(|((name, t), end)| (name.to_string(), (end - t).max(0.0)))
+        .collect()
+}
+
+/// Both runs' phases side by side, by name, with B's length over A's (when either has
+/// phases): how a workload's prediction splits against its real run.
+fn phases(md: &mut String, runs: [&RunData; 2]) {
+    let lengths = runs.map(phase_lengths);
+    let mut names: Vec<&String> = Vec::new();
+    for (n, _) in lengths.iter().flatten() {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Phases (s)\n\n| phase | A | B | B / A |\n| --- | --- | --- | --- |"
+    );
+    for name in names {
+        let [a, b] = [0, 1].map(|i| lengths[i].iter().find(|(n, _)| n == name).map(|p| p.1));
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
+            _ => MISSING.to_string(),
+        };
+        let secs = |v: Option<f64>| v.map_or_else(|| MISSING.to_string(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {ratio} |",
+            cell(name),
+            secs(a),
+            secs(b)
+        );
+    }
+}
+
 /// The probed bounds of both runs, by name (when either has them).
 fn probe(md: &mut String, ms: [&Manifest; 2]) {
     let names: BTreeSet<&String> = ms.iter().flat_map(|m| m.probe.keys()).collect();
@@ -188,12 +236,16 @@ fn charts(
         );
         chain_timeline_titled(runs[i], &title)
     };
-    vec![
-        ("compare-throughput.svg", compare_charts::throughput(tagged)),
+    let mut charts = vec![("compare-throughput.svg", compare_charts::throughput(tagged))];
+    if let Some(bandwidth) = compare_charts::bandwidth(tagged) {
+        charts.push(("compare-bandwidth.svg", bandwidth));
+    }
+    charts.extend([
         ("compare-latency.svg", compare_charts::spectra(tagged)),
         ("compare-chains-a.svg", chains(0)),
         ("compare-chains-b.svg", chains(1)),
-    ]
+    ]);
+    charts
 }
 
 /// Compares the run directories `a` and `b` into `out` (created if needed): compare.md,
@@ -206,6 +258,7 @@ pub fn compare(a: &Path, b: &Path, out: &Path) -> io::Result<()> {
     fs::create_dir_all(out)?;
     let mut head = String::new();
     header(&mut head, &labels, ms);
+    phases(&mut head, runs);
     latency(&mut head, runs);
     probe(&mut head, ms);
     roofline(&mut head, ms);

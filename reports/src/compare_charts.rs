@@ -137,29 +137,57 @@ fn run_lines(
 fn throughput_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
     run_lines(runs, |d| {
         let iv = d.series.interval.max(1e-9);
-        d.series
-            .ops
-            .iter()
-            .map(|(op, counts)| {
-                let pts = counts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / iv))
-                    .collect();
-                (op.clone(), pts)
-            })
+        (d.series.ops.iter())
+            .map(|(op, counts)| (op.clone(), rate_points(counts, iv, 1.0)))
             .collect()
     })
 }
 
+/// MiB/s of every run × `bytes.<op>` counter (the workload runs' storage throughput).
+fn bandwidth_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
+    run_lines(runs, |d| {
+        let iv = d.series.interval.max(1e-9);
+        (d.series.counters.iter())
+            .filter_map(|(k, v)| k.strip_prefix("bytes.").map(|op| (op, v)))
+            .filter(|(_, v)| v.iter().any(|x| *x > 0))
+            .map(|(op, v)| (op.to_string(), rate_points(v, iv, (1u64 << 20) as f64)))
+            .collect()
+    })
+}
+
+/// Per-interval amounts as rates at the intervals' midpoints, in units of `unit`.
+fn rate_points(amounts: &[u64], iv: f64, unit: f64) -> Vec<(f64, f64)> {
+    (amounts.iter().enumerate())
+        .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / unit / iv))
+        .collect()
+}
+
 /// Throughput over time of both runs on one chart.
 pub(crate) fn throughput(runs: [(&str, &RunData); 2]) -> Result<String, String> {
-    let lines = throughput_lines(runs);
-    let t_max = runs
-        .iter()
-        .map(|(_, d)| {
-            d.series.interval * d.series.ops.values().map(Vec::len).max().unwrap_or(0) as f64
-        })
+    let title = "Throughput (completed operations per second)";
+    rates(runs, title, "ops/s", throughput_lines(runs))
+}
+
+/// Storage throughput (MiB/s of the runs' `bytes.<op>` counters) of both runs on one chart,
+/// with each run's phase changes; `None` when neither run counted bytes.
+pub(crate) fn bandwidth(runs: [(&str, &RunData); 2]) -> Option<Result<String, String>> {
+    let lines = bandwidth_lines(runs);
+    if lines.is_empty() {
+        return None;
+    }
+    let title = "Storage throughput (MiB/s), phases as rules";
+    Some(rates(runs, title, "MiB/s", lines))
+}
+
+/// `lines` of both runs over time on one chart, each run's faults and phases as rules.
+fn rates(
+    runs: [(&str, &RunData); 2],
+    title: &str,
+    unit: &str,
+    lines: Vec<Line>,
+) -> Result<String, String> {
+    let t_max = (lines.iter())
+        .flat_map(|l| l.pts.last().map(|p| p.0))
         .fold(1.0, f64::max);
     let y_max = lines
         .iter()
@@ -171,10 +199,7 @@ pub(crate) fn throughput(runs: [(&str, &RunData); 2]) -> Result<String, String> 
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Throughput (completed operations per second)",
-                ("sans-serif", 18),
-            )
+            .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(60)
@@ -183,7 +208,7 @@ pub(crate) fn throughput(runs: [(&str, &RunData); 2]) -> Result<String, String> 
         chart
             .configure_mesh()
             .x_desc("time (s)")
-            .y_desc("ops/s")
+            .y_desc(unit)
             .draw()
             .map_err(err)?;
         fault_rules(&mut chart, runs, 0.0, y_max)?;

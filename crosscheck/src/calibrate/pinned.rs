@@ -8,6 +8,7 @@
 //! against calibrate on a real host, then pin them anew. Not a timing test: the simulator is
 //! deterministic, so the figures are exact for a seed.
 
+use super::jobs::{CONCURRENT_JOBS, JOBS};
 use super::*;
 
 /// Simulated seconds of each job: calibrate's default, which leaves the 8-stream read job time

@@ -21,6 +21,7 @@ pub mod pipeline;
 pub mod pipeline_run;
 pub mod recovery;
 pub mod run;
+pub mod run_dir;
 pub mod scenario;
 pub mod setup;
 pub mod sweep;

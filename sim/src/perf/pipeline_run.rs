@@ -29,6 +29,9 @@ pub struct Pipelined {
     pub seconds: f64,
     /// Per phase: name, predicted seconds, floor seconds, the binding resource.
     pub phases: Vec<(String, f64, f64, &'static str)>,
+    /// Per sample: its end (s), and the clients' read, the clients' write and the storage
+    /// nodes' receive throughput over it (GiB/s).
+    pub samples: Vec<(f64, f64, f64, f64)>,
 }
 
 /// The cores' worth a task of `p` gets from its `task_cores`: Amdahl's speedup.
@@ -162,8 +165,9 @@ pub fn pipeline(
             sc.duration_s
         ));
     }
-    let fig = figures(sc, &hw, &l, &ended);
+    let mut fig = figures(sc, &hw, &l, &ended);
     write_chart(sc, dir, &samples, &fig)?;
+    fig.samples = samples;
     write(dir, "report.md", &report(sc, &hw, &fig, &stats))?;
     Ok((summary(sc, &fig), fig))
 }
@@ -192,6 +196,7 @@ fn figures(sc: &PerfScenario, hw: &Hardware, l: &Layout, ended: &[f64]) -> Pipel
         tib_min: sc.phases[0].tib / (seconds / 60.0),
         seconds,
         phases,
+        samples: Vec::new(),
     }
 }
 

@@ -34,7 +34,11 @@ pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Out
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let summary = match sc.kind.as_str() {
         "peak_read" => peak_read(&sc, &dir, progress)?.0,
-        "pipeline" => super::pipeline_run::pipeline(&sc, &dir, progress)?.0,
+        "pipeline" => {
+            let (summary, fig) = super::pipeline_run::pipeline(&sc, &dir, progress)?;
+            super::run_dir::write_pipeline(&sc, path, &dir, &fig)?;
+            summary
+        }
         "training" => super::training_run::training(&sc, &dir, progress)?.0,
         _ => recovery(&sc, &dir, progress)?,
     };

@@ -1,0 +1,144 @@
+"""GraySort's simulated twin on this host (issue 40 item 6): the performance model's pipeline
+run of the shuffle and the sort that ``graysort.py`` ran for real, with this host's per-core
+costs measured by ``graysort_costs.py``, laid beside each real run by ``t3fs report compare``.
+
+The twin takes from the real run only its shape (records, shuffle tasks, sort partitions,
+executors, this host's cores), never its times: the shuffle's and the sort's per-core MiB/s
+are the costs probe's fits evaluated at this run's task shape (a shuffle task's rows into
+``--sort-partitions`` partitions, a sort task's rows), one core per task as ``graysort.py``
+gives each executor, and the storage side is a loopback cluster of 3 storage nodes (3
+replicas) on the model's default hardware, which does not bind at these rates. The generate
+phase has no cost probe and no twin; the model charges no CPU to the file system's own work
+(FUSE, the client, the storage services), which is what separates the mount from the local
+directory here.
+
+    POLARS_MAX_THREADS=1 python bench/graysort_costs.py --t3fs-bin B --rows 250000,1000000 \\
+        --partitions 4,64 > costs.json
+    python bench/graysort_twin.py --t3fs-bin B --costs costs.json \\
+        --run runs/graysort/mount --run runs/graysort/local --out runs/graysort/twin
+
+Prints each phase's real and predicted seconds; writes the twin's scenario, its run directory
+and one comparison per real run under ``--out``.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from graysort_costs import RECORD, per_core_mib_s  # noqa: E402
+
+
+def shape(run_dir):
+    """records, gen_tasks, sort_partitions, executors of a graysort.py run directory."""
+    with open(os.path.join(run_dir, "manifest.json")) as f:
+        m = json.load(f)
+    cfg = dict(line.split(" = ", 1) for line in m["config"].splitlines() if " = " in line)
+    return {k: int(json.loads(v)) for k, v in cfg.items()}
+
+
+def scenario(s, costs, cores):
+    """The twin's scenario text for run shape `s` with the probe's `costs`."""
+    tib = s["records"] * RECORD / 2**40
+    shuffle = per_core_mib_s(costs["shuffle_fit_a_b_c"], s["records"] / s["gen_tasks"],
+                             s["sort_partitions"])
+    sort = per_core_mib_s(costs["sort_fit_a_b"], s["records"] / s["sort_partitions"])
+    slots = min(s["executors"], cores)
+    return f"""# graysort.py's run on this host, predicted by the performance model (graysort_twin.py):
+# the shape is the real run's, the per-core costs graysort_costs.py's fits at that shape.
+name = "graysort_this_host"
+about = "the twin of graysort.py's run: {s['records']} records, {s['gen_tasks']} shuffle tasks, {s['sort_partitions']} sort partitions, {slots} executors of one core"
+kind = "pipeline"
+seed = 1
+duration_s = 3600
+sample_ms = 250         # graysort.py samples its processes' I/O every 0.25 s
+quantum_us = 1000
+
+[hardware]
+profile = "3fs-2025"    # storage does not bind at these rates; CPU does
+client_cores = {slots}  # graysort.py: each executor has one core (cores // executors)
+background = 0.0
+
+[cluster]
+storage_nodes = 3       # cluster up's loopback cluster
+clients = 1             # this host
+targets_per_disk = 1
+replicas = 3
+table = "balanced"
+
+[[phase]]
+name = "shuffle"
+tib = {tib!r}
+read = true
+write = true
+tasks = {s['gen_tasks']}
+task_cores = 1
+core_mib_s = {shuffle:.3f} # graysort_costs.py's fit at {s['records'] // s['gen_tasks']} rows into {s['sort_partitions']} partitions
+serial_fraction = 0.0
+unit_mib = 4
+
+[[phase]]
+name = "sort"
+tib = {tib!r}
+read = true
+write = true
+tasks = {s['sort_partitions']}
+task_cores = 1
+core_mib_s = {sort:.3f} # graysort_costs.py's fit at {s['records'] // s['sort_partitions']} rows
+serial_fraction = 0.0
+unit_mib = 4
+"""
+
+
+def phases(run_dir):
+    """Each phase's seconds of a run directory, from its phase.NAME.ms counters."""
+    with open(os.path.join(run_dir, "manifest.json")) as f:
+        counters = json.load(f)["counters"]
+    return {k[len("phase."):-len(".ms")]: v / 1000 for k, v in counters.items()
+            if k.startswith("phase.") and k.endswith(".ms")}
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    a.add_argument("--t3fs-bin", required=True)
+    a.add_argument("--costs", required=True, help="graysort_costs.py's JSON output")
+    a.add_argument("--run", action="append", required=True,
+                   help="a graysort.py run directory (repeat: mount, local)")
+    a.add_argument("--out", default="runs/graysort/twin")
+    o = a.parse_args()
+    with open(o.costs) as f:
+        costs = json.load(f)
+    s = shape(o.run[0])
+    if any(shape(r) != s for r in o.run[1:]):
+        sys.exit("error: the runs have different shapes; give runs of one graysort.py command")
+    os.makedirs(o.out, exist_ok=True)
+    path = os.path.join(o.out, "graysort_this_host.toml")
+    with open(path, "w") as f:
+        f.write(scenario(s, costs, os.cpu_count() or 1))
+    sim = subprocess.run([o.t3fs_bin, "sim", "run", path, "--out", o.out],
+                         capture_output=True, text=True)
+    if sim.returncode != 0:
+        sys.exit(f"error: t3fs sim run {path}: {sim.stderr.strip()}")
+    twin = os.path.join(o.out, "graysort_this_host-flow-seed1")
+    predicted = phases(twin)
+    print(f"twin: {sim.stdout.strip().splitlines()[0]}")
+    print(f"{'run':<8} {'phase':<8} {'real s':>8} {'twin s':>8} {'twin/real':>9}")
+    for run in o.run:
+        name = os.path.basename(os.path.normpath(run))
+        real = phases(run)
+        for ph in ("shuffle", "sort"):
+            r, p = real.get(ph), predicted.get(ph)
+            ratio = f"{p / r:.2f}" if r and p is not None else "-"
+            print(f"{name:<8} {ph:<8} {r or 0:>8.2f} {p or 0:>8.2f} {ratio:>9}")
+        cmp = os.path.join(o.out, f"compare-{name}")
+        done = subprocess.run([o.t3fs_bin, "report", "compare", run, twin, "--out", cmp],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"error: t3fs report compare: {done.stderr.strip()}")
+        print(f"         side by side: {cmp}/compare.html")
+
+
+if __name__ == "__main__":
+    main()

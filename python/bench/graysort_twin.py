@@ -1,20 +1,29 @@
 """GraySort's simulated twin on this host (issue 40 item 6): the performance model's pipeline
-run of the shuffle and the sort that ``graysort.py`` ran for real, with this host's per-core
-costs measured by ``graysort_costs.py``, laid beside each real run by ``t3fs report compare``.
+run of what ``graysort.py`` ran for real, from this host's measured costs, laid beside each
+real run by ``t3fs report compare``.
 
-The twin takes from the real run only its shape (records, shuffle tasks, sort partitions,
-executors, this host's cores), never its times: the shuffle's and the sort's per-core MiB/s
-are the costs probe's fits evaluated at this run's task shape (a shuffle task's rows into
-``--sort-partitions`` partitions, a sort task's rows), one core per task as ``graysort.py``
-gives each executor, and the storage side is a loopback cluster of 3 storage nodes (3
-replicas) on the model's default hardware, which does not bind at these rates. The generate
-phase has no cost probe and no twin; the model charges no CPU to the file system's own work
-(FUSE, the client, the storage services), which is what separates the mount from the local
-directory here.
+The twin takes from the real run only its shape (records, generate and shuffle tasks, sort
+partitions, executors, this host's cores), never its times. Its costs come from two probes:
 
-    POLARS_MAX_THREADS=1 python bench/graysort_costs.py --t3fs-bin B --rows 250000,1000000 \\
+- per byte: ``graysort_costs.py``'s per-core fits for the shuffle (DuckDB) and the sort
+  (polars) evaluated at this run's task shape, one core per task as ``graysort.py`` gives each
+  executor;
+- per task (``--null-run``, optional): a ``graysort.py`` run of the same tasks, partitions and
+  executors over a handful of records on a local directory, whose phases are smallpond's own
+  cost of dispatching and starting tasks with no data; each phase's length over its waves of
+  tasks is its ``task_startup_s``.
+
+The storage side is a loopback cluster of 3 storage nodes (3 replicas) on the model's default
+hardware, which does not bind at these rates. The generate phase has no per-byte probe (its
+CPU, gensort's records and their Parquet, is not charged: only its start-up and its writes);
+nor does the model charge CPU to the file system's own work (FUSE, the client, the storage
+services), which is what separates the mount from the local directory here.
+
+    graysort.py ... --records 5000000 --out runs/graysort                  # the real runs
+    graysort.py ... --root /tmp/local --records 1000 --out runs/graysort-null   # same shape
+    POLARS_MAX_THREADS=1 python bench/graysort_costs.py --t3fs-bin B --rows 1250000,2500000 \\
         --partitions 4,64 > costs.json
-    python bench/graysort_twin.py --t3fs-bin B --costs costs.json \\
+    python bench/graysort_twin.py --t3fs-bin B --costs costs.json --null-run runs/graysort-null/local \\
         --run runs/graysort/mount --run runs/graysort/local --out runs/graysort/twin
 
 Prints each phase's real and predicted seconds; writes the twin's scenario, its run directory
@@ -39,17 +48,31 @@ def shape(run_dir):
     return {k: int(json.loads(v)) for k, v in cfg.items()}
 
 
-def scenario(s, costs, cores):
-    """The twin's scenario text for run shape `s` with the probe's `costs`."""
+def startups(null_run, s, slots):
+    """Each phase's task start-up seconds from a null run of shape `s` (0 without one)."""
+    if null_run is None:
+        return {}
+    if {k: v for k, v in shape(null_run).items() if k != "records"} != \
+            {k: v for k, v in s.items() if k != "records"}:
+        sys.exit("error: --null-run has other tasks, partitions or executors than the runs")
+    tasks = {"generate": s["gen_tasks"], "shuffle": s["gen_tasks"], "sort": s["sort_partitions"]}
+    return {ph: secs / -(-tasks[ph] // slots) for ph, secs in phases(null_run).items()
+            if ph in tasks}
+
+
+def scenario(s, costs, cores, startup):
+    """The twin's scenario text for run shape `s` with the probes' `costs` and `startup`."""
     tib = s["records"] * RECORD / 2**40
     shuffle = per_core_mib_s(costs["shuffle_fit_a_b_c"], s["records"] / s["gen_tasks"],
                              s["sort_partitions"])
     sort = per_core_mib_s(costs["sort_fit_a_b"], s["records"] / s["sort_partitions"])
     slots = min(s["executors"], cores)
+    up = {ph: round(startup.get(ph, 0.0), 3) for ph in ("generate", "shuffle", "sort")}
     return f"""# graysort.py's run on this host, predicted by the performance model (graysort_twin.py):
-# the shape is the real run's, the per-core costs graysort_costs.py's fits at that shape.
+# the shape is the real run's, the costs graysort_costs.py's fits at that shape and the task
+# start-ups a null run's (0 without one).
 name = "graysort_this_host"
-about = "the twin of graysort.py's run: {s['records']} records, {s['gen_tasks']} shuffle tasks, {s['sort_partitions']} sort partitions, {slots} executors of one core"
+about = "the twin of graysort.py's run: {s['records']} records, {s['gen_tasks']} generate and shuffle tasks, {s['sort_partitions']} sort partitions, {slots} executors of one core"
 kind = "pipeline"
 seed = 1
 duration_s = 3600
@@ -68,6 +91,16 @@ targets_per_disk = 1
 replicas = 3
 table = "balanced"
 
+# No per-byte probe: only its start-up and its writes (of the records once) are modelled.
+[[phase]]
+name = "generate"
+tib = {tib!r}
+write = true
+tasks = {s['gen_tasks']}
+slots_per_client = {slots}
+unit_mib = 4
+task_startup_s = {up['generate']}
+
 [[phase]]
 name = "shuffle"
 tib = {tib!r}
@@ -78,6 +111,7 @@ task_cores = 1
 core_mib_s = {shuffle:.3f} # graysort_costs.py's fit at {s['records'] // s['gen_tasks']} rows into {s['sort_partitions']} partitions
 serial_fraction = 0.0
 unit_mib = 4
+task_startup_s = {up['shuffle']}
 
 [[phase]]
 name = "sort"
@@ -89,6 +123,7 @@ task_cores = 1
 core_mib_s = {sort:.3f} # graysort_costs.py's fit at {s['records'] // s['sort_partitions']} rows
 serial_fraction = 0.0
 unit_mib = 4
+task_startup_s = {up['sort']}
 """
 
 
@@ -106,6 +141,9 @@ def main():
     a.add_argument("--costs", required=True, help="graysort_costs.py's JSON output")
     a.add_argument("--run", action="append", required=True,
                    help="a graysort.py run directory (repeat: mount, local)")
+    a.add_argument("--null-run", default=None,
+                   help="a graysort.py run directory of the same shape over a handful of records "
+                        "(local directory): each phase's task start-up")
     a.add_argument("--out", default="runs/graysort/twin")
     o = a.parse_args()
     with open(o.costs) as f:
@@ -115,8 +153,10 @@ def main():
         sys.exit("error: the runs have different shapes; give runs of one graysort.py command")
     os.makedirs(o.out, exist_ok=True)
     path = os.path.join(o.out, "graysort_this_host.toml")
+    cores = os.cpu_count() or 1
+    startup = startups(o.null_run, s, min(s["executors"], cores))
     with open(path, "w") as f:
-        f.write(scenario(s, costs, os.cpu_count() or 1))
+        f.write(scenario(s, costs, cores, startup))
     sim = subprocess.run([o.t3fs_bin, "sim", "run", path, "--out", o.out],
                          capture_output=True, text=True)
     if sim.returncode != 0:
@@ -128,7 +168,7 @@ def main():
     for run in o.run:
         name = os.path.basename(os.path.normpath(run))
         real = phases(run)
-        for ph in ("shuffle", "sort"):
+        for ph in ("generate", "shuffle", "sort"):
             r, p = real.get(ph), predicted.get(ph)
             ratio = f"{p / r:.2f}" if r and p is not None else "-"
             print(f"{name:<8} {ph:<8} {r or 0:>8.2f} {p or 0:>8.2f} {ratio:>9}")

@@ -108,7 +108,7 @@ where
         chart
             .draw_series(rules)
             .map_err(err)?
-            .label(format!("{tag}: faults"))
+            .label(format!("{tag}: faults, phases"))
             .legend(move |(x, y)| PathElement::new(vec![(x + 9, y - 6), (x + 9, y + 6)], style));
     }
     Ok(())

@@ -17,7 +17,10 @@
 //! task's throughput is its slowest stage's. Deterministic: chains and replicas from the seeded
 //! stream, tasks in slot order.
 //!
-//! Not here: task start-up costs, a task's stages one after another (a task here reads,
+//! A task may hold its slot for a start-up time before its first unit moves (the framework's
+//! own cost of starting a task, `task_startup_s`), during which it uses nothing.
+//!
+//! Not here: a task's stages one after another (a task here reads,
 //! computes and writes at one pace; smallpond's load, then sort, then dump), memory and
 //! spilling, and a resource crossed twice by one unit (a
 //! read served by a node that also forwards the write counts once: a path lists a resource
@@ -45,6 +48,8 @@ pub struct Phase {
     pub slots: Vec<Vec<Option<u32>>>,
     /// Bytes per flow.
     pub unit: f64,
+    /// Seconds a task holds its slot before its first unit's bytes move (start-up).
+    pub startup: f64,
 }
 
 /// A task slot of the running phase.
@@ -53,6 +58,8 @@ struct Slot {
     cpu: Option<u32>,
     /// Bytes of its task not yet issued.
     left: f64,
+    /// Whether its next unit is its task's first (which waits out the start-up).
+    first: bool,
 }
 
 /// The phases, run one after another.
@@ -102,6 +109,7 @@ impl<'a> Pipeline<'a> {
                         client: c as u32,
                         cpu,
                         left: 0.0,
+                        first: false,
                     })
                 })
             })
@@ -121,6 +129,7 @@ impl<'a> Pipeline<'a> {
     fn take_task(&mut self, k: usize, out: &mut Vec<Request>) {
         self.queued -= 1;
         self.slots[k].left = self.phases[self.current].task_bytes;
+        self.slots[k].first = true;
         self.unit(k, out);
     }
 
@@ -129,6 +138,11 @@ impl<'a> Pipeline<'a> {
         let ph = &self.phases[self.current];
         let bytes = ph.unit.min(self.slots[k].left);
         self.slots[k].left -= bytes;
+        let startup = if std::mem::take(&mut self.slots[k].first) {
+            ph.startup
+        } else {
+            0.0
+        };
         let (read, write) = (ph.read, ph.write);
         let Slot { client, cpu, .. } = self.slots[k];
         let l = self.layout;
@@ -149,7 +163,7 @@ impl<'a> Pipeline<'a> {
         out.push(Request {
             path,
             bytes,
-            delay: self.latency,
+            delay: self.latency + startup,
             tag: k as u64,
         });
     }
@@ -208,6 +222,7 @@ mod tests {
             write: true,
             slots,
             unit: 1e8,
+            startup: 0.0,
         }
     }
 
@@ -220,6 +235,19 @@ mod tests {
         engine::run(&l.caps, &mut src, 100.0, 1.0, 0.0, |_| {});
         assert!(src.finished());
         assert!((src.ended[0] - 4.0).abs() < 1e-6, "{:?}", src.ended);
+    }
+
+    #[test]
+    fn a_tasks_start_up_holds_its_slot_once_per_task() {
+        // The same two waves, each task first holding its slot for 0.5 s: 2 x (0.5 + 2) s.
+        let mut l = cluster();
+        let ph = Phase {
+            startup: 0.5,
+            ..phase(&mut l, 4, 2, Some(0.5e9))
+        };
+        let mut src = Pipeline::new(&l, vec![ph], 1, 0.0);
+        engine::run(&l.caps, &mut src, 100.0, 1.0, 0.0, |_| {});
+        assert!((src.ended[0] - 5.0).abs() < 1e-6, "{:?}", src.ended);
     }
 
     #[test]

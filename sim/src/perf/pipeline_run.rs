@@ -68,6 +68,7 @@ fn plan(sc: &PerfScenario, layout: &mut Layout) -> Vec<Phase> {
                 write: p.write,
                 slots,
                 unit: p.unit_mib * MIB,
+                startup: p.task_startup_s,
             }
         })
         .collect()

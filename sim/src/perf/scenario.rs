@@ -84,6 +84,11 @@ pub struct PhaseSection {
     /// Bytes per flow, MiB (a task moves its data in units of this).
     #[serde(default = "sixty_four")]
     pub unit_mib: f64,
+    /// Seconds a task holds its slot before its first byte moves: the framework's own cost
+    /// of starting a task (smallpond's dispatch, process and engine start-up), measured with
+    /// no data. 0 by default.
+    #[serde(default)]
+    pub task_startup_s: f64,
 }
 
 fn one_u32() -> u32 {
@@ -409,6 +414,12 @@ impl PerfScenario {
             }
             if !(p.unit_mib.is_finite() && p.unit_mib > 0.0) {
                 return Err(("unit_mib", format!("phase `{}`: must be positive", p.name)));
+            }
+            if !(p.task_startup_s.is_finite() && p.task_startup_s >= 0.0) {
+                return Err((
+                    "task_startup_s",
+                    format!("phase `{}`: must be 0 or more", p.name),
+                ));
             }
             match (p.core_mib_s, p.slots_per_client) {
                 (Some(r), None) if r.is_finite() && r > 0.0 => {

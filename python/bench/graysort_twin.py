@@ -60,6 +60,22 @@ def startups(null_run, s, slots):
             if ph in tasks}
 
 
+def compute_phase(name, tib, tasks, core_mib_s, startup, where):
+    """A CPU-bound [[phase]] that reads and writes `tib`: `tasks` tasks of one core each."""
+    return f"""[[phase]]
+name = "{name}"
+tib = {tib!r}
+read = true
+write = true
+tasks = {tasks}
+task_cores = 1
+core_mib_s = {core_mib_s:.3f} # graysort_costs.py's fit {where}
+serial_fraction = 0.0
+unit_mib = 4
+task_startup_s = {startup}
+"""
+
+
 def scenario(s, costs, cores, startup):
     """The twin's scenario text for run shape `s` with the probes' `costs` and `startup`."""
     tib = s["records"] * RECORD / 2**40
@@ -101,30 +117,10 @@ slots_per_client = {slots}
 unit_mib = 4
 task_startup_s = {up['generate']}
 
-[[phase]]
-name = "shuffle"
-tib = {tib!r}
-read = true
-write = true
-tasks = {s['gen_tasks']}
-task_cores = 1
-core_mib_s = {shuffle:.3f} # graysort_costs.py's fit at {s['records'] // s['gen_tasks']} rows into {s['sort_partitions']} partitions
-serial_fraction = 0.0
-unit_mib = 4
-task_startup_s = {up['shuffle']}
-
-[[phase]]
-name = "sort"
-tib = {tib!r}
-read = true
-write = true
-tasks = {s['sort_partitions']}
-task_cores = 1
-core_mib_s = {sort:.3f} # graysort_costs.py's fit at {s['records'] // s['sort_partitions']} rows
-serial_fraction = 0.0
-unit_mib = 4
-task_startup_s = {up['sort']}
-"""
+{compute_phase("shuffle", tib, s["gen_tasks"], shuffle, up["shuffle"],
+                f"at {s['records'] // s['gen_tasks']} rows into {s['sort_partitions']} partitions")}
+{compute_phase("sort", tib, s["sort_partitions"], sort, up["sort"],
+                f"at {s['records'] // s['sort_partitions']} rows")}"""
 
 
 def phases(run_dir):

@@ -8,7 +8,7 @@
 //! against calibrate on a real host, then pin them anew. Not a timing test: the simulator is
 //! deterministic, so the figures are exact for a seed.
 
-use super::jobs::{CONCURRENT_JOBS, JOBS};
+use super::jobs::{CONCURRENT_JOBS, JOBS, WORKLOAD_JOBS};
 use super::*;
 
 /// Simulated seconds of each job: calibrate's default, which leaves the 8-stream read job time
@@ -19,10 +19,11 @@ const SIM_SECONDS: u64 = 3;
 type Pin = (&'static str, f64, f64);
 
 /// Each committed profile's host, text and pins: the three jobs, then their concurrency
-/// variants (the mixed job's reads and writes last). Re-pinned 2026-11-29 for pipelined
+/// variants (the mixed job's reads and writes last), then the AI workloads' twins (pinned
+/// 2026-11-29 when `calibrate --workloads` came). Re-pinned 2026-11-29 for pipelined
 /// forwarding: a simulated 1 MiB write's store updates now overlap down the chain, as on a real
 /// cluster (seq-write-1m 205.7 -> 311.3 IOPS on the 16-core profile).
-const PINNED: [(&str, &str, [Pin; 8]); 3] = [
+const PINNED: [(&str, &str, [Pin; 11]); 3] = [
     (
         "2026-11-27-h100-16core",
         include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml"),
@@ -35,6 +36,9 @@ const PINNED: [(&str, &str, [Pin; 8]); 3] = [
             ("randread-4k-x8", 10728.9, 926.1),
             ("randrw-1m-x8-r", 340.6, 8616.5),
             ("randrw-1m-x8-w", 324.8, 33301.9),
+            ("checkpoint-save", 420.3, 11647.2),
+            ("checkpoint-load", 1294.1, 3548.9),
+            ("kvcache-read", 922.2, 28997.1),
         ],
     ),
     (
@@ -49,6 +53,9 @@ const PINNED: [(&str, &str, [Pin; 8]); 3] = [
             ("randread-4k-x8", 13649.9, 654.1),
             ("randrw-1m-x8-r", 369.5, 10199.2),
             ("randrw-1m-x8-w", 359.7, 31846.1),
+            ("checkpoint-save", 454.3, 9843.2),
+            ("checkpoint-load", 1396.2, 2899.8),
+            ("kvcache-read", 1039.3, 29891.9),
         ],
     ),
     (
@@ -63,6 +70,9 @@ const PINNED: [(&str, &str, [Pin; 8]); 3] = [
             ("randread-4k-x8", 23715.8, 396.0),
             ("randrw-1m-x8-r", 407.2, 7065.0),
             ("randrw-1m-x8-w", 401.8, 25961.1),
+            ("checkpoint-save", 552.0, 9811.1),
+            ("checkpoint-load", 1262.0, 3227.0),
+            ("kvcache-read", 1015.3, 26186.3),
         ],
     ),
 ];
@@ -89,7 +99,7 @@ fn the_models_predictions_for_committed_profiles_are_pinned() {
     let mut moved = Vec::new();
     for (host, profile, pinned) in PINNED {
         let mut got = Vec::new();
-        for (j, pin) in JOBS.iter().chain(&CONCURRENT_JOBS).zip(pinned) {
+        for (j, pin) in (JOBS.iter().chain(&CONCURRENT_JOBS).chain(&WORKLOAD_JOBS)).zip(pinned) {
             assert_eq!(j.name, pin.0);
             let f = predict(j, profile);
             got.push(row(j.name, f.iops, f.p99 * 1e6));

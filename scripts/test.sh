@@ -4,6 +4,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's wall time, printed as it ends and listed at the end, so CI's budget (under 40
+# minutes on a 2-core machine) can be watched phase by phase.
+PHASE_NAME="setup (Debian packages, cargo-nextest)"
+PHASE_START=0
+PHASE_TIMES=""
+phase() { # phase TITLE: ends the running phase, starts the next
+  local took=$((SECONDS - PHASE_START))
+  PHASE_TIMES+=$(printf '%6ss  %s' "$took" "$PHASE_NAME")$'\n'
+  echo "   (${PHASE_NAME}: ${took}s)"
+  PHASE_NAME=$1
+  PHASE_START=$SECONDS
+  echo "== $1"
+}
+
 # Debian packages, checked by name and installed when missing (scripts/prereqs.sh lists each
 # with the reason the tests need it).
 source scripts/prereqs.sh
@@ -19,20 +33,6 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   # and the runner's own speed is nothing beside the tests'.
   cargo install --locked --debug cargo-nextest
 fi
-
-# Each phase's wall time, printed as it ends and listed at the end, so CI's budget (under 40
-# minutes on a 2-core machine) can be watched phase by phase.
-PHASE_NAME=setup
-PHASE_START=$SECONDS
-PHASE_TIMES=""
-phase() { # phase TITLE: ends the running phase, starts the next
-  local took=$((SECONDS - PHASE_START))
-  PHASE_TIMES+=$(printf '%6ss  %s' "$took" "$PHASE_NAME")$'\n'
-  echo "   (${PHASE_NAME}: ${took}s)"
-  PHASE_NAME=$1
-  PHASE_START=$SECONDS
-  echo "== $1"
-}
 
 phase "dependency rules (scripts/check-deps.sh)"
 bash scripts/check-deps.sh
@@ -94,12 +94,11 @@ phase "model check (release binary, the command users run)"
 # per model of the standard set, in the order printed (reject-dirty read mode, then committed).
 # Update them deliberately, with a note in the commit, when the protocol changes.
 cargo build --release --locked
-# check_pinned OUT WHAT COUNT...: prints a finished check's output (file OUT) and fails unless
-# its unique state counts are COUNT...
+# check_pinned OUT WHAT COUNT...: fails unless the unique state counts in a finished check's
+# output (file OUT, printed already) are COUNT...
 check_pinned() {
   local out=$1 what=$2 got
   shift 2
-  cat "$out"
   got=$(sed -n 's/^unique states: *//p' "$out" | tr '\n' ' ')
   if [ "$got" != "$* " ]; then
     echo "error: check $what state counts changed: got ${got}pinned $*" >&2
@@ -109,10 +108,11 @@ check_pinned() {
 # CRAQ's two read modes are two processes on CI's two cores, each on one thread (so each count
 # stays exact); in series they took 265 s of the run.
 mkdir -p target/check
+# Each holds its visited states in memory (some 56 bytes a state: about 4.7 and 3.9 GB at the
+# largest shapes), which CI's 24 GiB machine holds at once. Both outputs are printed before
+# either is judged.
 craq_check() { # craq_check MODE: the standard set in one read mode, output in target/check
-  target/release/t3fs check craq --threads 1 --read-mode "$1" >"target/check/craq-$1.txt" 2>&1 \
-    || { cat "target/check/craq-$1.txt"; echo "error: t3fs check craq --read-mode $1 failed" >&2
-         return 1; }
+  target/release/t3fs check craq --threads 1 --read-mode "$1" >"target/check/craq-$1.txt" 2>&1
 }
 craq_check reject-dirty &
 reject_dirty=$!
@@ -121,14 +121,20 @@ committed=$!
 craq_ok=0
 wait "$reject_dirty" || craq_ok=1
 wait "$committed" || craq_ok=1
-[ "$craq_ok" -eq 0 ] || exit 1
+cat target/check/craq-reject-dirty.txt target/check/craq-committed.txt
+if [ "$craq_ok" -ne 0 ]; then
+  echo "error: t3fs check craq failed (output above)" >&2
+  exit 1
+fi
 # Pipelined forwarding (2026-11-29) raised them from 7155 20732 70020644 4017 20514 56527415
 # and 1439 9174 726749 (twice): an update's forward and its local update now complete in either
 # order at every replica.
 check_pinned target/check/craq-reject-dirty.txt "craq --read-mode reject-dirty" 15835 22722 84644485
 check_pinned target/check/craq-committed.txt "craq --read-mode committed" 8961 22484 69441099
-target/release/t3fs check mgmtd --threads 1 >target/check/mgmtd.txt 2>&1 \
-  || { cat target/check/mgmtd.txt; echo "error: t3fs check mgmtd failed" >&2; exit 1; }
+mgmtd_ok=0
+target/release/t3fs check mgmtd --threads 1 >target/check/mgmtd.txt 2>&1 || mgmtd_ok=1
+cat target/check/mgmtd.txt
+[ "$mgmtd_ok" -eq 0 ] || { echo "error: t3fs check mgmtd failed (output above)" >&2; exit 1; }
 check_pinned target/check/mgmtd.txt mgmtd 1439 10081 963529 1439 10081 963529
 
 phase "the main job and a swarm (release)"

@@ -241,9 +241,7 @@ fn sim_scenario(j: &Job, hw: &Hardware, seconds: u64) -> Scenario {
 /// on one chunk); a read job's streams share 64 prefilled chunks, as the real ones read files
 /// laid out before the clock starts; so do a mixed job's, whose writes may then meet on a
 /// chunk (which the real job's files never do), about one in ten with four writes in flight.
-/// Every simulated client writes each chunk in the prefill, so a read job of more than 8
-/// streams shares fewer (at least 8): its prefill stays at the 8-stream jobs' 512 writes,
-/// which would otherwise outlast the simulated seconds (the KVCache twin's 32 streams).
+/// Beyond 8 streams a read job shares fewer chunks (`jobs::chunks`).
 fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
     format!(
         "name = \"calibrate-{name}\"\n\
@@ -255,11 +253,7 @@ fn sim_scenario_text(j: &Job, hardware: &str, seconds: u64) -> String {
         name = j.name,
         bs = j.bs,
         clients = j.jobs,
-        chunks = if j.rw == "write" {
-            64 * j.jobs
-        } else {
-            (512 / j.jobs).clamp(8, 64)
-        },
+        chunks = jobs::chunks(j),
         rf = match j.rw {
             "write" => 0.0,
             "randrw" => 0.5,

@@ -6,8 +6,9 @@ The twin takes from the real run only its shape (records, generate and shuffle t
 partitions, executors, this host's cores), never its times. Its costs come from two probes:
 
 - per byte: ``graysort_costs.py``'s per-core fits for the shuffle (DuckDB) and the sort
-  (polars) evaluated at this run's task shape, one core per task as ``graysort.py`` gives each
-  executor;
+  (polars, the published benchmark's engine; ``graysort.py`` sorts with Arrow, so the sort's
+  cost is a stand-in) evaluated at this run's task shape, with each task's cores as
+  ``graysort.py`` gives its executors (cores // executors, at least one);
 - per task (``--null-run``, optional): a ``graysort.py`` run of the same tasks, partitions and
   executors over a handful of records on a local directory, whose phases are smallpond's own
   cost of dispatching and starting tasks with no data; each phase's length over its waves of
@@ -60,17 +61,21 @@ def startups(null_run, s, slots):
             if ph in tasks}
 
 
-def compute_phase(name, tib, tasks, core_mib_s, startup, where):
-    """A CPU-bound [[phase]] that reads and writes `tib`: `tasks` tasks of one core each."""
+def compute_phase(name, tib, tasks, cores, serial, core_mib_s, startup, where):
+    """A CPU-bound [[phase]] that reads and writes `tib`: `tasks` tasks of `cores` cores each,
+    worth Amdahl's speedup with `serial` (the costs probe's, used only when cores > 1)."""
+    if not core_mib_s > 0:
+        sys.exit(f"error: graysort_costs.py's fit gives {core_mib_s:.3f} MiB/s per core for the "
+                 f"{name} {where}; measure it at sizes nearer this run's (--rows)")
     return f"""[[phase]]
 name = "{name}"
 tib = {tib!r}
 read = true
 write = true
 tasks = {tasks}
-task_cores = 1
+task_cores = {cores}
 core_mib_s = {core_mib_s:.3f} # graysort_costs.py's fit {where}
-serial_fraction = 0.0
+serial_fraction = {serial if cores > 1 else 0.0:.3f}
 unit_mib = 4
 task_startup_s = {startup}
 """
@@ -82,13 +87,18 @@ def scenario(s, costs, cores, startup):
     shuffle = per_core_mib_s(costs["shuffle_fit_a_b_c"], s["records"] / s["gen_tasks"],
                              s["sort_partitions"])
     sort = per_core_mib_s(costs["sort_fit_a_b"], s["records"] / s["sort_partitions"])
+    # graysort.py gives each executor cores // executors cores (at least one), smallpond a task
+    # as many; more executors than cores share them.
+    task_cores = max(1, cores // s["executors"])
     slots = min(s["executors"], cores)
+    serial = {ph: costs.get("scaling", {}).get(ph, {}).get("serial", 0.0)
+              for ph in ("shuffle", "sort")}
     up = {ph: round(startup.get(ph, 0.0), 3) for ph in ("generate", "shuffle", "sort")}
     return f"""# graysort.py's run on this host, predicted by the performance model (graysort_twin.py):
 # the shape is the real run's, the costs graysort_costs.py's fits at that shape and the task
 # start-ups a null run's (0 without one).
 name = "graysort_this_host"
-about = "the twin of graysort.py's run: {s['records']} records, {s['gen_tasks']} generate and shuffle tasks, {s['sort_partitions']} sort partitions, {slots} executors of one core"
+about = "the twin of graysort.py's run: {s['records']} records, {s['gen_tasks']} generate and shuffle tasks, {s['sort_partitions']} sort partitions, {s['executors']} executors of {task_cores} core(s)"
 kind = "pipeline"
 seed = 1
 duration_s = 3600
@@ -97,7 +107,7 @@ quantum_us = 1000
 
 [hardware]
 profile = "3fs-2025"    # storage does not bind at these rates; CPU does
-client_cores = {slots}  # graysort.py: each executor has one core (cores // executors)
+client_cores = {slots * task_cores}  # the executors' cores (graysort.py: cores // executors each)
 background = 0.0
 
 [cluster]
@@ -117,9 +127,9 @@ slots_per_client = {slots}
 unit_mib = 4
 task_startup_s = {up['generate']}
 
-{compute_phase("shuffle", tib, s["gen_tasks"], shuffle, up["shuffle"],
+{compute_phase("shuffle", tib, s["gen_tasks"], task_cores, serial["shuffle"], shuffle, up["shuffle"],
                 f"at {s['records'] // s['gen_tasks']} rows into {s['sort_partitions']} partitions")}
-{compute_phase("sort", tib, s["sort_partitions"], sort, up["sort"],
+{compute_phase("sort", tib, s["sort_partitions"], task_cores, serial["sort"], sort, up["sort"],
                 f"at {s['records'] // s['sort_partitions']} rows")}"""
 
 

@@ -236,7 +236,10 @@ fn charts(
         );
         chain_timeline_titled(runs[i], &title)
     };
-    let mut charts = vec![("compare-throughput.svg", compare_charts::throughput(tagged))];
+    let mut charts = Vec::new();
+    if compare_charts::any_ops(tagged) {
+        charts.push(("compare-throughput.svg", compare_charts::throughput(tagged)));
+    }
     if let Some(bandwidth) = compare_charts::bandwidth(tagged) {
         charts.push(("compare-bandwidth.svg", bandwidth));
     }

@@ -179,6 +179,22 @@ pub(crate) fn bandwidth(runs: [(&str, &RunData); 2]) -> Option<Result<String, St
     Some(rates(runs, title, "MiB/s", lines))
 }
 
+/// How long a run's chart runs: its series' intervals, or its own length if longer (a phase
+/// or fault rule after the last interval stays on the axis).
+fn run_length(d: &RunData) -> f64 {
+    let s = &d.series;
+    let n = (s.ops.values().chain(s.counters.values()))
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    (s.interval * n as f64).max(d.manifest.seconds)
+}
+
+/// Whether either run completed any operation (workload runs count bytes instead).
+pub(crate) fn any_ops(runs: [(&str, &RunData); 2]) -> bool {
+    (runs.iter()).any(|(_, d)| d.series.ops.values().flatten().any(|c| *c > 0))
+}
+
 /// `lines` of both runs over time on one chart, each run's faults and phases as rules.
 fn rates(
     runs: [(&str, &RunData); 2],
@@ -186,9 +202,7 @@ fn rates(
     unit: &str,
     lines: Vec<Line>,
 ) -> Result<String, String> {
-    let t_max = (lines.iter())
-        .flat_map(|l| l.pts.last().map(|p| p.0))
-        .fold(1.0, f64::max);
+    let t_max = runs.iter().map(|(_, d)| run_length(d)).fold(1.0, f64::max);
     let y_max = lines
         .iter()
         .flat_map(|l| l.pts.iter().map(|p| p.1))

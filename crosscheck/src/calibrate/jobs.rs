@@ -113,6 +113,19 @@ pub(super) const WORKLOAD_JOBS: [Job; 3] = [
     workload("kvcache-read", "read", KVCACHE_CLIENTS * 8, Real::Kvcache),
 ];
 
+/// The chunks a job's simulated streams use: 64 each for a write job (the real jobs write
+/// files of their own); for a read or mixed job, 64 shared chunks, fewer (at least 8) beyond 8
+/// streams, because every simulated client writes each chunk in the prefill, which would
+/// otherwise outlast the simulated seconds (the KVCache twin's 32 streams: 16 chunks, 512
+/// prefill writes as for the 8-stream jobs). A workload job's real side uses as many blocks.
+pub(super) fn chunks(j: &Job) -> u32 {
+    if j.rw == "write" {
+        64 * j.jobs
+    } else {
+        (512 / j.jobs).clamp(8, 64)
+    }
+}
+
 /// The jobs a run calibrates.
 pub(super) fn jobs(a: &Args) -> Vec<&'static Job> {
     let extra: &'static [Job] = if a.concurrency { &CONCURRENT_JOBS } else { &[] };

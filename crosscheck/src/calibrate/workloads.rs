@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::jobs::{Job, Real, KVCACHE_CLIENTS};
+use super::jobs::{chunks, Job, Real, KVCACHE_CLIENTS};
 use super::{Args, Figures};
 use crate::supervised::t3fs;
 
@@ -49,9 +49,10 @@ fn args(j: &Job, cluster: &str, out: &str, seconds: u64) -> Vec<String> {
                 KVCACHE_CLIENTS.to_string(),
                 (j.jobs / KVCACHE_CLIENTS).max(1).to_string(),
             );
-            let secs = seconds.max(1).to_string();
-            // Reads only: new blocks and the GC's removes are meta's and the chunk workload
-            // the twin runs has neither; 64 blocks, as the twin's 64 prefilled chunks.
+            let (secs, blocks) = (seconds.max(1).to_string(), chunks(j).to_string());
+            // Reads only (new blocks and the GC's removes are meta's, and the chunk workload
+            // the twin runs has neither), uniform over as many blocks as the twin's chunks. A
+            // real read opens its block's file first (a meta request): its latency has it.
             v.extend(
                 [
                     "--clients",
@@ -61,7 +62,9 @@ fn args(j: &Job, cluster: &str, out: &str, seconds: u64) -> Vec<String> {
                     "--block",
                     "1m",
                     "--blocks",
-                    "64",
+                    &blocks,
+                    "--skew",
+                    "0",
                     "--seconds",
                     &secs,
                     "--write-percent",
@@ -146,7 +149,7 @@ mod tests {
         assert!(
             k.contains("bench kvcache")
                 && k.contains("--clients 4 --depth 8 --block 1m")
-                && k.contains("--seconds 3 --write-percent 0"),
+                && k.contains("--blocks 16 --skew 0 --seconds 3 --write-percent 0"),
             "{k}"
         );
         assert_eq!(measured(kv), ("read (all clients)", "read"));

@@ -49,6 +49,12 @@ def shape(run_dir):
     return {k: int(json.loads(v)) for k, v in cfg.items()}
 
 
+def executor_cores(s, cores):
+    """(task slots, cores per task): graysort.py gives each executor cores // executors cores
+    (at least one) and smallpond a task as many; more executors than cores share them."""
+    return min(s["executors"], cores), max(1, cores // s["executors"])
+
+
 def startups(null_run, s, slots):
     """Each phase's task start-up seconds from a null run of shape `s` (0 without one)."""
     if null_run is None:
@@ -87,10 +93,7 @@ def scenario(s, costs, cores, startup):
     shuffle = per_core_mib_s(costs["shuffle_fit_a_b_c"], s["records"] / s["gen_tasks"],
                              s["sort_partitions"])
     sort = per_core_mib_s(costs["sort_fit_a_b"], s["records"] / s["sort_partitions"])
-    # graysort.py gives each executor cores // executors cores (at least one), smallpond a task
-    # as many; more executors than cores share them.
-    task_cores = max(1, cores // s["executors"])
-    slots = min(s["executors"], cores)
+    slots, task_cores = executor_cores(s, cores)
     serial = {ph: costs.get("scaling", {}).get(ph, {}).get("serial", 0.0)
               for ph in ("shuffle", "sort")}
     up = {ph: round(startup.get(ph, 0.0), 3) for ph in ("generate", "shuffle", "sort")}
@@ -160,7 +163,7 @@ def main():
     os.makedirs(o.out, exist_ok=True)
     path = os.path.join(o.out, "graysort_this_host.toml")
     cores = os.cpu_count() or 1
-    startup = startups(o.null_run, s, min(s["executors"], cores))
+    startup = startups(o.null_run, s, executor_cores(s, cores)[0])
     with open(path, "w") as f:
         f.write(scenario(s, costs, cores, startup))
     sim = subprocess.run([o.t3fs_bin, "sim", "run", path, "--out", o.out],

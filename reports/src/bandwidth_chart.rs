@@ -8,23 +8,22 @@
 use crate::charts::rate_chart;
 use crate::rundir::RunData;
 
-/// The chart, or `None` when the run counted no bytes.
-pub fn bandwidth(d: &RunData) -> Option<Result<String, String>> {
+/// MiB/s per interval of every `bytes.<op>` counter that counted anything, by op.
+pub(crate) fn mib_per_s(d: &RunData) -> Vec<(String, Vec<f64>)> {
     let iv = d.series.interval.max(1e-9);
-    let lines: Vec<(String, Vec<f64>)> = d
-        .series
-        .counters
-        .iter()
+    (d.series.counters.iter())
         .filter_map(|(k, v)| k.strip_prefix("bytes.").map(|op| (op, v)))
         .filter(|(_, v)| v.iter().any(|x| *x > 0))
         .map(|(op, v)| {
-            let mibs = v
-                .iter()
-                .map(|b| *b as f64 / (1u64 << 20) as f64 / iv)
-                .collect();
-            (op.to_string(), mibs)
+            let mibs = v.iter().map(|b| *b as f64 / (1u64 << 20) as f64 / iv);
+            (op.to_string(), mibs.collect())
         })
-        .collect();
+        .collect()
+}
+
+/// The chart, or `None` when the run counted no bytes.
+pub fn bandwidth(d: &RunData) -> Option<Result<String, String>> {
+    let lines = mib_per_s(d);
     if lines.is_empty() {
         return None;
     }

@@ -138,7 +138,10 @@ fn throughput_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
     run_lines(runs, |d| {
         let iv = d.series.interval.max(1e-9);
         (d.series.ops.iter())
-            .map(|(op, counts)| (op.clone(), rate_points(counts, iv, 1.0)))
+            .map(|(op, counts)| {
+                let rates = counts.iter().map(|c| *c as f64 / iv).collect::<Vec<_>>();
+                (op.clone(), midpoints(&rates, iv))
+            })
             .collect()
     })
 }
@@ -147,18 +150,16 @@ fn throughput_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
 fn bandwidth_lines(runs: [(&str, &RunData); 2]) -> Vec<Line> {
     run_lines(runs, |d| {
         let iv = d.series.interval.max(1e-9);
-        (d.series.counters.iter())
-            .filter_map(|(k, v)| k.strip_prefix("bytes.").map(|op| (op, v)))
-            .filter(|(_, v)| v.iter().any(|x| *x > 0))
-            .map(|(op, v)| (op.to_string(), rate_points(v, iv, (1u64 << 20) as f64)))
+        (crate::bandwidth_chart::mib_per_s(d).into_iter())
+            .map(|(op, rates)| (op, midpoints(&rates, iv)))
             .collect()
     })
 }
 
-/// Per-interval amounts as rates at the intervals' midpoints, in units of `unit`.
-fn rate_points(amounts: &[u64], iv: f64, unit: f64) -> Vec<(f64, f64)> {
-    (amounts.iter().enumerate())
-        .map(|(i, c)| ((i as f64 + 0.5) * iv, *c as f64 / unit / iv))
+/// Per-interval rates as points at the intervals' midpoints.
+fn midpoints(rates: &[f64], iv: f64) -> Vec<(f64, f64)> {
+    (rates.iter().enumerate())
+        .map(|(i, r)| ((i as f64 + 0.5) * iv, *r))
         .collect()
 }
 

@@ -24,6 +24,44 @@ fn checkpoint_mib(j: &Job, seconds: u64) -> u64 {
 
 /// The benchmark's arguments for job `j` on the cluster at `cluster`, writing under `out`.
 fn args(j: &Job, cluster: &str, out: &str, seconds: u64) -> Vec<String> {
+    let (kind, extra): (&str, Vec<String>) = match j.real {
+        Real::Checkpoint(_) => {
+            let size = format!("{}m", checkpoint_mib(j, seconds));
+            let ranks = j.jobs.to_string();
+            let extra = ["--ranks", &ranks, "--size", &size, "--piece", "1m"];
+            ("checkpoint", extra.map(String::from).into())
+        }
+        Real::Kvcache => {
+            let (clients, depth) = (
+                KVCACHE_CLIENTS.to_string(),
+                (j.jobs / KVCACHE_CLIENTS).max(1).to_string(),
+            );
+            let (secs, blocks) = (seconds.max(1).to_string(), chunks(j).to_string());
+            // Reads only (new blocks and the GC's removes are meta's, and the chunk workload
+            // the twin runs has neither), uniform over as many blocks as the twin's chunks. A
+            // real read opens its block's file first (a meta request): its latency has it.
+            let extra = [
+                "--clients",
+                &clients,
+                "--depth",
+                &depth,
+                "--block",
+                "1m",
+                "--blocks",
+                &blocks,
+                "--skew",
+                "0",
+                "--seconds",
+                &secs,
+                "--write-percent",
+                "0",
+                "--ttl",
+                "1000000",
+            ];
+            ("kvcache", extra.map(String::from).into())
+        }
+        Real::Io => unreachable!("bench io jobs run in calibrate.rs"),
+    };
     let common = [
         "--cluster",
         cluster,
@@ -33,51 +71,10 @@ fn args(j: &Job, cluster: &str, out: &str, seconds: u64) -> Vec<String> {
         "--out",
         out,
     ];
-    let mut v: Vec<String> = vec!["bench".into()];
-    match j.real {
-        Real::Checkpoint(_) => {
-            v.push("checkpoint".into());
-            v.extend(common.map(String::from));
-            let size = format!("{}m", checkpoint_mib(j, seconds));
-            let ranks = j.jobs.to_string();
-            v.extend(["--ranks", &ranks, "--size", &size, "--piece", "1m"].map(String::from));
-        }
-        Real::Kvcache => {
-            v.push("kvcache".into());
-            v.extend(common.map(String::from));
-            let (clients, depth) = (
-                KVCACHE_CLIENTS.to_string(),
-                (j.jobs / KVCACHE_CLIENTS).max(1).to_string(),
-            );
-            let (secs, blocks) = (seconds.max(1).to_string(), chunks(j).to_string());
-            // Reads only (new blocks and the GC's removes are meta's, and the chunk workload
-            // the twin runs has neither), uniform over as many blocks as the twin's chunks. A
-            // real read opens its block's file first (a meta request): its latency has it.
-            v.extend(
-                [
-                    "--clients",
-                    &clients,
-                    "--depth",
-                    &depth,
-                    "--block",
-                    "1m",
-                    "--blocks",
-                    &blocks,
-                    "--skew",
-                    "0",
-                    "--seconds",
-                    &secs,
-                    "--write-percent",
-                    "0",
-                    "--ttl",
-                    "1000000",
-                ]
-                .map(String::from),
-            );
-        }
-        Real::Io => unreachable!("bench io jobs run in calibrate.rs"),
-    }
-    v
+    (["bench", kind].into_iter().chain(common))
+        .map(String::from)
+        .chain(extra)
+        .collect()
 }
 
 /// The roofline row and the latency histogram that stand for job `j` in its run directory.

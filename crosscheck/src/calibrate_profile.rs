@@ -24,6 +24,7 @@ use crate::calibrate_load::{LoadCpu, PhaseCpu};
 use crate::calibrate_probes::{null_requests, store_probe};
 use t3fs_real::probe_store::StoreLatencies;
 use t3fs_scenario::hardware::THIS_HOST;
+use t3fs_scenario::trip::Trip;
 use t3fs_scenario::Hardware;
 
 /// This host's measured inputs to the profile.
@@ -201,6 +202,9 @@ struct Figures {
     /// in MiB: the median over rounds (none if not measured).
     read_depth_mib_s: Option<f64>,
     write_depth_mib_s: Option<f64>,
+    /// The null reads' round trips less their two messages' CPU: the latency a request and
+    /// its reply take beyond their work, as measured (none without null reads).
+    trip: Option<Trip>,
     /// Through a store thread: the hand-off alone (p50) and with a 4 KiB read (p50, p99).
     t_null50: Duration,
     t_r4k50: Duration,
@@ -258,7 +262,16 @@ impl Figures {
             .max(0.0);
         let on_path_byte_ns = m.crc_ns_per_byte * PASSES_PER_HOP + transport_byte_ns;
         let overlap = beside_path(&sm.load, cpu_msg, on_path_byte_ns);
+        let trip = (!sm.null.is_empty()).then(|| {
+            let less_cpu: Vec<Duration> = sm
+                .null
+                .iter()
+                .map(|d| d.saturating_sub(2 * cpu_msg))
+                .collect();
+            Trip::of_sorted(&less_cpu)
+        });
         Figures {
+            trip,
             null50,
             null99,
             r4k50,
@@ -359,7 +372,11 @@ pub fn this_host(m: &Measured) -> (Hardware, Vec<String>) {
 fn hardware(m: &Measured, f: &Figures) -> Hardware {
     let p = &m.probe;
     let mib = (1u64 << 20) as f64;
-    let (nic_latency, nic_latency_p99) = f.latency();
+    // The measured round trip where there is one; its halves' median and p99 otherwise.
+    let (nic_latency, nic_latency_p99) = match f.trip {
+        Some(_) => (Duration::ZERO, Duration::ZERO),
+        None => f.latency(),
+    };
     let lone_read = mib / f.r1m50.as_secs_f64().max(1e-9);
     let lone_write = mib / f.transfer_w.as_secs_f64();
     let (ssd_wake, ssd_wake_p99) = f.wake();
@@ -372,6 +389,7 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
         nic_message_p99: Duration::ZERO,
         nic_latency,
         nic_latency_p99,
+        nic_latency_trip: f.trip.clone(),
         // The bandwidths several at a time; what one alone sees from the lone operations.
         ssd_bytes: f.read_depth_mib_s.map_or(lone_read, |r| r * mib),
         ssd_write_bytes: f.write_depth_mib_s.map_or(lone_write, |w| w * mib),

@@ -1,6 +1,7 @@
 //! `[hardware]` of a correctness scenario: the resources the message-level world models when a
 //! scenario names them (sim/src/world/resources.rs): each node's NIC (a bandwidth per direction,
-//! a cost per message and a latency per message that occupies nothing), each target's SSD (bandwidth, IOPS, queue depth and a latency
+//! a cost per message and a latency per message that occupies nothing, given as a median and a
+//! p99 or as a measured round trip, `crate::trip`), each target's SSD (bandwidth, IOPS, queue depth and a latency
 //! distribution) and, optionally, each node's CPU (cores, a cost per request and per byte on a
 //! message's path, and one beside it per message and per byte a chunk store moves).
 //!
@@ -13,6 +14,8 @@
 use core::time::Duration;
 
 use serde::Deserialize;
+
+use crate::trip::Trip;
 
 /// Gbps in bytes per second.
 pub const fn gbps(g: f64) -> f64 {
@@ -39,6 +42,10 @@ pub struct Hardware {
     /// 99th percentile of `nic_latency`: with the median, a log-normal distribution (equal to
     /// it: nothing is drawn).
     pub nic_latency_p99: Duration,
+    /// A request's measured round trip (its latency less the CPU on its path), which replaces
+    /// `nic_latency` where given: each message draws its share of it (`crate::trip`). None in
+    /// the built-in profiles.
+    pub nic_latency_trip: Option<Trip>,
     /// SSD read bandwidth per target, bytes per second (reads and writes share one queue).
     pub ssd_bytes: f64,
     /// SSD write bandwidth per target, bytes per second (durable writes).
@@ -115,6 +122,7 @@ impl Hardware {
                 nic_message_p99: us(1),
                 nic_latency: Duration::ZERO,
                 nic_latency_p99: Duration::ZERO,
+                nic_latency_trip: None,
                 ssd_bytes: 7.0e9,
                 ssd_write_bytes: 5.0e9,
                 ssd_lone_bytes: 7.0e9,
@@ -145,6 +153,7 @@ impl Hardware {
                 nic_message_p99: us(5),
                 nic_latency: Duration::ZERO,
                 nic_latency_p99: Duration::ZERO,
+                nic_latency_trip: None,
                 ssd_bytes: 500e6,
                 ssd_write_bytes: 450e6,
                 ssd_lone_bytes: 500e6,
@@ -189,6 +198,7 @@ pub(crate) struct RawHardware {
     nic_message_p99_us: Option<f64>,
     nic_latency_us: Option<f64>,
     nic_latency_p99_us: Option<f64>,
+    nic_latency_trip: Option<Vec<[f64; 2]>>,
     ssd_mb_s: Option<f64>,
     ssd_write_mb_s: Option<f64>,
     ssd_lone_mb_s: Option<f64>,
@@ -282,6 +292,23 @@ impl RawHardware {
             (self.nic_latency_us, self.nic_latency_p99_us),
             h.nic_latency,
         )?;
+        if let Some(points) = &self.nic_latency_trip {
+            if self.nic_latency_us.is_some() || self.nic_latency_p99_us.is_some() {
+                let why = "gives the message latency itself: leave out nic_latency_us and \
+                           nic_latency_p99_us";
+                return Err(("nic_latency_trip", why.into()));
+            }
+            let points = points
+                .iter()
+                .map(|&[p, v]| {
+                    at_least_zero("nic_latency_trip", Some(v))?;
+                    Ok((p, us(v)))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let trip = Trip::new(points).map_err(|e| ("nic_latency_trip", e))?;
+            (h.nic_latency, h.nic_latency_p99) = (Duration::ZERO, Duration::ZERO);
+            h.nic_latency_trip = Some(trip);
+        }
         Ok(())
     }
 
@@ -495,7 +522,20 @@ mod tests {
         assert_eq!(by_byte, (0.6, 1.1));
         let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
         assert_eq!(again.hardware, s.hardware);
+        // So is a measured round trip, which replaces the message latency's median and p99.
+        let text = with(
+            "profile = \"gbe-sata\"\n\
+             nic_latency_trip = [[0.0, 80.5], [0.5, 120.0], [0.99, 900.25], [1.0, 2400.0]]",
+        );
+        let s = parse("h.toml", &text).unwrap();
+        let h = s.hardware.clone().expect("hardware");
+        let trip = h.nic_latency_trip.clone().expect("a trip");
+        assert_eq!(trip.points()[2], (0.99, us(900) + us(1) / 4));
+        assert_eq!((h.nic_latency, h.nic_latency_p99), (us(0), us(0)));
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
         let plain = crate::write::hardware_toml(&super::Hardware::profile("gbe-sata").unwrap());
+        assert!(!plain.contains("trip"), "{plain}");
         assert!(!plain.contains("nic_latency"), "{plain}");
         assert!(!plain.contains("cpu_overlap"), "{plain}");
         assert!(
@@ -536,6 +576,22 @@ mod tests {
             (
                 "cpu_overlap_write_byte_ns = -1",
                 "cpu_overlap_write_byte_ns",
+            ),
+            (
+                "nic_latency_trip = [[0.0, 5.0], [0.5, 4.0], [1.0, 9.0]]",
+                "nic_latency_trip",
+            ),
+            (
+                "nic_latency_trip = [[0.2, 5.0], [1.0, 9.0]]",
+                "nic_latency_trip",
+            ),
+            (
+                "nic_latency_trip = [[0.0, -5.0], [1.0, 9.0]]",
+                "nic_latency_trip",
+            ),
+            (
+                "nic_latency_us = 5\nnic_latency_trip = [[0.0, 5.0], [1.0, 9.0]]",
+                "nic_latency_trip",
             ),
         ] {
             let e = parse("h.toml", &with(&format!("profile = \"gbe-sata\"\n{bad}"))).unwrap_err();

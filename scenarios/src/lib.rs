@@ -20,6 +20,7 @@ pub mod plan;
 pub mod plan_cfg;
 pub mod rng;
 pub mod schema;
+pub mod trip;
 pub mod workload;
 pub mod write;
 

@@ -121,6 +121,14 @@ fn optional_keys(h: &crate::Hardware) -> String {
             }
         }
     }
+    if let Some(trip) = &h.nic_latency_trip {
+        let points: Vec<String> = trip
+            .points()
+            .iter()
+            .map(|&(p, d)| format!("[{p:?}, {:?}]", us(d)))
+            .collect();
+        out.push_str(&format!("nic_latency_trip = [{}]\n", points.join(", ")));
+    }
     out
 }
 

@@ -1,9 +1,10 @@
-//! The model's prediction for fixed profiles, pinned: calibrate's six jobs simulated on three
+//! The model's prediction for fixed profiles, pinned: calibrate's jobs simulated on four
 //! committed, dated profiles measured by `t3fs calibrate` must give exactly these figures —
 //! one from a 16-core host (every message's cost queued on the NIC, as profiles were measured
 //! before 2026-11-27), one from the 2-core host with the CPU split (a message's CPU queued
-//! on the cores, its wait overlapped as `nic_latency`), and one from the same host with the
-//! CPU beside the path (`cpu_overlap_*`, measured from real I/O 8 at a time). A change to the performance model or the
+//! on the cores, its wait overlapped as `nic_latency`), one from the same host with the
+//! CPU beside the path (`cpu_overlap_*`, measured from real I/O 8 at a time), and one from a
+//! 2-core Intel host with the measured round trip (`nic_latency_trip`). A change to the performance model or the
 //! resources that moves them fails here, so it is made deliberately: check the new figures
 //! against calibrate on a real host, then pin them anew. Not a timing test: the simulator is
 //! deterministic, so the figures are exact for a seed.
@@ -23,7 +24,7 @@ type Pin = (&'static str, f64, f64);
 /// 2026-11-29 when `calibrate --workloads` came). Re-pinned 2026-11-29 for pipelined
 /// forwarding: a simulated 1 MiB write's store updates now overlap down the chain, as on a real
 /// cluster (seq-write-1m 205.7 -> 311.3 IOPS on the 16-core profile).
-const PINNED: [(&str, &str, [Pin; 11]); 3] = [
+const PINNED: [(&str, &str, [Pin; 11]); 4] = [
     (
         "2026-11-27-h100-16core",
         include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml"),
@@ -73,6 +74,23 @@ const PINNED: [(&str, &str, [Pin; 11]); 3] = [
             ("checkpoint-save", 552.0, 9811.1),
             ("checkpoint-load", 1262.0, 3227.0),
             ("kvcache-read", 1015.3, 26186.3),
+        ],
+    ),
+    (
+        "2026-12-01-2core-xeon-trip",
+        include_str!("../../../docs/calibration/2026-12-01-2core-xeon-trip/this-host.toml"),
+        [
+            ("seq-write-1m", 359.3, 3361.4),
+            ("seq-read-1m", 738.1, 1988.3),
+            ("randread-4k", 8555.8, 193.2),
+            ("seq-write-1m-x8", 556.0, 19615.1),
+            ("seq-read-1m-x8", 1580.7, 5186.2),
+            ("randread-4k-x8", 29239.8, 352.9),
+            ("randrw-1m-x8-r", 409.5, 7249.5),
+            ("randrw-1m-x8-w", 419.0, 22325.9),
+            ("checkpoint-save", 548.3, 10632.4),
+            ("checkpoint-load", 1596.6, 2565.0),
+            ("kvcache-read", 1281.6, 20441.2),
         ],
     ),
 ];

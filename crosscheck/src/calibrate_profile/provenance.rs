@@ -29,18 +29,41 @@ fn nic(m: &Measured, f: &Figures) -> Vec<String> {
             us(f.wire_1m())
         ),
         "nic_message_us, nic_message_p99_us: 0 (on one host a message's stack work is CPU, \
-         cpu_request_us, and its wait is latency, nic_latency_us)"
+         cpu_request_us, and its wait is latency, nic_latency_trip)"
             .into(),
-        format!(
+        latency(m, f),
+    ]
+}
+
+/// The message latency's line: the measured round trip, or its halves where there is none.
+fn latency(m: &Measured, f: &Figures) -> String {
+    let n = m.sample.null.len();
+    let Some(trip) = &f.trip else {
+        return format!(
             "nic_latency_us, nic_latency_p99_us: half a read of an absent chunk through the \
              running cluster (client, transport both ways, storage service and its store \
-             thread; no disk), {} reads one at a time: p50 {:.0} us, p99 {:.0} us, each less \
+             thread; no disk), {n} reads one at a time: p50 {:.0} us, p99 {:.0} us, each less \
              the CPU per message (cpu_request_us)",
-            m.sample.null.len(),
             us(f.null50),
             us(f.null99)
-        ),
-    ]
+        );
+    };
+    let q = |p: f64| us(trip.quantile(p));
+    format!(
+        "nic_latency_trip: reads of an absent chunk through the running cluster (client, \
+         transport both ways, storage service and its store thread; no disk), {n} reads one at \
+         a time, each less the CPU of its two messages (2 x cpu_request_us), at {} quantiles: \
+         p50 {:.0} us, p90 {:.0} us, p99 {:.0} us, p99.9 {:.0} us (before the CPU: p50 {:.0} \
+         us, p99 {:.0} us); each message draws half the median plus an excess whose larger of \
+         two is the trip's (scenarios/src/trip.rs)",
+        trip.points().len(),
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        q(0.999),
+        us(f.null50),
+        us(f.null99)
+    )
 }
 
 /// The SSD's values: the chunk stores' operations alone, several at a time and on a thread.

@@ -57,8 +57,19 @@ fn the_profile_is_the_measurements_mapped_as_documented() {
     );
     assert_eq!((hw.nic_message, hw.nic_message_p99), (d(0), d(0)));
     assert_eq!(hw.cpu_request, d(20), "the null reads' CPU per message");
+    // The null reads' round trips less their two messages' CPU, as measured (the halves'
+    // median and p99 are what a profile without null reads falls back on).
+    assert_eq!((hw.nic_latency, hw.nic_latency_p99), (d(0), d(0)));
+    let trip = hw.nic_latency_trip.as_ref().expect("a measured trip");
     assert_eq!(
-        (hw.nic_latency, hw.nic_latency_p99),
+        trip.quantile(0.0),
+        d(0),
+        "1 us less 40 us of CPU: none left"
+    );
+    assert_eq!(trip.median(), d(60), "a null read less its CPU");
+    assert_eq!(trip.quantile(1.0), d(260));
+    assert_eq!(
+        Figures::of(&m).latency(),
         (d(30), d(130)),
         "half a null read less its CPU"
     );

@@ -9,15 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${T3FS_WORKLOADS_VENV:-$HOME/.cache/t3fs/workloads-venv}
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "creating the workloads' Python environment $VENV"
-  python3 -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" -m pip show -q smallpond >/dev/null 2>&1 \
-  || ! "$VENV/bin/python" -m pip show -q duckdb >/dev/null 2>&1; then
-  echo "installing into $VENV: smallpond==0.15.0 duckdb<1.5"
-  "$VENV/bin/python" -m pip install -q "smallpond==0.15.0" "duckdb<1.5"
-fi
+bash scripts/workloads-env.sh "$VENV"
 
 T3FS_BIN=${T3FS_BIN:-$PWD/target/release/t3fs}
 [ -x "$T3FS_BIN" ] || cargo build --release --locked

@@ -2,25 +2,12 @@
 # The Python package's tests (python/): builds and installs the package with pip into a cached
 # virtual environment, starts nothing itself (the tests start a real cluster with the release
 # binary and stop it, pass or fail), and runs fsspec's abstract suite and the package's tests.
-# Python packages are checked by name and installed only when missing.
+# Its Python packages are checked by name and installed only when missing (scripts/py-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${T3FS_PY_VENV:-$HOME/.cache/t3fs/py-venv}
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "creating the Python environment $VENV"
-  python3 -m venv "$VENV"
-fi
-missing=()
-# torch from PyPI brings its CUDA wheels (about 3 GB) and then runs on the CPU; lightning installs
-# on top. Both once, into the cached environment.
-for p in maturin fsspec pytest torch lightning pandas pyarrow; do
-  "$VENV/bin/python" -m pip show -q "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing into $VENV: ${missing[*]}"
-  "$VENV/bin/python" -m pip install -q "${missing[@]}"
-fi
+bash scripts/py-env.sh "$VENV"
 
 # maturin's build backend runs the `maturin` program, which the environment's bin holds.
 export PATH="$VENV/bin:$PATH"

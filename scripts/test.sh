@@ -23,6 +23,33 @@ phase() { # phase TITLE: ends the running phase, starts the next
 source scripts/prereqs.sh
 t3fs_install_packages
 
+# The Python environments (the package's, DLIO's, smallpond's) install in the background while
+# cargo builds: on a fresh machine their downloads and unpacking took some 240 s, nearly all of
+# it waiting on the network and the disk. Its output is printed when the Python phase waits for
+# it; a failed install fails that phase. Stopped with its pips if the run ends first.
+mkdir -p target
+PY_ENVS_LOG=$PWD/target/py-envs.log
+setsid -w bash scripts/py-envs.sh >"$PY_ENVS_LOG" 2>&1 &
+PY_ENVS_PID=$!
+stop_py_envs() { # kills the background installs, if they still run
+  if [ -n "${PY_ENVS_PID:-}" ]; then
+    kill -- -"$PY_ENVS_PID" 2>/dev/null || true
+    wait "$PY_ENVS_PID" 2>/dev/null || true
+    PY_ENVS_PID=""
+  fi
+}
+trap stop_py_envs EXIT
+wait_py_envs() { # waits for the background installs; prints their output; fails with them
+  local rc=0
+  wait "$PY_ENVS_PID" || rc=$?
+  PY_ENVS_PID=""
+  cat "$PY_ENVS_LOG"
+  if [ "$rc" -ne 0 ]; then
+    echo "error: installing the Python environments failed (exit $rc, output above)" >&2
+    exit 1
+  fi
+}
+
 if ! command -v cargo >/dev/null; then
   echo "error: cargo not found; install a Rust toolchain (rustup) first" >&2
   exit 2
@@ -48,7 +75,6 @@ export CARGO_INCREMENTAL=0
 
 # Every test (or step here) that skips a part of itself appends a line here (tests/support's
 # skip()); scripts/skip-report.sh prints them and fails CI on any.
-mkdir -p target
 T3FS_SKIP_REPORT=$PWD/target/skip-report.tsv
 export T3FS_SKIP_REPORT
 rm -f "$T3FS_SKIP_REPORT"
@@ -79,11 +105,11 @@ fi
 phase "tests (with a private etcd on 127.0.0.1:23790, stopped afterwards)"
 T3FS_ETCD_ENDPOINTS=$(bash scripts/etcd.sh start)
 export T3FS_ETCD_ENDPOINTS
-trap 'bash scripts/etcd.sh stop >/dev/null' EXIT
+trap 'bash scripts/etcd.sh stop >/dev/null; stop_py_envs' EXIT
 status=0
 cargo nextest run --workspace --locked --no-fail-fast "${FEATURES[@]}" || status=$?
 bash scripts/etcd.sh stop >/dev/null
-trap - EXIT
+trap stop_py_envs EXIT
 bash scripts/skip-report.sh "$T3FS_SKIP_REPORT" || status=$((status ? status : 1))
 [ "$status" -eq 0 ] || exit "$status"
 
@@ -158,6 +184,7 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
 fi
 
 phase "the Python package (python/): pip install, fsspec's abstract suite, the package's tests"
+wait_py_envs
 # On the release binary built above; the tests start a real cluster and stop it, pass or fail.
 T3FS_BIN=$PWD/target/release/t3fs bash scripts/python-tests.sh
 

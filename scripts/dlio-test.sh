@@ -25,3 +25,13 @@ for name in mount native local; do
   grep -q '"label": "PASS"' "target/runs/dlio/$name/manifest.json" \
     || { echo "error: DLIO did not train on $name" >&2; exit 1; }
 done
+
+# The runs' simulated twin (issue 40 item 6): the performance model's training run of the same
+# shape (DLIO's workload file's computation time, the runs' sample size and accelerator
+# counts), each real run beside it in `t3fs report compare`.
+"$VENV/bin/python" python/bench/dlio_twin.py --t3fs-bin "$T3FS_BIN" --run target/runs/dlio/mount \
+  --run target/runs/dlio/native --run target/runs/dlio/local --out target/runs/dlio/twin
+for name in mount native local; do
+  test -s "target/runs/dlio/twin/compare-$name/compare.md" \
+    || { echo "error: no comparison of the $name run with its twin" >&2; exit 1; }
+done

@@ -314,3 +314,59 @@ fn training_finds_the_most_accelerators_held_at_the_au_floor_near_the_read_bound
         .expect("one node more");
     assert!(at.1 >= 90.0 && next.1 < 90.0, "{rows:?}");
 }
+
+#[test]
+fn a_training_sweep_follows_dlios_rule_and_writes_a_run_directory() {
+    // One client node of one 200 Gbps NIC (about 24.6 GB/s) and unet3d accelerators wanting
+    // about 3.2 GB/s each at AU 100%: 1 and 4 hold the floor, 16 cannot, and DLIO's rule stops
+    // there, so 32 never runs.
+    let tmp = scratch("perf-training-sweep");
+    let base = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/perf/3fs_unet3d_training.toml"),
+    )
+    .unwrap()
+    .replace("storage_nodes = 180", "storage_nodes = 12")
+    .replace("clients = 500", "clients = 1");
+    let file = tmp.0.join("sweep.toml");
+    std::fs::write(
+        &file,
+        base.replace("au_floor = 0.9", "au_floor = 0.9\nsweep = [1, 4, 16, 32]"),
+    )
+    .unwrap();
+    let (text, out) = sim_run(&tmp, file.to_str().unwrap());
+    assert!(
+        text.contains("3fs_unet3d_training: 4 accelerators (on 1 client node(s)"),
+        "{text}"
+    );
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("3fs_unet3d_training-flow-seed1/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let counters = &manifest["counters"];
+    for n in [1, 4, 16] {
+        assert!(counters[format!("au_pct_x100.{n}")].is_u64(), "{counters}");
+    }
+    assert!(counters["au_pct_x100.32"].is_null(), "{counters}");
+    let au = |n: u32| counters[format!("au_pct_x100.{n}")].as_u64().unwrap();
+    assert!(
+        au(1) >= 9000 && au(4) >= 9000 && au(16) < 9000,
+        "{counters}"
+    );
+    // At the floor or above an accelerator gets about batch / compute_s samples per second.
+    let one = counters["samples_per_s_x1000.1"].as_u64().unwrap() as f64 / 1e3;
+    assert!(
+        (0.85 * 7.0 / 0.323..=1.01 * 7.0 / 0.323).contains(&one),
+        "{one}"
+    );
+    assert_eq!(manifest["roofline"][0]["measured"], 4.0, "{manifest}");
+    assert_eq!(manifest["mode"], "sim");
+    // Counts that do not increase are refused, the key named.
+    std::fs::write(
+        &file,
+        base.replace("au_floor = 0.9", "au_floor = 0.9\nsweep = [4, 4]"),
+    )
+    .unwrap();
+    let (code, text) = t3fs_code(&["sim", "run", file.to_str().unwrap()], &tmp.0);
+    assert!(code != Some(0) && text.contains("training.sweep"), "{text}");
+}

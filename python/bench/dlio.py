@@ -64,42 +64,55 @@ def dlio(o, np_, root, outdir, generate, reader=None):
         return json.load(f)
 
 
-def sweep(o, name, root, reader=None):
-    """Generation, then training at each accelerator count until AU < 90%."""
-    work = os.path.join(os.path.abspath(root), f"dlio-{os.getpid()}")
-    os.makedirs(work, exist_ok=True)
+def train_sweep(o, name, work, reader=None):
+    """Training on generated data under `work` at each accelerator count until AU < 90%."""
     out = os.path.join(o.out, name)
     points = []
+    for n in o.accelerators:
+        if n > (os.cpu_count() or 1) and not o.oversubscribe:
+            print(f"  {name}: stopping before {n} accelerators: more MPI ranks than this "
+                  f"host's {os.cpu_count()} cores measure the ranks' contention for cores "
+                  f"(Open MPI busy-polls), not storage (--oversubscribe to run them anyway)")
+            break
+        steps = o.files // (o.batch_size * n)
+        if steps < MIN_STEPS:
+            print(f"  {name}: stopping before {n} accelerators: {o.files} files give each "
+                  f"rank {steps} steps per epoch (DLIO's AU needs at least {MIN_STEPS})")
+            break
+        s = dlio(o, n, work, os.path.join(out, f"dlio-train-{n}"), False, reader)
+        m = s["metric"]
+        points.append({"accelerators": n, "au": m["train_au_mean_percentage"],
+                       "au_stdev": m["train_au_stdev_percentage"],
+                       "samples_s": m["train_throughput_mean_samples_per_second"],
+                       "mb_s": m["train_io_mean_MB_per_second"]})
+        print(f"  {name}: {n} accelerators: AU {m['train_au_mean_percentage']:.1f}%, "
+              f"{m['train_throughput_mean_samples_per_second']:.1f} samples/s, "
+              f"{m['train_io_mean_MB_per_second']:.0f} MB/s", flush=True)
+        if m["train_au_mean_percentage"] < AU_FLOOR:
+            break
+    held = max([p["accelerators"] for p in points if p["au"] >= AU_FLOOR], default=0)
+    return {"points": points, "held": held}
+
+
+def sweep(o, root, readers):
+    """Generation on `root`, then a training sweep per reader in `readers` ((name, reader or
+    None) pairs) on the same generated data; the data is removed afterwards."""
+    work = os.path.join(os.path.abspath(root), f"dlio-{os.getpid()}")
+    os.makedirs(work, exist_ok=True)
+    out = {}
     try:
         t = time.time()
-        dlio(o, 2, work, os.path.join(out, "dlio-generate"), True)
+        dlio(o, 2, work, os.path.join(o.out, readers[0][0], "dlio-generate"), True)
         gen_secs = time.time() - t
-        for n in o.accelerators:
-            if n > (os.cpu_count() or 1) and not o.oversubscribe:
-                print(f"  {name}: stopping before {n} accelerators: more MPI ranks than this "
-                      f"host's {os.cpu_count()} cores measure the ranks' contention for cores "
-                      f"(Open MPI busy-polls), not storage (--oversubscribe to run them anyway)")
-                break
-            steps = o.files // (o.batch_size * n)
-            if steps < MIN_STEPS:
-                print(f"  {name}: stopping before {n} accelerators: {o.files} files give each "
-                      f"rank {steps} steps per epoch (DLIO's AU needs at least {MIN_STEPS})")
-                break
-            s = dlio(o, n, work, os.path.join(out, f"dlio-train-{n}"), False, reader)
-            m = s["metric"]
-            points.append({"accelerators": n, "au": m["train_au_mean_percentage"],
-                           "au_stdev": m["train_au_stdev_percentage"],
-                           "samples_s": m["train_throughput_mean_samples_per_second"],
-                           "mb_s": m["train_io_mean_MB_per_second"]})
-            print(f"  {name}: {n} accelerators: AU {m['train_au_mean_percentage']:.1f}%, "
-                  f"{m['train_throughput_mean_samples_per_second']:.1f} samples/s, "
-                  f"{m['train_io_mean_MB_per_second']:.0f} MB/s", flush=True)
-            if m["train_au_mean_percentage"] < AU_FLOOR:
-                break
+        for name, reader in readers:
+            if reader:
+                print(f"DLIO {o.workload} on the mount's data through the native client ...",
+                      flush=True)
+            out[name] = {"root": root, "generate_secs": gen_secs,
+                         **train_sweep(o, name, work, reader)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    held = max([p["accelerators"] for p in points if p["au"] >= AU_FLOOR], default=0)
-    return {"root": root, "points": points, "held": held, "generate_secs": gen_secs}
+    return out
 
 
 def au_svg(points_by_name):
@@ -160,7 +173,11 @@ def write_run(o, name, r, bound, svg):
                  f"bytes, {o.epochs} epochs) with the real DLIO on {r['root']}; au.svg draws AU",
         "config": json.dumps(vars(o), indent=1), "exit": 0 if ran else 1,
         "reason": "" if ran else "DLIO did not train", "seconds": 0.0, "verdicts": verdicts,
-        "counters": {f"au_pct_x100.{p['accelerators']}": int(p["au"] * 100) for p in r["points"]},
+        # As the performance model's training run counts them (its twin, dlio_twin.py).
+        "counters": {**{f"au_pct_x100.{p['accelerators']}": int(p["au"] * 100)
+                        for p in r["points"]},
+                     **{f"samples_per_s_x1000.{p['accelerators']}": int(p["samples_s"] * 1000)
+                        for p in r["points"]}},
         "shape": f"{name}: {r['root']}", "roofline": roofline,
     }
     files = {"au.svg": svg, "points.json": json.dumps(r["points"], indent=1)}
@@ -194,12 +211,12 @@ def main():
     for root in o.root:
         name = "mount" if rundir.is_mount(root) else "local"
         print(f"DLIO {o.workload} on {name} ({root}) ...", flush=True)
-        results[name] = sweep(o, name, root)
+        readers = [(name, None)]
         if name == "mount" and o.native_cluster:
+            # The native client reads the very files DLIO generated through the mount.
             env = {"T3FS_CLUSTER": os.path.abspath(o.native_cluster), "T3FS_DLIO_MOUNT": root}
-            print(f"DLIO {o.workload} on the mount's data through the native client ...",
-                  flush=True)
-            results["native"] = sweep(o, "native", root, ("t3fs.dlio.T3fsNpzReader", env))
+            readers.append(("native", ("t3fs.dlio.T3fsNpzReader", env)))
+        results.update(sweep(o, root, readers))
     svg = au_svg({n: r["points"] for n, r in results.items()})
     local = results.get("local")
     ok = True

@@ -52,6 +52,7 @@ from smallpond.logical.planner import Planner
 import rundir
 
 RECORD = 100
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def bucket_of(keys, buckets):
@@ -139,44 +140,125 @@ def run_plan(plan, data_root, executors, cores):
         raise RuntimeError(f"smallpond's scheduler failed (logs under {data_root})")
 
 
+def _stat_fields(pid):
+    """/proc/PID/stat's fields after the command name (state, ppid, ...), or None once gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+    except OSError:
+        return None
+    return comm, text.rsplit(")", 1)[1].split()
+
+
+def _sched(pid):
+    """{thread id: (seconds on a CPU, seconds runnable but waiting for one)} of a process's
+    live threads, from /proc/PID/task/TID/schedstat (nanoseconds)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                run, wait = f.read().split()[:2]
+            out[int(tid)] = (int(run) / 1e9, int(wait) / 1e9)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _role(pid):
+    """What a t3fs process serves, from its command line (`t3fs serve storage ...`: storage;
+    `t3fs mount ...`: mount)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return "other"
+    if len(args) > 2 and args[1] == b"serve":
+        return args[2].decode(errors="replace")
+    return args[1].decode(errors="replace") if len(args) > 1 else "other"
+
+
+def _host_cpu():
+    """(busy, idle) seconds of the whole host since boot, from /proc/stat's first line."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    busy = sum(ticks[:8]) - idle  # user nice system idle iowait irq softirq steal
+    return busy / TICK, idle / TICK
+
+
 class IoSampler:
-    """Bytes read and written through system calls by this process's descendants, over time."""
+    """What the pipeline and the storage stack did over time: every 0.25 s, the bytes this
+    process's descendants (the pipeline: smallpond's scheduler and executors, DuckDB, ``t3fs
+    graysort gen``) read and wrote through system calls, the CPU seconds they used, the CPU
+    seconds the t3fs services used (every other process named ``t3fs``: the cluster's mgmtd,
+    meta and storage services and the FUSE mount), and the host's busy and idle seconds.
+
+    A process's last sample is kept after it exits, so a short-lived process loses at most one
+    interval of CPU; the host's figures are exact. Kernel time a system call spends in FUSE is
+    charged to the process that made it (the pipeline), the daemon's work to the services."""
 
     def __init__(self, interval=0.25):
-        self.interval, self.last, self.samples = interval, {}, []
+        self.interval, self.last, self.cpu, self.services, self.samples = interval, {}, {}, {}, []
+        self.sched = {}  # the pipeline's threads: (CPU seconds, seconds waiting for a CPU)
+        self.first_services = {}  # service pid: its CPU seconds at the first sample
+        self.roles = {}  # service pid: what it serves (storage, meta, mgmtd, kv, mount)
         self.stop_flag = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
-    def _children(self):
-        parents = {}
+    def _processes(self):
+        """(descendants of this process, t3fs processes that are not) with their CPU seconds."""
+        info = {}
         for pid in os.listdir("/proc"):
             if pid.isdigit():
-                try:
-                    with open(f"/proc/{pid}/stat") as f:
-                        parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    pass
-        me, out = os.getpid(), []
-        for pid in parents:
+                got = _stat_fields(pid)
+                if got:
+                    comm, fields = got
+                    try:
+                        info[int(pid)] = (comm, int(fields[1]),
+                                          (int(fields[11]) + int(fields[12])) / TICK)
+                    except (IndexError, ValueError):
+                        pass
+        me, mine, services = os.getpid(), {}, {}
+        for pid, (comm, _, cpu) in info.items():
             p, seen = pid, 0
-            while p in parents and p != me and seen < 64:
-                p, seen = parents[p], seen + 1
+            while p in info and p != me and seen < 64:
+                p, seen = info[p][1], seen + 1
             if p == me and pid != me:
-                out.append(pid)
-        return out
+                mine[pid] = cpu
+            elif comm == "t3fs":
+                services[pid] = cpu
+                if pid not in self.roles:
+                    self.roles[pid] = _role(pid)
+        return mine, services
 
     def _loop(self):
         while not self.stop_flag.is_set():
-            for pid in self._children():
+            mine, services = self._processes()
+            for pid in mine:
                 try:
                     with open(f"/proc/{pid}/io") as f:
                         io = dict(line.split(": ") for line in f.read().splitlines())
                     self.last[pid] = (int(io["rchar"]), int(io["wchar"]))
                 except (OSError, KeyError, ValueError):
                     pass
+            self.cpu.update(mine)
+            for pid in mine:
+                self.sched.update(_sched(pid))
+            for pid, cpu in services.items():
+                self.first_services.setdefault(pid, cpu)
+            self.services.update(services)
             r = sum(v[0] for v in self.last.values())
             w = sum(v[1] for v in self.last.values())
-            self.samples.append((time.time(), r, w))
+            busy, idle = _host_cpu()
+            self.samples.append((time.time(), r, w, sum(self.cpu.values()),
+                                 sum(self.services.values()), busy, idle,
+                                 sum(v[1] for v in self.sched.values())))
             time.sleep(self.interval)
 
     def __enter__(self):
@@ -244,24 +326,50 @@ def one_root(o, root):
     if not o.keep:
         shutil.rmtree(work, ignore_errors=True)
     phases = [("generate", 0.0), ("shuffle", t1 - t0), ("sort", t_sort - t0)]
-    samples = [(t - t0, r, w) for (t, r, w) in io.samples]
+    samples = [(x[0] - t0, *x[1:]) for x in io.samples]
+    roles = {}
+    for pid, cpu in io.services.items():
+        first = io.first_services.get(pid, 0.0)
+        role = io.roles.get(pid, "other")
+        roles[role] = roles.get(role, 0.0) + cpu - first
     return {"root": root, "seconds": t2 - t0, "phases": phases, "samples": samples, "valsort": v,
-            "phase_secs": {"generate": t1 - t0, "shuffle": t_sort - t1, "sort": t2 - t_sort}}
+            "phase_secs": {"generate": t1 - t0, "shuffle": t_sort - t1, "sort": t2 - t_sort},
+            "service_roles": roles}
 
 
 def phase_io(r):
-    """Per phase: (seconds, MiB/s read, MiB/s written) from the sampler."""
+    """Per phase: (seconds, MiB/s read, MiB/s written, CPU seconds used by the pipeline, by
+    the t3fs services, the host's busy and idle seconds, the seconds the pipeline's threads
+    waited for a CPU) from the sampler."""
     out = {}
     bounds = [p[1] for p in r["phases"]] + [r["seconds"]]
     s = r["samples"]
+    if not s:
+        return {name: (max(bounds[k + 1] - start, 1e-9), 0, 0, 0, 0, 0, 0, 0)
+                for k, (name, start) in enumerate(r["phases"])}
     for k, (name, start) in enumerate(r["phases"]):
         end = bounds[k + 1]
-        inside = [x for x in s if start <= x[0] <= end] or [(start, 0, 0)]
-        before = [x for x in s if x[0] < start]
-        r0 = before[-1] if before else (0, 0, 0)
+        before = [x for x in s if x[0] <= start]
+        inside = [x for x in s if x[0] <= end]
+        x0 = before[-1] if before else s[0]
+        x1 = inside[-1] if inside else s[0]
         secs = max(end - start, 1e-9)
-        out[name] = (secs, (inside[-1][1] - r0[1]) / 2**20 / secs,
-                     (inside[-1][2] - r0[2]) / 2**20 / secs)
+        d = [x1[i] - x0[i] for i in range(1, 8)]
+        out[name] = (secs, d[0] / 2**20 / secs, d[1] / 2**20 / secs, *d[2:])
+    return out
+
+
+def binding(pio):
+    """What bound each phase, from its CPU accounting: the host's cores were busy (CPU binds:
+    the pipeline and, on the mount, the storage stack share them) or were idle for part of it
+    (something else binds: latency, a serial stage)."""
+    out = {}
+    for name, (secs, _, _, pipe, svc, busy, idle, runq) in pio.items():
+        total = busy + idle
+        util = busy / total if total > 0 else 0.0
+        out[name] = {"seconds": secs, "pipeline_cpu_s": pipe, "services_cpu_s": svc,
+                     "host_busy": util, "cpu_bound": util >= 0.9, "runqueue_s": runq,
+                     "services_share": svc / busy if busy > 0 else 0.0}
     return out
 
 
@@ -270,7 +378,7 @@ def series(r, interval=0.25):
     n = int(r["seconds"] / interval) + 1
     reads, writes = [0] * n, [0] * n
     prev = (0, 0)
-    for t, rd, wr in r["samples"]:
+    for t, rd, wr, *_ in r["samples"]:
         i = min(max(int(t / interval), 0), n - 1)
         reads[i] += max(rd - prev[0], 0)
         writes[i] += max(wr - prev[1], 0)
@@ -295,6 +403,13 @@ def write_run(o, r, name, bound):
                  "saturated": ""}]
     pio = phase_io(r)
     counters = {f"phase.{k}.ms": int(v[0] * 1000) for k, v in pio.items()}
+    for k, b in binding(pio).items():
+        counters[f"phase.{k}.cpu.pipeline.ms"] = int(b["pipeline_cpu_s"] * 1000)
+        counters[f"phase.{k}.cpu.services.ms"] = int(b["services_cpu_s"] * 1000)
+        counters[f"phase.{k}.host_busy.permille"] = int(b["host_busy"] * 1000)
+        counters[f"phase.{k}.pipeline_runqueue.ms"] = int(b["runqueue_s"] * 1000)
+    for role, cpu in r["service_roles"].items():
+        counters[f"cpu.services.{role}.ms"] = int(cpu * 1000)
     config = "\n".join(f"{k} = {json.dumps(getattr(o, k))}" for k in
                        ("records", "gen_tasks", "sort_partitions", "executors")) + "\n"
     manifest = {
@@ -340,11 +455,50 @@ def main():
         phases = "; ".join(f"{k} {v[0]:.1f} s r {v[1]:.0f} w {v[2]:.0f}" for k, v in pio.items())
         verdict = "PASS" if r["valsort"].get("ok") else f"FAIL {r['valsort']}"
         print(f"{name:<6} {rate:>8.3f} {r['seconds']:>8.1f}  {phases}  {verdict}")
+        roles = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["service_roles"].items(),
+                                                             key=lambda kv: -kv[1]))
+        print(f"       t3fs services' CPU s over the whole run: {roles}")
+        for k, b in binding(pio).items():
+            print(f"       {k:<8} CPU s: pipeline {b['pipeline_cpu_s']:6.1f}  t3fs services "
+                  f"{b['services_cpu_s']:6.1f}  host busy {100 * b['host_busy']:3.0f}%  pipeline "
+                  f"waited {b['runqueue_s']:5.1f} s for a CPU")
         if bound:
             print(f"       {100 * rate / bound[1]:.0f}% of the local directory's rate; run directory {d}")
         else:
             print(f"       run directory {d}")
+    if local and len(results) > 1:
+        print(what_binds(results, local))
     sys.exit(0 if ok else 1)
+
+
+def what_binds(results, local):
+    """One paragraph per other run: how much longer it took than the local one, the extra CPU
+    it cost (the t3fs services beyond their idle use in the local run, the pipeline's own
+    system calls through FUSE), and how much longer the pipeline's threads waited for a CPU;
+    time neither accounts for is the pipeline blocked on the file system (a request's round
+    trip, a chain's replication, an fsync)."""
+    cores = os.cpu_count() or 1
+    lines = []
+    lb = binding(phase_io(local))
+    total = lambda b, key: sum(x[key] for x in b.values())
+    for name, r in results:
+        if r is local:
+            continue
+        b = binding(phase_io(r))
+        svc = total(b, "services_cpu_s") - total(lb, "services_cpu_s")
+        pipe = total(b, "pipeline_cpu_s") - total(lb, "pipeline_cpu_s")
+        runq = total(b, "runqueue_s") - total(lb, "runqueue_s")
+        extra = r["seconds"] - local["seconds"]
+        lines.append(
+            f"what binds on the {name}: it took {extra:.1f} s longer than the local directory. "
+            f"It cost {svc:.1f} CPU s more in the t3fs services and {pipe:+.1f} in the pipeline "
+            f"(its system calls through FUSE): {(svc + pipe) / cores:.1f} s of this host's "
+            f"{cores} cores. The pipeline's threads waited {runq:+.1f} s more for a CPU (summed "
+            f"over its threads); the host was {100 * min(x['host_busy'] for x in b.values()):.0f}"
+            f"-{100 * max(x['host_busy'] for x in b.values()):.0f}% busy by phase "
+            f"({100 * min(x['host_busy'] for x in lb.values()):.0f}"
+            f"-{100 * max(x['host_busy'] for x in lb.values()):.0f}% on the local directory).")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,11 @@ pub fn run(path: &Path, out: &Path, progress: &mut dyn FnMut(f64)) -> Result<Out
             super::run_dir::write_pipeline(&sc, path, &dir, &fig)?;
             summary
         }
-        "training" => super::training_run::training(&sc, &dir, progress)?.0,
+        "training" => {
+            let (summary, held) = super::training_run::training(&sc, &dir, progress)?;
+            super::run_dir::write_training(&sc, path, &dir, &held)?;
+            summary
+        }
         _ => recovery(&sc, &dir, progress)?,
     };
     Ok(Outcome { summary, dir })

@@ -1,10 +1,13 @@
-//! A pipeline run of the performance model as a run directory of t3fs-reports, the format
+//! A pipeline or training run of the performance model as a run directory of t3fs-reports, the format
 //! every real run and the message-level simulator write, so `t3fs report compare` lays a
 //! prediction beside the real workload it predicts (a GraySort on this host beside its twin on
 //! the this-host profile): the manifest (mode `sim`, the scenario file as its config, each
 //! phase's simulated milliseconds as `phase.<name>.ms`, as the real GraySort's run directory
 //! counts them), the clients' read and write bytes per sample interval as `bytes.read` and
-//! `bytes.write`, and each phase's start as a `phase` event.
+//! `bytes.write`, and each phase's start as a `phase` event. A training run (DLIO's twin on
+//! this host beside the real DLIO's) counts each accelerator count's AU and samples per second
+//! as `python/bench/dlio.py` does (`au_pct_x100.N`, `samples_per_s_x1000.N`), with the
+//! accelerators held at the floor as its roofline line.
 //!
 //! Invariant: the bytes per interval are the samples' rates times each sample's own length,
 //! so their sum is what the clients moved. Not here: latencies (a flow model has no
@@ -16,8 +19,11 @@ use std::path::Path;
 
 use t3fs_reports::{EventLine, Manifest, RunData, Series};
 
+use t3fs_reports::RooflineLine;
+
 use super::pipeline_run::Pipelined;
 use super::scenario::PerfScenario;
+use super::training_run::Held;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -32,6 +38,70 @@ pub fn write_pipeline(
     let config = std::fs::read_to_string(path).unwrap_or_default();
     let data = run_data(sc, &format!("t3fs sim run {}", path.display()), config, fig);
     t3fs_reports::rundir::write(dir, &data).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Writes the run directory files of training run `held` of `sc` (loaded from `path`) into
+/// `dir`.
+pub fn write_training(
+    sc: &PerfScenario,
+    path: &Path,
+    dir: &Path,
+    held: &Held,
+) -> Result<(), String> {
+    let config = std::fs::read_to_string(path).unwrap_or_default();
+    let floor = sc.training.as_ref().map_or(0.9, |t| t.au_floor);
+    let command = format!("t3fs sim run {}", path.display());
+    let data = training_data(sc, &command, config, held, floor);
+    t3fs_reports::rundir::write(dir, &data).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// The run data of training run `held` with AU floor `floor`.
+fn training_data(
+    sc: &PerfScenario,
+    command: &str,
+    config: String,
+    held: &Held,
+    floor: f64,
+) -> RunData {
+    let mut counters = BTreeMap::new();
+    for r in &held.trials {
+        let n = r.accelerators;
+        counters.insert(format!("au_pct_x100.{n}"), (r.au * 1e4).round() as u64);
+        let samples_s = (r.samples_s * 1e3).round() as u64;
+        counters.insert(format!("samples_per_s_x1000.{n}"), samples_s);
+    }
+    let manifest = Manifest {
+        scenario: sc.name.clone(),
+        about: sc.about.clone(),
+        seed: sc.seed,
+        mode: "sim".into(),
+        command: command.into(),
+        config,
+        seconds: sc.duration_s * held.trials.len() as f64,
+        counters,
+        shape: format!(
+            "the performance model (flow): {} storage nodes, {} clients, {} replicas",
+            sc.cluster.storage_nodes, sc.cluster.clients, sc.cluster.replicas
+        ),
+        roofline: vec![RooflineLine {
+            op: format!("accelerators at AU >= {:.0}%", 100.0 * floor),
+            unit: "accelerators".into(),
+            measured: f64::from(held.accelerators),
+            bounds: Vec::new(),
+            binding: String::new(),
+            percent: 0.0,
+            saturated: if held.at_least {
+                "every count tried held the floor".into()
+            } else {
+                String::new()
+            },
+        }],
+        ..Manifest::default()
+    };
+    RunData {
+        manifest,
+        ..RunData::default()
+    }
 }
 
 /// The run data of pipeline run `fig`.

@@ -175,6 +175,11 @@ pub struct TrainingSection {
     pub accelerators_per_client: u32,
     /// The accelerator utilisation a run must hold (MLPerf Storage: 0.9 for unet3d).
     pub au_floor: f64,
+    /// Accelerator counts per client node to run in turn, stopping after the first below the
+    /// floor (DLIO's own rule, as a real sweep runs it); empty (the default): the bisection
+    /// over client nodes of `accelerators_per_client` each.
+    #[serde(default)]
+    pub sweep: Vec<u32>,
 }
 
 /// `[recovery]`.
@@ -466,6 +471,12 @@ impl PerfScenario {
         }
         if !(t.au_floor > 0.0 && t.au_floor <= 1.0) {
             return Err(("training.au_floor", "must be in (0, 1]".into()));
+        }
+        if t.sweep.first() == Some(&0) || t.sweep.windows(2).any(|w| w[0] >= w[1]) {
+            return Err((
+                "training.sweep",
+                "accelerator counts must be positive and increasing".into(),
+            ));
         }
         Ok(())
     }

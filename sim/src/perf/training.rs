@@ -198,6 +198,7 @@ mod tests {
             prefetch: 2,
             accelerators_per_client: per_client,
             au_floor: 0.9,
+            sweep: Vec::new(),
         };
         let mut src = Training::new(&l, t, (1, 0.0), clock, 1.0);
         engine::run(&l.caps, &mut src, 3.0, 0.1, 0.0, |_| {});

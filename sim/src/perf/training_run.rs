@@ -28,6 +28,9 @@ pub struct Trial {
     pub au: f64,
     /// Aggregate read in the window, GiB/s.
     pub read_gib_s: f64,
+    /// Samples the accelerators computed on per second in the window (DLIO's throughput):
+    /// unlike the read rate, it leaves out what the loader read ahead.
+    pub samples_s: f64,
 }
 
 /// A training scenario's answer.
@@ -56,7 +59,7 @@ fn trial(
     let clock = l.add(1e30);
     let window = sc.duration_s / 2.0;
     let mut read = 0.0;
-    let (au, accels, stats) = {
+    let (au, accels, computed, stats) = {
         let mut src = Training::new(&l, t.clone(), (sc.seed, hw.request_latency), clock, window);
         let stats = simulate(&sc, &l, &mut src, |s: &Sample| {
             if s.t > window + 1e-9 {
@@ -66,7 +69,12 @@ fn trial(
             }
         });
         src.finish(sc.duration_s);
-        (src.au(sc.duration_s), src.accelerators(), stats)
+        (
+            src.au(sc.duration_s),
+            src.accelerators(),
+            src.computed,
+            stats,
+        )
     };
     let span = sc.duration_s - window;
     let r = Trial {
@@ -74,17 +82,21 @@ fn trial(
         accelerators: accels as u32,
         au,
         read_gib_s: read / span / GIB,
+        samples_s: computed / t.compute_s * f64::from(t.batch) / span,
     };
     Ok((r, stats))
 }
 
-/// Bisects client nodes for the most whose accelerators hold the floor.
+/// Bisects client nodes for the most whose accelerators hold the floor (or runs `t.sweep`).
 fn search(
     sc: &PerfScenario,
     hw: &Hardware,
     t: &TrainingSection,
     progress: &mut dyn FnMut(f64),
 ) -> Result<Held, String> {
+    if !t.sweep.is_empty() {
+        return sweep(sc, hw, t, progress);
+    }
     let most = sc.cluster.clients;
     let steps = f64::from(32 - most.leading_zeros() + 1);
     let mut trials = Vec::new();
@@ -119,8 +131,37 @@ fn search(
     Ok(finish(lo * per, false, trials, largest))
 }
 
+/// DLIO's own rule over `t.sweep`: each count of accelerators per client node in turn on the
+/// scenario's client nodes, stopping after the first below the floor.
+fn sweep(
+    sc: &PerfScenario,
+    hw: &Hardware,
+    t: &TrainingSection,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Held, String> {
+    let clients = sc.cluster.clients;
+    let (mut trials, mut held, mut largest) = (Vec::new(), 0, Stats::default());
+    for (k, &per) in t.sweep.iter().enumerate() {
+        let at = TrainingSection {
+            accelerators_per_client: per,
+            ..t.clone()
+        };
+        let (r, stats) = trial(sc, hw, &at, clients)?;
+        progress((k + 1) as f64 / t.sweep.len() as f64);
+        let ok = r.au >= t.au_floor;
+        trials.push(r);
+        largest = stats;
+        if !ok {
+            return Ok(finish(held, false, trials, largest));
+        }
+        held = per * clients;
+    }
+    Ok(finish(held, true, trials, largest))
+}
+
 fn finish(accelerators: u32, at_least: bool, mut trials: Vec<Trial>, stats: Stats) -> Held {
-    trials.sort_by_key(|r| r.clients);
+    // By accelerators: client nodes in a bisection (a fixed count each), counts in a sweep.
+    trials.sort_by_key(|r| r.accelerators);
     Held {
         accelerators,
         at_least,
@@ -146,11 +187,18 @@ pub fn training(
     let l = layout(sc, &hw, &sc.cluster.table)?;
     let storage = f64::from(sc.cluster.storage_nodes) * l.caps[l.storage_out(0) as usize];
     let estimate = storage / demand(&t);
+    let per = if t.sweep.is_empty() {
+        format!("{} per client node", t.accelerators_per_client)
+    } else {
+        format!(
+            "on {} client node(s), DLIO's rule over {:?} per node",
+            sc.cluster.clients, t.sweep
+        )
+    };
     let answer = format!(
-        "{}{} accelerators ({} per client node) at AU >= {:.0}%",
+        "{}{} accelerators ({per}) at AU >= {:.0}%",
         if held.at_least { "at least " } else { "" },
         held.accelerators,
-        t.accelerators_per_client,
         100.0 * t.au_floor
     );
     let line = format!(
@@ -174,15 +222,18 @@ pub fn training(
         demand(&t) / GIB,
         storage / GIB
     );
-    md.push_str("| client nodes | accelerators | AU | read GiB/s |\n|---|---|---|---|\n");
+    md.push_str(
+        "| client nodes | accelerators | AU | read GiB/s | samples/s |\n|---|---|---|---|---|\n",
+    );
     for r in &held.trials {
         let _ = writeln!(
             md,
-            "| {} | {} | {:.1}% | {:.0} |",
+            "| {} | {} | {:.1}% | {:.0} | {:.1} |",
             r.clients,
             r.accelerators,
             100.0 * r.au,
-            r.read_gib_s
+            r.read_gib_s,
+            r.samples_s
         );
     }
     md.push_str("\n![AU by accelerators](au.svg)\n\n");

@@ -5,6 +5,7 @@
 # there), a cluster and a mount are started and stopped, pass or fail, and python/bench/dlio.py
 # must see DLIO train and report at 1 and 2 accelerators on the mount, on the mount's data read
 # by the native client (DLIO's custom reader t3fs.dlio.T3fsNpzReader), and on the local
+# directory, and save a checkpoint with DLIO's checkpoint step on the mount and the local
 # directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,10 +21,11 @@ tmp=$T3FS_TMP
 PATH="$VENV/bin:$PATH" timeout 900 "$VENV/bin/python" python/bench/dlio.py \
   --t3fs-bin "$T3FS_BIN" --root "$tmp/mnt" --root "$tmp/local" --files 42 \
   --record-bytes 1048576 --epochs 1 --accelerators 1,2 --native-cluster "$tmp/cluster" \
+  --checkpoint-mib 32 \
   --out target/runs/dlio
 for name in mount native local; do
-  grep -q '"label": "PASS"' "target/runs/dlio/$name/manifest.json" \
-    || { echo "error: DLIO did not train on $name" >&2; exit 1; }
+  grep -q '"exit": 0,' "target/runs/dlio/$name/manifest.json" \
+    || { echo "error: DLIO did not train (or save its checkpoint) on $name" >&2; exit 1; }
 done
 
 # The runs' simulated twin (issue 40 item 6): the performance model's training run of the same

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 import rundir
 
@@ -29,23 +30,25 @@ AU_FLOOR = 90.0
 MIN_STEPS = 3
 
 
-def dlio(o, np_, root, outdir, generate, reader=None):
+def dlio(o, np_, root, outdir, generate, reader=None, extra=(), epochs=None):
     """One DLIO run with `np_` ranks; its summary (train runs) or None (generation). `reader`:
-    (class name, environment) of a custom reader."""
+    (class name, environment) of a custom reader; `extra`: more of DLIO's overrides; `epochs`:
+    instead of --epochs."""
     os.makedirs(outdir, exist_ok=True)
     args = [
         "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np_),
         "dlio_benchmark", f"workload={o.workload}",
         f"++workload.workflow.generate_data={generate}", f"++workload.workflow.train={not generate}",
-        "++workload.workflow.checkpoint=False",
+        *([] if any(e.startswith("++workload.workflow.checkpoint=") for e in extra)
+          else ["++workload.workflow.checkpoint=False"]),
         f"++workload.dataset.data_folder={os.path.join(root, 'data')}",
         f"++workload.dataset.num_files_train={o.files}",
         f"++workload.dataset.record_length={o.record_bytes}",
         "++workload.dataset.record_length_stdev=0",
         f"++workload.dataset.record_length_resize={o.record_bytes}",
-        f"++workload.train.epochs={o.epochs}",
+        f"++workload.train.epochs={epochs or o.epochs}",
         f"++workload.reader.batch_size={o.batch_size}",
-        f"++workload.output.folder={outdir}", f"hydra.run.dir={outdir}",
+        f"++workload.output.folder={outdir}", f"hydra.run.dir={outdir}", *extra,
     ]
     env = dict(os.environ)
     if reader and not generate:
@@ -94,6 +97,39 @@ def train_sweep(o, name, work, reader=None):
     return {"points": points, "held": held}
 
 
+def checkpoint(o, name, work):
+    """MLPerf Storage's checkpoint step as DLIO 2.0 runs it: one rank trains one epoch on the
+    generated data, then saves the model (a tensor of --checkpoint-mib MiB, torch.save into a
+    file of the checkpoint folder, with no fsync: DLIO 2.0 issues none, and has no checkpoint
+    reads). Its length is DLIO's own (per_epoch_stats.json's ckpt blocks); its size, the files
+    the folder holds afterwards."""
+    out = os.path.join(o.out, name, "dlio-checkpoint")
+    folder = os.path.join(work, "checkpoints")
+    try:
+        dlio(o, 1, work, out, False, epochs=1, extra=(
+            "++workload.workflow.checkpoint=True",
+            f"++workload.checkpoint.checkpoint_folder={folder}",
+            "++workload.checkpoint.checkpoint_after_epoch=1",
+            "++workload.checkpoint.epochs_between_checkpoints=1",
+            f"++workload.checkpoint.model_size={o.checkpoint_mib << 20}"))
+        with open(os.path.join(out, "per_epoch_stats.json")) as f:
+            stats = json.load(f)
+    except (RuntimeError, OSError, ValueError) as e:
+        print(f"  {name}: DLIO's checkpoint failed: {e}", flush=True)
+        return {"mib": 0.0, "secs": 0.0, "mib_s": 0.0, "ok": False, "error": str(e)}
+    # From the blocks' timestamps (microseconds): DLIO rounds their durations to 10 ms.
+    stamp = datetime.fromisoformat
+    secs = sum((stamp(v["end"]) - stamp(v["start"])).total_seconds()
+               for e in stats.values() for k, v in e.items()
+               if k.startswith("ckpt") and isinstance(v, dict) and "end" in v)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs)
+    mib = size / 2**20
+    print(f"  {name}: DLIO's checkpoint: {mib:.0f} MiB in {secs:.3f} s"
+          + (f" ({mib / secs:.0f} MiB/s)" if secs > 0 else ""), flush=True)
+    return {"mib": mib, "secs": secs, "mib_s": mib / secs if secs > 0 else 0.0,
+            "ok": secs > 0 and size >= o.checkpoint_mib << 20}
+
+
 def sweep(o, root, readers):
     """Generation on `root`, then a training sweep per reader in `readers` ((name, reader or
     None) pairs) on the same generated data; the data is removed afterwards."""
@@ -110,6 +146,8 @@ def sweep(o, root, readers):
                       flush=True)
             out[name] = {"root": root, "generate_secs": gen_secs,
                          **train_sweep(o, name, work, reader)}
+            if o.checkpoint_mib and not reader:
+                out[name]["checkpoint"] = checkpoint(o, name, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -162,6 +200,13 @@ def write_run(o, name, r, bound, svg):
                       for p in r["points"])
     verdicts = [{"name": "DLIO trained and reported at every accelerator count",
                  "label": "PASS" if ran else "FAIL", "detail": table or "no training run"}]
+    trained = ran
+    ck = r.get("checkpoint")
+    if ck:
+        ran &= ck["ok"]
+        verdicts.append({"name": "DLIO saved its checkpoint, every byte of the model on disk",
+                         "label": "PASS" if ck["ok"] else "FAIL",
+                         "detail": ck.get("error") or f"{ck['mib']:.0f} MiB in {ck['secs']:.3f} s"})
     bounds = [{"name": bound[0], "value": bound[1]}] if bound else []
     roofline = [{"op": "accelerators at AU >= 90%", "unit": "accelerators",
                  "measured": r["held"], "bounds": bounds, "binding": bound[0] if bound else "",
@@ -172,12 +217,15 @@ def write_run(o, name, r, bound, svg):
         "about": f"MLPerf Storage training ({o.workload}, {o.files} files of {o.record_bytes} "
                  f"bytes, {o.epochs} epochs) with the real DLIO on {r['root']}; au.svg draws AU",
         "config": json.dumps(vars(o), indent=1), "exit": 0 if ran else 1,
-        "reason": "" if ran else "DLIO did not train", "seconds": 0.0, "verdicts": verdicts,
+        "reason": "" if ran else ("DLIO did not train" if not trained
+                                  else "DLIO did not save its checkpoint"), "seconds": 0.0, "verdicts": verdicts,
         # As the performance model's training run counts them (its twin, dlio_twin.py).
         "counters": {**{f"au_pct_x100.{p['accelerators']}": int(p["au"] * 100)
                         for p in r["points"]},
                      **{f"samples_per_s_x1000.{p['accelerators']}": int(p["samples_s"] * 1000)
-                        for p in r["points"]}},
+                        for p in r["points"]},
+                     **({"checkpoint.ms": int(ck["secs"] * 1000),
+                         "checkpoint.bytes": int(ck["mib"] * 2**20)} if ck else {})},
         "shape": f"{name}: {r['root']}", "roofline": roofline,
     }
     files = {"au.svg": svg, "points.json": json.dumps(r["points"], indent=1)}
@@ -198,6 +246,9 @@ def main():
     a.add_argument("--timeout", type=int, default=900)
     a.add_argument("--oversubscribe", action="store_true",
                    help="run more accelerators (MPI ranks) than the host has cores")
+    a.add_argument("--checkpoint-mib", type=int, default=0,
+                   help="also save a checkpoint of this many MiB with DLIO's checkpoint step on "
+                        "each directory (one rank, one epoch; 0: none)")
     a.add_argument("--out", default="runs/dlio")
     a.add_argument("--native-cluster", default=None,
                    help="also train on the mount's data read by the native client (DLIO's "
@@ -226,6 +277,11 @@ def main():
         ok &= manifest_ok(d)
         ratio = f"; {r['held'] / bound[1]:.2f}x the local directory" if bound and bound[1] else ""
         print(f"{name}: {r['held']} accelerators held at AU >= 90%{ratio}; run directory {d}")
+        ck, lk = r.get("checkpoint"), (local or {}).get("checkpoint")
+        if ck:
+            vs = (f"; {ck['mib_s'] / lk['mib_s']:.2f}x the local directory's"
+                  if lk and lk["mib_s"] > 0 and name != "local" else "")
+            print(f"{name}: DLIO's checkpoint at {ck['mib_s']:.0f} MiB/s{vs}")
     sys.exit(0 if ok else 1)
 
 

@@ -59,7 +59,7 @@ fn trial(
     let clock = l.add(1e30);
     let window = sc.duration_s / 2.0;
     let mut read = 0.0;
-    let (au, accels, computed, stats) = {
+    let (au, accels, fed, stats) = {
         let mut src = Training::new(&l, t.clone(), (sc.seed, hw.request_latency), clock, window);
         let stats = simulate(&sc, &l, &mut src, |s: &Sample| {
             if s.t > window + 1e-9 {
@@ -69,12 +69,10 @@ fn trial(
             }
         });
         src.finish(sc.duration_s);
-        (
-            src.au(sc.duration_s),
-            src.accelerators(),
-            src.computed,
-            stats,
-        )
+        // What the accelerators computed, no more than the batches that arrived in the window
+        // could feed (as `au` counts it).
+        let fed = src.computed.min(src.arrived as f64 * t.compute_s);
+        (src.au(sc.duration_s), src.accelerators(), fed, stats)
     };
     let span = sc.duration_s - window;
     let r = Trial {
@@ -82,7 +80,7 @@ fn trial(
         accelerators: accels as u32,
         au,
         read_gib_s: read / span / GIB,
-        samples_s: computed / t.compute_s * f64::from(t.batch) / span,
+        samples_s: fed / t.compute_s * f64::from(t.batch) / span,
     };
     Ok((r, stats))
 }

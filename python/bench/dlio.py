@@ -43,6 +43,7 @@ def dlio(o, np_, root, outdir, generate, reader=None, extra=(), epochs=None):
           else ["++workload.workflow.checkpoint=False"]),
         f"++workload.dataset.data_folder={os.path.join(root, 'data')}",
         f"++workload.dataset.num_files_train={o.files}",
+        f"++workload.dataset.num_samples_per_file={o.samples_per_file}",
         f"++workload.dataset.record_length={o.record_bytes}",
         "++workload.dataset.record_length_stdev=0",
         f"++workload.dataset.record_length_resize={o.record_bytes}",
@@ -77,7 +78,7 @@ def train_sweep(o, name, work, reader=None):
                   f"host's {os.cpu_count()} cores measure the ranks' contention for cores "
                   f"(Open MPI busy-polls), not storage (--oversubscribe to run them anyway)")
             break
-        steps = o.files // (o.batch_size * n)
+        steps = o.files * o.samples_per_file // (o.batch_size * n)
         if steps < MIN_STEPS:
             print(f"  {name}: stopping before {n} accelerators: {o.files} files give each "
                   f"rank {steps} steps per epoch (DLIO's AU needs at least {MIN_STEPS})")
@@ -240,6 +241,8 @@ def main():
     a.add_argument("--files", type=int, default=168, help="unet3d's own count")
     a.add_argument("--record-bytes", type=int, default=4 << 20,
                    help="bytes per sample (unet3d's are ~140 MB; scaled to fit here)")
+    a.add_argument("--samples-per-file", type=int, default=1,
+                   help="samples in each file (unet3d: 1; resnet50's TFRecords: 1251)")
     a.add_argument("--epochs", type=int, default=3)
     a.add_argument("--batch-size", type=int, default=7, help="unet3d's own")
     a.add_argument("--accelerators", default="1,2,3,4,6,8,12,16")

@@ -164,7 +164,7 @@ def main():
             # loader's start-up and the waits, which DLIO's throughput counts and its AU (from
             # the second step on) does not.
             epoch = epoch_seconds(run, n)
-            steps = cfg["files"] // (cfg["batch_size"] * n)
+            steps = cfg["files"] * cfg.get("samples_per_file", 1) // (cfg["batch_size"] * n)
             verdict = "within" if abs(au_err) <= TOLERANCE else "outside"
             print(f"{name:<8} {n:>5} {p['au']:>7.1f}% {au / 100:>7.1f}% {100 * au_err:>+6.1f}% "
                   f"{p['samples_s']:>9.2f} {sps / 1000:>9.2f} {100 * sps_err:>+7.1f}% "

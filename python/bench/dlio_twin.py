@@ -32,6 +32,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rundir  # noqa: E402
+
 # The calibration's tolerance on throughput (issue 42), applied here to AU, the figure DLIO's
 # rule judges: within it, the twin agrees.
 TOLERANCE = 0.10
@@ -169,12 +172,7 @@ def main():
             print(f"{name:<8} {n:>5} {p['au']:>7.1f}% {au / 100:>7.1f}% {100 * au_err:>+6.1f}% "
                   f"{p['samples_s']:>9.2f} {sps / 1000:>9.2f} {100 * sps_err:>+7.1f}% "
                   f"{epoch or 0:>8.2f} {steps * compute_s:>9.2f}  AU {verdict} ±{100 * TOLERANCE:.0f}%")
-        cmp = os.path.join(o.out, f"compare-{name}")
-        done = subprocess.run([o.t3fs_bin, "report", "compare", run, twin, "--out", cmp],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"error: t3fs report compare: {done.stderr.strip()}")
-        print(f"         side by side: {cmp}/compare.html")
+        rundir.compare_twin(o.t3fs_bin, run, twin, os.path.join(o.out, f"compare-{name}"))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from graysort_costs import RECORD, per_core_mib_s  # noqa: E402
+import rundir  # noqa: E402
 
 
 def shape(run_dir):
@@ -181,12 +182,7 @@ def main():
             r, p = real.get(ph), predicted.get(ph)
             ratio = f"{p / r:.2f}" if r and p is not None else "-"
             print(f"{name:<8} {ph:<8} {r or 0:>8.2f} {p or 0:>8.2f} {ratio:>9}")
-        cmp = os.path.join(o.out, f"compare-{name}")
-        done = subprocess.run([o.t3fs_bin, "report", "compare", run, twin, "--out", cmp],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"error: t3fs report compare: {done.stderr.strip()}")
-        print(f"         side by side: {cmp}/compare.html")
+        rundir.compare_twin(o.t3fs_bin, run, twin, os.path.join(o.out, f"compare-{name}"))
 
 
 if __name__ == "__main__":

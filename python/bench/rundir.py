@@ -54,3 +54,13 @@ def write(d, t3fs_bin, manifest, events=(), series=None, files=None):
             f.write(text)
     subprocess.run([t3fs_bin, "report", d], check=True, capture_output=True)
     return d
+
+
+def compare_twin(t3fs_bin, run, twin, out):
+    """`t3fs report compare RUN TWIN --out OUT` (a real run beside its simulated twin); exits
+    with the tool's error if it fails. Prints where the comparison is."""
+    done = subprocess.run([t3fs_bin, "report", "compare", run, twin, "--out", out],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"error: t3fs report compare: {done.stderr.strip()}")
+    print(f"         side by side: {out}/compare.html")

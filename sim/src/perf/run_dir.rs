@@ -70,19 +70,8 @@ fn training_data(
         let samples_s = (r.samples_s * 1e3).round() as u64;
         counters.insert(format!("samples_per_s_x1000.{n}"), samples_s);
     }
+    let seconds = sc.duration_s * held.trials.len() as f64;
     let manifest = Manifest {
-        scenario: sc.name.clone(),
-        about: sc.about.clone(),
-        seed: sc.seed,
-        mode: "sim".into(),
-        command: command.into(),
-        config,
-        seconds: sc.duration_s * held.trials.len() as f64,
-        counters,
-        shape: format!(
-            "the performance model (flow): {} storage nodes, {} clients, {} replicas",
-            sc.cluster.storage_nodes, sc.cluster.clients, sc.cluster.replicas
-        ),
         roofline: vec![RooflineLine {
             op: format!("accelerators at AU >= {:.0}%", 100.0 * floor),
             unit: "accelerators".into(),
@@ -96,7 +85,7 @@ fn training_data(
                 String::new()
             },
         }],
-        ..Manifest::default()
+        ..flow_manifest(sc, command, config, seconds, counters)
     };
     RunData {
         manifest,
@@ -119,26 +108,37 @@ fn run_data(sc: &PerfScenario, command: &str, config: String, fig: &Pipelined) -
         });
         start += secs;
     }
-    let manifest = Manifest {
+    let manifest = flow_manifest(sc, command, config, fig.seconds, counters);
+    RunData {
+        manifest,
+        events,
+        series: series(sc.sample_ms * 1e-3, &fig.samples),
+        ..RunData::default()
+    }
+}
+
+/// The manifest of a flow-model run of `sc`: mode `sim`, its command, config and shape.
+fn flow_manifest(
+    sc: &PerfScenario,
+    command: &str,
+    config: String,
+    seconds: f64,
+    counters: BTreeMap<String, u64>,
+) -> Manifest {
+    Manifest {
         scenario: sc.name.clone(),
         about: sc.about.clone(),
         seed: sc.seed,
         mode: "sim".into(),
         command: command.into(),
         config,
-        seconds: fig.seconds,
+        seconds,
         counters,
         shape: format!(
             "the performance model (flow): {} storage nodes, {} clients, {} replicas",
             sc.cluster.storage_nodes, sc.cluster.clients, sc.cluster.replicas
         ),
         ..Manifest::default()
-    };
-    RunData {
-        manifest,
-        events,
-        series: series(sc.sample_ms * 1e-3, &fig.samples),
-        ..RunData::default()
     }
 }
 

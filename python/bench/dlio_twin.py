@@ -81,13 +81,7 @@ quantum_us = 1000
 profile = "3fs-2025"    # storage does not bind at these rates
 background = 0.0
 
-[cluster]
-storage_nodes = 3       # cluster up's loopback cluster
-clients = 1             # this host
-targets_per_disk = 1
-replicas = 3
-table = "balanced"
-
+{rundir.LOOPBACK_CLUSTER}
 [training]
 sample_bytes = {float(cfg['record_bytes'])!r}
 batch = {cfg['batch_size']}

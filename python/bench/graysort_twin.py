@@ -114,13 +114,7 @@ profile = "3fs-2025"    # storage does not bind at these rates; CPU does
 client_cores = {slots * task_cores}  # the executors' cores (graysort.py: cores // executors each)
 background = 0.0
 
-[cluster]
-storage_nodes = 3       # cluster up's loopback cluster
-clients = 1             # this host
-targets_per_disk = 1
-replicas = 3
-table = "balanced"
-
+{rundir.LOOPBACK_CLUSTER}
 # No per-byte probe: only its start-up and its writes (of the records once) are modelled.
 [[phase]]
 name = "generate"

@@ -12,6 +12,17 @@ import subprocess
 import sys
 
 
+# The `[cluster]` of a twin's performance scenario: `t3fs cluster up`'s loopback cluster (3
+# storage nodes, 3 replicas) and this host as its one client.
+LOOPBACK_CLUSTER = """[cluster]
+storage_nodes = 3       # cluster up's loopback cluster
+clients = 1             # this host
+targets_per_disk = 1
+replicas = 3
+table = "balanced"
+"""
+
+
 def commit():
     """The checkout's commit (the report's provenance), or empty outside a git checkout."""
     here = os.path.dirname(os.path.abspath(__file__))

@@ -29,7 +29,6 @@ Needs dlio_benchmark importable (its workload files) only when ``--compute-s`` i
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,15 +134,9 @@ def main():
         compute_s, source = o.compute_s, "--compute-s"
     os.makedirs(o.out, exist_ok=True)
     path = os.path.join(o.out, "dlio_this_host.toml")
-    with open(path, "w") as f:
-        f.write(scenario(cfg, counts, compute_s, os.path.basename(source)))
-    sim = subprocess.run([o.t3fs_bin, "sim", "run", path, "--out", o.out],
-                         capture_output=True, text=True)
-    if sim.returncode != 0:
-        sys.exit(f"error: t3fs sim run {path}: {sim.stderr.strip()}")
-    twin = os.path.join(o.out, "dlio_this_host-flow-seed1")
+    twin = rundir.sim_twin(o.t3fs_bin, scenario(cfg, counts, compute_s, os.path.basename(source)),
+                           path, o.out, "dlio_this_host")
     tc = counters(twin)
-    print(f"twin: {sim.stdout.strip().splitlines()[0]}")
     print(f"{'run':<8} {'accel':>5} {'real AU':>8} {'twin AU':>8} {'AU err':>7} {'real sps':>9} "
           f"{'twin sps':>9} {'sps err':>8} {'epoch s':>8} {'compute s':>9}")
     for run, (_, points) in zip(o.run, shapes):

@@ -34,7 +34,6 @@ and one comparison per real run under ``--out``.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -159,15 +158,9 @@ def main():
     path = os.path.join(o.out, "graysort_this_host.toml")
     cores = os.cpu_count() or 1
     startup = startups(o.null_run, s, executor_cores(s, cores)[0])
-    with open(path, "w") as f:
-        f.write(scenario(s, costs, cores, startup))
-    sim = subprocess.run([o.t3fs_bin, "sim", "run", path, "--out", o.out],
-                         capture_output=True, text=True)
-    if sim.returncode != 0:
-        sys.exit(f"error: t3fs sim run {path}: {sim.stderr.strip()}")
-    twin = os.path.join(o.out, "graysort_this_host-flow-seed1")
+    twin = rundir.sim_twin(o.t3fs_bin, scenario(s, costs, cores, startup), path, o.out,
+                           "graysort_this_host")
     predicted = phases(twin)
-    print(f"twin: {sim.stdout.strip().splitlines()[0]}")
     print(f"{'run':<8} {'phase':<8} {'real s':>8} {'twin s':>8} {'twin/real':>9}")
     for run in o.run:
         name = os.path.basename(os.path.normpath(run))

@@ -75,3 +75,17 @@ def compare_twin(t3fs_bin, run, twin, out):
     if done.returncode != 0:
         sys.exit(f"error: t3fs report compare: {done.stderr.strip()}")
     print(f"         side by side: {out}/compare.html")
+
+
+def sim_twin(t3fs_bin, text, path, out, name):
+    """Writes scenario `text` to `path`, runs `t3fs sim run PATH --out OUT` (exiting with its
+    error if it fails), prints its summary line and returns the twin's run directory (scenario
+    `name`, seed 1)."""
+    with open(path, "w") as f:
+        f.write(text)
+    sim = subprocess.run([t3fs_bin, "sim", "run", path, "--out", out],
+                         capture_output=True, text=True)
+    if sim.returncode != 0:
+        sys.exit(f"error: t3fs sim run {path}: {sim.stderr.strip()}")
+    print(f"twin: {sim.stdout.strip().splitlines()[0]}")
+    return os.path.join(out, f"{name}-flow-seed1")

@@ -141,15 +141,14 @@ def run_plan(plan, data_root, executors, cores):
 
 
 def _stat_fields(pid):
-    """/proc/PID/stat's fields after the command name (state, ppid, ...), or None once gone."""
+    """(command name, /proc/PID/stat's fields after it: state, ppid, ...), or None once gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             text = f.read()
-        with open(f"/proc/{pid}/comm") as f:
-            comm = f.read().strip()
     except OSError:
         return None
-    return comm, text.rsplit(")", 1)[1].split()
+    head, _, tail = text.rpartition(")")
+    return head.partition("(")[2], tail.split()
 
 
 def _sched(pid):
@@ -197,7 +196,8 @@ class IoSampler:
     process's descendants (the pipeline: smallpond's scheduler and executors, DuckDB, ``t3fs
     graysort gen``) read and wrote through system calls, the CPU seconds they used, the CPU
     seconds the t3fs services used (every other process named ``t3fs``: the cluster's mgmtd,
-    meta and storage services and the FUSE mount), and the host's busy and idle seconds.
+    meta and storage services and the FUSE mount), the host's busy and idle seconds, and how
+    long the pipeline's threads waited for a CPU while runnable.
 
     A process's last sample is kept after it exits, so a short-lived process loses at most one
     interval of CPU; the host's figures are exact. Kernel time a system call spends in FUSE is
@@ -360,16 +360,14 @@ def phase_io(r):
 
 
 def binding(pio):
-    """What bound each phase, from its CPU accounting: the host's cores were busy (CPU binds:
-    the pipeline and, on the mount, the storage stack share them) or were idle for part of it
-    (something else binds: latency, a serial stage)."""
+    """Each phase's CPU accounting, from phase_io: the pipeline's and the t3fs services' CPU
+    seconds, the host's busy share (near 1: CPU binds; lower: something else does, latency or a
+    serial stage) and the seconds the pipeline's threads waited for a CPU."""
     out = {}
     for name, (secs, _, _, pipe, svc, busy, idle, runq) in pio.items():
         total = busy + idle
-        util = busy / total if total > 0 else 0.0
         out[name] = {"seconds": secs, "pipeline_cpu_s": pipe, "services_cpu_s": svc,
-                     "host_busy": util, "cpu_bound": util >= 0.9, "runqueue_s": runq,
-                     "services_share": svc / busy if busy > 0 else 0.0}
+                     "host_busy": busy / total if total > 0 else 0.0, "runqueue_s": runq}
     return out
 
 
@@ -404,10 +402,11 @@ def write_run(o, r, name, bound):
     pio = phase_io(r)
     counters = {f"phase.{k}.ms": int(v[0] * 1000) for k, v in pio.items()}
     for k, b in binding(pio).items():
-        counters[f"phase.{k}.cpu.pipeline.ms"] = int(b["pipeline_cpu_s"] * 1000)
-        counters[f"phase.{k}.cpu.services.ms"] = int(b["services_cpu_s"] * 1000)
-        counters[f"phase.{k}.host_busy.permille"] = int(b["host_busy"] * 1000)
-        counters[f"phase.{k}.pipeline_runqueue.ms"] = int(b["runqueue_s"] * 1000)
+        # Not under phase.*.ms, which graysort_twin.py reads as the phases' lengths.
+        counters[f"cpu.{k}.pipeline.ms"] = int(b["pipeline_cpu_s"] * 1000)
+        counters[f"cpu.{k}.services.ms"] = int(b["services_cpu_s"] * 1000)
+        counters[f"cpu.{k}.host_busy.permille"] = int(b["host_busy"] * 1000)
+        counters[f"cpu.{k}.pipeline_runqueue.ms"] = int(b["runqueue_s"] * 1000)
     for role, cpu in r["service_roles"].items():
         counters[f"cpu.services.{role}.ms"] = int(cpu * 1000)
     config = "\n".join(f"{k} = {json.dumps(getattr(o, k))}" for k in

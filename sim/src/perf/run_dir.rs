@@ -17,9 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use t3fs_reports::{EventLine, Manifest, RunData, Series};
-
-use t3fs_reports::RooflineLine;
+use t3fs_reports::{EventLine, Manifest, RooflineLine, RunData, Series};
 
 use super::pipeline_run::Pipelined;
 use super::scenario::PerfScenario;
@@ -49,20 +47,18 @@ pub fn write_training(
     held: &Held,
 ) -> Result<(), String> {
     let config = std::fs::read_to_string(path).unwrap_or_default();
-    let floor = sc.training.as_ref().map_or(0.9, |t| t.au_floor);
-    let command = format!("t3fs sim run {}", path.display());
-    let data = training_data(sc, &command, config, held, floor);
+    let data = training_data(
+        sc,
+        &format!("t3fs sim run {}", path.display()),
+        config,
+        held,
+    );
     t3fs_reports::rundir::write(dir, &data).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// The run data of training run `held` with AU floor `floor`.
-fn training_data(
-    sc: &PerfScenario,
-    command: &str,
-    config: String,
-    held: &Held,
-    floor: f64,
-) -> RunData {
+/// The run data of training run `held`.
+fn training_data(sc: &PerfScenario, command: &str, config: String, held: &Held) -> RunData {
+    let floor = sc.training.as_ref().map_or(0.9, |t| t.au_floor);
     let mut counters = BTreeMap::new();
     for r in &held.trials {
         let n = r.accelerators;

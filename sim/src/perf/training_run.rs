@@ -59,7 +59,7 @@ fn trial(
     let clock = l.add(1e30);
     let window = sc.duration_s / 2.0;
     let mut read = 0.0;
-    let (au, accels, fed, stats) = {
+    let (au, accels, stats) = {
         let mut src = Training::new(&l, t.clone(), (sc.seed, hw.request_latency), clock, window);
         let stats = simulate(&sc, &l, &mut src, |s: &Sample| {
             if s.t > window + 1e-9 {
@@ -69,10 +69,7 @@ fn trial(
             }
         });
         src.finish(sc.duration_s);
-        // What the accelerators computed, no more than the batches that arrived in the window
-        // could feed (as `au` counts it).
-        let fed = src.computed.min(src.arrived as f64 * t.compute_s);
-        (src.au(sc.duration_s), src.accelerators(), fed, stats)
+        (src.au(sc.duration_s), src.accelerators(), stats)
     };
     let span = sc.duration_s - window;
     let r = Trial {
@@ -80,7 +77,9 @@ fn trial(
         accelerators: accels as u32,
         au,
         read_gib_s: read / span / GIB,
-        samples_s: fed / t.compute_s * f64::from(t.batch) / span,
+        // AU is computation over the window per accelerator (what arrived in it could feed):
+        // a batch per `compute_s` of it.
+        samples_s: au * accels as f64 * f64::from(t.batch) / t.compute_s,
     };
     Ok((r, stats))
 }

@@ -88,15 +88,26 @@ fn write_pids(dir: &Path, pids: &BTreeMap<String, i32>) -> R<()> {
     std::fs::write(dir.join("pids"), text).map_err(|e| e.to_string())
 }
 
-/// Whether `pid` is a live (not zombie) process.
+/// Whether `pid` is a live process: some thread of it has not exited.
+///
+/// Why every thread and not the leader's state: after SIGKILL the leader thread can show `Z`
+/// while the process's other threads are still exiting and still hold its file table, so its
+/// listening sockets. A restart that trusted the leader alone could find the old listener still
+/// bound (EADDRINUSE).
 pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit_once(')')
-            .and_then(|(_, r)| r.split_whitespace().next())
-            .is_some_and(|st| st != "Z" && st != "X"),
-        Err(_) => false,
-    }
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| running_state(&s)))
+}
+
+/// Whether a `/proc/.../stat` line shows a task that has not exited (not zombie or dead).
+fn running_state(stat: &str) -> bool {
+    stat.rsplit_once(')')
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .is_some_and(|st| st != "Z" && st != "X")
 }
 
 /// Sends `sig` to `pid`.

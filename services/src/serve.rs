@@ -104,7 +104,7 @@ pub async fn serve(role: ServeRole, cfg: NodeConfig) -> Result<(), BoxError> {
     let inc = next_incarnation(&cfg.node.data)?;
     let listen = cfg.node.listen.parse()?;
     let (transport, inbound) = start_transport(role, &cfg, me, listen).await?;
-    let metrics = tokio::net::TcpListener::bind(&cfg.node.metrics).await?;
+    let metrics = crate::transport::net::bind_tcp(cfg.node.metrics.as_str()).await?;
     tracing::info!(node = %cfg.node.name, id = me.0, incarnation = inc, listen = %listen, "starting {role:?}");
     if role == ServeRole::Kv {
         return serve_kv(&cfg, transport, inbound, metrics).await;

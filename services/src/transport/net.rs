@@ -67,11 +67,47 @@ pub struct TokioNet;
 
 impl Net for TokioNet {
     fn bind(&self, addr: SocketAddr) -> IoFuture<'_, Box<dyn Listener>> {
-        Box::pin(async move { Ok(Box::new(TcpListener::bind(addr).await?) as Box<dyn Listener>) })
+        Box::pin(async move { Ok(Box::new(bind_tcp(addr).await?) as Box<dyn Listener>) })
     }
 
     fn connect(&self, addr: SocketAddr) -> IoFuture<'_, Stream> {
         Box::pin(async move { tuned(TcpStream::connect(addr).await?) })
+    }
+}
+
+/// How long [`bind_tcp`] retries an address that is still in use.
+const BIND_RETRY_FOR: Duration = Duration::from_secs(10);
+
+/// Binds a TCP listener on `addr`, retrying for [`BIND_RETRY_FOR`] while the address is in use.
+///
+/// Why retry: a node restarted at once after SIGKILL can find its own old listener not yet
+/// closed (the kernel closes it when the killed process's last thread is gone). Another
+/// program holding the port still fails, after the wait, with the address in the error.
+pub async fn bind_tcp(
+    addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
+) -> io::Result<TcpListener> {
+    let deadline = tokio::time::Instant::now() + BIND_RETRY_FOR;
+    let mut warned = false;
+    loop {
+        match TcpListener::bind(&addr).await {
+            Err(e)
+                if e.kind() == io::ErrorKind::AddrInUse
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                if !warned {
+                    tracing::warn!("{addr} is in use; retrying for up to {BIND_RETRY_FOR:?}");
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot listen on {addr}: {e}"),
+                ))
+            }
+            Ok(l) => return Ok(l),
+        }
     }
 }
 

@@ -7,8 +7,9 @@
 //! system the cluster's targets share (`t3fs_real::probe_store`), the per-message
 //! cost through requests to the running cluster that touch no disk, the line rate through
 //! loopback TCP (`t3fs_real::probe`), the CPU's per-byte cost through this CPU's CRC32C speed,
-//! and the CPU beside a request's path through real reads and writes 8 clients at a time
-//! (`calibrate_load.rs`).
+//! the store's own CPU on an operation's path through the same chunk stores (their CPU one
+//! operation at a time), and the CPU beside a request's path through real reads and writes 8
+//! clients at a time (`calibrate_load.rs`), less what is on the path.
 //!
 //! Invariant: nothing here is fitted to the jobs the profile predicts; every value is one
 //! measurement (or a difference of two) named in the profile's comments, or an assumption named
@@ -23,7 +24,7 @@ use std::time::Duration;
 use crate::calibrate_load::{LoadCpu, PhaseCpu};
 use crate::calibrate_probes::{null_requests, store_probe};
 use t3fs_real::probe_store::StoreLatencies;
-use t3fs_scenario::hardware::THIS_HOST;
+use t3fs_scenario::hardware::{StoreCpu, THIS_HOST};
 use t3fs_scenario::trip::Trip;
 use t3fs_scenario::Hardware;
 
@@ -198,6 +199,8 @@ struct Figures {
     /// CPU beside a message's path, per message, and per byte a chunk store reads or writes:
     /// what real reads and writes several at a time cost the host beyond the CPU on their path.
     overlap: Beside,
+    /// The store's own CPU per operation (on its path): from its CPU one at a time.
+    store_cpu: StoreCpu,
     /// The store's 1 MiB reads and updates (with their commits) per second several at a time,
     /// in MiB: the median over rounds (none if not measured).
     read_depth_mib_s: Option<f64>,
@@ -261,7 +264,8 @@ impl Figures {
             / 2.0)
             .max(0.0);
         let on_path_byte_ns = m.crc_ns_per_byte * PASSES_PER_HOP + transport_byte_ns;
-        let overlap = beside_path(&sm.load, cpu_msg, on_path_byte_ns);
+        let store_cpu = store_cpu(s.cpu_per_op());
+        let overlap = beside_path(&sm.load, cpu_msg, on_path_byte_ns, &store_cpu);
         let trip = (!sm.null.is_empty()).then(|| {
             let less_cpu: Vec<Duration> = sm
                 .null
@@ -293,6 +297,7 @@ impl Figures {
             transport_byte_ns,
             on_path_byte_ns,
             overlap,
+            store_cpu,
             t_null50: p50_p99(&s.threaded_null).0,
             t_r4k50: p50_p99(&s.threaded_read_4k).0,
             t_r4k99: p50_p99(&s.threaded_read_4k).1,
@@ -342,23 +347,50 @@ const MIB: f64 = (1u64 << 20) as f64;
 /// writes, a 1 MiB write's beyond its messages (a `Write` or `Update` received by each of the
 /// chain's replicas, and a reply each) and their received bytes, over the bytes the replicas'
 /// updates write.
-fn beside_path(load: &LoadCpu, cpu_msg: Duration, on_path_byte_ns: f64) -> Beside {
+fn beside_path(
+    load: &LoadCpu,
+    cpu_msg: Duration,
+    on_path_byte_ns: f64,
+    store: &StoreCpu,
+) -> Beside {
     let (r4k, r1m, w1m) = (load.read_4k, load.read_1m, load.write_1m);
     if r4k.ops == 0 || r1m.ops == 0 || w1m.ops == 0 {
         return Beside::default();
     }
-    let (r4k, r1m, w1m) = (r4k.per_op(), r1m.per_op(), w1m.per_op());
+    // The store's own CPU is on the path now (it waits for a core): not beside it too.
+    let own = |bytes: usize, write: bool| store.of(bytes, write).as_secs_f64();
+    let replicas = load.replicas.max(1) as f64;
+    let (r4k, r1m, w1m) = (
+        r4k.per_op() - own(4096, false),
+        r1m.per_op() - own(1 << 20, false),
+        w1m.per_op() - replicas * (own(1 << 20, true) + own(0, true)),
+    );
     let read_byte_ns = ((r1m - r4k) * 1e9 / (MIB - 4096.0) - on_path_byte_ns).max(0.0);
     let msg = cpu_msg.as_secs_f64();
     let on_path = 2.0 * msg + 4096.0 * (on_path_byte_ns + read_byte_ns) / 1e9;
     let per_msg = ((r4k - on_path) / 2.0).max(0.0);
-    let replicas = load.replicas.max(1) as f64;
     let messages = 2.0 * replicas * (msg + per_msg);
     let write_byte_ns = ((w1m - messages) * 1e9 / (replicas * MIB) - on_path_byte_ns).max(0.0);
     Beside {
         per_msg: Duration::from_secs_f64(per_msg),
         read_byte_ns,
         write_byte_ns,
+    }
+}
+
+/// The store's own CPU per operation from its CPU per 4 KiB read, 1 MiB read, 1 MiB update
+/// and commit (seconds, one at a time): a read's fixed part and part per byte through the two
+/// reads; a mutation's fixed part is a commit's (which moves no bytes), and its part per byte
+/// what an update costs beyond that. Never below zero.
+fn store_cpu([r4k, r1m, update, commit]: [f64; 4]) -> StoreCpu {
+    let mib = (1u64 << 20) as f64;
+    let read_byte_ns = ((r1m - r4k) * 1e9 / (mib - 4096.0)).max(0.0);
+    let read = (r4k - 4096.0 * read_byte_ns / 1e9).max(0.0);
+    StoreCpu {
+        read: Duration::from_secs_f64(read),
+        read_byte_ns,
+        write: Duration::from_secs_f64(commit.max(0.0)),
+        write_byte_ns: ((update - commit) * 1e9 / mib).max(0.0),
     }
 }
 
@@ -415,6 +447,7 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
         cpu_overlap: f.overlap.per_msg,
         cpu_overlap_read_byte_ns: f.overlap.read_byte_ns,
         cpu_overlap_write_byte_ns: f.overlap.write_byte_ns,
+        cpu_store: f.store_cpu,
         shared_host: true,
     }
 }

@@ -201,16 +201,22 @@ pub fn measure_depth(
     Ok((reads.0 as f64 / reads.1, writes.0 as f64 / 2.0 / writes.1))
 }
 
-/// Reads through `store` on a store thread of its own (as a node runs it: submitted from
-/// another thread, completions handed back through a channel), one at a time for about `each`
+/// Reads through `store` on a store thread of its own as a node runs it: submitted from a task
+/// on a two-worker tokio runtime (as `t3fs serve` builds), completions handed back through a
+/// tokio channel that task awaits (as the node's driver does), one at a time for about `each`
 /// apiece: reads of absent chunks, then 4 KiB reads at random blocks of the chunks [`measure`]
 /// wrote. Their latencies, sorted: what the hand-off costs alone, and with the store's I/O.
+///
+/// Why a tokio waiter, not a blocking one: the answer to a present read comes after the store's
+/// I/O, when the runtime's workers have parked; waking a parked worker is part of what a node's
+/// read costs and a thread blocked on a channel does not pay it the same way.
 pub fn measure_threaded(
     store: Box<dyn ChunkStore + Send>,
     each: Duration,
 ) -> Result<(Vec<Duration>, Vec<Duration>), String> {
     use t3fs_services::chunk_store::StoreThread;
-    let (tx, rx) = std::sync::mpsc::channel();
+    let rt = t3fs_client::client::bench_runtime()?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let done = Box::new(
         move |id: IoId, r: Result<ChunkDone, t3fs_core::chunk::ChunkError>| {
             let _ = tx.send((id, r));
@@ -218,37 +224,45 @@ pub fn measure_threaded(
     );
     let handle =
         StoreThread::spawn("store-probe", store, done).map_err(|e| format!("store thread: {e}"))?;
-    let (mut x, mut id) = (0x1234_5678_9ABC_DEF1u64, 0u64);
-    let mut out = (Vec::new(), Vec::new());
-    for absent in [true, false] {
-        let stop = Instant::now() + each;
-        while Instant::now() < stop {
-            let r = next(&mut x);
-            let chunk = if absent {
-                ChunkId::new(1 << 41, r as u32)
-            } else {
-                ChunkId::new(1 << 40, r as u32 % CHUNKS)
-            };
-            let op = ChunkOp::Read {
-                chunk,
-                offset: (r >> 32) as u32 % (MIB / 4096) * 4096,
-                len: 4096,
-                uncommitted: false,
-                unverified: false,
-            };
-            id += 1;
-            let t = Instant::now();
-            handle.submit(IoId(id), op);
-            let (got, r) = rx.recv().map_err(|_| "the store thread ended")?;
-            let lat = t.elapsed();
-            match (got == IoId(id), r, absent) {
-                (true, Ok(ChunkDone::Read(None)), true) => out.0.push(lat),
-                (true, Ok(ChunkDone::Read(Some(_))), false) => out.1.push(lat),
-                (_, r, _) => return Err(format!("threaded read {id}: {r:?}")),
+    let run = async move {
+        let (mut x, mut id) = (0x1234_5678_9ABC_DEF1u64, 0u64);
+        let mut out = (Vec::new(), Vec::new());
+        for absent in [true, false] {
+            let stop = Instant::now() + each;
+            while Instant::now() < stop {
+                let r = next(&mut x);
+                let chunk = if absent {
+                    ChunkId::new(1 << 41, r as u32)
+                } else {
+                    ChunkId::new(1 << 40, r as u32 % CHUNKS)
+                };
+                let op = ChunkOp::Read {
+                    chunk,
+                    offset: (r >> 32) as u32 % (MIB / 4096) * 4096,
+                    len: 4096,
+                    uncommitted: false,
+                    unverified: false,
+                };
+                id += 1;
+                let t = Instant::now();
+                handle.submit(IoId(id), op);
+                let (got, r) = rx.recv().await.ok_or("the store thread ended")?;
+                let lat = t.elapsed();
+                match (got == IoId(id), r, absent) {
+                    (true, Ok(ChunkDone::Read(None)), true) => out.0.push(lat),
+                    (true, Ok(ChunkDone::Read(Some(_))), false) => out.1.push(lat),
+                    (_, r, _) => return Err(format!("threaded read {id}: {r:?}")),
+                }
             }
         }
-    }
-    handle.shutdown();
+        handle.shutdown();
+        Ok(out)
+    };
+    let mut out = rt.block_on(async move {
+        tokio::spawn(run)
+            .await
+            .map_err(|e| format!("threaded reads: {e}"))?
+    })?;
     out.0.sort();
     out.1.sort();
     Ok(out)

@@ -3,7 +3,8 @@
 //! a cost per message and a latency per message that occupies nothing, given as a median and a
 //! p99 or as a measured round trip, `crate::trip`), each target's SSD (bandwidth, IOPS, queue depth and a latency
 //! distribution) and, optionally, each node's CPU (cores, a cost per request and per byte on a
-//! message's path, and one beside it per message and per byte a chunk store moves).
+//! message's path, one beside it per message and per byte a chunk store moves, and the chunk
+//! store's own CPU per operation, on its path).
 //!
 //! A scenario without `[hardware]` keeps the fault model's size-blind latencies, so its runs and
 //! trace hashes do not change. A profile gives every value; keys after it override one each.
@@ -100,9 +101,45 @@ pub struct Hardware {
     /// The same per byte an update writes (copies, checksums, the write and its durability
     /// point's system calls). 0 in the built-in profiles.
     pub cpu_overlap_write_byte_ns: f64,
+    /// The chunk store's own CPU per operation, which is on its path: it waits for a free core
+    /// before its latency runs (a store thread that finds every core busy waits its turn).
+    /// Zero in the built-in profiles: no store operation waits for a core.
+    pub cpu_store: StoreCpu,
     /// Every node on one host (a loopback cluster): one NIC pair, one set of CPU cores and one
     /// SSD shared by all nodes and targets, instead of one of each per node and per target.
     pub shared_host: bool,
+}
+
+/// The CPU a chunk store spends on one operation of its own (its system calls, copies and
+/// checksums), as a fixed part and a part per byte, for reads and for mutations (an update's
+/// bytes; a commit moves none). All zero: no store operation holds a core.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StoreCpu {
+    /// Per read.
+    pub read: Duration,
+    /// Per byte read, nanoseconds.
+    pub read_byte_ns: f64,
+    /// Per mutation.
+    pub write: Duration,
+    /// Per byte written, nanoseconds.
+    pub write_byte_ns: f64,
+}
+
+impl StoreCpu {
+    /// Whether no store operation costs CPU on its path.
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The CPU of one operation moving `bytes` (a mutation when `write`).
+    pub fn of(&self, bytes: usize, write: bool) -> Duration {
+        let (fixed, byte_ns) = if write {
+            (self.write, self.write_byte_ns)
+        } else {
+            (self.read, self.read_byte_ns)
+        };
+        fixed + Duration::from_nanos((bytes as f64 * byte_ns).ceil() as u64)
+    }
 }
 
 impl Hardware {
@@ -143,6 +180,7 @@ impl Hardware {
                 cpu_overlap: Duration::ZERO,
                 cpu_overlap_read_byte_ns: 0.0,
                 cpu_overlap_write_byte_ns: 0.0,
+                cpu_store: StoreCpu::default(),
                 shared_host: false,
             }),
             // A 10 GbE TCP node: a kernel stack costs CPU per message and per byte copied.
@@ -174,6 +212,7 @@ impl Hardware {
                 cpu_overlap: Duration::ZERO,
                 cpu_overlap_read_byte_ns: 0.0,
                 cpu_overlap_write_byte_ns: 0.0,
+                cpu_store: StoreCpu::default(),
                 shared_host: false,
             }),
             _ => None,
@@ -219,6 +258,10 @@ pub(crate) struct RawHardware {
     cpu_overlap_us: Option<f64>,
     cpu_overlap_read_byte_ns: Option<f64>,
     cpu_overlap_write_byte_ns: Option<f64>,
+    cpu_store_read_us: Option<f64>,
+    cpu_store_read_byte_ns: Option<f64>,
+    cpu_store_write_us: Option<f64>,
+    cpu_store_write_byte_ns: Option<f64>,
     shared_host: Option<bool>,
 }
 
@@ -396,8 +439,27 @@ impl RawHardware {
         if let Some(v) = at_least_zero("cpu_overlap_write_byte_ns", write)? {
             h.cpu_overlap_write_byte_ns = v;
         }
+        self.apply_store_cpu(&mut h.cpu_store)?;
         if let Some(v) = self.shared_host {
             h.shared_host = v;
+        }
+        Ok(())
+    }
+
+    /// The `cpu_store_*` keys over `c`.
+    fn apply_store_cpu(&self, c: &mut StoreCpu) -> Result<(), (&'static str, String)> {
+        if let Some(v) = at_least_zero("cpu_store_read_us", self.cpu_store_read_us)? {
+            c.read = us(v);
+        }
+        if let Some(v) = at_least_zero("cpu_store_read_byte_ns", self.cpu_store_read_byte_ns)? {
+            c.read_byte_ns = v;
+        }
+        if let Some(v) = at_least_zero("cpu_store_write_us", self.cpu_store_write_us)? {
+            c.write = us(v);
+        }
+        let write = self.cpu_store_write_byte_ns;
+        if let Some(v) = at_least_zero("cpu_store_write_byte_ns", write)? {
+            c.write_byte_ns = v;
         }
         Ok(())
     }
@@ -522,6 +584,18 @@ mod tests {
         assert_eq!(by_byte, (0.6, 1.1));
         let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
         assert_eq!(again.hardware, s.hardware);
+        // So is the store's own CPU on its path, a fixed part and one per byte.
+        let text = with(
+            "profile = \"gbe-sata\"\ncpu_store_read_us = 30\ncpu_store_read_byte_ns = 0.125\n\
+             cpu_store_write_us = 70\ncpu_store_write_byte_ns = 0.25",
+        );
+        let s = parse("h.toml", &text).unwrap();
+        let c = s.hardware.clone().expect("hardware").cpu_store;
+        assert_eq!((c.read, c.write), (us(30), us(70)));
+        assert_eq!(c.of(8000, false), us(31));
+        assert_eq!(c.of(4000, true), us(71));
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
         // So is a measured round trip, which replaces the message latency's median and p99.
         let text = with(
             "profile = \"gbe-sata\"\n\
@@ -538,6 +612,7 @@ mod tests {
         assert!(!plain.contains("trip"), "{plain}");
         assert!(!plain.contains("nic_latency"), "{plain}");
         assert!(!plain.contains("cpu_overlap"), "{plain}");
+        assert!(!plain.contains("cpu_store"), "{plain}");
         assert!(
             !plain.contains("lone") && !plain.contains("wake"),
             "{plain}"
@@ -573,6 +648,8 @@ mod tests {
             ("ssd_lone_mb_s = 0", "ssd_lone_mb_s"),
             ("ssd_wake_us = 50\nssd_wake_p99_us = 10", "ssd_wake_p99_us"),
             ("cpu_overlap_read_byte_ns = nan", "cpu_overlap_read_byte_ns"),
+            ("cpu_store_read_us = -1", "cpu_store_read_us"),
+            ("cpu_store_write_byte_ns = inf", "cpu_store_write_byte_ns"),
             (
                 "cpu_overlap_write_byte_ns = -1",
                 "cpu_overlap_write_byte_ns",

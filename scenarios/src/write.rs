@@ -80,7 +80,8 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
 /// profiles without them write as they always did: each group whole or not at all.
 fn optional_keys(h: &crate::Hardware) -> String {
     let us = |d: Duration| d.as_nanos() as f64 / 1e3;
-    let groups: [(bool, &[(&str, f64)]); 4] = [
+    let c = &h.cpu_store;
+    let groups: [(bool, &[(&str, f64)]); 5] = [
         (
             h.nic_latency.is_zero() && h.nic_latency_p99.is_zero(),
             &[
@@ -110,6 +111,15 @@ fn optional_keys(h: &crate::Hardware) -> String {
                 ("cpu_overlap_us", us(h.cpu_overlap)),
                 ("cpu_overlap_read_byte_ns", h.cpu_overlap_read_byte_ns),
                 ("cpu_overlap_write_byte_ns", h.cpu_overlap_write_byte_ns),
+            ],
+        ),
+        (
+            c.is_zero(),
+            &[
+                ("cpu_store_read_us", us(c.read)),
+                ("cpu_store_read_byte_ns", c.read_byte_ns),
+                ("cpu_store_write_us", us(c.write)),
+                ("cpu_store_write_byte_ns", c.write_byte_ns),
             ],
         ),
     ];

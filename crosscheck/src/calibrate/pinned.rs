@@ -1,13 +1,14 @@
-//! The model's prediction for fixed profiles, pinned: calibrate's jobs simulated on four
+//! The model's prediction for fixed profiles, pinned: calibrate's jobs simulated on five
 //! committed, dated profiles measured by `t3fs calibrate` must give exactly these figures —
 //! one from a 16-core host (every message's cost queued on the NIC, as profiles were measured
 //! before 2026-11-27), one from the 2-core host with the CPU split (a message's CPU queued
 //! on the cores, its wait overlapped as `nic_latency`), one from the same host with the
-//! CPU beside the path (`cpu_overlap_*`, measured from real I/O 8 at a time), and one from a
-//! 2-core Intel host with the measured round trip (`nic_latency_trip`). A change to the performance model or the
-//! resources that moves them fails here, so it is made deliberately: check the new figures
-//! against calibrate on a real host, then pin them anew. Not a timing test: the simulator is
-//! deterministic, so the figures are exact for a seed.
+//! CPU beside the path (`cpu_overlap_*`, measured from real I/O 8 at a time), one from a
+//! 2-core Intel host with the measured round trip (`nic_latency_trip`), and one from a 2-core
+//! AMD host with the store's own CPU on its path (`cpu_store_*`). A change to the performance
+//! model or the resources that moves them fails here, so it is made deliberately: check the
+//! new figures against calibrate on a real host, then pin them anew. Not a timing test: the
+//! simulator is deterministic, so the figures are exact for a seed.
 
 use super::jobs::{CONCURRENT_JOBS, JOBS, WORKLOAD_JOBS};
 use super::*;
@@ -24,7 +25,7 @@ type Pin = (&'static str, f64, f64);
 /// 2026-11-29 when `calibrate --workloads` came). Re-pinned 2026-11-29 for pipelined
 /// forwarding: a simulated 1 MiB write's store updates now overlap down the chain, as on a real
 /// cluster (seq-write-1m 205.7 -> 311.3 IOPS on the 16-core profile).
-const PINNED: [(&str, &str, [Pin; 11]); 4] = [
+const PINNED: [(&str, &str, [Pin; 11]); 5] = [
     (
         "2026-11-27-h100-16core",
         include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml"),
@@ -91,6 +92,23 @@ const PINNED: [(&str, &str, [Pin; 11]); 4] = [
             ("checkpoint-save", 548.3, 10632.4),
             ("checkpoint-load", 1596.6, 2565.0),
             ("kvcache-read", 1281.6, 20441.2),
+        ],
+    ),
+    (
+        "2026-12-02-2core-epyc-store-cpu",
+        include_str!("../../../docs/calibration/2026-12-02-2core-epyc-store-cpu/this-host.toml"),
+        [
+            ("seq-write-1m", 332.3, 3699.8),
+            ("seq-read-1m", 817.3, 1531.4),
+            ("randread-4k", 4478.2, 391.9),
+            ("seq-write-1m-x8", 570.7, 19107.5),
+            ("seq-read-1m-x8", 1741.0, 4709.2),
+            ("randread-4k-x8", 17100.1, 828.5),
+            ("randrw-1m-x8-r", 444.5, 6534.6),
+            ("randrw-1m-x8-w", 441.6, 22040.3),
+            ("checkpoint-save", 555.7, 10849.9),
+            ("checkpoint-load", 1771.4, 2403.9),
+            ("kvcache-read", 1425.8, 20192.5),
         ],
     ),
 ];

@@ -23,7 +23,7 @@ fn the_profile_is_the_measurements_mapped_as_documented() {
         read_1m: lat(1000, 1500),
         update_1m: lat(1300, 3000),
         commit: lat(380, 880),
-        cpu: [0.0; 4],
+        cpu: own_cpu().map(|c| 100.0 * c),
         threaded_null: lat(30, 60),
         threaded_read_4k: lat(150, 600),
         read_depth_mib_s: vec![3000.0, 2500.0, 2900.0],
@@ -111,7 +111,8 @@ fn the_profile_is_the_measurements_mapped_as_documented() {
         d(10),
         "the 4 KiB read's CPU beyond its path, per message"
     );
-    let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // Within a nanosecond per operation (the store's CPU per byte rounds up to whole ns).
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
     assert!(
         near(hw.cpu_overlap_read_byte_ns, 0.3),
         "{}",
@@ -122,6 +123,13 @@ fn the_profile_is_the_measurements_mapped_as_documented() {
         "{}",
         hw.cpu_overlap_write_byte_ns
     );
+    let c = hw.cpu_store;
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    assert!(near(us(c.read), 20.0) && near(c.read_byte_ns, 0.1), "{c:?}");
+    assert!(
+        near(us(c.write), 50.0) && near(c.write_byte_ns, 0.25),
+        "{c:?}"
+    );
     assert!(hw.shared_host);
     assert!(
         why.iter().any(|w| w.contains("ASSUMED")),
@@ -129,14 +137,24 @@ fn the_profile_is_the_measurements_mapped_as_documented() {
     );
 }
 
+/// The store's own CPU per 4 KiB read, 1 MiB read, 1 MiB update and commit, seconds: 20 us
+/// and 0.1 ns per byte a read, 50 us and 0.25 ns per byte a mutation (a commit moves none).
+fn own_cpu() -> [f64; 4] {
+    let mib = (1u64 << 20) as f64;
+    let read = |b: f64| 20e-6 + b * 0.1e-9;
+    [read(4096.0), read(mib), 50e-6 + mib * 0.25e-9, 50e-6]
+}
+
 /// Real I/O whose CPU is, on top of the mapping test's 20 us per message and 0.2 ns per
-/// received byte on the path: 10 us per message, 0.3 ns per byte a store reads and 0.6 ns
-/// per byte it writes, beside the path; a write goes down 3 replicas.
+/// received byte on the path and the store's own CPU (`own_cpu`): 10 us per message, 0.3 ns
+/// per byte a store reads and 0.6 ns per byte it writes, beside the path; a write goes down 3
+/// replicas.
 fn load(mib: f64) -> LoadCpu {
     let on_path = 0.2e-9;
-    let r4k = 2.0 * 30e-6 + 4096.0 * (on_path + 0.3e-9);
-    let r1m = 2.0 * 30e-6 + mib * (on_path + 0.3e-9);
-    let w1m = 6.0 * 30e-6 + 3.0 * mib * (on_path + 0.6e-9);
+    let [own_4k, own_1m, own_update, own_commit] = own_cpu();
+    let r4k = 2.0 * 30e-6 + 4096.0 * (on_path + 0.3e-9) + own_4k;
+    let r1m = 2.0 * 30e-6 + mib * (on_path + 0.3e-9) + own_1m;
+    let w1m = 6.0 * 30e-6 + 3.0 * mib * (on_path + 0.6e-9) + 3.0 * (own_update + own_commit);
     let phase = |per_op: f64| PhaseCpu {
         ops: 50,
         cpu: 50.0 * per_op,
@@ -151,13 +169,19 @@ fn load(mib: f64) -> LoadCpu {
 
 #[test]
 fn nothing_is_beside_the_path_without_a_load_probe() {
-    let none = beside_path(&LoadCpu::default(), Duration::from_micros(20), 0.2);
+    let no_store = StoreCpu::default();
+    let none = beside_path(
+        &LoadCpu::default(),
+        Duration::from_micros(20),
+        0.2,
+        &no_store,
+    );
     assert_eq!(none, Beside::default());
     // Real I/O cheaper than its path's CPU (noise on a quiet host) is none, not negative.
     let mut cheap = load((1u64 << 20) as f64);
     cheap.write_1m.cpu = 0.0;
     assert_eq!(
-        beside_path(&cheap, Duration::from_micros(20), 0.2).write_byte_ns,
+        beside_path(&cheap, Duration::from_micros(20), 0.2, &no_store).write_byte_ns,
         0.0
     );
 }

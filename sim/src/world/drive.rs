@@ -97,12 +97,16 @@ impl Host for SimHost<'_> {
             .disks
             .get_mut(&target)
             .unwrap_or_else(|| panic!("{} submitted I/O to foreign target {target}", ctx.name));
-        if let Some(r) = sim.resources.as_mut() {
-            let (bytes, write) = (super::disk::op_bytes(&op), super::disk::is_mutation(&op));
-            r.store_cpu((ctx.id, self.now), bytes, write);
-        }
+        // The store starts when a core takes its own CPU (at once without `[hardware]`).
+        let start = match sim.resources.as_mut() {
+            Some(r) => {
+                let (bytes, write) = (super::disk::op_bytes(&op), super::disk::is_mutation(&op));
+                r.store_cpu((ctx.id, self.now), bytes, write)
+            }
+            None => self.now,
+        };
         let ssd = sim.resources.as_mut().map(|r| (r, target));
-        let at = disk.completion_time(self.now, &op, &mut sim.rng, &sim.faults, ssd);
+        let at = disk.completion_time(start, &op, &mut sim.rng, &sim.faults, ssd);
         ctx.ops.insert(id, Pending::Chunk(target, op));
         self.complete_at(at, id);
     }

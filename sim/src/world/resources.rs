@@ -14,7 +14,9 @@
 //! earliest free core of `z` spends `request + b × byte` on it, and the machine gets it; the
 //! earliest free core then also spends `overlap` (the profile's CPU beside the path), which the
 //! machine does not wait for but later work queues behind. A chunk store operation of `b`
-//! bytes costs its node `b × overlap_read_byte` (or `overlap_write_byte`) beside its path. With
+//! bytes costs its node `b × overlap_read_byte` (or `overlap_write_byte`) beside its path, and
+//! first waits for a free core for its own CPU (the profile's `cpu_store`: a store thread
+//! that finds every core busy starts late), which then holds that core. With
 //! `shared_host` (a loopback cluster) all nodes share one NIC pair and one set of cores, and all
 //! targets one SSD.
 //!
@@ -186,15 +188,29 @@ impl Resources {
     }
 
     /// A chunk store operation of `bytes` (a write when `write`) submitted on `node` at `now`:
-    /// the CPU it costs beside its path, per byte.
-    pub fn store_cpu(&mut self, (node, now): (NodeId, Instant), bytes: usize, write: bool) {
+    /// when it starts. Its own CPU (the profile's `cpu_store`) waits for the earliest free core
+    /// and holds it from then, so the operation starts when that core takes it; its latency
+    /// runs from there, and already contains that CPU, so nothing is added beyond the wait.
+    /// Then the CPU it costs beside its path, per byte, which it does not wait for.
+    pub fn store_cpu(
+        &mut self,
+        (node, now): (NodeId, Instant),
+        bytes: usize,
+        write: bool,
+    ) -> Instant {
+        let h = self.node(node);
+        let own = ns(self.hw.cpu_store.of(bytes, write));
+        let start = match self.cpu[h].iter_mut().min_by_key(|c| c.free) {
+            Some(core) if own > 0 => Instant(core.serve(now, own).0 - own),
+            _ => now,
+        };
         let byte_ns = if write {
             self.hw.cpu_overlap_write_byte_ns
         } else {
             self.hw.cpu_overlap_read_byte_ns
         };
-        let h = self.node(node);
         self.beside(h, now, (bytes as f64 * byte_ns).ceil() as u64);
+        start
     }
 
     /// The index of `n`'s NIC and CPU: its own, or the one host's.
@@ -570,6 +586,31 @@ mod tests {
         // Reads cost nothing here; the writes hold the cores for 100 and 200 us, so the
         // message's 100 us start when the first is free.
         assert_eq!(m.0, 200_000);
+    }
+
+    #[test]
+    fn a_stores_own_cpu_waits_for_a_free_core_and_then_holds_it() {
+        let mut h = hw();
+        h.cpu_cores = 2;
+        h.cpu_store = t3fs_scenario::hardware::StoreCpu {
+            read: Duration::from_micros(30),
+            read_byte_ns: 0.0,
+            write: Duration::from_micros(50),
+            write_byte_ns: 0.25,
+        };
+        let mut r = Resources::new(h.clone(), 1);
+        let at = (NodeId(0), Instant::ZERO);
+        // Alone, each starts at once: two cores, two operations (a write of 200 us, a read).
+        assert_eq!(r.store_cpu(at, 600_000, true), Instant::ZERO);
+        assert_eq!(r.store_cpu(at, 4096, false), Instant::ZERO);
+        // The third waits for the first core free: the read's, at 30 us.
+        assert_eq!(r.store_cpu(at, 4096, false).0, 30_000);
+        // Without it, nothing waits, however busy the cores.
+        h.cpu_store = Default::default();
+        let mut r = Resources::new(h, 1);
+        for _ in 0..4 {
+            assert_eq!(r.store_cpu(at, 1 << 20, true), Instant::ZERO);
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod queue;
 pub mod resources;
 mod sim_api;
 mod steps;
+pub mod store_ops;
 pub mod throughput;
 pub use steps::REFUSED;
 

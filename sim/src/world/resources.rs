@@ -82,6 +82,8 @@ pub struct Resources {
     rx: Vec<Server>,
     cpu: Vec<Vec<Server>>,
     ssds: BTreeMap<TargetId, Ssd>,
+    /// Each node's chunk store operations' durations (what a real node's metrics measure).
+    pub store_ops: super::store_ops::StoreOps,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -133,6 +135,7 @@ impl Resources {
             rx: vec![Server::default(); nodes],
             cpu: vec![vec![Server::default(); cores]; nodes],
             ssds: BTreeMap::new(),
+            store_ops: Default::default(),
             hw,
         }
     }

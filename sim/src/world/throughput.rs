@@ -104,6 +104,7 @@ impl World {
         let name = |i: usize| self.nodes[i].ctx.name.clone();
         let mut out = vec![format!("hardware `{}`", r.hardware().profile)];
         out.extend(r.summary(core::time::Duration::from_nanos(self.sim.now().0), &name));
+        out.extend(r.store_ops.lines(&name));
         let l = self.load();
         for (what, k) in [("reads", &l.reads), ("writes", &l.writes)] {
             out.push(format!(

@@ -1,0 +1,100 @@
+//! How long each node's chunk store operations took in a run with `[hardware]`, from the
+//! node's submission to the completion the node sees, by kind: the same span a real node's
+//! `t3fs_io_latency_us` histograms measure (services/src/node/stats.rs), so a simulated run
+//! and a real one can be split at the same place (the store operation, and everything outside
+//! it) when they disagree.
+//!
+//! Invariant: recording draws nothing and schedules nothing, so a run's events and trace hash
+//! do not depend on it. Not here: how long an operation takes (resources.rs, disk.rs).
+
+use std::collections::BTreeMap;
+
+use t3fs_core::chunk::ChunkOp;
+use t3fs_core::ids::NodeId;
+
+/// The kind's name, as the real node's metrics name it.
+pub fn kind(op: &ChunkOp) -> &'static str {
+    match op {
+        ChunkOp::Read { .. } => "chunk_read",
+        ChunkOp::Update { .. } => "chunk_update",
+        ChunkOp::Commit { .. } => "chunk_commit",
+        ChunkOp::Install { .. } => "chunk_install",
+        ChunkOp::List => "chunk_list",
+    }
+}
+
+/// Durations by node and kind, nanoseconds.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOps {
+    by: BTreeMap<(NodeId, &'static str), Vec<u64>>,
+}
+
+impl StoreOps {
+    /// `node`'s operation of `kind` took `ns`.
+    pub fn record(&mut self, node: NodeId, kind: &'static str, ns: u64) {
+        self.by.entry((node, kind)).or_default().push(ns);
+    }
+
+    /// The median and 99th percentile (nearest rank), microseconds, and the count.
+    pub fn quantiles(&self, node: NodeId, kind: &'static str) -> Option<(f64, f64, usize)> {
+        let mut v = self.by.get(&(node, kind))?.clone();
+        v.sort_unstable();
+        let at = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Some((at(0.5) as f64 / 1e3, at(0.99) as f64 / 1e3, v.len()))
+    }
+
+    /// One line per node that ran chunk operations: each kind's median, p99 and count.
+    pub fn lines(&self, name: &dyn Fn(usize) -> String) -> Vec<String> {
+        let mut nodes: Vec<NodeId> = self.by.keys().map(|(n, _)| *n).collect();
+        nodes.dedup();
+        nodes
+            .into_iter()
+            .map(|n| {
+                let kinds: Vec<String> = self
+                    .by
+                    .keys()
+                    .filter(|(m, _)| *m == n)
+                    .filter_map(|&(_, k)| {
+                        let (p50, p99, count) = self.quantiles(n, k)?;
+                        Some(format!("{k} p50 {p50:.0} us, p99 {p99:.0} us ({count})"))
+                    })
+                    .collect();
+                format!(
+                    "store operations of {} (submission to completion): {}",
+                    name(n.0 as usize),
+                    kinds.join("; ")
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_node_and_kind_has_its_own_quantiles() {
+        let mut s = StoreOps::default();
+        for i in 1..=100 {
+            s.record(NodeId(1), "chunk_update", i * 1000);
+        }
+        s.record(NodeId(2), "chunk_read", 7000);
+        assert_eq!(
+            s.quantiles(NodeId(1), "chunk_update"),
+            Some((50.0, 99.0, 100))
+        );
+        assert_eq!(s.quantiles(NodeId(2), "chunk_read"), Some((7.0, 7.0, 1)));
+        assert_eq!(s.quantiles(NodeId(2), "chunk_update"), None);
+        let lines = s.lines(&|i| format!("storage-{i}"));
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with("store operations of storage-1"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].contains("chunk_update p50 50 us, p99 99 us (100)"),
+            "{lines:?}"
+        );
+    }
+}

@@ -177,6 +177,20 @@ pub enum ChunkOp {
     },
 }
 
+impl ChunkOp {
+    /// The operation's kind as metrics and reports name it (`chunk_read`, `chunk_update`, ...),
+    /// the same in a real node's histograms and the simulator's.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ChunkOp::Read { .. } => "chunk_read",
+            ChunkOp::Update { .. } => "chunk_update",
+            ChunkOp::Commit { .. } => "chunk_commit",
+            ChunkOp::Install { .. } => "chunk_install",
+            ChunkOp::List => "chunk_list",
+        }
+    }
+}
+
 /// Metadata of one chunk on one target (3FS `ChunkMetadata`, reduced).
 ///
 /// Invariant: `pending`, when present, is greater than `committed`; correct machines keep it at

@@ -83,7 +83,7 @@ impl Host for RealHost<'_> {
     }
 
     fn submit_chunk(&mut self, id: IoId, target: TargetId, op: ChunkOp) {
-        self.stats.submitted(id, super::stats::chunk_kind(&op));
+        self.stats.submitted(id, op.kind());
         match self.stores.get(&target) {
             Some(s) => s.submit(id, op),
             None => {

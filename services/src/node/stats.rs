@@ -6,19 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use t3fs_core::chunk::ChunkOp;
 use t3fs_core::ids::IoId;
-
-/// The metric name of a chunk operation.
-pub fn chunk_kind(op: &ChunkOp) -> &'static str {
-    match op {
-        ChunkOp::Read { .. } => "chunk_read",
-        ChunkOp::Update { .. } => "chunk_update",
-        ChunkOp::Commit { .. } => "chunk_commit",
-        ChunkOp::Install { .. } => "chunk_install",
-        ChunkOp::List => "chunk_list",
-    }
-}
 
 /// Latencies by operation kind, in microseconds.
 pub struct IoStats {

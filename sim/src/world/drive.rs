@@ -108,7 +108,7 @@ impl Host for SimHost<'_> {
         let ssd = sim.resources.as_mut().map(|r| (r, target));
         let at = disk.completion_time(start, &op, &mut sim.rng, &sim.faults, ssd);
         if let Some(r) = sim.resources.as_mut() {
-            let kind = super::store_ops::kind(&op);
+            let kind = op.kind();
             r.store_ops
                 .record(ctx.id, kind, at.0.saturating_sub(self.now.0));
         }

@@ -9,19 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use t3fs_core::chunk::ChunkOp;
 use t3fs_core::ids::NodeId;
-
-/// The kind's name, as the real node's metrics name it.
-pub fn kind(op: &ChunkOp) -> &'static str {
-    match op {
-        ChunkOp::Read { .. } => "chunk_read",
-        ChunkOp::Update { .. } => "chunk_update",
-        ChunkOp::Commit { .. } => "chunk_commit",
-        ChunkOp::Install { .. } => "chunk_install",
-        ChunkOp::List => "chunk_list",
-    }
-}
 
 /// Durations by node and kind, nanoseconds.
 #[derive(Clone, Debug, Default)]

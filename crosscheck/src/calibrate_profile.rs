@@ -383,14 +383,13 @@ fn beside_path(
 /// reads; a mutation's fixed part is a commit's (which moves no bytes), and its part per byte
 /// what an update costs beyond that. Never below zero.
 fn store_cpu([r4k, r1m, update, commit]: [f64; 4]) -> StoreCpu {
-    let mib = (1u64 << 20) as f64;
-    let read_byte_ns = ((r1m - r4k) * 1e9 / (mib - 4096.0)).max(0.0);
+    let read_byte_ns = ((r1m - r4k) * 1e9 / (MIB - 4096.0)).max(0.0);
     let read = (r4k - 4096.0 * read_byte_ns / 1e9).max(0.0);
     StoreCpu {
         read: Duration::from_secs_f64(read),
         read_byte_ns,
         write: Duration::from_secs_f64(commit.max(0.0)),
-        write_byte_ns: ((update - commit) * 1e9 / mib).max(0.0),
+        write_byte_ns: ((update - commit) * 1e9 / MIB).max(0.0),
     }
 }
 

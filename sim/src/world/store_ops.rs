@@ -27,26 +27,22 @@ impl StoreOps {
     pub fn quantiles(&self, node: NodeId, kind: &'static str) -> Option<(f64, f64, usize)> {
         let mut v = self.by.get(&(node, kind))?.clone();
         v.sort_unstable();
-        let at = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        Some((at(0.5) as f64 / 1e3, at(0.99) as f64 / 1e3, v.len()))
+        let us = |q: f64| super::throughput::quantile(&v, q) * 1e6;
+        Some((us(0.5), us(0.99), v.len()))
     }
 
     /// One line per node that ran chunk operations: each kind's median, p99 and count.
     pub fn lines(&self, name: &dyn Fn(usize) -> String) -> Vec<String> {
-        let mut nodes: Vec<NodeId> = self.by.keys().map(|(n, _)| *n).collect();
-        nodes.dedup();
-        nodes
+        let mut by_node: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
+        for &(n, k) in self.by.keys() {
+            if let Some((p50, p99, count)) = self.quantiles(n, k) {
+                let kind = format!("{k} p50 {p50:.0} us, p99 {p99:.0} us ({count})");
+                by_node.entry(n).or_default().push(kind);
+            }
+        }
+        by_node
             .into_iter()
-            .map(|n| {
-                let kinds: Vec<String> = self
-                    .by
-                    .keys()
-                    .filter(|(m, _)| *m == n)
-                    .filter_map(|&(_, k)| {
-                        let (p50, p99, count) = self.quantiles(n, k)?;
-                        Some(format!("{k} p50 {p50:.0} us, p99 {p99:.0} us ({count})"))
-                    })
-                    .collect();
+            .map(|(n, kinds)| {
                 format!(
                     "store operations of {} (submission to completion): {}",
                     name(n.0 as usize),

@@ -34,8 +34,8 @@ pub struct Load {
     pub writes: KindLoad,
 }
 
-/// The value at quantile `q` of sorted `v` (nearest rank).
-fn quantile(v: &[u64], q: f64) -> f64 {
+/// The value at quantile `q` of sorted nanoseconds `v` (nearest rank), in seconds.
+pub(super) fn quantile(v: &[u64], q: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

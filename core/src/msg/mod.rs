@@ -138,6 +138,40 @@ pub fn is_heartbeat_frame(frame: &[u8]) -> bool {
 }
 
 impl Msg {
+    /// The variant's name (`Write`, `UpdateReply`), for logs that must not format a payload.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::GetRouting { .. } => "GetRouting",
+            Self::ReadReply(_) => "ReadReply",
+            Self::Read(_) => "Read",
+            Self::Routing(_) => "Routing",
+            Self::Update(_) => "Update",
+            Self::UpdateReply(_) => "UpdateReply",
+            Self::Write(_) => "Write",
+            Self::Heartbeat(_) => "Heartbeat",
+            Self::HeartbeatReply(_) => "HeartbeatReply",
+            Self::NotPrimary { .. } => "NotPrimary",
+            Self::ExtendSession(_) => "ExtendSession",
+            Self::SyncStart(_) => "SyncStart",
+            Self::SyncStartReply(_) => "SyncStartReply",
+            Self::SyncDone(_) => "SyncDone",
+            Self::SyncDoneReply(_) => "SyncDoneReply",
+            Self::MetaReq(_) => "MetaReq",
+            Self::MetaReply(_) => "MetaReply",
+            Self::GetClientSessions => "GetClientSessions",
+            Self::ClientSessions(_) => "ClientSessions",
+            Self::QueryLastChunk(_) => "QueryLastChunk",
+            Self::QueryLastChunkReply(_) => "QueryLastChunkReply",
+            Self::SpaceInfo => "SpaceInfo",
+            Self::SpaceInfoReply(_) => "SpaceInfoReply",
+            Self::KvReq(_) => "KvReq",
+            Self::KvReply(_) => "KvReply",
+            Self::NodeAddrs(_) => "NodeAddrs",
+            Self::DumpChunkMeta { .. } => "DumpChunkMeta",
+            Self::ChunkMetaDump(_) => "ChunkMetaDump",
+        }
+    }
+
     /// Encodes the message as one frame.
     pub fn encode(&self) -> Vec<u8> {
         match self {

@@ -5,7 +5,7 @@
 //! inbound frames from the transport (decoded with the core codec, dropped unless the sender's
 //! role may send them (`transport::policy`), a client's namespace requests set to act for its
 //! credential's user; KV replies and address lists are the driver's own), loopback messages, timer fires, I/O completions, local calls (the
-//! native client, admin), and a status tick. Each input is one `step`; the actions go through
+//! native client, admin), and a status tick (`T3FS_HOP_LOG` adds a line per input, `hops.rs`). Each input is one `step`; the actions go through
 //! [`host::RealHost`]. Chunk stores run on their own threads and KV steps leave the runtime (a
 //! remote `kv` service, or the blocking pool), so nothing here blocks, unless [`NodeEnv`] asks
 //! for inline I/O (a driver under turmoil).
@@ -19,6 +19,7 @@
 //! here: building the process from a config (`serve.rs`), the transport and stores themselves.
 
 pub mod clock;
+pub mod hops;
 pub mod host;
 mod sources;
 pub mod stats;
@@ -179,6 +180,7 @@ pub fn spawn(
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
     let tick = tokio::time::interval(Duration::from_millis(500));
     let sources = Sources::new(parts.inbound, loop_rx, timer_rx, io_rx, cmd_rx, tick);
+    let hops = hops::HopLog::from_env(&parts.name);
     let driver = Driver {
         id: parts.id,
         name: parts.name,
@@ -194,6 +196,7 @@ pub fn spawn(
         inline_io: parts.env.inline_io,
         chunk_io_deadline: parts.env.chunk_io_deadline,
         stats: IoStats::new(),
+        hops,
         io_tx,
         timer_tx,
         loop_tx,
@@ -226,6 +229,8 @@ struct Driver {
     inline_io: bool,
     chunk_io_deadline: Option<Duration>,
     stats: IoStats,
+    /// The hop log, when `T3FS_HOP_LOG` asks for one (`hops.rs`).
+    hops: Option<hops::HopLog>,
     io_tx: mpsc::UnboundedSender<(IoId, IoResult)>,
     timer_tx: mpsc::UnboundedSender<(AnyTimer, u64)>,
     loop_tx: mpsc::UnboundedSender<Msg>,
@@ -271,6 +276,9 @@ impl Driver {
                 Event::Cmd(None) => break None,
                 Event::Tick => {
                     self.publish();
+                    if let Some(h) = &mut self.hops {
+                        h.flush();
+                    }
                     for late in self.expire_chunk_io() {
                         if let Some(h) = self.step(late) {
                             tracing::error!(node = %self.name, "halted: {h}");
@@ -281,6 +289,7 @@ impl Driver {
                     continue;
                 }
             };
+            self.log_hop(&input);
             let ran = self.step(input);
             self.publish_routing();
             if let Some(h) = ran {
@@ -319,10 +328,23 @@ impl Driver {
         late
     }
 
+    /// A message or a local call in the hop log (completions are logged in `on_io`).
+    fn log_hop(&mut self, input: &Input) {
+        let Some(h) = &mut self.hops else { return };
+        match input {
+            Input::Recv(from, msg) => h.line(format_args!("recv from {from}: {}", msg.name())),
+            Input::Call(..) => h.line(format_args!("call")),
+            _ => {}
+        }
+    }
+
     /// An I/O completion, unless it was answered already (a KV timeout raced its reply).
     fn on_io(&mut self, id: IoId, r: IoResult) -> Option<Input> {
         let dest = self.tables.inflight.complete(id)?;
-        self.stats.completed(id);
+        let kind = self.stats.completed(id);
+        if let (Some(h), IoDest::Chunk(target), Some(kind)) = (&mut self.hops, &dest, kind) {
+            h.line(format_args!("disk {target} done: {kind}"));
+        }
         if let IoResult::Chunk(Err(e @ (ChunkError::Failed | ChunkError::Corrupt))) = &r {
             // The machine takes the target OFFLINE for good: say why in the log.
             tracing::error!(node = %self.name, io = ?dest, "chunk I/O answered {e:?}");
@@ -387,6 +409,9 @@ impl Driver {
             returns, halted, ..
         } = host;
         for (req, ret) in returns {
+            if let Some(h) = &mut self.hops {
+                h.line(format_args!("return"));
+            }
             if let Some(tx) = self.calls.remove(&req) {
                 let _ = tx.send(ret);
             }
@@ -414,6 +439,9 @@ impl Driver {
             } else {
                 tokio::task::spawn_blocking(move || s.shutdown()).await.ok();
             }
+        }
+        if let Some(h) = &mut self.hops {
+            h.flush();
         }
         self.publish();
     }

@@ -35,15 +35,15 @@ impl IoStats {
         self.started.insert(id, (kind, Instant::now()));
     }
 
-    /// I/O `id` completed now.
-    pub fn completed(&mut self, id: IoId) {
-        if let Some((kind, t)) = self.started.remove(&id) {
-            let us = t.elapsed().as_micros().clamp(1, 3_600_000_000) as u64;
-            let h = self.hist.entry(kind).or_insert_with(|| {
-                Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
-            });
-            let _ = h.record(us);
-        }
+    /// I/O `id` completed now: its kind, if it was submitted here.
+    pub fn completed(&mut self, id: IoId) -> Option<&'static str> {
+        let (kind, t) = self.started.remove(&id)?;
+        let us = t.elapsed().as_micros().clamp(1, 3_600_000_000) as u64;
+        let h = self.hist.entry(kind).or_insert_with(|| {
+            Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
+        });
+        let _ = h.record(us);
+        Some(kind)
     }
 
     /// Chunk I/Os submitted longer than `age` ago and not completed, oldest first, with their

@@ -23,7 +23,9 @@ impl World {
             Ev::Timer { node, timer, .. } => (name(*node), format!("timer {timer:?}")),
             Ev::Io { node, id, .. } => {
                 let what = match self.nodes[*node].ctx.ops.get(id) {
-                    Some(node::Pending::Chunk(t, op)) => format!("disk {t} done: {op:?}"),
+                    Some(node::Pending::Chunk(t, op)) => {
+                        format!("disk {t} done: {} {op:?}", op.kind())
+                    }
                     Some(node::Pending::Kv(op)) => format!("kv done: {op:?}"),
                     None => format!("stale io {id}"),
                 };

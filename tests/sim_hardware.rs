@@ -86,3 +86,18 @@ fn hardware_runs_are_a_function_of_their_seed() {
     let o = run::run(&sc, 2, false).expect("runs");
     assert_ne!(o.trace, ta, "another seed, another run");
 }
+
+#[test]
+fn a_shared_disk_run_is_a_function_of_its_seed_and_passes_its_checks() {
+    let mut sc = nic_bound();
+    let hw = sc.hardware.as_mut().expect("hardware");
+    (hw.ssd_read_concurrency, hw.ssd_write_concurrency) = (1.2, 1.1);
+    let (a, ta) = load_of(&sc);
+    let (b, tb) = load_of(&sc);
+    assert_eq!((ta, a), (tb, b));
+    let (_, fifo) = load_of(&nic_bound());
+    assert_ne!(
+        ta, fifo,
+        "the shared disk serves differently from the FIFO queue"
+    );
+}

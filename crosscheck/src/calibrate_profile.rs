@@ -332,6 +332,20 @@ impl Figures {
 
     /// The loopback line's time for 1 MiB less the CPU the transport spends on it (counted on
     /// the cores): what the NIC's bytes term keeps.
+    /// How many lone operations' worth the disk serves at once, for reads and for mutations:
+    /// its bandwidth with the chain's stores 8 operations in flight over what one alone does
+    /// (a 1 MiB read's lone rate; a 1 MiB update's lone transfer and sync plus its commit's
+    /// sync, the two mutations each update of the probe makes). 0 for both where the depth
+    /// bandwidths were not measured: the model keeps its FIFO transfer queue.
+    fn concurrency(&self) -> (f64, f64) {
+        let (Some(r), Some(w)) = (self.read_depth_mib_s, self.write_depth_mib_s) else {
+            return (0.0, 0.0);
+        };
+        let read = r * self.r1m50.as_secs_f64();
+        let write = w * (self.transfer_w + 2 * self.sync50).as_secs_f64();
+        (read.max(1e-3), write.max(1e-3))
+    }
+
     fn wire_1m(&self) -> Duration {
         let cpu = Duration::from_secs_f64(self.transport_byte_ns * (1u64 << 20) as f64 / 1e9);
         self.lone.saturating_sub(cpu).max(Duration::from_micros(1))
@@ -411,6 +425,7 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
     let lone_read = mib / f.r1m50.as_secs_f64().max(1e-9);
     let lone_write = mib / f.transfer_w.as_secs_f64();
     let (ssd_wake, ssd_wake_p99) = f.wake();
+    let concurrency = f.concurrency();
     Hardware {
         profile: THIS_HOST.into(),
         nic_bytes: mib / f.wire_1m().as_secs_f64(),
@@ -432,6 +447,8 @@ fn hardware(m: &Measured, f: &Figures) -> Hardware {
         ssd_p99: f.r4k99.max(f.r4k50).max(Duration::from_nanos(1)),
         ssd_sync: f.sync50,
         ssd_sync_p99: f.sync99,
+        ssd_read_concurrency: concurrency.0,
+        ssd_write_concurrency: concurrency.1,
         ssd_wake,
         ssd_wake_p99,
         ssd_transfer_spread: (f.r1m99.as_secs_f64() / f.r1m50.as_secs_f64().max(1e-9)).max(1.0),

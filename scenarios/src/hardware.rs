@@ -77,6 +77,14 @@ pub struct Hardware {
     /// 99th percentile of the durability point: with `ssd_sync`, a log-normal distribution
     /// (equal to it: every mutation pays `ssd_sync`, and nothing is drawn).
     pub ssd_sync_p99: Duration,
+    /// How many lone operations' worth of work the SSD does at once, for reads and for
+    /// mutations: with both set (above 0), the operations in service share the SSD (processor
+    /// sharing: with `n` in service each progresses at `min(1, C / n)` of its lone speed, a later
+    /// one slowing an earlier one too) in place of its FIFO transfer queue and bandwidths. 0 in
+    /// the built-in profiles: the transfer queue.
+    pub ssd_read_concurrency: f64,
+    /// The same for mutations (a transfer with its durability point).
+    pub ssd_write_concurrency: f64,
     /// How much slower than its median a transfer (an operation's bytes over the SSD's
     /// bandwidth) is at the 99th percentile: a log-normal factor on each operation's transfer
     /// time (1: no spread, and nothing is drawn).
@@ -170,6 +178,8 @@ impl Hardware {
                 ssd_p99: us(300),
                 ssd_sync: Duration::ZERO,
                 ssd_sync_p99: Duration::ZERO,
+                ssd_read_concurrency: 0.0,
+                ssd_write_concurrency: 0.0,
                 ssd_wake: Duration::ZERO,
                 ssd_wake_p99: Duration::ZERO,
                 ssd_transfer_spread: 1.0,
@@ -202,6 +212,8 @@ impl Hardware {
                 ssd_p99: us(1500),
                 ssd_sync: us(200),
                 ssd_sync_p99: us(200),
+                ssd_read_concurrency: 0.0,
+                ssd_write_concurrency: 0.0,
                 ssd_wake: Duration::ZERO,
                 ssd_wake_p99: Duration::ZERO,
                 ssd_transfer_spread: 1.0,
@@ -248,6 +260,8 @@ pub(crate) struct RawHardware {
     ssd_p99_us: Option<f64>,
     ssd_sync_us: Option<f64>,
     ssd_sync_p99_us: Option<f64>,
+    ssd_read_concurrency: Option<f64>,
+    ssd_write_concurrency: Option<f64>,
     ssd_wake_us: Option<f64>,
     ssd_wake_p99_us: Option<f64>,
     ssd_transfer_spread: Option<f64>,
@@ -390,6 +404,30 @@ impl RawHardware {
             (self.ssd_sync_us, self.ssd_sync_p99_us),
             h.ssd_sync,
         )?;
+        match (self.ssd_read_concurrency, self.ssd_write_concurrency) {
+            (None, None) => {}
+            (Some(r), Some(w)) if r > 0.0 && w > 0.0 && r.is_finite() && w.is_finite() => {
+                (h.ssd_read_concurrency, h.ssd_write_concurrency) = (r, w);
+            }
+            (Some(_), Some(_)) => {
+                return Err((
+                    "ssd_read_concurrency",
+                    "both concurrencies must be above 0".into(),
+                ))
+            }
+            (Some(_), None) => {
+                return Err((
+                    "ssd_write_concurrency",
+                    "given with ssd_read_concurrency".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err((
+                    "ssd_read_concurrency",
+                    "given with ssd_write_concurrency".into(),
+                ))
+            }
+        }
         (h.ssd_wake, h.ssd_wake_p99) = median_and_p99(
             ("ssd_wake_us", "ssd_wake_p99_us"),
             (self.ssd_wake_us, self.ssd_wake_p99_us),
@@ -620,6 +658,28 @@ mod tests {
     }
 
     #[test]
+    fn the_shared_disks_concurrencies_come_together_and_are_written_back() {
+        let text = with(
+            "profile = \"gbe-sata\"\nssd_read_concurrency = 1.25\nssd_write_concurrency = 0.8",
+        );
+        let s = parse("h.toml", &text).unwrap();
+        let h = s.hardware.clone().expect("hardware");
+        assert_eq!(
+            (h.ssd_read_concurrency, h.ssd_write_concurrency),
+            (1.25, 0.8)
+        );
+        let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+        assert_eq!(again.hardware, s.hardware);
+        let plain = parse("p.toml", &with("profile = \"gbe-sata\"")).unwrap();
+        let h = plain.hardware.clone().expect("hardware");
+        assert_eq!(
+            (h.ssd_read_concurrency, h.ssd_write_concurrency),
+            (0.0, 0.0)
+        );
+        assert!(!crate::write::to_toml(&plain).contains("concurrency"));
+    }
+
+    #[test]
     fn bad_values_name_their_line_and_key() {
         let e = parse("h.toml", &with("profile = \"nope\"")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (5, "hardware.profile"));
@@ -647,6 +707,12 @@ mod tests {
             ("cpu_overlap_us = -2", "cpu_overlap_us"),
             ("ssd_lone_mb_s = 0", "ssd_lone_mb_s"),
             ("ssd_wake_us = 50\nssd_wake_p99_us = 10", "ssd_wake_p99_us"),
+            ("ssd_read_concurrency = 1.5", "ssd_write_concurrency"),
+            ("ssd_write_concurrency = 1.5", "ssd_read_concurrency"),
+            (
+                "ssd_read_concurrency = 0\nssd_write_concurrency = 1",
+                "ssd_read_concurrency",
+            ),
             ("cpu_overlap_read_byte_ns = nan", "cpu_overlap_read_byte_ns"),
             ("cpu_store_read_us = -1", "cpu_store_read_us"),
             ("cpu_store_write_byte_ns = inf", "cpu_store_write_byte_ns"),

@@ -81,7 +81,14 @@ pub fn hardware_toml(h: &crate::Hardware) -> String {
 fn optional_keys(h: &crate::Hardware) -> String {
     let us = |d: Duration| d.as_nanos() as f64 / 1e3;
     let c = &h.cpu_store;
-    let groups: [(bool, &[(&str, f64)]); 5] = [
+    let groups: [(bool, &[(&str, f64)]); 6] = [
+        (
+            h.ssd_read_concurrency == 0.0 && h.ssd_write_concurrency == 0.0,
+            &[
+                ("ssd_read_concurrency", h.ssd_read_concurrency),
+                ("ssd_write_concurrency", h.ssd_write_concurrency),
+            ],
+        ),
         (
             h.nic_latency.is_zero() && h.nic_latency_p99.is_zero(),
             &[

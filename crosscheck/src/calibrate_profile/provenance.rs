@@ -94,6 +94,14 @@ fn ssd(m: &Measured, f: &Figures) -> Vec<String> {
             s.write_depth_mib_s
         ),
         format!(
+            "ssd_read_concurrency, ssd_write_concurrency: {:.2} and {:.2} lone operations' \
+             worth at once, the disk shared by what is in service (processor sharing): those \
+             bandwidths over one alone's (a 1 MiB read at its lone p50; a 1 MiB update's lone \
+             transfer and sync and its commit's sync)",
+            f.concurrency().0,
+            f.concurrency().1
+        ),
+        format!(
             "ssd_sync_us, ssd_sync_p99_us: its commits (a metadata record made durable), p50 \
              {:.0} us, p99 {:.0} us, less the 4 KiB read median (the model's access latency)",
             us(f.c50),

@@ -139,7 +139,7 @@ impl Disk {
         op: &ChunkOp,
         rng: &mut Rng,
         f: &Faults,
-        ssd: Option<(&mut Resources, TargetId)>,
+        ssd: Option<(&mut Resources, TargetId, super::resources::sharing::Key)>,
     ) -> Instant {
         let latency = match (&self.slow, &ssd) {
             (Some(r), _) => rng.duration(r.clone()),
@@ -147,11 +147,26 @@ impl Disk {
                 self.counters.spikes += 1;
                 rng.duration(Duration::from_millis(50)..Duration::from_secs(2))
             }
-            (None, Some((r, _))) => r.ssd_latency(rng),
+            (None, Some((r, _, _))) => r.ssd_latency(rng),
             (None, None) => rng.duration(f.disk_latency.clone()),
         };
         let mut at = match ssd {
-            Some((r, target)) => r.ssd((target, now), op_bytes(op), is_mutation(op), latency, rng),
+            Some((r, target, key)) => {
+                let write = is_mutation(op);
+                // A mutation's chunk on its target: mutations of one chunk finish in order.
+                let order = chunk_of(op).filter(|_| write).map(|c| {
+                    (u128::from(target.0) << 96)
+                        | (u128::from(c.inode.0) << 32)
+                        | u128::from(c.index)
+                });
+                r.ssd(
+                    (target, now),
+                    (op_bytes(op), write),
+                    latency,
+                    (key, order),
+                    rng,
+                )
+            }
             None => Instant(now.0 + latency.as_nanos() as u64),
         };
         match chunk_of(op) {

@@ -105,7 +105,8 @@ impl Host for SimHost<'_> {
             }
             None => self.now,
         };
-        let ssd = sim.resources.as_mut().map(|r| (r, target));
+        let key = (ctx.id.0 as usize, ctx.incarnation, id.0);
+        let ssd = sim.resources.as_mut().map(|r| (r, target, key));
         let at = disk.completion_time(start, &op, &mut sim.rng, &sim.faults, ssd);
         if let Some(r) = sim.resources.as_mut() {
             let kind = op.kind();

@@ -449,6 +449,20 @@ impl World {
             }
             Ev::Io { node, inc, id } => {
                 if self.nodes[node].ctx.incarnation != inc {
+                    if let Some(r) = &mut self.sim.resources {
+                        r.ssd_forget((node, inc, id.0));
+                    }
+                    return;
+                }
+                // On an SSD its operations share, a later one may have postponed this one.
+                let now = self.sim.now();
+                if let Some(later) = self
+                    .sim
+                    .resources
+                    .as_mut()
+                    .and_then(|r| r.ssd_check((node, inc, id.0), now))
+                {
+                    self.sim.queue.push(later, Ev::Io { node, inc, id });
                     return;
                 }
                 if self.defer_if_paused(node, Ev::Io { node, inc, id }) {

@@ -30,6 +30,15 @@
 //! for a mutation (drawn between its median and p99); its node has it a drawn wake-up later (the
 //! profile's `ssd_wake`), which holds no slot.
 //!
+//! With `ssd_read_concurrency` and `ssd_write_concurrency` (a profile measured by calibrate)
+//! the SSD is shared instead of queued (`sharing.rs`): an operation's work, its own transfer
+//! at its lone rate with its drawn factor plus a mutation's sync, is served beside every other
+//! operation in service, each at `min(1, C / n)` of its lone speed with `n` in service, so a
+//! later operation slows an earlier one too, as concurrent durable writes on one virtual disk
+//! lengthen each other; the time returned is the earliest, and the world asks
+//! [`Resources::ssd_check`] when it comes (re-arming the completion until the operation is
+//! done). The transfer queue and bandwidths are then not used; queue depth and IOPS pacing are.
+//!
 //! A spread the profile does not give draws nothing, so profiles without spreads run exactly as
 //! before spreads existed. Everything is a function of the seed (draws come from the world's
 //! generator in event order) and of simulated time, nothing of the wall clock.
@@ -72,6 +81,8 @@ struct Ssd {
     slots: Vec<Instant>,
     next_start: Instant,
     transfer: Server,
+    /// The operations in service, with `ssd_*_concurrency` (`sharing.rs`).
+    sharing: sharing::Sharing,
     ops: u64,
 }
 
@@ -82,6 +93,8 @@ pub struct Resources {
     rx: Vec<Server>,
     cpu: Vec<Vec<Server>>,
     ssds: BTreeMap<TargetId, Ssd>,
+    /// The SSD of each operation a shared SSD serves, until its node has it.
+    shared: BTreeMap<sharing::Key, TargetId>,
     /// Each node's chunk store operations' durations (what a real node's metrics measure).
     pub store_ops: super::store_ops::StoreOps,
 }
@@ -135,6 +148,7 @@ impl Resources {
             rx: vec![Server::default(); nodes],
             cpu: vec![vec![Server::default(); cores]; nodes],
             ssds: BTreeMap::new(),
+            shared: BTreeMap::new(),
             store_ops: Default::default(),
             hw,
         }
@@ -227,13 +241,15 @@ impl Resources {
 
     /// When an SSD operation of `bytes` on `target` (a write when `write`), submitted at `now`
     /// with access latency `latency`, completes. `rng` draws the spreads of its transfer and
-    /// its durability point, where the profile gives them.
+    /// its durability point, where the profile gives them. `who` names the operation and, for a
+    /// mutation, its chunk: on an SSD the operations share (`ssd_*_concurrency`), the time
+    /// returned is the earliest, and [`Resources::ssd_check`] says when it comes whether it is.
     pub fn ssd(
         &mut self,
         (target, now): (TargetId, Instant),
-        bytes: usize,
-        write: bool,
+        (bytes, write): (usize, bool),
         latency: Duration,
+        who: (sharing::Key, Option<u128>),
         rng: &mut Rng,
     ) -> Instant {
         let hw = &self.hw;
@@ -248,6 +264,7 @@ impl Resources {
             slots: vec![Instant::ZERO; hw.ssd_queue_depth as usize],
             next_start: Instant::ZERO,
             transfer: Server::default(),
+            sharing: Default::default(),
             ops: 0,
         });
         let (slot, free) = ssd
@@ -273,14 +290,30 @@ impl Resources {
         } else {
             hw.ssd_transfer_spread
         };
-        let own = bytes_ns(bytes, lone) as f64;
-        let slow = Instant(start.0 + (own * spread(rng, spread_of)) as u64);
+        let own = bytes_ns(bytes, lone) as f64 * spread(rng, spread_of);
+        let slow = Instant(start.0 + own as u64);
         // A mutation is done at its durability point, a sync after its bytes.
         let sync = if write {
             ns(lognormal(rng, hw.ssd_sync, hw.ssd_sync_p99))
         } else {
             0
         };
+        if hw.ssd_read_concurrency > 0.0 {
+            // Shared: its own transfer and sync are its work, served beside every other's.
+            let wake = ns(lognormal(rng, hw.ssd_wake, hw.ssd_wake_p99));
+            let c = if write {
+                hw.ssd_write_concurrency
+            } else {
+                hw.ssd_read_concurrency
+            };
+            let work = (Instant(start.0 + ns(latency)).0, own as u64 + sync, wake);
+            let had = ssd.sharing.admit(now.0, who.0, work, (c, who.1));
+            ssd.slots[slot] = Instant(had - wake);
+            ssd.transfer.busy_ns += transfer;
+            ssd.ops += 1;
+            self.shared.insert(who.0, target);
+            return Instant(had);
+        }
         let done = Instant(Instant(start.0 + ns(latency)).max(moved).max(slow).0 + sync);
         ssd.slots[slot] = done;
         // The node has it after the store's wake-up, which holds no slot (`lognormal` draws
@@ -288,6 +321,29 @@ impl Resources {
         let done = Instant(done.0 + ns(lognormal(rng, hw.ssd_wake, hw.ssd_wake_p99)));
         ssd.ops += 1;
         done
+    }
+
+    /// Asked when operation `key` was to complete, at `now`: `None` if its node has it (or it
+    /// is not on a shared SSD), else when it now will.
+    pub fn ssd_check(&mut self, key: sharing::Key, now: Instant) -> Option<Instant> {
+        let target = *self.shared.get(&key)?;
+        let ssd = self.ssds.get_mut(&target)?;
+        match ssd.sharing.check(now.0, key) {
+            Ok(()) => {
+                self.shared.remove(&key);
+                None
+            }
+            Err(later) => Some(Instant(later)),
+        }
+    }
+
+    /// Forgets operation `key` (its node went down before it completed).
+    pub fn ssd_forget(&mut self, key: sharing::Key) {
+        if let Some(t) = self.shared.remove(&key) {
+            if let Some(ssd) = self.ssds.get_mut(&t) {
+                ssd.sharing.forget(key);
+            }
+        }
     }
 
     /// An SSD access latency drawn from the profile's log-normal distribution.
@@ -349,5 +405,6 @@ impl Resources {
     }
 }
 
+pub mod sharing;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// An operation's name where the SSD is not shared (its key is not consulted).
+const NOBODY: (sharing::Key, Option<u128>) = ((0, 0, 0), None);
+
 fn hw() -> Hardware {
     let mut h = Hardware::profile("gbe-sata").expect("profile");
     h.cpu_cores = 0;
@@ -151,16 +154,16 @@ fn one_host_shares_its_nic_and_disk_between_all_nodes_and_targets() {
     let lat = Duration::ZERO;
     let x = r.ssd(
         (TargetId(1), Instant::ZERO),
-        1 << 20,
-        true,
+        (1 << 20, true),
         lat,
+        NOBODY,
         &mut Rng::new(1),
     );
     let y = r.ssd(
         (TargetId(2), Instant::ZERO),
-        1 << 20,
-        true,
+        (1 << 20, true),
         lat,
+        NOBODY,
         &mut Rng::new(1),
     );
     let w = bytes_ns(1 << 20, hw().ssd_write_bytes);
@@ -271,14 +274,30 @@ fn ssds_bind_on_iops_for_small_and_bandwidth_for_large_operations() {
     let lat = Duration::from_micros(100);
     let mut r = Resources::new(hw(), 1);
     let small: Vec<Instant> = (0..1000)
-        .map(|_| r.ssd((t, Instant::ZERO), 4096, false, lat, &mut Rng::new(1)))
+        .map(|_| {
+            r.ssd(
+                (t, Instant::ZERO),
+                (4096, false),
+                lat,
+                NOBODY,
+                &mut Rng::new(1),
+            )
+        })
         .collect();
     // 80k IOPS: 1000 operations start 12.5 us apart.
     let last = small.iter().max().expect("some").0;
     assert!((12_400_000..12_700_000).contains(&last), "{last}");
     let mut r = Resources::new(hw(), 1);
     let big = (0..10)
-        .map(|_| r.ssd((t, Instant::ZERO), 1 << 20, false, lat, &mut Rng::new(1)))
+        .map(|_| {
+            r.ssd(
+                (t, Instant::ZERO),
+                (1 << 20, false),
+                lat,
+                NOBODY,
+                &mut Rng::new(1),
+            )
+        })
         .max()
         .expect("some");
     // 500 MB/s: ten MiB in ~21 ms.
@@ -293,7 +312,16 @@ fn ssds_bind_on_iops_for_small_and_bandwidth_for_large_operations() {
     h.ssd_queue_depth = 1;
     let mut r = Resources::new(h, 1);
     let done: Vec<u64> = (0..3)
-        .map(|_| r.ssd((t, Instant::ZERO), 0, false, lat, &mut Rng::new(1)).0)
+        .map(|_| {
+            r.ssd(
+                (t, Instant::ZERO),
+                (0, false),
+                lat,
+                NOBODY,
+                &mut Rng::new(1),
+            )
+            .0
+        })
         .collect();
     assert_eq!(done, [100_000, 200_000, 300_000]);
 }
@@ -319,8 +347,14 @@ fn spreads_follow_their_median_and_tail_and_draw_nothing_when_absent() {
                 .0,
         );
         write.push(
-            r.ssd((TargetId(1), Instant::ZERO), 1 << 20, true, z, &mut rng)
-                .0,
+            r.ssd(
+                (TargetId(1), Instant::ZERO),
+                (1 << 20, true),
+                z,
+                NOBODY,
+                &mut rng,
+            )
+            .0,
         );
     }
     let (p50, p99) = quantiles(msg);
@@ -346,9 +380,9 @@ fn spreads_follow_their_median_and_tail_and_draw_nothing_when_absent() {
     );
     r.ssd(
         (TargetId(1), Instant::ZERO),
-        9,
-        true,
+        (9, true),
         Duration::ZERO,
+        NOBODY,
         &mut a,
     );
     assert_eq!(a.clone().unit(), b.clone().unit());
@@ -363,4 +397,51 @@ fn ssd_latencies_follow_the_profiles_median_and_tail() {
     let (p50, p99) = (v[10_000].as_secs_f64(), v[19_800].as_secs_f64());
     assert!((p50 / 150e-6 - 1.0).abs() < 0.05, "p50 {p50}");
     assert!((p99 / 1500e-6 - 1.0).abs() < 0.15, "p99 {p99}");
+}
+
+#[test]
+fn a_shared_ssd_slows_every_operation_that_overlaps_even_the_first() {
+    let mut h = hw();
+    (h.ssd_read_concurrency, h.ssd_write_concurrency) = (1.0, 1.0);
+    let mut r = Resources::new(h.clone(), 1);
+    let (t, lat) = (TargetId(1), Duration::ZERO);
+    let lone = bytes_ns(1 << 20, h.ssd_write_lone_bytes) + ns(h.ssd_sync);
+    let a = r.ssd(
+        (t, Instant::ZERO),
+        (1 << 20, true),
+        lat,
+        ((0, 0, 1), None),
+        &mut Rng::new(1),
+    );
+    assert_eq!(a.0, lone, "alone, its lone time");
+    // A second arrives half way through: from then on both go at half speed.
+    let half = Instant(lone / 2);
+    let b = r.ssd(
+        (t, half),
+        (1 << 20, true),
+        lat,
+        ((0, 0, 2), None),
+        &mut Rng::new(1),
+    );
+    assert!(b.0 >= lone * 2, "{} vs {lone}", b.0);
+    // The first was told `a`; when that comes it is not done, and is half a lone time later.
+    let later = r.ssd_check((0, 0, 1), a).expect("postponed");
+    assert!(
+        later.0.abs_diff(lone + lone / 2) <= 2,
+        "{} vs {}",
+        later.0,
+        lone + lone / 2
+    );
+    assert_eq!(r.ssd_check((0, 0, 1), later), None);
+    assert_eq!(r.ssd_check((0, 0, 2), b), None);
+    // Without the concurrencies the first finishes as told and only the second waits.
+    let mut fifo = Resources::new(hw(), 1);
+    let a = fifo.ssd(
+        (t, Instant::ZERO),
+        (1 << 20, true),
+        lat,
+        ((0, 0, 1), None),
+        &mut Rng::new(1),
+    );
+    assert_eq!(fifo.ssd_check((0, 0, 1), a), None);
 }

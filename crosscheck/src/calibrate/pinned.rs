@@ -1,11 +1,12 @@
-//! The model's prediction for fixed profiles, pinned: calibrate's jobs simulated on five
+//! The model's prediction for fixed profiles, pinned: calibrate's jobs simulated on six
 //! committed, dated profiles measured by `t3fs calibrate` must give exactly these figures —
 //! one from a 16-core host (every message's cost queued on the NIC, as profiles were measured
 //! before 2026-11-27), one from the 2-core host with the CPU split (a message's CPU queued
 //! on the cores, its wait overlapped as `nic_latency`), one from the same host with the
 //! CPU beside the path (`cpu_overlap_*`, measured from real I/O 8 at a time), one from a
-//! 2-core Intel host with the measured round trip (`nic_latency_trip`), and one from a 2-core
-//! AMD host with the store's own CPU on its path (`cpu_store_*`). A change to the performance
+//! 2-core Intel host with the measured round trip (`nic_latency_trip`), one from a 2-core
+//! AMD host with the store's own CPU on its path (`cpu_store_*`), and one from the same host
+//! with its disk shared by what is in service (`ssd_*_concurrency`). A change to the performance
 //! model or the resources that moves them fails here, so it is made deliberately: check the
 //! new figures against calibrate on a real host, then pin them anew. Not a timing test: the
 //! simulator is deterministic, so the figures are exact for a seed.
@@ -25,7 +26,7 @@ type Pin = (&'static str, f64, f64);
 /// 2026-11-29 when `calibrate --workloads` came). Re-pinned 2026-11-29 for pipelined
 /// forwarding: a simulated 1 MiB write's store updates now overlap down the chain, as on a real
 /// cluster (seq-write-1m 205.7 -> 311.3 IOPS on the 16-core profile).
-const PINNED: [(&str, &str, [Pin; 11]); 5] = [
+const PINNED: [(&str, &str, [Pin; 11]); 6] = [
     (
         "2026-11-27-h100-16core",
         include_str!("../../../docs/calibration/2026-11-27-h100-16core/this-host.toml"),
@@ -109,6 +110,23 @@ const PINNED: [(&str, &str, [Pin; 11]); 5] = [
             ("checkpoint-save", 555.7, 10849.9),
             ("checkpoint-load", 1771.4, 2403.9),
             ("kvcache-read", 1425.8, 20192.5),
+        ],
+    ),
+    (
+        "2026-12-02-2core-epyc-shared-disk",
+        include_str!("../../../docs/calibration/2026-12-02-2core-epyc-shared-disk/this-host.toml"),
+        [
+            ("seq-write-1m", 299.3, 4569.0),
+            ("seq-read-1m", 751.2, 2034.2),
+            ("randread-4k", 4364.3, 372.2),
+            ("seq-write-1m-x8", 487.3, 27370.0),
+            ("seq-read-1m-x8", 1529.4, 10025.2),
+            ("randread-4k-x8", 16751.5, 1029.1),
+            ("randrw-1m-x8-r", 346.5, 13202.6),
+            ("randrw-1m-x8-w", 363.6, 27278.3),
+            ("checkpoint-save", 472.3, 14800.5),
+            ("checkpoint-load", 1470.3, 5073.0),
+            ("kvcache-read", 1139.8, 40491.6),
         ],
     ),
 ];

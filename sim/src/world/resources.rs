@@ -309,7 +309,6 @@ impl Resources {
             let work = (Instant(start.0 + ns(latency)).0, own as u64 + sync, wake);
             let had = ssd.sharing.admit(now.0, who.0, work, (c, who.1));
             ssd.slots[slot] = Instant(had - wake);
-            ssd.transfer.busy_ns += transfer;
             ssd.ops += 1;
             self.shared.insert(who.0, target);
             return Instant(had);
@@ -394,10 +393,17 @@ impl Resources {
                 ));
             }
         }
-        if let Some((t, s)) = self.ssds.iter().max_by_key(|(_, s)| s.transfer.busy_ns) {
+        // A shared SSD is busy while anything is in service; a queued one while it transfers.
+        let busy = |s: &Ssd| s.transfer.busy_ns + s.sharing.busy_ns;
+        if let Some((t, s)) = self.ssds.iter().max_by_key(|(_, s)| busy(s)) {
+            let what = if self.hw.ssd_read_concurrency > 0.0 {
+                "in service"
+            } else {
+                "transfer"
+            };
             out.push(format!(
-                "busiest SSD transfer: {t} {:.1}% ({} operations)",
-                s.transfer.busy_ns as f64 / total * 100.0,
+                "busiest SSD {what}: {t} {:.1}% ({} operations)",
+                busy(s) as f64 / total * 100.0,
                 s.ops
             ));
         }

@@ -51,6 +51,8 @@ pub struct Sharing {
     /// Finished and not yet asked about.
     finished: BTreeMap<Key, Finished>,
     seq: u64,
+    /// Time with at least one operation in service (ns), for the report.
+    pub busy_ns: u64,
 }
 
 impl Sharing {
@@ -168,6 +170,9 @@ impl Sharing {
             let step_to = self.next_event().map_or(t, |e| e.min(t)).max(self.at + 1);
             let dt = (step_to - self.at) as f64;
             let n = self.serving() as f64;
+            if n > 0.0 {
+                self.busy_ns += step_to - self.at;
+            }
             let at = self.at;
             let mut done = Vec::new();
             for (k, j) in self.jobs.iter_mut().filter(|(_, j)| j.enters <= at) {

@@ -279,7 +279,13 @@ impl Resources {
         let transfer = bytes_ns(bytes, rate);
         // The transfer queue holds the bandwidth's time (the bound under load); alone, an
         // operation's own transfer takes its lone rate's time, longer by its drawn factor.
-        let moved = ssd.transfer.serve(start, transfer);
+        // A shared SSD has no transfer queue: its sharing serves the bytes.
+        let shared = hw.ssd_read_concurrency > 0.0;
+        let moved = if shared {
+            start
+        } else {
+            ssd.transfer.serve(start, transfer)
+        };
         let lone = if write {
             hw.ssd_write_lone_bytes
         } else {
@@ -298,7 +304,7 @@ impl Resources {
         } else {
             0
         };
-        if hw.ssd_read_concurrency > 0.0 {
+        if shared {
             // Shared: its own transfer and sync are its work, served beside every other's.
             let wake = ns(lognormal(rng, hw.ssd_wake, hw.ssd_wake_p99));
             let c = if write {

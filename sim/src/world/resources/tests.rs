@@ -434,6 +434,14 @@ fn a_shared_ssd_slows_every_operation_that_overlaps_even_the_first() {
     );
     assert_eq!(r.ssd_check((0, 0, 1), later), None);
     assert_eq!(r.ssd_check((0, 0, 2), b), None);
+    // In service from 0 until the second finished: busy the whole time, and no more.
+    let report = r.summary(Duration::from_nanos(b.0), &|i| format!("n{i}"));
+    assert!(
+        report
+            .iter()
+            .any(|l| l == "busiest SSD in service: t1 100.0% (2 operations)"),
+        "{report:?}"
+    );
     // Without the concurrencies the first finishes as told and only the second waits.
     let mut fifo = Resources::new(hw(), 1);
     let a = fifo.ssd(

@@ -404,6 +404,34 @@ impl RawHardware {
             (self.ssd_sync_us, self.ssd_sync_p99_us),
             h.ssd_sync,
         )?;
+        self.apply_concurrency(h)?;
+        (h.ssd_wake, h.ssd_wake_p99) = median_and_p99(
+            ("ssd_wake_us", "ssd_wake_p99_us"),
+            (self.ssd_wake_us, self.ssd_wake_p99_us),
+            h.ssd_wake,
+        )?;
+        match self.ssd_transfer_spread {
+            Some(v) if !(v.is_finite() && v >= 1.0) => {
+                return Err(("ssd_transfer_spread", format!("{v}: must be at least 1")))
+            }
+            Some(v) => h.ssd_transfer_spread = v,
+            None => {}
+        }
+        h.ssd_write_spread = match self.ssd_write_spread {
+            Some(v) if !(v.is_finite() && v >= 1.0) => {
+                return Err(("ssd_write_spread", format!("{v}: must be at least 1")))
+            }
+            Some(v) => v,
+            None => h.ssd_transfer_spread,
+        };
+        if h.ssd_p99 < h.ssd_p50 {
+            return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));
+        }
+        Ok(())
+    }
+
+    /// The shared disk's concurrencies over `h`: both or neither, each above 0.
+    fn apply_concurrency(&self, h: &mut Hardware) -> Result<(), (&'static str, String)> {
         match (self.ssd_read_concurrency, self.ssd_write_concurrency) {
             (None, None) => {}
             (Some(r), Some(w)) if r > 0.0 && w > 0.0 && r.is_finite() && w.is_finite() => {
@@ -427,28 +455,6 @@ impl RawHardware {
                     "given with ssd_write_concurrency".into(),
                 ))
             }
-        }
-        (h.ssd_wake, h.ssd_wake_p99) = median_and_p99(
-            ("ssd_wake_us", "ssd_wake_p99_us"),
-            (self.ssd_wake_us, self.ssd_wake_p99_us),
-            h.ssd_wake,
-        )?;
-        match self.ssd_transfer_spread {
-            Some(v) if !(v.is_finite() && v >= 1.0) => {
-                return Err(("ssd_transfer_spread", format!("{v}: must be at least 1")))
-            }
-            Some(v) => h.ssd_transfer_spread = v,
-            None => {}
-        }
-        h.ssd_write_spread = match self.ssd_write_spread {
-            Some(v) if !(v.is_finite() && v >= 1.0) => {
-                return Err(("ssd_write_spread", format!("{v}: must be at least 1")))
-            }
-            Some(v) => v,
-            None => h.ssd_transfer_spread,
-        };
-        if h.ssd_p99 < h.ssd_p50 {
-            return Err(("ssd_p99_us", "below the median `ssd_p50_us`".into()));
         }
         Ok(())
     }

@@ -447,31 +447,7 @@ impl World {
                 self.sim.hash(&[1, node as u8]);
                 self.drive(node, t3fs_core::node::Input::Timer(timer));
             }
-            Ev::Io { node, inc, id } => {
-                if self.nodes[node].ctx.incarnation != inc {
-                    if let Some(r) = &mut self.sim.resources {
-                        r.ssd_forget((node, inc, id.0));
-                    }
-                    return;
-                }
-                // On an SSD its operations share, a later one may have postponed this one.
-                let now = self.sim.now();
-                if let Some(later) = self
-                    .sim
-                    .resources
-                    .as_mut()
-                    .and_then(|r| r.ssd_check((node, inc, id.0), now))
-                {
-                    self.sim.queue.push(later, Ev::Io { node, inc, id });
-                    return;
-                }
-                if self.defer_if_paused(node, Ev::Io { node, inc, id }) {
-                    return;
-                }
-                self.sim.hash(&[2, node as u8]);
-                self.sim.hash(&id.0.to_le_bytes());
-                self.complete_io(node, id);
-            }
+            Ev::Io { node, inc, id } => self.io_event(node, inc, id),
             Ev::Step(i) => {
                 let step = self.scenario.steps[i].clone();
                 self.sim.hash(&[3, i as u8]);
@@ -549,5 +525,35 @@ impl World {
             }
             Err(_) => self.sim.net.counters.malformed += 1,
         }
+    }
+}
+
+impl World {
+    /// An I/O completion event: dropped for a node restarted since, re-armed while a shared SSD
+    /// still serves it (a later operation may have postponed it), deferred while the node is
+    /// paused, else completed.
+    fn io_event(&mut self, node: usize, inc: u64, id: t3fs_core::ids::IoId) {
+        if self.nodes[node].ctx.incarnation != inc {
+            if let Some(r) = &mut self.sim.resources {
+                r.ssd_forget((node, inc, id.0));
+            }
+            return;
+        }
+        let now = self.sim.now();
+        if let Some(later) = self
+            .sim
+            .resources
+            .as_mut()
+            .and_then(|r| r.ssd_check((node, inc, id.0), now))
+        {
+            self.sim.queue.push(later, Ev::Io { node, inc, id });
+            return;
+        }
+        if self.defer_if_paused(node, Ev::Io { node, inc, id }) {
+            return;
+        }
+        self.sim.hash(&[2, node as u8]);
+        self.sim.hash(&id.0.to_le_bytes());
+        self.complete_io(node, id);
     }
 }

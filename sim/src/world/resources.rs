@@ -286,15 +286,15 @@ impl Resources {
         } else {
             ssd.transfer.serve(start, transfer)
         };
-        let lone = if write {
-            hw.ssd_write_lone_bytes
+        let (lone, spread_of, concurrency) = if write {
+            let c = hw.ssd_write_concurrency;
+            (hw.ssd_write_lone_bytes, hw.ssd_write_spread, c)
         } else {
-            hw.ssd_lone_bytes
-        };
-        let spread_of = if write {
-            hw.ssd_write_spread
-        } else {
-            hw.ssd_transfer_spread
+            (
+                hw.ssd_lone_bytes,
+                hw.ssd_transfer_spread,
+                hw.ssd_read_concurrency,
+            )
         };
         let own = bytes_ns(bytes, lone) as f64 * spread(rng, spread_of);
         let slow = Instant(start.0 + own as u64);
@@ -307,13 +307,8 @@ impl Resources {
         if shared {
             // Shared: its own transfer and sync are its work, served beside every other's.
             let wake = ns(lognormal(rng, hw.ssd_wake, hw.ssd_wake_p99));
-            let c = if write {
-                hw.ssd_write_concurrency
-            } else {
-                hw.ssd_read_concurrency
-            };
             let work = (Instant(start.0 + ns(latency)).0, own as u64 + sync, wake);
-            let had = ssd.sharing.admit(now.0, who.0, work, (c, who.1));
+            let had = ssd.sharing.admit(now.0, who.0, work, (concurrency, who.1));
             ssd.slots[slot] = Instant(had - wake);
             ssd.ops += 1;
             self.shared.insert(who.0, target);

@@ -12,7 +12,6 @@ run as calibrate judges them (trip_ab.py's scenario and figures). Standard libra
 """
 import os
 import re
-import statistics
 import sys
 import tempfile
 
@@ -61,20 +60,8 @@ def main():
         for r in range(1, rounds + 1):
             profiles[r], c = forms(os.path.join(out_dir, f"this-host-round-{r}.toml"), work, r)
             print(f"round {r}: ssd_read_concurrency {c[0]:.2f}, ssd_write_concurrency {c[1]:.2f}")
-        print(f"{'job':16} {'form':7} {'IOPS err':>9} {'p99 err':>9}  each round (IOPS / p99 %)")
-        for job in base.JOBS:
-            if not os.path.isdir(os.path.join(out_dir, f"real-{job[0]}-1")):
-                continue
-            for form in ("fifo", "shared"):
-                ei, ep = [], []
-                for r in range(1, rounds + 1):
-                    si, sp = base.simulate(t3fs, work, job, profiles[r][form], "trip")
-                    ri, rp = base.real(out_dir, job, r)
-                    ei.append(si / ri - 1)
-                    ep.append(sp / rp - 1)
-                each = " ".join(f"{a * 100:+.0f}/{b * 100:+.0f}" for a, b in zip(ei, ep))
-                print(f"{job[0]:16} {form:7} {statistics.median(ei) * 100:+8.1f}% "
-                      f"{statistics.median(ep) * 100:+8.1f}%  {each}", flush=True)
+        sides = [(f, lambda r, f=f: (profiles[r][f], "trip")) for f in ("fifo", "shared")]
+        base.judge(t3fs, work, out_dir, rounds, sides)
 
 
 if __name__ == "__main__":

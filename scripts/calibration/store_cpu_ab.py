@@ -12,7 +12,6 @@ library only.
 """
 import os
 import re
-import statistics
 import sys
 import tempfile
 
@@ -78,20 +77,8 @@ def main():
                 f.write(text)
             profiles[r] = {"as-run": p, "store-cpu": q}
             print(f"round {r}: " + ", ".join(f"{k} {v:.3f}" for k, v in new.items()))
-        print(f"{'job':16} {'form':9} {'IOPS err':>9} {'p99 err':>9}  each round (IOPS / p99 %)")
-        for job in base.JOBS:
-            if not os.path.isdir(os.path.join(out_dir, f"real-{job[0]}-1")):
-                continue
-            for form in ("as-run", "store-cpu"):
-                ei, ep = [], []
-                for r in range(1, rounds + 1):
-                    si, sp = base.simulate(t3fs, work, job, profiles[r][form], "trip")
-                    ri, rp = base.real(out_dir, job, r)
-                    ei.append(si / ri - 1)
-                    ep.append(sp / rp - 1)
-                each = " ".join(f"{a * 100:+.0f}/{b * 100:+.0f}" for a, b in zip(ei, ep))
-                print(f"{job[0]:16} {form:9} {statistics.median(ei) * 100:+8.1f}% "
-                      f"{statistics.median(ep) * 100:+8.1f}%  {each}")
+        forms = [(f, lambda r, f=f: (profiles[r][f], "trip")) for f in ("as-run", "store-cpu")]
+        base.judge(t3fs, work, out_dir, rounds, forms)
 
 
 if __name__ == "__main__":

@@ -90,29 +90,40 @@ def real(out_dir, job, r):
     return k["iops"], k["clat_ns"]["percentile"]["99.000000"] / 1e3
 
 
+def judge(t3fs, work, out_dir, rounds, forms):
+    """Prints each job's median paired errors and each round's, for every form: `forms` is a
+    list of (label, profile_of) where profile_of(round) gives (profile path, hardware form)."""
+    width = max(7, *(len(label) for label, _ in forms))
+    print(f"{'job':16} {'form':{width}} {'IOPS err':>9} {'p99 err':>9}  each round (IOPS / p99 %)")
+    for job in JOBS:
+        if not os.path.isdir(os.path.join(out_dir, f"real-{job[0]}-1")):
+            continue
+        for label, profile_of in forms:
+            ei, ep = [], []
+            for r in range(1, rounds + 1):
+                si, sp = simulate(t3fs, work, job, *profile_of(r))
+                ri, rp = real(out_dir, job, r)
+                ei.append(si / ri - 1)
+                ep.append(sp / rp - 1)
+            each = " ".join(f"{a * 100:+.0f}/{b * 100:+.0f}" for a, b in zip(ei, ep))
+            print(
+                f"{job[0]:16} {label:{width}} {statistics.median(ei) * 100:+8.1f}% "
+                f"{statistics.median(ep) * 100:+8.1f}%  {each}",
+                flush=True,
+            )
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     t3fs, out_dir = os.path.abspath(sys.argv[1]), sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    print(f"{'job':16} {'form':7} {'IOPS err':>9} {'p99 err':>9}  each round (IOPS / p99 %)")
+
+    def as_run(form):
+        return lambda r: (os.path.join(out_dir, f"this-host-round-{r}.toml"), form)
+
     with tempfile.TemporaryDirectory() as work:
-        for job in JOBS:
-            if not os.path.isdir(os.path.join(out_dir, f"real-{job[0]}-1")):
-                continue
-            for form in ("halves", "trip"):
-                ei, ep = [], []
-                for r in range(1, rounds + 1):
-                    profile = os.path.join(out_dir, f"this-host-round-{r}.toml")
-                    si, sp = simulate(t3fs, work, job, profile, form)
-                    ri, rp = real(out_dir, job, r)
-                    ei.append(si / ri - 1)
-                    ep.append(sp / rp - 1)
-                each = " ".join(f"{a * 100:+.0f}/{b * 100:+.0f}" for a, b in zip(ei, ep))
-                print(
-                    f"{job[0]:16} {form:7} {statistics.median(ei) * 100:+8.1f}% "
-                    f"{statistics.median(ep) * 100:+8.1f}%  {each}"
-                )
+        judge(t3fs, work, out_dir, rounds, [(f, as_run(f)) for f in ("halves", "trip")])
 
 
 if __name__ == "__main__":

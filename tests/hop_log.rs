@@ -4,7 +4,7 @@
 //! decomposition the simulator-fidelity issue compares with the simulator's `--log`).
 //!
 //! Reproduce: `cargo nextest run -p t3fs --test hop_log`. Every process the test starts is
-//! stopped by its guard, pass or fail; traffic stays on 127.0.0.1.
+//! stopped, pass or fail (`cluster down`, else the scratch directory's guard); traffic stays on 127.0.0.1.
 
 mod support;
 
@@ -93,7 +93,6 @@ fn every_node_logs_its_hops_and_the_script_orders_each_request_along_the_chain()
     let cluster = tmp.0.join("cluster");
     let c = cluster.to_string_lossy().to_string();
     t3fs_logged(&["cluster", "up", "--dir", &c], &tmp.0, &hops);
-    let guard = ClusterGuard(&cluster);
     for rw in ["write", "read"] {
         let out = tmp.0.join(format!("bench-{rw}"));
         let args = [
@@ -111,7 +110,9 @@ fn every_node_logs_its_hops_and_the_script_orders_each_request_along_the_chain()
         let o = out.to_string_lossy().to_string();
         t3fs_logged(&[&args[..], &["--out", &o]].concat(), &tmp.0, &hops);
     }
-    drop(guard); // the nodes write what they buffered as they stop
+    // The nodes write what they buffered as they stop (on a failure before this, the
+    // scratch directory's guard kills them).
+    support::stop_cluster(&cluster);
     for node in ["storage-0", "storage-1", "storage-2", "mgmtd-0"] {
         let f = hops.join(format!("{node}.hops"));
         assert!(f.exists(), "{} was not written", f.display());
@@ -187,13 +188,4 @@ fn every_node_logs_its_hops_and_the_script_orders_each_request_along_the_chain()
         read > 0.0 && read <= p50(&table, "Read", "client answered"),
         "{table}"
     );
-}
-
-/// Stops the cluster in its directory when dropped, pass or fail.
-struct ClusterGuard<'a>(&'a Path);
-
-impl Drop for ClusterGuard<'_> {
-    fn drop(&mut self) {
-        support::stop_cluster(self.0);
-    }
 }

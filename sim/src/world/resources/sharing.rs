@@ -105,7 +105,8 @@ impl Sharing {
     }
 
     /// Operations in service or waiting for their latency.
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    fn in_flight(&self) -> usize {
         self.jobs.len()
     }
 

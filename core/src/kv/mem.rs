@@ -168,15 +168,18 @@ impl KvEngine for MemKv {
         if fault == Some(MemKvFault::CommitUnknownDropped) {
             return Err(KvError::CommitUnknown);
         }
-        let conflicted =
-            self.log
-                .iter()
-                .filter(|(v, _)| *v > req.read_version)
-                .any(|(_, written)| {
-                    written
-                        .iter()
-                        .any(|w| req.read_conflicts.iter().any(|r| r.intersects(w)))
-                });
+        // The log is in version order: walk back only over the commits after the read
+        // version, not the whole window (thousands of commits on a busy meta service).
+        let conflicted = self
+            .log
+            .iter()
+            .rev()
+            .take_while(|(v, _)| *v > req.read_version)
+            .any(|(_, written)| {
+                written
+                    .iter()
+                    .any(|w| req.read_conflicts.iter().any(|r| r.intersects(w)))
+            });
         if conflicted {
             return Err(KvError::Conflict);
         }

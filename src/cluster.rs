@@ -76,6 +76,10 @@ pub enum ClusterCommand {
         /// `/kv` with the token): for tests; off by default.
         #[arg(long)]
         fault_injection: bool,
+        /// Tokio worker threads of every service process (0: each runs its tasks on its main
+        /// thread; `[node] worker_threads`). Unset: 2 for storage, 0 for the other roles.
+        #[arg(long)]
+        worker_threads: Option<usize>,
     },
     /// Run a scenario file (a catalog name or a path) on real processes: a cluster from its
     /// `[cluster]` section, its workload through native clients, its steps as signals and
@@ -203,6 +207,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
             transport,
             chunk_io_deadline_ms,
             fault_injection,
+            worker_threads,
         } => {
             let o = cluster::UpOptions {
                 dir,
@@ -223,6 +228,7 @@ pub fn run(cmd: ClusterCommand) -> ExitCode {
                 transport,
                 chunk_io_deadline_ms,
                 fault_injection,
+                worker_threads,
             };
             done(cluster::up(&o))
         }
@@ -305,6 +311,20 @@ async fn io_with(c: &Client, mib: u64, depth: usize) -> Result<String, String> {
     ))
 }
 
+/// A service's runtime: `workers` tokio workers, or with 0 a current-thread runtime that runs
+/// every task on the thread calling `block_on`.
+fn service_runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut b = match workers {
+        0 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    b.enable_all().build()
+}
+
 /// `t3fs serve ROLE --config FILE`.
 pub fn serve(role: &str, config: &std::path::Path) -> ExitCode {
     let role: t3fs_services::serve::ServeRole = match role.parse() {
@@ -325,11 +345,13 @@ pub fn serve(role: &str, config: &std::path::Path) -> ExitCode {
         .with_target(false)
         .with_ansi(false)
         .init();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let storage = matches!(
+        role,
+        t3fs_services::serve::ServeRole::Machine(t3fs_core::node::Role::Storage)
+    );
+    let workers = (cfg.node.worker_threads)
+        .unwrap_or_else(|| t3fs_services::config::default_worker_threads(storage));
+    let rt = match service_runtime(workers) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: {e}");

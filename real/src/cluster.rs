@@ -58,6 +58,9 @@ pub struct UpOptions {
     pub chunk_io_deadline_ms: u64,
     /// Every node serves the fault-injection endpoint (tests only; `NodeSection`).
     pub fault_injection: bool,
+    /// Tokio worker threads of every service (0: its main thread; `None`: the role's default;
+    /// `NodeSection`).
+    pub worker_threads: Option<usize>,
 }
 
 pub use crate::cluster_node::NodeEntry;

@@ -82,6 +82,7 @@ fn up_options(dir: &std::path::Path) -> UpOptions {
         transport: "tcp".into(),
         chunk_io_deadline_ms: 30_000,
         fault_injection: false,
+        worker_threads: None,
     }
 }
 

@@ -85,6 +85,7 @@ fn plan_configs(o: &UpOptions) -> R<Vec<(String, String, NodeConfig)>> {
                     transport: o.transport.clone(),
                     chunk_io_deadline_ms: o.chunk_io_deadline_ms,
                     fault_injection: o.fault_injection,
+                    worker_threads: o.worker_threads,
                 },
                 cluster: section.clone(),
                 addresses: addresses.clone(),

@@ -157,6 +157,7 @@ fn up_options(o: &RunOptions) -> UpOptions {
         chunk_io_deadline_ms: 30_000,
         // A scenario run and a soak inject their faults through the endpoint.
         fault_injection: true,
+        worker_threads: None,
     }
 }
 

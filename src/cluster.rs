@@ -349,7 +349,9 @@ pub fn serve(role: &str, config: &std::path::Path) -> ExitCode {
         role,
         t3fs_services::serve::ServeRole::Machine(t3fs_core::node::Role::Storage)
     );
-    let workers = (cfg.node.worker_threads)
+    let workers = cfg
+        .node
+        .worker_threads
         .unwrap_or_else(|| t3fs_services::config::default_worker_threads(storage));
     let rt = match service_runtime(workers) {
         Ok(rt) => rt,

@@ -115,7 +115,7 @@ pub struct NodeSection {
 /// the main thread alone. A metadata request is a few small steps (decode, a KV lookup, an
 /// answer), each of which on a multi-threaded runtime may wake another core; on a host with
 /// fewer cores than busy processes those wake-ups are most of its cost (8 concurrent native
-/// clients: creates +14%, stats +20% with meta, mgmtd and kv on their main threads,
+/// clients: creates +14%, stats +26% with meta, mgmtd and kv on their main threads,
 /// docs/results.md). Storage copies chunk bytes, which two workers do in parallel (1 MiB
 /// reads at depth 8 lost 5-10% on one thread).
 pub fn default_worker_threads(storage: bool) -> usize {

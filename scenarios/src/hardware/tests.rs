@@ -6,6 +6,14 @@ fn with(hw: &str) -> String {
     format!("name = \"h\"\nabout = \"a\"\n\n[hardware]\n{hw}\n")
 }
 
+/// The hardware of scenario `text`, after checking that writing it back loads the same.
+fn written_back(text: &str) -> super::Hardware {
+    let s = parse("h.toml", text).unwrap();
+    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
+    assert_eq!(again.hardware, s.hardware);
+    s.hardware.expect("hardware")
+}
+
 #[test]
 fn profiles_load_and_keys_override_them() {
     let s = parse("h.toml", &with("profile = \"nvme-rdma\"\nnic_gbps = 100")).unwrap();
@@ -37,63 +45,45 @@ fn hardware_is_written_back_as_loaded() {
     assert_eq!(h.ssd_write_spread, 1.25);
     // A message latency is written back where set, and not at all where it is not.
     let text = with("profile = \"gbe-sata\"\nnic_latency_us = 30\nnic_latency_p99_us = 90");
-    let s = parse("h.toml", &text).unwrap();
-    let h = s.hardware.clone().expect("hardware");
+    let h = written_back(&text);
     let us = core::time::Duration::from_micros;
     assert_eq!((h.nic_latency, h.nic_latency_p99), (us(30), us(90)));
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     // So is the wake-up after a store's completion.
     let text = with("profile = \"gbe-sata\"\nssd_wake_us = 40\nssd_wake_p99_us = 90");
-    let s = parse("h.toml", &text).unwrap();
-    let h = s.hardware.clone().expect("hardware");
+    let h = written_back(&text);
     assert_eq!((h.ssd_wake, h.ssd_wake_p99), (us(40), us(90)));
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     // So are lone rates apart from the bandwidths; absent, they follow the bandwidths.
     let text = with("profile = \"gbe-sata\"\nssd_mb_s = 900\nssd_lone_mb_s = 300");
-    let s = parse("h.toml", &text).unwrap();
-    let h = s.hardware.clone().expect("hardware");
+    let h = written_back(&text);
     assert_eq!((h.ssd_bytes, h.ssd_lone_bytes), (900e6, 300e6));
     assert_eq!((h.ssd_write_bytes, h.ssd_write_lone_bytes), (450e6, 450e6));
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     // So is the CPU beside a message's path.
     let text = with(
         "profile = \"gbe-sata\"\ncpu_overlap_us = 12.5\ncpu_overlap_read_byte_ns = 0.6\n\
          cpu_overlap_write_byte_ns = 1.1",
     );
-    let s = parse("h.toml", &text).unwrap();
-    let h = s.hardware.clone().expect("hardware");
+    let h = written_back(&text);
     assert_eq!(h.cpu_overlap, us(12) + us(1) / 2);
     let by_byte = (h.cpu_overlap_read_byte_ns, h.cpu_overlap_write_byte_ns);
     assert_eq!(by_byte, (0.6, 1.1));
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     // So is the store's own CPU on its path, a fixed part and one per byte.
     let text = with(
         "profile = \"gbe-sata\"\ncpu_store_read_us = 30\ncpu_store_read_byte_ns = 0.125\n\
          cpu_store_write_us = 70\ncpu_store_write_byte_ns = 0.25",
     );
-    let s = parse("h.toml", &text).unwrap();
-    let c = s.hardware.clone().expect("hardware").cpu_store;
+    let c = written_back(&text).cpu_store;
     assert_eq!((c.read, c.write), (us(30), us(70)));
     assert_eq!(c.of(8000, false), us(31));
     assert_eq!(c.of(4000, true), us(71));
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     // So is a measured round trip, which replaces the message latency's median and p99.
     let text = with(
         "profile = \"gbe-sata\"\n\
          nic_latency_trip = [[0.0, 80.5], [0.5, 120.0], [0.99, 900.25], [1.0, 2400.0]]",
     );
-    let s = parse("h.toml", &text).unwrap();
-    let h = s.hardware.clone().expect("hardware");
+    let h = written_back(&text);
     let trip = h.nic_latency_trip.clone().expect("a trip");
     assert_eq!(trip.points()[2], (0.99, us(900) + us(1) / 4));
     assert_eq!((h.nic_latency, h.nic_latency_p99), (us(0), us(0)));
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     let plain = crate::write::hardware_toml(&super::Hardware::profile("gbe-sata").unwrap());
     assert!(!plain.contains("trip"), "{plain}");
     assert!(!plain.contains("nic_latency"), "{plain}");
@@ -109,14 +99,11 @@ fn hardware_is_written_back_as_loaded() {
 fn the_shared_disks_concurrencies_come_together_and_are_written_back() {
     let text =
         with("profile = \"gbe-sata\"\nssd_read_concurrency = 1.25\nssd_write_concurrency = 0.8");
-    let s = parse("h.toml", &text).unwrap();
-    let h = s.hardware.clone().expect("hardware");
+    let h = written_back(&text);
     assert_eq!(
         (h.ssd_read_concurrency, h.ssd_write_concurrency),
         (1.25, 0.8)
     );
-    let again = parse("again.toml", &crate::write::to_toml(&s)).unwrap();
-    assert_eq!(again.hardware, s.hardware);
     let plain = parse("p.toml", &with("profile = \"gbe-sata\"")).unwrap();
     let h = plain.hardware.clone().expect("hardware");
     assert_eq!(

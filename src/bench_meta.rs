@@ -294,7 +294,7 @@ fn simulated() -> ExitCode {
             M::Mknod { .. } => "mknod",
             M::Hardlink { .. } => "link",
             M::Open { .. } => "open",
-            M::Close { .. } => "close",
+            M::Close { .. } | M::CloseUnwritten { .. } => "close",
             M::ExtendStripe { .. } => "extend stripe",
             M::Sync { .. } => "sync",
             M::LockDirectory { .. } => "lock directory",

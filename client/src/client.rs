@@ -538,6 +538,16 @@ impl Client {
         .map(|_| ())
     }
 
+    /// Closes write sessions `(inode, session)` that wrote nothing, so no length changes: one
+    /// request (and one commit) per `CLOSE_UNWRITTEN_MAX` of them.
+    pub async fn close_unwritten(&self, sessions: &[(InodeId, u64)]) -> Result<(), ClientError> {
+        for part in sessions.chunks(t3fs_core::wire::CLOSE_UNWRITTEN_MAX) {
+            let sessions = part.to_vec();
+            self.meta(MetaOp::CloseUnwritten { sessions }).await?;
+        }
+        Ok(())
+    }
+
     /// Makes a directory (its parent must exist).
     pub async fn mkdir(&self, path: &str) -> Result<(), ClientError> {
         self.mkdir_mode(path, 0o755).await.map(|_| ())

@@ -150,6 +150,11 @@ impl<C: MountClient> Inner<C> {
     /// (`size_of`).
     pub async fn release(self: &Arc<Self>, fh: u64, held: Writing) -> Result<(), Errno> {
         let r = match held {
+            // Nothing to report: the close goes later, with others (unwritten_closes.rs).
+            Some((f, wb)) if f.session != 0 && wb.wrote_nothing() => {
+                self.close_unwritten(f.inode, f.session);
+                Ok(())
+            }
             Some((f, wb)) if f.session != 0 => {
                 // A failure was reported at flush; the hint covers what landed.
                 let _ = wb.drain(self).await;

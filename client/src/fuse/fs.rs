@@ -131,6 +131,12 @@ impl Filesystem for T3fs {
         Ok(())
     }
 
+    fn destroy(&mut self) {
+        // The closes still queued go before the runtime stops (unwritten_closes.rs).
+        let inner = self.inner.clone();
+        self.inner.rt.block_on(inner.send_unwritten());
+    }
+
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let name = name.to_os_string();
         self.spawn(req, |s| async move {

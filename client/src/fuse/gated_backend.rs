@@ -142,7 +142,9 @@ pub(super) async fn run_tasks() {
 }
 
 pub(super) fn runtime() -> tokio::runtime::Runtime {
+    // Timers for the closes that wait for company (unwritten_closes.rs).
     tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("a current-thread runtime")
 }

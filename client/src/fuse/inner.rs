@@ -78,6 +78,8 @@ pub(super) struct Inner<C> {
     pub next_fh: AtomicU64,
     /// Directories as the commits of this mount's requests left them (dir_attrs.rs).
     pub dir_attrs: Arc<DirAttrs>,
+    /// Closes of sessions that wrote nothing, waiting to go together (unwritten_closes.rs).
+    pub unwritten: super::unwritten_closes::UnwrittenCloses,
 }
 
 pub(super) use super::backend::lock;
@@ -126,6 +128,7 @@ impl<C: MountClient> Inner<C> {
             files: Mutex::default(),
             dirs: Mutex::default(),
             next_fh: AtomicU64::new(1),
+            unwritten: Default::default(),
         }
     }
     /// The size this mount reports for file `ino`: the largest of meta's length and the ends

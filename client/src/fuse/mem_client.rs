@@ -134,6 +134,11 @@ impl MemClient {
         of.map(|r| (r.1, r.2)).collect()
     }
 
+    /// Meta requests run so far.
+    pub fn requests(&self) -> u64 {
+        lock(&self.st).request
+    }
+
     /// Write sessions opened and not closed.
     pub fn open_sessions(&self) -> usize {
         lock(&self.st).sessions.len()
@@ -439,6 +444,18 @@ impl MountClient for MemClient {
         };
         self.meta("close_file", op)?;
         lock(&self.st).sessions.remove(&(f.inode, f.session));
+        Ok(())
+    }
+
+    async fn close_unwritten(&self, sessions: &[(InodeId, u64)]) -> Answer<()> {
+        let op = MetaOp::CloseUnwritten {
+            sessions: sessions.to_vec(),
+        };
+        self.meta("close_unwritten", op)?;
+        let mut st = lock(&self.st);
+        for s in sessions {
+            st.sessions.remove(s);
+        }
         Ok(())
     }
 

@@ -42,6 +42,9 @@ mod ns_requests;
 mod read_ahead;
 #[cfg(test)]
 mod test_mount;
+#[cfg(test)]
+mod unwritten_close_tests;
+mod unwritten_closes;
 mod write_behind;
 
 use std::path::Path;

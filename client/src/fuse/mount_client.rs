@@ -22,6 +22,7 @@
 
 use std::future::Future;
 
+use t3fs_core::ids::InodeId;
 use t3fs_core::meta::perm::User;
 use t3fs_core::meta::request::FsStat;
 use t3fs_core::meta::{DirEntry, Inode, MetaError, SetAttr};
@@ -120,6 +121,11 @@ pub(super) trait MountClient: Send + Sync + 'static {
     fn sync_length(&self, f: &File, written: u64) -> impl Future<Output = Answer<()>> + Send;
     /// Closes `f`'s session with the length hint `length`.
     fn close_file(&self, f: &File, length: u64) -> impl Future<Output = Answer<()>> + Send;
+    /// Closes write sessions `(inode, session)` that wrote nothing (no length changes).
+    fn close_unwritten(
+        &self,
+        sessions: &[(InodeId, u64)],
+    ) -> impl Future<Output = Answer<()>> + Send;
     /// Runs `f` with every namespace call made in it acting for `user` (a scope of the task
     /// that runs it, so no client is borrowed and the future can be spawned).
     fn acting_as<F>(user: User, f: F) -> impl Future<Output = F::Output> + Send
@@ -249,6 +255,13 @@ impl MountClient for Client {
 
     fn close_file(&self, f: &File, length: u64) -> impl Future<Output = Answer<()>> + Send {
         Client::close_file(self, f, length)
+    }
+
+    fn close_unwritten(
+        &self,
+        sessions: &[(InodeId, u64)],
+    ) -> impl Future<Output = Answer<()>> + Send {
+        Client::close_unwritten(self, sessions)
     }
 
     fn acting_as<F>(user: User, f: F) -> impl Future<Output = F::Output> + Send

@@ -68,6 +68,9 @@ struct State {
     accepted: u64,
     /// The end of the writes that landed since the last truncate (the length meta is told).
     acked: u64,
+    /// Some write was asked of the handle (landed or not, truncates aside): its close must
+    /// tell meta where the writes end.
+    written: bool,
 }
 
 /// One handle's write-behind.
@@ -98,6 +101,11 @@ impl WriteBehind {
         lock(&self.st).accepted
     }
 
+    /// No write was ever asked of this handle, so its close has no length to report.
+    pub fn wrote_nothing(&self) -> bool {
+        !lock(&self.st).written
+    }
+
     /// Accepts `data` at `offset`; answers when it is buffered or sent (after its chain
     /// committed it in the synchronous mode), or with the handle's pending failure.
     pub async fn write<S: Backend>(
@@ -107,6 +115,7 @@ impl WriteBehind {
         data: Vec<u8>,
     ) -> Result<(), Errno> {
         let end = offset + data.len() as u64;
+        lock(&self.st).written = true;
         if self.window == 0 {
             let r = s.write(&self.file, offset, data).await;
             if r.is_ok() {

@@ -54,6 +54,8 @@ mod server_tests;
 mod server_work;
 mod session;
 #[cfg(test)]
+mod session_tests;
+#[cfg(test)]
 mod tests;
 
 pub use attrs::{SetAttr, BATCH_STAT_MAX};

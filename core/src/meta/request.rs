@@ -133,6 +133,10 @@ fn apply<E: KvEngine + ?Sized>(
             ns.close(*inode, *session, *length, p)?;
             Done
         }
+        MetaOp::CloseUnwritten { sessions } => {
+            ns.close_unwritten(sessions, p)?;
+            Done
+        }
         MetaOp::ExtendStripe { inode, chunk } => I(ns.extend_stripe(*inode, *chunk, p)?),
         MetaOp::Sync {
             inode,

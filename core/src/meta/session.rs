@@ -140,4 +140,19 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         self.update_length(&mut i, length, false, op.now)?;
         Ok(i)
     }
+
+    /// close of the asking client's write sessions that wrote nothing (3FS's close without
+    /// `updateLength`): their rows go, nothing else is read or written. No length can change:
+    /// the writer accepted no write through these sessions, so the stored length already
+    /// covers everything they could report. At most `CLOSE_UNWRITTEN_MAX` (bad input is
+    /// refused whole, nothing closed).
+    pub fn close_unwritten(&mut self, sessions: &[(InodeId, u64)], op: PathOp) -> R<()> {
+        if sessions.len() > crate::wire::CLOSE_UNWRITTEN_MAX {
+            return Err(MetaError::Invalid("too many sessions in one close"));
+        }
+        for (inode, session) in sessions {
+            self.txn().clear(&session_key(*inode, op.client, *session));
+        }
+        Ok(())
+    }
 }

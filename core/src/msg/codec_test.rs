@@ -105,7 +105,12 @@ fn update(r: &mut Rng) -> UpdateReq {
 fn meta_op(r: &mut Rng) -> crate::wire::MetaOp {
     use crate::wire::MetaOp;
     let path = |r: &mut Rng| format!("/d{}/n{}", r.below(4), r.below(4));
-    match r.below(14) {
+    match r.below(15) {
+        14 => MetaOp::CloseUnwritten {
+            sessions: (0..r.below(4))
+                .map(|_| (InodeId(r.next()), r.next()))
+                .collect(),
+        },
         13 => MetaOp::Mknod {
             path: path(r),
             kind: crate::wire::SpecialKind::ALL[r.below(4) as usize],

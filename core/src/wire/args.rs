@@ -12,6 +12,10 @@ use crate::wire_struct;
 /// Paths one batch stat may ask about.
 pub const BATCH_STAT_MAX: usize = 64;
 
+/// Write sessions one `CloseUnwritten` may close: a mount sends what gathered over a few
+/// milliseconds, so a few hundred covers thousands of creates a second.
+pub const CLOSE_UNWRITTEN_MAX: usize = 256;
+
 /// The attributes a setattr changes (`None`: keep).
 #[derive(Clone, Copy, Debug, Default, Eq, Hash, Ord, PartialEq, PartialOrd)]
 pub struct SetAttr {

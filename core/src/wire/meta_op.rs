@@ -6,7 +6,7 @@
 //! Not here: running a request (`meta::request::execute`), how many inode ids one needs
 //! (`MetaOp::ids_needed`, beside the path rules in `meta::request`).
 
-use super::args::{LengthHint, LockAction, SetAttr, BATCH_STAT_MAX};
+use super::args::{LengthHint, LockAction, SetAttr, BATCH_STAT_MAX, CLOSE_UNWRITTEN_MAX};
 use super::codec::{DecodeError, Decoder, Encoder, Wire};
 use super::inode::SpecialKind;
 use crate::ids::InodeId;
@@ -130,6 +130,14 @@ pub enum MetaOp {
         /// The end of the acknowledged writes and the truncate version seen at open; `None`
         /// when a write's outcome is unknown (meta then asks storage).
         length: Option<LengthHint>,
+    },
+    /// close of write sessions that wrote nothing (3FS's close without `updateLength`): each
+    /// `(inode, session)` row of the asking client goes, every length stands. One transaction
+    /// for all of them (at most `CLOSE_UNWRITTEN_MAX`), which reads nothing but the request's
+    /// idempotency record, so it conflicts with no namespace change.
+    CloseUnwritten {
+        /// The files and the session ids given at open.
+        sessions: Vec<(InodeId, u64)>,
     },
     /// statFs: the cluster's raw capacity and use, as last polled from storage (3FS caches
     /// it too).
@@ -299,6 +307,14 @@ impl Wire for MetaOp {
                 put_str(enc, path);
                 action.encode(enc);
             }
+            Self::CloseUnwritten { sessions } => {
+                enc.u8(17);
+                enc.len(sessions.len());
+                for (inode, session) in sessions {
+                    inode.encode(enc);
+                    session.encode(enc);
+                }
+            }
             Self::BatchStat { paths } => {
                 enc.u8(12);
                 enc.len(paths.len());
@@ -405,6 +421,14 @@ fn decode_rest(tag: u8, dec: &mut Decoder<'_>) -> Result<MetaOp, DecodeError> {
                 paths.push(get_str(dec)?);
             }
             M::BatchStat { paths }
+        }
+        17 => {
+            let n = dec.len(CLOSE_UNWRITTEN_MAX as u32, 2)?;
+            let mut sessions = Vec::with_capacity(n);
+            for _ in 0..n {
+                sessions.push((Wire::decode(dec)?, Wire::decode(dec)?));
+            }
+            M::CloseUnwritten { sessions }
         }
         t => return Err(DecodeError::UnknownTag(t)),
     })

@@ -27,7 +27,7 @@ pub mod meta_op;
 pub mod placement;
 pub mod user;
 
-pub use args::{LengthHint, LockAction, SetAttr, BATCH_STAT_MAX};
+pub use args::{LengthHint, LockAction, SetAttr, BATCH_STAT_MAX, CLOSE_UNWRITTEN_MAX};
 pub use inode::{DirEntry, EntryKind, Inode, InodeKind, SpecialKind};
 pub use meta_answer::{FsStat, MetaAnswer, MetaResult};
 pub use meta_error::{MetaError, NO_DATA};

@@ -344,7 +344,7 @@ impl Tree {
             MetaOp::Remove { path, recursive } => self.remove(path, *recursive, who, u),
             MetaOp::Open { path, write, .. } => self.open(path, *write, u),
             // Sessions are invisible in the tree: they only hold back GC (checked by fsck).
-            MetaOp::Close { .. } => Ok(Abstract::Done),
+            MetaOp::Close { .. } | MetaOp::CloseUnwritten { .. } => Ok(Abstract::Done),
             // Ownership and mode are modelled (they decide later permission checks); times
             // are not compared.
             MetaOp::SetAttr { path, attr } => self.set_attr(path, attr, u),

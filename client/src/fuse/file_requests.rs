@@ -57,6 +57,7 @@ impl<C: MountClient> Inner<C> {
         trunc: bool,
     ) -> Result<(u64, FileAttr), Errno> {
         let path = self.child_path(parent, name)?;
+        self.fresh.adding(parent.0, name);
         // Made (or found) and opened in one transaction: nothing can come between, and a
         // file made with a mode that forbids writing is still its creator's to write.
         let (file, inode) = self

@@ -80,6 +80,8 @@ pub(super) struct Inner<C> {
     pub dir_attrs: Arc<DirAttrs>,
     /// Closes of sessions that wrote nothing, waiting to go together (unwritten_closes.rs).
     pub unwritten: super::unwritten_closes::UnwrittenCloses,
+    /// Directories this mount just made, whose absent names need no lookup (fresh_dirs.rs).
+    pub fresh: super::fresh_dirs::FreshDirs,
 }
 
 pub(super) use super::backend::lock;
@@ -129,6 +131,7 @@ impl<C: MountClient> Inner<C> {
             dirs: Mutex::default(),
             next_fh: AtomicU64::new(1),
             unwritten: Default::default(),
+            fresh: super::fresh_dirs::FreshDirs::new(o.attr_ttl),
         }
     }
     /// The size this mount reports for file `ino`: the largest of meta's length and the ends
@@ -228,6 +231,15 @@ impl<C: MountClient> Inner<C> {
     /// lookup of `name` in directory `parent`.
     pub async fn lookup(&self, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
         let path = self.child_path(parent, name)?;
+        use super::fresh_dirs::Known;
+        let absent = match self.fresh.known(parent.0, name) {
+            Known::Absent => true,
+            Known::Renew => self.renew_fresh(parent, name).await,
+            Known::Ask => false,
+        };
+        if absent {
+            return Err(Errno::ENOENT);
+        }
         let i = self.client.lstat(&path).await.map_err(|e| errno(&e))?;
         Ok(self.entered(&i, parent, name))
     }

@@ -21,6 +21,7 @@ mod dir_handles;
 mod dir_plus;
 pub mod errno;
 mod file_requests;
+mod fresh_dirs;
 mod fs;
 #[cfg(test)]
 mod gated_backend;

@@ -342,3 +342,54 @@ fn readdirplus_gives_each_listed_inode_its_attributes_and_leaves_out_what_change
         assert_eq!(ino_of(t3fs_core::meta::ROOT), INodeNo(1));
     });
 }
+
+#[test]
+fn lookups_of_absent_names_in_a_directory_this_mount_just_made_ask_no_one() {
+    let m = mount();
+    let s = &m.s;
+    m.run(async {
+        let d = m.dir(ROOT, "d").await.ino;
+        let before = m.client().requests();
+        assert_eq!(code(s.lookup(d, n("a")).await).err(), Some(libc::ENOENT));
+        assert_eq!(m.client().requests(), before, "answered by the mount");
+        // A name made through this mount is found (by meta).
+        let (_, a) = m.created(d, "a").await;
+        assert_eq!(s.lookup(d, n("a")).await.unwrap().ino, a.ino);
+        // A name whose create failed with an unknown outcome may exist: meta is asked.
+        let unknown = ClientError::Meta(MetaError::Kv(t3fs_core::kv::KvError::CommitUnknown));
+        m.client().fail_next("create_open", unknown);
+        assert!(s.create(d, n("b"), 0o644, true, false).await.is_err());
+        let before = m.client().requests();
+        assert_eq!(code(s.lookup(d, n("b")).await).err(), Some(libc::ENOENT));
+        assert_eq!(m.client().requests(), before + 1, "asked meta");
+        // Another client's name in it is unseen for the TTL (the documented bound) ...
+        m.client().create_file("/d/c", 0o644, true).await.unwrap();
+        assert_eq!(code(s.lookup(d, n("c")).await).err(), Some(libc::ENOENT));
+        // ... and at once in a directory this mount did not make.
+        m.client().mkdir_mode("/e", 0o755).await.unwrap();
+        m.client().create_file("/e/c", 0o644, true).await.unwrap();
+        let e = s.lookup(ROOT, n("e")).await.unwrap().ino;
+        assert!(s.lookup(e, n("c")).await.is_ok());
+    });
+}
+
+#[test]
+fn a_made_directory_whose_ttl_ended_is_listed_once_and_then_shows_other_clients_names() {
+    let m = super::test_mount::mount_with(super::MountOptions {
+        attr_ttl: std::time::Duration::from_millis(20),
+        ..super::MountOptions::default()
+    });
+    let s = &m.s;
+    m.run(async {
+        let d = m.dir(ROOT, "d").await.ino;
+        m.client().create_file("/d/c", 0o644, true).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        // The TTL ended: the next lookup lists the directory and answers from the listing.
+        let before = m.client().requests();
+        assert_eq!(code(s.lookup(d, n("x")).await).err(), Some(libc::ENOENT));
+        assert_eq!(m.client().requests() - before, 1, "the listing");
+        // It found c, so c's lookup asks meta.
+        assert!(s.lookup(d, n("c")).await.is_ok());
+        assert_eq!(m.client().requests() - before, 2);
+    });
+}

@@ -82,7 +82,10 @@ impl<C: MountClient> Inner<C> {
     /// mkdir of `name` in `parent` with mode `perm`: the entry.
     pub async fn mkdir(&self, parent: INodeNo, name: &OsStr, perm: u32) -> Result<FileAttr, Errno> {
         let make = |path: String| async move { self.client.mkdir_mode(&path, perm).await };
-        self.make(parent, name, make).await
+        let sent = std::time::Instant::now();
+        let a = self.make(parent, name, make).await?;
+        self.fresh.made(a.ino.0, sent);
+        Ok(a)
     }
 
     /// symlink `name` in `parent` to `target` (`None`: not UTF-8, EINVAL): the entry.
@@ -129,6 +132,7 @@ impl<C: MountClient> Inner<C> {
         Fut: Future<Output = Answer<Inode>>,
     {
         let path = self.child_path(parent, name)?;
+        self.fresh.adding(parent.0, name);
         let i = make(path).await.map_err(|e| errno(&e))?;
         Ok(self.entered(&i, parent, name))
     }
@@ -152,6 +156,7 @@ impl<C: MountClient> Inner<C> {
         if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.client.lstat(&to).await.is_ok() {
             return Err(Errno::EEXIST);
         }
+        self.fresh.adding(newparent.0, newname);
         self.client
             .rename(&from, &to)
             .await
@@ -169,6 +174,7 @@ impl<C: MountClient> Inner<C> {
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
         let path = self.child_path(newparent, name)?;
+        self.fresh.adding(newparent.0, name);
         let (existing, _) = self.verified(ino).await?;
         let i = self
             .client

@@ -1,7 +1,8 @@
 //! The requests on files and their handles: open and create (a meta session kept by handle),
 //! read (through the handle's readahead), write (through its write-behind), flush and fsync
 //! (the writes land, then meta learns the length), release (the session closes with the
-//! length hint). Each is a method of the mount's state answering `Result<_, Errno>`, so the
+//! length hint; one that accepted no write queues its close, sent from here with the others
+//! queued, unwritten_closes.rs). Each is a method of the mount's state answering `Result<_, Errno>`, so the
 //! unit tests run it over the in-memory client; fs.rs only hands it the kernel's arguments and
 //! replies.
 //!
@@ -20,6 +21,7 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 
 use fuser::{Errno, FileAttr, INodeNo};
+use t3fs_core::ids::InodeId;
 use t3fs_core::meta::Inode;
 
 use super::errno::errno;
@@ -27,6 +29,7 @@ use super::inner::{lock, Inner};
 use super::mount_client::MountClient;
 use super::names::id_of;
 use super::read_ahead::ReadAhead;
+use super::unwritten_closes::{Flush, DELAY};
 use super::write_behind::{fitting, WriteBehind};
 use crate::client::File;
 
@@ -168,5 +171,33 @@ impl<C: MountClient> Inner<C> {
         };
         lock(&self.files).remove(&fh);
         r
+    }
+}
+
+impl<C: MountClient> Inner<C> {
+    /// Queues the close of `session` on `inode`, whose handle accepted no write, and arms its
+    /// send (unwritten_closes.rs).
+    pub(super) fn close_unwritten(self: &Arc<Self>, inode: InodeId, session: u64) {
+        let me = self.clone();
+        match self.unwritten.push(inode, session) {
+            Flush::Now => drop(self.rt.spawn(async move { me.send_unwritten().await })),
+            Flush::Later => drop(self.rt.spawn(async move {
+                tokio::time::sleep(DELAY).await;
+                me.send_unwritten().await;
+            })),
+            Flush::Along => {}
+        }
+    }
+
+    /// Sends every queued close now (what the timer does; the unmount calls it too).
+    pub(super) async fn send_unwritten(&self) {
+        let sessions = self.unwritten.take();
+        if sessions.is_empty() {
+            return;
+        }
+        if let Err(e) = self.client.close_unwritten(&sessions).await {
+            // Nothing to answer: the handles are gone. The rows wait for session pruning.
+            tracing::warn!(sessions = sessions.len(), "closing unwritten sessions: {e}");
+        }
     }
 }

@@ -24,7 +24,8 @@
 //! mkdir, symlink, link, rename onto it) is in its set from before the request; bounded: at
 //! most [`FRESH_DIRS_MAX`] directories (expired ones go first, then all) and
 //! [`FRESH_NAMES_MAX`] names each (beyond, the directory is forgotten). Forgetting is always
-//! safe: lookups then ask meta. Not here: answering the kernel (fs.rs), asking meta (inner.rs).
+//! safe: lookups then ask meta. Not here: answering the kernel (fs.rs), asking meta and the
+//! renewal's listing (inner.rs's lookup).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -32,31 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fuser::INodeNo;
-
 use super::backend::lock;
-use super::inner::Inner;
-use super::mount_client::MountClient;
-
-impl<C: MountClient> Inner<C> {
-    /// Lists directory `dir`, whose knowledge ended, and knows it again from now (module docs):
-    /// whether `name` is absent from it.
-    pub(super) async fn renew_fresh(&self, dir: INodeNo, name: &OsStr) -> bool {
-        let sent = Instant::now();
-        let page = match self.dir_path(dir) {
-            Ok(path) => self
-                .client
-                .list_after(&path, Vec::new(), RENEW_MAX)
-                .await
-                .ok(),
-            Err(_) => None,
-        };
-        let names = page
-            .filter(|p| p.len() < RENEW_MAX as usize)
-            .map(|p| p.into_iter().map(|(name, _)| name).collect());
-        self.fresh.renewed(dir.0, sent, names, name)
-    }
-}
 
 /// Directories known at most.
 pub const FRESH_DIRS_MAX: usize = 1024;

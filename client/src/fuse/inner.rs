@@ -244,6 +244,25 @@ impl<C: MountClient> Inner<C> {
         Ok(self.entered(&i, parent, name))
     }
 
+    /// Lists directory `dir`, whose knowledge ended, and knows it again from now
+    /// (fresh_dirs.rs): whether `name` is absent from it.
+    async fn renew_fresh(&self, dir: INodeNo, name: &OsStr) -> bool {
+        use super::fresh_dirs::RENEW_MAX;
+        let sent = std::time::Instant::now();
+        let page = match self.dir_path(dir) {
+            Ok(path) => self
+                .client
+                .list_after(&path, Vec::new(), RENEW_MAX)
+                .await
+                .ok(),
+            Err(_) => None,
+        };
+        let names = page
+            .filter(|p| p.len() < RENEW_MAX as usize)
+            .map(|p| p.into_iter().map(|(name, _)| name).collect());
+        self.fresh.renewed(dir.0, sent, names, name)
+    }
+
     /// Handle `fh`'s file and write-behind.
     pub fn handle(&self, fh: u64) -> Option<(File, Arc<WriteBehind>)> {
         lock(&self.files)

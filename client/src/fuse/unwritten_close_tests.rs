@@ -18,12 +18,12 @@ fn releases_of_unwritten_handles_close_together_in_one_request() {
         for fh in handles {
             assert_eq!(m.release(fh).await, Ok(()));
         }
-        assert_eq!(s.unwritten_queued(), 3, "queued, not sent");
+        assert_eq!(s.unwritten.queued(), 3, "queued, not sent");
         assert_eq!(m.client().open_sessions(), 3);
         // The queue goes when the first close's wait ends (a timer of this runtime, which
         // fires before a longer one started after it).
         tokio::time::sleep(DELAY * 4).await;
-        assert_eq!(s.unwritten_queued(), 0);
+        assert_eq!(s.unwritten.queued(), 0);
         assert_eq!(m.client().open_sessions(), 0, "every session closed");
         assert_eq!(m.client().requests() - before, 1, "in one request");
     });
@@ -39,7 +39,7 @@ fn a_written_handle_closes_at_once_with_its_length() {
         assert_eq!(m.write(w, 0, b"abc").await, Ok(3));
         assert_eq!(m.release(w).await, Ok(()));
         assert_eq!(m.release(idle).await, Ok(()));
-        assert_eq!(s.unwritten_queued(), 1, "only the unwritten handle waits");
+        assert_eq!(s.unwritten.queued(), 1, "only the unwritten handle waits");
         assert_eq!(m.client().open_sessions(), 1);
         let st = s.stat(attr.ino).await.unwrap();
         assert_eq!(
@@ -48,6 +48,6 @@ fn a_written_handle_closes_at_once_with_its_length() {
         );
         // What the unmount does: the queue goes now, whatever its timer.
         s.send_unwritten().await;
-        assert_eq!((s.unwritten_queued(), m.client().open_sessions()), (0, 0));
+        assert_eq!((s.unwritten.queued(), m.client().open_sessions()), (0, 0));
     });
 }

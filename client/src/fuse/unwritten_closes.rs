@@ -17,22 +17,32 @@
 //!
 //! Invariants: a queued close is sent within [`DELAY`] of being queued (plus the request's
 //! time); no close is sent twice; only sessions whose handle accepted no write come here.
-//! Not here: closes with a length (file_requests.rs's release), the transaction (meta's
-//! `close_unwritten`).
+//! Not here: the timer and the request (file_requests.rs, beside release), closes with a
+//! length (release), the transaction (meta's `close_unwritten`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use t3fs_core::ids::InodeId;
 use t3fs_core::wire::CLOSE_UNWRITTEN_MAX;
 
-use super::inner::{lock, Inner};
-use super::mount_client::MountClient;
+use super::backend::lock;
 
 /// How long a close waits for others to join it: long against a create's few hundred
 /// microseconds (so a single-threaded loop of creates shares one commit among several files),
 /// short against everything a lingering session row delays (GC of an unlinked file).
 pub(super) const DELAY: Duration = Duration::from_millis(5);
+
+/// When the queue goes, after a close joined it.
+#[derive(Debug, Eq, PartialEq)]
+pub(super) enum Flush {
+    /// After [`DELAY`]: the close was the first since the last send.
+    Later,
+    /// Now: [`CLOSE_UNWRITTEN_MAX`] have gathered.
+    Now,
+    /// With the closes before it, when their timer ends.
+    Along,
+}
 
 /// The closes waiting to be sent.
 #[derive(Default)]
@@ -40,40 +50,26 @@ pub(super) struct UnwrittenCloses {
     pending: Mutex<Vec<(InodeId, u64)>>,
 }
 
-impl<C: MountClient> Inner<C> {
+impl UnwrittenCloses {
     /// Queues the close of `session` on `inode`, whose handle accepted no write.
-    pub(super) fn close_unwritten(self: &Arc<Self>, inode: InodeId, session: u64) {
-        let (first, full) = {
-            let mut p = lock(&self.unwritten.pending);
-            p.push((inode, session));
-            (p.len() == 1, p.len() >= CLOSE_UNWRITTEN_MAX)
-        };
-        let me = self.clone();
-        if full {
-            self.rt.spawn(async move { me.send_unwritten().await });
-        } else if first {
-            self.rt.spawn(async move {
-                tokio::time::sleep(DELAY).await;
-                me.send_unwritten().await;
-            });
+    pub fn push(&self, inode: InodeId, session: u64) -> Flush {
+        let mut p = lock(&self.pending);
+        p.push((inode, session));
+        match p.len() {
+            n if n >= CLOSE_UNWRITTEN_MAX => Flush::Now,
+            1 => Flush::Later,
+            _ => Flush::Along,
         }
     }
 
-    /// Sends every queued close now (what the timer does; the unmount calls it too).
-    pub(super) async fn send_unwritten(&self) {
-        let sessions = std::mem::take(&mut *lock(&self.unwritten.pending));
-        if sessions.is_empty() {
-            return;
-        }
-        if let Err(e) = self.client.close_unwritten(&sessions).await {
-            // Nothing to answer: the handles are gone. The rows wait for session pruning.
-            tracing::warn!(sessions = sessions.len(), "closing unwritten sessions: {e}");
-        }
+    /// Every queued close, taken to be sent.
+    pub fn take(&self) -> Vec<(InodeId, u64)> {
+        std::mem::take(&mut *lock(&self.pending))
     }
 
     /// The closes queued and not yet sent (for the tests).
     #[cfg(test)]
-    pub(super) fn unwritten_queued(&self) -> usize {
-        lock(&self.unwritten.pending).len()
+    pub fn queued(&self) -> usize {
+        lock(&self.pending).len()
     }
 }

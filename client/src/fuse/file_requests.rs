@@ -2,9 +2,9 @@
 //! read (through the handle's readahead), write (through its write-behind), flush and fsync
 //! (the writes land, then meta learns the length), release (the session closes with the
 //! length hint; one that accepted no write queues its close, sent from here with the others
-//! queued, unwritten_closes.rs). Each is a method of the mount's state answering `Result<_, Errno>`, so the
-//! unit tests run it over the in-memory client; fs.rs only hands it the kernel's arguments and
-//! replies.
+//! queued, unwritten_closes.rs). Each is a method of the mount's state answering
+//! `Result<_, Errno>`, so the unit tests run it over the in-memory client; fs.rs only hands it
+//! the kernel's arguments and replies.
 //!
 //! A request that names a handle takes what it holds ([`Inner::handle`], [`Inner::reading`])
 //! when the kernel's request arrives, before its task runs, as the mount always has: a release

@@ -19,8 +19,8 @@
 //! sent: every name listed, and every name this mount may have added meanwhile. So a loop of
 //! creates in its own directory keeps one request per file past the first TTL.
 //!
-//! Invariants: a directory is known only from when its mkdir (or its renewal's listing) was sent (so its TTL ends no later
-//! than the commit's plus the TTL); every name this mount may have added to it (create, mknod,
+//! Invariants: a directory is known only from when its mkdir (or its renewal's listing) was
+//! sent (so its TTL ends no later than the commit's plus the TTL); every name this mount may have added to it (create, mknod,
 //! mkdir, symlink, link, rename onto it) is in its set from before the request; bounded: at
 //! most [`FRESH_DIRS_MAX`] directories (expired ones go first, then all) and
 //! [`FRESH_NAMES_MAX`] names each (beyond, the directory is forgotten). Forgetting is always
@@ -87,16 +87,12 @@ impl FreshDirs {
                 by_ino.clear();
             }
         }
-        let names = BTreeSet::new();
-        let renewing = false;
-        by_ino.insert(
-            ino,
-            Fresh {
-                since: sent,
-                names,
-                renewing,
-            },
-        );
+        let f = Fresh {
+            since: sent,
+            names: BTreeSet::new(),
+            renewing: false,
+        };
+        by_ino.insert(ino, f);
     }
 
     /// A request that may add `name` to directory `dir` is about to be sent.

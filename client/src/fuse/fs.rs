@@ -133,8 +133,7 @@ impl Filesystem for T3fs {
 
     fn destroy(&mut self) {
         // The closes still queued go before the runtime stops (unwritten_closes.rs).
-        let inner = self.inner.clone();
-        self.inner.rt.block_on(inner.send_unwritten());
+        self.inner.rt.block_on(self.inner.send_unwritten());
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {

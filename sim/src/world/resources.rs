@@ -37,7 +37,9 @@
 //! later operation slows an earlier one too, as concurrent durable writes on one virtual disk
 //! lengthen each other; the time returned is the earliest, and the world asks
 //! [`Resources::ssd_check`] when it comes (re-arming the completion until the operation is
-//! done). The transfer queue and bandwidths are then not used; queue depth and IOPS pacing are.
+//! done). A mutation's sync is a flush that first waits for the other mutations' transfers in
+//! flight when its own ends (the flush barrier). The transfer queue and bandwidths are then not
+//! used; queue depth and IOPS pacing are.
 //!
 //! A spread the profile does not give draws nothing, so profiles without spreads run exactly as
 //! before spreads existed. Everything is a function of the seed (draws come from the world's
@@ -307,7 +309,7 @@ impl Resources {
         if shared {
             // Shared: its own transfer and sync are its work, served beside every other's.
             let wake = ns(lognormal(rng, hw.ssd_wake, hw.ssd_wake_p99));
-            let work = (Instant(start.0 + ns(latency)).0, own as u64 + sync, wake);
+            let work = (Instant(start.0 + ns(latency)).0, (own as u64, sync), wake);
             let had = ssd.sharing.admit(now.0, who.0, work, (concurrency, who.1));
             ssd.slots[slot] = Instant(had - wake);
             ssd.ops += 1;

@@ -9,8 +9,10 @@ HOP_LOG_DIR holds the `*.hops` files a loopback cluster and `t3fs bench io` wrot
 have lines `SECONDS NODE WHAT`. One request at a time is assumed (depth 1, one stream): a
 request starts when a storage node receives the client's `Write` (or `Read`) and ends when the
 client receives the answer. Every hop is given from the start of its request, as the median
-and the 90th percentile over requests; roles come from the messages (the head receives the
-client's write, the middle the head's forward, the tail the middle's). Standard library only.
+and the 90th percentile over requests (and over the slowest 2% of the real ones, "slow",
+where there are 100 or more: which hop a tail is in); roles come from the messages (the head
+receives the client's write, the middle the head's forward, the tail the middle's). Standard
+library only.
 """
 import glob
 import os
@@ -117,7 +119,13 @@ def main():
     for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.hops"))):
         with open(path) as f:
             real_lines += f.read().splitlines()
-    sides = [("real", requests(events(real_lines)))]
+    real = requests(events(real_lines))
+    sides = [("real", real)]
+    # The slowest 2% of the real requests by their answer: which hop their tail is in.
+    answered = sorted(r.get("client answered", 0) for r in real)
+    if len(answered) >= 100:
+        cut = answered[int(len(answered) * 0.98)]
+        sides.append(("slow", [r for r in real if r.get("client answered", 0) >= cut]))
     if len(sys.argv) > 2:
         with open(sys.argv[2]) as f:
             sides.append(("sim", requests(events(f.read().splitlines()))))

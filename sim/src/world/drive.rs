@@ -109,9 +109,7 @@ impl Host for SimHost<'_> {
         let ssd = sim.resources.as_mut().map(|r| (r, target, key));
         let at = disk.completion_time(start, &op, &mut sim.rng, &sim.faults, ssd);
         if let Some(r) = sim.resources.as_mut() {
-            let kind = op.kind();
-            r.store_ops
-                .record(ctx.id, kind, at.0.saturating_sub(self.now.0));
+            r.store_ops.submitted(key, (ctx.id, op.kind()), self.now.0);
         }
         ctx.ops.insert(id, Pending::Chunk(target, op));
         self.complete_at(at, id);

@@ -30,6 +30,7 @@ pub mod node;
 pub mod ns_client;
 pub use t3fs_scenario::ns_files;
 pub mod queue;
+mod rearm;
 pub mod resources;
 mod sim_api;
 mod steps;
@@ -431,6 +432,10 @@ impl World {
 
     fn dispatch(&mut self, ev: Ev) {
         let now = self.sim.now();
+        // An event a resource postponed since it was scheduled comes back later, unseen.
+        let Some(ev) = self.rearmed(ev, now) else {
+            return;
+        };
         self.sim.hash(&now.0.to_le_bytes());
         if self.sim.log {
             self.log_line(&ev);
@@ -529,28 +534,22 @@ impl World {
 }
 
 impl World {
-    /// An I/O completion event: dropped for a node restarted since, re-armed while a shared SSD
-    /// still serves it (a later operation may have postponed it), deferred while the node is
-    /// paused, else completed.
+    /// An I/O completion event (a shared SSD done with it, `rearm.rs`): dropped for a node
+    /// restarted since, deferred while the node is paused, else completed.
     fn io_event(&mut self, node: usize, inc: u64, id: t3fs_core::ids::IoId) {
         if self.nodes[node].ctx.incarnation != inc {
             if let Some(r) = &mut self.sim.resources {
                 r.ssd_forget((node, inc, id.0));
+                r.store_ops.forget((node, inc, id.0));
             }
-            return;
-        }
-        let now = self.sim.now();
-        if let Some(later) = self
-            .sim
-            .resources
-            .as_mut()
-            .and_then(|r| r.ssd_check((node, inc, id.0), now))
-        {
-            self.sim.queue.push(later, Ev::Io { node, inc, id });
             return;
         }
         if self.defer_if_paused(node, Ev::Io { node, inc, id }) {
             return;
+        }
+        let now = self.sim.now().0;
+        if let Some(r) = &mut self.sim.resources {
+            r.store_ops.completed((node, inc, id.0), now);
         }
         self.sim.hash(&[2, node as u8]);
         self.sim.hash(&id.0.to_le_bytes());

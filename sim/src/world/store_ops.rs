@@ -11,13 +11,36 @@ use std::collections::BTreeMap;
 
 use t3fs_core::ids::NodeId;
 
+/// An operation by node index, incarnation and I/O id.
+type Key = (usize, u64, u64);
+
 /// Durations by node and kind, nanoseconds.
 #[derive(Clone, Debug, Default)]
 pub struct StoreOps {
     by: BTreeMap<(NodeId, &'static str), Vec<u64>>,
+    /// Submitted and not yet complete: node, kind and submission time (ns).
+    open: BTreeMap<Key, (NodeId, &'static str, u64)>,
 }
 
 impl StoreOps {
+    /// `node` submitted operation `key` of `kind` at `at` (ns).
+    pub fn submitted(&mut self, key: Key, (node, kind): (NodeId, &'static str), at: u64) {
+        self.open.insert(key, (node, kind, at));
+    }
+
+    /// Operation `key` completed at `at` (ns), as its node sees it: its duration is recorded.
+    /// (Recorded at completion, not when first projected: a shared resource can postpone it.)
+    pub fn completed(&mut self, key: Key, at: u64) {
+        if let Some((node, kind, from)) = self.open.remove(&key) {
+            self.record(node, kind, at.saturating_sub(from));
+        }
+    }
+
+    /// Operation `key` will not complete (its node went down).
+    pub fn forget(&mut self, key: Key) {
+        self.open.remove(&key);
+    }
+
     /// `node`'s operation of `kind` took `ns`.
     pub fn record(&mut self, node: NodeId, kind: &'static str, ns: u64) {
         self.by.entry((node, kind)).or_default().push(ns);

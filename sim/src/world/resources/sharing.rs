@@ -224,7 +224,11 @@ impl Sharing {
             let mut synced = Vec::new();
             for k in &running {
                 let j = self.jobs.get_mut(k).expect("running");
-                let work = if j.waits.is_none() { &mut j.left } else { &mut j.sync };
+                let work = if j.waits.is_none() {
+                    &mut j.left
+                } else {
+                    &mut j.sync
+                };
                 *work -= dt * rate(j.concurrency, n);
                 if *work <= 0.5 {
                     synced.push(*k);
@@ -252,7 +256,8 @@ impl Sharing {
             }
             for k in synced.into_iter().filter(|k| !ended.contains(k)) {
                 if let Some(j) = self.jobs.remove(&k) {
-                    self.finished.insert(k, (step_to + j.tail, (j.seq, j.order)));
+                    self.finished
+                        .insert(k, (step_to + j.tail, (j.seq, j.order)));
                 }
             }
         }

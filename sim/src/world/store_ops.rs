@@ -81,6 +81,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_duration_runs_from_submission_to_completion_and_a_forgotten_one_counts_nothing() {
+        let mut s = StoreOps::default();
+        s.submitted((1, 0, 7), (NodeId(1), "chunk_update"), 1_000);
+        s.submitted((1, 0, 8), (NodeId(1), "chunk_update"), 2_000);
+        s.forget((1, 0, 8));
+        // A completion never submitted (or already counted) records nothing.
+        s.completed((1, 0, 8), 9_000);
+        s.completed((1, 0, 7), 5_000);
+        s.completed((1, 0, 7), 6_000);
+        assert_eq!(
+            s.quantiles(NodeId(1), "chunk_update"),
+            Some((4.0, 4.0, 1)),
+            "4 us"
+        );
+    }
+
+    #[test]
     fn each_node_and_kind_has_its_own_quantiles() {
         let mut s = StoreOps::default();
         for i in 1..=100 {

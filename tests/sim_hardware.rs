@@ -2,6 +2,9 @@
 //! message size only when hardware is modelled, throughput stops at the binding resource and
 //! never exceeds it, and runs stay a pure function of their seed.
 
+mod support;
+
+use support::{t3fs, Scratch};
 use t3fs_sim::run;
 use t3fs_sim::world::throughput::Load;
 
@@ -129,28 +132,19 @@ ssd_write_concurrency = 1.1
 
 #[test]
 fn a_completion_a_shared_disk_postponed_is_logged_once_when_it_happens() {
-    let dir = std::env::temp_dir().join(format!("t3fs-rearm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch");
-    let path = dir.join("shared.toml");
+    let tmp = Scratch(std::env::temp_dir().join(format!("t3fs-rearm-{}", std::process::id())));
+    std::fs::create_dir_all(&tmp.0).expect("scratch");
+    let path = tmp.0.join("shared.toml");
     std::fs::write(&path, SHARED_DISK).expect("scenario");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_t3fs"))
-        .args([
-            "sim",
-            "run",
-            &path.to_string_lossy(),
-            "--log",
-            "--no-report",
-        ])
-        .current_dir(&dir)
-        .output()
-        .expect("t3fs runs");
-    std::fs::remove_dir_all(&dir).ok();
-    let log = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{log}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        "sim",
+        "run",
+        &path.to_string_lossy(),
+        "--log",
+        "--no-report",
+    ];
+    let (ok, log) = t3fs(&args, &tmp.0);
+    assert!(ok, "{log}");
     // Each update names its node, chunk and version: logged twice, it was logged at a
     // projection a later writer postponed (as before rearm.rs: 459 lines for 234 updates).
     let mut seen = std::collections::BTreeSet::new();

@@ -130,14 +130,20 @@ impl<C: MountClient> Inner<C> {
         let Some((f, wb)) = held.filter(|(f, _)| f.session != 0) else {
             return Ok(());
         };
+        // Writes after this mark (another descriptor's) are left to their own flush or the
+        // release.
+        let upto = wb.writes();
         let end = wb.drain(self).await?;
-        if end == 0 {
+        // Nothing new since the last report: meta already has the length and the times.
+        if end == 0 || wb.all_reported() {
             return Ok(());
         }
         self.client
             .sync_length(&f, end)
             .await
-            .map_err(|e| errno(&e))
+            .map_err(|e| errno(&e))?;
+        wb.reported(upto);
+        Ok(())
     }
 
     /// fsync of the handle `held`: as flush, but EBADF for an unknown handle.
@@ -154,8 +160,9 @@ impl<C: MountClient> Inner<C> {
     /// (`size_of`).
     pub async fn release(self: &Arc<Self>, fh: u64, held: Writing) -> Result<(), Errno> {
         let r = match held {
-            // Nothing to report: the close goes later, with others (unwritten_closes.rs).
-            Some((f, wb)) if f.session != 0 && wb.wrote_nothing() => {
+            // Nothing to report (no write, or flush reported them all): the close goes later,
+            // with others (unwritten_closes.rs).
+            Some((f, wb)) if f.session != 0 && (wb.wrote_nothing() || wb.all_reported()) => {
                 self.close_unwritten(f.inode, f.session);
                 Ok(())
             }

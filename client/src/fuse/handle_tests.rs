@@ -250,3 +250,53 @@ fn o_trunc_and_truncate_cut_the_file_and_later_writes_count_from_the_new_version
         assert_eq!(m.client().bytes(id_of(f)), b"a");
     });
 }
+
+#[test]
+fn writes_move_mtime_and_ctime_once_reported_and_a_close_after_flush_asks_nothing_more() {
+    let m = mount();
+    let s = &m.s;
+    m.run(async {
+        let f = m.file(ROOT, "f", b"0123456789").await.ino;
+        let was = times(m.client(), "/f").await;
+        // A write inside the file: flush tells meta (one request), which moves both times;
+        // the release then has nothing to report, so its close waits with others.
+        let w = s.open_ino(f, true, false).await.unwrap();
+        assert_eq!(m.write(w, 2, b"ab").await, Ok(2));
+        let asked = m.client().requests();
+        assert_eq!(m.flush(w).await, Ok(()));
+        assert_eq!(m.client().requests(), asked + 1, "flush's sync");
+        assert_eq!(m.flush(w).await, Ok(()));
+        assert_eq!(m.release(w).await, Ok(()));
+        assert_eq!(
+            m.client().requests(),
+            asked + 1,
+            "a second flush and the release"
+        );
+        let (mtime, ctime) = times(m.client(), "/f").await;
+        assert!(
+            mtime > was.0 && ctime > was.1,
+            "{was:?} -> {mtime}, {ctime}"
+        );
+        assert_eq!(meta_length(m.client(), "/f").await.0, 10);
+        s.send_unwritten().await;
+        assert_eq!(m.client().open_sessions(), 0);
+        // A setattr of nothing (chown(f, -1, -1)) moves ctime only.
+        let was = times(m.client(), "/f").await;
+        s.setattr(f, None, None, SetAttr::default()).await.unwrap();
+        let now = times(m.client(), "/f").await;
+        assert!(now.0 == was.0 && now.1 > was.1, "{was:?} -> {now:?}");
+        // O_TRUNC of a file already empty cuts nothing and still moves both.
+        let e = m.file(ROOT, "e", b"").await.ino;
+        let was = times(m.client(), "/e").await;
+        let h = s.open_ino(e, true, true).await.unwrap();
+        let now = times(m.client(), "/e").await;
+        assert!(now.0 > was.0 && now.1 > was.1, "{was:?} -> {now:?}");
+        assert_eq!(m.release(h).await, Ok(()));
+    });
+}
+
+/// Meta's (mtime, ctime) of the file at `path`.
+async fn times(c: &impl MountClient, path: &str) -> (u64, u64) {
+    let i = c.lstat(path).await.unwrap();
+    (i.mtime, i.ctime)
+}

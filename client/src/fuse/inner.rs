@@ -39,7 +39,7 @@ use std::time::Duration;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 use t3fs_core::ids::InodeId;
 use t3fs_core::meta::anchor::anchored;
-use t3fs_core::meta::{Inode, InodeKind, MetaError};
+use t3fs_core::meta::{Inode, InodeKind, MetaError, SetAttr};
 use tokio::runtime::Handle;
 
 use super::attr::attr_of;
@@ -312,11 +312,25 @@ impl<C: MountClient> Inner<C> {
             .map_err(|e| stale(&e))?;
         if inode.id != want {
             if write {
-                let _ = c.close_file(&file, 0).await;
+                let _ = c.close_unwritten(&[(file.inode, file.session)]).await;
             }
             return Err(Errno::ESTALE);
         }
         match write {
+            true if trunc && file.length == 0 => {
+                // Nothing to cut, but O_TRUNC of a file that exists moves mtime and ctime.
+                let touch = SetAttr {
+                    touch: true,
+                    ..SetAttr::default()
+                };
+                match c.set_attr(path, touch).await {
+                    Ok(after) if after.id == want => self.opened(file, after, false).await,
+                    r => {
+                        let _ = c.close_unwritten(&[(file.inode, file.session)]).await;
+                        Err(r.map_or_else(|e| stale(&e), |_| Errno::ESTALE))
+                    }
+                }
+            }
             true => self.opened(file, inode, trunc).await,
             false => Ok(self.keep(file, inode)),
         }
@@ -334,7 +348,10 @@ impl<C: MountClient> Inner<C> {
             let cut = self.client.truncate(&mut file, &inode, 0).await;
             if let Err(e) = cut {
                 // The session is ours to end: a failed open holds nothing.
-                let _ = self.client.close_file(&file, 0).await;
+                let _ = self
+                    .client
+                    .close_unwritten(&[(file.inode, file.session)])
+                    .await;
                 return Err(errno(&e));
             }
             set_length(&mut inode, 0);
@@ -391,7 +408,11 @@ impl<C: MountClient> Inner<C> {
             } else {
                 Err(Errno::ESTALE)
             };
-            let closed = c.close_file(&file, 0).await.map_err(|e| errno(&e));
+            // The session wrote nothing (the truncate told meta the length): no report, no stamp.
+            let closed = c
+                .close_unwritten(&[(file.inode, file.session)])
+                .await
+                .map_err(|e| errno(&e));
             return r.and(closed);
         };
         c.truncate(&mut file, &inode, len)

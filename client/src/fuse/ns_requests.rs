@@ -44,8 +44,9 @@ impl<C: MountClient> Inner<C> {
             self.truncate(ino, fh, len).await?;
         }
         // Nothing to change but the length (ftruncate of a held file another client renamed
-        // needs no path).
-        if attr.changes_nothing() {
+        // needs no path). A setattr of nothing at all is the kernel's chown(-1, -1): meta
+        // moves ctime, as Linux does.
+        if attr.changes_nothing() && size.is_some() {
             return self.stat(ino).await;
         }
         // The kernel names the inode itself: lchown and utimensat of a link reach here, and

@@ -68,9 +68,11 @@ struct State {
     accepted: u64,
     /// The end of the writes that landed since the last truncate (the length meta is told).
     acked: u64,
-    /// Some write was asked of the handle (landed or not, truncates aside): its close must
-    /// tell meta where the writes end.
-    written: bool,
+    /// Writes of at least one byte asked of the handle (landed or not, truncates aside).
+    writes: u64,
+    /// How many of them meta was told of: a length report (flush's sync) covering them
+    /// succeeded, so it moved the file's mtime and ctime and knows where they end.
+    reported: u64,
 }
 
 /// One handle's write-behind.
@@ -103,7 +105,24 @@ impl WriteBehind {
 
     /// No write was ever asked of this handle, so its close has no length to report.
     pub fn wrote_nothing(&self) -> bool {
-        !lock(&self.st).written
+        lock(&self.st).writes == 0
+    }
+
+    /// How many writes the handle was asked so far (a mark for [`Self::reported`]).
+    pub fn writes(&self) -> u64 {
+        lock(&self.st).writes
+    }
+
+    /// A length report covering the first `upto` writes succeeded.
+    pub fn reported(&self, upto: u64) {
+        let mut st = lock(&self.st);
+        st.reported = st.reported.max(upto);
+    }
+
+    /// Every write asked of the handle was reported to meta: its close has nothing to tell.
+    pub fn all_reported(&self) -> bool {
+        let st = lock(&self.st);
+        st.reported == st.writes
     }
 
     /// Accepts `data` at `offset`; answers when it is buffered or sent (after its chain
@@ -115,7 +134,9 @@ impl WriteBehind {
         data: Vec<u8>,
     ) -> Result<(), Errno> {
         let end = offset + data.len() as u64;
-        lock(&self.st).written = true;
+        if !data.is_empty() {
+            lock(&self.st).writes += 1;
+        }
         if self.window == 0 {
             let r = s.write(&self.file, offset, data).await;
             if r.is_ok() {

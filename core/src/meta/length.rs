@@ -101,14 +101,36 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
                 }
             },
         }
-        // A truncate moves ctime too (Linux), except on an unlinked file: GC times its delay
-        // from its ctime (the unlink). A length update from writes moves mtime only.
+        self.stamp_changed(i, now);
+        Ok(true)
+    }
+
+    /// File `i`'s content changed (a truncate, or writes its writer reports): mtime and ctime
+    /// move, as Linux moves them, except an unlinked file's ctime: GC times its delay from it
+    /// (the unlink). Stores `i`.
+    pub(super) fn stamp_changed(&mut self, i: &mut Inode, now: u64) {
         (i.mtime, i.mtime_ns) = (now, 0);
-        if truncated && i.nlink > 0 {
+        if i.nlink > 0 {
             i.ctime = now;
         }
         self.put_inode(i);
-        Ok(true)
+    }
+
+    /// A writer's length report (a close or sync with a hint: it wrote since its last report,
+    /// the mount sends none otherwise): the length as [`Self::update_length`] decides it, and
+    /// mtime and ctime moved even when the length stands (a write inside the file).
+    pub(super) fn report_writes(
+        &mut self,
+        i: &mut Inode,
+        hint: Option<LengthHint>,
+        truncated: bool,
+        now: u64,
+    ) -> R<()> {
+        let changed = self.update_length(i, hint, truncated, now)?;
+        if !changed && hint.is_some() && !truncated {
+            self.stamp_changed(i, now);
+        }
+        Ok(())
     }
 
     /// sync (3FS §1.4 #9): a length update without closing, `truncated` after a client-driven
@@ -121,7 +143,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
         now: u64,
     ) -> R<Inode> {
         let mut i = self.inode(inode)?;
-        self.update_length(&mut i, hint, truncated, now)?;
+        self.report_writes(&mut i, hint, truncated, now)?;
         Ok(i)
     }
 }

@@ -363,6 +363,24 @@ fn ctime_moves_where_linux_moves_it() {
     assert_eq!(times(&mut kv, "/b/f"), (130, 130));
     tx(&mut kv, |ns| ns.hardlink("/b/f", "/a/g", op(40))).unwrap();
     assert_eq!(times(&mut kv, "/b/f"), (130, 140));
+    // A writer's report moves mtime and ctime, the length grown or not (a write inside the
+    // file); one without a hint (a truncate's own session) leaves them.
+    let hint = |length| {
+        Some(length::LengthHint {
+            length,
+            truncate_ver: 1,
+        })
+    };
+    tx(&mut kv, |ns| ns.sync(f.id, hint(10), false, 150)).unwrap();
+    assert_eq!(times(&mut kv, "/b/f"), (150, 150));
+    tx(&mut kv, |ns| ns.sync(f.id, hint(4), false, 160)).unwrap();
+    assert_eq!(times(&mut kv, "/b/f"), (160, 160), "a write inside");
+    // Unlinked, its ctime is the unlink's (GC's delay counts from it); mtime still moves.
+    tx(&mut kv, |ns| ns.remove("/a/g", false, op(70))).unwrap();
+    tx(&mut kv, |ns| ns.remove("/b/f", false, op(71))).unwrap();
+    tx(&mut kv, |ns| ns.sync(f.id, hint(4), false, 180)).unwrap();
+    let i = tx(&mut kv, |ns| ns.inode(f.id)).unwrap();
+    assert_eq!((i.mtime, i.ctime), (180, 171));
 }
 
 #[test]

@@ -137,7 +137,7 @@ impl<E: KvEngine + ?Sized> Namespace<'_, '_, E> {
     ) -> R<Inode> {
         self.txn().clear(&session_key(inode, op.client, session));
         let mut i = self.inode(inode)?;
-        self.update_length(&mut i, length, false, op.now)?;
+        self.report_writes(&mut i, length, false, op.now)?;
         Ok(i)
     }
 

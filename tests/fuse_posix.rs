@@ -1,6 +1,6 @@
 //! The mount against the kernel's own file system: the same seeded random sequences of system
 //! calls (create with flags, write and read at offsets, truncate, rename, link, unlink, mkdir,
-//! rmdir, chmod, chgrp, utimes to now, mkfifo, socket bind, symlink, readlink, readdir) run on
+//! rmdir, chmod, chgrp, utimensat, mkfifo, socket bind, symlink, readlink, readdir) run on
 //! a `t3fs mount` and on a local directory, and every call must give the same result or the
 //! same errno, and the two trees the same names, kinds, modes, owners, groups, link counts and
 //! contents at the end. Names come from a small pool, so calls
@@ -20,7 +20,11 @@
 //!
 //! Reproduce: `cargo nextest run -p t3fs --test fuse_posix` (the seeds are in the test).
 //! The random sequences run as the test's user (root in CI) and, when that is root, as an
-//! unprivileged user in a supplementary group too. Needs /dev/fuse and fusermount3.
+//! unprivileged user in a supplementary group too, in a directory where root's entries (a
+//! sticky directory, a setgid directory, a setuid file) bring other users' inodes into play.
+//! chmod draws sticky, setuid and setgid bits, utimensat NULL, explicit, NOW and OMIT times,
+//! and the trees compare whether a file's mtime still holds an explicit time. Timestamps as a
+//! whole are fuse_times.rs's. Needs /dev/fuse and fusermount3.
 
 mod support;
 
@@ -151,7 +155,12 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
             fs::remove_dir(p(a)).map(|_| String::new()).map_err(code),
         ),
         10 => {
-            let mode = [0o600, 0o644, 0o755, 0o700, 0o2755][r.below(5) as usize];
+            // Sticky, setuid and setgid bits among them: their rules (who may set them, what
+            // a write or chown by another drops, who may remove from a sticky directory).
+            let modes = [
+                0o600, 0o644, 0o755, 0o700, 0o2755, 0o1777, 0o4755, 0o6775, 0o3770,
+            ];
+            let mode = modes[r.below(modes.len() as u64) as usize];
             let out = fs::set_permissions(p(a), fs::Permissions::from_mode(mode))
                 .map(|_| String::new())
                 .map_err(code);
@@ -166,7 +175,21 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
                 .map_err(code);
             (format!("chgrp {g} {a}"), out)
         }
-        15 => (format!("touch {a} (utimensat to now)"), touch_now(&p(a))),
+        15 => {
+            // NULL (touch), explicit times, and NOW or an explicit time beside OMIT: each with
+            // its own permission rule.
+            let forms: [(&str, Option<[(i64, i64); 2]>); 4] = [
+                ("now", None),
+                ("explicit", Some([THEN, THEN])),
+                (
+                    "now/omit",
+                    Some([(0, libc::UTIME_NOW), (0, libc::UTIME_OMIT)]),
+                ),
+                ("omit/explicit", Some([(0, libc::UTIME_OMIT), THEN])),
+            ];
+            let (name, times) = forms[r.below(4) as usize];
+            (format!("utimensat {a} {name}"), utimens(&p(a), times))
+        }
         13 => {
             // The socket's inode stays when the listener closes, as on any file system.
             let out = std::os::unix::net::UnixListener::bind(p(a))
@@ -186,13 +209,33 @@ fn call(root: &Path, r: &mut Rng) -> (String, Outcome) {
     }
 }
 
-/// utimensat(2) of `path` to now (what `touch` does): the owner or a writer may.
-fn touch_now(path: &Path) -> Outcome {
+/// The explicit time the random calls set (2009-02-13), with nanoseconds.
+const THEN: (i64, i64) = (1_234_567_890, 500);
+
+/// utimensat(2) of `path` with `times` (None: NULL, to now, what `touch` does).
+fn utimens(path: &Path, times: Option<[(i64, i64); 2]>) -> Outcome {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path; null times mean now.
-    match unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), std::ptr::null(), 0) } {
+    let ts = times.map(|t| {
+        t.map(|(s, n)| libc::timespec {
+            tv_sec: s,
+            tv_nsec: n,
+        })
+    });
+    let ptr = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+    // SAFETY: `c` is a valid NUL-terminated path; `ptr` is null or two timespecs that outlive
+    // the call.
+    match unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ptr, 0) } {
         0 => Ok(String::new()),
         _ => Err(code(std::io::Error::last_os_error())),
+    }
+}
+
+/// An entry's mtime as the trees compare it: the explicit time if it still holds it, else
+/// only that it is another (now-ish: the two sides' clocks differ by the calls' pace).
+fn mtime_of(m: &fs::Metadata) -> &'static str {
+    match (m.mtime(), m.mtime_nsec()) == THEN {
+        true => "mtime set",
+        false => "mtime other",
     }
 }
 
@@ -276,12 +319,13 @@ fn tree(root: &Path) -> Vec<String> {
                 let data = fs::read(&full).unwrap();
                 let sum: u64 = data.iter().map(|x| u64::from(*x)).sum();
                 format!(
-                    "file {:o} {}:{} links {} len {} sum {sum}",
+                    "file {:o} {}:{} links {} len {} sum {sum} {}",
                     m.mode() & 0o7777,
                     m.uid(),
                     m.gid(),
                     m.nlink(),
-                    data.len()
+                    data.len(),
+                    mtime_of(&m)
                 )
             };
             out.push(format!("{} {what}", r.display()));
@@ -321,6 +365,7 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
         for d in [&mine, &theirs] {
             fs::create_dir(d).unwrap();
             std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+            others_entries(d);
         }
         let root_owned = tmp.0.clone();
         let h = std::thread::spawn(move || {
@@ -349,6 +394,25 @@ fn random_syscalls_give_the_kernels_results_on_the_mount_and_fsx_finds_no_differ
     let (ok, text) = t3fs(&["cluster", "down", "--dir", &cs], &tmp.0);
     assert!(ok, "{text}");
     assert!(processes_under(&tmp.0).is_empty(), "processes left");
+}
+
+/// Root's entries in the unprivileged runs' directory `d`, for the rules about other users'
+/// inodes: `d` a sticky directory anyone may write (1777) holding root's writable file `d/a`
+/// and root's directory `d/e`; `e` a setgid directory of group [`TEAM`] anyone may write; `b`
+/// root's setuid and setgid file anyone may write (a write by another drops both bits).
+fn others_entries(d: &Path) {
+    let set = |p: &Path, mode: u32, gid: u32| {
+        std::os::unix::fs::chown(p, Some(0), Some(gid)).unwrap();
+        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+    };
+    for (dir, mode, gid) in [("d", 0o1777, 0), ("d/e", 0o777, 0), ("e", 0o2777, TEAM)] {
+        fs::create_dir(d.join(dir)).unwrap();
+        set(&d.join(dir), mode, gid);
+    }
+    for (file, mode) in [("d/a", 0o666), ("b", 0o6777)] {
+        fs::write(d.join(file), b"root's").unwrap();
+        set(&d.join(file), mode, 0);
+    }
 }
 
 /// 300 seeded random calls on `mine` (the mount) and `theirs` (local): each the same outcome,

@@ -280,6 +280,17 @@ pub fn cases() -> Vec<Case> {
             watch: &["f"],
         },
         Case {
+            name: "ftruncate-same",
+            setup: shared,
+            call: |d| {
+                io(fs::OpenOptions::new()
+                    .write(true)
+                    .open(d.join("f"))
+                    .and_then(|f| f.set_len(100)))
+            },
+            watch: &["f"],
+        },
+        Case {
             name: "ftruncate-grow",
             setup: shared,
             call: |d| {

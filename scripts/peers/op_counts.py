@@ -3,8 +3,9 @@
 
 usage: op_counts.py MOUNT_DIR FILES CLUSTER_DIR
 
-Runs the mdtest-style phases (create with open O_CREAT and close, stat, rename, unlink) one
-operation at a time over FILES files in a new directory under MOUNT_DIR, and around each phase
+Runs the mdtest-style phases (create with open O_CREAT and close, stat, rename, unlink, then
+"write": a new file with 4 KiB written, mdtest -w 4096) one operation at a time over FILES
+files in a new directory under MOUNT_DIR, and around each phase
 reads meta-0's and the kv service's metrics endpoints (their addresses from CLUSTER_DIR's
 node.toml files). Prints, per phase, operations per second and each counter's change per
 operation: meta.answered (requests), meta.kv_reads, kv_commit, frames_in. Counts include what
@@ -45,6 +46,12 @@ def counters(addrs):
     return out
 
 
+def write4k(p):
+    fd = os.open(p + ".w", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.write(fd, b"x" * 4096)
+    os.close(fd)
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -58,6 +65,7 @@ def main():
         "stat": os.stat,
         "rename": lambda p: os.rename(p, p + ".r"),
         "unlink": lambda p: os.unlink(p + ".r"),
+        "write": write4k,
     }
     for name, op in phases.items():
         before, t = counters(addrs), time.time()
@@ -68,6 +76,8 @@ def main():
         after = counters(addrs)
         per = {k: (v - before.get(k, 0)) / n for k, v in after.items() if v != before.get(k, 0)}
         print(f"{name}: {rate:.0f}/s", " ".join(f"{k}={v:.2f}" for k, v in sorted(per.items())))
+    for p in paths:
+        os.unlink(p + ".w")
     os.rmdir(d)
 
 

@@ -130,6 +130,21 @@ fn sticky(d: &Path) {
 
 /// Every case, in order.
 pub fn cases() -> Vec<Case> {
+    [
+        mode_bits(),
+        names(),
+        contents(),
+        utimes(),
+        entries(),
+        directory_rules(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The cases of chmod, chown and chgrp, and the setuid and setgid bits they and writes clear.
+fn mode_bits() -> Vec<Case> {
     vec![
         Case {
             name: "chmod",
@@ -209,6 +224,12 @@ pub fn cases() -> Vec<Case> {
             call: |d| write_at(&d.join("f"), 0, b"x"),
             watch: &["f"],
         },
+    ]
+}
+
+/// The cases of links, renames and unlinks: the inode's ctime and its directories' mtime and ctime.
+fn names() -> Vec<Case> {
+    vec![
         Case {
             name: "link",
             setup: shared,
@@ -267,6 +288,12 @@ pub fn cases() -> Vec<Case> {
             call: |d| io(fs::remove_file(d.join("g"))),
             watch: &["h", "."],
         },
+    ]
+}
+
+/// The cases of truncates, O_TRUNC and writes: mtime and ctime.
+fn contents() -> Vec<Case> {
+    vec![
         Case {
             name: "truncate-shrink",
             setup: shared,
@@ -337,6 +364,12 @@ pub fn cases() -> Vec<Case> {
             call: |d| write_at(&d.join("f"), 3, b"mid"),
             watch: &["f"],
         },
+    ]
+}
+
+/// The cases of every form of utimensat, and who may use it.
+fn utimes() -> Vec<Case> {
+    vec![
         Case {
             name: "utimes-null",
             setup: shared,
@@ -406,6 +439,12 @@ pub fn cases() -> Vec<Case> {
             call: |d| utimens(&d.join("l"), Some([THEN, THEN])),
             watch: &["l", "f"],
         },
+    ]
+}
+
+/// The cases of new and removed entries: their directory's mtime and ctime.
+fn entries() -> Vec<Case> {
+    vec![
         Case {
             name: "create",
             setup: nothing,
@@ -453,6 +492,12 @@ pub fn cases() -> Vec<Case> {
             call: |d| io(fs::remove_file(d.join("g"))),
             watch: &["."],
         },
+    ]
+}
+
+/// The cases of a sticky directory's removals and renames, and a setgid directory's new entries.
+fn directory_rules() -> Vec<Case> {
+    vec![
         Case {
             name: "sticky-unlink-others",
             setup: sticky,

@@ -99,6 +99,18 @@ impl T3fs {
     }
 }
 
+/// The mtime a setattr asks for, as meant. With the writeback cache the kernel keeps mtime and
+/// ctime itself and sends "now" as an explicit mtime together with the ctime it stamped, the
+/// same instant (its truncates and `touch`es); an explicit time of utimensat comes with a ctime
+/// of the call, not equal to it. So an mtime equal to the ctime sent is now: meta then asks
+/// only write access, as for any touch, where an explicit time is the owner's.
+fn mtime_meant(mtime: Option<TimeOrNow>, ctime: Option<SystemTime>) -> Option<TimeOrNow> {
+    match (mtime, ctime) {
+        (Some(TimeOrNow::SpecificTime(m)), Some(c)) if m == c => Some(TimeOrNow::Now),
+        _ => mtime,
+    }
+}
+
 /// An explicit time of utimensat as seconds and nanoseconds (before the epoch: the epoch).
 fn explicit(t: Option<TimeOrNow>) -> Option<(u64, u32)> {
     match t {
@@ -165,7 +177,7 @@ impl Filesystem for T3fs {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -173,6 +185,7 @@ impl Filesystem for T3fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let mtime = mtime_meant(mtime, ctime);
         let (m, a) = (explicit(mtime), explicit(atime));
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),

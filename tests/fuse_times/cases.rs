@@ -367,69 +367,31 @@ fn contents() -> Vec<Case> {
     ]
 }
 
+/// A case of utimensat of `$file` (in the `shared` set-up) with `$times`.
+macro_rules! utimes_case {
+    ($name:literal, $file:literal, $times:expr) => {
+        Case {
+            name: $name,
+            setup: shared,
+            call: |d| utimens(&d.join($file), $times),
+            watch: &[$file],
+        }
+    };
+}
+
 /// The cases of every form of utimensat, and who may use it.
 fn utimes() -> Vec<Case> {
     vec![
-        Case {
-            name: "utimes-null",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), None),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-now-now",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([NOW, NOW])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-now-omit",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([NOW, OMIT])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-omit-now",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([OMIT, NOW])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-omit-omit",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([OMIT, OMIT])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-explicit",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([THEN, THEN])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-omit-explicit",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([OMIT, THEN])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-explicit-now",
-            setup: shared,
-            call: |d| utimens(&d.join("f"), Some([THEN, NOW])),
-            watch: &["f"],
-        },
-        Case {
-            name: "utimes-own-explicit",
-            setup: shared,
-            call: |d| utimens(&d.join("g"), Some([THEN, OMIT])),
-            watch: &["g"],
-        },
-        Case {
-            name: "utimes-own-null",
-            setup: shared,
-            call: |d| utimens(&d.join("g"), None),
-            watch: &["g"],
-        },
+        utimes_case!("utimes-null", "f", None),
+        utimes_case!("utimes-now-now", "f", Some([NOW, NOW])),
+        utimes_case!("utimes-now-omit", "f", Some([NOW, OMIT])),
+        utimes_case!("utimes-omit-now", "f", Some([OMIT, NOW])),
+        utimes_case!("utimes-omit-omit", "f", Some([OMIT, OMIT])),
+        utimes_case!("utimes-explicit", "f", Some([THEN, THEN])),
+        utimes_case!("utimes-omit-explicit", "f", Some([OMIT, THEN])),
+        utimes_case!("utimes-explicit-now", "f", Some([THEN, NOW])),
+        utimes_case!("utimes-own-explicit", "g", Some([THEN, OMIT])),
+        utimes_case!("utimes-own-null", "g", None),
         Case {
             name: "utimes-symlink",
             setup: |d| {

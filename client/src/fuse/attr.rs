@@ -1,6 +1,6 @@
-//! A meta inode as the kernel's file attributes. Meta keeps change and modification times in
-//! whole seconds and no access time (reported as the modification time); sizes of directories
-//! are reported as one block, of symlinks as their target's length.
+//! A meta inode as the kernel's file attributes. Meta stamps ctime, and the mtimes it sets
+//! itself, in whole seconds; atime and mtime set by utimensat keep their nanoseconds. Sizes of
+//! directories are reported as one block, of symlinks as their target's length.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -31,7 +31,7 @@
 use std::ffi::OsStr;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
@@ -40,7 +40,6 @@ use fuser::{
     TimeOrNow,
 };
 use t3fs_core::meta::perm::User;
-use t3fs_core::meta::SetAttr;
 use tokio::runtime::Handle;
 
 use super::attr::BLKSIZE;
@@ -96,29 +95,6 @@ impl T3fs {
         self.inner
             .rt
             .spawn(<Client as MountClient>::acting_as(user, fut));
-    }
-}
-
-/// The mtime a setattr asks for, as meant. With the writeback cache the kernel keeps mtime and
-/// ctime itself and sends "now" as an explicit mtime together with the ctime it stamped, the
-/// same instant (its truncates and `touch`es); an explicit time of utimensat comes with a ctime
-/// of the call, not equal to it. So an mtime equal to the ctime sent is now: meta then asks
-/// only write access, as for any touch, where an explicit time is the owner's.
-fn mtime_meant(mtime: Option<TimeOrNow>, ctime: Option<SystemTime>) -> Option<TimeOrNow> {
-    match (mtime, ctime) {
-        (Some(TimeOrNow::SpecificTime(m)), Some(c)) if m == c => Some(TimeOrNow::Now),
-        _ => mtime,
-    }
-}
-
-/// An explicit time of utimensat as seconds and nanoseconds (before the epoch: the epoch).
-fn explicit(t: Option<TimeOrNow>) -> Option<(u64, u32)> {
-    match t {
-        Some(TimeOrNow::SpecificTime(t)) => {
-            let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-            Some((d.as_secs(), d.subsec_nanos()))
-        }
-        _ => None,
     }
 }
 
@@ -185,22 +161,7 @@ impl Filesystem for T3fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let mtime = mtime_meant(mtime, ctime);
-        let (m, a) = (explicit(mtime), explicit(atime));
-        let set = SetAttr {
-            perm: mode.map(|m| m & 0o7777),
-            uid,
-            gid,
-            mtime: m.map(|(s, _)| s),
-            mtime_ns: m.map_or(0, |(_, ns)| ns),
-            atime: a.map(|(s, _)| s),
-            atime_ns: a.map_or(0, |(_, ns)| ns),
-            atime_now: matches!(atime, Some(TimeOrNow::Now)),
-            layout: None,
-            touch: matches!(mtime, Some(TimeOrNow::Now)),
-            // The inode itself, never a link's target: Inner::setattr sets it.
-            nofollow: false,
-        };
+        let set = super::set_attr::set_attr_of(mode, uid, gid, atime, mtime, ctime);
         self.spawn(req, |s| async move {
             let r = s.setattr(ino, fh.map(|h| h.0), size, set).await;
             attr(reply, &s.ttl, r);

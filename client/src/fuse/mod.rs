@@ -41,6 +41,7 @@ mod names;
 mod ns_request_tests;
 mod ns_requests;
 mod read_ahead;
+mod set_attr;
 #[cfg(test)]
 mod test_mount;
 #[cfg(test)]

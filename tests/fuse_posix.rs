@@ -214,20 +214,7 @@ const THEN: (i64, i64) = (1_234_567_890, 500);
 
 /// utimensat(2) of `path` with `times` (None: NULL, to now, what `touch` does).
 fn utimens(path: &Path, times: Option<[(i64, i64); 2]>) -> Outcome {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    let ts = times.map(|t| {
-        t.map(|(s, n)| libc::timespec {
-            tv_sec: s,
-            tv_nsec: n,
-        })
-    });
-    let ptr = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
-    // SAFETY: `c` is a valid NUL-terminated path; `ptr` is null or two timespecs that outlive
-    // the call.
-    match unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ptr, 0) } {
-        0 => Ok(String::new()),
-        _ => Err(code(std::io::Error::last_os_error())),
-    }
+    support::utimensat(path, times, false).map(|()| String::new())
 }
 
 /// An entry's mtime as the trees compare it: the explicit time if it still holds it, else

@@ -59,12 +59,17 @@ fn times(m: &fs::Metadata) -> Times {
     ]
 }
 
+/// A watched path's name before the call and after it (`old>new`, or one name for both).
+fn old_new(w: &str) -> (&str, &str) {
+    w.split_once('>').unwrap_or((w, w))
+}
+
 /// The watched `old` paths' times before the call (None: absent).
 fn before(d: &Path, watch: &[&str]) -> Vec<Option<Times>> {
     watch
         .iter()
         .map(|w| {
-            fs::symlink_metadata(d.join(w.split('>').next().unwrap()))
+            fs::symlink_metadata(d.join(old_new(w).0))
                 .ok()
                 .map(|m| times(&m))
         })
@@ -91,9 +96,8 @@ fn after(d: &Path, watch: &[&str], was: &[Option<Times>]) -> Vec<String> {
     watch
         .iter()
         .zip(was)
-        .map(|(w, then)| {
-            let new = w.rsplit('>').next().unwrap();
-            match fs::symlink_metadata(d.join(new)) {
+        .map(
+            |(w, then)| match fs::symlink_metadata(d.join(old_new(w).1)) {
                 Err(e) => format!("{w}: errno {}", e.raw_os_error().unwrap_or(-1)),
                 Ok(m) => {
                     let size = if m.is_dir() {
@@ -110,8 +114,8 @@ fn after(d: &Path, watch: &[&str], was: &[Option<Times>]) -> Vec<String> {
                         moved(&times(&m), then)
                     )
                 }
-            }
-        })
+            },
+        )
         .collect()
 }
 
@@ -123,7 +127,7 @@ fn prepare(root: &Path, cases: &[Case]) {
         fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
         (k.setup)(&d);
         for w in k.watch {
-            let p = d.join(w.split('>').next().unwrap());
+            let p = d.join(old_new(w).0);
             if fs::symlink_metadata(&p).is_ok() {
                 utimens(&p, Some([PAST, PAST])).unwrap();
             }
@@ -181,8 +185,7 @@ fn compare(mine: &Path, theirs: &Path, unprivileged: bool, label: &str) -> Vec<S
         if unprivileged {
             become_nobody_in(&[TEAM]);
         }
-        let cases = cases();
-        (run(&m, &cases), run(&t, &cases))
+        (run(&m, &list), run(&t, &list))
     })
     .join()
     .unwrap();
@@ -206,7 +209,7 @@ fn timestamps_and_mode_bit_rules_match_the_kernels_as_root_and_unprivileged() {
     // The default mount, and one where the kernel keeps written pages and their times (it
     // sends mtime and ctime with its writeback).
     let mut differ = Vec::new();
-    let mut lines = 0;
+    let mut runs = 0;
     for (name, flags) in [("mnt", &[][..]), ("wb", &["--writeback-cache"][..])] {
         let flags: Vec<&str> = ["--allow-other"].iter().chain(flags).copied().collect();
         let m = mount(&cluster, &tmp.0.join(name), &flags, &log);
@@ -223,12 +226,12 @@ fn timestamps_and_mode_bit_rules_match_the_kernels_as_root_and_unprivileged() {
                 unprivileged,
                 &label,
             ));
-            lines += 1;
+            runs += 1;
         }
     }
     assert!(
         differ.is_empty(),
-        "{} lines differ from the kernel's file system ({lines} runs):\n{}",
+        "{} lines differ from the kernel's file system ({runs} runs):\n{}",
         differ.len(),
         differ.join("\n")
     );

@@ -60,23 +60,7 @@ fn dir(d: &Path, name: &str, mode: u32, uid: u32, gid: u32) {
 
 /// utimensat(2) of `p` (not following a final symlink) with `times` (None: NULL).
 pub fn utimens(p: &Path, times: Option<[(i64, i64); 2]>) -> Outcome {
-    let ts = times.map(|t| {
-        t.map(|(s, n)| libc::timespec {
-            tv_sec: s,
-            tv_nsec: n,
-        })
-    });
-    let ptr = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
-    let path = c(p);
-    // SAFETY: a valid NUL-terminated path; `ptr` is null or two timespecs that outlive the call.
-    ok(unsafe {
-        libc::utimensat(
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            ptr,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })
+    crate::support::utimensat(p, times, true)
 }
 
 const NOW: (i64, i64) = (0, libc::UTIME_NOW);

@@ -264,3 +264,28 @@ pub fn become_nobody_in(groups: &[u32]) {
         assert_eq!(libc::setfsgid(u32::MAX) as u32, NOBODY);
     }
 }
+
+/// utimensat(2) of `path` with `times` (None: NULL, both to now; each time a (seconds,
+/// nanoseconds) pair, or `UTIME_NOW`/`UTIME_OMIT` in the nanoseconds), following a final
+/// symlink unless `nofollow`: the errno on failure.
+pub fn utimensat(path: &Path, times: Option<[(i64, i64); 2]>, nofollow: bool) -> Result<(), i32> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let ts = times.map(|t| {
+        t.map(|(s, n)| libc::timespec {
+            tv_sec: s,
+            tv_nsec: n,
+        })
+    });
+    let ptr = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+    let flags = if nofollow {
+        libc::AT_SYMLINK_NOFOLLOW
+    } else {
+        0
+    };
+    // SAFETY: `c` is a valid NUL-terminated path; `ptr` is null or two timespecs that outlive
+    // the call.
+    match unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ptr, flags) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)),
+    }
+}

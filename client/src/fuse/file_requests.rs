@@ -162,7 +162,7 @@ impl<C: MountClient> Inner<C> {
         let r = match held {
             // Nothing to report (no write, or flush reported them all): the close goes later,
             // with others (unwritten_closes.rs).
-            Some((f, wb)) if f.session != 0 && (wb.wrote_nothing() || wb.all_reported()) => {
+            Some((f, wb)) if f.session != 0 && wb.all_reported() => {
                 self.close_unwritten(f.inode, f.session);
                 Ok(())
             }

@@ -312,7 +312,7 @@ impl<C: MountClient> Inner<C> {
             .map_err(|e| stale(&e))?;
         if inode.id != want {
             if write {
-                let _ = c.close_unwritten(&[(file.inode, file.session)]).await;
+                let _ = self.end_unwritten(&file).await;
             }
             return Err(Errno::ESTALE);
         }
@@ -326,7 +326,7 @@ impl<C: MountClient> Inner<C> {
                 match c.set_attr(path, touch).await {
                     Ok(after) if after.id == want => self.opened(file, after, false).await,
                     r => {
-                        let _ = c.close_unwritten(&[(file.inode, file.session)]).await;
+                        let _ = self.end_unwritten(&file).await;
                         Err(r.map_or_else(|e| stale(&e), |_| Errno::ESTALE))
                     }
                 }
@@ -348,15 +348,19 @@ impl<C: MountClient> Inner<C> {
             let cut = self.client.truncate(&mut file, &inode, 0).await;
             if let Err(e) = cut {
                 // The session is ours to end: a failed open holds nothing.
-                let _ = self
-                    .client
-                    .close_unwritten(&[(file.inode, file.session)])
-                    .await;
+                let _ = self.end_unwritten(&file).await;
                 return Err(errno(&e));
             }
             set_length(&mut inode, 0);
         }
         Ok(self.keep(file, inode))
+    }
+
+    /// Ends write session `file`, which wrote nothing, at once: no length report, no stamp.
+    async fn end_unwritten(&self, file: &File) -> Result<(), ClientError> {
+        self.client
+            .close_unwritten(&[(file.inode, file.session)])
+            .await
     }
 
     /// Keeps `file` (opened as `inode`) as a new handle: its number and the inode.
@@ -409,10 +413,7 @@ impl<C: MountClient> Inner<C> {
                 Err(Errno::ESTALE)
             };
             // The session wrote nothing (the truncate told meta the length): no report, no stamp.
-            let closed = c
-                .close_unwritten(&[(file.inode, file.session)])
-                .await
-                .map_err(|e| errno(&e));
+            let closed = self.end_unwritten(&file).await.map_err(|e| errno(&e));
             return r.and(closed);
         };
         c.truncate(&mut file, &inode, len)

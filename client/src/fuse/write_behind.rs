@@ -103,11 +103,6 @@ impl WriteBehind {
         lock(&self.st).accepted
     }
 
-    /// No write was ever asked of this handle, so its close has no length to report.
-    pub fn wrote_nothing(&self) -> bool {
-        lock(&self.st).writes == 0
-    }
-
     /// How many writes the handle was asked so far (a mark for [`Self::reported`]).
     pub fn writes(&self) -> u64 {
         lock(&self.st).writes
@@ -119,7 +114,8 @@ impl WriteBehind {
         st.reported = st.reported.max(upto);
     }
 
-    /// Every write asked of the handle was reported to meta: its close has nothing to tell.
+    /// Every write asked of the handle was reported to meta (none asked, or flush reported
+    /// them): its close has nothing to tell.
     pub fn all_reported(&self) -> bool {
         let st = lock(&self.st);
         st.reported == st.writes

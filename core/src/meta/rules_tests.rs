@@ -364,7 +364,7 @@ fn ctime_moves_where_linux_moves_it() {
     tx(&mut kv, |ns| ns.hardlink("/b/f", "/a/g", op(40))).unwrap();
     assert_eq!(times(&mut kv, "/b/f"), (130, 140));
     // A writer's report moves mtime and ctime, the length grown or not (a write inside the
-    // file); one without a hint (a truncate's own session) leaves them.
+    // file).
     let hint = |length| {
         Some(length::LengthHint {
             length,

@@ -1,7 +1,7 @@
 //! The `kv` role: serves the embedded persistent engine ([`crate::wal_kv`]) to every node of a
 //! one-host cluster over the transport. Each [`KvReq`] runs against a shared handle of the engine:
-//! reads on the runtime, commits on tokio's blocking pool (commits from many callers share one
-//! WAL fsync: group commit)
+//! reads on the runtime, commits appended on the runtime and made durable by one syncer thread
+//! (commits from many callers share one WAL fsync: group commit; `kv_commits.rs`)
 //! and is answered with a [`KvReply`] carrying the same id.
 //!
 //! Faults a real run injects (unavailability, spurious conflicts, unknown commits) come from
@@ -38,6 +38,7 @@ use t3fs_core::kv::{
 use t3fs_core::msg::kv::{KvReply, KvReq};
 use t3fs_core::msg::Msg;
 
+use crate::kv_commits::Commits;
 use crate::kv_faults::{KvFate, KvFaultLayer};
 use crate::transport::{Inbound, Transport, TransportConfig};
 use crate::wal_kv::SharedWalKv;
@@ -72,20 +73,26 @@ pub async fn serve(
     counters: Arc<KvServiceCounters>,
     faults: Arc<KvFaultLayer>,
 ) {
-    let exec = move |op| run(engine.clone(), op);
+    let commits = match Commits::start(engine.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            // Ends the serving task, which the kv node reports as its failure.
+            tracing::error!("kv: cannot start the syncer thread: {e}");
+            return;
+        }
+    };
+    let exec = move |op| run(engine.clone(), commits.clone(), op);
     serve_bounded(transport, inbound, counters, faults, MAX_IN_FLIGHT, exec).await;
 }
 
 /// Runs `op` on the engine.
-async fn run(mut e: SharedWalKv, op: KvOp) -> Result<KvDone, KvError> {
+async fn run(mut e: SharedWalKv, commits: Commits, op: KvOp) -> Result<KvDone, KvError> {
     match op {
         // A read holds the engine's lock only for its lookups (a commit drops it while it
         // syncs): run it here rather than hand it to another thread and back, which costs a
         // metadata call more than the read.
         KvOp::Read { .. } => kv::execute(&mut e, op),
-        KvOp::Commit(_) => tokio::task::spawn_blocking(move || kv::execute(&mut e, op))
-            .await
-            .unwrap_or(Err(KvError::Unavailable)),
+        KvOp::Commit(req) => commits.commit(req).await.map(KvDone::Committed),
     }
 }
 

@@ -31,6 +31,7 @@ pub mod durable;
 pub mod etcd_kv;
 pub mod fault_query;
 pub mod jitter;
+pub mod kv_commits;
 pub mod kv_faults;
 pub mod kv_service;
 pub mod metrics;

@@ -82,7 +82,6 @@ impl Node {
         }
         data
     }
-
 }
 
 #[derive(Default)]

@@ -47,6 +47,20 @@ struct State {
     /// A leader is syncing the log (with the lock released).
     syncing: bool,
     stats: GroupStats,
+    /// [`SharedWalKv::sync_appended`] is to return.
+    stop_syncer: bool,
+}
+
+/// What [`SharedWalKv::append`] did with a commit.
+#[derive(Debug)]
+pub enum Appended {
+    /// Nothing to make durable (no writes): answered at this version.
+    Done(KvVersion),
+    /// In the log at this version; durable once a sync covers it.
+    Logged(KvVersion),
+    /// The log has no room without a compaction: commit it with [`KvEngine::commit`], which
+    /// may compact.
+    NoRoom(CommitReq),
 }
 
 struct Shared {
@@ -82,6 +96,7 @@ impl SharedWalKv {
             core,
             syncing: false,
             stats: GroupStats::default(),
+            stop_syncer: false,
         };
         Self {
             shared: Arc::new(Shared {
@@ -119,6 +134,82 @@ impl SharedWalKv {
     /// Commits refused so far because the file system had no room for them.
     pub fn no_space_refusals(&self) -> u64 {
         self.lock().core.refused
+    }
+
+    /// Decides `req` and appends its frame without waiting for it to be durable: for a caller
+    /// that waits elsewhere (the kv service's tasks), while [`SharedWalKv::sync_appended`]
+    /// syncs on a thread of its own. A commit so appended is acknowledged only once a durable
+    /// version that `sync_appended` reports covers it.
+    pub fn append(&self, req: CommitReq) -> Result<Appended, KvError> {
+        let mut s = self.lock();
+        let decided = s.core.decide(req, false);
+        // The syncer learns of a new frame, or of the poisoning a failed append caused.
+        self.shared.changed.notify_all();
+        match decided? {
+            Decided::Nothing(v) => Ok(Appended::Done(v)),
+            Decided::NoRoom(req) => Ok(Appended::NoRoom(req)),
+            Decided::Logged(v) => {
+                s.stats.commits += 1;
+                Ok(Appended::Logged(v))
+            }
+        }
+    }
+
+    /// Syncs the log whenever it holds frames beyond the durable version, until
+    /// [`SharedWalKv::stop_syncing`], and compacts as a committer would. `tell(durable,
+    /// poisoned)` hears every change of either, outside the lock: the durable version covers
+    /// a commit appended at or below it, and once poisoned, a commit it does not cover has an
+    /// unknown outcome. One thread runs this; commits through [`KvEngine::commit`] may lead
+    /// syncs meanwhile (they take turns through `syncing`).
+    pub fn sync_appended(&self, mut tell: impl FnMut(u64, bool)) {
+        let mut told = None;
+        let mut s = self.lock();
+        loop {
+            let now = (s.core.durable, s.core.poisoned);
+            if told != Some(now) {
+                drop(s);
+                tell(now.0, now.1);
+                told = Some(now);
+                s = self.lock();
+                continue;
+            }
+            if s.stop_syncer {
+                return;
+            }
+            if s.core.poisoned || s.syncing || s.core.version() <= s.core.durable {
+                s = self.wait(s);
+                continue;
+            }
+            s = self.lead(s);
+            if !s.syncing && !s.core.poisoned {
+                s.core.maybe_compact();
+                self.shared.changed.notify_all();
+            }
+        }
+    }
+
+    /// Makes [`SharedWalKv::sync_appended`] return (after the sync it may be running).
+    pub fn stop_syncing(&self) {
+        self.lock().stop_syncer = true;
+        self.shared.changed.notify_all();
+    }
+
+    /// Syncs every frame appended so far, the lock released meanwhile; `s.syncing` was false.
+    fn lead<'a>(&'a self, mut s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        s.syncing = true;
+        let target = s.core.version();
+        let wal = Arc::clone(&s.core.wal);
+        drop(s);
+        let synced = wal.sync_data();
+        let mut s = self.lock();
+        s.syncing = false;
+        s.stats.syncs += 1;
+        match synced {
+            Ok(()) => s.core.durable = s.core.durable.max(target),
+            Err(_) => s.core.poisoned = true,
+        }
+        self.shared.changed.notify_all();
+        s
     }
 
     /// Writes every live key as the snapshot and empties the log. When the snapshot does not
@@ -193,19 +284,7 @@ impl KvEngine for SharedWalKv {
                 continue;
             }
             // Lead: every frame appended so far rides on this sync.
-            s.syncing = true;
-            let target = s.core.version();
-            let wal = Arc::clone(&s.core.wal);
-            drop(s);
-            let synced = wal.sync_data();
-            s = self.lock();
-            s.syncing = false;
-            s.stats.syncs += 1;
-            match synced {
-                Ok(()) => s.core.durable = s.core.durable.max(target),
-                Err(_) => s.core.poisoned = true,
-            }
-            self.shared.changed.notify_all();
+            s = self.lead(s);
         }
         // Compaction truncates the log, so only while no leader is syncing it; if one is, a
         // later commit compacts.

@@ -82,7 +82,7 @@ use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Mutation, Value};
 
 use self::frame::LOG_HEADER;
-pub use self::group::{GroupStats, SharedWalKv};
+pub use self::group::{Appended, GroupStats, SharedWalKv};
 use crate::durable::fs::{no_space, DurableFile, DurableFs, StdFs};
 
 /// Commits of history the engine keeps for conflict checks and snapshot reads.

@@ -47,7 +47,10 @@ fn get<E: KvEngine + ?Sized>(kv: &mut E, k: &[u8]) -> Option<Vec<u8>> {
 /// Writes `bytes` into the log at `at`, past its last frame: what a crash mid-commit leaves
 /// there (the log's end is followed by zeros written ahead, not by the file's end).
 fn write_raw(dir: &Path, at: u64, bytes: &[u8]) {
-    let f = OpenOptions::new().write(true).open(dir.join("wal")).unwrap();
+    let f = OpenOptions::new()
+        .write(true)
+        .open(dir.join("wal"))
+        .unwrap();
     std::os::unix::fs::FileExt::write_all_at(&f, bytes, at).unwrap();
 }
 
@@ -117,9 +120,15 @@ fn commits_are_written_into_zeros_ahead_of_the_log_so_its_size_stands() {
     }
     assert_eq!(size(), before, "the file's size moved with commits");
     let end = kv.wal_bytes();
-    assert!(before >= end + super::RESERVE, "{before} bytes, log ends at {end}");
+    assert!(
+        before >= end + super::RESERVE,
+        "{before} bytes, log ends at {end}"
+    );
     let data = fs::read(dir.join("wal")).unwrap();
-    assert!(data[end as usize..].iter().all(|&b| b == 0), "not zeros after the log");
+    assert!(
+        data[end as usize..].iter().all(|&b| b == 0),
+        "not zeros after the log"
+    );
     drop(kv);
     // Opening cuts the zeros like a torn tail and keeps every commit.
     let mut kv = WalKv::open(&dir).unwrap();

@@ -92,7 +92,10 @@ impl T3fs {
             groups: self.groups.of(req.pid(), req.uid(), req.gid()),
             ..User::new(req.uid(), req.gid())
         };
-        let mut task = Box::pin(<Client as MountClient>::acting_as(user, f(self.inner.clone())));
+        let mut task = Box::pin(<Client as MountClient>::acting_as(
+            user,
+            f(self.inner.clone()),
+        ));
         // One poll here first: a request answered from what the mount holds (a cached
         // attribute, a fresh directory's negative entry, a flush with nothing in flight) is
         // answered on this thread, and one that goes to the cluster has sent its request before

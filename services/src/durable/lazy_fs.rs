@@ -5,9 +5,13 @@
 //! Why: killing a process (kill -9) leaves the page cache intact, so it cannot tell a missing
 //! fsync from a present one; this can. The power fails at the n-th mutating call
 //! ([`LazyFs::fail_after`]): that call and every later one fail, as on a dead machine. The power
-//! then comes back ([`LazyFs::crash_writes`], both engines' power-loss suites): per file, the
-//! durable contents plus a random prefix of its unsynced writes in order, the last one possibly
-//! torn (a prefix of its bytes), as a disk that wrote part of its queue.
+//! then comes back in one of two ways, one per engine's power-loss suite, each as that suite had
+//! it before this layer was shared (so that its seeds keep exercising what they did):
+//! - [`LazyFs::crash_writes`] (the chunk store's): per file, the durable contents plus a random
+//!   prefix of its unsynced writes in order, the last one possibly torn (a prefix of its
+//!   bytes), as a disk that wrote part of its queue;
+//! - [`LazyFs::crash_appends`] (WalKv's): per file, the durable contents plus a prefix of the
+//!   bytes appended since (none when the file was cut since its last sync).
 //!
 //! Lies, which show that a suite's check can fail: `lie_sync` names files whose fdatasyncs do
 //! nothing (a disk that ignores flushes: the chunk store's checksums must catch what it loses),
@@ -81,6 +85,18 @@ impl Node {
             }
         }
         data
+    }
+
+    /// What [`LazyFs::crash_appends`] keeps: the durable bytes and `torn`'s part of what was
+    /// appended after them.
+    fn kept_appends(&self, torn: &mut impl FnMut(usize) -> usize) -> Vec<u8> {
+        let appended = self.data.len().saturating_sub(self.durable.len());
+        if appended > 0 && self.data.starts_with(&self.durable) {
+            let keep = torn(appended).min(appended);
+            self.data[..self.durable.len() + keep].to_vec()
+        } else {
+            self.durable.clone()
+        }
     }
 }
 
@@ -240,6 +256,12 @@ impl LazyFs {
     /// test's random source): how many writes survive, whether the next one is torn, and where.
     pub(crate) fn crash_writes(&self, mut pick: impl FnMut(usize) -> usize) {
         self.power_back(|node| node.kept_writes(&mut pick));
+    }
+
+    /// The power comes back, each file keeping its durable contents plus `torn(n)` (at most
+    /// `n`) of the `n` bytes appended since, as a disk that wrote part of them.
+    pub(crate) fn crash_appends(&self, mut torn: impl FnMut(usize) -> usize) {
+        self.power_back(|node| node.kept_appends(&mut torn));
     }
 
     /// Names are what was durable, each file's contents what `kept` says survived.

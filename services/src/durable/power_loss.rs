@@ -28,4 +28,13 @@ impl XorShift {
     pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
+
+    /// How much of `n` unsynced bytes a crash keeps: none, some, or all.
+    pub(crate) fn torn(&mut self, n: usize) -> usize {
+        match self.below(3) {
+            0 => 0,
+            1 => self.below(n as u64 + 1) as usize,
+            _ => n,
+        }
+    }
 }

@@ -5,8 +5,7 @@
 //! `[magic u32][len u32][crc32c u32][payload: len bytes]` (magic `T3WL`; the framing, and why
 //! each frame has a magic, in `durable/frame.rs`, shared with the chunk store), payload
 //! `[version u64][count u32][mutations]`; all integers little-endian. The log holds one frame
-//! per committed transaction in version order, then the zeros written ahead of its end (which
-//! opening cuts like a torn tail: no frame starts with a zero magic); the snapshot holds exactly one frame whose
+//! per committed transaction in version order; the snapshot holds exactly one frame whose
 //! mutations are `Set`s of every live key and whose version is the commit it reflects.
 //!
 //! Damage in front of a whole frame is told from a torn tail by a frame after it that also

@@ -40,8 +40,7 @@
 //!
 //! A commit is applied in memory before its frame is appended, so an append that fails cannot
 //! be taken back: it would poison. Hence the log's blocks are reserved ahead of its end
-//! (fallocate KEEP_SIZE, then zeros written over them, [`AHEAD`] at a time, so that a commit's
-//! fdatasync writes its frame's blocks and no inode) and a commit is admitted only when its frame fits
+//! (fallocate KEEP_SIZE, [`AHEAD`] at a time) and a commit is admitted only when its frame fits
 //! in them, checked before anything else happens to it; a commit that only sets keys must leave
 //! [`RESERVE`] reserved bytes after its frame, one that clears any key (a delete, an unlink or a
 //! rename of the meta service) may use them, so that space can still be freed on a full file
@@ -92,9 +91,8 @@ pub const COMPACT_AT: u64 = 64 << 20;
 const LOG: &str = "wal";
 const SNAPSHOT: &str = "snapshot";
 const SNAPSHOT_TMP: &str = "snapshot.tmp";
-/// The step by which the log's reserved blocks grow ahead of its end: one fallocate and one
-/// write of zeros per step, and the first commit after it syncs the file's new size; the
-/// commits between change only data, so their fdatasync writes no inode.
+/// The step by which the log's reserved blocks grow ahead of its end (one fallocate per step;
+/// the appends change the file's size anyway, so a bigger step would save nothing else).
 const AHEAD: u64 = 64 << 10;
 /// Reserved log bytes a commit that only sets keys must leave after its frame: what commits
 /// that clear keys may still use on a full file system (some 20,000 deletes of 30-byte keys).
@@ -272,8 +270,7 @@ impl Core {
         let bytes = frame::encode(version, &req.mutations);
         let v = self.mem.commit(req)?;
         debug_assert_eq!(v.0 + self.base, version);
-        // Into blocks written before (zeros, `room`): the file's size does not change.
-        if self.wal.write_at(&bytes, self.wal_bytes).is_err() {
+        if self.wal.append(&bytes).is_err() {
             // Applied in memory, maybe (partly) on disk: the caller must treat it as unknown,
             // and no one may read it until a reopen settles what the disk holds.
             self.poisoned = true;
@@ -305,13 +302,6 @@ impl Core {
                 .reserve(self.wal_bytes, need - self.wal_bytes)
                 .map(|()| need);
         }
-        // Zeros written over what was reserved: a commit into written blocks within the file's
-        // size makes its fdatasync write the frame's blocks alone, where an append (or a write
-        // into blocks only fallocated) also writes the inode, whose size or extents changed
-        // (on this host's ext4 a 300-byte commit's fdatasync took 180 us appended, 125 us
-        // into zeros). A frame never follows zeros it did not overwrite: opening cuts them as
-        // a torn tail, like a partly written frame.
-        let reserved = reserved.and_then(|to| self.zero(to).map(|()| to));
         match reserved {
             Ok(to) => {
                 self.reserved = to;
@@ -324,18 +314,6 @@ impl Core {
                 Err(KvError::Unavailable)
             }
         }
-    }
-
-    /// Writes zeros from the end of what was reserved (or the log's end) up to `to`.
-    fn zero(&self, to: u64) -> io::Result<()> {
-        const ZEROS: [u8; 16 << 10] = [0; 16 << 10];
-        let mut at = self.reserved.max(self.wal_bytes);
-        while at < to {
-            let n = (to - at).min(ZEROS.len() as u64);
-            self.wal.write_at(&ZEROS[..n as usize], at)?;
-            at += n;
-        }
-        Ok(())
     }
 
     /// No room for a commit: compacts, if the log changed since the last compaction that did

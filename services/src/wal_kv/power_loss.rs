@@ -1,6 +1,6 @@
 //! Power-loss tests: the engine on [`LazyFs`], the power failing at a random call (mid-append,
 //! mid-sync, mid-compaction, mid-open), unsynced data and directory entries dropped (or a prefix
-//! of the unsynced writes kept in order, the last maybe torn), then reopened. Checked after every reopen:
+//! of the unsynced appends kept, as a torn write), then reopened. Checked after every reopen:
 //! every acknowledged commit is there; a commit whose outcome was unknown is there whole or not
 //! at all, and the read version says which; versions strictly increase across reopens.
 //!
@@ -46,7 +46,7 @@ fn open_through_crashes(
     loop {
         match open(fs, form) {
             Ok(kv) => return Ok(kv),
-            Err(_) if fs.is_down() => fs.crash_writes(|n| rng.below(n as u64) as usize),
+            Err(_) if fs.is_down() => fs.crash_appends(|n| rng.torn(n)),
             Err(e) => return Err(format!("open: {e}")),
         }
     }
@@ -172,7 +172,7 @@ fn run_seed(seed: u64, form: Form, lie: fn(&mut State)) -> Result<Vec<String>, S
             }
         }
         drop(kv);
-        fs.crash_writes(|n| rng.below(n as u64) as usize);
+        fs.crash_appends(|n| rng.torn(n));
     }
     let cuts = fs.state().cut_in.clone();
     Ok(cuts)
@@ -187,7 +187,7 @@ fn power_loss_keeps_every_acknowledged_commit() {
         cuts.extend(run_seed(seed, Form::Plain, honest).unwrap());
     }
     for want in [
-        "write wal",
+        "append wal",
         "sync wal",
         "create snapshot.tmp",
         "append snapshot.tmp",
@@ -279,7 +279,7 @@ fn power_loss_with_concurrent_group_committers() {
                 acked_version = acked_version.max(v);
             }
             drop(kv);
-            fs.crash_writes(|n| rng.below(n as u64) as usize);
+            fs.crash_appends(|n| rng.torn(n));
         }
     }
 }

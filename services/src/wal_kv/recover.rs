@@ -52,9 +52,7 @@ pub(super) fn open_log(
     log_path: &Path,
 ) -> io::Result<(Arc<dyn DurableFile>, Vec<u8>)> {
     let at_log = |e| named(log_path, e);
-    // Not O_APPEND: commits are written at the log's end inside the zeros written ahead of
-    // it (mod.rs, `room`), and a positional write on an O_APPEND file would go to the end.
-    let wal: Arc<dyn DurableFile> = fs.open(log_path).map_err(at_log)?.into();
+    let wal: Arc<dyn DurableFile> = fs.open_append(log_path).map_err(at_log)?.into();
     let mut data = fs.read(log_path).map_err(at_log)?;
     if data.len() < LOG_HEADER.len() {
         if !LOG_HEADER.starts_with(&data) {
@@ -62,7 +60,7 @@ pub(super) fn open_log(
         }
         // A log whose creation a crash cut short: it never held a frame.
         wal.set_len(0).map_err(at_log)?;
-        wal.write_at(LOG_HEADER, 0).map_err(at_log)?;
+        wal.append(LOG_HEADER).map_err(at_log)?;
         wal.sync_data().map_err(at_log)?;
         data = LOG_HEADER.to_vec();
     } else if !data.starts_with(LOG_HEADER) {

@@ -9,11 +9,13 @@
 //!
 //! Invariants: a commit is answered `Ok` only once the durable version the syncer reports
 //! covers it (the engine's read versions are that same durable version, so no one reads a
-//! commit before it is answered); once the engine is poisoned, a commit not covered is
+//! commit before it is durable); once the engine is poisoned, a commit not covered is
 //! answered `CommitUnknown`; a commit the log has no room for without a compaction goes to the
 //! engine's blocking commit on the pool, which may compact. The syncer thread stops when the
-//! last handle goes (after the sync it may be running). Not here: the engine's group commit
-//! itself (`wal_kv/group.rs`), serving requests (`kv_service.rs`).
+//! last handle goes (after the sync it may be running). A compaction runs on the syncer thread
+//! under the engine's lock, so the runtime's appends and reads wait for it, as its reads always
+//! did. Not here: the engine's group commit itself (`wal_kv/group.rs`), serving requests
+//! (`kv_service.rs`), compaction off the lock.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -186,8 +188,11 @@ mod tests {
         let kv = open(&lazy);
         let commits = Commits::start(kv.clone()).unwrap();
         lazy.state().fail_next_sync = true;
-        let r = runtime().block_on(commits.commit(set(&kv, b"k", b"v")));
-        assert_eq!(r, Err(KvError::CommitUnknown));
+        let commit = commits.commit(set(&kv, b"k", b"v"));
+        // Bounded: a commit that ignored the poisoning would wait for a sync that never comes.
+        let r = runtime()
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), commit).await });
+        assert_eq!(r, Ok(Err(KvError::CommitUnknown)));
         assert_eq!(kv.clone().read_version(), Err(KvError::Unavailable));
     }
 }

@@ -1,6 +1,8 @@
-//! The FUSE file system: each kernel request becomes a task on the mount's tokio runtime that
-//! calls the native client (meta over TCP, chunk I/O on the chains) and replies when done, so
-//! the dispatch threads never wait and many requests are in flight at once.
+//! The FUSE file system: each kernel request becomes a task that calls the native client (meta
+//! over TCP, chunk I/O on the chains) and replies when done. The dispatch thread polls it once
+//! (a request the mount answers itself is answered there); one that must wait goes to the mount's
+//! tokio runtime, so the dispatch threads never wait on the cluster and many requests are in
+//! flight at once. They do run each request's work up to its first wait, locks included.
 //!
 //! Thin by design: a callback only copies the kernel's arguments, takes what a handle holds
 //! (on the dispatch thread, so in the order the kernel sent the requests), spawns the task,
@@ -30,8 +32,9 @@
 
 use std::ffi::OsStr;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -103,10 +106,17 @@ impl T3fs {
         // cross-thread wake-up (45 to 150 us on this 2-core host). The task's later polls run on
         // the runtime, which polls it once when spawned, so what the first poll's waker (a
         // no-op) was registered for is looked at again there.
+        // A panic is caught as the runtime would catch it in a task: the request's reply goes
+        // unsent (fuser answers EIO when a reply is dropped) and the dispatch thread lives on.
         let _in_runtime = self.inner.rt.enter();
         let mut cx = Context::from_waker(Waker::noop());
-        if task.as_mut().poll(&mut cx).is_pending() {
-            self.inner.rt.spawn(task);
+        let first = std::panic::catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut cx)));
+        match first {
+            Ok(Poll::Pending) => {
+                self.inner.rt.spawn(task);
+            }
+            Ok(Poll::Ready(())) => {}
+            Err(_) => tracing::error!("a FUSE request panicked; answered EIO"),
         }
     }
 }

@@ -164,6 +164,8 @@ impl SharedWalKv {
     pub fn sync_appended(&self, mut tell: impl FnMut(u64, bool)) {
         let mut told = None;
         let mut s = self.lock();
+        // A stop asked of an earlier syncer of this engine is not this one's.
+        s.stop_syncer = false;
         loop {
             let now = (s.core.durable, s.core.poisoned);
             if told != Some(now) {

@@ -183,10 +183,16 @@ impl SharedWalKv {
                 continue;
             }
             s = self.lead(s);
-            if !s.syncing && !s.core.poisoned {
-                s.core.maybe_compact();
-                self.shared.changed.notify_all();
-            }
+            self.compact_if_idle(&mut s);
+        }
+    }
+
+    /// Compacts when the log is due for it. Compaction truncates the log, so only while no
+    /// leader is syncing it; if one is, a later commit compacts.
+    fn compact_if_idle(&self, s: &mut State) {
+        if !s.syncing && !s.core.poisoned {
+            s.core.maybe_compact();
+            self.shared.changed.notify_all();
         }
     }
 
@@ -288,12 +294,7 @@ impl KvEngine for SharedWalKv {
             // Lead: every frame appended so far rides on this sync.
             s = self.lead(s);
         }
-        // Compaction truncates the log, so only while no leader is syncing it; if one is, a
-        // later commit compacts.
-        if !s.syncing && !s.core.poisoned {
-            s.core.maybe_compact();
-            self.shared.changed.notify_all();
-        }
+        self.compact_if_idle(&mut s);
         Ok(v)
     }
 }

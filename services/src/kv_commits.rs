@@ -24,7 +24,7 @@ use tokio::sync::watch;
 
 use t3fs_core::kv::{CommitReq, KvEngine, KvError, KvVersion};
 
-use crate::wal_kv::{Appended, SharedWalKv};
+use crate::wal_kv::{Decided, SharedWalKv};
 
 /// The engine's durable version and whether it is poisoned, as the syncer last reported.
 type Durable = (u64, bool);
@@ -61,9 +61,9 @@ impl Commits {
     /// Commits `req`: answered once durable (see the module's invariants).
     pub async fn commit(&self, req: CommitReq) -> Result<KvVersion, KvError> {
         let v = match self.0.engine.append(req)? {
-            Appended::Done(v) => return Ok(v),
-            Appended::Logged(v) => v,
-            Appended::NoRoom(req) => {
+            Decided::Nothing(v) => return Ok(v),
+            Decided::Logged(v) => v,
+            Decided::NoRoom(req) => {
                 let mut e = self.0.engine.clone();
                 return tokio::task::spawn_blocking(move || e.commit(req))
                     .await

@@ -51,18 +51,6 @@ struct State {
     stop_syncer: bool,
 }
 
-/// What [`SharedWalKv::append`] did with a commit.
-#[derive(Debug)]
-pub enum Appended {
-    /// Nothing to make durable (no writes): answered at this version.
-    Done(KvVersion),
-    /// In the log at this version; durable once a sync covers it.
-    Logged(KvVersion),
-    /// The log has no room without a compaction: commit it with [`KvEngine::commit`], which
-    /// may compact.
-    NoRoom(CommitReq),
-}
-
 struct Shared {
     state: Mutex<State>,
     /// Signalled whenever `durable`, `syncing` or `poisoned` changes.
@@ -139,20 +127,18 @@ impl SharedWalKv {
     /// Decides `req` and appends its frame without waiting for it to be durable: for a caller
     /// that waits elsewhere (the kv service's tasks), while [`SharedWalKv::sync_appended`]
     /// syncs on a thread of its own. A commit so appended is acknowledged only once a durable
-    /// version that `sync_appended` reports covers it.
-    pub fn append(&self, req: CommitReq) -> Result<Appended, KvError> {
+    /// version that `sync_appended` reports covers it. One that gets `NoRoom` goes through
+    /// [`KvEngine::commit`], which may compact.
+    pub fn append(&self, req: CommitReq) -> Result<Decided, KvError> {
         let mut s = self.lock();
         let decided = s.core.decide(req, false);
+        let logged = matches!(decided, Ok(Decided::Logged(_)));
+        s.stats.commits += u64::from(logged);
         // The syncer learns of a new frame, or of the poisoning a failed append caused.
-        self.shared.changed.notify_all();
-        match decided? {
-            Decided::Nothing(v) => Ok(Appended::Done(v)),
-            Decided::NoRoom(req) => Ok(Appended::NoRoom(req)),
-            Decided::Logged(v) => {
-                s.stats.commits += 1;
-                Ok(Appended::Logged(v))
-            }
+        if logged || s.core.poisoned {
+            self.shared.changed.notify_all();
         }
+        decided
     }
 
     /// Syncs the log whenever it holds frames beyond the durable version, until

@@ -81,7 +81,7 @@ use t3fs_core::kv::mem::MemKv;
 use t3fs_core::kv::{CommitReq, KeyRange, KvEngine, KvError, KvVersion, Mutation, Value};
 
 use self::frame::LOG_HEADER;
-pub use self::group::{Appended, GroupStats, SharedWalKv};
+pub use self::group::{GroupStats, SharedWalKv};
 use crate::durable::fs::{no_space, DurableFile, DurableFs, StdFs};
 
 /// Commits of history the engine keeps for conflict checks and snapshot reads.
@@ -111,8 +111,8 @@ fn damaged(path: &Path, why: impl std::fmt::Display) -> io::Error {
     )
 }
 
-/// What [`Core::decide`] did with a commit.
-enum Decided {
+/// What [`Core::decide`] (and [`SharedWalKv::append`]) did with a commit.
+pub enum Decided {
     /// Nothing to write: answered at this version.
     Nothing(KvVersion),
     /// Applied in memory and appended to the log at this version, not yet durable.
